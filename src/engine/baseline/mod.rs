@@ -1,0 +1,7 @@
+//! Baselines of RACL14's tables: penalised logistic regression and RankBoost.B.
+
+pub mod logit;
+pub mod rankboost;
+
+pub use logit::Logit;
+pub use rankboost::RankBoost;

@@ -1,0 +1,52 @@
+//! Per-feature summary statistics for the dataset pane and the report.
+
+use nalgebra::DMatrix;
+use serde::{Deserialize, Serialize};
+
+/// Number of histogram bins in a feature summary.
+pub const HIST_BINS: usize = 12;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeatureSummary {
+    pub name: String,
+    pub mean: f64,
+    /// Population sd (ddof = 0), as used for standardisation.
+    pub sd: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Counts in `HIST_BINS` equal-width bins over [min, max].
+    pub hist: Vec<u32>,
+}
+
+pub fn summarize(names: &[String], x: &DMatrix<f64>) -> Vec<FeatureSummary> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(k, name)| {
+            let col = x.column(k);
+            let n = col.len().max(1) as f64;
+            let mean = col.iter().sum::<f64>() / n;
+            let var = col.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+            let min = col.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = col.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let mut hist = vec![0u32; HIST_BINS];
+            let width = (max - min) / HIST_BINS as f64;
+            for &v in col.iter() {
+                let b = if width > 0.0 {
+                    ((v - min) / width) as usize
+                } else {
+                    0
+                };
+                hist[b.min(HIST_BINS - 1)] += 1;
+            }
+            FeatureSummary {
+                name: name.clone(),
+                mean,
+                sd: var.sqrt(),
+                min,
+                max,
+                hist,
+            }
+        })
+        .collect()
+}

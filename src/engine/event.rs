@@ -1,0 +1,112 @@
+//! Progress events that engines stream to an `Observer` (the TUI's panes, the
+//! CLI's progress line, the run record's trace).
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogLevel {
+    Info,
+    Warn,
+}
+
+/// A weighted histogram on [lo, hi] with equal-width bins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Histogram {
+    pub lo: f64,
+    pub hi: f64,
+    pub counts: Vec<f64>,
+}
+
+impl Histogram {
+    /// Histogram of `values` (optionally weighted) over their range.
+    pub fn of(values: &[f64], weights: Option<&[f64]>, bins: usize) -> Histogram {
+        let finite = values.iter().copied().filter(|v| v.is_finite());
+        let lo = finite.clone().fold(f64::INFINITY, f64::min);
+        let hi = finite.fold(f64::NEG_INFINITY, f64::max);
+        let mut counts = vec![0.0; bins.max(1)];
+        if !(lo.is_finite() && hi.is_finite()) {
+            return Histogram {
+                lo: 0.0,
+                hi: 0.0,
+                counts,
+            };
+        }
+        let width = (hi - lo) / counts.len() as f64;
+        for (i, &v) in values.iter().enumerate() {
+            if !v.is_finite() {
+                continue;
+            }
+            let b = if width > 0.0 {
+                ((v - lo) / width) as usize
+            } else {
+                0
+            };
+            let last = counts.len() - 1;
+            counts[b.min(last)] += weights.map_or(1.0, |w| w[i]);
+        }
+        Histogram { lo, hi, counts }
+    }
+}
+
+/// One tempering stage of SMC (after its moves).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SmcStage {
+    pub stage: usize,
+    pub gamma: f64,
+    /// ESS of the reweighted cloud before resampling, as a share of N.
+    pub ess_frac: f64,
+    /// Acceptance rate of the stage's moves.
+    pub acceptance: f64,
+    /// Proposal scale c (random-walk moves).
+    pub scale: f64,
+    /// Move steps run in this stage.
+    pub moves: usize,
+    pub log_z: f64,
+    pub mean: Vec<f64>,
+    pub sd: Vec<f64>,
+    pub mean_risk: f64,
+    /// Risk evaluations so far.
+    pub evaluations: u64,
+    /// Seconds since the run started.
+    pub elapsed: f64,
+    /// Per-coordinate particle histograms (not kept in run records' traces).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub histograms: Vec<Histogram>,
+}
+
+/// One EP sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpSweep {
+    pub sweep: usize,
+    /// max_k relative change of means (in sds) and sds: the convergence measure Δ_t.
+    pub delta: f64,
+    pub log_z: Option<f64>,
+    /// Damping step used in this sweep.
+    pub eta: f64,
+    /// Share of pair sites with a negative precision.
+    pub negative_share: f64,
+    /// Sites skipped (degenerate) in this sweep.
+    pub skipped: usize,
+    pub mean: Vec<f64>,
+    pub sd: Vec<f64>,
+    pub elapsed: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    Started {
+        engine: String,
+        n: usize,
+        d: usize,
+        pairs: usize,
+        gamma: f64,
+    },
+    SmcStage(SmcStage),
+    EpSweep(EpSweep),
+    Log {
+        level: LogLevel,
+        message: String,
+    },
+}

@@ -1,0 +1,140 @@
+//! AUC, the empirical AUC risk and ROC curves, in O(n log n) with ties counted ½.
+//! (`R_n(θ) = 1 − AUC`, ALGORITHMS.md §1.) The brute-force O(n+·n−) versions are
+//! kept for tests.
+
+use serde::{Deserialize, Serialize};
+
+/// AUC of `scores` with mid-ranks for ties: the share of (positive, negative) pairs
+/// ranked correctly, a tie counting ½. NaN when a class is empty.
+pub fn auc(scores: &[f64], y: &[bool]) -> f64 {
+    assert_eq!(scores.len(), y.len(), "one score per label");
+    let mut order: Vec<usize> = (0..scores.len()).collect();
+    order.sort_unstable_by(|&a, &b| scores[a].total_cmp(&scores[b]));
+    auc_sorted(scores, y, &order)
+}
+
+/// AUC given the ascending order of the scores.
+fn auc_sorted(scores: &[f64], y: &[bool], order: &[usize]) -> f64 {
+    // Walk groups of equal scores from the lowest: every positive in a group beats
+    // the negatives below it and ties with the negatives in it.
+    let (mut neg_below, mut twice_u) = (0u64, 0u64);
+    let mut g = 0;
+    while g < order.len() {
+        let s = scores[order[g]];
+        let (mut p, mut q) = (0u64, 0u64);
+        let mut e = g;
+        while e < order.len() && scores[order[e]] == s {
+            if y[order[e]] {
+                p += 1
+            } else {
+                q += 1
+            }
+            e += 1;
+        }
+        twice_u += 2 * p * neg_below + p * q;
+        neg_below += q;
+        g = e;
+    }
+    let n_pos = y.iter().filter(|&&b| b).count() as u64;
+    let pairs = n_pos * neg_below;
+    if pairs == 0 {
+        f64::NAN
+    } else {
+        twice_u as f64 / (2 * pairs) as f64
+    }
+}
+
+/// Empirical AUC risk `R_n = 1 − AUC` (share of discordant pairs, ties ½).
+pub fn auc_risk(scores: &[f64], y: &[bool]) -> f64 {
+    1.0 - auc(scores, y)
+}
+
+/// The O(n+·n−) definition, for tests.
+pub fn auc_brute_force(scores: &[f64], y: &[bool]) -> f64 {
+    let (mut good, mut pairs) = (0.0, 0.0);
+    for i in (0..y.len()).filter(|&i| y[i]) {
+        for j in (0..y.len()).filter(|&j| !y[j]) {
+            pairs += 1.0;
+            if scores[i] > scores[j] {
+                good += 1.0;
+            } else if scores[i] == scores[j] {
+                good += 0.5;
+            }
+        }
+    }
+    good / pairs
+}
+
+/// One point of a ROC curve: false- and true-positive rates at a threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RocPoint {
+    pub fpr: f64,
+    pub tpr: f64,
+}
+
+/// ROC curve from (0,0) to (1,1): one point per distinct score (highest first),
+/// so tied scores give a diagonal segment and the trapezoid area equals `auc`.
+pub fn roc_curve(scores: &[f64], y: &[bool]) -> Vec<RocPoint> {
+    let n_pos = y.iter().filter(|&&b| b).count() as f64;
+    let n_neg = y.len() as f64 - n_pos;
+    let mut order: Vec<usize> = (0..scores.len()).collect();
+    order.sort_unstable_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+    let mut pts = vec![RocPoint { fpr: 0.0, tpr: 0.0 }];
+    let (mut tp, mut fp) = (0.0, 0.0);
+    let mut g = 0;
+    while g < order.len() {
+        let s = scores[order[g]];
+        while g < order.len() && scores[order[g]] == s {
+            if y[order[g]] {
+                tp += 1.0
+            } else {
+                fp += 1.0
+            }
+            g += 1;
+        }
+        pts.push(RocPoint {
+            fpr: fp / n_neg,
+            tpr: tp / n_pos,
+        });
+    }
+    pts
+}
+
+/// Area under a polyline of ROC points (trapezoids).
+pub fn roc_area(points: &[RocPoint]) -> f64 {
+    points
+        .windows(2)
+        .map(|w| (w[1].fpr - w[0].fpr) * (w[1].tpr + w[0].tpr) / 2.0)
+        .sum()
+}
+
+/// At most `max` points of a curve, keeping both ends (for charts and records).
+pub fn thin_curve(points: &[RocPoint], max: usize) -> Vec<RocPoint> {
+    if points.len() <= max || max < 2 {
+        return points.to_vec();
+    }
+    let step = (points.len() - 1) as f64 / (max - 1) as f64;
+    (0..max)
+        .map(|k| points[((k as f64 * step).round() as usize).min(points.len() - 1)])
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_computed_auc_with_ties() {
+        // positives 3, 2; negatives 2, 1: pairs (3>2)(3>1)(2=2 → ½)(2>1) = 3.5 / 4
+        let s = [3.0, 2.0, 2.0, 1.0];
+        let y = [true, true, false, false];
+        assert_eq!(auc(&s, &y), 0.875);
+        assert_eq!(auc_brute_force(&s, &y), 0.875);
+        assert!((roc_area(&roc_curve(&s, &y)) - 0.875).abs() < 1e-15);
+    }
+
+    #[test]
+    fn one_class_is_nan() {
+        assert!(auc(&[1.0, 2.0], &[true, true]).is_nan());
+    }
+}

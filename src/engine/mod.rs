@@ -1,0 +1,20 @@
+//! The inference library: no terminal code. Data, metrics, priors, engines,
+//! baselines and run records.
+
+pub mod baseline;
+pub mod data;
+pub mod event;
+pub mod fit;
+pub mod linalg;
+pub mod metrics;
+pub mod prior;
+pub mod problem;
+pub mod record;
+pub mod rng;
+pub mod run;
+
+pub use event::Event;
+pub use fit::{Fit, ScoreModel};
+pub use prior::Prior;
+pub use problem::Problem;
+pub use run::{Control, Engine, EngineError, NoObserver, Observer};

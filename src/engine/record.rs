@@ -1,0 +1,331 @@
+//! The run record: the JSON document `fit` prints and the explorer exports and
+//! replays. Its top-level keys are a stable interface for scripts.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::data::{Dataset, DroppedColumn, EncodedColumn, FeatureSummary, Prepared, SplitInfo};
+use super::event::{Event, Histogram};
+use super::fit::{Fit, ScoreModel};
+use super::metrics::{RocPoint, auc, roc_curve, thin_curve};
+use super::prior::Prior;
+
+/// Version of the record format (bump on incompatible changes).
+pub const RECORD_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DatasetReport {
+    pub path: String,
+    pub fingerprint: String,
+    /// Rows kept after cleaning (train + test when split from one file).
+    pub rows: usize,
+    /// Features after encoding and dropping.
+    pub features: usize,
+    pub positives: usize,
+    pub negatives: usize,
+    pub dropped_rows: usize,
+    pub dropped_columns: Vec<DroppedColumn>,
+    pub target: String,
+    pub positive_label: String,
+    pub positive_rule: String,
+    pub encoded: Vec<EncodedColumn>,
+    pub warnings: Vec<String>,
+    pub summary: Vec<FeatureSummary>,
+}
+
+impl DatasetReport {
+    pub fn of(ds: &Dataset) -> DatasetReport {
+        DatasetReport {
+            path: ds.path.display().to_string(),
+            fingerprint: ds.fingerprint.clone(),
+            rows: ds.rows(),
+            features: ds.features(),
+            positives: ds.positives(),
+            negatives: ds.negatives(),
+            dropped_rows: ds.report.dropped_rows,
+            dropped_columns: ds.report.dropped_columns.clone(),
+            target: ds.schema.target.clone(),
+            positive_label: ds.schema.positive_label.clone(),
+            positive_rule: ds.report.positive_rule.clone(),
+            encoded: ds.report.encoded.clone(),
+            warnings: ds.report.warnings.clone(),
+            summary: ds.summary.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct AucPair {
+    #[serde(deserialize_with = "f64_or_nan")]
+    pub train: f64,
+    pub test: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AucReport {
+    #[serde(deserialize_with = "f64_or_nan")]
+    pub train: f64,
+    pub test: Option<f64>,
+    /// AUCs of other point scores of the same fit (e.g. the marginal mode).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub alternatives: BTreeMap<String, AucPair>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct Seconds {
+    pub load: f64,
+    pub fit: f64,
+    pub total: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Coefficient {
+    pub name: String,
+    #[serde(deserialize_with = "f64_or_nan")]
+    pub mean: f64,
+    #[serde(deserialize_with = "f64_or_nan")]
+    pub sd: f64,
+    /// 2.5, 25, 50, 75, 97.5% posterior quantiles where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantiles: Option<[f64; 5]>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Inclusion {
+    pub name: String,
+    pub prob: f64,
+}
+
+/// A ROC curve as two parallel arrays (compact in JSON, easy to plot).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Curve {
+    pub fpr: Vec<f64>,
+    pub tpr: Vec<f64>,
+}
+
+impl Curve {
+    pub fn of(points: &[RocPoint]) -> Curve {
+        Curve { fpr: points.iter().map(|p| p.fpr).collect(), tpr: points.iter().map(|p| p.tpr).collect() }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Roc {
+    pub train: Curve,
+    pub test: Curve,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub record_version: u32,
+    pub pacauc_version: String,
+    pub method: String,
+    pub converged: bool,
+    pub gamma: Option<f64>,
+    pub prior: Option<Prior>,
+    pub auc: AucReport,
+    pub log_evidence: Option<f64>,
+    pub seconds: Seconds,
+    pub coefficients: Vec<Coefficient>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inclusion: Option<Vec<Inclusion>>,
+    pub dataset: DatasetReport,
+    pub split: SplitInfo,
+    /// The method's settings as run.
+    pub parameters: serde_json::Value,
+    /// Engine-specific results (CV curves, chosen hyper-parameters, …).
+    pub details: serde_json::Value,
+    pub trace: Vec<Event>,
+    pub roc: Roc,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub histograms: Vec<Histogram>,
+    pub model: ScoreModel,
+}
+
+/// Most points kept per ROC curve in a record.
+const ROC_POINTS: usize = 201;
+
+/// AUCs and ROC curves of a fit's point score on the prepared data.
+pub fn evaluate(fit: &Fit, data: &Prepared) -> (AucReport, Roc) {
+    let eval = |m: &ScoreModel, x: &nalgebra::DMatrix<f64>, y: &[bool]| {
+        let s = m.score(x);
+        (auc(&s, y), Curve::of(&thin_curve(&roc_curve(&s, y), ROC_POINTS)))
+    };
+    let (train, roc_train) = eval(&fit.model, &data.train.x, &data.train.y);
+    let test = data.test.as_ref().map(|t| eval(&fit.model, &t.x, &t.y));
+    let alternatives = fit
+        .alt_models
+        .iter()
+        .map(|(name, m)| {
+            let tr = auc(&m.score(&data.train.x), &data.train.y);
+            let te = data.test.as_ref().map(|t| auc(&m.score(&t.x), &t.y));
+            (
+                name.clone(),
+                AucPair {
+                    train: tr,
+                    test: te,
+                },
+            )
+        })
+        .collect();
+    let roc = Roc { train: roc_train, test: test.as_ref().map(|t| t.1.clone()).unwrap_or_default() };
+    (
+        AucReport {
+            train,
+            test: test.map(|t| t.0),
+            alternatives,
+        },
+        roc,
+    )
+}
+
+impl RunRecord {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        ds: &Dataset,
+        data: &Prepared,
+        fit: &Fit,
+        parameters: serde_json::Value,
+        gamma: Option<f64>,
+        prior: Option<Prior>,
+        seconds: Seconds,
+    ) -> RunRecord {
+        let (auc, roc) = evaluate(fit, data);
+        let coefficients = fit
+            .mean
+            .iter()
+            .enumerate()
+            .map(|(k, &mean)| Coefficient {
+                name: fit.names[k].clone(),
+                mean,
+                sd: fit.sd.get(k).copied().unwrap_or(f64::NAN),
+                quantiles: fit.quantiles.get(k).copied(),
+            })
+            .collect();
+        let inclusion = fit.inclusion.as_ref().map(|p| {
+            p.iter()
+                .zip(&fit.names)
+                .map(|(&prob, name)| Inclusion {
+                    name: name.clone(),
+                    prob,
+                })
+                .collect()
+        });
+        RunRecord {
+            record_version: RECORD_VERSION,
+            pacauc_version: env!("CARGO_PKG_VERSION").to_string(),
+            method: fit.engine.clone(),
+            converged: fit.converged,
+            dataset: DatasetReport::of(ds),
+            split: data.info.clone(),
+            parameters,
+            gamma,
+            prior,
+            auc,
+            seconds,
+            coefficients,
+            log_evidence: fit.log_evidence,
+            inclusion,
+            trace: fit.trace.clone(),
+            roc,
+            histograms: fit.histograms.clone(),
+            model: fit.model.clone(),
+            details: fit.details.clone(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        // NaN and ±inf are written as null (and read back as NaN where a number is due).
+        let v = serde_json::to_value(self).expect("records serialise");
+        let mut s = String::new();
+        pretty(&v, 0, &mut s);
+        s.push('\n');
+        s
+    }
+
+    pub fn from_json(text: &str) -> Result<RunRecord, String> {
+        serde_json::from_str(text).map_err(|e| format!("not a pacauc run record: {e}"))
+    }
+}
+
+/// Indented JSON with arrays of plain values on one line (histograms, curves and
+/// per-coefficient vectors stay readable).
+fn pretty(v: &serde_json::Value, depth: usize, out: &mut String) {
+    use serde_json::Value;
+    let pad = |d: usize| "  ".repeat(d);
+    let scalar = |x: &Value| !(x.is_object() || x.is_array());
+    match v {
+        // Small flat objects (a coefficient, a ROC point) on one line.
+        Value::Object(map) if map.values().all(scalar) && v.to_string().len() <= 100 => {
+            let parts: Vec<String> =
+                map.iter().map(|(k, x)| format!("{}: {x}", Value::String(k.clone()))).collect();
+            out.push('{');
+            out.push_str(&parts.join(", "));
+            out.push('}');
+        }
+        Value::Object(map) if !map.is_empty() => {
+            out.push_str("{\n");
+            for (i, (k, val)) in map.iter().enumerate() {
+                out.push_str(&pad(depth + 1));
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push_str(": ");
+                pretty(val, depth + 1, out);
+                out.push_str(if i + 1 < map.len() { ",\n" } else { "\n" });
+            }
+            out.push_str(&pad(depth));
+            out.push('}');
+        }
+        Value::Array(items) if items.iter().any(|x| x.is_object() || x.is_array()) => {
+            out.push_str("[\n");
+            for (i, val) in items.iter().enumerate() {
+                out.push_str(&pad(depth + 1));
+                pretty(val, depth + 1, out);
+                out.push_str(if i + 1 < items.len() { ",\n" } else { "\n" });
+            }
+            out.push_str(&pad(depth));
+            out.push(']');
+        }
+        Value::Array(items) => {
+            let parts: Vec<String> = items.iter().map(|x| x.to_string()).collect();
+            out.push('[');
+            out.push_str(&parts.join(", "));
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// Reads `null` as NaN (serde_json writes non-finite numbers as null).
+fn f64_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same folder,
+/// flushed, then renamed over the target. A failure leaves the old file intact.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("the output path has no file name"))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
