@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 
+use super::bayes_args::{BayesArgs, GammaChoice};
 use super::data_args::DataArgs;
 use super::progress::Progress;
 use super::table::print_table;
@@ -34,6 +35,8 @@ pub struct FitArgs {
     /// Inference method.
     #[arg(long, value_enum, default_value = "logit")]
     pub method: Method,
+    #[command(flatten)]
+    pub bayes: BayesArgs,
     /// Folds of the cross-validations that choose hyper-parameters.
     #[arg(long, default_value_t = 5)]
     pub folds: usize,
@@ -76,8 +79,20 @@ impl From<EngineError> for CliError {
     }
 }
 
-pub fn build_engine(args: &FitArgs) -> Box<dyn Engine> {
-    match args.method {
+impl Method {
+    /// Whether the method samples or approximates a Gibbs posterior (uses γ and the prior).
+    pub fn is_bayesian(self) -> bool {
+        match self {
+            Method::Logit | Method::Rankboost => false,
+        }
+    }
+}
+
+/// The engine for `args`; `gamma` is what the command line asked for (engines
+/// that support `auto` tune it, the others get a fixed value in the `Problem`).
+pub fn build_engine(args: &FitArgs, gamma: GammaChoice) -> Result<Box<dyn Engine>, CliError> {
+    let _ = gamma; // used by the Bayesian engines
+    Ok(match args.method {
         Method::Logit => Box::new(Logit {
             lambda: args.lambda,
             folds: args.folds,
@@ -89,7 +104,7 @@ pub fn build_engine(args: &FitArgs) -> Box<dyn Engine> {
             folds: args.folds,
             seed: args.data.seed,
         }),
-    }
+    })
 }
 
 pub fn run(args: &FitArgs) -> Result<(), CliError> {
@@ -103,14 +118,31 @@ pub fn run(args: &FitArgs) -> Result<(), CliError> {
         }
         eprintln!("positive class: {}", ds.report.positive_rule);
     }
-    let engine = build_engine(args);
-    // Baselines ignore γ and the prior; Bayesian engines set their own.
+    let (gamma, prior) = if args.method.is_bayesian() {
+        let g = args
+            .bayes
+            .gamma(prepared.train.rows())
+            .map_err(CliError::Input)?;
+        let prior = args
+            .bayes
+            .prior(prepared.names.len())
+            .map_err(CliError::Input)?;
+        (g, prior)
+    } else {
+        // Baselines ignore γ and the prior.
+        (GammaChoice::Fixed(0.0), Prior::Gaussian { var: 1.0 })
+    };
+    let engine = build_engine(args, gamma)?;
+    let fixed_gamma = match gamma {
+        GammaChoice::Fixed(g) => g,
+        GammaChoice::Auto => prepared.train.rows() as f64, // the starting point of the tuning
+    };
     let problem = Problem::new(
         prepared.names.clone(),
         prepared.train.x.clone(),
         prepared.train.y.clone(),
-        0.0,
-        Prior::Gaussian { var: 1.0 },
+        fixed_gamma,
+        prior,
     )?;
     let ctl = Control::new();
     let t1 = Instant::now();
@@ -123,7 +155,7 @@ pub fn run(args: &FitArgs) -> Result<(), CliError> {
         fit: fit_s,
         total: t0.elapsed().as_secs_f64(),
     };
-    let record = RunRecord::new(&ds, &prepared, &fit, engine.params(), None, None, seconds);
+    let record = RunRecord::new(&ds, &prepared, &fit, engine.params(), seconds);
     let json = record.to_json();
     if let Some(path) = &args.out {
         write_atomic(path, json.as_bytes()).map_err(|e| {

@@ -1,5 +1,6 @@
 //! The command line: a thin client of the engine library.
 
+mod bayes_args;
 mod data_args;
 pub mod fit;
 mod gen_demo;
@@ -48,6 +49,14 @@ fn default_demo() -> Command {
     Command::Fit(Box::new(FitArgs {
         data,
         method: Method::Logit,
+        bayes: bayes_args::BayesArgs {
+            gamma: None,
+            prior: bayes_args::PriorKind::Gaussian,
+            prior_var: None,
+            spike_var: None,
+            slab_var: None,
+            inclusion_prior: None,
+        },
         folds: 5,
         lambda: None,
         rounds: None,

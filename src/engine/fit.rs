@@ -69,6 +69,10 @@ pub struct Fit {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alt_models: Vec<(String, ScoreModel)>,
     pub log_evidence: Option<f64>,
+    /// γ of the posterior (chosen by the engine when tuned); None for baselines.
+    pub gamma: Option<f64>,
+    /// The prior as used (with tuned hyper-parameters); None for baselines.
+    pub prior: Option<crate::engine::Prior>,
     /// P(z_k = 1 | D) per feature (spike-and-slab).
     pub inclusion: Option<Vec<f64>>,
     /// Final per-coefficient posterior histograms (sampling engines).
@@ -97,6 +101,8 @@ impl Fit {
             quantiles: Vec::new(),
             alt_models: Vec::new(),
             log_evidence: None,
+            gamma: None,
+            prior: None,
             inclusion: None,
             histograms: Vec::new(),
             converged: true,

@@ -108,7 +108,10 @@ pub struct Curve {
 
 impl Curve {
     pub fn of(points: &[RocPoint]) -> Curve {
-        Curve { fpr: points.iter().map(|p| p.fpr).collect(), tpr: points.iter().map(|p| p.tpr).collect() }
+        Curve {
+            fpr: points.iter().map(|p| p.fpr).collect(),
+            tpr: points.iter().map(|p| p.tpr).collect(),
+        }
     }
 }
 
@@ -152,7 +155,10 @@ const ROC_POINTS: usize = 201;
 pub fn evaluate(fit: &Fit, data: &Prepared) -> (AucReport, Roc) {
     let eval = |m: &ScoreModel, x: &nalgebra::DMatrix<f64>, y: &[bool]| {
         let s = m.score(x);
-        (auc(&s, y), Curve::of(&thin_curve(&roc_curve(&s, y), ROC_POINTS)))
+        (
+            auc(&s, y),
+            Curve::of(&thin_curve(&roc_curve(&s, y), ROC_POINTS)),
+        )
     };
     let (train, roc_train) = eval(&fit.model, &data.train.x, &data.train.y);
     let test = data.test.as_ref().map(|t| eval(&fit.model, &t.x, &t.y));
@@ -171,7 +177,10 @@ pub fn evaluate(fit: &Fit, data: &Prepared) -> (AucReport, Roc) {
             )
         })
         .collect();
-    let roc = Roc { train: roc_train, test: test.as_ref().map(|t| t.1.clone()).unwrap_or_default() };
+    let roc = Roc {
+        train: roc_train,
+        test: test.as_ref().map(|t| t.1.clone()).unwrap_or_default(),
+    };
     (
         AucReport {
             train,
@@ -183,14 +192,11 @@ pub fn evaluate(fit: &Fit, data: &Prepared) -> (AucReport, Roc) {
 }
 
 impl RunRecord {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         ds: &Dataset,
         data: &Prepared,
         fit: &Fit,
         parameters: serde_json::Value,
-        gamma: Option<f64>,
-        prior: Option<Prior>,
         seconds: Seconds,
     ) -> RunRecord {
         let (auc, roc) = evaluate(fit, data);
@@ -222,8 +228,8 @@ impl RunRecord {
             dataset: DatasetReport::of(ds),
             split: data.info.clone(),
             parameters,
-            gamma,
-            prior,
+            gamma: fit.gamma,
+            prior: fit.prior.clone(),
             auc,
             seconds,
             coefficients,
@@ -260,8 +266,10 @@ fn pretty(v: &serde_json::Value, depth: usize, out: &mut String) {
     match v {
         // Small flat objects (a coefficient, a ROC point) on one line.
         Value::Object(map) if map.values().all(scalar) && v.to_string().len() <= 100 => {
-            let parts: Vec<String> =
-                map.iter().map(|(k, x)| format!("{}: {x}", Value::String(k.clone()))).collect();
+            let parts: Vec<String> = map
+                .iter()
+                .map(|(k, x)| format!("{}: {x}", Value::String(k.clone())))
+                .collect();
             out.push('{');
             out.push_str(&parts.join(", "));
             out.push('}');
