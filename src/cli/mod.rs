@@ -1,10 +1,12 @@
 //! The command line: a thin client of the engine library.
 
 mod bayes_args;
+mod bench;
 mod data_args;
 pub mod fit;
 mod gen_demo;
 mod progress;
+mod smc_args;
 mod table;
 
 use std::path::PathBuf;
@@ -24,6 +26,9 @@ pub const DEMO_FILE: &str = "demo-data/sparse_linear.csv";
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Worker threads (rayon and the matrix products; default: all cores).
+    #[arg(long, global = true, value_name = "T")]
+    pub threads: Option<usize>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -32,6 +37,8 @@ pub enum Command {
     Fit(Box<FitArgs>),
     /// Regenerate the synthetic demo data.
     GenDemo(GenDemoArgs),
+    /// Time a method (best of several runs) against the floor of its hot path.
+    Bench(Box<bench::BenchArgs>),
 }
 
 /// With no command: fit the demo data and print a table.
@@ -57,6 +64,7 @@ fn default_demo() -> Command {
             slab_var: None,
             inclusion_prior: None,
         },
+        smc: smc_args::SmcArgs::default(),
         folds: 5,
         lambda: None,
         rounds: None,
@@ -65,12 +73,32 @@ fn default_demo() -> Command {
     }))
 }
 
+/// Sizes rayon's global pool and matrixmultiply's (which reads
+/// MATMUL_NUM_THREADS once, at its first product).
+fn set_threads(threads: usize) -> Result<(), CliError> {
+    if threads == 0 {
+        return Err(CliError::Input("--threads must be ≥ 1".into()));
+    }
+    // SAFETY: called first thing in `main`, before this process starts any thread.
+    unsafe { std::env::set_var("MATMUL_NUM_THREADS", threads.to_string()) };
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global()
+        .map_err(|e| CliError::Input(format!("--threads {threads}: {e}")))
+}
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let command = cli.command.unwrap_or_else(default_demo);
-    let result = match &command {
-        Command::Fit(args) => fit::run(args),
-        Command::GenDemo(args) => gen_demo::run(args).map_err(CliError::Input),
+    let result = match cli.threads.map(set_threads) {
+        Some(Err(e)) => Err(e),
+        _ => {
+            let command = cli.command.unwrap_or_else(default_demo);
+            match &command {
+                Command::Fit(args) => fit::run(args),
+                Command::GenDemo(args) => gen_demo::run(args).map_err(CliError::Input),
+                Command::Bench(args) => bench::run(args),
+            }
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -81,6 +81,42 @@ pub fn a_b(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
     out
 }
 
+/// `out = a · b` for column-major slices: a is m × k, b is k × n, out is m × n.
+/// (For blocks of particles stored contiguously, without building matrices.)
+pub fn a_b_slices(a: &[f64], m: usize, k: usize, b: &[f64], n: usize, out: &mut [f64]) {
+    assert_eq!(a.len(), m * k, "a is not m × k");
+    assert_eq!(b.len(), k * n, "b is not k × n");
+    assert_eq!(out.len(), m * n, "out is not m × n");
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        out.fill(0.0);
+        return;
+    }
+    // SAFETY: the lengths were checked against the shapes; column-major strides
+    // (1, rows) stay inside each buffer; `out` is borrowed mutably, so it aliases
+    // neither input.
+    unsafe {
+        matrixmultiply::dgemm(
+            m,
+            k,
+            n,
+            1.0,
+            a.as_ptr(),
+            1,
+            m as isize,
+            b.as_ptr(),
+            1,
+            k as isize,
+            0.0,
+            out.as_mut_ptr(),
+            1,
+            m as isize,
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +129,9 @@ mod tests {
         assert!((at_b(&a, &b) - a.transpose() * &b).amax() < 1e-12);
         assert!((a_bt(&a, &c) - &a * c.transpose()).amax() < 1e-12);
         assert!((a_b(&c, &a.transpose()) - &c * a.transpose()).amax() < 1e-12);
+        let mut out = vec![0.0; 5 * 7];
+        let at = a.transpose();
+        a_b_slices(c.as_slice(), 5, 3, at.as_slice(), 7, &mut out);
+        assert!((DMatrix::from_column_slice(5, 7, &out) - &c * &at).amax() < 1e-12);
     }
 }

@@ -4,6 +4,7 @@
 pub mod baseline;
 pub mod data;
 pub mod event;
+pub mod fast_risk;
 pub mod fit;
 pub mod linalg;
 pub mod metrics;
@@ -12,6 +13,7 @@ pub mod problem;
 pub mod record;
 pub mod rng;
 pub mod run;
+pub mod smc;
 
 pub use event::Event;
 pub use fit::{Fit, ScoreModel};

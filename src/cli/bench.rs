@@ -1,0 +1,217 @@
+//! `pacauc bench`: times a method on a data set (several runs: best and median)
+//! and, for SMC, compares it with the floor of its hot path — the time this same
+//! binary needs just for the score products and risks of the same number of
+//! evaluations, in the same batches.
+
+use std::time::Instant;
+
+use clap::Args;
+use serde::Serialize;
+use serde_json::json;
+
+use super::fit::{self, CliError, FitArgs, Format, Loaded, Method};
+use crate::engine::record::write_atomic;
+use crate::engine::smc::{self, LinearAuc, SmcRun, SmcSettings, Target};
+use crate::engine::{Control, NoObserver};
+
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub fit: FitArgs,
+    /// Timed runs (best and median reported).
+    #[arg(long, default_value_t = 5, value_name = "R")]
+    pub repeat: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct Timing {
+    best: f64,
+    median: f64,
+    all: Vec<f64>,
+}
+
+impl Timing {
+    fn of(mut all: Vec<f64>) -> Timing {
+        let mut s = all.clone();
+        s.sort_unstable_by(f64::total_cmp);
+        let median = if s.is_empty() {
+            f64::NAN
+        } else if s.len() % 2 == 1 {
+            s[s.len() / 2]
+        } else {
+            0.5 * (s[s.len() / 2 - 1] + s[s.len() / 2])
+        };
+        all.shrink_to_fit();
+        Timing {
+            best: s.first().copied().unwrap_or(f64::NAN),
+            median,
+            all,
+        }
+    }
+}
+
+pub fn run(args: &BenchArgs) -> Result<(), CliError> {
+    if args.repeat == 0 {
+        return Err(CliError::Input("--repeat must be ≥ 1".into()));
+    }
+    let loaded = fit::load(&args.fit, false)?;
+    let report = match args.fit.method {
+        Method::Smc => bench_smc(args, &loaded)?,
+        _ => bench_engine(args, &loaded)?,
+    };
+    let text = serde_json::to_string_pretty(&report).unwrap_or_default() + "\n";
+    if let Some(path) = &args.fit.out {
+        write_atomic(path, text.as_bytes()).map_err(|e| {
+            CliError::Input(format!("{}: cannot write the report: {e}", path.display()))
+        })?;
+    }
+    match args.fit.format {
+        Format::Json => print!("{text}"),
+        Format::Table => print_table(&report),
+    }
+    Ok(())
+}
+
+fn header(args: &BenchArgs, l: &Loaded) -> serde_json::Value {
+    json!({
+        "method": l.engine.name(),
+        "data": args.fit.data.data.display().to_string(),
+        "n": l.problem.n(),
+        "d": l.problem.d(),
+        "gamma": l.problem.gamma,
+        "threads": rayon::current_num_threads(),
+        "repeat": args.repeat,
+        "parameters": l.engine.params(),
+    })
+}
+
+/// Any engine: wall time of `Engine::run`.
+fn bench_engine(args: &BenchArgs, l: &Loaded) -> Result<serde_json::Value, CliError> {
+    let mut times = Vec::new();
+    for _ in 0..args.repeat {
+        let t = Instant::now();
+        l.engine.run(&l.problem, &Control::new(), &mut NoObserver)?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    let mut v = header(args, l);
+    v["fit_seconds"] = json!(Timing::of(times));
+    Ok(v)
+}
+
+/// SMC: the sampler alone, the whole fit (with summaries), and the floor.
+fn bench_smc(args: &BenchArgs, l: &Loaded) -> Result<serde_json::Value, CliError> {
+    let settings: SmcSettings = args.fit.smc.settings(args.fit.data.seed);
+    let p = &l.problem;
+    let (mut smc_t, mut fit_t, mut log_z) = (Vec::new(), Vec::new(), Vec::new());
+    let mut last: Option<SmcRun> = None;
+    for _ in 0..args.repeat {
+        let t = Instant::now();
+        let target = LinearAuc::new(&p.x, &p.y, p.prior.clone());
+        let run = smc::sampler::run(
+            &target,
+            p.gamma,
+            &settings,
+            &Control::new(),
+            &mut NoObserver,
+        )?;
+        smc_t.push(t.elapsed().as_secs_f64());
+        log_z.push(run.log_z);
+        let fit = smc::build_fit(p, &settings, run.clone());
+        fit_t.push(t.elapsed().as_secs_f64());
+        drop(fit);
+        last = Some(run);
+    }
+    let run = last.expect("repeat ≥ 1");
+    let batches = batch_sizes(&run, &settings);
+    let target = LinearAuc::new(&p.x, &p.y, p.prior.clone());
+    let floor: Vec<f64> = (0..args.repeat)
+        .map(|_| floor_seconds(&target, &run.theta, &batches))
+        .collect();
+    let smc_t = Timing::of(smc_t);
+    let floor = Timing::of(floor);
+    let mut v = header(args, l);
+    v["stages"] = json!(run.path.len() - 1);
+    v["risk_evaluations"] = json!(run.evaluations);
+    v["log_z"] = json!(log_z);
+    v["evaluations_per_second"] = json!(run.evaluations as f64 / smc_t.best);
+    v["ratio_to_floor"] = json!(smc_t.best / floor.best);
+    v["smc_seconds"] = json!(smc_t);
+    v["fit_seconds"] = json!(Timing::of(fit_t));
+    v["floor_seconds"] = json!(floor);
+    v["floor_note"] = json!(
+        "score products and AUC risks only, for the run's batches (the prior draw, then one \
+         batch per move step), on the final particles"
+    );
+    Ok(v)
+}
+
+/// The batch sizes of a run's risk evaluations, in order.
+fn batch_sizes(run: &SmcRun, s: &SmcSettings) -> Vec<usize> {
+    let chains = s.particles / s.waste_free.unwrap_or(1);
+    let mut b = vec![s.particles];
+    for st in run.path.iter().skip(1) {
+        b.extend(std::iter::repeat_n(chains, st.moves));
+    }
+    b
+}
+
+/// Seconds to evaluate batches of those sizes, cycling through `theta`'s rows.
+fn floor_seconds(target: &LinearAuc, theta: &[f64], batches: &[usize]) -> f64 {
+    let d = target.dim();
+    let rows = theta.len() / d;
+    let max = batches.iter().copied().max().unwrap_or(0);
+    let mut buf = Vec::with_capacity(max * d);
+    let mut out = vec![0.0; max];
+    let mut next = 0usize;
+    let mut total = 0.0;
+    for &m in batches {
+        buf.clear();
+        for _ in 0..m {
+            buf.extend_from_slice(&theta[next * d..(next + 1) * d]);
+            next = (next + 1) % rows;
+        }
+        let t = Instant::now();
+        target.risks(&buf, &mut out[..m]);
+        total += t.elapsed().as_secs_f64();
+    }
+    total
+}
+
+fn print_table(v: &serde_json::Value) {
+    let num = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    println!(
+        "method     {}  ({} threads)",
+        v["method"].as_str().unwrap_or("?"),
+        v["threads"]
+    );
+    println!(
+        "data       {}: n = {}, d = {}, γ = {}",
+        v["data"].as_str().unwrap_or("?"),
+        v["n"],
+        v["d"],
+        v["gamma"]
+    );
+    let timing = |label: &str, key: &str| {
+        if let Some(t) = v.get(key) {
+            println!(
+                "{label:<10} best {:.4} s, median {:.4} s over {} runs",
+                t["best"].as_f64().unwrap_or(f64::NAN),
+                t["median"].as_f64().unwrap_or(f64::NAN),
+                v["repeat"]
+            );
+        }
+    };
+    timing("smc", "smc_seconds");
+    timing("fit", "fit_seconds");
+    if v.get("stages").is_some() {
+        println!(
+            "stages     {}, {} risk evaluations ({:.0}/s)",
+            v["stages"],
+            v["risk_evaluations"],
+            num("evaluations_per_second")
+        );
+        timing("floor", "floor_seconds");
+        println!("run/floor  {:.2}", num("ratio_to_floor"));
+        println!("log Z      {}", v["log_z"]);
+    }
+}

@@ -1,0 +1,440 @@
+//! Markov moves that leave the tempered target invariant (ALGORITHMS.md §3 d):
+//! random-walk Metropolis with the particles' covariance, prior-preserving pCN,
+//! and pCN around the particles' Gaussian fit; plus a free radial move for
+//! scale-invariant risks. Every chain draws from its own RNG stream, so the
+//! result does not depend on how rayon splits the work.
+
+use nalgebra::{DMatrix, DVector};
+use rand::RngExt;
+use rand_distr::{ChiSquared, Distribution};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::target::Target;
+use crate::engine::linalg::a_bt;
+use crate::engine::rng::{self, Rng};
+
+/// The Metropolis kernel of the moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kernel {
+    /// Random walk `θ' = θ + c·L z`, `L Lᵀ` = the particles' covariance.
+    Rw,
+    /// Preconditioned Crank–Nicolson `θ' = ρθ + √(1−ρ²)·ν`, ν from the (Gaussian)
+    /// prior: prior-reversible, accepted on the likelihood ratio alone.
+    Pcn,
+    /// pCN around the particles' Gaussian fit N(m, LLᵀ):
+    /// `θ' = m + ρ(θ − m) + √(1−ρ²)·L z`, reversible for that Gaussian (ρ → 0 is an
+    /// independence sampler, ρ → 1 a small random walk shaped like the posterior).
+    Gpcn,
+}
+
+impl Kernel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Rw => "rw",
+            Kernel::Pcn => "pcn",
+            Kernel::Gpcn => "gpcn",
+        }
+    }
+    /// Acceptance rate the step size is adapted towards.
+    pub fn target_acceptance(self) -> f64 {
+        match self {
+            Kernel::Rw => 0.25,
+            Kernel::Pcn | Kernel::Gpcn => 0.3,
+        }
+    }
+    /// Step size at the first stage: c = 2.38/√d for the random walk; for pCN
+    /// kinds the innovation share √(1−ρ²).
+    pub fn initial_scale(self, d: usize) -> f64 {
+        match self {
+            Kernel::Rw => 2.38 / (d as f64).sqrt(),
+            Kernel::Pcn | Kernel::Gpcn => 0.5,
+        }
+    }
+    /// Largest sensible step size.
+    pub fn max_scale(self, d: usize) -> f64 {
+        match self {
+            Kernel::Rw => 10.0 * 2.38 / (d as f64).sqrt(),
+            Kernel::Pcn | Kernel::Gpcn => 1.0,
+        }
+    }
+}
+
+/// A Gaussian fit of the weighted particles: mean and lower Cholesky factor of
+/// the (shrunk) covariance.
+#[derive(Debug, Clone)]
+pub struct GaussianFit {
+    pub mean: Vec<f64>,
+    pub chol: DMatrix<f64>,
+    /// The factor's rows packed (row r: r + 1 entries from r(r+1)/2), for the
+    /// per-particle products.
+    packed: Vec<f64>,
+    /// Weight λ of the diagonal in `(1−λ)Σ̂ + λ diag Σ̂`.
+    pub shrinkage: f64,
+}
+
+impl GaussianFit {
+    /// Weighted mean and covariance of the rows of `theta` (n × d, row-major),
+    /// shrunk towards the diagonal by `λ = d/(d + ESS)` (the sample covariance of
+    /// few distinct particles is rank-deficient), with a relative jitter.
+    pub fn of(theta: &[f64], d: usize, weights: &[f64]) -> GaussianFit {
+        let n = weights.len();
+        let mut mean = vec![0.0; d];
+        for (row, &w) in theta.chunks_exact(d).zip(weights) {
+            for (m, &t) in mean.iter_mut().zip(row) {
+                *m += w * t;
+            }
+        }
+        // Centred rows scaled by √w: the covariance is C·Cᵀ (C is d × n).
+        let mut c = DMatrix::<f64>::zeros(d, n);
+        for (i, (row, &w)) in theta.chunks_exact(d).zip(weights).enumerate() {
+            let sw = w.sqrt();
+            for k in 0..d {
+                c[(k, i)] = sw * (row[k] - mean[k]);
+            }
+        }
+        let cov = a_bt(&c, &c);
+        let ess = 1.0 / weights.iter().map(|w| w * w).sum::<f64>();
+        let mut shrinkage = d as f64 / (d as f64 + ess);
+        let mean_diag = (0..d).map(|k| cov[(k, k)]).sum::<f64>() / d as f64;
+        let jitter = if mean_diag > 0.0 && mean_diag.is_finite() {
+            1e-10 * mean_diag
+        } else {
+            1e-10
+        };
+        loop {
+            let mut s = cov.clone() * (1.0 - shrinkage);
+            for k in 0..d {
+                s[(k, k)] = cov[(k, k)] + jitter;
+            }
+            if let Some(ch) = s.cholesky() {
+                return GaussianFit::new(mean, ch.l(), shrinkage);
+            }
+            if shrinkage >= 1.0 {
+                // Diagonal with positive jitter: only NaN gets here.
+                let mut l = DMatrix::zeros(d, d);
+                for k in 0..d {
+                    l[(k, k)] = (cov[(k, k)].max(0.0) + jitter).sqrt();
+                    if !l[(k, k)].is_finite() {
+                        l[(k, k)] = 1.0;
+                    }
+                }
+                return GaussianFit::new(mean, l, 1.0);
+            }
+            shrinkage = (2.0 * shrinkage).clamp(0.05, 1.0);
+        }
+    }
+
+    fn new(mean: Vec<f64>, chol: DMatrix<f64>, shrinkage: f64) -> GaussianFit {
+        let d = mean.len();
+        let packed = (0..d)
+            .flat_map(|r| (0..=r).map(move |c| (r, c)))
+            .map(|rc| chol[rc])
+            .collect();
+        GaussianFit {
+            mean,
+            chol,
+            packed,
+            shrinkage,
+        }
+    }
+
+    fn row(&self, r: usize) -> &[f64] {
+        let start = r * (r + 1) / 2;
+        &self.packed[start..start + r + 1]
+    }
+
+    /// `out = L z`.
+    fn l_times(&self, z: &[f64], out: &mut [f64]) {
+        for (r, o) in out.iter_mut().enumerate() {
+            *o = self.row(r).iter().zip(z).map(|(l, v)| l * v).sum();
+        }
+    }
+
+    /// `w = L⁻¹ (θ − m)` (forward substitution).
+    fn whiten(&self, theta: &[f64], w: &mut [f64]) {
+        for r in 0..theta.len() {
+            let row = self.row(r);
+            let dot: f64 = row[..r].iter().zip(&w[..r]).map(|(l, v)| l * v).sum();
+            w[r] = (theta[r] - self.mean[r] - dot) / row[r];
+        }
+    }
+
+    /// Proposal standard deviations (√ of the diagonal of LLᵀ).
+    pub fn sds(&self) -> Vec<f64> {
+        (0..self.mean.len())
+            .map(|r| self.chol.row(r).iter().map(|v| v * v).sum::<f64>().sqrt())
+            .collect()
+    }
+
+    pub fn covariance(&self) -> DMatrix<f64> {
+        &self.chol * self.chol.transpose()
+    }
+
+    pub fn mean_vector(&self) -> DVector<f64> {
+        DVector::from_column_slice(&self.mean)
+    }
+}
+
+/// The states of a set of Markov chains (row-major m × d) with their risks, log
+/// prior densities and RNG streams.
+#[derive(Debug, Clone)]
+pub struct Chains {
+    pub d: usize,
+    pub theta: Vec<f64>,
+    pub risk: Vec<f64>,
+    pub log_prior: Vec<f64>,
+    pub rng: Vec<Rng>,
+}
+
+impl Chains {
+    pub fn len(&self) -> usize {
+        self.risk.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.risk.is_empty()
+    }
+}
+
+/// Buffers for one step's proposals, reused across steps.
+#[derive(Debug, Default)]
+pub struct Proposals {
+    theta: Vec<f64>,
+    risk: Vec<f64>,
+    log_prior: Vec<f64>,
+    /// Proposal-density correction of the log acceptance ratio (Gpcn) or the
+    /// prior ratio's replacement (Pcn).
+    correction: Vec<f64>,
+    log_u: Vec<f64>,
+    /// Per chain: accepted, squared jump.
+    accepted: Vec<bool>,
+    jump2: Vec<f64>,
+}
+
+/// One step's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct StepSpec<'a> {
+    pub kernel: Kernel,
+    pub gamma: f64,
+    pub scale: f64,
+    pub fit: &'a GaussianFit,
+}
+
+/// Outcome of one step over all chains.
+#[derive(Debug, Clone, Copy)]
+pub struct StepStats {
+    pub accepted: usize,
+    /// Mean squared jump distance (Euclidean), over chains.
+    pub esjd: f64,
+}
+
+/// Chains handled together by a rayon task (fixed: results do not depend on it).
+const CHAIN_BLOCK: usize = 64;
+
+/// One Metropolis step of every chain, in place.
+pub fn step<T: Target + ?Sized>(
+    target: &T,
+    chains: &mut Chains,
+    buf: &mut Proposals,
+    spec: StepSpec<'_>,
+) -> StepStats {
+    let (m, d) = (chains.len(), chains.d);
+    buf.theta.resize(m * d, 0.0);
+    buf.risk.resize(m, 0.0);
+    buf.log_prior.resize(m, 0.0);
+    buf.correction.resize(m, 0.0);
+    buf.log_u.resize(m, 0.0);
+    buf.accepted.resize(m, false);
+    buf.jump2.resize(m, 0.0);
+
+    // 1. Proposals, each chain from its own stream.
+    let s = spec.scale;
+    let rho = (1.0 - s * s).max(0.0).sqrt();
+    chains
+        .theta
+        .par_chunks(CHAIN_BLOCK * d)
+        .zip(chains.rng.par_chunks_mut(CHAIN_BLOCK))
+        .zip(buf.theta.par_chunks_mut(CHAIN_BLOCK * d))
+        .zip(buf.log_prior.par_chunks_mut(CHAIN_BLOCK))
+        .zip(buf.correction.par_chunks_mut(CHAIN_BLOCK))
+        .zip(buf.log_u.par_chunks_mut(CHAIN_BLOCK))
+        .for_each(|(((((th, rngs), prop), lp), corr), lu)| {
+            let mut z = vec![0.0; d];
+            let mut w = vec![0.0; d];
+            for (j, r) in rngs.iter_mut().enumerate() {
+                let cur = &th[j * d..(j + 1) * d];
+                let out = &mut prop[j * d..(j + 1) * d];
+                match spec.kernel {
+                    Kernel::Rw => {
+                        z.iter_mut().for_each(|v| *v = rng::normal(r));
+                        spec.fit.l_times(&z, out);
+                        for (o, &c) in out.iter_mut().zip(cur) {
+                            *o = c + s * *o;
+                        }
+                        corr[j] = 0.0;
+                    }
+                    Kernel::Pcn => {
+                        target.sample_prior(r, out);
+                        for (o, &c) in out.iter_mut().zip(cur) {
+                            *o = rho * c + s * *o;
+                        }
+                    }
+                    Kernel::Gpcn => {
+                        spec.fit.whiten(cur, &mut w);
+                        let w2_old: f64 = w.iter().map(|v| v * v).sum();
+                        for (v, wi) in z.iter_mut().zip(&w) {
+                            *v = rho * wi + s * rng::normal(r);
+                        }
+                        let w2_new: f64 = z.iter().map(|v| v * v).sum();
+                        spec.fit.l_times(&z, out);
+                        for (o, mk) in out.iter_mut().zip(&spec.fit.mean) {
+                            *o += mk;
+                        }
+                        // log N(θ; fit) − log N(θ'; fit).
+                        corr[j] = 0.5 * (w2_new - w2_old);
+                    }
+                }
+                lp[j] = target.log_prior(out);
+                let u: f64 = r.random();
+                lu[j] = u.ln();
+            }
+        });
+
+    // 2. Their risks (the expensive part).
+    target.risks(&buf.theta, &mut buf.risk);
+
+    // 3. Accept or reject.
+    let gamma = spec.gamma;
+    let kernel = spec.kernel;
+    chains
+        .theta
+        .par_chunks_mut(CHAIN_BLOCK * d)
+        .zip(chains.risk.par_chunks_mut(CHAIN_BLOCK))
+        .zip(chains.log_prior.par_chunks_mut(CHAIN_BLOCK))
+        .zip(buf.theta.par_chunks(CHAIN_BLOCK * d))
+        .zip(buf.risk.par_chunks(CHAIN_BLOCK))
+        .zip(buf.log_prior.par_chunks(CHAIN_BLOCK))
+        .zip(buf.correction.par_chunks(CHAIN_BLOCK))
+        .zip(buf.log_u.par_chunks(CHAIN_BLOCK))
+        .zip(buf.accepted.par_chunks_mut(CHAIN_BLOCK))
+        .zip(buf.jump2.par_chunks_mut(CHAIN_BLOCK))
+        .for_each(
+            |(((((((((th, rk), lp), pth), prk), plp), corr), lu), acc), j2)| {
+                for j in 0..rk.len() {
+                    let like = -gamma * (prk[j] - rk[j]);
+                    let log_alpha = match kernel {
+                        Kernel::Pcn => like,
+                        Kernel::Rw => like + plp[j] - lp[j],
+                        Kernel::Gpcn => like + plp[j] - lp[j] + corr[j],
+                    };
+                    let ok = lu[j] < log_alpha;
+                    acc[j] = ok;
+                    if ok {
+                        let (cur, new) = (&mut th[j * d..(j + 1) * d], &pth[j * d..(j + 1) * d]);
+                        j2[j] = cur.iter().zip(new).map(|(a, b)| (a - b) * (a - b)).sum();
+                        cur.copy_from_slice(new);
+                        rk[j] = prk[j];
+                        lp[j] = plp[j];
+                    } else {
+                        j2[j] = 0.0;
+                    }
+                }
+            },
+        );
+    let accepted = buf.accepted.iter().filter(|&&a| a).count();
+    let esjd = buf.jump2.iter().sum::<f64>() / m.max(1) as f64;
+    StepStats { accepted, esjd }
+}
+
+/// A move of the radius alone, for scale-invariant risks (no risk evaluation):
+/// an exact Gibbs draw of `θᵀK⁻¹θ ~ χ²_d` under a zero-mean Gaussian prior N(0, K)
+/// (whose posterior radius is independent of the direction), else two Metropolis
+/// steps on log‖θ‖ (target prior(e^u θ)·e^{ud}).
+pub fn radial<T: Target + ?Sized>(target: &T, chains: &mut Chains) {
+    let d = chains.d;
+    let gaussian = target.prior_is_gaussian();
+    let origin = vec![0.0; d];
+    let lp0 = target.log_prior(&origin);
+    let chi = ChiSquared::new(d as f64).expect("d ≥ 1");
+    let sigma = 1.0 / (2.0 * d as f64).sqrt();
+    chains
+        .theta
+        .par_chunks_mut(CHAIN_BLOCK * d)
+        .zip(chains.log_prior.par_chunks_mut(CHAIN_BLOCK))
+        .zip(chains.rng.par_chunks_mut(CHAIN_BLOCK))
+        .for_each(|((th, lp), rngs)| {
+            let mut prop = vec![0.0; d];
+            for (j, r) in rngs.iter_mut().enumerate() {
+                let cur = &mut th[j * d..(j + 1) * d];
+                if gaussian {
+                    let q = 2.0 * (lp0 - lp[j]);
+                    let target_q: f64 = chi.sample(r);
+                    if q > 0.0 && q.is_finite() {
+                        let f = (target_q / q).sqrt();
+                        cur.iter_mut().for_each(|v| *v *= f);
+                        lp[j] = target.log_prior(cur);
+                    }
+                } else {
+                    for _ in 0..2 {
+                        let u = sigma * rng::normal(r);
+                        let f = u.exp();
+                        for (p, &c) in prop.iter_mut().zip(cur.iter()) {
+                            *p = f * c;
+                        }
+                        let lp_new = target.log_prior(&prop);
+                        let log_alpha = lp_new - lp[j] + u * d as f64;
+                        let v: f64 = r.random();
+                        if v.ln() < log_alpha {
+                            cur.copy_from_slice(&prop);
+                            lp[j] = lp_new;
+                        }
+                    }
+                }
+            }
+        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaussian_fit_recovers_moments_and_whitens() {
+        let mut r = rng::stream(9, &[]);
+        let (n, d) = (20000, 3);
+        let mut theta = vec![0.0; n * d];
+        for row in theta.chunks_exact_mut(d) {
+            let (a, b, c) = (
+                rng::normal(&mut r),
+                rng::normal(&mut r),
+                rng::normal(&mut r),
+            );
+            row.copy_from_slice(&[1.0 + a, 2.0 * a + 0.5 * b, -1.0 + 0.1 * c]);
+        }
+        let w = vec![1.0 / n as f64; n];
+        let fit = GaussianFit::of(&theta, d, &w);
+        assert!((fit.mean[0] - 1.0).abs() < 0.03 && (fit.mean[2] + 1.0).abs() < 0.01);
+        let cov = fit.covariance();
+        assert!((cov[(1, 0)] - 2.0).abs() < 0.08, "{cov}");
+        assert!((cov[(1, 1)] - 4.25).abs() < 0.15, "{cov}");
+        let mut z = vec![0.0; d];
+        let mut back = vec![0.0; d];
+        fit.whiten(&theta[..d], &mut z);
+        fit.l_times(&z, &mut back);
+        for k in 0..d {
+            assert!((back[k] + fit.mean[k] - theta[k]).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn rank_deficient_particles_still_give_a_factor() {
+        // Two distinct particles in five dimensions.
+        let theta: Vec<f64> = (0..10)
+            .map(|i| if i < 5 { i as f64 } else { -(i as f64) })
+            .collect();
+        let fit = GaussianFit::of(&theta, 5, &[0.5, 0.5]);
+        assert!(fit.chol.iter().all(|v| v.is_finite()));
+        assert!((0..5).all(|k| fit.chol[(k, k)] > 0.0));
+    }
+}

@@ -1,0 +1,385 @@
+//! The adaptive tempering loop (RACL14 Alg. 1, ALGORITHMS.md §3), generic over
+//! the `Target`: prior draws, then per stage the next γ by ESS, the evidence
+//! increment, resampling and moves (standard: every particle moves until it has
+//! decorrelated from its stage-start value; waste-free: N/P chains of P states).
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::moves::{self, Chains, GaussianFit, Proposals, StepSpec};
+use super::settings::{Moves, SmcSettings};
+use super::target::Target;
+use super::tempering::{next_delta, reweight, systematic};
+use crate::engine::event::{Event, Histogram, SmcStage};
+use crate::engine::rng::{self, Rng};
+use crate::engine::run::{Control, EngineError, Observer};
+
+/// RNG stream keys (with the seed): prior draws, resampling, moves.
+const KEY_PRIOR: u64 = 0x5EED_0001;
+const KEY_RESAMPLE: u64 = 0x5EED_0002;
+const KEY_MOVE: u64 = 0x5EED_0003;
+
+/// Bins of the per-coordinate histograms streamed with each stage.
+pub const HIST_BINS: usize = 40;
+
+/// One stage of the γ path.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StageInfo {
+    pub stage: usize,
+    pub gamma: f64,
+    pub log_z: f64,
+    /// ESS / N of the reweighted cloud before resampling.
+    pub ess_frac: f64,
+    pub acceptance: f64,
+    /// Step size at the end of the stage (c, or √(1−ρ²) for pCN kinds).
+    pub scale: f64,
+    pub moves: usize,
+    /// Largest |correlation| of a coordinate (or the risk) with its value at the
+    /// start of the moves (standard mode) or of the chain (waste-free).
+    pub max_correlation: f64,
+    /// Mean squared jump per move (Euclidean).
+    pub esjd: f64,
+    pub mean_risk: f64,
+    pub evaluations: u64,
+    pub elapsed: f64,
+}
+
+/// The particle cloud at the end of a run (row-major N × d) and its history.
+#[derive(Debug, Clone)]
+pub struct SmcRun {
+    pub d: usize,
+    pub theta: Vec<f64>,
+    pub risk: Vec<f64>,
+    pub log_z: f64,
+    pub path: Vec<StageInfo>,
+    pub trace: Vec<Event>,
+    pub evaluations: u64,
+    /// Every moving stage met the decorrelation threshold.
+    pub decorrelated: bool,
+    /// Seconds in the sampler.
+    pub elapsed: f64,
+}
+
+/// Runs SMC from the prior to `gamma_target`.
+pub fn run<T: Target + ?Sized>(
+    target: &T,
+    gamma_target: f64,
+    s: &SmcSettings,
+    ctl: &Control,
+    obs: &mut dyn Observer,
+) -> Result<SmcRun, EngineError> {
+    s.validate(target.dim())?;
+    if s.kernel == super::moves::Kernel::Pcn && !target.prior_is_gaussian() {
+        return Err(EngineError::InvalidParams(
+            "the pcn kernel needs a Gaussian prior (gaussian or ard); use --kernel rw or gpcn"
+                .into(),
+        ));
+    }
+    let t0 = Instant::now();
+    let d = target.dim();
+    let n = s.particles;
+
+    // Stage 0: the prior.
+    let mut theta = vec![0.0; n * d];
+    theta.par_chunks_mut(d).enumerate().for_each(|(i, row)| {
+        target.sample_prior(&mut rng::stream(s.seed, &[KEY_PRIOR, i as u64]), row)
+    });
+    let mut risk = vec![0.0; n];
+    target.risks(&theta, &mut risk);
+    let mut evaluations = n as u64;
+    let mut gamma = 0.0;
+    let mut log_z = 0.0;
+    let mut path = Vec::new();
+    let mut trace = Vec::new();
+    let mut scale = s.scale.unwrap_or_else(|| s.kernel.initial_scale(d));
+    let mut decorrelated = true;
+    emit(
+        StageInfo {
+            stage: 0,
+            gamma: 0.0,
+            log_z: 0.0,
+            ess_frac: 1.0,
+            acceptance: 0.0,
+            scale,
+            moves: 0,
+            max_correlation: 0.0,
+            esjd: 0.0,
+            mean_risk: mean(&risk),
+            evaluations,
+            elapsed: t0.elapsed().as_secs_f64(),
+        },
+        &theta,
+        d,
+        obs,
+        &mut trace,
+        &mut path,
+    );
+
+    let mut buf = Proposals::default();
+    let mut stage = 0usize;
+    while gamma < gamma_target {
+        ctl.checkpoint()?;
+        stage += 1;
+        if stage > s.max_stages {
+            return Err(EngineError::NotConverged {
+                message: format!(
+                    "SMC reached its cap of {} stages at γ = {gamma:.6} of γ_T = {gamma_target}: \
+                     raise --max-stages, or use more particles or a smaller --gamma",
+                    s.max_stages
+                ),
+                diagnostics: serde_json::to_value(&path).unwrap_or_default(),
+            });
+        }
+        let remaining = gamma_target - gamma;
+        let delta = next_delta(&risk, remaining, s.ess);
+        let rw = reweight(&risk, delta);
+        log_z += rw.log_z_increment;
+        let new_gamma = if delta >= remaining {
+            gamma_target
+        } else {
+            gamma + delta
+        };
+        if new_gamma <= gamma || new_gamma.is_nan() {
+            return Err(EngineError::Numerical(format!(
+                "the tempering step vanished at γ = {gamma} (ESS target {} too close to 1?)",
+                s.ess
+            )));
+        }
+        gamma = new_gamma;
+        let fit = GaussianFit::of(&theta, d, &rw.weights);
+
+        let chains_n = match s.waste_free {
+            Some(p) => n / p,
+            None => n,
+        };
+        let ancestors = systematic(
+            &rw.weights,
+            chains_n,
+            &mut rng::stream(s.seed, &[KEY_RESAMPLE, stage as u64]),
+        );
+        let mut chains = Chains {
+            d,
+            theta: ancestors
+                .iter()
+                .flat_map(|&a| theta[a * d..(a + 1) * d].iter().copied())
+                .collect(),
+            risk: ancestors.iter().map(|&a| risk[a]).collect(),
+            log_prior: vec![0.0; chains_n],
+            rng: (0..chains_n)
+                .map(|j| rng::stream(s.seed, &[KEY_MOVE, stage as u64, j as u64]))
+                .collect::<Vec<Rng>>(),
+        };
+        chains
+            .log_prior
+            .par_iter_mut()
+            .zip(chains.theta.par_chunks(d))
+            .for_each(|(lp, t)| *lp = target.log_prior(t));
+        let start_theta = chains.theta.clone();
+        let start_risk = chains.risk.clone();
+
+        // Waste-free keeps every state: the cloud is rebuilt step-major.
+        let mut cloud: Vec<f64> = Vec::new();
+        let mut cloud_risk: Vec<f64> = Vec::new();
+        if s.waste_free.is_some() {
+            cloud.reserve(n * d);
+            cloud_risk.reserve(n);
+            cloud.extend_from_slice(&chains.theta);
+            cloud_risk.extend_from_slice(&chains.risk);
+        }
+        let (min_steps, max_steps) = match (s.waste_free, s.moves) {
+            (Some(p), _) => (p - 1, p - 1),
+            (None, Moves::Fixed(k)) => (k, k),
+            (None, Moves::Adaptive { min, max }) => (min, max),
+        };
+        let (mut accepted, mut proposed, mut esjd_sum) = (0usize, 0usize, 0.0);
+        let mut steps = 0;
+        let mut max_corr = 1.0;
+        while steps < max_steps {
+            ctl.checkpoint()?;
+            let st = moves::step(
+                target,
+                &mut chains,
+                &mut buf,
+                StepSpec {
+                    kernel: s.kernel,
+                    gamma,
+                    scale,
+                    fit: &fit,
+                },
+            );
+            if s.radial && target.scale_invariant() {
+                moves::radial(target, &mut chains);
+            }
+            steps += 1;
+            evaluations += chains_n as u64;
+            accepted += st.accepted;
+            proposed += chains_n;
+            esjd_sum += st.esjd;
+            if s.adapt_scale {
+                let acc = st.accepted as f64 / chains_n as f64;
+                scale = (scale * (acc - s.kernel.target_acceptance()).exp())
+                    .clamp(1e-4 * s.kernel.max_scale(d), s.kernel.max_scale(d));
+            }
+            if s.waste_free.is_some() {
+                cloud.extend_from_slice(&chains.theta);
+                cloud_risk.extend_from_slice(&chains.risk);
+            } else if steps >= min_steps {
+                max_corr =
+                    max_correlation(&start_theta, &start_risk, &chains.theta, &chains.risk, d);
+                if matches!(s.moves, Moves::Adaptive { .. }) && max_corr <= s.decorrelation {
+                    break;
+                }
+            }
+        }
+        if s.waste_free.is_some() {
+            max_corr = max_correlation(&start_theta, &start_risk, &chains.theta, &chains.risk, d);
+            theta = cloud;
+            risk = cloud_risk;
+        } else {
+            theta = chains.theta;
+            risk = chains.risk;
+        }
+        if max_corr > s.decorrelation {
+            decorrelated = false;
+        }
+        emit(
+            StageInfo {
+                stage,
+                gamma,
+                log_z,
+                ess_frac: rw.ess_frac,
+                acceptance: accepted as f64 / proposed.max(1) as f64,
+                scale,
+                moves: steps,
+                max_correlation: max_corr,
+                esjd: esjd_sum / steps.max(1) as f64,
+                mean_risk: mean(&risk),
+                evaluations,
+                elapsed: t0.elapsed().as_secs_f64(),
+            },
+            &theta,
+            d,
+            obs,
+            &mut trace,
+            &mut path,
+        );
+    }
+    Ok(SmcRun {
+        d,
+        theta,
+        risk,
+        log_z,
+        path,
+        trace,
+        evaluations,
+        decorrelated,
+        elapsed: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// Streams a stage (with histograms) and records it (without).
+fn emit(
+    info: StageInfo,
+    theta: &[f64],
+    d: usize,
+    obs: &mut dyn Observer,
+    trace: &mut Vec<Event>,
+    path: &mut Vec<StageInfo>,
+) {
+    let (mean, sd) = moments(theta, d);
+    let stage = SmcStage {
+        stage: info.stage,
+        gamma: info.gamma,
+        ess_frac: info.ess_frac,
+        acceptance: info.acceptance,
+        scale: info.scale,
+        moves: info.moves,
+        log_z: info.log_z,
+        mean,
+        sd,
+        mean_risk: info.mean_risk,
+        evaluations: info.evaluations,
+        elapsed: info.elapsed,
+        histograms: Vec::new(),
+    };
+    trace.push(Event::SmcStage(stage.clone()));
+    obs.observe(Event::SmcStage(SmcStage {
+        histograms: histograms(theta, d, HIST_BINS),
+        ..stage
+    }));
+    path.push(info);
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// Per-coordinate mean and sd of the rows of `theta` (equal weights).
+pub fn moments(theta: &[f64], d: usize) -> (Vec<f64>, Vec<f64>) {
+    let n = (theta.len() / d.max(1)).max(1) as f64;
+    let mut m = vec![0.0; d];
+    for row in theta.chunks_exact(d) {
+        for (a, &t) in m.iter_mut().zip(row) {
+            *a += t;
+        }
+    }
+    m.iter_mut().for_each(|a| *a /= n);
+    let mut v = vec![0.0; d];
+    for row in theta.chunks_exact(d) {
+        for k in 0..d {
+            v[k] += (row[k] - m[k]) * (row[k] - m[k]);
+        }
+    }
+    (m, v.iter().map(|x| (x / n).sqrt()).collect())
+}
+
+/// Per-coordinate histograms of the rows of `theta`.
+pub fn histograms(theta: &[f64], d: usize, bins: usize) -> Vec<Histogram> {
+    let mut col = Vec::with_capacity(theta.len() / d.max(1));
+    (0..d)
+        .map(|k| {
+            col.clear();
+            col.extend(theta.chunks_exact(d).map(|r| r[k]));
+            Histogram::of(&col, None, bins)
+        })
+        .collect()
+}
+
+/// Largest |Pearson correlation| between start and current values over the
+/// coordinates and the risk (0 where either side is constant).
+fn max_correlation(
+    start: &[f64],
+    start_risk: &[f64],
+    cur: &[f64],
+    cur_risk: &[f64],
+    d: usize,
+) -> f64 {
+    let mut worst = correlation(start_risk, cur_risk, 1, 0);
+    for k in 0..d {
+        worst = worst.max(correlation(start, cur, d, k));
+    }
+    worst
+}
+
+/// |corr| of column k of two row-major tables with `d` columns.
+fn correlation(a: &[f64], b: &[f64], d: usize, k: usize) -> f64 {
+    fn col(t: &[f64], d: usize, k: usize) -> impl Iterator<Item = f64> + '_ {
+        t.chunks_exact(d).map(move |r| r[k])
+    }
+    let n = (a.len() / d) as f64;
+    let ma = col(a, d, k).sum::<f64>() / n;
+    let mb = col(b, d, k).sum::<f64>() / n;
+    let (mut cab, mut caa, mut cbb) = (0.0, 0.0, 0.0);
+    for (x, y) in col(a, d, k).zip(col(b, d, k)) {
+        cab += (x - ma) * (y - mb);
+        caa += (x - ma) * (x - ma);
+        cbb += (y - mb) * (y - mb);
+    }
+    if caa <= 0.0 || cbb <= 0.0 {
+        0.0
+    } else {
+        (cab / (caa * cbb).sqrt()).abs()
+    }
+}

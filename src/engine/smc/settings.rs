@@ -1,0 +1,127 @@
+//! SMC settings, their defaults and their validation.
+
+use serde::{Deserialize, Serialize};
+
+use super::moves::Kernel;
+use crate::engine::run::EngineError;
+
+/// Move steps per stage (standard, non-waste-free SMC).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Moves {
+    /// Exactly K steps per stage.
+    Fixed(usize),
+    /// Between `min` and `max` steps: stop once every coordinate and the risk
+    /// have decorrelated from their stage-start values.
+    Adaptive { min: usize, max: usize },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SmcSettings {
+    /// N: the size of the particle cloud.
+    pub particles: usize,
+    /// Waste-free SMC with chains of P states (N/P resampled ancestors).
+    pub waste_free: Option<usize>,
+    /// Move steps per stage (ignored when waste-free: P − 1).
+    pub moves: Moves,
+    /// ESS target τ of the tempering steps (share of N).
+    pub ess: f64,
+    pub kernel: Kernel,
+    /// Initial step size (default per kernel: 2.38/√d for the random walk).
+    pub scale: Option<f64>,
+    /// Adapt the step size between move steps towards the kernel's acceptance target.
+    pub adapt_scale: bool,
+    /// Free radial moves for scale-invariant risks (no risk evaluation).
+    pub radial: bool,
+    /// |correlation| with the stage-start values below which the adaptive moves stop.
+    pub decorrelation: f64,
+    /// Cap on the number of tempering stages.
+    pub max_stages: usize,
+    pub seed: u64,
+}
+
+impl Default for SmcSettings {
+    fn default() -> Self {
+        SmcSettings {
+            particles: 4000,
+            waste_free: None,
+            moves: Moves::Adaptive { min: 2, max: 200 },
+            ess: 0.5,
+            kernel: Kernel::Rw,
+            scale: None,
+            adapt_scale: true,
+            radial: true,
+            decorrelation: 0.1,
+            max_stages: 1000,
+            seed: 0,
+        }
+    }
+}
+
+impl SmcSettings {
+    /// The fixed configuration of the speed comparison with `particles` (Chopin's
+    /// Python package): waste-free, 1000 ancestors × chains of 10, random walk
+    /// with c = 2.38/√d and no adaptation, no radial moves.
+    pub fn benchmark() -> SmcSettings {
+        SmcSettings {
+            particles: 10_000,
+            waste_free: Some(10),
+            moves: Moves::Fixed(9),
+            kernel: Kernel::Rw,
+            adapt_scale: false,
+            radial: false,
+            ..SmcSettings::default()
+        }
+    }
+
+    pub fn validate(&self, d: usize) -> Result<(), EngineError> {
+        let bad = |m: String| Err(EngineError::InvalidParams(m));
+        if d == 0 {
+            return bad("SMC needs at least one parameter".into());
+        }
+        if self.particles < 2 {
+            return bad(format!("--particles must be ≥ 2; got {}", self.particles));
+        }
+        if !(self.ess > 0.0 && self.ess < 1.0) {
+            return bad(format!("--ess must be in (0, 1); got {}", self.ess));
+        }
+        if let Some(p) = self.waste_free {
+            if p < 2 {
+                return bad(format!(
+                    "--waste-free P needs chains of ≥ 2 states; got {p}"
+                ));
+            }
+            if self.particles % p != 0 || self.particles / p < 2 {
+                return bad(format!(
+                    "--waste-free {p}: --particles ({}) must be a multiple of P with ≥ 2 chains",
+                    self.particles
+                ));
+            }
+        }
+        match self.moves {
+            Moves::Fixed(0) => return bad("--moves must be ≥ 1".into()),
+            Moves::Adaptive { min, max } if min == 0 || max < min => {
+                return bad(format!(
+                    "adaptive moves need 1 ≤ min ≤ max; got {min}..{max}"
+                ));
+            }
+            _ => {}
+        }
+        if let Some(c) = self.scale {
+            let max = self.kernel.max_scale(d);
+            if !(c > 0.0 && c <= max) {
+                return bad(format!("the step size must be in (0, {max}]; got {c}"));
+            }
+        }
+        if !(self.decorrelation > 0.0 && self.decorrelation < 1.0) {
+            return bad(format!(
+                "the decorrelation threshold must be in (0, 1); got {}",
+                self.decorrelation
+            ));
+        }
+        if self.max_stages == 0 {
+            return bad("--max-stages must be ≥ 1".into());
+        }
+        Ok(())
+    }
+}

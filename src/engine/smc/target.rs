@@ -1,0 +1,300 @@
+//! What SMC samples: `π_γ(θ) ∝ prior(θ)·exp(−γ R(θ))` behind a small trait, so
+//! the engine does not know whether θ is a linear score's coefficients (here) or
+//! a score vector under a GP prior (later).
+
+use std::sync::Mutex;
+
+use nalgebra::DMatrix;
+use rayon::prelude::*;
+
+use crate::engine::fast_risk::{RiskScratch, risk_from_twice};
+use crate::engine::linalg::a_b_slices;
+use crate::engine::prior::Prior;
+use crate::engine::rng::Rng;
+
+/// A tempered target: a prior and a risk.
+pub trait Target: Sync {
+    /// Dimension of θ.
+    fn dim(&self) -> usize;
+    /// log prior density (normalised: SMC's log Z is relative to it).
+    fn log_prior(&self, theta: &[f64]) -> f64;
+    /// One prior draw into `out`.
+    fn sample_prior(&self, rng: &mut Rng, out: &mut [f64]);
+    /// Whether the prior is a zero-mean Gaussian (enables pCN moves and exact
+    /// radial refreshes).
+    fn prior_is_gaussian(&self) -> bool;
+    /// Whether `R(cθ) = R(θ)` for every c > 0 (the AUC risk of a linear score or
+    /// of a score vector): then the radius of θ moves without risk evaluations.
+    fn scale_invariant(&self) -> bool;
+    /// Risks of the rows of `thetas` (m × dim, row-major) into `out` (length m).
+    /// Must give the same bits for a row whatever the batch or thread count.
+    fn risks(&self, thetas: &[f64], out: &mut [f64]);
+}
+
+/// Particles per block of the score GEMM: the block's scores stay in cache.
+const BLOCK: usize = 16;
+/// Keep each GEMM call below matrixmultiply's threading threshold (it would
+/// otherwise start its own threads inside rayon's).
+const GEMM_SINGLE_THREAD: usize = 16_384;
+
+/// The AUC risk of the linear score `<θ, x>` on training rows, with a prior from
+/// `engine::prior`.
+pub struct LinearAuc {
+    /// Rows reordered positives first, column-major n × d.
+    x: Vec<f64>,
+    n: usize,
+    d: usize,
+    n_pos: usize,
+    prior: Prior,
+    /// Rows per GEMM call.
+    row_block: usize,
+    /// One scratch per worker thread (index = rayon thread index).
+    scratch: Vec<Mutex<Scratch>>,
+}
+
+struct Scratch {
+    scores: Vec<f64>,
+    risk: RiskScratch,
+}
+
+impl LinearAuc {
+    pub fn new(x: &DMatrix<f64>, y: &[bool], prior: Prior) -> LinearAuc {
+        let (n, d) = x.shape();
+        let order: Vec<usize> = (0..n)
+            .filter(|&i| y[i])
+            .chain((0..n).filter(|&i| !y[i]))
+            .collect();
+        let n_pos = y.iter().filter(|&&b| b).count();
+        let xs = x.select_rows(&order);
+        let row_block = if d * BLOCK >= GEMM_SINGLE_THREAD {
+            n // too wide to split usefully; matrixmultiply may thread
+        } else {
+            ((GEMM_SINGLE_THREAD - d * BLOCK) / d.max(1)).clamp(8, n.max(8))
+        };
+        let threads = rayon::current_num_threads().max(1) + 1;
+        let scratch = (0..threads)
+            .map(|_| {
+                Mutex::new(Scratch {
+                    scores: vec![0.0; n * BLOCK],
+                    risk: RiskScratch::new(n_pos, n - n_pos),
+                })
+            })
+            .collect();
+        LinearAuc {
+            x: xs.as_slice().to_vec(),
+            n,
+            d,
+            n_pos,
+            prior,
+            row_block,
+            scratch,
+        }
+    }
+
+    pub fn prior(&self) -> &Prior {
+        &self.prior
+    }
+
+    fn pairs(&self) -> u64 {
+        (self.n_pos * (self.n - self.n_pos)) as u64
+    }
+
+    /// Scores of `m` particles (row-major m × d) into `out` (column-major n × m).
+    fn scores(&self, thetas: &[f64], m: usize, out: &mut [f64]) {
+        let (n, d) = (self.n, self.d);
+        if self.row_block >= n {
+            a_b_slices(&self.x, n, d, thetas, m, out);
+            return;
+        }
+        // Row blocks: X[r0..r1, :] is not contiguous in column-major storage, so
+        // multiply the transposed problem block by block through strides.
+        let mut r0 = 0;
+        while r0 < n {
+            let r1 = (r0 + self.row_block).min(n);
+            // SAFETY: a = X[r0..r1, :] (rows r1−r0, cols d, strides 1 and n) lies in
+            // self.x (n·d); b = thetasᵀ (d × m, strides 1 and d) lies in thetas
+            // (m·d); c = out[r0..r1, :] (strides 1 and n) lies in out (n·m).
+            // `out` is borrowed mutably: no aliasing.
+            unsafe {
+                matrixmultiply::dgemm(
+                    r1 - r0,
+                    d,
+                    m,
+                    1.0,
+                    self.x.as_ptr().add(r0),
+                    1,
+                    n as isize,
+                    thetas.as_ptr(),
+                    1,
+                    d as isize,
+                    0.0,
+                    out.as_mut_ptr().add(r0),
+                    1,
+                    n as isize,
+                );
+            }
+            r0 = r1;
+        }
+    }
+}
+
+impl Target for LinearAuc {
+    fn dim(&self) -> usize {
+        self.d
+    }
+
+    fn log_prior(&self, theta: &[f64]) -> f64 {
+        self.prior.log_density(theta)
+    }
+
+    fn sample_prior(&self, rng: &mut Rng, out: &mut [f64]) {
+        self.prior.sample(rng, out)
+    }
+
+    fn prior_is_gaussian(&self) -> bool {
+        matches!(self.prior, Prior::Gaussian { .. } | Prior::Ard { .. })
+    }
+
+    fn scale_invariant(&self) -> bool {
+        true
+    }
+
+    fn risks(&self, thetas: &[f64], out: &mut [f64]) {
+        let d = self.d;
+        assert_eq!(thetas.len(), out.len() * d, "one risk per particle");
+        let pairs = self.pairs();
+        out.par_chunks_mut(BLOCK)
+            .zip(thetas.par_chunks(BLOCK * d))
+            .for_each(|(out, th)| {
+                let slot = rayon::current_thread_index().unwrap_or(0) % self.scratch.len();
+                let mut guard = self.scratch[slot].lock().unwrap_or_else(|e| e.into_inner());
+                let Scratch { scores, risk } = &mut *guard;
+                let m = out.len();
+                let scores = &mut scores[..self.n * m];
+                self.scores(th, m, scores);
+                for (j, o) in out.iter_mut().enumerate() {
+                    let s = &scores[j * self.n..(j + 1) * self.n];
+                    let (p, q) = s.split_at(self.n_pos);
+                    *o = risk_from_twice(risk.twice_concordant(p, q), pairs);
+                }
+            });
+    }
+}
+
+/// A test target with a closed-form answer: prior N(0, var·I) and the quadratic
+/// risk `R(θ) = ‖θ − b‖²/2` (a Gaussian likelihood). Then the posterior is
+/// N(γb/(1/var + γ), 1/(1/var + γ)) per coordinate and
+/// `log Z_γ = Σ_k [−½ log(1 + γ·var) − b_k²/(2(var + 1/γ))]`.
+pub struct Quadratic {
+    pub b: Vec<f64>,
+    pub var: f64,
+}
+
+impl Quadratic {
+    pub fn log_z(&self, gamma: f64) -> f64 {
+        if gamma == 0.0 {
+            return 0.0;
+        }
+        self.b
+            .iter()
+            .map(|&bk| {
+                -0.5 * (gamma * self.var).ln_1p() - bk * bk / (2.0 * (self.var + 1.0 / gamma))
+            })
+            .sum()
+    }
+    /// Posterior mean and sd of coordinate k at γ.
+    pub fn posterior(&self, gamma: f64, k: usize) -> (f64, f64) {
+        let prec = 1.0 / self.var + gamma;
+        (gamma * self.b[k] / prec, prec.recip().sqrt())
+    }
+}
+
+impl Target for Quadratic {
+    fn dim(&self) -> usize {
+        self.b.len()
+    }
+    fn log_prior(&self, theta: &[f64]) -> f64 {
+        Prior::Gaussian { var: self.var }.log_density(theta)
+    }
+    fn sample_prior(&self, rng: &mut Rng, out: &mut [f64]) {
+        Prior::Gaussian { var: self.var }.sample(rng, out)
+    }
+    fn prior_is_gaussian(&self) -> bool {
+        true
+    }
+    fn scale_invariant(&self) -> bool {
+        false
+    }
+    fn risks(&self, thetas: &[f64], out: &mut [f64]) {
+        let d = self.b.len();
+        for (o, t) in out.iter_mut().zip(thetas.chunks_exact(d)) {
+            *o = 0.5
+                * t.iter()
+                    .zip(&self.b)
+                    .map(|(a, b)| (a - b) * (a - b))
+                    .sum::<f64>();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::metrics::auc;
+    use crate::engine::rng;
+
+    #[test]
+    fn linear_risks_match_metrics_in_any_batch() {
+        let mut r = rng::stream(3, &[]);
+        let (n, d) = (203, 5);
+        // A binary column makes ties between rows.
+        let x = DMatrix::from_fn(n, d, |i, k| {
+            if k == 0 {
+                (i % 2) as f64
+            } else {
+                rng::normal(&mut r)
+            }
+        });
+        let y: Vec<bool> = (0..n).map(|i| (i * 7) % 3 == 0).collect();
+        let t = LinearAuc::new(&x, &y, Prior::Gaussian { var: 1.0 });
+        let m = 37;
+        let thetas: Vec<f64> = (0..m * d)
+            .map(|j| {
+                if j % d == 0 {
+                    1.0
+                } else if j % 11 == 0 {
+                    0.0
+                } else {
+                    rng::normal(&mut r)
+                }
+            })
+            .collect();
+        let mut all = vec![0.0; m];
+        t.risks(&thetas, &mut all);
+        for j in 0..m {
+            let th = nalgebra::DVector::from_column_slice(&thetas[j * d..(j + 1) * d]);
+            let s: Vec<f64> = (&x * th).iter().copied().collect();
+            assert!((all[j] - (1.0 - auc(&s, &y))).abs() < 1e-12);
+            let mut one = [0.0];
+            t.risks(&thetas[j * d..(j + 1) * d], &mut one);
+            assert_eq!(one[0].to_bits(), all[j].to_bits());
+        }
+    }
+
+    #[test]
+    fn row_blocks_give_the_same_scores() {
+        let mut r = rng::stream(4, &[]);
+        let (n, d) = (1500, 40);
+        let x = DMatrix::from_fn(n, d, |_, _| rng::normal(&mut r));
+        let y: Vec<bool> = (0..n).map(|i| i % 4 == 0).collect();
+        let t = LinearAuc::new(&x, &y, Prior::Gaussian { var: 1.0 });
+        assert!(t.row_block < n, "this shape must use row blocks");
+        let m = 5;
+        let thetas: Vec<f64> = (0..m * d).map(|_| rng::normal(&mut r)).collect();
+        let mut blocked = vec![0.0; n * m];
+        t.scores(&thetas, m, &mut blocked);
+        let mut whole = vec![0.0; n * m];
+        a_b_slices(&t.x, n, d, &thetas, m, &mut whole);
+        assert_eq!(blocked, whole);
+    }
+}
