@@ -12,7 +12,7 @@
 //! O(n log n) at worst; ties count ½, exactly as `metrics::auc`.
 
 /// Buckets per negative score.
-const BUCKETS_PER_NEGATIVE: usize = 2;
+const BUCKETS_PER_NEGATIVE: usize = 4;
 /// A bucket with more negatives than this is sorted (once per evaluation) and
 /// searched by bisection instead of scanned.
 const SCAN_MAX: usize = 8;
@@ -68,25 +68,10 @@ impl RiskScratch {
         if pos.is_empty() || neg.is_empty() {
             return 0;
         }
-        let (lo, hi) = min_max(pos, neg);
-        if !(lo.is_finite() && hi.is_finite()) {
-            return self.sort_and_merge(pos, neg);
-        }
-        if lo == hi {
-            // Every score equal: every pair a tie.
-            return (pos.len() * neg.len()) as u64;
-        }
-        let b = self.buckets;
-        let scale = b as f64 / (hi - lo);
-        if !scale.is_finite() || scale == 0.0 {
-            return self.sort_and_merge(pos, neg);
-        }
-        let last = (b - 1) as u32;
-        // Monotone in s: rounding of the subtraction and product, truncation and
-        // the clamp are all non-decreasing.
-        let bucket = |s: f64| -> u32 { (((s - lo) * scale) as u32).min(last) };
-        for (o, &s) in self.bucket_of.iter_mut().zip(pos.iter().chain(neg)) {
-            *o = bucket(s);
+        match bucketize(pos, neg, self.buckets, &mut self.bucket_of) {
+            Bucketed::Done => {}
+            Bucketed::AllEqual => return (pos.len() * neg.len()) as u64,
+            Bucketed::NotFinite => return self.sort_and_merge(pos, neg),
         }
         let (bp, bn) = self.bucket_of.split_at(pos.len());
 
@@ -173,28 +158,100 @@ pub fn risk_from_twice(twice_concordant: u64, pairs: u64) -> f64 {
     (2 * pairs - twice_concordant) as f64 / (2 * pairs) as f64
 }
 
-/// Smallest and largest score; NaN for both when a score is NaN or infinite
-/// (the caller then takes the exact sorting path).
-fn min_max(a: &[f64], b: &[f64]) -> (f64, f64) {
-    // Plain comparisons (not `f64::min`, whose NaN rule blocks vectorisation) on
-    // eight independent lanes; `v·0` is NaN exactly when v is not finite.
-    let (mut lo, mut hi, mut bad) = ([f64::INFINITY; 8], [f64::NEG_INFINITY; 8], [0.0; 8]);
-    for part in [a, b] {
-        let mut it = part.chunks_exact(8);
-        for c in &mut it {
-            for j in 0..8 {
-                lo[j] = if c[j] < lo[j] { c[j] } else { lo[j] };
-                hi[j] = if c[j] > hi[j] { c[j] } else { hi[j] };
-                bad[j] += c[j] * 0.0;
-            }
+enum Bucketed {
+    Done,
+    /// Every score is equal.
+    AllEqual,
+    /// A score is NaN or infinite, or the range overflows.
+    NotFinite,
+}
+
+/// Bucket of every score (positives then negatives) into `out`: equal-width
+/// buckets over [min, max]. The map `min(⌊(s − lo)·scale⌋, B − 1)` is
+/// non-decreasing in s (each rounding step is), so bucket order never
+/// contradicts score order. Compiled for AVX-512 and AVX2 where present (the
+/// loops vectorise; the result is the same bits on every path).
+fn bucketize(pos: &[f64], neg: &[f64], buckets: usize, out: &mut [u32]) -> Bucketed {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has the features the function is compiled for.
+            return unsafe { bucketize_avx512(pos, neg, buckets, out) };
         }
-        for &v in it.remainder() {
-            lo[0] = if v < lo[0] { v } else { lo[0] };
-            hi[0] = if v > hi[0] { v } else { hi[0] };
-            bad[0] += v * 0.0;
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: as above.
+            return unsafe { bucketize_avx2(pos, neg, buckets, out) };
         }
     }
-    if bad.iter().any(|b| b.is_nan()) {
+    bucketize_generic(pos, neg, buckets, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2")]
+unsafe fn bucketize_avx512(pos: &[f64], neg: &[f64], buckets: usize, out: &mut [u32]) -> Bucketed {
+    bucketize_generic(pos, neg, buckets, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn bucketize_avx2(pos: &[f64], neg: &[f64], buckets: usize, out: &mut [u32]) -> Bucketed {
+    bucketize_generic(pos, neg, buckets, out)
+}
+
+#[inline(always)]
+fn bucketize_generic(pos: &[f64], neg: &[f64], buckets: usize, out: &mut [u32]) -> Bucketed {
+    let (lo, hi) = min_max(pos, neg);
+    if !(lo.is_finite() && hi.is_finite()) {
+        return Bucketed::NotFinite;
+    }
+    if lo == hi {
+        return Bucketed::AllEqual;
+    }
+    let scale = buckets as f64 / (hi - lo);
+    if !scale.is_finite() || scale == 0.0 {
+        return Bucketed::NotFinite;
+    }
+    let last = (buckets - 1) as f64;
+    let (op, on) = out.split_at_mut(pos.len());
+    for (part, o) in [(pos, op), (neg, on)] {
+        for (o, &s) in o.iter_mut().zip(part) {
+            let t = (s - lo) * scale;
+            let t = if t < last { t } else { last };
+            // SAFETY: s and lo are finite with s ≥ lo and scale is finite and
+            // positive, so t is a finite number in [0, B − 1]: it fits a u32.
+            // (`as u32` would add a saturating check that blocks vectorisation.)
+            *o = unsafe { t.to_int_unchecked::<u32>() };
+        }
+    }
+    Bucketed::Done
+}
+
+/// Smallest and largest score; NaN for both when a score is NaN or infinite.
+#[inline(always)]
+fn min_max(a: &[f64], b: &[f64]) -> (f64, f64) {
+    // Plain comparisons (not `f64::min`, whose NaN rule blocks vectorisation) on
+    // 32 independent lanes (four AVX-512 registers: no long dependency chain).
+    // NaN compares false and would slip through, so a sum catches non-finite
+    // scores (it is NaN or infinite exactly when one is, or on overflow, where
+    // the exact path is right anyway).
+    const L: usize = 32;
+    let (mut lo, mut hi, mut sum) = ([f64::INFINITY; L], [f64::NEG_INFINITY; L], [0.0; L]);
+    for part in [a, b] {
+        let mut it = part.chunks_exact(L);
+        for c in &mut it {
+            for j in 0..L {
+                lo[j] = if c[j] < lo[j] { c[j] } else { lo[j] };
+                hi[j] = if c[j] > hi[j] { c[j] } else { hi[j] };
+                sum[j] += c[j];
+            }
+        }
+        for (j, &v) in it.remainder().iter().enumerate() {
+            lo[j] = if v < lo[j] { v } else { lo[j] };
+            hi[j] = if v > hi[j] { v } else { hi[j] };
+            sum[j] += v;
+        }
+    }
+    if !sum.iter().sum::<f64>().is_finite() {
         return (f64::NAN, f64::NAN);
     }
     let lo = lo

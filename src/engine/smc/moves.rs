@@ -70,6 +70,8 @@ pub struct GaussianFit {
     /// The factor's rows packed (row r: r + 1 entries from r(r+1)/2), for the
     /// per-particle products.
     packed: Vec<f64>,
+    /// `L⁻¹ m`: whitened coordinates of the origin are `−L⁻¹m`.
+    white_mean: Vec<f64>,
     /// Weight λ of the diagonal in `(1−λ)Σ̂ + λ diag Σ̂`.
     pub shrinkage: f64,
 }
@@ -132,12 +134,18 @@ impl GaussianFit {
             .flat_map(|r| (0..=r).map(move |c| (r, c)))
             .map(|rc| chol[rc])
             .collect();
-        GaussianFit {
+        let mut fit = GaussianFit {
             mean,
             chol,
             packed,
+            white_mean: vec![0.0; d],
             shrinkage,
-        }
+        };
+        let (zero, mut wm) = (vec![0.0; d], vec![0.0; d]);
+        fit.whiten(&zero, &mut wm);
+        // whiten(0) = −L⁻¹m.
+        fit.white_mean = wm.iter().map(|v| -v).collect();
+        fit
     }
 
     fn row(&self, r: usize) -> &[f64] {
@@ -153,7 +161,7 @@ impl GaussianFit {
     }
 
     /// `w = L⁻¹ (θ − m)` (forward substitution).
-    fn whiten(&self, theta: &[f64], w: &mut [f64]) {
+    pub fn whiten(&self, theta: &[f64], w: &mut [f64]) {
         for r in 0..theta.len() {
             let row = self.row(r);
             let dot: f64 = row[..r].iter().zip(&w[..r]).map(|(l, v)| l * v).sum();
@@ -183,12 +191,24 @@ impl GaussianFit {
 pub struct Chains {
     pub d: usize,
     pub theta: Vec<f64>,
+    /// Whitened states `L⁻¹(θ − m)` (used by the Gpcn kernel).
+    pub white: Vec<f64>,
     pub risk: Vec<f64>,
     pub log_prior: Vec<f64>,
     pub rng: Vec<Rng>,
 }
 
 impl Chains {
+    /// Fills `white` for the Gpcn kernel.
+    pub fn whiten(&mut self, fit: &GaussianFit) {
+        let d = self.d;
+        self.white.resize(self.theta.len(), 0.0);
+        self.white
+            .par_chunks_mut(d)
+            .zip(self.theta.par_chunks(d))
+            .for_each(|(w, t)| fit.whiten(t, w));
+    }
+
     pub fn len(&self) -> usize {
         self.risk.len()
     }
@@ -201,6 +221,7 @@ impl Chains {
 #[derive(Debug, Default)]
 pub struct Proposals {
     theta: Vec<f64>,
+    white: Vec<f64>,
     risk: Vec<f64>,
     log_prior: Vec<f64>,
     /// Proposal-density correction of the log acceptance ratio (Gpcn) or the
@@ -241,6 +262,13 @@ pub fn step<T: Target + ?Sized>(
 ) -> StepStats {
     let (m, d) = (chains.len(), chains.d);
     buf.theta.resize(m * d, 0.0);
+    // Whitened states matter to Gpcn only; the others carry them along unused.
+    assert_eq!(
+        chains.white.len(),
+        m * d,
+        "chains need their whitened states"
+    );
+    buf.white.resize(m * d, 0.0);
     buf.risk.resize(m, 0.0);
     buf.log_prior.resize(m, 0.0);
     buf.correction.resize(m, 0.0);
@@ -259,9 +287,10 @@ pub fn step<T: Target + ?Sized>(
         .zip(buf.log_prior.par_chunks_mut(CHAIN_BLOCK))
         .zip(buf.correction.par_chunks_mut(CHAIN_BLOCK))
         .zip(buf.log_u.par_chunks_mut(CHAIN_BLOCK))
-        .for_each(|(((((th, rngs), prop), lp), corr), lu)| {
+        .zip(chains.white.par_chunks(CHAIN_BLOCK * d))
+        .zip(buf.white.par_chunks_mut(CHAIN_BLOCK * d))
+        .for_each(|(((((((th, rngs), prop), lp), corr), lu), cw), nw)| {
             let mut z = vec![0.0; d];
-            let mut w = vec![0.0; d];
             for (j, r) in rngs.iter_mut().enumerate() {
                 let cur = &th[j * d..(j + 1) * d];
                 let out = &mut prop[j * d..(j + 1) * d];
@@ -281,12 +310,13 @@ pub fn step<T: Target + ?Sized>(
                         }
                     }
                     Kernel::Gpcn => {
-                        spec.fit.whiten(cur, &mut w);
+                        let w = &cw[j * d..(j + 1) * d];
                         let w2_old: f64 = w.iter().map(|v| v * v).sum();
-                        for (v, wi) in z.iter_mut().zip(&w) {
+                        for (v, wi) in z.iter_mut().zip(w) {
                             *v = rho * wi + s * rng::normal(r);
                         }
                         let w2_new: f64 = z.iter().map(|v| v * v).sum();
+                        nw[j * d..(j + 1) * d].copy_from_slice(&z);
                         spec.fit.l_times(&z, out);
                         for (o, mk) in out.iter_mut().zip(&spec.fit.mean) {
                             *o += mk;
@@ -310,9 +340,11 @@ pub fn step<T: Target + ?Sized>(
     chains
         .theta
         .par_chunks_mut(CHAIN_BLOCK * d)
+        .zip(chains.white.par_chunks_mut(CHAIN_BLOCK * d))
         .zip(chains.risk.par_chunks_mut(CHAIN_BLOCK))
         .zip(chains.log_prior.par_chunks_mut(CHAIN_BLOCK))
         .zip(buf.theta.par_chunks(CHAIN_BLOCK * d))
+        .zip(buf.white.par_chunks(CHAIN_BLOCK * d))
         .zip(buf.risk.par_chunks(CHAIN_BLOCK))
         .zip(buf.log_prior.par_chunks(CHAIN_BLOCK))
         .zip(buf.correction.par_chunks(CHAIN_BLOCK))
@@ -320,7 +352,7 @@ pub fn step<T: Target + ?Sized>(
         .zip(buf.accepted.par_chunks_mut(CHAIN_BLOCK))
         .zip(buf.jump2.par_chunks_mut(CHAIN_BLOCK))
         .for_each(
-            |(((((((((th, rk), lp), pth), prk), plp), corr), lu), acc), j2)| {
+            |(((((((((((th, wh), rk), lp), pth), pwh), prk), plp), corr), lu), acc), j2)| {
                 for j in 0..rk.len() {
                     let like = -gamma * (prk[j] - rk[j]);
                     let log_alpha = match kernel {
@@ -334,6 +366,7 @@ pub fn step<T: Target + ?Sized>(
                         let (cur, new) = (&mut th[j * d..(j + 1) * d], &pth[j * d..(j + 1) * d]);
                         j2[j] = cur.iter().zip(new).map(|(a, b)| (a - b) * (a - b)).sum();
                         cur.copy_from_slice(new);
+                        wh[j * d..(j + 1) * d].copy_from_slice(&pwh[j * d..(j + 1) * d]);
                         rk[j] = prk[j];
                         lp[j] = plp[j];
                     } else {
@@ -351,28 +384,38 @@ pub fn step<T: Target + ?Sized>(
 /// an exact Gibbs draw of `θᵀK⁻¹θ ~ χ²_d` under a zero-mean Gaussian prior N(0, K)
 /// (whose posterior radius is independent of the direction), else two Metropolis
 /// steps on log‖θ‖ (target prior(e^u θ)·e^{ud}).
-pub fn radial<T: Target + ?Sized>(target: &T, chains: &mut Chains) {
+pub fn radial<T: Target + ?Sized>(target: &T, chains: &mut Chains, fit: &GaussianFit) {
     let d = chains.d;
     let gaussian = target.prior_is_gaussian();
     let origin = vec![0.0; d];
     let lp0 = target.log_prior(&origin);
     let chi = ChiSquared::new(d as f64).expect("d ≥ 1");
     let sigma = 1.0 / (2.0 * d as f64).sqrt();
+    // θ → fθ maps the whitened state w = L⁻¹(θ − m) to f·w + (f − 1)·L⁻¹m.
+    let wm = &fit.white_mean;
+    let rescale_white = |w: &mut [f64], f: f64| {
+        for (wi, mi) in w.iter_mut().zip(wm) {
+            *wi = f * *wi + (f - 1.0) * mi;
+        }
+    };
     chains
         .theta
         .par_chunks_mut(CHAIN_BLOCK * d)
+        .zip(chains.white.par_chunks_mut(CHAIN_BLOCK * d))
         .zip(chains.log_prior.par_chunks_mut(CHAIN_BLOCK))
         .zip(chains.rng.par_chunks_mut(CHAIN_BLOCK))
-        .for_each(|((th, lp), rngs)| {
+        .for_each(|(((th, wh), lp), rngs)| {
             let mut prop = vec![0.0; d];
             for (j, r) in rngs.iter_mut().enumerate() {
                 let cur = &mut th[j * d..(j + 1) * d];
+                let white = &mut wh[j * d..(j + 1) * d];
                 if gaussian {
                     let q = 2.0 * (lp0 - lp[j]);
                     let target_q: f64 = chi.sample(r);
                     if q > 0.0 && q.is_finite() {
                         let f = (target_q / q).sqrt();
                         cur.iter_mut().for_each(|v| *v *= f);
+                        rescale_white(white, f);
                         lp[j] = target.log_prior(cur);
                     }
                 } else {
@@ -387,6 +430,7 @@ pub fn radial<T: Target + ?Sized>(target: &T, chains: &mut Chains) {
                         let v: f64 = r.random();
                         if v.ln() < log_alpha {
                             cur.copy_from_slice(&prop);
+                            rescale_white(white, f);
                             lp[j] = lp_new;
                         }
                     }

@@ -165,6 +165,7 @@ pub fn run<T: Target + ?Sized>(
                 .iter()
                 .flat_map(|&a| theta[a * d..(a + 1) * d].iter().copied())
                 .collect(),
+            white: Vec::new(),
             risk: ancestors.iter().map(|&a| risk[a]).collect(),
             log_prior: vec![0.0; chains_n],
             rng: (0..chains_n)
@@ -176,6 +177,7 @@ pub fn run<T: Target + ?Sized>(
             .par_iter_mut()
             .zip(chains.theta.par_chunks(d))
             .for_each(|(lp, t)| *lp = target.log_prior(t));
+        chains.whiten(&fit);
         let start_theta = chains.theta.clone();
         let start_risk = chains.risk.clone();
 
@@ -210,7 +212,7 @@ pub fn run<T: Target + ?Sized>(
                 },
             );
             if s.radial && target.scale_invariant() {
-                moves::radial(target, &mut chains);
+                moves::radial(target, &mut chains, &fit);
             }
             steps += 1;
             evaluations += chains_n as u64;
@@ -348,7 +350,8 @@ pub fn histograms(theta: &[f64], d: usize, bins: usize) -> Vec<Histogram> {
 }
 
 /// Largest |Pearson correlation| between start and current values over the
-/// coordinates and the risk (0 where either side is constant).
+/// coordinates and the risk (0 where either side is constant). One pass for
+/// the means, one for the moments, over all columns at once.
 fn max_correlation(
     start: &[f64],
     start_risk: &[f64],
@@ -356,30 +359,40 @@ fn max_correlation(
     cur_risk: &[f64],
     d: usize,
 ) -> f64 {
-    let mut worst = correlation(start_risk, cur_risk, 1, 0);
-    for k in 0..d {
-        worst = worst.max(correlation(start, cur, d, k));
+    let n = start_risk.len().max(1) as f64;
+    let w = d + 1;
+    let (mut ma, mut mb) = (vec![0.0; w], vec![0.0; w]);
+    for i in 0..start_risk.len() {
+        let (a, b) = (&start[i * d..(i + 1) * d], &cur[i * d..(i + 1) * d]);
+        for k in 0..d {
+            ma[k] += a[k];
+            mb[k] += b[k];
+        }
+        ma[d] += start_risk[i];
+        mb[d] += cur_risk[i];
     }
-    worst
-}
-
-/// |corr| of column k of two row-major tables with `d` columns.
-fn correlation(a: &[f64], b: &[f64], d: usize, k: usize) -> f64 {
-    fn col(t: &[f64], d: usize, k: usize) -> impl Iterator<Item = f64> + '_ {
-        t.chunks_exact(d).map(move |r| r[k])
+    ma.iter_mut().chain(mb.iter_mut()).for_each(|m| *m /= n);
+    let (mut cab, mut caa, mut cbb) = (vec![0.0; w], vec![0.0; w], vec![0.0; w]);
+    for i in 0..start_risk.len() {
+        let (a, b) = (&start[i * d..(i + 1) * d], &cur[i * d..(i + 1) * d]);
+        for k in 0..w {
+            let (x, y) = if k < d {
+                (a[k] - ma[k], b[k] - mb[k])
+            } else {
+                (start_risk[i] - ma[d], cur_risk[i] - mb[d])
+            };
+            cab[k] += x * y;
+            caa[k] += x * x;
+            cbb[k] += y * y;
+        }
     }
-    let n = (a.len() / d) as f64;
-    let ma = col(a, d, k).sum::<f64>() / n;
-    let mb = col(b, d, k).sum::<f64>() / n;
-    let (mut cab, mut caa, mut cbb) = (0.0, 0.0, 0.0);
-    for (x, y) in col(a, d, k).zip(col(b, d, k)) {
-        cab += (x - ma) * (y - mb);
-        caa += (x - ma) * (x - ma);
-        cbb += (y - mb) * (y - mb);
-    }
-    if caa <= 0.0 || cbb <= 0.0 {
-        0.0
-    } else {
-        (cab / (caa * cbb).sqrt()).abs()
-    }
+    (0..w)
+        .map(|k| {
+            if caa[k] <= 0.0 || cbb[k] <= 0.0 {
+                0.0
+            } else {
+                (cab[k] / (caa[k] * cbb[k]).sqrt()).abs()
+            }
+        })
+        .fold(0.0, f64::max)
 }

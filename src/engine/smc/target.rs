@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 
+use super::fast_prior::FastPrior;
 use crate::engine::fast_risk::{RiskScratch, risk_from_twice};
 use crate::engine::linalg::a_b_slices;
 use crate::engine::prior::Prior;
@@ -31,8 +32,10 @@ pub trait Target: Sync {
     fn risks(&self, thetas: &[f64], out: &mut [f64]);
 }
 
-/// Particles per block of the score GEMM: the block's scores stay in cache.
-const BLOCK: usize = 16;
+/// Scores per block of the score GEMM (the block's n × m scores stay in cache;
+/// more particles per block amortise the packing of X).
+const BLOCK_SCORES: usize = 32_768;
+const MAX_BLOCK: usize = 64;
 /// Keep each GEMM call below matrixmultiply's threading threshold (it would
 /// otherwise start its own threads inside rayon's).
 const GEMM_SINGLE_THREAD: usize = 16_384;
@@ -46,6 +49,10 @@ pub struct LinearAuc {
     d: usize,
     n_pos: usize,
     prior: Prior,
+    fast_prior: FastPrior,
+    /// Particles per rayon task (fixed by the data: results cannot depend on the
+    /// thread count).
+    block: usize,
     /// Rows per GEMM call.
     row_block: usize,
     /// One scratch per worker thread (index = rayon thread index).
@@ -66,16 +73,17 @@ impl LinearAuc {
             .collect();
         let n_pos = y.iter().filter(|&&b| b).count();
         let xs = x.select_rows(&order);
-        let row_block = if d * BLOCK >= GEMM_SINGLE_THREAD {
+        let block = (BLOCK_SCORES / n.max(1)).clamp(4, MAX_BLOCK);
+        let row_block = if d * block >= GEMM_SINGLE_THREAD {
             n // too wide to split usefully; matrixmultiply may thread
         } else {
-            ((GEMM_SINGLE_THREAD - d * BLOCK) / d.max(1)).clamp(8, n.max(8))
+            ((GEMM_SINGLE_THREAD - d * block) / d.max(1)).clamp(8, n.max(8))
         };
         let threads = rayon::current_num_threads().max(1) + 1;
         let scratch = (0..threads)
             .map(|_| {
                 Mutex::new(Scratch {
-                    scores: vec![0.0; n * BLOCK],
+                    scores: vec![0.0; n * block],
                     risk: RiskScratch::new(n_pos, n - n_pos),
                 })
             })
@@ -85,7 +93,9 @@ impl LinearAuc {
             n,
             d,
             n_pos,
+            fast_prior: FastPrior::new(&prior, d),
             prior,
+            block,
             row_block,
             scratch,
         }
@@ -144,7 +154,7 @@ impl Target for LinearAuc {
     }
 
     fn log_prior(&self, theta: &[f64]) -> f64 {
-        self.prior.log_density(theta)
+        self.fast_prior.log_density(theta)
     }
 
     fn sample_prior(&self, rng: &mut Rng, out: &mut [f64]) {
@@ -163,8 +173,8 @@ impl Target for LinearAuc {
         let d = self.d;
         assert_eq!(thetas.len(), out.len() * d, "one risk per particle");
         let pairs = self.pairs();
-        out.par_chunks_mut(BLOCK)
-            .zip(thetas.par_chunks(BLOCK * d))
+        out.par_chunks_mut(self.block)
+            .zip(thetas.par_chunks(self.block * d))
             .for_each(|(out, th)| {
                 let slot = rayon::current_thread_index().unwrap_or(0) % self.scratch.len();
                 let mut guard = self.scratch[slot].lock().unwrap_or_else(|e| e.into_inner());
