@@ -233,6 +233,13 @@ pub struct Proposals {
     jump2: Vec<f64>,
 }
 
+impl Proposals {
+    /// Per chain: whether the last step's proposal was accepted.
+    pub fn accepted(&self) -> &[bool] {
+        &self.accepted
+    }
+}
+
 /// One step's settings.
 #[derive(Debug, Clone, Copy)]
 pub struct StepSpec<'a> {

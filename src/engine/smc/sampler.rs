@@ -39,6 +39,8 @@ pub struct StageInfo {
     /// Largest |correlation| of a coordinate (or the risk) with its value at the
     /// start of the moves (standard mode) or of the chain (waste-free).
     pub max_correlation: f64,
+    /// Share of particles (chains) that never moved in the stage.
+    pub unmoved: f64,
     /// Mean squared jump per move (Euclidean).
     pub esjd: f64,
     pub mean_risk: f64,
@@ -105,6 +107,7 @@ pub fn run<T: Target + ?Sized>(
             scale,
             moves: 0,
             max_correlation: 0.0,
+            unmoved: 0.0,
             esjd: 0.0,
             mean_risk: mean(&risk),
             evaluations,
@@ -198,6 +201,8 @@ pub fn run<T: Target + ?Sized>(
         let (mut accepted, mut proposed, mut esjd_sum) = (0usize, 0usize, 0.0);
         let mut steps = 0;
         let mut max_corr = 1.0;
+        let mut moved = vec![false; chains_n];
+        let mut unmoved = 1.0;
         while steps < max_steps {
             ctl.checkpoint()?;
             let st = moves::step(
@@ -215,6 +220,10 @@ pub fn run<T: Target + ?Sized>(
                 moves::radial(target, &mut chains, &fit);
             }
             steps += 1;
+            for (m, &a) in moved.iter_mut().zip(buf.accepted()) {
+                *m |= a;
+            }
+            unmoved = moved.iter().filter(|&&m| !m).count() as f64 / chains_n as f64;
             evaluations += chains_n as u64;
             accepted += st.accepted;
             proposed += chains_n;
@@ -230,7 +239,10 @@ pub fn run<T: Target + ?Sized>(
             } else if steps >= min_steps {
                 max_corr =
                     max_correlation(&start_theta, &start_risk, &chains.theta, &chains.risk, d);
-                if matches!(s.moves, Moves::Adaptive { .. }) && max_corr <= s.decorrelation {
+                if matches!(s.moves, Moves::Adaptive { .. })
+                    && max_corr <= s.decorrelation
+                    && unmoved <= s.max_unmoved
+                {
                     break;
                 }
             }
@@ -243,7 +255,7 @@ pub fn run<T: Target + ?Sized>(
             theta = chains.theta;
             risk = chains.risk;
         }
-        if max_corr > s.decorrelation {
+        if max_corr > s.decorrelation || unmoved > s.max_unmoved {
             decorrelated = false;
         }
         emit(
@@ -256,6 +268,7 @@ pub fn run<T: Target + ?Sized>(
                 scale,
                 moves: steps,
                 max_correlation: max_corr,
+                unmoved,
                 esjd: esjd_sum / steps.max(1) as f64,
                 mean_risk: mean(&risk),
                 evaluations,

@@ -7,7 +7,7 @@ use crate::engine::run::EngineError;
 
 /// Move steps per stage (standard, non-waste-free SMC).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Moves {
     /// Exactly K steps per stage.
     Fixed(usize),
@@ -35,6 +35,10 @@ pub struct SmcSettings {
     pub radial: bool,
     /// |correlation| with the stage-start values below which the adaptive moves stop.
     pub decorrelation: f64,
+    /// Share of particles that never moved in the stage above which the adaptive
+    /// moves go on (an independence-like kernel decorrelates the cloud's
+    /// coordinates before its stuck particles have moved).
+    pub max_unmoved: f64,
     /// Cap on the number of tempering stages.
     pub max_stages: usize,
     pub seed: u64,
@@ -43,15 +47,16 @@ pub struct SmcSettings {
 impl Default for SmcSettings {
     fn default() -> Self {
         SmcSettings {
-            particles: 4000,
+            particles: 10_000,
             waste_free: None,
             moves: Moves::Adaptive { min: 2, max: 200 },
             ess: 0.5,
-            kernel: Kernel::Rw,
+            kernel: Kernel::Gpcn,
             scale: None,
             adapt_scale: true,
             radial: true,
             decorrelation: 0.1,
+            max_unmoved: 0.01,
             max_stages: 1000,
             seed: 0,
         }
@@ -117,6 +122,12 @@ impl SmcSettings {
             return bad(format!(
                 "the decorrelation threshold must be in (0, 1); got {}",
                 self.decorrelation
+            ));
+        }
+        if !(0.0..1.0).contains(&self.max_unmoved) {
+            return bad(format!(
+                "the share of unmoved particles must be in [0, 1); got {}",
+                self.max_unmoved
             ));
         }
         if self.max_stages == 0 {
