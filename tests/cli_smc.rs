@@ -1,0 +1,185 @@
+//! `pacauc fit --method smc` and `pacauc bench --method smc` as scripts use them.
+
+use std::process::{Command, Output};
+
+fn pacauc(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pacauc"));
+    c.args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("runs")
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+}
+
+const DATA: &str = "demo-data/sparse_linear.csv";
+
+#[test]
+fn smc_fit_prints_evidence_path_and_summaries() {
+    let v = json(&pacauc(
+        &[
+            "fit",
+            DATA,
+            "--method",
+            "smc",
+            "--particles",
+            "1000",
+            "--seed",
+            "3",
+        ],
+        &[],
+    ));
+    assert_eq!(v["method"], "smc");
+    assert!(v["log_evidence"].as_f64().unwrap() < 0.0);
+    assert_eq!(
+        v["gamma"].as_f64(),
+        v["split"]["train_rows"].as_f64(),
+        "γ defaults to n_train"
+    );
+    let path = v["details"]["path"].as_array().unwrap();
+    assert!(path.len() >= 2);
+    for key in ["gamma", "log_z", "ess_frac", "acceptance", "moves", "scale"] {
+        assert!(path[1][key].is_number(), "path.{key}");
+    }
+    assert_eq!(v["details"]["settings"]["particles"], 1000);
+    let c = &v["coefficients"][0];
+    assert_eq!(c["quantiles"].as_array().unwrap().len(), 5);
+    assert!(v["auc"]["alternatives"]["marginal_mode"]["test"].is_number());
+    assert_eq!(v["histograms"].as_array().unwrap().len(), 20);
+    assert!(v["trace"].as_array().unwrap().len() == path.len());
+}
+
+/// The same seed with 1 or 2 threads, and matrixmultiply's own pool at 1 or 4
+/// threads: the same record apart from timings.
+#[test]
+fn output_does_not_depend_on_threads() {
+    let strip = |mut v: serde_json::Value| {
+        v["seconds"] = serde_json::Value::Null;
+        v["details"]["sampler_seconds"] = serde_json::Value::Null;
+        for s in v["details"]["path"].as_array_mut().unwrap() {
+            s["elapsed"] = serde_json::Value::Null;
+        }
+        for e in v["trace"].as_array_mut().unwrap() {
+            e["elapsed"] = serde_json::Value::Null;
+        }
+        v
+    };
+    let args = [
+        "fit",
+        DATA,
+        "--method",
+        "smc",
+        "--particles",
+        "1000",
+        "--seed",
+        "4",
+    ];
+    let mut runs = Vec::new();
+    for (threads, mm) in [("1", "1"), ("2", "4"), ("2", "1")] {
+        let mut a = args.to_vec();
+        a.extend(["--threads", threads]);
+        runs.push(strip(json(&pacauc(&a, &[("MATMUL_NUM_THREADS", mm)]))));
+    }
+    assert_eq!(runs[0], runs[1]);
+    assert_eq!(runs[0], runs[2]);
+}
+
+#[test]
+fn smc_options_are_checked() {
+    let out = pacauc(
+        &[
+            "fit",
+            DATA,
+            "--method",
+            "smc",
+            "--particles",
+            "1000",
+            "--waste-free",
+            "7",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("multiple of P"));
+    let out = pacauc(&["fit", DATA, "--method", "smc", "--ess", "1.5"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = pacauc(
+        &[
+            "fit",
+            DATA,
+            "--method",
+            "smc",
+            "--prior",
+            "spike-slab",
+            "--kernel",
+            "pcn",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Gaussian prior"));
+    let out = pacauc(&["fit", DATA, "--method", "smc", "--gamma", "auto"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = pacauc(
+        &[
+            "fit",
+            DATA,
+            "--method",
+            "smc",
+            "--particles",
+            "500",
+            "--max-stages",
+            "1",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-stages"));
+    let out = pacauc(&["--threads", "0", "fit", DATA], &[]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn bench_reports_the_floor() {
+    let v = json(&pacauc(
+        &[
+            "bench",
+            DATA,
+            "--method",
+            "smc",
+            "--particles",
+            "1000",
+            "--waste-free",
+            "10",
+            "--kernel",
+            "rw",
+            "--fixed-scale",
+            "--no-radial",
+            "--repeat",
+            "2",
+        ],
+        &[],
+    ));
+    assert_eq!(v["method"], "smc");
+    let evals = v["risk_evaluations"].as_u64().unwrap();
+    let stages = v["stages"].as_u64().unwrap();
+    assert_eq!(evals, 1000 + stages * 900);
+    assert!(v["floor_seconds"]["best"].as_f64().unwrap() > 0.0);
+    assert!(v["ratio_to_floor"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["smc_seconds"]["all"].as_array().unwrap().len(), 2);
+    let v = json(&pacauc(
+        &[
+            "bench", DATA, "--method", "logit", "--repeat", "1", "--lambda", "1",
+        ],
+        &[],
+    ));
+    assert!(v["fit_seconds"]["best"].as_f64().unwrap() > 0.0);
+}
