@@ -125,7 +125,7 @@ fn bench_smc(args: &BenchArgs, l: &Loaded) -> Result<serde_json::Value, CliError
     let batches = batch_sizes(&run, &settings);
     let target = LinearAuc::new(&p.x, &p.y, p.prior.clone());
     let floor: Vec<f64> = (0..args.repeat)
-        .map(|_| floor_seconds(&target, &run.theta, &batches))
+        .map(|_| floor_seconds(&target, &run.state, &batches))
         .collect();
     let smc_t = Timing::of(smc_t);
     let floor = Timing::of(floor);

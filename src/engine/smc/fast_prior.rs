@@ -44,6 +44,26 @@ impl FastPrior {
         }
     }
 
+    /// The log density of coordinate k alone (priors here are products).
+    pub fn log_density_coord(&self, k: usize, t: f64) -> f64 {
+        match self {
+            FastPrior::Gaussian { constant, inv_var } => {
+                constant / inv_var.len() as f64 - 0.5 * t * t * inv_var[k]
+            }
+            FastPrior::SpikeSlab {
+                log_slab,
+                log_spike,
+                inv_slab,
+                inv_spike,
+            } => {
+                let a = log_slab - 0.5 * t * t * inv_slab;
+                let b = log_spike - 0.5 * t * t * inv_spike;
+                let (hi, lo) = if a >= b { (a, b) } else { (b, a) };
+                hi + (lo - hi).exp().ln_1p()
+            }
+        }
+    }
+
     pub fn log_density(&self, theta: &[f64]) -> f64 {
         match self {
             FastPrior::Gaussian { constant, inv_var } => {

@@ -5,6 +5,7 @@
 
 pub mod fast_prior;
 pub mod moves;
+pub mod reparam;
 pub mod sampler;
 pub mod settings;
 pub mod summary;

@@ -390,7 +390,8 @@ pub fn step<T: Target + ?Sized>(
 /// A move of the radius alone, for scale-invariant risks (no risk evaluation):
 /// an exact Gibbs draw of `θᵀK⁻¹θ ~ χ²_d` under a zero-mean Gaussian prior N(0, K)
 /// (whose posterior radius is independent of the direction), else two Metropolis
-/// steps on log‖θ‖ (target prior(e^u θ)·e^{ud}).
+/// steps on log‖θ‖ (target prior(e^u θ)·e^{ud}), θ the model parameter even when
+/// the sampler works in other coordinates.
 pub fn radial<T: Target + ?Sized>(target: &T, chains: &mut Chains, fit: &GaussianFit) {
     let d = chains.d;
     let gaussian = target.prior_is_gaussian();
@@ -412,7 +413,7 @@ pub fn radial<T: Target + ?Sized>(target: &T, chains: &mut Chains, fit: &Gaussia
         .zip(chains.log_prior.par_chunks_mut(CHAIN_BLOCK))
         .zip(chains.rng.par_chunks_mut(CHAIN_BLOCK))
         .for_each(|(((th, wh), lp), rngs)| {
-            let mut prop = vec![0.0; d];
+            let (mut prop, mut nat) = (vec![0.0; d], vec![0.0; d]);
             for (j, r) in rngs.iter_mut().enumerate() {
                 let cur = &mut th[j * d..(j + 1) * d];
                 let white = &mut wh[j * d..(j + 1) * d];
@@ -426,20 +427,30 @@ pub fn radial<T: Target + ?Sized>(target: &T, chains: &mut Chains, fit: &Gaussia
                         lp[j] = target.log_prior(cur);
                     }
                 } else {
+                    // Metropolis on the scale of θ = natural(particle): the
+                    // risk does not change, the prior of θ and the Jacobian
+                    // e^{ud} decide (the same ratio in any coordinates).
+                    target.natural(cur, &mut nat);
+                    let mut lpn = target.log_prior_natural(&nat);
+                    let mut moved = false;
                     for _ in 0..2 {
                         let u = sigma * rng::normal(r);
                         let f = u.exp();
-                        for (p, &c) in prop.iter_mut().zip(cur.iter()) {
+                        for (p, &c) in prop.iter_mut().zip(nat.iter()) {
                             *p = f * c;
                         }
-                        let lp_new = target.log_prior(&prop);
-                        let log_alpha = lp_new - lp[j] + u * d as f64;
+                        let lpn_new = target.log_prior_natural(&prop);
                         let v: f64 = r.random();
-                        if v.ln() < log_alpha {
-                            cur.copy_from_slice(&prop);
-                            rescale_white(white, f);
-                            lp[j] = lp_new;
+                        if v.ln() < lpn_new - lpn + u * d as f64 {
+                            nat.copy_from_slice(&prop);
+                            lpn = lpn_new;
+                            moved = true;
                         }
+                    }
+                    if moved {
+                        target.to_particle(&nat, cur);
+                        lp[j] = target.log_prior(cur);
+                        fit.whiten(cur, white);
                     }
                 }
             }

@@ -52,7 +52,11 @@ pub struct StageInfo {
 #[derive(Debug, Clone)]
 pub struct SmcRun {
     pub d: usize,
+    /// The particles as model parameters θ.
     pub theta: Vec<f64>,
+    /// The particles in the sampler's coordinates (θ itself unless the target
+    /// reparametrises, see `Target::natural`).
+    pub state: Vec<f64>,
     pub risk: Vec<f64>,
     pub log_z: f64,
     pub path: Vec<StageInfo>,
@@ -113,7 +117,7 @@ pub fn run<T: Target + ?Sized>(
             evaluations,
             elapsed: t0.elapsed().as_secs_f64(),
         },
-        &theta,
+        &natural(target, &theta, d),
         d,
         obs,
         &mut trace,
@@ -274,7 +278,7 @@ pub fn run<T: Target + ?Sized>(
                 evaluations,
                 elapsed: t0.elapsed().as_secs_f64(),
             },
-            &theta,
+            &natural(target, &theta, d),
             d,
             obs,
             &mut trace,
@@ -283,7 +287,8 @@ pub fn run<T: Target + ?Sized>(
     }
     Ok(SmcRun {
         d,
-        theta,
+        theta: natural(target, &theta, d),
+        state: theta,
         risk,
         log_z,
         path,
@@ -292,6 +297,15 @@ pub fn run<T: Target + ?Sized>(
         decorrelated,
         elapsed: t0.elapsed().as_secs_f64(),
     })
+}
+
+/// The particles as model parameters.
+fn natural<T: Target + ?Sized>(target: &T, cloud: &[f64], d: usize) -> Vec<f64> {
+    let mut out = vec![0.0; cloud.len()];
+    out.par_chunks_mut(d)
+        .zip(cloud.par_chunks(d))
+        .for_each(|(o, p)| target.natural(p, o));
+    out
 }
 
 /// Streams a stage (with histograms) and records it (without).

@@ -8,6 +8,7 @@ use nalgebra::DMatrix;
 use rayon::prelude::*;
 
 use super::fast_prior::FastPrior;
+use super::reparam::PitMap;
 use crate::engine::fast_risk::{RiskScratch, risk_from_twice};
 use crate::engine::linalg::a_b_slices;
 use crate::engine::prior::Prior;
@@ -24,12 +25,27 @@ pub trait Target: Sync {
     /// Whether the prior is a zero-mean Gaussian (enables pCN moves and exact
     /// radial refreshes).
     fn prior_is_gaussian(&self) -> bool;
-    /// Whether `R(cθ) = R(θ)` for every c > 0 (the AUC risk of a linear score or
-    /// of a score vector): then the radius of θ moves without risk evaluations.
+    /// Whether `R(cθ) = R(θ)` for every c > 0, θ the model parameter (the AUC risk
+    /// of a linear score or of a score vector): then the radius of θ moves
+    /// without risk evaluations.
     fn scale_invariant(&self) -> bool;
     /// Risks of the rows of `thetas` (m × dim, row-major) into `out` (length m).
     /// Must give the same bits for a row whatever the batch or thread count.
     fn risks(&self, thetas: &[f64], out: &mut [f64]);
+    /// The model's parameter for a particle, when the sampler works in other
+    /// coordinates (default: the same).
+    fn natural(&self, particle: &[f64], theta: &mut [f64]) {
+        theta.copy_from_slice(particle);
+    }
+    /// The inverse of `natural`.
+    fn to_particle(&self, theta: &[f64], particle: &mut [f64]) {
+        particle.copy_from_slice(theta);
+    }
+    /// log prior density of the model parameter θ (= `log_prior` unless the
+    /// sampler reparametrises).
+    fn log_prior_natural(&self, theta: &[f64]) -> f64 {
+        self.log_prior(theta)
+    }
 }
 
 /// Scores per block of the score GEMM (the block's n × m scores stay in cache;
@@ -50,6 +66,8 @@ pub struct LinearAuc {
     n_pos: usize,
     prior: Prior,
     fast_prior: FastPrior,
+    /// Spike-and-slab: particles are η with θ_k = g(η_k) (see `reparam`).
+    pit: Option<PitMap>,
     /// Particles per rayon task (fixed by the data: results cannot depend on the
     /// thread count).
     block: usize,
@@ -62,6 +80,8 @@ pub struct LinearAuc {
 struct Scratch {
     scores: Vec<f64>,
     risk: RiskScratch,
+    /// θ of a block of reparametrised particles.
+    theta: Vec<f64>,
 }
 
 impl LinearAuc {
@@ -85,6 +105,7 @@ impl LinearAuc {
                 Mutex::new(Scratch {
                     scores: vec![0.0; n * block],
                     risk: RiskScratch::new(n_pos, n - n_pos),
+                    theta: Vec::with_capacity(block * d),
                 })
             })
             .collect();
@@ -94,6 +115,14 @@ impl LinearAuc {
             d,
             n_pos,
             fast_prior: FastPrior::new(&prior, d),
+            pit: match prior {
+                Prior::SpikeSlab {
+                    spike_var,
+                    slab_var,
+                    incl,
+                } => Some(PitMap::new(spike_var, slab_var, incl)),
+                _ => None,
+            },
             prior,
             block,
             row_block,
@@ -103,6 +132,17 @@ impl LinearAuc {
 
     pub fn prior(&self) -> &Prior {
         &self.prior
+    }
+
+    /// Samples θ itself even under a spike-and-slab prior (for comparisons).
+    pub fn without_reparametrisation(mut self) -> LinearAuc {
+        self.pit = None;
+        self
+    }
+
+    /// Whether particles are reparametrised coordinates rather than θ.
+    pub fn reparametrised(&self) -> bool {
+        self.pit.is_some()
     }
 
     fn pairs(&self) -> u64 {
@@ -153,20 +193,57 @@ impl Target for LinearAuc {
         self.d
     }
 
-    fn log_prior(&self, theta: &[f64]) -> f64 {
-        self.fast_prior.log_density(theta)
+    fn log_prior(&self, x: &[f64]) -> f64 {
+        match &self.pit {
+            None => self.fast_prior.log_density(x),
+            // Density of η: prior of θ = g(η) times g'(η).
+            Some(g) => x
+                .iter()
+                .enumerate()
+                .map(|(k, &e)| self.fast_prior.log_density_coord(k, g.forward(e)) + g.log_slope(e))
+                .sum(),
+        }
     }
 
     fn sample_prior(&self, rng: &mut Rng, out: &mut [f64]) {
-        self.prior.sample(rng, out)
+        self.prior.sample(rng, out);
+        if let Some(g) = &self.pit {
+            out.iter_mut().for_each(|t| *t = g.inverse(*t));
+        }
     }
 
     fn prior_is_gaussian(&self) -> bool {
-        matches!(self.prior, Prior::Gaussian { .. } | Prior::Ard { .. })
+        self.pit.is_none() && matches!(self.prior, Prior::Gaussian { .. } | Prior::Ard { .. })
     }
 
     fn scale_invariant(&self) -> bool {
         true
+    }
+
+    fn to_particle(&self, theta: &[f64], particle: &mut [f64]) {
+        match &self.pit {
+            None => particle.copy_from_slice(theta),
+            Some(g) => {
+                for (e, &t) in particle.iter_mut().zip(theta) {
+                    *e = g.inverse(t);
+                }
+            }
+        }
+    }
+
+    fn log_prior_natural(&self, theta: &[f64]) -> f64 {
+        self.fast_prior.log_density(theta)
+    }
+
+    fn natural(&self, particle: &[f64], theta: &mut [f64]) {
+        match &self.pit {
+            None => theta.copy_from_slice(particle),
+            Some(g) => {
+                for (t, &e) in theta.iter_mut().zip(particle) {
+                    *t = g.forward(e);
+                }
+            }
+        }
     }
 
     fn risks(&self, thetas: &[f64], out: &mut [f64]) {
@@ -178,9 +255,21 @@ impl Target for LinearAuc {
             .for_each(|(out, th)| {
                 let slot = rayon::current_thread_index().unwrap_or(0) % self.scratch.len();
                 let mut guard = self.scratch[slot].lock().unwrap_or_else(|e| e.into_inner());
-                let Scratch { scores, risk } = &mut *guard;
+                let Scratch {
+                    scores,
+                    risk,
+                    theta,
+                } = &mut *guard;
                 let m = out.len();
                 let scores = &mut scores[..self.n * m];
+                let th = match &self.pit {
+                    None => th,
+                    Some(g) => {
+                        theta.clear();
+                        theta.extend(th.iter().map(|&e| g.forward(e)));
+                        &theta[..]
+                    }
+                };
                 self.scores(th, m, scores);
                 for (j, o) in out.iter_mut().enumerate() {
                     let s = &scores[j * self.n..(j + 1) * self.n];
