@@ -24,8 +24,7 @@ pub struct RiskScratch {
     n_pos: usize,
     n_neg: usize,
     buckets: usize,
-    /// Per bucket: start of its negatives in `neg` (counts first, then exclusive
-    /// prefix sums; one extra slot at the end).
+    /// Bucket k's negatives are `neg[start[k]..start[k + 1]]` (B + 2 slots).
     start: Vec<u32>,
     /// Evaluation counter and, per bucket, the evaluation in which its
     /// negatives were last sorted (crowded buckets only).
@@ -33,7 +32,7 @@ pub struct RiskScratch {
     sorted_in: Vec<u32>,
     /// Bucket of every score (positives then negatives).
     bucket_of: Vec<u32>,
-    /// Negative scores grouped by bucket, as keys.
+    /// Negative scores grouped by bucket, as keys (two padding slots).
     neg: Vec<u64>,
     /// Keys for the sort-and-merge path.
     keys_p: Vec<u64>,
@@ -47,11 +46,11 @@ impl RiskScratch {
             n_pos,
             n_neg,
             buckets,
-            start: vec![0; buckets + 1],
+            start: vec![0; buckets + 2],
             epoch: 0,
             sorted_in: vec![0; buckets],
             bucket_of: vec![0; n_pos + n_neg],
-            neg: vec![0; n_neg],
+            neg: vec![0; n_neg + 2],
             keys_p: Vec::with_capacity(n_pos),
             keys_n: Vec::with_capacity(n_neg),
         }
@@ -75,20 +74,20 @@ impl RiskScratch {
         }
         let (bp, bn) = self.bucket_of.split_at(pos.len());
 
-        // Counting sort of the negatives by bucket.
+        // Counting sort of the negatives by bucket. Counting into start[k + 2]
+        // and placing through start[k + 1] leaves bucket k's negatives at
+        // start[k]..start[k + 1], with no special case for k = 0.
         self.start.fill(0);
         for &k in bn {
-            self.start[k as usize] += 1;
+            self.start[k as usize + 2] += 1;
         }
         let mut acc = 0u32;
         for x in self.start.iter_mut() {
-            let c = *x;
+            acc += *x;
             *x = acc;
-            acc += c;
         }
-        // Place (advancing the starts), after which start[k] is the end of bucket k.
         for (&k, &s) in bn.iter().zip(neg) {
-            let slot = &mut self.start[k as usize];
+            let slot = &mut self.start[k as usize + 1];
             self.neg[*slot as usize] = key(s);
             *slot += 1;
         }
@@ -101,22 +100,20 @@ impl RiskScratch {
             self.epoch = 1;
         }
         let mut twice = 0u64;
-        let last_neg = self.neg.len() - 1;
         for (&k, &s) in bp.iter().zip(pos) {
             let k = k as usize;
-            let begin = if k == 0 {
-                0
-            } else {
-                self.start[k - 1] as usize
-            };
-            let end = self.start[k] as usize;
+            let begin = self.start[k] as usize;
+            let end = self.start[k + 1] as usize;
             twice += 2 * begin as u64;
             let p = key(s);
-            if end - begin <= 1 {
-                // The common case, without a branch on the bucket's content.
-                let n = self.neg[begin.min(last_neg)];
-                let m = (end - begin) as u64;
-                twice += m * (2 * u64::from(p > n) + u64::from(p == n));
+            let count = end - begin;
+            if count <= 2 {
+                // The common case without a branch on the bucket's content
+                // (`neg` has two padding slots, so both reads are in bounds).
+                let (n0, n1) = (self.neg[begin], self.neg[begin + 1]);
+                let (m0, m1) = (u64::from(count >= 1), u64::from(count >= 2));
+                twice += m0 * (2 * u64::from(p > n0) + u64::from(p == n0))
+                    + m1 * (2 * u64::from(p > n1) + u64::from(p == n1));
                 continue;
             }
             let group = &mut self.neg[begin..end];
@@ -167,9 +164,10 @@ enum Bucketed {
 }
 
 /// Bucket of every score (positives then negatives) into `out`: equal-width
-/// buckets over [min, max]. The map `min(⌊(s − lo)·scale⌋, B − 1)` is
-/// non-decreasing in s (each rounding step is), so bucket order never
-/// contradicts score order. Compiled for AVX-512 and AVX2 where present (the
+/// buckets over [lo, hi] (the range of the scores, or of their bulk when a few
+/// outliers dominate it). The map `clamp(⌊(s − lo)·scale⌋, 0, B − 1)` is
+/// non-decreasing in s (each rounding step and the clamp are), so bucket order
+/// never contradicts score order. Compiled for AVX-512 and AVX2 where present (the
 /// loops vectorise; the result is the same bits on every path).
 fn bucketize(pos: &[f64], neg: &[f64], buckets: usize, out: &mut [u32]) -> Bucketed {
     #[cfg(target_arch = "x86_64")]
@@ -200,12 +198,26 @@ unsafe fn bucketize_avx2(pos: &[f64], neg: &[f64], buckets: usize, out: &mut [u3
 
 #[inline(always)]
 fn bucketize_generic(pos: &[f64], neg: &[f64], buckets: usize, out: &mut [u32]) -> Bucketed {
-    let (lo, hi) = min_max(pos, neg);
-    if !(lo.is_finite() && hi.is_finite()) {
+    let m = scan(pos, neg);
+    if !(m.lo.is_finite() && m.hi.is_finite()) {
         return Bucketed::NotFinite;
     }
-    if lo == hi {
+    if m.lo == m.hi {
         return Bucketed::AllEqual;
+    }
+    // Outliers (EEG has a few scores 100× the rest) would crowd every other score
+    // into a few buckets: then spread the buckets over the bulk instead, from a
+    // fixed sample of the scores; the rest go to the two end buckets (the clamp
+    // keeps the map monotone), which the exact path handles.
+    let n = (pos.len() + neg.len()) as f64;
+    let mean = m.sum / n;
+    let var = (m.sum2 / n - mean * mean).max(0.0);
+    let (mut lo, mut hi) = (m.lo, m.hi);
+    if (hi - lo) * (hi - lo) > 144.0 * var {
+        let (a, b) = sample_range(pos, neg);
+        if b > a {
+            (lo, hi) = (a, b);
+        }
     }
     let scale = buckets as f64 / (hi - lo);
     if !scale.is_finite() || scale == 0.0 {
@@ -216,26 +228,37 @@ fn bucketize_generic(pos: &[f64], neg: &[f64], buckets: usize, out: &mut [u32]) 
     for (part, o) in [(pos, op), (neg, on)] {
         for (o, &s) in o.iter_mut().zip(part) {
             let t = (s - lo) * scale;
+            let t = if t > 0.0 { t } else { 0.0 };
             let t = if t < last { t } else { last };
-            // SAFETY: s and lo are finite with s ≥ lo and scale is finite and
-            // positive, so t is a finite number in [0, B − 1]: it fits a u32.
-            // (`as u32` would add a saturating check that blocks vectorisation.)
+            // SAFETY: s, lo and scale are finite, so t is a finite number in
+            // [0, B − 1]: it fits a u32. (`as u32` would add a saturating check
+            // that blocks vectorisation.)
             *o = unsafe { t.to_int_unchecked::<u32>() };
         }
     }
     Bucketed::Done
 }
 
-/// Smallest and largest score; NaN for both when a score is NaN or infinite.
+/// Range, sum and sum of squares of the scores.
+struct Moments {
+    lo: f64,
+    hi: f64,
+    sum: f64,
+    sum2: f64,
+}
+
+/// Smallest and largest score, sum and sum of squares; NaN bounds when a score
+/// is NaN or infinite.
 #[inline(always)]
-fn min_max(a: &[f64], b: &[f64]) -> (f64, f64) {
+fn scan(a: &[f64], b: &[f64]) -> Moments {
     // Plain comparisons (not `f64::min`, whose NaN rule blocks vectorisation) on
     // 32 independent lanes (four AVX-512 registers: no long dependency chain).
-    // NaN compares false and would slip through, so a sum catches non-finite
+    // NaN compares false and would slip through, so the sum catches non-finite
     // scores (it is NaN or infinite exactly when one is, or on overflow, where
     // the exact path is right anyway).
     const L: usize = 32;
-    let (mut lo, mut hi, mut sum) = ([f64::INFINITY; L], [f64::NEG_INFINITY; L], [0.0; L]);
+    let (mut lo, mut hi) = ([f64::INFINITY; L], [f64::NEG_INFINITY; L]);
+    let (mut sum, mut sum2) = ([0.0; L], [0.0; L]);
     for part in [a, b] {
         let mut it = part.chunks_exact(L);
         for c in &mut it {
@@ -243,23 +266,49 @@ fn min_max(a: &[f64], b: &[f64]) -> (f64, f64) {
                 lo[j] = if c[j] < lo[j] { c[j] } else { lo[j] };
                 hi[j] = if c[j] > hi[j] { c[j] } else { hi[j] };
                 sum[j] += c[j];
+                sum2[j] += c[j] * c[j];
             }
         }
         for (j, &v) in it.remainder().iter().enumerate() {
             lo[j] = if v < lo[j] { v } else { lo[j] };
             hi[j] = if v > hi[j] { v } else { hi[j] };
             sum[j] += v;
+            sum2[j] += v * v;
         }
     }
-    if !sum.iter().sum::<f64>().is_finite() {
-        return (f64::NAN, f64::NAN);
+    let sum: f64 = sum.iter().sum();
+    if !sum.is_finite() {
+        return Moments {
+            lo: f64::NAN,
+            hi: f64::NAN,
+            sum,
+            sum2: f64::NAN,
+        };
     }
-    let lo = lo
-        .iter()
-        .fold(f64::INFINITY, |m, &v| if v < m { v } else { m });
-    let hi = hi
-        .iter()
-        .fold(f64::NEG_INFINITY, |m, &v| if v > m { v } else { m });
+    Moments {
+        lo: lo
+            .iter()
+            .fold(f64::INFINITY, |m, &v| if v < m { v } else { m }),
+        hi: hi
+            .iter()
+            .fold(f64::NEG_INFINITY, |m, &v| if v > m { v } else { m }),
+        sum,
+        sum2: sum2.iter().sum(),
+    }
+}
+
+/// Smallest and largest of 64 scores taken at a fixed stride.
+#[cold]
+fn sample_range(pos: &[f64], neg: &[f64]) -> (f64, f64) {
+    const S: usize = 64;
+    let n = pos.len() + neg.len();
+    let at = |i: usize| if i < pos.len() { pos[i] } else { neg[i - pos.len()] };
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for j in 0..S.min(n) {
+        let v = at(j * n / S.min(n));
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
     (lo, hi)
 }
 
@@ -385,6 +434,25 @@ mod tests {
             // Small integer grids make ties frequent; scaled, they stay exact.
             let pos: Vec<f64> = pos.iter().map(|&v| v as f64 * scale).collect();
             let neg: Vec<f64> = neg.iter().map(|&v| v as f64 * scale).collect();
+            check(&pos, &neg);
+        }
+
+        #[test]
+        fn scores_with_outliers(
+            pos in prop::collection::vec(-3.0f64..3.0, 1..300),
+            neg in prop::collection::vec(-3.0f64..3.0, 1..300),
+            out_p in prop::collection::vec(prop_oneof![-1e6f64..-1e3, 1e3f64..1e6], 0..4),
+            out_n in prop::collection::vec(prop_oneof![-1e6f64..-1e3, 1e3f64..1e6], 0..4),
+            ties in 0usize..40,
+        ) {
+            // The bulk is bucketed from a sample; outliers and the bulk's edges
+            // share the end buckets. Rounded copies add ties inside buckets.
+            let mut pos: Vec<f64> = pos.into_iter().chain(out_p).collect();
+            let mut neg: Vec<f64> = neg.into_iter().chain(out_n).collect();
+            for i in 0..ties.min(pos.len()).min(neg.len()) {
+                pos[i] = (pos[i] * 4.0).round() / 4.0;
+                neg[i] = (neg[i] * 4.0).round() / 4.0;
+            }
             check(&pos, &neg);
         }
 

@@ -48,9 +48,11 @@ pub trait Target: Sync {
     }
 }
 
-/// Scores per block of the score GEMM (the block's n × m scores stay in cache;
-/// more particles per block amortise the packing of X).
-const BLOCK_SCORES: usize = 32_768;
+/// Scores per block of the score GEMM (the block's n × m scores stay in L2;
+/// more particles per block amortise the packing of X, and at least 8 fill the
+/// GEMM kernel's tiles).
+const BLOCK_SCORES: usize = 65_536;
+const MIN_BLOCK: usize = 8;
 const MAX_BLOCK: usize = 64;
 /// Keep each GEMM call below matrixmultiply's threading threshold (it would
 /// otherwise start its own threads inside rayon's).
@@ -93,7 +95,7 @@ impl LinearAuc {
             .collect();
         let n_pos = y.iter().filter(|&&b| b).count();
         let xs = x.select_rows(&order);
-        let block = (BLOCK_SCORES / n.max(1)).clamp(4, MAX_BLOCK);
+        let block = (BLOCK_SCORES / n.max(1)).clamp(MIN_BLOCK, MAX_BLOCK);
         let row_block = if d * block >= GEMM_SINGLE_THREAD {
             n // too wide to split usefully; matrixmultiply may thread
         } else {
