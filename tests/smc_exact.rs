@@ -365,3 +365,21 @@ fn waste_free_and_fixed_moves_run_on_auc() {
     let stages = (run.path.len() - 1) as u64;
     assert_eq!(run.evaluations, 2000 + stages * 1800);
 }
+
+/// An ARD prior with equal variances is the isotropic prior: same draws, same
+/// moves, bit for bit.
+#[test]
+fn ard_with_equal_variances_is_the_gaussian_prior() {
+    let (x, y) = toy(60, 8);
+    let s = settings(1000, Kernel::Gpcn, 2);
+    let run = |prior: Prior| {
+        let t = LinearAuc::new(&x, &y, prior);
+        sampler::run(&t, 60.0, &s, &Control::new(), &mut NoObserver).unwrap()
+    };
+    let a = run(Prior::Gaussian { var: 2.0 });
+    let b = run(Prior::Ard {
+        vars: vec![2.0, 2.0],
+    });
+    assert_eq!(a.log_z.to_bits(), b.log_z.to_bits());
+    assert_eq!(a.theta, b.theta);
+}

@@ -302,7 +302,13 @@ fn scan(a: &[f64], b: &[f64]) -> Moments {
 fn sample_range(pos: &[f64], neg: &[f64]) -> (f64, f64) {
     const S: usize = 64;
     let n = pos.len() + neg.len();
-    let at = |i: usize| if i < pos.len() { pos[i] } else { neg[i - pos.len()] };
+    let at = |i: usize| {
+        if i < pos.len() {
+            pos[i]
+        } else {
+            neg[i - pos.len()]
+        }
+    };
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for j in 0..S.min(n) {
         let v = at(j * n / S.min(n));
