@@ -159,6 +159,10 @@ fn inclusive_prefix(v: &mut [u32]) {
             // SAFETY: the CPU has AVX-512F.
             return unsafe { inclusive_prefix_avx512(v) };
         }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2.
+            return unsafe { inclusive_prefix_avx2(v) };
+        }
     }
     inclusive_prefix_scalar(v)
 }
@@ -202,6 +206,39 @@ unsafe fn inclusive_prefix_avx512(v: &mut [u32]) {
     }
 }
 
+/// The scan 8 lanes at a time: log-step shifts within a register, then the
+/// running total of the previous registers (one add instead of 8 dependent ones).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn inclusive_prefix_avx2(v: &mut [u32]) {
+    use std::arch::x86_64::*;
+    let zero = _mm256_setzero_si256();
+    let lane3 = _mm256_set1_epi32(3);
+    let lane7 = _mm256_set1_epi32(7);
+    let mut carry = zero;
+    let mut chunks = v.chunks_exact_mut(8);
+    for c in &mut chunks {
+        // SAFETY: `c` holds exactly 8 u32 (32 bytes); unaligned loads/stores.
+        unsafe {
+            let mut x = _mm256_loadu_si256(c.as_ptr().cast());
+            // Prefix within each 128-bit half (byte shifts stay inside halves)…
+            x = _mm256_add_epi32(x, _mm256_slli_si256::<4>(x));
+            x = _mm256_add_epi32(x, _mm256_slli_si256::<8>(x));
+            // …then the low half's total onto the high half, and the carry.
+            let low_total = _mm256_permutevar8x32_epi32(x, lane3);
+            x = _mm256_add_epi32(x, _mm256_blend_epi32::<0b1111_0000>(zero, low_total));
+            x = _mm256_add_epi32(x, carry);
+            carry = _mm256_permutevar8x32_epi32(x, lane7);
+            _mm256_storeu_si256(c.as_mut_ptr().cast(), x);
+        }
+    }
+    let mut acc = _mm256_extract_epi32::<0>(carry) as u32;
+    for x in chunks.into_remainder() {
+        acc = acc.wrapping_add(*x);
+        *x = acc;
+    }
+}
+
 enum Bucketed {
     Done,
     /// Every score is equal.
@@ -215,7 +252,8 @@ enum Bucketed {
 /// outliers dominate it). The map `clamp(⌊(s − lo)·scale⌋, 0, B − 1)` is
 /// non-decreasing in s (each rounding step and the clamp are), so bucket order
 /// never contradicts score order. Compiled for AVX-512 and AVX2 where present (the
-/// loops vectorise; the result is the same bits on every path).
+/// loops vectorise; the result is the same bits on every path; the AVX-512
+/// versions need Rust ≥ 1.89).
 fn bucketize(pos: &[f64], neg: &[f64], buckets: usize, out: &mut [u32]) -> Bucketed {
     #[cfg(target_arch = "x86_64")]
     {
@@ -463,13 +501,20 @@ mod tests {
 
     #[test]
     fn prefix_sums_agree() {
-        for n in [0, 1, 15, 16, 17, 100, 1066] {
+        for n in [0, 1, 7, 8, 9, 15, 16, 17, 100, 1066] {
             let v: Vec<u32> = (0..n).map(|i| (i * 7 % 5) as u32).collect();
-            let mut a = v.clone();
-            let mut b = v.clone();
-            inclusive_prefix(&mut a);
-            inclusive_prefix_scalar(&mut b);
-            assert_eq!(a, b, "n = {n}");
+            let mut want = v.clone();
+            inclusive_prefix_scalar(&mut want);
+            let mut got = v.clone();
+            inclusive_prefix(&mut got);
+            assert_eq!(got, want, "n = {n}");
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                let mut got = v.clone();
+                // SAFETY: the CPU has AVX2.
+                unsafe { inclusive_prefix_avx2(&mut got) };
+                assert_eq!(got, want, "avx2, n = {n}");
+            }
         }
     }
 

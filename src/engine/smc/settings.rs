@@ -96,7 +96,7 @@ impl SmcSettings {
                     "--waste-free P needs chains of ≥ 2 states; got {p}"
                 ));
             }
-            if self.particles % p != 0 || self.particles / p < 2 {
+            if !self.particles.is_multiple_of(p) || self.particles / p < 2 {
                 return bad(format!(
                     "--waste-free {p}: --particles ({}) must be a multiple of P with ≥ 2 chains",
                     self.particles
