@@ -243,7 +243,7 @@ fn build(path: &Path, raw: RawTable, opts: &LoadOptions) -> Result<Dataset, Data
 
     // Column types, checked over the kept rows.
     let (kinds, parsed, mut warnings) = column_kinds(path, &raw, &kept, &feature_cols)?;
-    warnings.extend(row_number_columns(&header, &feature_cols, &kinds, &parsed));
+    warnings.extend(row_number_columns(header, &feature_cols, &kinds, &parsed));
     let mut rules = Vec::new();
     for (&j, kind) in feature_cols.iter().zip(&kinds) {
         let name = header[j].clone();
