@@ -242,7 +242,11 @@ fn build(path: &Path, raw: RawTable, opts: &LoadOptions) -> Result<Dataset, Data
     let y: Vec<bool> = labels.iter().map(|l| *l == positive_label).collect();
 
     // Column types, checked over the kept rows.
-    let (kinds, parsed, mut warnings) = column_kinds(path, &raw, &kept, &feature_cols)?;
+    let TypedColumns {
+        kinds,
+        parsed,
+        mut warnings,
+    } = column_kinds(path, &raw, &kept, &feature_cols)?;
     warnings.extend(row_number_columns(header, &feature_cols, &kinds, &parsed));
     let mut rules = Vec::new();
     for (&j, kind) in feature_cols.iter().zip(&kinds) {
@@ -526,6 +530,13 @@ struct CellStats {
     first_non_finite: Option<usize>,
 }
 
+struct TypedColumns {
+    kinds: Vec<ColumnKind>,
+    /// kept rows × columns; NaN where a cell is text.
+    parsed: DMatrix<f64>,
+    warnings: Vec<String>,
+}
+
 /// The kind of every column in `cols`, the kept rows' cells parsed as numbers
 /// (kept rows × cols; NaN where a cell is text), and warnings (decimal commas).
 fn column_kinds(
@@ -533,7 +544,7 @@ fn column_kinds(
     raw: &RawTable,
     kept: &[usize],
     cols: &[usize],
-) -> Result<(Vec<ColumnKind>, DMatrix<f64>, Vec<String>), DataError> {
+) -> Result<TypedColumns, DataError> {
     let mut stats = vec![CellStats::default(); cols.len()];
     let n = kept.len();
     let mut parsed = DMatrix::<f64>::from_element(n, cols.len(), f64::NAN);
@@ -598,7 +609,11 @@ fn column_kinds(
             )
         })
         .collect();
-    Ok((kinds, parsed, warnings))
+    Ok(TypedColumns {
+        kinds,
+        parsed,
+        warnings,
+    })
 }
 
 /// Warnings for numeric columns that look like row numbers or IDs (distinct
