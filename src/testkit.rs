@@ -89,7 +89,13 @@ pub fn smc(names: &[String], gamma: f64, stages: usize, seed: u64) -> Script {
     }
     let (p, final_hists) = particles(&mean, &sd, 2000, seed);
     let _ = hists;
-    let mut fit = Fit::new("smc", names.to_vec(), ScoreModel::Linear { weights: mean.clone() });
+    let mut fit = Fit::new(
+        "smc",
+        names.to_vec(),
+        ScoreModel::Linear {
+            weights: mean.clone(),
+        },
+    );
     fit.mean = mean;
     fit.sd = sd;
     fit.log_evidence = Some(log_z);
@@ -123,7 +129,13 @@ pub fn ep(names: &[String], gamma: f64, sweeps: usize, spike_slab: bool) -> Scri
             })
         })
         .collect();
-    let mut fit = Fit::new("ep", names.to_vec(), ScoreModel::Linear { weights: mean.clone() });
+    let mut fit = Fit::new(
+        "ep",
+        names.to_vec(),
+        ScoreModel::Linear {
+            weights: mean.clone(),
+        },
+    );
     fit.inclusion = spike_slab.then(|| {
         mean.iter()
             .zip(&sd)
@@ -153,7 +165,12 @@ impl Engine for ScriptedEngine {
         serde_json::json!({"scripted": true, "events": self.script.events.len()})
     }
 
-    fn run(&self, problem: &Problem, ctl: &Control, obs: &mut dyn Observer) -> Result<Fit, EngineError> {
+    fn run(
+        &self,
+        problem: &Problem,
+        ctl: &Control,
+        obs: &mut dyn Observer,
+    ) -> Result<Fit, EngineError> {
         obs.observe(Event::Started {
             engine: self.name.to_string(),
             n: problem.n(),
@@ -171,4 +188,54 @@ impl Engine for ScriptedEngine {
         ctl.checkpoint()?;
         Ok(self.script.fit.clone())
     }
+}
+
+/// The bundled demo data as the explorer loads it by default.
+pub fn demo() -> (
+    crate::engine::data::Dataset,
+    crate::engine::data::Prepared,
+    crate::cli::DataArgs,
+) {
+    use crate::engine::data::{Dataset, LoadOptions, TestSource, prepare};
+    let args = crate::cli::DataArgs {
+        data: std::path::PathBuf::from(crate::cli::DEMO_FILE),
+        target: None,
+        positive: None,
+        drop: Vec::new(),
+        missing: crate::cli::MissingArg::Drop,
+        test_frac: 0.25,
+        seed: 0,
+        test: None,
+    };
+    let ds = Dataset::load(&args.data, &LoadOptions::default()).expect("demo data loads");
+    let p = prepare(
+        &ds,
+        TestSource::Split {
+            frac: 0.25,
+            seed: 0,
+        },
+    )
+    .expect("demo data splits");
+    (ds, p, args)
+}
+
+/// The record of a scripted run, with fixed timings (deterministic screens).
+pub fn record(
+    ds: &crate::engine::data::Dataset,
+    p: &crate::engine::data::Prepared,
+    script: &Script,
+) -> crate::engine::record::RunRecord {
+    let mut fit = script.fit.clone();
+    fit.trace = script.events.clone();
+    for e in &mut fit.trace {
+        if let Event::SmcStage(s) = e {
+            s.histograms.clear();
+        }
+    }
+    let s = crate::engine::record::Seconds {
+        load: 0.01,
+        fit: 0.5,
+        total: 0.51,
+    };
+    crate::engine::record::RunRecord::new(ds, p, &fit, serde_json::json!({"scripted": true}), s)
 }

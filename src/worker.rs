@@ -187,11 +187,19 @@ fn execute(job: Job, ctl: &Control, tx: Sender<WorkerMsg>) -> WorkerEvent {
                 total: job.load_seconds + fit_s,
             };
             let record = catch_unwind(AssertUnwindSafe(|| {
-                RunRecord::new(&job.dataset, &job.prepared, &fit, job.engine.params(), seconds)
+                RunRecord::new(
+                    &job.dataset,
+                    &job.prepared,
+                    &fit,
+                    job.engine.params(),
+                    seconds,
+                )
             }));
             match record {
                 Ok(r) => WorkerEvent::Finished(Box::new(r)),
-                Err(p) => WorkerEvent::Failed(format!("evaluating the fit panicked: {}", panic_text(&*p))),
+                Err(p) => {
+                    WorkerEvent::Failed(format!("evaluating the fit panicked: {}", panic_text(&*p)))
+                }
             }
         }
         Ok(Err(EngineError::Cancelled)) => WorkerEvent::Cancelled,

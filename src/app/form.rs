@@ -29,26 +29,116 @@ pub struct FieldSpec {
 
 macro_rules! field {
     ($flag:expr, $label:expr, $hint:expr, $choices:expr, $applies:expr) => {
-        FieldSpec { flag: $flag, label: $label, hint: $hint, choices: $choices, applies: $applies }
+        FieldSpec {
+            flag: $flag,
+            label: $label,
+            hint: $hint,
+            choices: $choices,
+            applies: $applies,
+        }
     };
 }
 
 /// Every field the form knows; `method` is handled separately.
 pub const FIELDS: &[FieldSpec] = &[
-    field!("prior", "prior", "", &["gaussian", "ard", "spike-slab"], Applies::Bayesian),
-    field!("prior-var", "prior variance ϑ", "default 1 (AUCs do not depend on it)", &[], Applies::ScaledPrior),
-    field!("spike-var", "spike variance v0", "default 1e-4·v1", &[], Applies::SpikeSlab),
-    field!("slab-var", "slab variance v1", "number or auto; default 1", &[], Applies::SpikeSlab),
-    field!("inclusion-prior", "inclusion prior p", "number or auto; default 1−e^(−1/d)", &[], Applies::SpikeSlab),
-    field!("gamma", "γ", "number, Kn (e.g. 2n) or auto; default n", &[], Applies::Bayesian),
-    field!("particles", "particles N", "default of the engine", &[], Applies::Method("smc")),
-    field!("moves", "moves per stage K", "default adaptive", &[], Applies::Method("smc")),
-    field!("waste-free", "waste-free chain P", "empty = standard SMC", &[], Applies::Method("smc")),
-    field!("ess", "ESS target τ", "default 0.5", &[], Applies::Method("smc")),
-    field!("damping", "damping η", "default 0.7", &[], Applies::Method("ep")),
-    field!("lambda", "penalty λ", "empty = by cross-validation", &[], Applies::Method("logit")),
-    field!("rounds", "rounds", "empty = by cross-validation", &[], Applies::Method("rankboost")),
-    field!("seed", "seed", "default: the explorer's --seed", &[], Applies::All),
+    field!(
+        "prior",
+        "prior",
+        "",
+        &["gaussian", "ard", "spike-slab"],
+        Applies::Bayesian
+    ),
+    field!(
+        "prior-var",
+        "prior variance ϑ",
+        "default 1 (AUCs do not depend on it)",
+        &[],
+        Applies::ScaledPrior
+    ),
+    field!(
+        "spike-var",
+        "spike variance v0",
+        "default 1e-4·v1",
+        &[],
+        Applies::SpikeSlab
+    ),
+    field!(
+        "slab-var",
+        "slab variance v1",
+        "number or auto; default 1",
+        &[],
+        Applies::SpikeSlab
+    ),
+    field!(
+        "inclusion-prior",
+        "inclusion prior p",
+        "number or auto; default 1−e^(−1/d)",
+        &[],
+        Applies::SpikeSlab
+    ),
+    field!(
+        "gamma",
+        "γ",
+        "number, Kn (e.g. 2n) or auto; default n",
+        &[],
+        Applies::Bayesian
+    ),
+    field!(
+        "particles",
+        "particles N",
+        "default of the engine",
+        &[],
+        Applies::Method("smc")
+    ),
+    field!(
+        "moves",
+        "moves per stage K",
+        "default adaptive",
+        &[],
+        Applies::Method("smc")
+    ),
+    field!(
+        "waste-free",
+        "waste-free chain P",
+        "empty = standard SMC",
+        &[],
+        Applies::Method("smc")
+    ),
+    field!(
+        "ess",
+        "ESS target τ",
+        "default 0.5",
+        &[],
+        Applies::Method("smc")
+    ),
+    field!(
+        "damping",
+        "damping η",
+        "default 0.7",
+        &[],
+        Applies::Method("ep")
+    ),
+    field!(
+        "lambda",
+        "penalty λ",
+        "empty = by cross-validation",
+        &[],
+        Applies::Method("logit")
+    ),
+    field!(
+        "rounds",
+        "rounds",
+        "empty = by cross-validation",
+        &[],
+        Applies::Method("rankboost")
+    ),
+    field!(
+        "seed",
+        "seed",
+        "default: the explorer's --seed",
+        &[],
+        Applies::All
+    ),
 ];
 
 #[derive(Debug, Clone, PartialEq)]
@@ -159,7 +249,11 @@ impl Form {
             && !f.choices.is_empty()
         {
             let n = f.choices.len() as isize;
-            let i = f.choices.iter().position(|c| *c == self.value(f.flag)).unwrap_or(0) as isize;
+            let i = f
+                .choices
+                .iter()
+                .position(|c| *c == self.value(f.flag))
+                .unwrap_or(0) as isize;
             let next = f.choices[(i + step).rem_euclid(n) as usize].to_string();
             if let Some(v) = self.value_mut(f.flag) {
                 *v = next;
@@ -174,7 +268,11 @@ impl Form {
     }
 
     /// Handles a key; `validate` checks a config before it is submitted.
-    pub fn key(&mut self, key: Key, validate: impl Fn(&RunConfig) -> Result<(), String>) -> FormOutcome {
+    pub fn key(
+        &mut self,
+        key: Key,
+        validate: impl Fn(&RunConfig) -> Result<(), String>,
+    ) -> FormOutcome {
         let rows = self.rows();
         match key {
             Key::Esc => return FormOutcome::Close,
@@ -248,7 +346,11 @@ mod tests {
         };
         assert_eq!(c.method, "logit");
         assert_eq!(c.get("lambda"), Some("0.1"));
-        assert_eq!(Form::new(Some(&c)).config(), c, "a form reopens with a run's settings");
+        assert_eq!(
+            Form::new(Some(&c)).config(),
+            c,
+            "a form reopens with a run's settings"
+        );
     }
 
     #[test]

@@ -88,21 +88,141 @@ use Key::*;
 
 /// Every binding of the main screen.
 pub const BINDINGS: &[Binding] = &[
-    bind!("q", "quit", "quit (Ctrl-C too); a running engine is cancelled", General, 1, [Char('q'), CtrlC], Action::Quit),
-    bind!("?", "help", "show or hide this help", General, 2, [Char('?')], Action::Help),
-    bind!("Esc", "close", "close the help or the run form", General, 0, [Esc], Action::CloseOverlay),
-    bind!("n", "new run", "open the run form (method, prior, γ, particles, …)", Runs, 3, [Char('n')], Action::NewRun),
-    bind!("space", "pause", "pause or resume the running engine", Runs, 4, [Char(' ')], Action::PauseResume),
-    bind!("c", "cancel", "cancel the running engine (finished runs stay)", Runs, 5, [Char('c')], Action::Cancel),
-    bind!("r", "re-run", "run the selected run's settings again", Runs, 6, [Char('r')], Action::Rerun),
-    bind!("e", "export", "write the selected run's record (JSON) to the current folder", Runs, 7, [Char('e')], Action::Export),
-    bind!("[ ]", "run", "select the previous / next run", Runs, 8, [Char('['), Char(']')], Action::PrevRun),
-    bind!("Tab", "focus", "focus the next pane (Shift-Tab: previous)", Navigation, 9, [Tab, BackTab], Action::FocusNext),
-    bind!("1-6", "pane", "focus pane 1–6 (Dataset, SMC, EP, Marginals, Inclusion, Results)", Navigation, 0, [], Action::Pane(0)),
-    bind!("↑↓ jk", "select", "move the selection in the focused pane (coefficient, feature, run)", Navigation, 10, [Up, Down, Char('k'), Char('j')], Action::Up),
-    bind!("←→ hl", "", "previous / next pane in tabbed layout", Navigation, 0, [Left, Right, Char('h'), Char('l')], Action::Left),
-    bind!("PgUp PgDn", "", "scroll a page", Navigation, 0, [PageUp, PageDown], Action::PageUp),
-    bind!("Enter z", "zoom", "zoom the focused pane (again to restore)", Navigation, 11, [Enter, Char('z')], Action::Zoom),
+    bind!(
+        "q",
+        "quit",
+        "quit (Ctrl-C too); a running engine is cancelled",
+        General,
+        1,
+        [Char('q'), CtrlC],
+        Action::Quit
+    ),
+    bind!(
+        "?",
+        "help",
+        "show or hide this help",
+        General,
+        2,
+        [Char('?')],
+        Action::Help
+    ),
+    bind!(
+        "Esc",
+        "close",
+        "close the help or the run form",
+        General,
+        0,
+        [Esc],
+        Action::CloseOverlay
+    ),
+    bind!(
+        "n",
+        "new run",
+        "open the run form (method, prior, γ, particles, …)",
+        Runs,
+        3,
+        [Char('n')],
+        Action::NewRun
+    ),
+    bind!(
+        "space",
+        "pause",
+        "pause or resume the running engine",
+        Runs,
+        4,
+        [Char(' ')],
+        Action::PauseResume
+    ),
+    bind!(
+        "c",
+        "cancel",
+        "cancel the running engine (finished runs stay)",
+        Runs,
+        5,
+        [Char('c')],
+        Action::Cancel
+    ),
+    bind!(
+        "r",
+        "re-run",
+        "run the selected run's settings again",
+        Runs,
+        6,
+        [Char('r')],
+        Action::Rerun
+    ),
+    bind!(
+        "e",
+        "export",
+        "write the selected run's record (JSON) to the current folder",
+        Runs,
+        7,
+        [Char('e')],
+        Action::Export
+    ),
+    bind!(
+        "[ ]",
+        "run",
+        "select the previous / next run",
+        Runs,
+        8,
+        [Char('['), Char(']')],
+        Action::PrevRun
+    ),
+    bind!(
+        "Tab",
+        "focus",
+        "focus the next pane (Shift-Tab: previous)",
+        Navigation,
+        9,
+        [Tab, BackTab],
+        Action::FocusNext
+    ),
+    bind!(
+        "1-6",
+        "pane",
+        "focus pane 1–6 (Dataset, SMC, EP, Marginals, Inclusion, Results)",
+        Navigation,
+        0,
+        [],
+        Action::Pane(0)
+    ),
+    bind!(
+        "↑↓ jk",
+        "select",
+        "move the selection in the focused pane (coefficient, feature, run)",
+        Navigation,
+        10,
+        [Up, Down, Char('k'), Char('j')],
+        Action::Up
+    ),
+    bind!(
+        "←→ hl",
+        "",
+        "previous / next pane in tabbed layout",
+        Navigation,
+        0,
+        [Left, Right, Char('h'), Char('l')],
+        Action::Left
+    ),
+    bind!(
+        "PgUp PgDn",
+        "",
+        "scroll a page",
+        Navigation,
+        0,
+        [PageUp, PageDown],
+        Action::PageUp
+    ),
+    bind!(
+        "Enter z",
+        "zoom",
+        "zoom the focused pane (again to restore)",
+        Navigation,
+        11,
+        [Enter, Char('z')],
+        Action::Zoom
+    ),
 ];
 
 /// Keys of the run form, for its own footer and the help overlay.

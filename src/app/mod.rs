@@ -118,7 +118,10 @@ impl DataInfo {
 pub enum DataState {
     Loaded(Box<DataInfo>),
     /// The file could not be loaded; the message says why.
-    Failed { path: String, error: String },
+    Failed {
+        path: String,
+        error: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -134,9 +137,15 @@ pub enum Msg {
     /// A clock tick (spinner, elapsed time of runs without events).
     Tick,
     Resize,
-    Exported { run: RunId, result: Result<PathBuf, String> },
+    Exported {
+        run: RunId,
+        result: Result<PathBuf, String>,
+    },
     /// The run could not be built (bad settings) or its thread not started.
-    StartFailed { run: RunId, error: String },
+    StartFailed {
+        run: RunId,
+        error: String,
+    },
 }
 
 /// Side effects for the terminal loop.
@@ -235,7 +244,8 @@ impl App {
         app.focus = Pane::Results;
         app.status = Some(if mixed {
             StatusLine {
-                text: "these records come from different datasets: their AUCs are not comparable".into(),
+                text: "these records come from different datasets: their AUCs are not comparable"
+                    .into(),
                 error: true,
             }
         } else {
@@ -451,7 +461,10 @@ impl App {
                         .or_else(|| self.selected_run().map(|r| r.config.clone()));
                     self.overlay = Overlay::Form(Form::new(preset.as_ref()));
                 } else {
-                    self.say("no data to run on (replay, or the data failed to load)", true);
+                    self.say(
+                        "no data to run on (replay, or the data failed to load)",
+                        true,
+                    );
                 }
             }
             Action::PauseResume => return self.toggle_pause(),
@@ -462,7 +475,10 @@ impl App {
                     return Vec::new();
                 };
                 if self.data_args().is_none() {
-                    self.say("replay: re-running needs the data (pacauc explore FILE)", true);
+                    self.say(
+                        "replay: re-running needs the data (pacauc explore FILE)",
+                        true,
+                    );
                     return Vec::new();
                 }
                 self.follow = true;
@@ -500,7 +516,11 @@ impl App {
         } else {
             RunStatus::Running
         };
-        let t = format!("{} {}", r.title(), if paused { "paused" } else { "resumed" });
+        let t = format!(
+            "{} {}",
+            r.title(),
+            if paused { "paused" } else { "resumed" }
+        );
         self.say(t, false);
         vec![Command::Pause { run: id, paused }]
     }
@@ -553,7 +573,11 @@ impl App {
                     .test
                     .filter(|a| a.is_finite())
                     .map_or(String::new(), |a| format!(": test AUC {a:.4}"));
-                let t = format!("{} finished in {:.2} s{auc}", run.title(), record.seconds.fit);
+                let t = format!(
+                    "{} finished in {:.2} s{auc}",
+                    run.title(),
+                    record.seconds.fit
+                );
                 if !record.histograms.is_empty() {
                     run.histograms = record.histograms.clone();
                 }

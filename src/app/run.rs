@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use super::ring::Ring;
 use super::run_config::RunConfig;
+use crate::engine::Event;
 use crate::engine::event::{EpSweep, Histogram, LogLevel, SmcStage};
 use crate::engine::record::RunRecord;
-use crate::engine::Event;
 use crate::worker::RunId;
 
 /// Points kept per live trace.
@@ -108,9 +108,11 @@ impl RunView {
     }
 
     pub fn method(&self) -> &str {
-        self.record
-            .as_ref()
-            .map_or(self.config.method.as_str(), |r| r.method.as_str())
+        match (&self.record, &self.start) {
+            (Some(r), _) => &r.method,
+            (None, Some(s)) => &s.engine,
+            (None, None) => &self.config.method,
+        }
     }
 
     /// "#3 smc"
@@ -178,7 +180,10 @@ impl RunView {
             .zip(sd)
             .enumerate()
             .map(|(k, (&mean, &sd))| Coef {
-                name: names.get(k).cloned().unwrap_or_else(|| format!("θ{}", k + 1)),
+                name: names
+                    .get(k)
+                    .cloned()
+                    .unwrap_or_else(|| format!("θ{}", k + 1)),
                 mean,
                 sd,
             })
@@ -209,10 +214,11 @@ impl RunView {
 
     /// The target ESS fraction τ of an SMC run (its settings, else 0.5).
     pub fn ess_target(&self) -> f64 {
-        let from_record = self
-            .record
-            .as_ref()
-            .and_then(|r| ["ess", "ess_target", "tau"].iter().find_map(|k| r.parameters.get(*k)?.as_f64()));
+        let from_record = self.record.as_ref().and_then(|r| {
+            ["ess", "ess_target", "tau"]
+                .iter()
+                .find_map(|k| r.parameters.get(*k)?.as_f64())
+        });
         from_record
             .or_else(|| self.config.get("ess")?.parse().ok())
             .filter(|t: &f64| t.is_finite() && *t > 0.0 && *t < 1.0)

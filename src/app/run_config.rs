@@ -163,7 +163,11 @@ fn cli_error(e: CliError) -> String {
 }
 
 /// γ and the prior for `n_train` rows and `d` features, as `pacauc fit` chooses them.
-fn gamma_and_prior(args: &FitArgs, n_train: usize, d: usize) -> Result<(GammaChoice, Prior), String> {
+fn gamma_and_prior(
+    args: &FitArgs,
+    n_train: usize,
+    d: usize,
+) -> Result<(GammaChoice, Prior), String> {
     if args.method.is_bayesian() {
         Ok((args.bayes.gamma(n_train)?, args.bayes.prior(d)?))
     } else {

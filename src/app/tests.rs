@@ -3,40 +3,20 @@
 use std::path::PathBuf;
 
 use super::*;
-use crate::engine::data::{LoadOptions, TestSource, prepare};
-use crate::engine::record::Seconds;
 use crate::testkit;
 
-fn data_args() -> DataArgs {
-    DataArgs {
-        data: PathBuf::from(crate::cli::DEMO_FILE),
-        target: None,
-        positive: None,
-        drop: Vec::new(),
-        missing: crate::cli::MissingArg::Drop,
-        test_frac: 0.25,
-        seed: 0,
-        test: None,
-    }
-}
-
-fn loaded() -> (Dataset, Prepared) {
-    let ds = Dataset::load(&data_args().data, &LoadOptions::default()).unwrap();
-    let p = prepare(&ds, TestSource::Split { frac: 0.25, seed: 0 }).unwrap();
-    (ds, p)
-}
-
 fn app() -> (App, Dataset, Prepared) {
-    let (ds, p) = loaded();
-    let info = DataInfo::of(&ds, &p, data_args());
-    (App::new(DataState::Loaded(Box::new(info)), ViewOptions::default()), ds, p)
+    let (ds, p, args) = testkit::demo();
+    let info = DataInfo::of(&ds, &p, args);
+    (
+        App::new(DataState::Loaded(Box::new(info)), ViewOptions::default()),
+        ds,
+        p,
+    )
 }
 
 fn record(ds: &Dataset, p: &Prepared, script: &testkit::Script) -> Box<RunRecord> {
-    let mut fit = script.fit.clone();
-    fit.trace = script.events.clone();
-    let s = Seconds { load: 0.01, fit: 0.5, total: 0.51 };
-    Box::new(RunRecord::new(ds, p, &fit, serde_json::json!({}), s))
+    Box::new(testkit::record(ds, p, script))
 }
 
 fn msg(run: RunId, event: WorkerEvent) -> Msg {
@@ -62,7 +42,10 @@ fn autorun_runs_one_method_at_a_time() {
     assert_eq!(app.active, Some(1));
     assert_eq!(app.queued(), methods.len() - 1);
     let script = testkit::ep(&p.names, 450.0, 5, false);
-    let cmds = update(&mut app, msg(1, WorkerEvent::Finished(record(&ds, &p, &script))));
+    let cmds = update(
+        &mut app,
+        msg(1, WorkerEvent::Finished(record(&ds, &p, &script))),
+    );
     assert_eq!(app.run(1).unwrap().status, RunStatus::Finished);
     if methods.len() > 1 {
         assert_eq!(started(&cmds), vec![2], "the next queued run starts");
@@ -82,8 +65,14 @@ fn events_fill_the_traces_and_stale_events_are_ignored() {
         update(&mut app, msg(id, WorkerEvent::Event(e.clone())));
     }
     assert_eq!(app.run(id).unwrap().smc.len(), 3);
-    assert!(!app.run(id).unwrap().histograms.is_empty(), "live snapshot kept");
-    assert_eq!(app.run(id).unwrap().coefficients(&p.names).len(), p.names.len());
+    assert!(
+        !app.run(id).unwrap().histograms.is_empty(),
+        "live snapshot kept"
+    );
+    assert_eq!(
+        app.run(id).unwrap().coefficients(&p.names).len(),
+        p.names.len()
+    );
     // Cancel: later events of that run are stale.
     let cmds = update(&mut app, Msg::Key(Key::Char('c')));
     assert_eq!(cmds, vec![Command::Cancel { run: id }]);
@@ -102,7 +91,10 @@ fn cancel_keeps_previous_results() {
     let (mut app, ds, p) = app();
     let a = started(&app.enqueue(RunConfig::new("logit")))[0];
     let script = testkit::ep(&p.names, 450.0, 5, true);
-    update(&mut app, msg(a, WorkerEvent::Finished(record(&ds, &p, &script))));
+    update(
+        &mut app,
+        msg(a, WorkerEvent::Finished(record(&ds, &p, &script))),
+    );
     let b = started(&app.enqueue(RunConfig::new("logit")))[0];
     update(&mut app, Msg::Key(Key::Char('c')));
     update(&mut app, msg(b, WorkerEvent::Cancelled));
@@ -124,32 +116,65 @@ fn queued_runs_wait_and_cancel_without_active_drops_the_queue() {
     // A run that cannot start also lets the queue go on.
     let c = app.enqueue(RunConfig::new("logit"));
     assert!(c.is_empty());
-    let cmds = update(&mut app, Msg::StartFailed { run: a + 1, error: "bad".into() });
+    let cmds = update(
+        &mut app,
+        Msg::StartFailed {
+            run: a + 1,
+            error: "bad".into(),
+        },
+    );
     assert_eq!(started(&cmds), vec![a + 2]);
 }
 
 #[test]
 fn pause_resume_and_export() {
     let (mut app, ds, p) = app();
-    assert!(update(&mut app, Msg::Key(Key::Char(' '))).is_empty(), "nothing to pause");
+    assert!(
+        update(&mut app, Msg::Key(Key::Char(' '))).is_empty(),
+        "nothing to pause"
+    );
     let a = started(&app.enqueue(RunConfig::new("logit")))[0];
     assert_eq!(
         update(&mut app, Msg::Key(Key::Char(' '))),
-        vec![Command::Pause { run: a, paused: true }]
+        vec![Command::Pause {
+            run: a,
+            paused: true
+        }]
     );
     assert_eq!(app.run(a).unwrap().status, RunStatus::Paused);
     assert_eq!(
         update(&mut app, Msg::Key(Key::Char(' '))),
-        vec![Command::Pause { run: a, paused: false }]
+        vec![Command::Pause {
+            run: a,
+            paused: false
+        }]
     );
-    assert!(update(&mut app, Msg::Key(Key::Char('e'))).is_empty(), "no record yet");
+    assert!(
+        update(&mut app, Msg::Key(Key::Char('e'))).is_empty(),
+        "no record yet"
+    );
     assert!(app.status.as_ref().unwrap().error);
     let script = testkit::smc(&p.names, 450.0, 4, 0);
-    update(&mut app, msg(a, WorkerEvent::Finished(record(&ds, &p, &script))));
-    assert_eq!(update(&mut app, Msg::Key(Key::Char('e'))), vec![Command::Export { run: a }]);
-    update(&mut app, Msg::Exported { run: a, result: Ok(PathBuf::from("x.json")) });
+    update(
+        &mut app,
+        msg(a, WorkerEvent::Finished(record(&ds, &p, &script))),
+    );
+    assert_eq!(
+        update(&mut app, Msg::Key(Key::Char('e'))),
+        vec![Command::Export { run: a }]
+    );
+    update(
+        &mut app,
+        Msg::Exported {
+            run: a,
+            result: Ok(PathBuf::from("x.json")),
+        },
+    );
     assert!(app.status.as_ref().unwrap().text.contains("x.json"));
-    assert_eq!(app.run(a).unwrap().file.as_deref(), Some(std::path::Path::new("x.json")));
+    assert_eq!(
+        app.run(a).unwrap().file.as_deref(),
+        Some(std::path::Path::new("x.json"))
+    );
     // Re-run: same settings, new id.
     let cmds = update(&mut app, Msg::Key(Key::Char('r')));
     assert_eq!(started(&cmds), vec![a + 1]);
@@ -211,7 +236,10 @@ fn replay_fills_every_run_from_its_record() {
     let smc = record(&ds, &p, &testkit::smc(&p.names, 450.0, 6, 2));
     let ep = record(&ds, &p, &testkit::ep(&p.names, 450.0, 9, true));
     let app = App::replay(
-        vec![(PathBuf::from("a.json"), *smc), (PathBuf::from("b.json"), *ep)],
+        vec![
+            (PathBuf::from("a.json"), *smc),
+            (PathBuf::from("b.json"), *ep),
+        ],
         ViewOptions::default(),
     );
     assert_eq!(app.runs.len(), 2);
@@ -229,7 +257,10 @@ fn replay_fills_every_run_from_its_record() {
 #[test]
 fn load_failure_is_a_state_not_a_crash() {
     let mut app = App::new(
-        DataState::Failed { path: "x.csv".into(), error: "no such file".into() },
+        DataState::Failed {
+            path: "x.csv".into(),
+            error: "no such file".into(),
+        },
         ViewOptions::default(),
     );
     assert!(app.autorun().is_empty());

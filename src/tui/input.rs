@@ -19,7 +19,12 @@ pub fn key(e: KeyEvent) -> Option<Key> {
     }
     Some(match e.code {
         KeyCode::Char('c') if e.modifiers.contains(KeyModifiers::CONTROL) => Key::CtrlC,
-        KeyCode::Char(_) if e.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) => return None,
+        KeyCode::Char(_)
+            if e.modifiers
+                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+        {
+            return None;
+        }
         KeyCode::Char(c) => Key::Char(c),
         KeyCode::Up => Key::Up,
         KeyCode::Down => Key::Down,

@@ -107,20 +107,26 @@ impl Session {
         match cmd {
             Command::Start { run, config } => {
                 let (Some(data), Some(args)) = (&self.data, app.data_args()) else {
-                    return Some(Msg::StartFailed { run, error: "no data loaded".into() });
-                };
-                let started = run_config::build(&config, args, &data.prepared).and_then(|(engine, problem)| {
-                    let job = Job {
+                    return Some(Msg::StartFailed {
                         run,
-                        engine,
-                        problem,
-                        dataset: Arc::clone(&data.dataset),
-                        prepared: Arc::clone(&data.prepared),
-                        load_seconds: data.load_s,
-                        snapshot_interval: SNAPSHOT_INTERVAL,
-                    };
-                    worker::spawn(job, self.tx.clone()).map_err(|e| format!("cannot start a thread: {e}"))
-                });
+                        error: "no data loaded".into(),
+                    });
+                };
+                let started = run_config::build(&config, args, &data.prepared).and_then(
+                    |(engine, problem)| {
+                        let job = Job {
+                            run,
+                            engine,
+                            problem,
+                            dataset: Arc::clone(&data.dataset),
+                            prepared: Arc::clone(&data.prepared),
+                            load_seconds: data.load_s,
+                            snapshot_interval: SNAPSHOT_INTERVAL,
+                        };
+                        worker::spawn(job, self.tx.clone())
+                            .map_err(|e| format!("cannot start a thread: {e}"))
+                    },
+                );
                 match started {
                     Ok(h) => {
                         self.handles.push(h);
@@ -130,11 +136,17 @@ impl Session {
                 }
             }
             Command::Pause { run, paused } => {
-                self.handles.iter().filter(|h| h.run == run).for_each(|h| h.set_paused(paused));
+                self.handles
+                    .iter()
+                    .filter(|h| h.run == run)
+                    .for_each(|h| h.set_paused(paused));
                 None
             }
             Command::Cancel { run } => {
-                self.handles.iter().filter(|h| h.run == run).for_each(|h| h.cancel());
+                self.handles
+                    .iter()
+                    .filter(|h| h.run == run)
+                    .for_each(|h| h.cancel());
                 None
             }
             Command::Export { run } => {
@@ -214,7 +226,12 @@ fn dispatch(app: &mut App, session: &mut Session, msg: Msg) {
     }
 }
 
-fn run(mut app: App, data: Option<SessionData>, initial: Vec<Command>, options: &Options) -> Result<(), String> {
+fn run(
+    mut app: App,
+    data: Option<SessionData>,
+    initial: Vec<Command>,
+    options: &Options,
+) -> Result<(), String> {
     let (wtx, wrx) = bounded::<WorkerMsg>(CHANNEL_CAPACITY);
     let mut session = Session {
         data,
@@ -222,7 +239,8 @@ fn run(mut app: App, data: Option<SessionData>, initial: Vec<Command>, options: 
         handles: Vec::new(),
         export_dir: options.export_dir.clone(),
     };
-    let (mut guard, mut terminal) = TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    let (mut guard, mut terminal) =
+        TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
     let (itx, irx) = bounded::<Input>(64);
     input::spawn(itx).map_err(|e| format!("cannot start the input thread: {e}"))?;
     for cmd in initial {
@@ -323,7 +341,12 @@ mod tests {
         std::fs::write(&a, "x").unwrap();
         let b = export_path(&dir, "smc", 1);
         assert_ne!(a, b);
-        assert!(b.file_name().unwrap().to_string_lossy().starts_with("pacauc-smc-1-"));
+        assert!(
+            b.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("pacauc-smc-1-")
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -105,7 +105,9 @@ pub fn bounds(values: impl IntoIterator<Item = f64>) -> [f64; 2] {
     let (lo, hi) = values
         .into_iter()
         .filter(|v| v.is_finite())
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(v), h.max(v)));
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
+            (l.min(v), h.max(v))
+        });
     if !(lo.is_finite() && hi.is_finite()) {
         return [0.0, 1.0];
     }
@@ -134,7 +136,11 @@ pub fn fit(s: &str, w: usize) -> String {
 pub const BARS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
 pub fn sparkline(counts: &[f64]) -> String {
-    let max = counts.iter().copied().filter(|c| c.is_finite()).fold(0.0, f64::max);
+    let max = counts
+        .iter()
+        .copied()
+        .filter(|c| c.is_finite())
+        .fold(0.0, f64::max);
     counts
         .iter()
         .map(|&c| {

@@ -25,18 +25,38 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
                     theme.dim(),
                 ),
             ];
-            frame.render_widget(Paragraph::new(text).block(block).wrap(Wrap { trim: false }), area);
+            frame.render_widget(
+                Paragraph::new(text).block(block).wrap(Wrap { trim: false }),
+                area,
+            );
             return;
         }
         DataState::Loaded(info) => {
             let file = std::path::Path::new(&info.report.path)
                 .file_name()
-                .map_or(info.report.path.clone(), |f| f.to_string_lossy().into_owned());
+                .map_or(info.report.path.clone(), |f| {
+                    f.to_string_lossy().into_owned()
+                });
             (info, file)
         }
     };
-    let block = pane_block(app, Pane::Dataset, detail, &theme);
+    let mut block = pane_block(app, Pane::Dataset, detail, &theme);
     let inner = block.inner(area);
+    let head_lines =
+        3 + usize::from(
+            !info.report.dropped_columns.is_empty()
+                || !info.report.encoded.is_empty()
+                || !info.split.dropped_constant_in_train.is_empty(),
+        ) + info.report.warnings.len();
+    let visible = (inner.height as usize).saturating_sub(head_lines.min(inner.height as usize) + 1);
+    let total = info.report.summary.len();
+    if total > visible && visible > 0 {
+        let offset = app.dataset_scroll.min(total - visible);
+        block = block.title_bottom(Line::styled(
+            format!(" {}–{} of {total} ↑↓ ", offset + 1, offset + visible),
+            theme.dim(),
+        ));
+    }
     frame.render_widget(block, area);
     if inner.height == 0 || inner.width == 0 {
         return;
@@ -48,27 +68,27 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     } else {
         0.0
     };
+    let dropped_style = if r.dropped_rows > 0 {
+        theme.warn()
+    } else {
+        theme.dim()
+    };
     let mut lines = vec![
         Line::from(vec![
-            Span::styled("rows ", theme.dim()),
-            Span::raw(format!("{} kept", r.rows)),
-            Span::styled(format!(", {} dropped (missing)", r.dropped_rows), if r.dropped_rows > 0 { theme.warn() } else { theme.dim() }),
-            Span::styled("  features ", theme.dim()),
-            Span::raw(format!("{}", r.features)),
-            Span::styled("  target ", theme.dim()),
-            Span::raw(r.target.clone()),
+            Span::raw(format!("{} rows", r.rows)),
+            Span::styled(format!(" ({} dropped)", r.dropped_rows), dropped_style),
+            Span::raw(format!(" · {} features", r.features)),
         ]),
         Line::from(vec![
-            Span::styled("classes ", theme.dim()),
-            Span::raw(format!("{} + / {} − ({share:.1}% positive)", r.positives, r.negatives)),
-            Span::styled(format!("  positive = '{}'", r.positive_label), theme.dim()),
+            Span::raw(format!("{} + / {} −", r.positives, r.negatives)),
+            Span::styled(
+                format!(" ({share:.1}%) · {} = '{}'", r.target, r.positive_label),
+                theme.dim(),
+            ),
         ]),
         Line::from(vec![
-            Span::styled("split ", theme.dim()),
-            Span::raw(format!(
-                "{}: {} train ({} +), {} test ({} +)",
-                s.kind, s.train_rows, s.train_positives, s.test_rows, s.test_positives
-            )),
+            Span::styled(format!("{} split ", s.kind), theme.dim()),
+            Span::raw(format!("{} train / {} test", s.train_rows, s.test_rows)),
         ]),
     ];
     let mut notes: Vec<String> = Vec::new();
@@ -76,7 +96,11 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         notes.push(format!("dropped '{}' ({})", c.name, c.reason));
     }
     for e in &r.encoded {
-        notes.push(format!("encoded '{}' → {} features", e.column, e.features.len()));
+        notes.push(format!(
+            "encoded '{}' → {} features",
+            e.column,
+            e.features.len()
+        ));
     }
     for c in &s.dropped_constant_in_train {
         notes.push(format!("dropped '{c}' (constant in train)"));
@@ -89,8 +113,11 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     }
     let head_h = (lines.len() as u16).min(inner.height);
     frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: true }),
-        Rect { height: head_h, ..inner },
+        Paragraph::new(lines),
+        Rect {
+            height: head_h,
+            ..inner
+        },
     );
     let table = Rect {
         y: inner.y.saturating_add(head_h),
@@ -103,16 +130,26 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let w = table.width as usize;
     let hist_w = 12usize;
     let numw = 8usize;
-    let show_minmax = w >= 14 + 4 * (numw + 1) + hist_w + 1;
+    let show_minmax = w > 14 + 4 * (numw + 1) + hist_w;
     let name_w = w
-        .saturating_sub(if show_minmax { 4 * (numw + 1) } else { 2 * (numw + 1) })
+        .saturating_sub(if show_minmax {
+            4 * (numw + 1)
+        } else {
+            2 * (numw + 1)
+        })
         .saturating_sub(hist_w + 1)
         .clamp(4, 24);
     let mut rows = vec![Line::styled(
         if show_minmax {
-            format!("{:<name_w$} {:>numw$} {:>numw$} {:>numw$} {:>numw$} {}", "feature", "mean", "sd", "min", "max", "histogram")
+            format!(
+                "{:<name_w$} {:>numw$} {:>numw$} {:>numw$} {:>numw$} {}",
+                "feature", "mean", "sd", "min", "max", "histogram"
+            )
         } else {
-            format!("{:<name_w$} {:>numw$} {:>numw$} {}", "feature", "mean", "sd", "histogram")
+            format!(
+                "{:<name_w$} {:>numw$} {:>numw$} {}",
+                "feature", "mean", "sd", "histogram"
+            )
         },
         theme.dim(),
     )];
@@ -123,18 +160,24 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         let hist: Vec<f64> = f.hist.iter().map(|&c| c as f64).collect();
         let name = fit(&f.name, name_w);
         let text = if show_minmax {
-            format!("{name:<name_w$} {:>numw$} {:>numw$} {:>numw$} {:>numw$} ", num(f.mean), num(f.sd), num(f.min), num(f.max))
+            format!(
+                "{name:<name_w$} {:>numw$} {:>numw$} {:>numw$} {:>numw$} ",
+                num(f.mean),
+                num(f.sd),
+                num(f.min),
+                num(f.max)
+            )
         } else {
-            format!("{name:<name_w$} {:>numw$} {:>numw$} ", num(f.mean), num(f.sd))
+            format!(
+                "{name:<name_w$} {:>numw$} {:>numw$} ",
+                num(f.mean),
+                num(f.sd)
+            )
         };
         rows.push(Line::from(vec![
             Span::raw(text),
             Span::styled(sparkline(&hist), theme.series(0)),
         ]));
-    }
-    if total > visible && visible > 0 {
-        let more = format!("  {}–{} of {total} ↑↓", offset + 1, (offset + visible).min(total));
-        rows[0].spans.push(Span::styled(more, theme.dim()));
     }
     frame.render_widget(Paragraph::new(rows), table);
 }

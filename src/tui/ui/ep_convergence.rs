@@ -19,14 +19,18 @@ const TOL: f64 = 1e-4;
 pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
     let run = app.run_for(RunView::is_ep);
-    let detail = run.map_or(String::new(), |r| format!("{} {}", r.title(), r.status.word()));
+    let detail = run.map_or(String::new(), |r| {
+        format!("{} {}", r.title(), r.status.word())
+    });
     let block = pane_block(app, Pane::Ep, detail, &theme);
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let Some(run) = run.filter(|r| !r.ep.is_empty()) else {
         let msg = match run {
             Some(_) => "waiting for the first sweep…",
-            None if run_config::methods().iter().any(|m| m == "ep") => "no EP run yet: press n and choose ep",
+            None if run_config::methods().iter().any(|m| m == "ep") => {
+                "no EP run yet: press n and choose ep"
+            }
             None => "no EP engine in this build yet",
         };
         placeholder(frame, inner, msg, &theme);
@@ -55,10 +59,23 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let tol = [(first, TOL.log10()), (x_hi, TOL.log10())];
     if delta_area.height >= 3 && delta_area.width >= 12 {
         let chart = Chart::new(vec![
-            Dataset::default().data(&tol).graph_type(GraphType::Line).marker(theme.marker).style(theme.dim()),
-            Dataset::default().data(&delta).graph_type(GraphType::Line).marker(theme.marker).style(theme.fg(Color::Magenta)),
+            Dataset::default()
+                .data(&tol)
+                .graph_type(GraphType::Line)
+                .marker(theme.marker)
+                .style(theme.dim()),
+            Dataset::default()
+                .data(&delta)
+                .graph_type(GraphType::Line)
+                .marker(theme.marker)
+                .style(theme.fg(Color::Magenta)),
         ])
-        .x_axis(Axis::default().bounds([first, x_hi]).labels([format!("{first:.0}"), format!("sweep {x_hi:.0}")]).style(theme.dim()))
+        .x_axis(
+            Axis::default()
+                .bounds([first, x_hi])
+                .labels([format!("{first:.0}"), format!("sweep {x_hi:.0}")])
+                .style(theme.dim()),
+        )
         .y_axis(
             Axis::default()
                 .bounds([lo, hi])
@@ -68,13 +85,26 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         frame.render_widget(chart, delta_area);
     }
     if two && z_area.height >= 3 {
-        let z = finite(run.ep.iter().filter_map(|s| Some((s.sweep as f64, s.log_z?))));
+        let z = finite(
+            run.ep
+                .iter()
+                .filter_map(|s| Some((s.sweep as f64, s.log_z?))),
+        );
         let [zl, zh] = bounds(z.iter().map(|p| p.1));
         let chart = Chart::new(vec![
-            Dataset::default().data(&z).graph_type(GraphType::Line).marker(theme.marker).style(theme.fg(Color::Blue)),
+            Dataset::default()
+                .data(&z)
+                .graph_type(GraphType::Line)
+                .marker(theme.marker)
+                .style(theme.fg(Color::Blue)),
         ])
         .x_axis(Axis::default().bounds([first, x_hi]).style(theme.dim()))
-        .y_axis(Axis::default().bounds([zl, zh]).labels([num(zl), num(zh)]).style(theme.dim()));
+        .y_axis(
+            Axis::default()
+                .bounds([zl, zh])
+                .labels([num(zl), num(zh)])
+                .style(theme.dim()),
+        );
         frame.render_widget(chart, z_area);
     }
     let mut legend = vec![
@@ -85,7 +115,11 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         legend.push(Span::styled("━ log Z_EP", theme.fg(Color::Blue)));
     }
     frame.render_widget(Paragraph::new(Line::from(legend)), legend_area);
-    let log_z = run.record.as_ref().and_then(|r| r.log_evidence).or(last.log_z);
+    let log_z = run
+        .record
+        .as_ref()
+        .and_then(|r| r.log_evidence)
+        .or(last.log_z);
     let stats = vec![
         Line::from(vec![
             Span::styled("sweep ", theme.dim()),
@@ -101,7 +135,14 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
             Span::styled("  negative ", theme.dim()),
             Span::raw(format!("{:.1}%", 100.0 * last.negative_share)),
             Span::styled("  skipped ", theme.dim()),
-            Span::styled(format!("{}", last.skipped), if last.skipped > 0 { theme.warn() } else { theme.dim() }),
+            Span::styled(
+                format!("{}", last.skipped),
+                if last.skipped > 0 {
+                    theme.warn()
+                } else {
+                    theme.dim()
+                },
+            ),
             Span::styled("  ", theme.dim()),
             Span::raw(seconds(run.elapsed().unwrap_or(last.elapsed))),
         ]),

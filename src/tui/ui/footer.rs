@@ -20,9 +20,19 @@ pub fn header(app: &App, area: Rect, frame: &mut Frame) {
             let file = std::path::Path::new(&d.report.path)
                 .file_name()
                 .map_or(d.report.path.clone(), |f| f.to_string_lossy().into_owned());
-            spans.push(Span::styled(format!("{file} {}×{} ", d.report.rows, d.names.len()), theme.dim()));
+            let d_features = if d.names.is_empty() {
+                d.report.features
+            } else {
+                d.names.len()
+            };
+            spans.push(Span::styled(
+                format!("{file} {}×{d_features} ", d.report.rows),
+                theme.dim(),
+            ));
         }
-        DataState::Failed { path, .. } => spans.push(Span::styled(format!("{path} (not loaded) "), theme.bad())),
+        DataState::Failed { path, .. } => {
+            spans.push(Span::styled(format!("{path} (not loaded) "), theme.bad()))
+        }
     }
     if let Some(r) = app.active.and_then(|id| app.run(id)) {
         let spin = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'][(app.ticks % 10) as usize];
@@ -32,7 +42,10 @@ pub fn header(app: &App, area: Rect, frame: &mut Frame) {
         };
         spans.push(Span::styled(what, theme.warn()));
         if app.queued() > 0 {
-            spans.push(Span::styled(format!(" (+{} queued)", app.queued()), theme.dim()));
+            spans.push(Span::styled(
+                format!(" (+{} queued)", app.queued()),
+                theme.dim(),
+            ));
         }
         spans.push(Span::raw(" "));
     }
@@ -40,7 +53,10 @@ pub fn header(app: &App, area: Rect, frame: &mut Frame) {
         let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
         let room = (area.width as usize).saturating_sub(used + 2);
         spans.push(Span::styled("│ ", theme.dim()));
-        spans.push(Span::styled(fit(&s.text, room), if s.error { theme.bad() } else { theme.good() }));
+        spans.push(Span::styled(
+            fit(&s.text, room),
+            if s.error { theme.bad() } else { theme.good() },
+        ));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }

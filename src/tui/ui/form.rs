@@ -18,7 +18,11 @@ pub fn render(app: &App, form: &Form, area: Rect, frame: &mut Frame) {
     let row = |i: usize, label: &str, value: Vec<Span<'static>>| {
         let mut spans = vec![Span::styled(
             format!(" {label:<label_w$}"),
-            if form.cursor == i { theme.selected() } else { theme.dim() },
+            if form.cursor == i {
+                theme.selected()
+            } else {
+                theme.dim()
+            },
         )];
         spans.push(Span::raw(" "));
         spans.extend(value);
@@ -27,7 +31,10 @@ pub fn render(app: &App, form: &Form, area: Rect, frame: &mut Frame) {
     let mut lines = vec![row(
         0,
         "method",
-        vec![Span::styled(format!("◀ {} ▶", form.method()), theme.title())],
+        vec![Span::styled(
+            format!("◀ {} ▶", form.method()),
+            theme.title(),
+        )],
     )];
     for (i, f) in fields.iter().enumerate() {
         let v = form.value(f.flag);
@@ -40,7 +47,10 @@ pub fn render(app: &App, form: &Form, area: Rect, frame: &mut Frame) {
                 Span::styled(f.hint, theme.dim()),
             ]
         } else {
-            vec![Span::raw(v.to_string()), Span::raw(if focused { "▏" } else { "" })]
+            vec![
+                Span::raw(v.to_string()),
+                Span::raw(if focused { "▏" } else { "" }),
+            ]
         };
         lines.push(row(i + 1, f.label, value));
     }
@@ -49,12 +59,15 @@ pub fn render(app: &App, form: &Form, area: Rect, frame: &mut Frame) {
         Some(e) => lines.push(Line::styled(format!(" {e}"), theme.bad())),
         None => {
             if let Some(args) = app.data_args() {
-                lines.push(Line::styled(format!(" {}", run_config::command_line(&form.config(), args)), theme.dim()));
+                lines.push(Line::styled(
+                    format!(" {}", run_config::command_line(&form.config(), args)),
+                    theme.dim(),
+                ));
             }
         }
     }
     let w = 84u16.min(area.width);
-    let h = (lines.len() as u16).saturating_add(3);
+    let h = (lines.len() as u16).saturating_add(2);
     let r = centered(area, w, h);
     frame.render_widget(Clear, r);
     frame.render_widget(
@@ -63,7 +76,10 @@ pub fn render(app: &App, form: &Form, area: Rect, frame: &mut Frame) {
                 .borders(Borders::ALL)
                 .border_style(theme.border(true))
                 .title(Span::styled(" New run ", theme.title()))
-                .title_bottom(Span::styled(" ↑↓ field · ←→ choose · type to edit · Enter start · Esc close ", theme.dim())),
+                .title_bottom(Span::styled(
+                    " ↑↓ field · ←→ choose · type to edit · Enter start · Esc close ",
+                    theme.dim(),
+                )),
         ),
         r,
     );

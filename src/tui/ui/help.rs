@@ -28,7 +28,10 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         lines.push(Line::styled(group.title(), theme.title()));
         for b in BINDINGS.iter().filter(|b| b.group == group) {
             lines.push(Line::from(vec![
-                Span::styled(format!("  {:<11}", b.label), theme.fg(ratatui::style::Color::Cyan)),
+                Span::styled(
+                    format!("  {:<11}", b.label),
+                    theme.fg(ratatui::style::Color::Cyan),
+                ),
                 Span::raw(b.help),
             ]));
         }
@@ -46,9 +49,12 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let r = centered(area, 88, h);
     frame.render_widget(Clear, r);
     frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(Block::default().borders(Borders::ALL).border_style(theme.border(true)).title(Span::styled(" Help: keys ", theme.title()))),
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(theme.border(true))
+                .title(Span::styled(" Help: keys ", theme.title())),
+        ),
         r,
     );
 }

@@ -14,7 +14,11 @@ const EIGHTHS: [char; 8] = ['▏', '▎', '▍', '▌', '▋', '▊', '▉', '�
 /// A bar of `p ∈ [0, 1]` over `w` cells, with the 0.5 mark; returns the
 /// characters and whether each is filled.
 pub fn bar(p: f64, w: usize) -> Vec<(char, bool)> {
-    let p = if p.is_finite() { p.clamp(0.0, 1.0) } else { 0.0 };
+    let p = if p.is_finite() {
+        p.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
     let eighths = (p * (w * 8) as f64).round() as usize;
     let half = w / 2;
     (0..w)
@@ -32,12 +36,22 @@ pub fn bar(p: f64, w: usize) -> Vec<(char, bool)> {
 pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
     let run = app.run_for(|r| r.inclusion().is_some());
-    let detail = run.map_or(String::new(), |r| r.title());
+    let selected = run
+        .and_then(|r| r.inclusion())
+        .map_or(0, |p| p.iter().filter(|p| p.1 > 0.5).count());
+    let detail = run.map_or(String::new(), |r| {
+        format!("{} · {selected} above ½", r.title())
+    });
     let block = pane_block(app, Pane::Inclusion, detail, &theme);
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let Some(mut probs) = run.and_then(|r| r.inclusion()) else {
-        placeholder(frame, inner, "inclusion probabilities come from a spike-and-slab run (prior spike-slab)", &theme);
+        placeholder(
+            frame,
+            inner,
+            "inclusion probabilities come from a spike-and-slab run (prior spike-slab)",
+            &theme,
+        );
         return;
     };
     if inner.height < 2 || inner.width < 12 {
@@ -45,18 +59,24 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     }
     probs.sort_by(|a, b| b.1.total_cmp(&a.1));
     let w = inner.width as usize;
-    let name_w = probs.iter().map(|p| p.0.chars().count()).max().unwrap_or(4).clamp(4, (w / 3).max(4));
+    let name_w = probs
+        .iter()
+        .map(|p| p.0.chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, (w / 3).max(4));
     let bar_w = w.saturating_sub(name_w + 7).max(4);
     let visible = (inner.height as usize).saturating_sub(1);
-    let offset = app.inclusion_scroll.min(probs.len().saturating_sub(visible));
-    let selected = probs.iter().filter(|p| p.1 > 0.5).count();
+    let offset = app
+        .inclusion_scroll
+        .min(probs.len().saturating_sub(visible));
     let mut head = vec![' '; bar_w];
     head[0] = '0';
     let mid = bar_w / 2;
     head[mid] = '½';
     head[bar_w - 1] = '1';
     let mut lines = vec![Line::from(vec![
-        Span::styled(format!("{:<name_w$} ", fit(&format!("{selected} > ½"), name_w)), theme.dim()),
+        Span::raw(format!("{:<name_w$} ", "")),
         Span::styled(head.into_iter().collect::<String>(), theme.dim()),
     ])];
     for (name, p) in probs.iter().skip(offset).take(visible) {

@@ -61,7 +61,12 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let Some(primary) = primary else {
-        placeholder(frame, inner, "no posterior yet: coefficients appear as soon as a run reports them", &theme);
+        placeholder(
+            frame,
+            inner,
+            "no posterior yet: coefficients appear as soon as a run reports them",
+            &theme,
+        );
         return;
     };
     let series: Vec<Series> = [Some(primary), secondary]
@@ -75,23 +80,48 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         .collect();
     let order = sorted_order(&series[0].coefs);
     let sel = app.coef_sel.min(order.len().saturating_sub(1));
-    let sel_name = order.get(sel).map(|&k| series[0].coefs[k].name.clone()).unwrap_or_default();
+    let sel_name = order
+        .get(sel)
+        .map(|&k| series[0].coefs[k].name.clone())
+        .unwrap_or_default();
     let (forest_area, hist_area) = if inner.width >= 56 {
-        let [a, b] = Layout::horizontal([Constraint::Percentage(56), Constraint::Percentage(44)]).areas(inner);
+        let [a, _, b] = Layout::horizontal([
+            Constraint::Percentage(56),
+            Constraint::Length(2),
+            Constraint::Fill(1),
+        ])
+        .areas(inner);
         (a, b)
     } else if inner.height >= 16 {
-        let [a, b] = Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(inner);
+        let [a, b] =
+            Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(inner);
         (a, b)
     } else {
         (inner, Rect::default())
     };
     forest(&series, &order, sel, forest_area, frame, &theme);
-    let smc = series.iter().find(|s| s.run.is_smc() && !s.run.histograms.is_empty());
+    let smc = series
+        .iter()
+        .find(|s| s.run.is_smc() && !s.run.histograms.is_empty());
     let ep = series.iter().find(|s| s.run.is_ep());
-    histogram(&sel_name, smc, ep.or(series.first()), hist_area, frame, &theme);
+    histogram(
+        &sel_name,
+        smc,
+        ep.or(series.first()),
+        hist_area,
+        frame,
+        &theme,
+    );
 }
 
-fn forest(series: &[Series], order: &[usize], sel: usize, area: Rect, frame: &mut Frame, theme: &Theme) {
+fn forest(
+    series: &[Series],
+    order: &[usize],
+    sel: usize,
+    area: Rect,
+    frame: &mut Frame,
+    theme: &Theme,
+) {
     if area.height < 3 || area.width < 20 {
         return;
     }
@@ -100,7 +130,12 @@ fn forest(series: &[Series], order: &[usize], sel: usize, area: Rect, frame: &mu
         .map(|s| s.coefs.iter().map(|c| (c.name.as_str(), c)).collect())
         .collect();
     let w = area.width as usize;
-    let longest = series[0].coefs.iter().map(|c| c.name.chars().count()).max().unwrap_or(4);
+    let longest = series[0]
+        .coefs
+        .iter()
+        .map(|c| c.name.chars().count())
+        .max()
+        .unwrap_or(4);
     let name_w = longest.clamp(4, (w / 4).max(4));
     let val_w = if w >= 50 { 14 } else { 0 };
     let plot_w = w.saturating_sub(name_w + 1 + val_w).max(5);
@@ -132,21 +167,59 @@ fn forest(series: &[Series], order: &[usize], sel: usize, area: Rect, frame: &mu
     let mut lines = Vec::new();
     let mut legend: Vec<Span> = series
         .iter()
-        .flat_map(|s| [Span::styled("● ", s.style), Span::raw(format!("{}  ", s.run.title()))])
+        .flat_map(|s| {
+            [
+                Span::styled("● ", s.style),
+                Span::raw(format!("{}  ", s.run.title())),
+            ]
+        })
         .collect();
-    legend.push(Span::styled("mean ± 2 sd, by |mean/sd|", theme.dim()));
+    legend.push(Span::styled("mean ± 2 sd", theme.dim()));
+    if order.len() > visible {
+        legend.push(Span::styled(
+            format!(
+                "  {}–{}/{}",
+                offset + 1,
+                (offset + visible).min(order.len()),
+                order.len()
+            ),
+            theme.dim(),
+        ));
+    }
     lines.push(Line::from(legend));
     for (i, &k) in shown.iter().enumerate() {
         let name = series[0].coefs[k].name.as_str();
         for (j, s) in series.iter().enumerate() {
-            let label = if j == 0 { fit(name, name_w) } else { String::new() };
-            let label_style = if offset + i == sel && j == 0 { theme.selected() } else { Style::new() };
-            let mut spans = vec![Span::styled(format!("{label:<name_w$}"), label_style), Span::raw(" ")];
+            let label = if j == 0 {
+                fit(name, name_w)
+            } else {
+                String::new()
+            };
+            let label_style = if offset + i == sel && j == 0 {
+                theme.selected()
+            } else {
+                Style::new()
+            };
+            let mut spans = vec![
+                Span::styled(format!("{label:<name_w$}"), label_style),
+                Span::raw(" "),
+            ];
             match lookup[j].get(name) {
                 Some(c) => {
-                    spans.extend(interval(plot_w, col(0.0), col(c.mean - 2.0 * c.sd), col(c.mean + 2.0 * c.sd), col(c.mean), s.style, theme));
+                    spans.extend(interval(
+                        plot_w,
+                        col(0.0),
+                        col(c.mean - 2.0 * c.sd),
+                        col(c.mean + 2.0 * c.sd),
+                        col(c.mean),
+                        s.style,
+                        theme,
+                    ));
                     if val_w > 0 {
-                        spans.push(Span::styled(format!(" {:>7} ±{:<5}", num(c.mean), short(c.sd)), s.style));
+                        spans.push(Span::styled(
+                            format!(" {:>7} ±{:<5}", num(c.mean), short(c.sd)),
+                            s.style,
+                        ));
                     }
                 }
                 None => spans.push(Span::styled("(not in this run)", theme.dim())),
@@ -173,14 +246,9 @@ fn forest(series: &[Series], order: &[usize], sel: usize, area: Rect, frame: &mu
         put(&mut axis, z, "0");
     }
     put(&mut axis, plot_w.saturating_sub(hi_s.len()), &hi_s);
-    let more = if order.len() > visible {
-        format!(" {}–{}/{}", offset + 1, (offset + visible).min(order.len()), order.len())
-    } else {
-        String::new()
-    };
     lines.resize(area.height as usize - 1, Line::raw(""));
     lines.push(Line::from(vec![
-        Span::styled(format!("{:<name_w$} ", fit(&more, name_w)), theme.dim()),
+        Span::raw(format!("{:<name_w$} ", "")),
         Span::styled(axis.into_iter().collect::<String>(), theme.dim()),
     ]));
     frame.render_widget(Paragraph::new(lines), area);
@@ -259,7 +327,14 @@ fn density_steps(h: &Histogram) -> Vec<(f64, f64)> {
     finite(pts)
 }
 
-fn histogram(name: &str, smc: Option<&Series>, gauss: Option<&Series>, area: Rect, frame: &mut Frame, theme: &Theme) {
+fn histogram(
+    name: &str,
+    smc: Option<&Series>,
+    gauss: Option<&Series>,
+    area: Rect,
+    frame: &mut Frame,
+    theme: &Theme,
+) {
     if area.height < 4 || area.width < 16 {
         return;
     }
@@ -272,19 +347,30 @@ fn histogram(name: &str, smc: Option<&Series>, gauss: Option<&Series>, area: Rec
         .filter(|g| smc.is_none_or(|s| s.run.id != g.run.id))
         .and_then(|g| {
             let c = g.coefs.iter().find(|c| c.name == name)?;
-            (c.sd.is_finite() && c.sd > 0.0 && c.mean.is_finite()).then_some((c.mean, c.sd, g.style, g.run.title()))
+            (c.sd.is_finite() && c.sd > 0.0 && c.mean.is_finite()).then_some((
+                c.mean,
+                c.sd,
+                g.style,
+                g.run.title(),
+            ))
         });
-    let [title_area, chart_area] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
+    let [title_area, chart_area] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
     let mut title = vec![Span::styled(format!(" {name} "), theme.title())];
     if let (Some((_, style)), Some(s)) = (&hist, smc) {
-        title.push(Span::styled(format!("▇ {} particles ", s.run.title()), *style));
+        title.push(Span::styled(format!("▇ {} ", s.run.title()), *style));
     }
     if let Some((_, _, style, t)) = &normal {
-        title.push(Span::styled(format!("━ {t} N(m, s²)"), *style));
+        title.push(Span::styled(format!("━ {t} Gaussian"), *style));
     }
     frame.render_widget(Paragraph::new(Line::from(title)), title_area);
     if hist.is_none() && normal.is_none() {
-        placeholder(frame, chart_area, "no particle histogram or Gaussian for this coefficient", theme);
+        placeholder(
+            frame,
+            chart_area,
+            "no particle histogram or Gaussian for this coefficient",
+            theme,
+        );
         return;
     }
     let hist_pts = hist.as_ref().map(|h| h.0.clone()).unwrap_or_default();
@@ -304,17 +390,42 @@ fn histogram(name: &str, smc: Option<&Series>, gauss: Option<&Series>, area: Rec
             (x, normal_pdf(x, m, s))
         }))
     });
-    let ymax = hist_pts.iter().chain(&curve).map(|p| p.1).fold(0.0, f64::max);
-    let ymax = if ymax > 0.0 && ymax.is_finite() { ymax * 1.05 } else { 1.0 };
+    let ymax = hist_pts
+        .iter()
+        .chain(&curve)
+        .map(|p| p.1)
+        .fold(0.0, f64::max);
+    let ymax = if ymax > 0.0 && ymax.is_finite() {
+        ymax * 1.05
+    } else {
+        1.0
+    };
     let mut ds = Vec::new();
     if let Some((_, style)) = &hist {
-        ds.push(Dataset::default().data(&hist_pts).graph_type(GraphType::Line).marker(theme.marker).style(*style));
+        ds.push(
+            Dataset::default()
+                .data(&hist_pts)
+                .graph_type(GraphType::Line)
+                .marker(theme.marker)
+                .style(*style),
+        );
     }
     if let Some((_, _, style, _)) = &normal {
-        ds.push(Dataset::default().data(&curve).graph_type(GraphType::Line).marker(theme.marker).style(*style));
+        ds.push(
+            Dataset::default()
+                .data(&curve)
+                .graph_type(GraphType::Line)
+                .marker(theme.marker)
+                .style(*style),
+        );
     }
     let chart = Chart::new(ds)
-        .x_axis(Axis::default().bounds([lo, hi]).labels([num(lo), num(hi)]).style(theme.dim()))
+        .x_axis(
+            Axis::default()
+                .bounds([lo, hi])
+                .labels([num(lo), num(hi)])
+                .style(theme.dim()),
+        )
         .y_axis(Axis::default().bounds([0.0, ymax]).style(theme.dim()));
     frame.render_widget(chart, chart_area);
 }

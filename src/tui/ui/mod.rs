@@ -61,7 +61,8 @@ fn grid(app: &App, area: Rect, frame: &mut Frame) {
         Constraint::Percentage(32),
     ])
     .areas(top);
-    let [m, i] = Layout::horizontal([Constraint::Percentage(68), Constraint::Percentage(32)]).areas(mid);
+    let [m, i] =
+        Layout::horizontal([Constraint::Percentage(68), Constraint::Percentage(32)]).areas(mid);
     render_pane(app, Pane::Dataset, d, frame);
     render_pane(app, Pane::Smc, s, frame);
     render_pane(app, Pane::Ep, e, frame);

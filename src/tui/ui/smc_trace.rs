@@ -16,14 +16,18 @@ use ratatui::style::Color;
 pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
     let run = app.run_for(RunView::is_smc);
-    let detail = run.map_or(String::new(), |r| format!("{} {}", r.title(), r.status.word()));
+    let detail = run.map_or(String::new(), |r| {
+        format!("{} {}", r.title(), r.status.word())
+    });
     let block = pane_block(app, Pane::Smc, detail, &theme);
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let Some(run) = run.filter(|r| !r.smc.is_empty()) else {
         let msg = match run {
             Some(_) => "waiting for the first stage…",
-            None if run_config::methods().iter().any(|m| m == "smc") => "no SMC run yet: press n and choose smc",
+            None if run_config::methods().iter().any(|m| m == "smc") => {
+                "no SMC run yet: press n and choose smc"
+            }
             None => "no SMC engine in this build yet",
         };
         placeholder(frame, inner, msg, &theme);
@@ -48,14 +52,35 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let gam = finite(run.smc.iter().map(|s| (s.stage as f64, s.gamma / gamma_t)));
     let acc = finite(run.smc.iter().map(|s| (s.stage as f64, s.acceptance)));
     let x_hi = (last.stage as f64).max(2.0);
-    let x_lo = run.smc.iter().next().map_or(1.0, |s| s.stage as f64).min(x_hi - 1.0);
+    let x_lo = run
+        .smc
+        .iter()
+        .next()
+        .map_or(1.0, |s| s.stage as f64)
+        .min(x_hi - 1.0);
     let tau_line = [(x_lo, tau), (x_hi, tau)];
     if chart_area.height >= 3 && chart_area.width >= 12 {
         let ds = vec![
-            Dataset::default().data(&tau_line).graph_type(GraphType::Line).marker(theme.marker).style(theme.dim()),
-            Dataset::default().data(&gam).graph_type(GraphType::Line).marker(theme.marker).style(theme.fg(Color::Yellow)),
-            Dataset::default().data(&acc).graph_type(GraphType::Line).marker(theme.marker).style(theme.fg(Color::Green)),
-            Dataset::default().data(&ess).graph_type(GraphType::Line).marker(theme.marker).style(theme.fg(Color::Cyan)),
+            Dataset::default()
+                .data(&tau_line)
+                .graph_type(GraphType::Line)
+                .marker(theme.marker)
+                .style(theme.dim()),
+            Dataset::default()
+                .data(&gam)
+                .graph_type(GraphType::Line)
+                .marker(theme.marker)
+                .style(theme.fg(Color::Yellow)),
+            Dataset::default()
+                .data(&acc)
+                .graph_type(GraphType::Line)
+                .marker(theme.marker)
+                .style(theme.fg(Color::Green)),
+            Dataset::default()
+                .data(&ess)
+                .graph_type(GraphType::Line)
+                .marker(theme.marker)
+                .style(theme.fg(Color::Cyan)),
         ];
         let chart = Chart::new(ds)
             .x_axis(
@@ -64,7 +89,12 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
                     .labels([format!("{x_lo:.0}"), format!("stage {x_hi:.0}")])
                     .style(theme.dim()),
             )
-            .y_axis(Axis::default().bounds([0.0, 1.0]).labels(["0", "½", "1"]).style(theme.dim()));
+            .y_axis(
+                Axis::default()
+                    .bounds([0.0, 1.0])
+                    .labels(["0", "½", "1"])
+                    .style(theme.dim()),
+            );
         frame.render_widget(chart, chart_area);
     }
     let legend = Line::from(vec![
@@ -79,27 +109,33 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     } else {
         f64::NAN
     };
-    let log_z = run.record.as_ref().and_then(|r| r.log_evidence).unwrap_or(last.log_z);
+    let log_z = run
+        .record
+        .as_ref()
+        .and_then(|r| r.log_evidence)
+        .unwrap_or(last.log_z);
     let stats = vec![
         Line::from(vec![
             Span::styled("stage ", theme.dim()),
             Span::raw(format!("{}", last.stage)),
-            Span::styled("  γ ", theme.dim()),
-            Span::raw(format!("{} / {}", num(last.gamma), num(gamma_t))),
-            Span::styled("  log Z ", theme.dim()),
+            Span::styled(" γ ", theme.dim()),
+            Span::raw(format!("{}/{}", num(last.gamma), num(gamma_t))),
+            Span::styled(" log Z ", theme.dim()),
             Span::raw(num(log_z)),
         ]),
         Line::from(vec![
             Span::styled("ESS ", theme.dim()),
             Span::raw(format!("{:.0}%", 100.0 * last.ess_frac)),
-            Span::styled("  acc ", theme.dim()),
+            Span::styled(" acc ", theme.dim()),
             Span::raw(format!("{:.0}%", 100.0 * last.acceptance)),
-            Span::styled("  K ", theme.dim()),
+            Span::raw(format!(
+                " {}",
+                seconds(run.elapsed().unwrap_or(last.elapsed))
+            )),
+            Span::raw(format!(" {}", si(rate))),
+            Span::styled(" evals/s", theme.dim()),
+            Span::styled(" K ", theme.dim()),
             Span::raw(format!("{}", last.moves)),
-            Span::styled("  ", theme.dim()),
-            Span::raw(seconds(run.elapsed().unwrap_or(last.elapsed))),
-            Span::styled("  ", theme.dim()),
-            Span::raw(format!("{} evals/s", si(rate))),
         ]),
     ];
     frame.render_widget(Paragraph::new(stats), stats_area);
