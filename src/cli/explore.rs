@@ -60,6 +60,7 @@ impl ViewArgs {
             },
             fps: self.fps,
             export_dir: self.export_dir.clone(),
+            latency_log: std::env::var_os("PACAUC_LATENCY_LOG").map(PathBuf::from),
         })
     }
 }

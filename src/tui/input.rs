@@ -8,7 +8,8 @@ use crate::app::keys::Key;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Input {
-    Key(Key),
+    /// A key and when it was read (for the latency log).
+    Key(Key, std::time::Instant),
     Resize,
 }
 
@@ -49,7 +50,7 @@ pub fn spawn(tx: Sender<Input>) -> std::io::Result<()> {
         .spawn(move || {
             loop {
                 let msg = match event::read() {
-                    Ok(Event::Key(k)) => key(k).map(Input::Key),
+                    Ok(Event::Key(k)) => key(k).map(|k| Input::Key(k, std::time::Instant::now())),
                     Ok(Event::Resize(..)) => Some(Input::Resize),
                     Ok(_) => None,
                     Err(_) => break,

@@ -32,6 +32,9 @@ pub struct Options {
     pub fps: f64,
     /// Folder of exported run records.
     pub export_dir: PathBuf,
+    /// Appends, per key, the milliseconds from reading it to the end of the
+    /// frame that shows its effect (`PACAUC_LATENCY_LOG`; for benchmarks).
+    pub latency_log: Option<PathBuf>,
 }
 
 /// Refuses to draw a full-screen UI into a pipe or a file.
@@ -269,6 +272,14 @@ fn frame_loop(
     let mut last_draw = Instant::now();
     let mut next_tick = Instant::now() + tick;
     let draw_err = |e: std::io::Error| format!("cannot draw: {e}");
+    let mut key_read: Option<Instant> = None;
+    let mut latency_log = options.latency_log.as_ref().and_then(|p| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .ok()
+    });
     loop {
         if app.quit {
             return Ok(());
@@ -284,6 +295,14 @@ fn frame_loop(
             last_draw = Instant::now();
             dirty = false;
             urgent = false;
+            if let (Some(t), Some(log)) = (key_read.take(), latency_log.as_mut()) {
+                use std::io::Write;
+                let _ = writeln!(
+                    log,
+                    "{:.3}",
+                    last_draw.duration_since(t).as_secs_f64() * 1e3
+                );
+            }
         }
         let now = Instant::now();
         let mut timeout = Duration::from_secs(3600);
@@ -297,7 +316,10 @@ fn frame_loop(
             recv(input) -> m => {
                 let Ok(m) = m else { return Err("the terminal's input closed".into()) };
                 let msg = match m {
-                    Input::Key(k) => Msg::Key(k),
+                    Input::Key(k, t) => {
+                        key_read.get_or_insert(t);
+                        Msg::Key(k)
+                    }
                     Input::Resize => {
                         terminal.autoresize().map_err(draw_err)?;
                         Msg::Resize
