@@ -112,6 +112,13 @@ pub const FIELDS: &[FieldSpec] = &[
         Applies::Method("smc")
     ),
     field!(
+        "kernel",
+        "move kernel",
+        "",
+        &["default", "rw", "pcn", "gpcn"],
+        Applies::Method("smc")
+    ),
+    field!(
         "damping",
         "damping η",
         "default 0.7",
