@@ -17,7 +17,7 @@ pub mod theme;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Tabs};
+use ratatui::widgets::{Paragraph, Tabs, Wrap};
 
 use crate::app::{App, Overlay, Pane};
 use theme::Theme;
@@ -97,7 +97,10 @@ pub fn render(app: &App, frame: &mut Frame) {
             "terminal too small ({}×{}): pacauc needs {MIN_WIDTH}×{MIN_HEIGHT}; q quits",
             area.width, area.height
         );
-        frame.render_widget(Paragraph::new(Line::from(Span::raw(msg))), area);
+        frame.render_widget(
+            Paragraph::new(Line::from(Span::raw(msg))).wrap(Wrap { trim: true }),
+            area,
+        );
         return;
     }
     let [head, body, foot] = Layout::vertical([

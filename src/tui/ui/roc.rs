@@ -32,8 +32,18 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         return;
     }
     let (roc_area, table_area) = if inner.width >= 70 {
-        let [a, b] = Layout::horizontal([Constraint::Percentage(38), Constraint::Percentage(62)])
-            .areas(inner);
+        // Roughly square in the terminal's 1:2 cells, at most 45% of the width.
+        let w = inner
+            .height
+            .saturating_mul(2)
+            .saturating_add(8)
+            .clamp(24, inner.width * 45 / 100);
+        let [a, _, b] = Layout::horizontal([
+            Constraint::Length(w),
+            Constraint::Length(2),
+            Constraint::Fill(1),
+        ])
+        .areas(inner);
         (a, b)
     } else if inner.height >= 14 {
         let [a, b] =
