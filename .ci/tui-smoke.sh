@@ -12,10 +12,10 @@ cargo build --release --quiet
 BIN="$PWD/target/release/pacauc"
 WORK=$(mktemp -d)
 S="pacauc-smoke-$$"
-cleanup() { tmux kill-session -t "$S" 2>/dev/null || true; rm -rf "$WORK"; }
+cleanup() { tmux -L "$S" kill-server 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-screen() { tmux capture-pane -p -t "$S"; }
+screen() { tmux -L "$S" capture-pane -p -t "$S"; }
 fail() { echo "tui-smoke: FAILED: $*"; echo "---- screen ----"; screen || true; exit 1; }
 # wait_for PATTERN [SECONDS]: until the screen matches (grep -E).
 wait_for() {
@@ -25,7 +25,7 @@ wait_for() {
     [ "$t" -lt $((limit * 5)) ] || fail "timed out waiting for /$pat/"
   done
 }
-key() { tmux send-keys -t "$S" "$@"; sleep 0.3; }
+key() { tmux -L "$S" send-keys -t "$S" "$@"; sleep 0.3; }
 
 # SMC and EP when this build has them; the baselines stand in for what is missing.
 HELP=$("$BIN" fit -h | grep -- "--method")
@@ -34,7 +34,7 @@ for m in smc ep; do grep -qE "possible values:.*\b$m\b" <<<"$HELP" && METHODS+=(
 for m in logit rankboost; do [ "${#METHODS[@]}" -lt 2 ] && METHODS+=("$m"); done
 echo "tui-smoke: methods ${METHODS[*]}"
 
-tmux new-session -d -s "$S" -x 120 -y 40 \
+tmux -L "$S" new-session -d -s "$S" -x 120 -y 40 \
   "cd '$PWD' && '$BIN' explore demo-data/sparse_linear.csv --no-autorun --export-dir '$WORK'; echo EXITED \$?; sleep 60"
 wait_for '1 Dataset'
 wait_for 'no runs yet'
@@ -88,9 +88,9 @@ screen | grep -qE "$METHOD .*done .*$TEST_AUC" || fail "the table does not show 
 
 key q
 wait_for 'EXITED 0'
-tmux kill-session -t "$S"
+tmux -L "$S" kill-session -t "$S"
 
-tmux new-session -d -s "$S" -x 120 -y 40 "cd '$PWD' && '$BIN' replay '$FILE'; echo EXITED \$?; sleep 60"
+tmux -L "$S" new-session -d -s "$S" -x 120 -y 40 "cd '$PWD' && '$BIN' replay '$FILE'; echo EXITED \$?; sleep 60"
 wait_for 'replaying 1 run record'
 SCREEN=$(screen)
 echo "$SCREEN"

@@ -13,20 +13,20 @@ METHOD="${2:-smc}"
 WINDOW="${3:-10}"
 BIN="$PWD/target/release/pacauc"
 S="pacauc-measure-$$"
-trap 'tmux kill-session -t "$S" 2>/dev/null || true' EXIT
-screen() { tmux capture-pane -p -t "$S"; }
+trap 'tmux -L "$S" kill-server 2>/dev/null || true' EXIT
+screen() { tmux -L "$S" capture-pane -p -t "$S"; }
 wait_for() { local t=0; while ! screen | grep -qE -- "$1"; do sleep 0.05; t=$((t+1)); [ $t -lt 2400 ] || { echo "timeout: $1"; screen; exit 1; }; done; }
 now_ms() { date +%s%N | awk '{printf "%.1f", $1/1e6}'; }
 
 LOG=$(mktemp)
-tmux new-session -d -s "$S" -x 120 -y 40 "PACAUC_LATENCY_LOG='$LOG' '$BIN' explore '$DATA' --no-autorun; sleep 600"
+tmux -L "$S" new-session -d -s "$S" -x 120 -y 40 "PACAUC_LATENCY_LOG='$LOG' '$BIN' explore '$DATA' --no-autorun; sleep 600"
 wait_for '1 Dataset'
-tmux send-keys -t "$S" n; wait_for 'New run'
-for _ in $(seq 1 12); do screen | grep -q "◀ $METHOD ▶" && break; tmux send-keys -t "$S" Right; sleep 0.2; done
-tmux send-keys -t "$S" Enter
+tmux -L "$S" send-keys -t "$S" n; wait_for 'New run'
+for _ in $(seq 1 12); do screen | grep -q "◀ $METHOD ▶" && break; tmux -L "$S" send-keys -t "$S" Right; sleep 0.2; done
+tmux -L "$S" send-keys -t "$S" Enter
 wait_for "$METHOD +. running"
 : >"$LOG"
-PANE_PID=$(tmux display -p -t "$S" '#{pane_pid}')
+PANE_PID=$(tmux -L "$S" display -p -t "$S" '#{pane_pid}')
 PID=$(pgrep -P "$PANE_PID" pacauc || echo "$PANE_PID")
 HZ=$(getconf CLK_TCK)
 ticks() { awk '{print $14 + $15}' "/proc/$PID/task/$1/stat"; }
@@ -36,10 +36,10 @@ START=$(now_ms)
 
 LAT=()
 for i in $(seq 1 10); do
-  a=$(now_ms); tmux send-keys -t "$S" '?'; while ! screen | grep -q 'Help: keys'; do sleep 0.005; done; b=$(now_ms)
+  a=$(now_ms); tmux -L "$S" send-keys -t "$S" '?'; while ! screen | grep -q 'Help: keys'; do sleep 0.005; done; b=$(now_ms)
   LAT+=("$(awk -v a="$a" -v b="$b" 'BEGIN{print b-a}')")
   sleep 0.3
-  a=$(now_ms); tmux send-keys -t "$S" Escape; while screen | grep -q 'Help: keys'; do sleep 0.005; done; b=$(now_ms)
+  a=$(now_ms); tmux -L "$S" send-keys -t "$S" Escape; while screen | grep -q 'Help: keys'; do sleep 0.005; done; b=$(now_ms)
   LAT+=("$(awk -v a="$a" -v b="$b" 'BEGIN{print b-a}')")
   sleep 0.3
 done
