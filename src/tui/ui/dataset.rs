@@ -15,16 +15,16 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let (info, detail) = match &app.data {
         DataState::Failed { path, error } => {
             let block = pane_block(app, Pane::Dataset, "load error".into(), &theme);
-            let text = vec![
+            let mut text = vec![
                 Line::styled(format!("Could not load {path}"), theme.bad()),
                 Line::raw(""),
-                Line::raw(error.clone()),
-                Line::raw(""),
-                Line::styled(
-                    "Fix the options and start again: pacauc explore FILE.csv [--target COL] [--positive VALUE] [--drop COL]…",
-                    theme.dim(),
-                ),
             ];
+            text.extend(error.lines().map(|l| Line::raw(l.to_string())));
+            text.push(Line::raw(""));
+            text.push(Line::styled(
+                "Fix the options and start again: pacauc explore FILE.csv [--target COL] [--positive VALUE] [--drop COL]…",
+                theme.dim(),
+            ));
             frame.render_widget(
                 Paragraph::new(text).block(block).wrap(Wrap { trim: false }),
                 area,
