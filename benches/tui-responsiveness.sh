@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Responsiveness of the explorer while an engine runs (not part of CI):
-#   benches/tui-responsiveness.sh [DATA.csv] [METHOD] [SECONDS]
+#   [PARTICLES=N] benches/tui-responsiveness.sh [DATA.csv] [METHOD] [SECONDS]
 # Starts `pacauc explore DATA --no-autorun` in tmux at 120×40, starts METHOD from
 # the run form, then, while it runs: the key-to-screen latency of `?` (help
 # opens / closes, measured by polling tmux capture-pane, so it includes tmux's
@@ -23,6 +23,11 @@ tmux -L "$S" new-session -d -s "$S" -x 120 -y 40 "PACAUC_LATENCY_LOG='$LOG' '$BI
 wait_for '1 Dataset'
 tmux -L "$S" send-keys -t "$S" n; wait_for 'New run'
 for _ in $(seq 1 12); do screen | grep -q "◀ $METHOD ▶" && break; tmux -L "$S" send-keys -t "$S" Right; sleep 0.2; done
+if [ -n "${PARTICLES:-}" ]; then # SMC: the 4th field below the method (prior, ϑ, γ, N)
+  for _ in 1 2 3 4; do tmux -L "$S" send-keys -t "$S" Down; done
+  tmux -L "$S" send-keys -t "$S" "$PARTICLES"; sleep 0.3
+  screen | grep -qE "particles N +$PARTICLES" || { echo "could not set particles"; screen; exit 1; }
+fi
 tmux -L "$S" send-keys -t "$S" Enter
 wait_for "$METHOD +. running"
 : >"$LOG"
@@ -47,6 +52,7 @@ REST=$(awk -v s="$START" -v n="$(now_ms)" -v w="$WINDOW" 'BEGIN{r=w-(n-s)/1000; 
 sleep "$REST"
 END=$(now_ms)
 still=$(screen | grep -cE "$METHOD +. running" || true)
+echo "engine progress at the end: $(screen | grep -oE 'stage [0-9]+ γ [^ ]+|sweep [0-9]+ ' | head -1)"
 echo "key → screen latency over ${#LAT[@]} presses (ms): $(printf '%s\n' "${LAT[@]}" | sort -n | awk '{a[NR]=$1} END{printf "min %.0f  median %.0f  max %.0f", a[1], a[int((NR+1)/2)], a[NR]}')"
 echo "inside pacauc, key read → frame drawn (ms): $(sort -n "$LOG" | awk '{a[NR]=$1} END{printf "min %.2f  median %.2f  max %.2f (n = %d)", a[1], a[int((NR+1)/2)], a[NR], NR}')"
 echo "CPU per thread over $(awk -v s="$START" -v e="$END" 'BEGIN{printf "%.1f", (e-s)/1000}') s (% of one core); engine still running at the end: $([ "$still" -gt 0 ] && echo yes || echo NO):"
