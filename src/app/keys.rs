@@ -181,7 +181,7 @@ pub const BINDINGS: &[Binding] = &[
     bind!(
         "1-6",
         "pane",
-        "focus pane 1–6 (Dataset, SMC, EP, Marginals, Inclusion, Results)",
+        "focus pane 1–6 (Dataset … Results)",
         Navigation,
         0,
         [],
@@ -190,7 +190,7 @@ pub const BINDINGS: &[Binding] = &[
     bind!(
         "↑↓ jk",
         "select",
-        "move the selection in the focused pane (coefficient, feature, run)",
+        "move the selection (coefficient, feature, run)",
         Navigation,
         10,
         [Up, Down, Char('k'), Char('j')],

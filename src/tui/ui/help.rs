@@ -36,15 +36,23 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
             ]));
         }
     }
-    lines.push(Line::styled("Run form", theme.title()));
     let form: Vec<String> = FORM_KEYS.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    lines.push(Line::raw(format!("  {}", form.join(" · "))));
-    lines.push(Line::raw(""));
-    lines.push(Line::styled(
+    lines.push(Line::from(vec![
+        Span::styled("Run form ", theme.title()),
+        Span::raw(form.join(" · ")),
+    ]));
+    // Notes only where there is room.
+    let notes = [
         "Marginals: mean ± 2 sd per coefficient; the selected one's SMC particle histogram with the EP Gaussian overlaid.",
-        theme.dim(),
-    ));
-    lines.push(Line::styled("Esc or ? closes this help.", theme.dim()));
+        "Esc or ? closes this help.",
+    ];
+    let room = (area.height as usize).saturating_sub(lines.len() + 2);
+    if room > notes.len() {
+        lines.push(Line::raw(""));
+    }
+    for n in notes.iter().take(room.saturating_sub(1)) {
+        lines.push(Line::styled(*n, theme.dim()));
+    }
     let h = (lines.len() as u16).saturating_add(2);
     let r = centered(area, 88, h);
     frame.render_widget(Clear, r);

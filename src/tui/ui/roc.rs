@@ -37,7 +37,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
             .height
             .saturating_mul(2)
             .saturating_add(8)
-            .clamp(24, inner.width * 45 / 100);
+            .clamp(24, (u32::from(inner.width) * 45 / 100).max(24) as u16);
         let [a, _, b] = Layout::horizontal([
             Constraint::Length(w),
             Constraint::Length(2),
