@@ -56,10 +56,45 @@ fn particles(mean: &[f64], sd: &[f64], n: usize, seed: u64) -> (Particles, Vec<H
     )
 }
 
+/// A "posterior" that ranks like the data: the difference of the class means
+/// of the standardised training rows (a crude linear discriminant).
+pub fn posterior_of(p: &crate::engine::data::Prepared) -> (Vec<f64>, Vec<f64>) {
+    let x = &p.train.x;
+    let y = &p.train.y;
+    let (np, nn) = (
+        p.train.positives().max(1) as f64,
+        p.train.negatives().max(1) as f64,
+    );
+    let mean = (0..x.ncols())
+        .map(|k| {
+            let (mut a, mut b) = (0.0, 0.0);
+            for (i, &yi) in y.iter().enumerate() {
+                if yi { a += x[(i, k)] } else { b += x[(i, k)] }
+            }
+            3.0 * (a / np - b / nn)
+        })
+        .collect();
+    let sd = (0..x.ncols())
+        .map(|k| 0.3 + 0.05 * (k % 3) as f64)
+        .collect();
+    (mean, sd)
+}
+
 /// An SMC run: `stages` stages from γ = 0 to `gamma`.
 pub fn smc(names: &[String], gamma: f64, stages: usize, seed: u64) -> Script {
+    smc_with(names, posterior(names.len()), gamma, stages, seed)
+}
+
+/// An SMC run around a given posterior (mean, sd).
+pub fn smc_with(
+    names: &[String],
+    post: (Vec<f64>, Vec<f64>),
+    gamma: f64,
+    stages: usize,
+    seed: u64,
+) -> Script {
     let d = names.len();
-    let (mean, sd) = posterior(d);
+    let (mean, sd) = post;
     let stages = stages.max(1);
     let mut events = Vec::new();
     let mut log_z = 0.0;
@@ -108,8 +143,18 @@ pub fn smc(names: &[String], gamma: f64, stages: usize, seed: u64) -> Script {
 /// An EP run converging geometrically in `sweeps` sweeps; with `spike_slab`
 /// the fit carries inclusion probabilities.
 pub fn ep(names: &[String], gamma: f64, sweeps: usize, spike_slab: bool) -> Script {
-    let d = names.len();
-    let (mean, sd) = posterior(d);
+    ep_with(names, posterior(names.len()), gamma, sweeps, spike_slab)
+}
+
+/// An EP run around a given posterior (mean, sd).
+pub fn ep_with(
+    names: &[String],
+    post: (Vec<f64>, Vec<f64>),
+    gamma: f64,
+    sweeps: usize,
+    spike_slab: bool,
+) -> Script {
+    let (mean, sd) = post;
     // EP is a little narrower than the particles, as on real data.
     let sd: Vec<f64> = sd.iter().map(|s| 0.85 * s).collect();
     let sweeps = sweeps.max(1);

@@ -41,8 +41,8 @@ fn live() -> App {
     let (ds, p, _) = testkit::demo();
     let mut app = empty();
     let names = p.names.clone();
-    let ep = testkit::ep(&names, 449.0, 12, true);
-    let smc = testkit::smc(&names, 449.0, 8, 1);
+    let ep = testkit::ep_with(&names, testkit::posterior_of(&p), 449.0, 12, true);
+    let smc = testkit::smc_with(&names, testkit::posterior_of(&p), 449.0, 8, 1);
     let cfg = |m: &str| pacauc::app::run_config::RunConfig::new(m);
     app.enqueue(cfg("ep"));
     app.enqueue(cfg("logit"));
@@ -55,7 +55,7 @@ fn live() -> App {
         1,
         WorkerEvent::Finished(Box::new(testkit::record(&ds, &p, &ep))),
     );
-    let mut logit = testkit::ep(&names, 449.0, 1, false);
+    let mut logit = testkit::ep_with(&names, testkit::posterior_of(&p), 449.0, 1, false);
     logit.fit.engine = "logit".into();
     logit.events.clear();
     feed(
@@ -83,7 +83,7 @@ fn live() -> App {
 fn finished() -> App {
     let (ds, p, _) = testkit::demo();
     let mut app = live();
-    let smc = testkit::smc(&p.names, 449.0, 8, 1);
+    let smc = testkit::smc_with(&p.names, testkit::posterior_of(&p), 449.0, 8, 1);
     for e in &smc.events[5..] {
         feed(&mut app, 3, WorkerEvent::Event(e.clone()));
     }
@@ -169,8 +169,16 @@ fn load_error_is_shown() {
 #[test]
 fn replay_shows_the_records() {
     let (ds, p, _) = testkit::demo();
-    let smc = testkit::record(&ds, &p, &testkit::smc(&p.names, 449.0, 8, 1));
-    let ep = testkit::record(&ds, &p, &testkit::ep(&p.names, 449.0, 12, true));
+    let smc = testkit::record(
+        &ds,
+        &p,
+        &testkit::smc_with(&p.names, testkit::posterior_of(&p), 449.0, 8, 1),
+    );
+    let ep = testkit::record(
+        &ds,
+        &p,
+        &testkit::ep_with(&p.names, testkit::posterior_of(&p), 449.0, 12, true),
+    );
     // Through JSON, as `pacauc replay` reads them.
     let back = |r: &pacauc::engine::record::RunRecord| {
         pacauc::engine::record::RunRecord::from_json(&r.to_json()).unwrap()
