@@ -160,11 +160,11 @@ impl App {
         } else {
             RunStatus::Running
         };
-        let t = format!(
-            "{} {}",
-            r.title(),
-            if paused { "paused" } else { "resumed" }
-        );
+        let t = if paused {
+            "paused: space resumes, c cancels".to_string()
+        } else {
+            format!("{} resumed", r.title())
+        };
         self.say(t, false);
         vec![Command::Pause { run: id, paused }]
     }

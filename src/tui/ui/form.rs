@@ -67,7 +67,13 @@ pub fn render(app: &App, form: &Form, area: Rect, frame: &mut Frame) {
         }
     }
     let w = 84u16.min(area.width);
-    let h = (lines.len() as u16).saturating_add(2);
+    // Height after wrapping (the error and the command can be long).
+    let inner_w = usize::from(w.saturating_sub(2)).max(1);
+    let rows: usize = lines
+        .iter()
+        .map(|l| l.width().div_ceil(inner_w).max(1))
+        .sum();
+    let h = u16::try_from(rows).unwrap_or(u16::MAX).saturating_add(2);
     let r = centered(area, w, h);
     frame.render_widget(Clear, r);
     frame.render_widget(
