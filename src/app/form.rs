@@ -126,6 +126,13 @@ pub const FIELDS: &[FieldSpec] = &[
         Applies::Method("ep")
     ),
     field!(
+        "tol",
+        "tolerance",
+        "default 1e-4 (relative change)",
+        &[],
+        Applies::Method("ep")
+    ),
+    field!(
         "lambda",
         "penalty λ",
         "empty = by cross-validation",

@@ -176,16 +176,16 @@ impl RunView {
             (None, Some(e)) => (&e.mean, &e.sd),
             (None, None) => return Vec::new(),
         };
+        // An engine may leave out the sds of intermediate sweeps (costly to form).
         mean.iter()
-            .zip(sd)
             .enumerate()
-            .map(|(k, (&mean, &sd))| Coef {
+            .map(|(k, &mean)| Coef {
                 name: names
                     .get(k)
                     .cloned()
                     .unwrap_or_else(|| format!("θ{}", k + 1)),
                 mean,
-                sd,
+                sd: sd.get(k).copied().unwrap_or(f64::NAN),
             })
             .collect()
     }
@@ -210,6 +210,18 @@ impl RunView {
         let a = self.smc.last().map(|s| s.elapsed);
         let b = self.ep.last().map(|s| s.elapsed);
         a.into_iter().chain(b).reduce(f64::max)
+    }
+
+    /// EP's convergence tolerance (its settings, else the default 1e-4).
+    pub fn ep_tol(&self) -> f64 {
+        let from_record = self
+            .record
+            .as_ref()
+            .and_then(|r| r.parameters.get("tol")?.as_f64());
+        from_record
+            .or_else(|| self.config.get("tol")?.parse().ok())
+            .filter(|t: &f64| t.is_finite() && *t > 0.0)
+            .unwrap_or(1e-4)
     }
 
     /// The target ESS fraction τ of an SMC run (its settings, else 0.5).

@@ -268,3 +268,22 @@ fn load_failure_is_a_state_not_a_crash() {
     assert_eq!(app.overlay, Overlay::None);
     assert!(app.status.as_ref().unwrap().error);
 }
+
+#[test]
+fn sweeps_without_sds_still_give_means() {
+    let (mut app, _, p) = app();
+    let id = started(&app.enqueue(RunConfig::new("logit")))[0];
+    let mut script = testkit::ep(&p.names, 450.0, 3, false);
+    for e in &mut script.events {
+        if let crate::engine::Event::EpSweep(s) = e {
+            s.sd.clear();
+        }
+        update(&mut app, msg(id, WorkerEvent::Event(e.clone())));
+    }
+    let coefs = app.run(id).unwrap().coefficients(&p.names);
+    assert_eq!(coefs.len(), p.names.len());
+    assert!(coefs.iter().all(|c| c.mean.is_finite() && c.sd.is_nan()));
+    // The panes draw it (NaN never reaches a chart).
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
+    t.draw(|f| crate::tui::ui::render(&app, f)).unwrap();
+}

@@ -13,9 +13,6 @@ use super::theme::Theme;
 use crate::app::run::RunView;
 use crate::app::{App, Pane, run_config};
 
-/// EP's default relative tolerance (ALGORITHMS.md §4), drawn as a guide.
-const TOL: f64 = 1e-4;
-
 pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
     let run = app.run_for(RunView::is_ep);
@@ -45,18 +42,22 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     ])
     .areas(inner);
     let last = run.ep.last().expect("non-empty");
-    let first = run.ep.iter().next().map_or(1.0, |s| s.sweep as f64);
-    let x_hi = (last.sweep as f64).max(first + 1.0);
+    let tol_v = run.ep_tol();
+    // x is the sweep's position in the run: tuning loops (ARD, γ by CV) restart
+    // the sweep count, and the trace must not double back.
+    let first = 1.0;
+    let x_hi = (run.ep.len() as f64).max(first + 1.0);
     let delta = finite(
         run.ep
             .iter()
-            .filter(|s| s.delta > 0.0)
-            .map(|s| (s.sweep as f64, s.delta.log10())),
+            .enumerate()
+            .filter(|(_, s)| s.delta > 0.0)
+            .map(|(i, s)| ((i + 1) as f64, s.delta.log10())),
     );
-    let [mut lo, mut hi] = bounds(delta.iter().map(|p| p.1).chain([TOL.log10()]));
+    let [mut lo, mut hi] = bounds(delta.iter().map(|p| p.1).chain([tol_v.log10()]));
     lo = lo.floor();
     hi = hi.ceil().max(lo + 1.0);
-    let tol = [(first, TOL.log10()), (x_hi, TOL.log10())];
+    let tol = [(first, tol_v.log10()), (x_hi, tol_v.log10())];
     if delta_area.height >= 3 && delta_area.width >= 12 {
         let chart = Chart::new(vec![
             Dataset::default()
@@ -73,7 +74,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         .x_axis(
             Axis::default()
                 .bounds([first, x_hi])
-                .labels([format!("{first:.0}"), format!("sweep {x_hi:.0}")])
+                .labels([format!("{first:.0}"), format!("{x_hi:.0} sweeps")])
                 .style(theme.dim()),
         )
         .y_axis(
@@ -88,7 +89,8 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         let z = finite(
             run.ep
                 .iter()
-                .filter_map(|s| Some((s.sweep as f64, s.log_z?))),
+                .enumerate()
+                .filter_map(|(i, s)| Some(((i + 1) as f64, s.log_z?))),
         );
         let [zl, zh] = bounds(z.iter().map(|p| p.1));
         let chart = Chart::new(vec![
@@ -109,7 +111,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     }
     let mut legend = vec![
         Span::styled("━ Δ (log) ", theme.fg(Color::Magenta)),
-        Span::styled(format!("─ tol {TOL:.0e} "), theme.dim()),
+        Span::styled(format!("─ tol {tol_v:.0e} "), theme.dim()),
     ];
     if two {
         legend.push(Span::styled("━ log Z_EP", theme.fg(Color::Blue)));

@@ -28,10 +28,12 @@ fn color_index(app: &App, run: &RunView) -> usize {
     app.runs.iter().position(|r| r.id == run.id).unwrap_or(0)
 }
 
-/// Order of coefficients by decreasing |mean/sd| (non-finite last).
+/// Order of coefficients by decreasing |mean/sd| (non-finite last); by |mean|
+/// when no sd is known yet (an engine's intermediate sweeps).
 pub fn sorted_order(coefs: &[Coef]) -> Vec<usize> {
+    let any_sd = coefs.iter().any(|c| c.sd.is_finite() && c.sd > 0.0);
     let key = |c: &Coef| {
-        let z = (c.mean / c.sd).abs();
+        let z = if any_sd { c.mean / c.sd } else { c.mean }.abs();
         if z.is_finite() { z } else { -1.0 }
     };
     let mut order: Vec<usize> = (0..coefs.len()).collect();
