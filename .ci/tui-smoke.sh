@@ -28,7 +28,7 @@ wait_for() {
 key() { tmux -L "$S" send-keys -t "$S" "$@"; sleep 0.3; }
 
 # SMC and EP when this build has them; the baselines stand in for what is missing.
-HELP=$("$BIN" fit -h | grep -- "--method")
+HELP=$("$BIN" fit -h | grep -A1 -- '--method <METHOD>' | tr '\n' ' ')
 METHODS=()
 for m in smc ep; do grep -qE "possible values:.*\b$m\b" <<<"$HELP" && METHODS+=("$m"); done
 for m in logit rankboost; do [ "${#METHODS[@]}" -lt 2 ] && METHODS+=("$m"); done
