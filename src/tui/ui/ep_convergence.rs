@@ -11,7 +11,7 @@ use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 use super::common::{bounds, finite, num, pane_block, placeholder, seconds};
 use super::theme::Theme;
 use crate::app::run::RunView;
-use crate::app::{App, Pane, run_config};
+use crate::app::{App, Pane};
 
 pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
@@ -25,10 +25,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let Some(run) = run.filter(|r| !r.ep.is_empty()) else {
         let msg = match run {
             Some(_) => "waiting for the first sweep…",
-            None if run_config::methods().iter().any(|m| m == "ep") => {
-                "no EP run yet: press n and choose ep"
-            }
-            None => "no EP engine in this build yet",
+            None => "no EP run yet: n opens the run form",
         };
         placeholder(frame, inner, msg, &theme);
         return;

@@ -10,7 +10,7 @@ use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 use super::common::{finite, num, pane_block, placeholder, seconds, si};
 use super::theme::Theme;
 use crate::app::run::RunView;
-use crate::app::{App, Pane, run_config};
+use crate::app::{App, Pane};
 use ratatui::style::Color;
 
 pub fn render(app: &App, area: Rect, frame: &mut Frame) {
@@ -25,10 +25,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let Some(run) = run.filter(|r| !r.smc.is_empty()) else {
         let msg = match run {
             Some(_) => "waiting for the first stage…",
-            None if run_config::methods().iter().any(|m| m == "smc") => {
-                "no SMC run yet: press n and choose smc"
-            }
-            None => "no SMC engine in this build yet",
+            None => "no SMC run yet: n opens the run form",
         };
         placeholder(frame, inner, msg, &theme);
         return;
