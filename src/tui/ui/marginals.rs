@@ -17,12 +17,16 @@ use crate::app::run::{Coef, RunView};
 use crate::app::{App, Pane};
 use crate::engine::event::Histogram;
 
-/// A run's coefficients with its colour.
+/// A run's coefficients with its colour and mean glyph (the glyph tells the
+/// runs apart without colour).
 struct Series<'a> {
     run: &'a RunView,
     coefs: Vec<Coef>,
     style: Style,
+    glyph: char,
 }
+
+const GLYPHS: [char; 2] = ['●', '◆'];
 
 fn color_index(app: &App, run: &RunView) -> usize {
     app.runs.iter().position(|r| r.id == run.id).unwrap_or(0)
@@ -74,10 +78,12 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let series: Vec<Series> = [Some(primary), secondary]
         .into_iter()
         .flatten()
-        .map(|r| Series {
+        .enumerate()
+        .map(|(i, r)| Series {
             run: r,
             coefs: r.coefficients(names),
             style: theme.series(color_index(app, r)),
+            glyph: GLYPHS[i % GLYPHS.len()],
         })
         .collect();
     let order = sorted_order(&series[0].coefs);
@@ -171,7 +177,7 @@ fn forest(
         .iter()
         .flat_map(|s| {
             [
-                Span::styled("● ", s.style),
+                Span::styled(format!("{} ", s.glyph), s.style),
                 Span::raw(format!("{}  ", s.run.title())),
             ]
         })
@@ -214,7 +220,7 @@ fn forest(
                         col(c.mean - 2.0 * c.sd),
                         col(c.mean + 2.0 * c.sd),
                         col(c.mean),
-                        s.style,
+                        (s.glyph, s.style),
                         theme,
                     ));
                     if val_w > 0 {
@@ -271,7 +277,7 @@ fn interval(
     a: Option<usize>,
     b: Option<usize>,
     mean: Option<usize>,
-    style: Style,
+    (glyph, style): (char, Style),
     theme: &Theme,
 ) -> Vec<Span<'static>> {
     let mut cells: Vec<(char, Style)> = vec![(' ', Style::new()); w];
@@ -288,7 +294,7 @@ fn interval(
         }
     }
     if let Some(m) = mean {
-        cells[m] = ('●', style);
+        cells[m] = (glyph, style);
     }
     // Group equal styles into spans.
     let mut spans = Vec::new();
