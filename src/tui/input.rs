@@ -11,6 +11,8 @@ pub enum Input {
     /// A key and when it was read (for the latency log).
     Key(Key, std::time::Instant),
     Resize,
+    /// SIGTERM, SIGHUP, SIGINT or SIGQUIT: leave cleanly.
+    Quit,
 }
 
 /// The app's key for a terminal key event (None for releases and unknown keys).
@@ -62,5 +64,26 @@ pub fn spawn(tx: Sender<Input>) -> std::io::Result<()> {
                 }
             }
         })?;
+    Ok(())
+}
+
+/// Turns termination signals into `Input::Quit`, so the terminal is restored
+/// and engines cancelled as on `q`.
+#[cfg(unix)]
+pub fn spawn_signals(tx: Sender<Input>) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP, SIGINT, SIGQUIT])?;
+    std::thread::Builder::new()
+        .name("pacauc-signals".into())
+        .spawn(move || {
+            if signals.forever().next().is_some() {
+                let _ = tx.send(Input::Quit);
+            }
+        })?;
+    Ok(())
+}
+
+#[cfg(not(unix))]
+pub fn spawn_signals(_: Sender<Input>) -> std::io::Result<()> {
     Ok(())
 }

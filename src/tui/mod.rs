@@ -245,6 +245,7 @@ fn run(
     let (mut guard, mut terminal) =
         TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
     let (itx, irx) = bounded::<Input>(64);
+    input::spawn_signals(itx.clone()).map_err(|e| format!("cannot watch signals: {e}"))?;
     input::spawn(itx).map_err(|e| format!("cannot start the input thread: {e}"))?;
     for cmd in initial {
         if let Some(m) = session.execute(&app, cmd) {
@@ -319,6 +320,10 @@ fn frame_loop(
                     Input::Key(k, t) => {
                         key_read.get_or_insert(t);
                         Msg::Key(k)
+                    }
+                    Input::Quit => {
+                        app.quit = true;
+                        continue;
                     }
                     Input::Resize => {
                         terminal.autoresize().map_err(draw_err)?;
