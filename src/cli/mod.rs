@@ -3,6 +3,7 @@
 mod bayes_args;
 mod bench;
 mod data_args;
+mod explore;
 pub mod fit;
 mod gen_demo;
 mod progress;
@@ -14,8 +15,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-pub use data_args::DataArgs;
-use fit::{CliError, FitArgs, Format, Method};
+pub use bayes_args::GammaChoice;
+pub use data_args::{DataArgs, MissingArg};
+use explore::{ExploreArgs, ReplayArgs, ViewArgs};
+use fit::{CliError, FitArgs};
 use gen_demo::GenDemoArgs;
 
 /// The bundled demo file opened when pacauc runs without arguments.
@@ -33,6 +36,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The terminal explorer (the default): live SMC/EP diagnostics, marginals, results.
+    Explore(Box<ExploreArgs>),
+    /// Reopen saved run records (from the explorer's `e` or `fit --out`) in the explorer.
+    Replay(ReplayArgs),
     /// Fit one method headless and print the run record (JSON) or a table.
     Fit(Box<FitArgs>),
     /// Regenerate the synthetic demo data.
@@ -41,7 +48,7 @@ pub enum Command {
     Bench(Box<bench::BenchArgs>),
 }
 
-/// With no command: fit the demo data and print a table.
+/// With no command: the explorer on the bundled demo data.
 fn default_demo() -> Command {
     let data = DataArgs {
         data: PathBuf::from(DEMO_FILE),
@@ -53,23 +60,10 @@ fn default_demo() -> Command {
         seed: 0,
         test: None,
     };
-    Command::Fit(Box::new(FitArgs {
+    Command::Explore(Box::new(ExploreArgs {
         data,
-        method: Method::Logit,
-        bayes: bayes_args::BayesArgs {
-            gamma: None,
-            prior: bayes_args::PriorKind::Gaussian,
-            prior_var: None,
-            spike_var: None,
-            slab_var: None,
-            inclusion_prior: None,
-        },
-        smc: smc_args::SmcArgs::default(),
-        folds: 5,
-        lambda: None,
-        rounds: None,
-        format: Format::Table,
-        out: None,
+        no_autorun: false,
+        view: ViewArgs::defaults(),
     }))
 }
 
@@ -94,6 +88,8 @@ pub fn main() -> ExitCode {
         _ => {
             let command = cli.command.unwrap_or_else(default_demo);
             match &command {
+                Command::Explore(args) => explore::explore(args).map_err(CliError::Input),
+                Command::Replay(args) => explore::replay(args).map_err(CliError::Input),
                 Command::Fit(args) => fit::run(args),
                 Command::GenDemo(args) => gen_demo::run(args).map_err(CliError::Input),
                 Command::Bench(args) => bench::run(args),

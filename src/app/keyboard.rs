@@ -1,0 +1,198 @@
+//! What keys do on the main screen, in the run form and in the help overlay.
+
+use super::form::{Form, FormOutcome};
+use super::keys::{self, Action, Key};
+use super::run::RunStatus;
+use super::run_config::{self, RunConfig};
+use super::{App, Command, Overlay, Pane};
+use crate::worker::RunId;
+
+impl App {
+    fn select_step(&mut self, by: isize) {
+        if self.runs.is_empty() {
+            return;
+        }
+        let n = self.runs.len() as isize;
+        let cur = self
+            .selected
+            .and_then(|id| self.runs.iter().position(|r| r.id == id))
+            .map_or(n - 1, |i| i as isize);
+        let i = (cur + by).clamp(0, n - 1) as usize;
+        self.selected = Some(self.runs[i].id);
+        self.follow = false;
+    }
+
+    fn move_selection(&mut self, by: isize) {
+        let step = |v: usize| v.saturating_add_signed(by);
+        match self.focus {
+            Pane::Dataset => self.dataset_scroll = step(self.dataset_scroll),
+            Pane::Marginals => self.coef_sel = step(self.coef_sel),
+            Pane::Inclusion => self.inclusion_scroll = step(self.inclusion_scroll),
+            Pane::Smc | Pane::Ep | Pane::Results => self.select_step(by.signum()),
+        }
+        // Upper bounds depend on the pane's size; the renderer clamps and the
+        // state is clamped here to the data so it never runs away.
+        let d = self.names().len().max(1);
+        self.coef_sel = self.coef_sel.min(d - 1);
+        self.dataset_scroll = self.dataset_scroll.min(d - 1);
+        self.inclusion_scroll = self.inclusion_scroll.min(d - 1);
+    }
+
+    pub(super) fn on_key(&mut self, key: Key) -> Vec<Command> {
+        if key == Key::CtrlC {
+            self.quit = true;
+            return Vec::new();
+        }
+        let (data, n, d) = match self.data_info() {
+            Some(info) => (info.args.clone(), info.split.train_rows, info.names.len()),
+            None => (None, 0, 0),
+        };
+        match &mut self.overlay {
+            Overlay::Form(form) => {
+                let validate = |c: &RunConfig| match &data {
+                    Some(a) => run_config::check(c, a, n, d),
+                    None => Err("no data to run on".into()),
+                };
+                return match form.key(key, validate) {
+                    FormOutcome::Stay => Vec::new(),
+                    FormOutcome::Close => {
+                        self.overlay = Overlay::None;
+                        Vec::new()
+                    }
+                    FormOutcome::Submit(config) => {
+                        self.overlay = Overlay::None;
+                        self.last_form = Some(config.clone());
+                        self.follow = true;
+                        self.enqueue(config)
+                    }
+                };
+            }
+            Overlay::Help => {
+                match key {
+                    Key::Char('q') => self.quit = true,
+                    Key::Esc | Key::Char('?') | Key::Enter => self.overlay = Overlay::None,
+                    _ => {}
+                }
+                return Vec::new();
+            }
+            Overlay::None => {}
+        }
+        let Some(action) = keys::action(key) else {
+            return Vec::new();
+        };
+        match action {
+            Action::Quit => self.quit = true,
+            Action::Help => self.overlay = Overlay::Help,
+            Action::CloseOverlay => {
+                self.zoom = false;
+                self.status = None;
+            }
+            Action::FocusNext | Action::Right => self.focus = self.focus.step(1),
+            Action::FocusPrev | Action::Left => self.focus = self.focus.step(-1),
+            Action::Pane(i) => self.focus = Pane::ALL[i.min(Pane::ALL.len() - 1)],
+            Action::Up => self.move_selection(-1),
+            Action::Down => self.move_selection(1),
+            Action::PageUp => self.move_selection(-10),
+            Action::PageDown => self.move_selection(10),
+            Action::Zoom => self.zoom = !self.zoom,
+            Action::PrevRun => self.select_step(-1),
+            Action::NextRun => self.select_step(1),
+            Action::NewRun => {
+                if self.data_args().is_some() {
+                    let preset = self
+                        .last_form
+                        .clone()
+                        .or_else(|| self.selected_run().map(|r| r.config.clone()));
+                    self.overlay = Overlay::Form(Form::new(preset.as_ref()));
+                } else {
+                    self.say(
+                        "no data to run on (replay, or the data failed to load)",
+                        true,
+                    );
+                }
+            }
+            Action::PauseResume => return self.toggle_pause(),
+            Action::Cancel => return self.cancel(),
+            Action::Rerun => {
+                let Some(config) = self.selected_run().map(|r| r.config.clone()) else {
+                    self.say("no run selected", true);
+                    return Vec::new();
+                };
+                if self.data_args().is_none() {
+                    self.say(
+                        "replay: re-running needs the data (pacauc explore FILE)",
+                        true,
+                    );
+                    return Vec::new();
+                }
+                self.follow = true;
+                return self.enqueue(config);
+            }
+            Action::Export => {
+                return match self.selected_run() {
+                    Some(r) if r.record.is_some() => vec![Command::Export { run: r.id }],
+                    Some(r) => {
+                        let t = format!("{} has no result to export yet", r.title());
+                        self.say(t, true);
+                        Vec::new()
+                    }
+                    None => {
+                        self.say("no run selected", true);
+                        Vec::new()
+                    }
+                };
+            }
+        }
+        Vec::new()
+    }
+
+    fn toggle_pause(&mut self) -> Vec<Command> {
+        let Some(id) = self.active else {
+            self.say("nothing is running", false);
+            return Vec::new();
+        };
+        let Some(r) = self.run_mut(id) else {
+            return Vec::new();
+        };
+        let paused = r.status == RunStatus::Running;
+        r.status = if paused {
+            RunStatus::Paused
+        } else {
+            RunStatus::Running
+        };
+        let t = if paused {
+            "paused: space resumes, c cancels".to_string()
+        } else {
+            format!("{} resumed", r.title())
+        };
+        self.say(t, false);
+        vec![Command::Pause { run: id, paused }]
+    }
+
+    fn cancel(&mut self) -> Vec<Command> {
+        if let Some(id) = self.active {
+            if self.cancelling == Some(id) {
+                return Vec::new();
+            }
+            self.cancelling = Some(id);
+            self.say(format!("cancelling #{id}…"), false);
+            return vec![Command::Cancel { run: id }];
+        }
+        // Nothing running: drop the queue.
+        let queued: Vec<RunId> = self.queue.drain(..).collect();
+        for id in &queued {
+            if let Some(r) = self.run_mut(*id) {
+                r.status = RunStatus::Cancelled;
+            }
+        }
+        self.say(
+            if queued.is_empty() {
+                "nothing is running".to_string()
+            } else {
+                format!("{} queued run(s) cancelled", queued.len())
+            },
+            false,
+        );
+        Vec::new()
+    }
+}

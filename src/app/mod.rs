@@ -1,0 +1,452 @@
+//! Pure UI state: `App`, the messages that change it (`Msg`) and `update`,
+//! which returns the side effects for the terminal loop to carry out
+//! (`Command`). No terminal, no threads: unit-tested directly.
+
+pub mod form;
+mod keyboard;
+pub mod keys;
+pub mod ring;
+pub mod run;
+pub mod run_config;
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+
+use crate::cli::DataArgs;
+use crate::engine::data::{Dataset, Prepared, SplitInfo};
+use crate::engine::record::{DatasetReport, RunRecord};
+use crate::worker::{RunId, WorkerEvent, WorkerMsg};
+use form::Form;
+use keys::Key;
+use run::{RunStatus, RunView};
+use run_config::RunConfig;
+
+/// The panes, in focus order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Dataset,
+    Smc,
+    Ep,
+    Marginals,
+    Inclusion,
+    Results,
+}
+
+impl Pane {
+    pub const ALL: [Pane; 6] = [
+        Pane::Dataset,
+        Pane::Smc,
+        Pane::Ep,
+        Pane::Marginals,
+        Pane::Inclusion,
+        Pane::Results,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Pane::Dataset => "Dataset",
+            Pane::Smc => "SMC",
+            Pane::Ep => "EP",
+            Pane::Marginals => "Marginals",
+            Pane::Inclusion => "Inclusion",
+            Pane::Results => "Results",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        Pane::ALL.iter().position(|&p| p == self).unwrap_or(0)
+    }
+
+    fn step(self, by: isize) -> Pane {
+        let n = Pane::ALL.len() as isize;
+        Pane::ALL[(self.index() as isize + by).rem_euclid(n) as usize]
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Overlay {
+    None,
+    Help,
+    Form(Form),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MarkerKind {
+    #[default]
+    Braille,
+    Dot,
+    Block,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ViewOptions {
+    pub color: bool,
+    pub marker: MarkerKind,
+}
+
+impl Default for ViewOptions {
+    fn default() -> Self {
+        ViewOptions {
+            color: true,
+            marker: MarkerKind::Braille,
+        }
+    }
+}
+
+/// What the explorer knows of its data.
+#[derive(Debug, Clone)]
+pub struct DataInfo {
+    pub report: DatasetReport,
+    pub split: SplitInfo,
+    /// Feature names after preparation (the coefficients' order).
+    pub names: Vec<String>,
+    /// How the data was loaded (None when replaying: nothing to re-run on).
+    pub args: Option<DataArgs>,
+}
+
+impl DataInfo {
+    pub fn of(ds: &Dataset, prepared: &Prepared, args: DataArgs) -> DataInfo {
+        DataInfo {
+            report: DatasetReport::of(ds),
+            split: prepared.info.clone(),
+            names: prepared.names.clone(),
+            args: Some(args),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum DataState {
+    Loaded(Box<DataInfo>),
+    /// The file could not be loaded; the message says why.
+    Failed {
+        path: String,
+        error: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusLine {
+    pub text: String,
+    pub error: bool,
+}
+
+#[derive(Debug)]
+pub enum Msg {
+    Key(Key),
+    Worker(WorkerMsg),
+    /// A clock tick (spinner, elapsed time of runs without events).
+    Tick,
+    Resize,
+    Exported {
+        run: RunId,
+        result: Result<PathBuf, String>,
+    },
+    /// The run could not be built (bad settings) or its thread not started.
+    StartFailed {
+        run: RunId,
+        error: String,
+    },
+}
+
+/// Side effects for the terminal loop.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    Start { run: RunId, config: RunConfig },
+    Pause { run: RunId, paused: bool },
+    Cancel { run: RunId },
+    Export { run: RunId },
+}
+
+#[derive(Debug)]
+pub struct App {
+    pub data: DataState,
+    pub runs: Vec<RunView>,
+    queue: VecDeque<RunId>,
+    pub active: Option<RunId>,
+    /// A cancel was requested for the active run; its late events are stale.
+    cancelling: Option<RunId>,
+    pub selected: Option<RunId>,
+    /// Selection follows the newest run until the user picks one.
+    follow: bool,
+    pub focus: Pane,
+    pub overlay: Overlay,
+    pub zoom: bool,
+    /// Selected row of the forest plot (in its sorted order).
+    pub coef_sel: usize,
+    pub dataset_scroll: usize,
+    pub inclusion_scroll: usize,
+    pub status: Option<StatusLine>,
+    next_id: RunId,
+    pub quit: bool,
+    pub ticks: u64,
+    pub options: ViewOptions,
+    /// The settings of the last run started from the form (its next preset).
+    last_form: Option<RunConfig>,
+}
+
+impl App {
+    pub fn new(data: DataState, options: ViewOptions) -> App {
+        let status = match &data {
+            DataState::Failed { .. } => Some(StatusLine {
+                text: "the data could not be loaded: see the Dataset pane".into(),
+                error: true,
+            }),
+            DataState::Loaded(_) => None,
+        };
+        App {
+            data,
+            runs: Vec::new(),
+            queue: VecDeque::new(),
+            active: None,
+            cancelling: None,
+            selected: None,
+            follow: true,
+            focus: Pane::Dataset,
+            overlay: Overlay::None,
+            zoom: false,
+            coef_sel: 0,
+            dataset_scroll: 0,
+            inclusion_scroll: 0,
+            status,
+            next_id: 1,
+            quit: false,
+            ticks: 0,
+            options,
+            last_form: None,
+        }
+    }
+
+    /// An explorer over saved runs (`pacauc replay`); the first record's
+    /// dataset fills the Dataset pane.
+    pub fn replay(records: Vec<(PathBuf, RunRecord)>, options: ViewOptions) -> App {
+        let data = match records.first() {
+            Some((_, r)) => DataState::Loaded(Box::new(DataInfo {
+                report: r.dataset.clone(),
+                split: r.split.clone(),
+                names: r.coefficients.iter().map(|c| c.name.clone()).collect(),
+                args: None,
+            })),
+            None => DataState::Failed {
+                path: String::new(),
+                error: "no run record given".into(),
+            },
+        };
+        let mut app = App::new(data, options);
+        let first = records.first().map(|(_, r)| r.dataset.fingerprint.clone());
+        let mut mixed = false;
+        for (path, record) in records {
+            mixed |= Some(&record.dataset.fingerprint) != first.as_ref();
+            let id = app.next_id;
+            app.next_id += 1;
+            app.runs.push(RunView::from_record(id, record, Some(path)));
+            app.selected = Some(id);
+        }
+        app.focus = Pane::Results;
+        app.status = Some(if mixed {
+            StatusLine {
+                text: "these records come from different datasets: their AUCs are not comparable"
+                    .into(),
+                error: true,
+            }
+        } else {
+            StatusLine {
+                text: format!("replaying {} run record(s)", app.runs.len()),
+                error: false,
+            }
+        });
+        app
+    }
+
+    pub fn data_info(&self) -> Option<&DataInfo> {
+        match &self.data {
+            DataState::Loaded(d) => Some(d),
+            DataState::Failed { .. } => None,
+        }
+    }
+
+    pub fn names(&self) -> &[String] {
+        self.data_info().map_or(&[], |d| d.names.as_slice())
+    }
+
+    /// Data to run engines on (None when replaying or after a load error).
+    pub fn data_args(&self) -> Option<&DataArgs> {
+        self.data_info()?.args.as_ref()
+    }
+
+    pub fn run(&self, id: RunId) -> Option<&RunView> {
+        self.runs.iter().find(|r| r.id == id)
+    }
+
+    fn run_mut(&mut self, id: RunId) -> Option<&mut RunView> {
+        self.runs.iter_mut().find(|r| r.id == id)
+    }
+
+    pub fn selected_run(&self) -> Option<&RunView> {
+        self.run(self.selected?)
+    }
+
+    /// The run a pane shows: the selected run if it qualifies, else the newest
+    /// one that does (queued runs never qualify).
+    pub fn run_for(&self, qualifies: impl Fn(&RunView) -> bool) -> Option<&RunView> {
+        let ok = |r: &&RunView| r.status != RunStatus::Queued && qualifies(r);
+        self.selected_run()
+            .filter(ok)
+            .or_else(|| self.runs.iter().rev().find(ok))
+    }
+
+    pub fn is_busy(&self) -> bool {
+        self.active.is_some()
+    }
+
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    fn say(&mut self, text: impl Into<String>, error: bool) {
+        self.status = Some(StatusLine {
+            text: text.into(),
+            error,
+        });
+    }
+
+    /// Queues the default runs (EP then SMC when available).
+    pub fn autorun(&mut self) -> Vec<Command> {
+        let mut cmds = Vec::new();
+        if self.data_args().is_none() {
+            return cmds;
+        }
+        for m in run_config::autorun_methods() {
+            cmds.extend(self.enqueue(RunConfig::new(&m)));
+        }
+        cmds
+    }
+
+    /// Adds a run; starts it now if nothing is running.
+    pub fn enqueue(&mut self, config: RunConfig) -> Vec<Command> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.runs.push(RunView::new(id, config));
+        self.queue.push_back(id);
+        if self.follow {
+            self.selected = Some(id);
+        }
+        match self.active {
+            Some(a) => {
+                self.say(format!("queued #{id}: it starts when #{a} ends"), false);
+                Vec::new()
+            }
+            None => self.start_next(),
+        }
+    }
+
+    fn start_next(&mut self) -> Vec<Command> {
+        while let Some(id) = self.queue.pop_front() {
+            if let Some(r) = self.run_mut(id)
+                && r.status == RunStatus::Queued
+            {
+                r.status = RunStatus::Running;
+                let config = r.config.clone();
+                self.active = Some(id);
+                return vec![Command::Start { run: id, config }];
+            }
+        }
+        Vec::new()
+    }
+
+    /// The active run ended (finished, failed or cancelled): start the next.
+    fn ended(&mut self, id: RunId) -> Vec<Command> {
+        if self.active == Some(id) {
+            self.active = None;
+            self.cancelling = None;
+            self.start_next()
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn on_worker(&mut self, msg: WorkerMsg) -> Vec<Command> {
+        let stale = self.cancelling == Some(msg.run);
+        let Some(run) = self.runs.iter_mut().find(|r| r.id == msg.run) else {
+            return Vec::new();
+        };
+        match msg.event {
+            WorkerEvent::Event(e) => {
+                if run.status.is_live() && !stale {
+                    run.apply(e);
+                }
+                Vec::new()
+            }
+            WorkerEvent::Finished(record) => {
+                if stale || !run.status.is_live() {
+                    // Finished before the cancel took effect: keep the result.
+                }
+                let auc = record
+                    .auc
+                    .test
+                    .filter(|a| a.is_finite())
+                    .map_or(String::new(), |a| format!(": test AUC {a:.4}"));
+                let t = format!(
+                    "{} finished in {:.2} s{auc}",
+                    run.title(),
+                    record.seconds.fit
+                );
+                if !record.histograms.is_empty() {
+                    run.histograms = record.histograms.clone();
+                }
+                run.record = Some(record);
+                run.status = RunStatus::Finished;
+                self.say(t, false);
+                self.ended(msg.run)
+            }
+            WorkerEvent::Failed(e) => {
+                let t = format!("{} failed: {e}", run.title());
+                run.status = RunStatus::Failed(e);
+                self.say(t, true);
+                self.ended(msg.run)
+            }
+            WorkerEvent::Cancelled => {
+                let t = format!("{} cancelled", run.title());
+                run.status = RunStatus::Cancelled;
+                self.say(t, false);
+                self.ended(msg.run)
+            }
+        }
+    }
+}
+
+/// Applies a message; returns the side effects to carry out.
+pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
+    match msg {
+        Msg::Key(k) => app.on_key(k),
+        Msg::Worker(w) => app.on_worker(w),
+        Msg::Tick => {
+            app.ticks = app.ticks.wrapping_add(1);
+            Vec::new()
+        }
+        Msg::Resize => Vec::new(),
+        Msg::Exported { run, result } => {
+            match result {
+                Ok(path) => {
+                    let title = app.run(run).map(|r| r.title()).unwrap_or_default();
+                    app.say(format!("exported {title} → {}", path.display()), false);
+                    if let Some(r) = app.run_mut(run) {
+                        r.file = Some(path);
+                    }
+                }
+                Err(e) => app.say(format!("export failed: {e}"), true),
+            }
+            Vec::new()
+        }
+        Msg::StartFailed { run, error } => {
+            if let Some(r) = app.run_mut(run) {
+                r.status = RunStatus::Failed(error.clone());
+            }
+            app.say(format!("#{run} could not start: {error}"), true);
+            app.ended(run)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,239 @@
+//! One run as the explorer sees it: settings, status, live traces (ring
+//! buffers) and, once finished, its record.
+
+use std::path::PathBuf;
+
+use super::ring::Ring;
+use super::run_config::RunConfig;
+use crate::engine::Event;
+use crate::engine::event::{EpSweep, Histogram, LogLevel, SmcStage};
+use crate::engine::record::RunRecord;
+use crate::worker::RunId;
+
+/// Points kept per live trace.
+pub const TRACE_CAPACITY: usize = 4096;
+/// Log lines kept per run.
+pub const LOG_CAPACITY: usize = 64;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunStatus {
+    Queued,
+    Running,
+    Paused,
+    Finished,
+    Failed(String),
+    Cancelled,
+}
+
+impl RunStatus {
+    pub fn is_live(&self) -> bool {
+        matches!(self, RunStatus::Running | RunStatus::Paused)
+    }
+
+    pub fn word(&self) -> &'static str {
+        match self {
+            RunStatus::Queued => "queued",
+            RunStatus::Running => "running",
+            RunStatus::Paused => "paused",
+            RunStatus::Finished => "done",
+            RunStatus::Failed(_) => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// `Started` event contents.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartInfo {
+    pub engine: String,
+    pub n: usize,
+    pub d: usize,
+    pub pairs: usize,
+    pub gamma: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunView {
+    pub id: RunId,
+    pub config: RunConfig,
+    pub status: RunStatus,
+    pub start: Option<StartInfo>,
+    /// SMC stages without their histograms.
+    pub smc: Ring<SmcStage>,
+    pub ep: Ring<EpSweep>,
+    /// The latest particle histograms (live snapshot, then the final ones).
+    pub histograms: Vec<Histogram>,
+    pub logs: Ring<(LogLevel, String)>,
+    pub record: Option<Box<RunRecord>>,
+    /// Where the record was exported or replayed from.
+    pub file: Option<PathBuf>,
+}
+
+/// Posterior summaries of one coefficient.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Coef {
+    pub name: String,
+    pub mean: f64,
+    pub sd: f64,
+}
+
+impl RunView {
+    pub fn new(id: RunId, config: RunConfig) -> RunView {
+        RunView {
+            id,
+            config,
+            status: RunStatus::Queued,
+            start: None,
+            smc: Ring::new(TRACE_CAPACITY),
+            ep: Ring::new(TRACE_CAPACITY),
+            histograms: Vec::new(),
+            logs: Ring::new(LOG_CAPACITY),
+            record: None,
+            file: None,
+        }
+    }
+
+    /// A finished run read back from its record: the trace is replayed through
+    /// the same path as live events, so every pane looks as it did.
+    pub fn from_record(id: RunId, record: RunRecord, file: Option<PathBuf>) -> RunView {
+        let mut v = RunView::new(id, RunConfig::new(&record.method));
+        v.status = RunStatus::Finished;
+        for e in &record.trace {
+            v.apply(e.clone());
+        }
+        v.histograms = record.histograms.clone();
+        v.record = Some(Box::new(record));
+        v.file = file;
+        v
+    }
+
+    pub fn method(&self) -> &str {
+        match (&self.record, &self.start) {
+            (Some(r), _) => &r.method,
+            (None, Some(s)) => &s.engine,
+            (None, None) => &self.config.method,
+        }
+    }
+
+    /// "#3 smc"
+    pub fn title(&self) -> String {
+        format!("#{} {}", self.id, self.method())
+    }
+
+    pub fn apply(&mut self, event: Event) {
+        match event {
+            Event::Started {
+                engine,
+                n,
+                d,
+                pairs,
+                gamma,
+            } => {
+                self.start = Some(StartInfo {
+                    engine,
+                    n,
+                    d,
+                    pairs,
+                    gamma,
+                })
+            }
+            Event::SmcStage(mut s) => {
+                let h = std::mem::take(&mut s.histograms);
+                if !h.is_empty() {
+                    self.histograms = h;
+                }
+                self.smc.push(s);
+            }
+            Event::EpSweep(s) => self.ep.push(s),
+            Event::Log { level, message } => self.logs.push((level, message)),
+        }
+    }
+
+    pub fn is_smc(&self) -> bool {
+        !self.smc.is_empty() || self.method() == "smc"
+    }
+
+    pub fn is_ep(&self) -> bool {
+        !self.ep.is_empty() || self.method() == "ep"
+    }
+
+    /// Posterior means and sds: the record's when finished, else the latest
+    /// stage's or sweep's.
+    pub fn coefficients(&self, names: &[String]) -> Vec<Coef> {
+        if let Some(r) = &self.record {
+            return r
+                .coefficients
+                .iter()
+                .map(|c| Coef {
+                    name: c.name.clone(),
+                    mean: c.mean,
+                    sd: c.sd,
+                })
+                .collect();
+        }
+        let (mean, sd) = match (self.smc.last(), self.ep.last()) {
+            (Some(s), _) => (&s.mean, &s.sd),
+            (None, Some(e)) => (&e.mean, &e.sd),
+            (None, None) => return Vec::new(),
+        };
+        // An engine may leave out the sds of intermediate sweeps (costly to form).
+        mean.iter()
+            .enumerate()
+            .map(|(k, &mean)| Coef {
+                name: names
+                    .get(k)
+                    .cloned()
+                    .unwrap_or_else(|| format!("θ{}", k + 1)),
+                mean,
+                sd: sd.get(k).copied().unwrap_or(f64::NAN),
+            })
+            .collect()
+    }
+
+    /// Final inclusion probabilities, by feature.
+    pub fn inclusion(&self) -> Option<Vec<(String, f64)>> {
+        let r = self.record.as_ref()?;
+        Some(
+            r.inclusion
+                .as_ref()?
+                .iter()
+                .map(|i| (i.name.clone(), i.prob))
+                .collect(),
+        )
+    }
+
+    /// Seconds since the start: the record's fit time, else the latest event's.
+    pub fn elapsed(&self) -> Option<f64> {
+        if let Some(r) = &self.record {
+            return Some(r.seconds.fit);
+        }
+        let a = self.smc.last().map(|s| s.elapsed);
+        let b = self.ep.last().map(|s| s.elapsed);
+        a.into_iter().chain(b).reduce(f64::max)
+    }
+
+    /// EP's convergence tolerance (its settings, else the default 1e-4).
+    pub fn ep_tol(&self) -> f64 {
+        let from_record = self
+            .record
+            .as_ref()
+            .and_then(|r| r.parameters.get("tol")?.as_f64());
+        from_record
+            .or_else(|| self.config.get("tol")?.parse().ok())
+            .filter(|t: &f64| t.is_finite() && *t > 0.0)
+            .unwrap_or(1e-4)
+    }
+
+    /// The target ESS fraction τ of an SMC run (its settings, else 0.5).
+    pub fn ess_target(&self) -> f64 {
+        let from_record = self.record.as_ref().and_then(|r| {
+            ["ess", "ess_target", "tau"]
+                .iter()
+                .find_map(|k| r.parameters.get(*k)?.as_f64())
+        });
+        from_record
+            .or_else(|| self.config.get("ess")?.parse().ok())
+            .filter(|t: &f64| t.is_finite() && *t > 0.0 && *t < 1.0)
+            .unwrap_or(0.5)
+    }
+}

@@ -1,0 +1,289 @@
+//! `update` without a terminal: runs, queue, cancel, stale events, overlays.
+
+use std::path::PathBuf;
+
+use super::*;
+use crate::testkit;
+
+fn app() -> (App, Dataset, Prepared) {
+    let (ds, p, args) = testkit::demo();
+    let info = DataInfo::of(&ds, &p, args);
+    (
+        App::new(DataState::Loaded(Box::new(info)), ViewOptions::default()),
+        ds,
+        p,
+    )
+}
+
+fn record(ds: &Dataset, p: &Prepared, script: &testkit::Script) -> Box<RunRecord> {
+    Box::new(testkit::record(ds, p, script))
+}
+
+fn msg(run: RunId, event: WorkerEvent) -> Msg {
+    Msg::Worker(WorkerMsg { run, event })
+}
+
+fn started(cmds: &[Command]) -> Vec<RunId> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::Start { run, .. } => Some(*run),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn autorun_runs_one_method_at_a_time() {
+    let (mut app, ds, p) = app();
+    let cmds = app.autorun();
+    let methods = run_config::autorun_methods();
+    assert_eq!(app.runs.len(), methods.len());
+    assert_eq!(started(&cmds), vec![1], "only the first starts");
+    assert_eq!(app.active, Some(1));
+    assert_eq!(app.queued(), methods.len() - 1);
+    let script = testkit::ep(&p.names, 450.0, 5, false);
+    let cmds = update(
+        &mut app,
+        msg(1, WorkerEvent::Finished(record(&ds, &p, &script))),
+    );
+    assert_eq!(app.run(1).unwrap().status, RunStatus::Finished);
+    if methods.len() > 1 {
+        assert_eq!(started(&cmds), vec![2], "the next queued run starts");
+        assert_eq!(app.active, Some(2));
+    }
+    assert!(app.status.as_ref().unwrap().text.contains("finished"));
+}
+
+#[test]
+fn events_fill_the_traces_and_stale_events_are_ignored() {
+    let (mut app, ds, p) = app();
+    update(&mut app, Msg::Key(Key::Char('n')));
+    let cmds = update(&mut app, Msg::Key(Key::Enter));
+    let id = started(&cmds)[0];
+    let smc = testkit::smc(&p.names, 450.0, 6, 1);
+    for e in &smc.events[..3] {
+        update(&mut app, msg(id, WorkerEvent::Event(e.clone())));
+    }
+    assert_eq!(app.run(id).unwrap().smc.len(), 3);
+    assert!(
+        !app.run(id).unwrap().histograms.is_empty(),
+        "live snapshot kept"
+    );
+    assert_eq!(
+        app.run(id).unwrap().coefficients(&p.names).len(),
+        p.names.len()
+    );
+    // Cancel: later events of that run are stale.
+    let cmds = update(&mut app, Msg::Key(Key::Char('c')));
+    assert_eq!(cmds, vec![Command::Cancel { run: id }]);
+    update(&mut app, msg(id, WorkerEvent::Event(smc.events[3].clone())));
+    assert_eq!(app.run(id).unwrap().smc.len(), 3, "stale event applied");
+    update(&mut app, msg(id, WorkerEvent::Cancelled));
+    assert_eq!(app.run(id).unwrap().status, RunStatus::Cancelled);
+    assert_eq!(app.active, None);
+    // Unknown runs are ignored.
+    assert!(update(&mut app, msg(99, WorkerEvent::Cancelled)).is_empty());
+    let _ = ds;
+}
+
+#[test]
+fn cancel_keeps_previous_results() {
+    let (mut app, ds, p) = app();
+    let a = started(&app.enqueue(RunConfig::new("logit")))[0];
+    let script = testkit::ep(&p.names, 450.0, 5, true);
+    update(
+        &mut app,
+        msg(a, WorkerEvent::Finished(record(&ds, &p, &script))),
+    );
+    let b = started(&app.enqueue(RunConfig::new("logit")))[0];
+    update(&mut app, Msg::Key(Key::Char('c')));
+    update(&mut app, msg(b, WorkerEvent::Cancelled));
+    let first = app.run(a).unwrap();
+    assert_eq!(first.status, RunStatus::Finished);
+    assert!(first.record.is_some() && first.inclusion().is_some());
+}
+
+#[test]
+fn queued_runs_wait_and_cancel_without_active_drops_the_queue() {
+    let (mut app, _, _) = app();
+    let a = started(&app.enqueue(RunConfig::new("logit")))[0];
+    assert!(started(&app.enqueue(RunConfig::new("rankboost"))).is_empty());
+    assert!(app.status.as_ref().unwrap().text.contains("queued"));
+    update(&mut app, msg(a, WorkerEvent::Failed("boom".into())));
+    assert!(matches!(app.run(a).unwrap().status, RunStatus::Failed(_)));
+    assert!(app.status.as_ref().unwrap().error);
+    assert_eq!(app.active, Some(a + 1), "a failure starts the next run");
+    // A run that cannot start also lets the queue go on.
+    let c = app.enqueue(RunConfig::new("logit"));
+    assert!(c.is_empty());
+    let cmds = update(
+        &mut app,
+        Msg::StartFailed {
+            run: a + 1,
+            error: "bad".into(),
+        },
+    );
+    assert_eq!(started(&cmds), vec![a + 2]);
+}
+
+#[test]
+fn pause_resume_and_export() {
+    let (mut app, ds, p) = app();
+    assert!(
+        update(&mut app, Msg::Key(Key::Char(' '))).is_empty(),
+        "nothing to pause"
+    );
+    let a = started(&app.enqueue(RunConfig::new("logit")))[0];
+    assert_eq!(
+        update(&mut app, Msg::Key(Key::Char(' '))),
+        vec![Command::Pause {
+            run: a,
+            paused: true
+        }]
+    );
+    assert_eq!(app.run(a).unwrap().status, RunStatus::Paused);
+    assert_eq!(
+        update(&mut app, Msg::Key(Key::Char(' '))),
+        vec![Command::Pause {
+            run: a,
+            paused: false
+        }]
+    );
+    assert!(
+        update(&mut app, Msg::Key(Key::Char('e'))).is_empty(),
+        "no record yet"
+    );
+    assert!(app.status.as_ref().unwrap().error);
+    let script = testkit::smc(&p.names, 450.0, 4, 0);
+    update(
+        &mut app,
+        msg(a, WorkerEvent::Finished(record(&ds, &p, &script))),
+    );
+    assert_eq!(
+        update(&mut app, Msg::Key(Key::Char('e'))),
+        vec![Command::Export { run: a }]
+    );
+    update(
+        &mut app,
+        Msg::Exported {
+            run: a,
+            result: Ok(PathBuf::from("x.json")),
+        },
+    );
+    assert!(app.status.as_ref().unwrap().text.contains("x.json"));
+    assert_eq!(
+        app.run(a).unwrap().file.as_deref(),
+        Some(std::path::Path::new("x.json"))
+    );
+    // Re-run: same settings, new id.
+    let cmds = update(&mut app, Msg::Key(Key::Char('r')));
+    assert_eq!(started(&cmds), vec![a + 1]);
+    assert_eq!(app.run(a + 1).unwrap().config, app.run(a).unwrap().config);
+}
+
+#[test]
+fn focus_overlays_and_quit() {
+    let (mut app, _, _) = app();
+    assert_eq!(app.focus, Pane::Dataset);
+    update(&mut app, Msg::Key(Key::Tab));
+    assert_eq!(app.focus, Pane::Smc);
+    update(&mut app, Msg::Key(Key::BackTab));
+    update(&mut app, Msg::Key(Key::BackTab));
+    assert_eq!(app.focus, Pane::Results);
+    update(&mut app, Msg::Key(Key::Char('4')));
+    assert_eq!(app.focus, Pane::Marginals);
+    update(&mut app, Msg::Key(Key::Char('?')));
+    assert_eq!(app.overlay, Overlay::Help);
+    update(&mut app, Msg::Key(Key::Char('j')));
+    assert_eq!(app.overlay, Overlay::Help, "help swallows other keys");
+    update(&mut app, Msg::Key(Key::Esc));
+    assert_eq!(app.overlay, Overlay::None);
+    // In the form, q types; Esc closes; Ctrl-C always quits.
+    update(&mut app, Msg::Key(Key::Char('n')));
+    update(&mut app, Msg::Key(Key::Char('q')));
+    assert!(!app.quit);
+    update(&mut app, Msg::Key(Key::Esc));
+    assert_eq!(app.overlay, Overlay::None);
+    update(&mut app, Msg::Key(Key::Char('z')));
+    assert!(app.zoom);
+    update(&mut app, Msg::Key(Key::Esc));
+    assert!(!app.zoom);
+    update(&mut app, Msg::Key(Key::Char('q')));
+    assert!(app.quit);
+    let (mut app, _, _) = self::app();
+    update(&mut app, Msg::Key(Key::Char('n')));
+    update(&mut app, Msg::Key(Key::CtrlC));
+    assert!(app.quit);
+}
+
+#[test]
+fn selection_is_clamped_to_the_data() {
+    let (mut app, _, p) = app();
+    update(&mut app, Msg::Key(Key::Char('4')));
+    for _ in 0..100 {
+        update(&mut app, Msg::Key(Key::PageDown));
+    }
+    assert_eq!(app.coef_sel, p.names.len() - 1);
+    for _ in 0..100 {
+        update(&mut app, Msg::Key(Key::Up));
+    }
+    assert_eq!(app.coef_sel, 0);
+}
+
+#[test]
+fn replay_fills_every_run_from_its_record() {
+    let (_, ds, p) = app();
+    let smc = record(&ds, &p, &testkit::smc(&p.names, 450.0, 6, 2));
+    let ep = record(&ds, &p, &testkit::ep(&p.names, 450.0, 9, true));
+    let app = App::replay(
+        vec![
+            (PathBuf::from("a.json"), *smc),
+            (PathBuf::from("b.json"), *ep),
+        ],
+        ViewOptions::default(),
+    );
+    assert_eq!(app.runs.len(), 2);
+    assert_eq!(app.run(1).unwrap().smc.len(), 6);
+    assert!(!app.run(1).unwrap().histograms.is_empty());
+    assert_eq!(app.run(2).unwrap().ep.len(), 9);
+    assert!(app.run_for(|r| r.inclusion().is_some()).is_some());
+    assert_eq!(app.names(), p.names.as_slice());
+    assert!(app.data_args().is_none(), "nothing to re-run on");
+    let mut app = app;
+    assert!(update(&mut app, Msg::Key(Key::Char('r'))).is_empty());
+    assert!(app.status.as_ref().unwrap().error);
+}
+
+#[test]
+fn load_failure_is_a_state_not_a_crash() {
+    let mut app = App::new(
+        DataState::Failed {
+            path: "x.csv".into(),
+            error: "no such file".into(),
+        },
+        ViewOptions::default(),
+    );
+    assert!(app.autorun().is_empty());
+    update(&mut app, Msg::Key(Key::Char('n')));
+    assert_eq!(app.overlay, Overlay::None);
+    assert!(app.status.as_ref().unwrap().error);
+}
+
+#[test]
+fn sweeps_without_sds_still_give_means() {
+    let (mut app, _, p) = app();
+    let id = started(&app.enqueue(RunConfig::new("logit")))[0];
+    let mut script = testkit::ep(&p.names, 450.0, 3, false);
+    for e in &mut script.events {
+        if let crate::engine::Event::EpSweep(s) = e {
+            s.sd.clear();
+        }
+        update(&mut app, msg(id, WorkerEvent::Event(e.clone())));
+    }
+    let coefs = app.run(id).unwrap().coefficients(&p.names);
+    assert_eq!(coefs.len(), p.names.len());
+    assert!(coefs.iter().all(|c| c.mean.is_finite() && c.sd.is_nan()));
+    // The panes draw it (NaN never reaches a chart).
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
+    t.draw(|f| crate::tui::ui::render(&app, f)).unwrap();
+}

@@ -1,0 +1,94 @@
+//! `pacauc explore` (the default command) and `pacauc replay`: the terminal explorer.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use super::data_args::DataArgs;
+use crate::app::{MarkerKind, ViewOptions};
+use crate::tui::{self, Options};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MarkerArg {
+    /// Braille dots: the finest curves.
+    Braille,
+    /// One dot per cell: for fonts without braille.
+    Dot,
+    /// Full blocks.
+    Block,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ViewArgs {
+    /// No colours (also when the NO_COLOR environment variable is set).
+    #[arg(long)]
+    pub no_color: bool,
+    /// Chart marker.
+    #[arg(long, value_enum, default_value = "braille")]
+    pub marker: MarkerArg,
+    /// Most frames per second (keys are answered at once whatever this is).
+    #[arg(long, default_value_t = 10.0, value_name = "N")]
+    pub fps: f64,
+    /// Folder where `e` writes run records.
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub export_dir: PathBuf,
+}
+
+impl ViewArgs {
+    pub fn defaults() -> ViewArgs {
+        ViewArgs {
+            no_color: false,
+            marker: MarkerArg::Braille,
+            fps: 10.0,
+            export_dir: PathBuf::from("."),
+        }
+    }
+
+    pub fn options(&self) -> Result<Options, String> {
+        if !(self.fps.is_finite() && self.fps > 0.0) {
+            return Err(format!("--fps must be a positive number; got {}", self.fps));
+        }
+        let no_color_env = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Ok(Options {
+            view: ViewOptions {
+                color: !(self.no_color || no_color_env),
+                marker: match self.marker {
+                    MarkerArg::Braille => MarkerKind::Braille,
+                    MarkerArg::Dot => MarkerKind::Dot,
+                    MarkerArg::Block => MarkerKind::Block,
+                },
+            },
+            fps: self.fps,
+            export_dir: self.export_dir.clone(),
+            latency_log: std::env::var_os("PACAUC_LATENCY_LOG").map(PathBuf::from),
+        })
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExploreArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Do not start the default runs (EP then SMC) on start.
+    #[arg(long)]
+    pub no_autorun: bool,
+    #[command(flatten)]
+    pub view: ViewArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// Run records written by the explorer (`e`) or by `pacauc fit --out`.
+    #[arg(required = true, value_name = "RUN.json")]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub view: ViewArgs,
+}
+
+pub fn explore(args: &ExploreArgs) -> Result<(), String> {
+    tui::explore(args.data.clone(), !args.no_autorun, args.view.options()?)
+}
+
+pub fn replay(args: &ReplayArgs) -> Result<(), String> {
+    tui::replay(&args.files, args.view.options()?)
+}

@@ -1,0 +1,379 @@
+//! The terminal front end: terminal guard, input thread, the frame loop (a
+//! `select!` over input, the worker's channel and a tick, drawing only when
+//! something changed and at most `fps` times a second, keys at once), and the
+//! side effects `update` asks for (start, pause, cancel, export).
+
+mod input;
+mod terminal;
+pub mod ui;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, bounded, select};
+
+use crate::app::{App, Command, DataInfo, DataState, Msg, ViewOptions, run_config, update};
+use crate::cli::DataArgs;
+use crate::engine::data::{Dataset, Prepared};
+use crate::engine::record::{RunRecord, write_atomic};
+use crate::worker::{self, CHANNEL_CAPACITY, Job, RunHandle, SNAPSHOT_INTERVAL, WorkerMsg};
+use input::Input;
+use terminal::TerminalGuard;
+
+pub const INPUT_THREAD: &str = "pacauc-input";
+
+/// How the explorer draws.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub view: ViewOptions,
+    /// Most frames per second (low by default: SSH).
+    pub fps: f64,
+    /// Folder of exported run records.
+    pub export_dir: PathBuf,
+    /// Appends, per key, the milliseconds from reading it to the end of the
+    /// frame that shows its effect (`PACAUC_LATENCY_LOG`; for benchmarks).
+    pub latency_log: Option<PathBuf>,
+}
+
+/// Refuses to draw a full-screen UI into a pipe or a file.
+fn require_terminal() -> Result<(), String> {
+    if std::io::stdout().is_terminal() {
+        Ok(())
+    } else {
+        Err("the explorer needs a terminal (stdout is not one). For scripts and pipes use the headless \
+             command: pacauc fit DATA.csv [--method …] [--out RUN.json]"
+            .into())
+    }
+}
+
+/// `pacauc explore`: loads the data (a failure is shown in the UI) and, unless
+/// `autorun` is false, starts the default runs.
+pub fn explore(data: DataArgs, autorun: bool, options: Options) -> Result<(), String> {
+    require_terminal()?;
+    let t0 = Instant::now();
+    let loaded = data.load();
+    let load_s = t0.elapsed().as_secs_f64();
+    let (state, session_data) = match loaded {
+        Ok((ds, prepared)) => (
+            DataState::Loaded(Box::new(DataInfo::of(&ds, &prepared, data.clone()))),
+            Some(SessionData {
+                dataset: Arc::new(ds),
+                prepared: Arc::new(prepared),
+                load_s,
+            }),
+        ),
+        Err(error) => (
+            DataState::Failed {
+                path: data.data.display().to_string(),
+                error,
+            },
+            None,
+        ),
+    };
+    let mut app = App::new(state, options.view);
+    let initial = if autorun { app.autorun() } else { Vec::new() };
+    run(app, session_data, initial, &options)
+}
+
+/// `pacauc replay`: reads run records and shows them.
+pub fn replay(files: &[PathBuf], options: Options) -> Result<(), String> {
+    let mut records = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let r = RunRecord::from_json(&text).map_err(|e| format!("{}: {e}", f.display()))?;
+        records.push((f.clone(), r));
+    }
+    require_terminal()?;
+    let app = App::replay(records, options.view);
+    run(app, None, Vec::new(), &options)
+}
+
+struct SessionData {
+    dataset: Arc<Dataset>,
+    prepared: Arc<Prepared>,
+    load_s: f64,
+}
+
+/// Carries out `Command`s: the engine threads and the files.
+struct Session {
+    data: Option<SessionData>,
+    tx: Sender<WorkerMsg>,
+    handles: Vec<RunHandle>,
+    export_dir: PathBuf,
+}
+
+impl Session {
+    fn execute(&mut self, app: &App, cmd: Command) -> Option<Msg> {
+        self.handles.retain(|h| !h.is_finished());
+        match cmd {
+            Command::Start { run, config } => {
+                let (Some(data), Some(args)) = (&self.data, app.data_args()) else {
+                    return Some(Msg::StartFailed {
+                        run,
+                        error: "no data loaded".into(),
+                    });
+                };
+                let started = run_config::build(&config, args, &data.prepared).and_then(
+                    |(engine, problem)| {
+                        let job = Job {
+                            run,
+                            engine,
+                            problem,
+                            dataset: Arc::clone(&data.dataset),
+                            prepared: Arc::clone(&data.prepared),
+                            load_seconds: data.load_s,
+                            snapshot_interval: SNAPSHOT_INTERVAL,
+                        };
+                        worker::spawn(job, self.tx.clone())
+                            .map_err(|e| format!("cannot start a thread: {e}"))
+                    },
+                );
+                match started {
+                    Ok(h) => {
+                        self.handles.push(h);
+                        None
+                    }
+                    Err(error) => Some(Msg::StartFailed { run, error }),
+                }
+            }
+            Command::Pause { run, paused } => {
+                self.handles
+                    .iter()
+                    .filter(|h| h.run == run)
+                    .for_each(|h| h.set_paused(paused));
+                None
+            }
+            Command::Cancel { run } => {
+                self.handles
+                    .iter()
+                    .filter(|h| h.run == run)
+                    .for_each(|h| h.cancel());
+                None
+            }
+            Command::Export { run } => {
+                let r = app.run(run)?;
+                let record = r.record.as_ref()?;
+                let path = export_path(&self.export_dir, &record.method, run);
+                let result = write_atomic(&path, record.to_json().as_bytes())
+                    .map(|_| std::fs::canonicalize(&path).unwrap_or(path.clone()))
+                    .map_err(|e| format!("{}: {e}", path.display()));
+                Some(Msg::Exported { run, result })
+            }
+        }
+    }
+
+    /// Cancels every engine and waits a little for them to stop.
+    fn shutdown(self) {
+        for h in &self.handles {
+            h.cancel();
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        for h in self.handles {
+            while !h.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if h.is_finished() {
+                h.cancel_and_join();
+            }
+        }
+    }
+}
+
+/// `pacauc-<method>-<run>-<UTC yyyymmdd-hhmmss>.json`, never overwriting.
+fn export_path(dir: &Path, method: &str, run: u64) -> PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let t = secs % 86_400;
+    let stem = format!(
+        "pacauc-{method}-{run}-{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        t / 3600,
+        t / 60 % 60,
+        t % 60
+    );
+    let mut path = dir.join(format!("{stem}.json"));
+    let mut k = 2;
+    while path.exists() {
+        path = dir.join(format!("{stem}-{k}.json"));
+        k += 1;
+    }
+    path
+}
+
+/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Applies a message and carries out the commands it produces (and theirs).
+fn dispatch(app: &mut App, session: &mut Session, msg: Msg) {
+    let mut pending = vec![msg];
+    while let Some(m) = pending.pop() {
+        for cmd in update(app, m) {
+            if let Some(feedback) = session.execute(app, cmd) {
+                pending.push(feedback);
+            }
+        }
+    }
+}
+
+fn run(
+    mut app: App,
+    data: Option<SessionData>,
+    initial: Vec<Command>,
+    options: &Options,
+) -> Result<(), String> {
+    let (wtx, wrx) = bounded::<WorkerMsg>(CHANNEL_CAPACITY);
+    let mut session = Session {
+        data,
+        tx: wtx,
+        handles: Vec::new(),
+        export_dir: options.export_dir.clone(),
+    };
+    let (mut guard, mut terminal) =
+        TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    let (itx, irx) = bounded::<Input>(64);
+    input::spawn_signals(itx.clone()).map_err(|e| format!("cannot watch signals: {e}"))?;
+    input::spawn(itx).map_err(|e| format!("cannot start the input thread: {e}"))?;
+    for cmd in initial {
+        if let Some(m) = session.execute(&app, cmd) {
+            dispatch(&mut app, &mut session, m);
+        }
+    }
+    let result = frame_loop(&mut app, &mut session, &mut terminal, &irx, &wrx, options);
+    guard.leave();
+    session.shutdown();
+    result
+}
+
+fn frame_loop(
+    app: &mut App,
+    session: &mut Session,
+    terminal: &mut terminal::Term,
+    input: &Receiver<Input>,
+    worker: &Receiver<WorkerMsg>,
+    options: &Options,
+) -> Result<(), String> {
+    let frame = Duration::from_secs_f64(1.0 / options.fps.clamp(0.5, 60.0));
+    let tick = Duration::from_millis(500);
+    let mut dirty = true;
+    let mut urgent = true;
+    let mut last_draw = Instant::now();
+    let mut next_tick = Instant::now() + tick;
+    let draw_err = |e: std::io::Error| format!("cannot draw: {e}");
+    let mut key_read: Option<Instant> = None;
+    let mut latency_log = options.latency_log.as_ref().and_then(|p| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .ok()
+    });
+    loop {
+        if app.quit {
+            return Ok(());
+        }
+        let now = Instant::now();
+        if app.is_busy() && now >= next_tick {
+            update(app, Msg::Tick);
+            next_tick = now + tick;
+            dirty = true;
+        }
+        if dirty && (urgent || now >= last_draw + frame) {
+            terminal.draw(|f| ui::render(app, f)).map_err(draw_err)?;
+            last_draw = Instant::now();
+            dirty = false;
+            urgent = false;
+            if let (Some(t), Some(log)) = (key_read.take(), latency_log.as_mut()) {
+                use std::io::Write;
+                let _ = writeln!(
+                    log,
+                    "{:.3}",
+                    last_draw.duration_since(t).as_secs_f64() * 1e3
+                );
+            }
+        }
+        let now = Instant::now();
+        let mut timeout = Duration::from_secs(3600);
+        if dirty {
+            timeout = timeout.min((last_draw + frame).saturating_duration_since(now));
+        }
+        if app.is_busy() {
+            timeout = timeout.min(next_tick.saturating_duration_since(now));
+        }
+        select! {
+            recv(input) -> m => {
+                let Ok(m) = m else { return Err("the terminal's input closed".into()) };
+                let msg = match m {
+                    Input::Key(k, t) => {
+                        key_read.get_or_insert(t);
+                        Msg::Key(k)
+                    }
+                    Input::Quit => {
+                        app.quit = true;
+                        continue;
+                    }
+                    Input::Resize => {
+                        terminal.autoresize().map_err(draw_err)?;
+                        Msg::Resize
+                    }
+                };
+                dispatch(app, session, msg);
+                dirty = true;
+                urgent = true;
+            }
+            recv(worker) -> m => {
+                if let Ok(m) = m {
+                    dispatch(app, session, Msg::Worker(m));
+                    // Drain what else is there before drawing once.
+                    for m in worker.try_iter().take(CHANNEL_CAPACITY) {
+                        dispatch(app, session, Msg::Worker(m));
+                    }
+                    dirty = true;
+                }
+            }
+            default(timeout) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn export_paths_never_overwrite() {
+        let dir = std::env::temp_dir().join(format!("pacauc-export-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let a = export_path(&dir, "smc", 1);
+        std::fs::write(&a, "x").unwrap();
+        let b = export_path(&dir, "smc", 1);
+        assert_ne!(a, b);
+        assert!(
+            b.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("pacauc-smc-1-")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,183 @@
+//! Dataset pane: file, rows kept and dropped, features, class balance, split,
+//! and per-feature mean/sd/min/max with a small histogram.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+
+use super::common::{fit, num, pane_block, sparkline};
+use super::theme::Theme;
+use crate::app::{App, DataState, Pane};
+
+pub fn render(app: &App, area: Rect, frame: &mut Frame) {
+    let theme = Theme::of(app);
+    let (info, detail) = match &app.data {
+        DataState::Failed { path, error } => {
+            let block = pane_block(app, Pane::Dataset, "load error".into(), &theme);
+            let mut text = vec![
+                Line::styled(format!("Could not load {path}"), theme.bad()),
+                Line::raw(""),
+            ];
+            text.extend(error.lines().map(|l| Line::raw(l.to_string())));
+            text.push(Line::raw(""));
+            text.push(Line::styled(
+                "Fix the options and start again: pacauc explore FILE.csv [--target COL] [--positive VALUE] [--drop COL]…",
+                theme.dim(),
+            ));
+            frame.render_widget(
+                Paragraph::new(text).block(block).wrap(Wrap { trim: false }),
+                area,
+            );
+            return;
+        }
+        DataState::Loaded(info) => {
+            let file = std::path::Path::new(&info.report.path)
+                .file_name()
+                .map_or(info.report.path.clone(), |f| {
+                    f.to_string_lossy().into_owned()
+                });
+            (info, file)
+        }
+    };
+    let mut block = pane_block(app, Pane::Dataset, detail, &theme);
+    let inner = block.inner(area);
+    let head_lines =
+        3 + usize::from(
+            !info.report.dropped_columns.is_empty()
+                || !info.report.encoded.is_empty()
+                || !info.split.dropped_constant_in_train.is_empty(),
+        ) + info.report.warnings.len();
+    let visible = (inner.height as usize).saturating_sub(head_lines.min(inner.height as usize) + 1);
+    let total = info.report.summary.len();
+    if total > visible && visible > 0 {
+        let offset = app.dataset_scroll.min(total - visible);
+        block = block.title_bottom(Line::styled(
+            format!(" {}–{} of {total} ↑↓ ", offset + 1, offset + visible),
+            theme.dim(),
+        ));
+    }
+    frame.render_widget(block, area);
+    if inner.height == 0 || inner.width == 0 {
+        return;
+    }
+    let r = &info.report;
+    let s = &info.split;
+    let share = if r.rows > 0 {
+        100.0 * r.positives as f64 / r.rows as f64
+    } else {
+        0.0
+    };
+    let dropped_style = if r.dropped_rows > 0 {
+        theme.warn()
+    } else {
+        theme.dim()
+    };
+    let mut lines = vec![
+        Line::from(vec![
+            Span::raw(format!("{} rows", r.rows)),
+            Span::styled(format!(" ({} dropped)", r.dropped_rows), dropped_style),
+            Span::raw(format!(" · {} features", r.features)),
+        ]),
+        Line::from(vec![
+            Span::raw(format!("{} + / {} −", r.positives, r.negatives)),
+            Span::styled(
+                format!(" ({share:.1}%) · {} = '{}'", r.target, r.positive_label),
+                theme.dim(),
+            ),
+        ]),
+        Line::from(vec![
+            Span::styled(format!("{} split ", s.kind), theme.dim()),
+            Span::raw(format!("{} train / {} test", s.train_rows, s.test_rows)),
+        ]),
+    ];
+    let mut notes: Vec<String> = Vec::new();
+    for c in &r.dropped_columns {
+        notes.push(format!("dropped '{}' ({})", c.name, c.reason));
+    }
+    for e in &r.encoded {
+        notes.push(format!(
+            "encoded '{}' → {} features",
+            e.column,
+            e.features.len()
+        ));
+    }
+    for c in &s.dropped_constant_in_train {
+        notes.push(format!("dropped '{c}' (constant in train)"));
+    }
+    if !notes.is_empty() {
+        lines.push(Line::styled(notes.join("; "), theme.dim()));
+    }
+    for w in &r.warnings {
+        lines.push(Line::styled(format!("warning: {w}"), theme.warn()));
+    }
+    let head_h = (lines.len() as u16).min(inner.height);
+    frame.render_widget(
+        Paragraph::new(lines),
+        Rect {
+            height: head_h,
+            ..inner
+        },
+    );
+    let table = Rect {
+        y: inner.y.saturating_add(head_h),
+        height: inner.height.saturating_sub(head_h),
+        ..inner
+    };
+    if table.height < 2 {
+        return;
+    }
+    let w = table.width as usize;
+    let hist_w = 12usize;
+    let numw = 8usize;
+    let show_minmax = w > 14 + 4 * (numw + 1) + hist_w;
+    let name_w = w
+        .saturating_sub(if show_minmax {
+            4 * (numw + 1)
+        } else {
+            2 * (numw + 1)
+        })
+        .saturating_sub(hist_w + 1)
+        .clamp(4, 24);
+    let mut rows = vec![Line::styled(
+        if show_minmax {
+            format!(
+                "{:<name_w$} {:>numw$} {:>numw$} {:>numw$} {:>numw$} {}",
+                "feature", "mean", "sd", "min", "max", "histogram"
+            )
+        } else {
+            format!(
+                "{:<name_w$} {:>numw$} {:>numw$} {}",
+                "feature", "mean", "sd", "histogram"
+            )
+        },
+        theme.dim(),
+    )];
+    let visible = (table.height as usize).saturating_sub(1);
+    let total = r.summary.len();
+    let offset = app.dataset_scroll.min(total.saturating_sub(visible));
+    for f in r.summary.iter().skip(offset).take(visible) {
+        let hist: Vec<f64> = f.hist.iter().map(|&c| c as f64).collect();
+        let name = fit(&f.name, name_w);
+        let text = if show_minmax {
+            format!(
+                "{name:<name_w$} {:>numw$} {:>numw$} {:>numw$} {:>numw$} ",
+                num(f.mean),
+                num(f.sd),
+                num(f.min),
+                num(f.max)
+            )
+        } else {
+            format!(
+                "{name:<name_w$} {:>numw$} {:>numw$} ",
+                num(f.mean),
+                num(f.sd)
+            )
+        };
+        rows.push(Line::from(vec![
+            Span::raw(text),
+            Span::styled(sparkline(&hist), theme.series(0)),
+        ]));
+    }
+    frame.render_widget(Paragraph::new(rows), table);
+}

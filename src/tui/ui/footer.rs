@@ -1,0 +1,89 @@
+//! The header (data, the running engine, the last message) and the footer
+//! (the most useful keys, from the key table).
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::common::fit;
+use super::theme::Theme;
+use crate::app::keys::{BINDINGS, FORM_KEYS};
+use crate::app::run::RunStatus;
+use crate::app::{App, DataState, Overlay};
+
+pub fn header(app: &App, area: Rect, frame: &mut Frame) {
+    let theme = Theme::of(app);
+    let mut spans = vec![Span::styled(" pacauc ", theme.title())];
+    match &app.data {
+        DataState::Loaded(d) => {
+            let file = std::path::Path::new(&d.report.path)
+                .file_name()
+                .map_or(d.report.path.clone(), |f| f.to_string_lossy().into_owned());
+            let d_features = if d.names.is_empty() {
+                d.report.features
+            } else {
+                d.names.len()
+            };
+            spans.push(Span::styled(
+                format!("{file} {}×{d_features} ", d.report.rows),
+                theme.dim(),
+            ));
+        }
+        DataState::Failed { path, .. } => {
+            spans.push(Span::styled(format!("{path} (not loaded) "), theme.bad()))
+        }
+    }
+    if let Some(r) = app.active.and_then(|id| app.run(id)) {
+        let spin = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'][(app.ticks % 10) as usize];
+        let what = match r.status {
+            RunStatus::Paused => format!("‖ {} paused", r.title()),
+            _ => format!("{spin} {} running", r.title()),
+        };
+        spans.push(Span::styled(what, theme.warn()));
+        if app.queued() > 0 {
+            spans.push(Span::styled(
+                format!(" (+{} queued)", app.queued()),
+                theme.dim(),
+            ));
+        }
+        spans.push(Span::raw(" "));
+    }
+    if let Some(s) = &app.status {
+        let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+        let room = (area.width as usize).saturating_sub(used + 2);
+        spans.push(Span::styled("│ ", theme.dim()));
+        spans.push(Span::styled(
+            fit(&s.text, room),
+            if s.error { theme.bad() } else { theme.good() },
+        ));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+pub fn footer(app: &App, area: Rect, frame: &mut Frame) {
+    let theme = Theme::of(app);
+    let mut items: Vec<(&str, &str)> = match app.overlay {
+        Overlay::Form(_) => FORM_KEYS.to_vec(),
+        Overlay::Help => vec![("Esc ?", "close"), ("q", "quit")],
+        Overlay::None => {
+            let mut b: Vec<_> = BINDINGS.iter().filter(|b| b.footer > 0).collect();
+            b.sort_by_key(|b| b.footer);
+            b.into_iter().map(|b| (b.label, b.short)).collect()
+        }
+    };
+    let width = area.width as usize;
+    let mut spans = Vec::new();
+    let mut used = 0usize;
+    // Keep as many as fit, in priority order.
+    for (k, what) in items.drain(..) {
+        let len = k.chars().count() + what.chars().count() + 3;
+        if used + len > width {
+            break;
+        }
+        used += len;
+        spans.push(Span::styled(format!(" {k}"), theme.title()));
+        spans.push(Span::styled(format!(" {what} "), theme.dim()));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}

@@ -1,0 +1,110 @@
+//! Inclusion pane: spike-and-slab P(z_k = 1 | D) as sorted bars with the 0.5 line.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::common::{fit, pane_block, placeholder};
+use super::theme::Theme;
+use crate::app::{App, Pane};
+
+const EIGHTHS: [char; 8] = ['▏', '▎', '▍', '▌', '▋', '▊', '▉', '█'];
+
+/// A bar of `p ∈ [0, 1]` over `w` cells, with the 0.5 mark; returns the
+/// characters and whether each is filled.
+pub fn bar(p: f64, w: usize) -> Vec<(char, bool)> {
+    let p = if p.is_finite() {
+        p.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let eighths = (p * (w * 8) as f64).round() as usize;
+    let half = w / 2;
+    (0..w)
+        .map(|i| {
+            let filled = eighths.saturating_sub(i * 8).min(8);
+            match filled {
+                0 if i == half => ('│', false),
+                0 => (' ', false),
+                f => (EIGHTHS[f - 1], true),
+            }
+        })
+        .collect()
+}
+
+pub fn render(app: &App, area: Rect, frame: &mut Frame) {
+    let theme = Theme::of(app);
+    let run = app.run_for(|r| r.inclusion().is_some());
+    let selected = run
+        .and_then(|r| r.inclusion())
+        .map_or(0, |p| p.iter().filter(|p| p.1 > 0.5).count());
+    let detail = run.map_or(String::new(), |r| {
+        format!("{} · {selected} above ½", r.title())
+    });
+    let block = pane_block(app, Pane::Inclusion, detail, &theme);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let Some(mut probs) = run.and_then(|r| r.inclusion()) else {
+        placeholder(
+            frame,
+            inner,
+            "inclusion probabilities come from a spike-and-slab run (prior spike-slab)",
+            &theme,
+        );
+        return;
+    };
+    if inner.height < 2 || inner.width < 12 {
+        return;
+    }
+    probs.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let w = inner.width as usize;
+    let name_w = probs
+        .iter()
+        .map(|p| p.0.chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, (w / 3).max(4));
+    let bar_w = w.saturating_sub(name_w + 7).max(4);
+    let visible = (inner.height as usize).saturating_sub(1);
+    let offset = app
+        .inclusion_scroll
+        .min(probs.len().saturating_sub(visible));
+    let mut head = vec![' '; bar_w];
+    head[0] = '0';
+    let mid = bar_w / 2;
+    head[mid] = '½';
+    head[bar_w - 1] = '1';
+    let mut lines = vec![Line::from(vec![
+        Span::raw(format!("{:<name_w$} ", "")),
+        Span::styled(head.into_iter().collect::<String>(), theme.dim()),
+    ])];
+    for (name, p) in probs.iter().skip(offset).take(visible) {
+        let style = if *p > 0.5 { theme.good() } else { theme.dim() };
+        let mut spans = vec![Span::raw(format!("{:<name_w$} ", fit(name, name_w)))];
+        let cells = bar(*p, bar_w);
+        let filled: String = cells.iter().filter(|c| c.1).map(|c| c.0).collect();
+        let rest: String = cells.iter().filter(|c| !c.1).map(|c| c.0).collect();
+        spans.push(Span::styled(filled, style));
+        spans.push(Span::styled(rest, theme.warn()));
+        spans.push(Span::raw(format!(" {p:.3}")));
+        lines.push(Line::from(spans));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_fill_in_eighths_and_mark_half() {
+        let s: String = bar(0.0, 10).iter().map(|c| c.0).collect();
+        assert_eq!(s, "     │    ");
+        let s: String = bar(1.0, 4).iter().map(|c| c.0).collect();
+        assert_eq!(s, "████");
+        let s: String = bar(0.3, 10).iter().map(|c| c.0).collect();
+        assert_eq!(s, "███  │    ");
+        assert_eq!(bar(f64::NAN, 3).len(), 3);
+    }
+}

@@ -1,0 +1,439 @@
+//! Marginals pane: a forest plot (mean ± 2 sd per coefficient, sorted by
+//! |mean/sd|; SMC and EP side by side when both exist) and, for the selected
+//! coefficient, the SMC particle histogram with the EP Gaussian density
+//! overlaid (RACL14 Fig. 1).
+
+use std::collections::HashMap;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
+
+use super::common::{bounds, finite, fit, num, pane_block, placeholder};
+use super::theme::Theme;
+use crate::app::run::{Coef, RunView};
+use crate::app::{App, Pane};
+use crate::engine::event::Histogram;
+
+/// A run's coefficients with its colour and mean glyph (the glyph tells the
+/// runs apart without colour).
+struct Series<'a> {
+    run: &'a RunView,
+    coefs: Vec<Coef>,
+    style: Style,
+    glyph: char,
+}
+
+const GLYPHS: [char; 2] = ['●', '◆'];
+
+fn color_index(app: &App, run: &RunView) -> usize {
+    app.runs.iter().position(|r| r.id == run.id).unwrap_or(0)
+}
+
+/// Order of coefficients by decreasing |mean/sd| (non-finite last); by |mean|
+/// when no sd is known yet (an engine's intermediate sweeps).
+pub fn sorted_order(coefs: &[Coef]) -> Vec<usize> {
+    let any_sd = coefs.iter().any(|c| c.sd.is_finite() && c.sd > 0.0);
+    let key = |c: &Coef| {
+        let z = if any_sd { c.mean / c.sd } else { c.mean }.abs();
+        if z.is_finite() { z } else { -1.0 }
+    };
+    let mut order: Vec<usize> = (0..coefs.len()).collect();
+    order.sort_by(|&a, &b| key(&coefs[b]).total_cmp(&key(&coefs[a])));
+    order
+}
+
+pub fn render(app: &App, area: Rect, frame: &mut Frame) {
+    let theme = Theme::of(app);
+    let names = app.names();
+    let has = |r: &RunView| !r.coefficients(names).is_empty();
+    let primary = app.run_for(has);
+    let secondary = primary.and_then(|p| {
+        if p.is_smc() {
+            app.run_for(|r| r.is_ep() && has(r))
+        } else if p.is_ep() {
+            app.run_for(|r| r.is_smc() && has(r))
+        } else {
+            None
+        }
+    });
+    let mut detail = String::new();
+    for r in primary.iter().chain(secondary.iter()) {
+        detail.push_str(&format!("{} ", r.title()));
+    }
+    let block = pane_block(app, Pane::Marginals, detail.trim_end().to_string(), &theme);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let Some(primary) = primary else {
+        placeholder(
+            frame,
+            inner,
+            "no posterior yet: coefficients appear as soon as a run reports them",
+            &theme,
+        );
+        return;
+    };
+    let series: Vec<Series> = [Some(primary), secondary]
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, r)| Series {
+            run: r,
+            coefs: r.coefficients(names),
+            style: theme.series(color_index(app, r)),
+            glyph: GLYPHS[i % GLYPHS.len()],
+        })
+        .collect();
+    let order = sorted_order(&series[0].coefs);
+    let sel = app.coef_sel.min(order.len().saturating_sub(1));
+    let sel_name = order
+        .get(sel)
+        .map(|&k| series[0].coefs[k].name.clone())
+        .unwrap_or_default();
+    let (forest_area, hist_area) = if inner.width >= 56 {
+        let [a, _, b] = Layout::horizontal([
+            Constraint::Percentage(56),
+            Constraint::Length(2),
+            Constraint::Fill(1),
+        ])
+        .areas(inner);
+        (a, b)
+    } else if inner.height >= 16 {
+        let [a, b] =
+            Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(inner);
+        (a, b)
+    } else {
+        (inner, Rect::default())
+    };
+    forest(&series, &order, sel, forest_area, frame, &theme);
+    let smc = series
+        .iter()
+        .find(|s| s.run.is_smc() && !s.run.histograms.is_empty());
+    let ep = series.iter().find(|s| s.run.is_ep());
+    histogram(
+        &sel_name,
+        smc,
+        ep.or(series.first()),
+        hist_area,
+        frame,
+        &theme,
+    );
+}
+
+fn forest(
+    series: &[Series],
+    order: &[usize],
+    sel: usize,
+    area: Rect,
+    frame: &mut Frame,
+    theme: &Theme,
+) {
+    if area.height < 3 || area.width < 20 {
+        return;
+    }
+    let lookup: Vec<HashMap<&str, &Coef>> = series
+        .iter()
+        .map(|s| s.coefs.iter().map(|c| (c.name.as_str(), c)).collect())
+        .collect();
+    let w = area.width as usize;
+    let longest = series[0]
+        .coefs
+        .iter()
+        .map(|c| c.name.chars().count())
+        .max()
+        .unwrap_or(4);
+    let name_w = longest.clamp(4, (w / 4).max(4));
+    let val_w = if w >= 50 { 14 } else { 0 };
+    let plot_w = w.saturating_sub(name_w + 1 + val_w).max(5);
+    let per = series.len();
+    let body_h = (area.height as usize).saturating_sub(2);
+    let visible = (body_h / per).max(1);
+    let offset = (sel + 1).saturating_sub(visible);
+    let shown: Vec<usize> = order.iter().copied().skip(offset).take(visible).collect();
+    // One axis for every interval shown, and 0.
+    let [lo, hi] = bounds(
+        shown
+            .iter()
+            .flat_map(|&k| {
+                let name = series[0].coefs[k].name.as_str();
+                lookup.iter().filter_map(move |l| l.get(name))
+            })
+            .flat_map(|c| [c.mean - 2.0 * c.sd, c.mean + 2.0 * c.sd])
+            .chain([0.0]),
+    );
+    let pad = 0.04 * (hi - lo);
+    let (lo, hi) = (lo - pad, hi + pad);
+    let col = |x: f64| -> Option<usize> {
+        if !x.is_finite() {
+            return None;
+        }
+        let t = ((x - lo) / (hi - lo) * (plot_w - 1) as f64).round();
+        Some(t.clamp(0.0, (plot_w - 1) as f64) as usize)
+    };
+    let mut lines = Vec::new();
+    let mut legend: Vec<Span> = series
+        .iter()
+        .flat_map(|s| {
+            [
+                Span::styled(format!("{} ", s.glyph), s.style),
+                Span::raw(format!("{}  ", s.run.title())),
+            ]
+        })
+        .collect();
+    legend.push(Span::styled("mean ± 2 sd", theme.dim()));
+    if order.len() > visible {
+        legend.push(Span::styled(
+            format!(
+                "  {}–{}/{}",
+                offset + 1,
+                (offset + visible).min(order.len()),
+                order.len()
+            ),
+            theme.dim(),
+        ));
+    }
+    lines.push(Line::from(legend));
+    for (i, &k) in shown.iter().enumerate() {
+        let name = series[0].coefs[k].name.as_str();
+        for (j, s) in series.iter().enumerate() {
+            let label = if j == 0 {
+                fit(name, name_w)
+            } else {
+                String::new()
+            };
+            let label_style = if offset + i == sel && j == 0 {
+                theme.selected()
+            } else {
+                Style::new()
+            };
+            let mut spans = vec![
+                Span::styled(format!("{label:<name_w$}"), label_style),
+                Span::raw(" "),
+            ];
+            match lookup[j].get(name) {
+                Some(c) => {
+                    spans.extend(interval(
+                        plot_w,
+                        col(0.0),
+                        col(c.mean - 2.0 * c.sd),
+                        col(c.mean + 2.0 * c.sd),
+                        col(c.mean),
+                        (s.glyph, s.style),
+                        theme,
+                    ));
+                    if val_w > 0 {
+                        spans.push(Span::styled(
+                            format!(" {:>7} ±{:<5}", num(c.mean), short(c.sd)),
+                            s.style,
+                        ));
+                    }
+                }
+                None => spans.push(Span::styled("(not in this run)", theme.dim())),
+            }
+            lines.push(Line::from(spans));
+        }
+    }
+    // The axis: its ends and 0.
+    let mut axis = vec![' '; plot_w];
+    let put = |axis: &mut Vec<char>, at: usize, text: &str| {
+        for (i, ch) in text.chars().enumerate() {
+            if let Some(c) = axis.get_mut(at + i) {
+                *c = ch;
+            }
+        }
+    };
+    let lo_s = num(lo);
+    let hi_s = num(hi);
+    put(&mut axis, 0, &lo_s);
+    if let Some(z) = col(0.0)
+        && z > lo_s.len() + 1
+        && z + 2 < plot_w.saturating_sub(hi_s.len())
+    {
+        put(&mut axis, z, "0");
+    }
+    put(&mut axis, plot_w.saturating_sub(hi_s.len()), &hi_s);
+    lines.resize(area.height as usize - 1, Line::raw(""));
+    lines.push(Line::from(vec![
+        Span::raw(format!("{:<name_w$} ", "")),
+        Span::styled(axis.into_iter().collect::<String>(), theme.dim()),
+    ]));
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+fn short(v: f64) -> String {
+    if v.is_finite() && v.abs() < 10.0 {
+        format!("{v:.2}")
+    } else {
+        num(v)
+    }
+}
+
+/// The characters of one interval row.
+fn interval(
+    w: usize,
+    zero: Option<usize>,
+    a: Option<usize>,
+    b: Option<usize>,
+    mean: Option<usize>,
+    (glyph, style): (char, Style),
+    theme: &Theme,
+) -> Vec<Span<'static>> {
+    let mut cells: Vec<(char, Style)> = vec![(' ', Style::new()); w];
+    if let Some(z) = zero {
+        cells[z] = ('┆', theme.dim());
+    }
+    if let (Some(a), Some(b)) = (a, b) {
+        for c in cells.iter_mut().take(b + 1).skip(a) {
+            *c = ('─', style);
+        }
+        cells[a] = (if a == b { '│' } else { '├' }, style);
+        if b > a {
+            cells[b] = ('┤', style);
+        }
+    }
+    if let Some(m) = mean {
+        cells[m] = (glyph, style);
+    }
+    // Group equal styles into spans.
+    let mut spans = Vec::new();
+    let mut text = String::new();
+    let mut cur = cells[0].1;
+    for (ch, st) in cells {
+        if st != cur {
+            spans.push(Span::styled(std::mem::take(&mut text), cur));
+            cur = st;
+        }
+        text.push(ch);
+    }
+    spans.push(Span::styled(text, cur));
+    spans
+}
+
+fn normal_pdf(x: f64, m: f64, s: f64) -> f64 {
+    let z = (x - m) / s;
+    (-0.5 * z * z).exp() / (s * (2.0 * std::f64::consts::PI).sqrt())
+}
+
+/// Step outline of a histogram as a density.
+fn density_steps(h: &Histogram) -> Vec<(f64, f64)> {
+    let total: f64 = h.counts.iter().filter(|c| c.is_finite()).sum();
+    let n = h.counts.len();
+    let width = (h.hi - h.lo) / n.max(1) as f64;
+    if !(total > 0.0 && width > 0.0 && width.is_finite()) {
+        return Vec::new();
+    }
+    let mut pts = vec![(h.lo, 0.0)];
+    for (i, &c) in h.counts.iter().enumerate() {
+        let d = c / (total * width);
+        let x0 = h.lo + i as f64 * width;
+        pts.push((x0, d));
+        pts.push((x0 + width, d));
+    }
+    pts.push((h.hi, 0.0));
+    finite(pts)
+}
+
+fn histogram(
+    name: &str,
+    smc: Option<&Series>,
+    gauss: Option<&Series>,
+    area: Rect,
+    frame: &mut Frame,
+    theme: &Theme,
+) {
+    if area.height < 4 || area.width < 16 {
+        return;
+    }
+    let hist = smc.and_then(|s| {
+        let k = s.coefs.iter().position(|c| c.name == name)?;
+        s.run.histograms.get(k).map(|h| (density_steps(h), s.style))
+    });
+    // The Gaussian overlay: EP's marginal (or, without EP, the primary run's).
+    let normal = gauss
+        .filter(|g| smc.is_none_or(|s| s.run.id != g.run.id))
+        .and_then(|g| {
+            let c = g.coefs.iter().find(|c| c.name == name)?;
+            (c.sd.is_finite() && c.sd > 0.0 && c.mean.is_finite()).then_some((
+                c.mean,
+                c.sd,
+                g.style,
+                g.run.title(),
+            ))
+        });
+    let [title_area, chart_area] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
+    let mut title = vec![Span::styled(format!(" {name} "), theme.title())];
+    if let (Some((_, style)), Some(s)) = (&hist, smc) {
+        title.push(Span::styled(format!("▇ {} ", s.run.title()), *style));
+    }
+    if let Some((_, _, style, t)) = &normal {
+        title.push(Span::styled(format!("━ {t} Gaussian"), *style));
+    }
+    frame.render_widget(Paragraph::new(Line::from(title)), title_area);
+    if hist.is_none() && normal.is_none() {
+        placeholder(
+            frame,
+            chart_area,
+            "no particle histogram or Gaussian for this coefficient",
+            theme,
+        );
+        return;
+    }
+    let hist_pts = hist.as_ref().map(|h| h.0.clone()).unwrap_or_default();
+    let [mut lo, mut hi] = bounds(hist_pts.iter().map(|p| p.0));
+    if hist_pts.is_empty() {
+        lo = f64::INFINITY;
+        hi = f64::NEG_INFINITY;
+    }
+    if let Some((m, s, ..)) = normal {
+        lo = lo.min(m - 3.5 * s);
+        hi = hi.max(m + 3.5 * s);
+    }
+    let [lo, hi] = bounds([lo, hi]);
+    let curve: Vec<(f64, f64)> = normal.as_ref().map_or(Vec::new(), |&(m, s, ..)| {
+        finite((0..=120).map(|i| {
+            let x = lo + (hi - lo) * i as f64 / 120.0;
+            (x, normal_pdf(x, m, s))
+        }))
+    });
+    let ymax = hist_pts
+        .iter()
+        .chain(&curve)
+        .map(|p| p.1)
+        .fold(0.0, f64::max);
+    let ymax = if ymax > 0.0 && ymax.is_finite() {
+        ymax * 1.05
+    } else {
+        1.0
+    };
+    let mut ds = Vec::new();
+    if let Some((_, style)) = &hist {
+        ds.push(
+            Dataset::default()
+                .data(&hist_pts)
+                .graph_type(GraphType::Line)
+                .marker(theme.marker)
+                .style(*style),
+        );
+    }
+    if let Some((_, _, style, _)) = &normal {
+        ds.push(
+            Dataset::default()
+                .data(&curve)
+                .graph_type(GraphType::Line)
+                .marker(theme.marker)
+                .style(*style),
+        );
+    }
+    let chart = Chart::new(ds)
+        .x_axis(
+            Axis::default()
+                .bounds([lo, hi])
+                .labels([num(lo), num(hi)])
+                .style(theme.dim()),
+        )
+        .y_axis(Axis::default().bounds([0.0, ymax]).style(theme.dim()));
+    frame.render_widget(chart, chart_area);
+}

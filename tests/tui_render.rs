@@ -1,0 +1,263 @@
+//! The explorer's screens drawn on ratatui's TestBackend: every pane at 80×24
+//! (tabbed) and 120×40 (grid, and zoomed), overlays, load errors, replay;
+//! snapshots under tests/snapshots/. Tiny sizes must not panic.
+
+use pacauc::app::keys::Key;
+use pacauc::app::{App, DataInfo, DataState, Msg, Pane, ViewOptions, update};
+use pacauc::testkit;
+use pacauc::tui::ui;
+use pacauc::worker::{WorkerEvent, WorkerMsg};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::style::Color;
+
+fn screen(app: &App, w: u16, h: u16) -> String {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| ui::render(app, f)).unwrap();
+    let buf = t.backend().buffer();
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        let line: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn feed(app: &mut App, run: u64, event: WorkerEvent) {
+    update(app, Msg::Worker(WorkerMsg { run, event }));
+}
+
+fn empty() -> App {
+    let (ds, p, args) = testkit::demo();
+    App::new(
+        DataState::Loaded(Box::new(DataInfo::of(&ds, &p, args))),
+        ViewOptions::default(),
+    )
+}
+
+/// EP (spike-and-slab) finished, logit finished, SMC at stage 5 of 8.
+fn live() -> App {
+    let (ds, p, _) = testkit::demo();
+    let mut app = empty();
+    let names = p.names.clone();
+    let ep = testkit::ep_with(&names, testkit::posterior_of(&p), 449.0, 12, true);
+    let smc = testkit::smc_with(&names, testkit::posterior_of(&p), 449.0, 8, 1);
+    let cfg = |m: &str| pacauc::app::run_config::RunConfig::new(m);
+    app.enqueue(cfg("ep"));
+    app.enqueue(cfg("logit"));
+    app.enqueue(cfg("smc"));
+    for e in &ep.events {
+        feed(&mut app, 1, WorkerEvent::Event(e.clone()));
+    }
+    feed(
+        &mut app,
+        1,
+        WorkerEvent::Finished(Box::new(testkit::record(&ds, &p, &ep))),
+    );
+    let mut logit = testkit::ep_with(&names, testkit::posterior_of(&p), 449.0, 1, false);
+    logit.fit.engine = "logit".into();
+    logit.events.clear();
+    feed(
+        &mut app,
+        2,
+        WorkerEvent::Finished(Box::new(testkit::record(&ds, &p, &logit))),
+    );
+    feed(
+        &mut app,
+        3,
+        WorkerEvent::Event(pacauc::engine::Event::Started {
+            engine: "smc".into(),
+            n: 449,
+            d: names.len(),
+            pairs: 67 * 382,
+            gamma: 449.0,
+        }),
+    );
+    for e in &smc.events[..5] {
+        feed(&mut app, 3, WorkerEvent::Event(e.clone()));
+    }
+    app
+}
+
+fn finished() -> App {
+    let (ds, p, _) = testkit::demo();
+    let mut app = live();
+    let smc = testkit::smc_with(&p.names, testkit::posterior_of(&p), 449.0, 8, 1);
+    for e in &smc.events[5..] {
+        feed(&mut app, 3, WorkerEvent::Event(e.clone()));
+    }
+    feed(
+        &mut app,
+        3,
+        WorkerEvent::Finished(Box::new(testkit::record(&ds, &p, &smc))),
+    );
+    app
+}
+
+fn key(app: &mut App, k: Key) {
+    update(app, Msg::Key(k));
+}
+
+#[test]
+fn main_screen_120x40() {
+    insta::assert_snapshot!("main_120x40_live", screen(&live(), 120, 40));
+    insta::assert_snapshot!("main_120x40_finished", screen(&finished(), 120, 40));
+    insta::assert_snapshot!("main_120x40_empty", screen(&empty(), 120, 40));
+}
+
+#[test]
+fn every_pane_at_80x24_and_zoomed_at_120x40() {
+    let mut app = finished();
+    for (i, pane) in Pane::ALL.iter().enumerate() {
+        key(&mut app, Key::Char(char::from(b'1' + i as u8)));
+        assert_eq!(app.focus, *pane);
+        let name = pane.title().to_lowercase();
+        insta::assert_snapshot!(format!("pane_{name}_80x24"), screen(&app, 80, 24));
+        key(&mut app, Key::Char('z'));
+        insta::assert_snapshot!(format!("pane_{name}_120x40_zoom"), screen(&app, 120, 40));
+        key(&mut app, Key::Char('z'));
+    }
+}
+
+#[test]
+fn live_panes_at_80x24() {
+    let mut app = live();
+    for c in ['2', '4'] {
+        key(&mut app, Key::Char(c));
+        insta::assert_snapshot!(format!("live_pane_{c}_80x24"), screen(&app, 80, 24));
+    }
+}
+
+#[test]
+fn selecting_a_coefficient_moves_the_histogram() {
+    let mut app = finished();
+    key(&mut app, Key::Char('4'));
+    let before = screen(&app, 120, 40);
+    key(&mut app, Key::Down);
+    key(&mut app, Key::Down);
+    let after = screen(&app, 120, 40);
+    assert_ne!(before, after);
+    insta::assert_snapshot!("marginals_third_coefficient", after);
+}
+
+#[test]
+fn overlays() {
+    let mut app = finished();
+    key(&mut app, Key::Char('?'));
+    insta::assert_snapshot!("help_120x40", screen(&app, 120, 40));
+    insta::assert_snapshot!("help_80x24", screen(&app, 80, 24));
+    key(&mut app, Key::Esc);
+    // The logit run's form: the same in every build (SMC and EP add their own fields).
+    key(&mut app, Key::Char('['));
+    key(&mut app, Key::Char('n'));
+    insta::assert_snapshot!("form_80x24", screen(&app, 80, 24));
+}
+
+#[test]
+fn load_error_is_shown() {
+    let app = App::new(
+        DataState::Failed {
+            path: "missing.csv".into(),
+            error: "missing.csv: No such file or directory (os error 2)".into(),
+        },
+        ViewOptions::default(),
+    );
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("Could not load missing.csv"), "{s}");
+    insta::assert_snapshot!("load_error_80x24", s);
+}
+
+#[test]
+fn replay_shows_the_records() {
+    let (ds, p, _) = testkit::demo();
+    let smc = testkit::record(
+        &ds,
+        &p,
+        &testkit::smc_with(&p.names, testkit::posterior_of(&p), 449.0, 8, 1),
+    );
+    let ep = testkit::record(
+        &ds,
+        &p,
+        &testkit::ep_with(&p.names, testkit::posterior_of(&p), 449.0, 12, true),
+    );
+    // Through JSON, as `pacauc replay` reads them.
+    let back = |r: &pacauc::engine::record::RunRecord| {
+        pacauc::engine::record::RunRecord::from_json(&r.to_json()).unwrap()
+    };
+    let app = App::replay(
+        vec![
+            ("smc.json".into(), back(&smc)),
+            ("ep.json".into(), back(&ep)),
+        ],
+        ViewOptions::default(),
+    );
+    insta::assert_snapshot!("replay_120x40", screen(&app, 120, 40));
+}
+
+#[test]
+fn tiny_and_odd_sizes_never_panic() {
+    let apps = [empty(), live(), finished()];
+    for app in &apps {
+        for w in 0..=20 {
+            for h in 0..=5 {
+                let s = screen(app, w, h);
+                if w >= 10 && h >= 1 {
+                    assert!(s.starts_with("terminal"), "{w}×{h}: {s}");
+                }
+            }
+        }
+        for (w, h) in [
+            (59, 16),
+            (60, 15),
+            (60, 16),
+            (99, 32),
+            (100, 31),
+            (100, 32),
+            (300, 100),
+            (61, 17),
+        ] {
+            screen(app, w, h);
+        }
+    }
+    // Every pane drawn directly into small rectangles.
+    let app = finished();
+    for pane in Pane::ALL {
+        for w in 0..=24 {
+            for h in 0..=8 {
+                let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+                t.draw(|f| ui::render_pane(&app, pane, f.area(), f))
+                    .unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn no_color_means_no_colour() {
+    let mut app = finished();
+    app.options.color = false;
+    let mut t = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    t.draw(|f| ui::render(&app, f)).unwrap();
+    for c in t.backend().buffer().content() {
+        assert_eq!(c.fg, Color::Reset, "coloured cell {:?}", c.symbol());
+        assert_eq!(c.bg, Color::Reset);
+    }
+    // With colours, still only the default background.
+    let app = finished();
+    t.draw(|f| ui::render(&app, f)).unwrap();
+    assert!(
+        t.backend()
+            .buffer()
+            .content()
+            .iter()
+            .all(|c| c.bg == Color::Reset)
+    );
+    assert!(
+        t.backend()
+            .buffer()
+            .content()
+            .iter()
+            .any(|c| c.fg != Color::Reset)
+    );
+}
