@@ -3,13 +3,17 @@
 //!
 //! Scores arrive split by class (positives first, as the SMC target orders the
 //! rows). We count `2·#{s_p > s_n} + #{s_p = s_n}` exactly, without sorting:
-//! a counting sort into ~n equal-width buckets over [min, max] (bucket order
-//! agrees with score order because `floor((s − lo)·scale)` is monotone in s),
-//! then a walk over the buckets that credits every positive with the negatives
-//! of lower buckets; only pairs sharing a bucket are compared one by one (few,
-//! since a bucket holds ~1 score), and a crowded bucket (heavy tails, many ties)
-//! is sorted and merged instead. Linear time on smooth score distributions,
-//! O(n log n) at worst; ties count ½, exactly as `metrics::auc`.
+//! 1. a vectorised pass (AVX-512/AVX2 when present) maps every score to one of
+//!    B ≈ 4·n− equal-width buckets over [min, max] (or over the bulk, from a
+//!    sample, when a few outliers dominate the range); the map is monotone, so
+//!    bucket order never contradicts score order;
+//! 2. a counting sort places the negatives by bucket (counts, a vectorised
+//!    prefix sum, one scatter);
+//! 3. each positive is credited with the negatives of lower buckets (one
+//!    lookup) and compared exactly with the few in its own bucket (branch-free
+//!    for ≤ 2; a crowded bucket is sorted once and bisected).
+//! Linear time on smooth score distributions, O(n log n) at worst; exact, with
+//! ties counting ½ as in `metrics::auc` (equal scores always share a bucket).
 
 /// Buckets per negative score.
 const BUCKETS_PER_NEGATIVE: usize = 4;
