@@ -12,6 +12,7 @@
 //! 3. each positive is credited with the negatives of lower buckets (one
 //!    lookup) and compared exactly with the few in its own bucket (branch-free
 //!    for ≤ 2; a crowded bucket is sorted once and bisected).
+//!
 //! Linear time on smooth score distributions, O(n log n) at worst; exact, with
 //! ties counting ½ as in `metrics::auc` (equal scores always share a bucket).
 
