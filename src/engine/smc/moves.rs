@@ -536,8 +536,8 @@ mod tests {
             for j in 0..m {
                 let p = &chains.theta[j * d..(j + 1) * d];
                 fit.whiten(p, &mut w);
-                for k in 0..d {
-                    assert!((w[k] - chains.white[j * d + k]).abs() < 1e-9);
+                for (a, b) in w.iter().zip(&chains.white[j * d..(j + 1) * d]) {
+                    assert!((a - b).abs() < 1e-9);
                 }
                 assert!((t.log_prior(p) - chains.log_prior[j]).abs() < 1e-9);
             }
