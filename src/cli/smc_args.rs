@@ -6,6 +6,8 @@ use crate::engine::smc::{Kernel, Moves, SmcSettings};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum KernelArg {
+    /// gpcn, or pcn for a Gaussian prior in more than 400 dimensions.
+    Auto,
     /// Random-walk Metropolis with the particles' covariance, c = 2.38/√d (adapted).
     Rw,
     /// Preconditioned Crank–Nicolson: prior-preserving (Gaussian priors only).
@@ -29,7 +31,7 @@ pub struct SmcArgs {
     /// SMC: ESS target τ of each tempering step, as a share of N (default 0.5).
     #[arg(long, value_name = "TAU", help_heading = "SMC")]
     pub ess: Option<f64>,
-    /// SMC: Metropolis kernel of the moves.
+    /// SMC: Metropolis kernel of the moves (default auto).
     #[arg(long, value_enum, help_heading = "SMC")]
     pub kernel: Option<KernelArg>,
     /// SMC: initial step size (random walk: c, default 2.38/√d; pcn/gpcn: √(1−ρ²)).
@@ -65,6 +67,7 @@ impl SmcArgs {
         }
         if let Some(k) = self.kernel {
             s.kernel = match k {
+                KernelArg::Auto => Kernel::Auto,
                 KernelArg::Rw => Kernel::Rw,
                 KernelArg::Pcn => Kernel::Pcn,
                 KernelArg::Gpcn => Kernel::Gpcn,

@@ -88,6 +88,7 @@ pub fn build_fit(problem: &Problem, settings: &SmcSettings, run: SmcRun) -> Fit 
         "stages": run.path.len() - 1,
         "risk_evaluations": run.evaluations,
         "sampler_seconds": run.elapsed,
+        "kernel": run.kernel.name(),
         "converged_means": format!(
             "γ_T reached and, in every stage, each coordinate and the risk decorrelated from \
              their stage-start values (|correlation| ≤ {}); for a stronger check compare two \

@@ -18,6 +18,10 @@ use crate::engine::rng::{self, Rng};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kernel {
+    /// Gpcn, or Pcn for a Gaussian prior in more than `AUTO_PCN_DIM` dimensions
+    /// (there the particles' covariance and its O(d²) products cost more than
+    /// they help, and pCN's prior-shaped steps are dimension-robust).
+    Auto,
     /// Random walk `θ' = θ + c·L z`, `L Lᵀ` = the particles' covariance.
     Rw,
     /// Preconditioned Crank–Nicolson `θ' = ρθ + √(1−ρ²)·ν`, ν from the (Gaussian)
@@ -29,9 +33,22 @@ pub enum Kernel {
     Gpcn,
 }
 
+/// Dimension above which `Auto` picks pCN (Gaussian priors).
+pub const AUTO_PCN_DIM: usize = 400;
+
 impl Kernel {
+    /// The kernel `Auto` stands for in dimension d.
+    pub fn resolve(self, d: usize, gaussian_prior: bool) -> Kernel {
+        match self {
+            Kernel::Auto if gaussian_prior && d > AUTO_PCN_DIM => Kernel::Pcn,
+            Kernel::Auto => Kernel::Gpcn,
+            k => k,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
+            Kernel::Auto => "auto",
             Kernel::Rw => "rw",
             Kernel::Pcn => "pcn",
             Kernel::Gpcn => "gpcn",
@@ -41,7 +58,7 @@ impl Kernel {
     pub fn target_acceptance(self) -> f64 {
         match self {
             Kernel::Rw => 0.25,
-            Kernel::Pcn | Kernel::Gpcn => 0.3,
+            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn => 0.3,
         }
     }
     /// Step size at the first stage: c = 2.38/√d for the random walk; for pCN
@@ -49,14 +66,14 @@ impl Kernel {
     pub fn initial_scale(self, d: usize) -> f64 {
         match self {
             Kernel::Rw => 2.38 / (d as f64).sqrt(),
-            Kernel::Pcn | Kernel::Gpcn => 0.5,
+            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn => 0.5,
         }
     }
     /// Largest sensible step size.
     pub fn max_scale(self, d: usize) -> f64 {
         match self {
             Kernel::Rw => 10.0 * 2.38 / (d as f64).sqrt(),
-            Kernel::Pcn | Kernel::Gpcn => 1.0,
+            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn => 1.0,
         }
     }
 }
@@ -199,14 +216,17 @@ pub struct Chains {
 }
 
 impl Chains {
-    /// Fills `white` for the Gpcn kernel.
-    pub fn whiten(&mut self, fit: &GaussianFit) {
+    /// Fills `white` for the Gpcn kernel (zeros without a fit: unused).
+    pub fn whiten(&mut self, fit: Option<&GaussianFit>) {
         let d = self.d;
+        self.white.clear();
         self.white.resize(self.theta.len(), 0.0);
-        self.white
-            .par_chunks_mut(d)
-            .zip(self.theta.par_chunks(d))
-            .for_each(|(w, t)| fit.whiten(t, w));
+        if let Some(fit) = fit {
+            self.white
+                .par_chunks_mut(d)
+                .zip(self.theta.par_chunks(d))
+                .for_each(|(w, t)| fit.whiten(t, w));
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -246,7 +266,8 @@ pub struct StepSpec<'a> {
     pub kernel: Kernel,
     pub gamma: f64,
     pub scale: f64,
-    pub fit: &'a GaussianFit,
+    /// The particles' Gaussian fit (Rw and Gpcn; Pcn needs none).
+    pub fit: Option<&'a GaussianFit>,
 }
 
 /// Outcome of one step over all chains.
@@ -285,6 +306,12 @@ pub fn step<T: Target + ?Sized>(
 
     // 1. Proposals, each chain from its own stream.
     let s = spec.scale;
+    let fit = match (spec.kernel, spec.fit) {
+        (Kernel::Auto, _) => panic!("resolve Kernel::Auto before stepping"),
+        (Kernel::Pcn, _) => None,
+        (_, Some(f)) => Some(f),
+        (k, None) => panic!("the {} kernel needs the particles' Gaussian fit", k.name()),
+    };
     let rho = (1.0 - s * s).max(0.0).sqrt();
     chains
         .theta
@@ -304,13 +331,15 @@ pub fn step<T: Target + ?Sized>(
                 match spec.kernel {
                     Kernel::Rw => {
                         z.iter_mut().for_each(|v| *v = rng::normal(r));
-                        spec.fit.l_times(&z, out);
+                        let fit = fit.expect("checked above");
+                        fit.l_times(&z, out);
                         for (o, &c) in out.iter_mut().zip(cur) {
                             *o = c + s * *o;
                         }
                         corr[j] = 0.0;
                     }
-                    Kernel::Pcn => {
+                    Kernel::Auto | Kernel::Pcn => {
+                        // (Auto never gets here: rejected above.)
                         target.sample_prior(r, out);
                         for (o, &c) in out.iter_mut().zip(cur) {
                             *o = rho * c + s * *o;
@@ -324,8 +353,9 @@ pub fn step<T: Target + ?Sized>(
                         }
                         let w2_new: f64 = z.iter().map(|v| v * v).sum();
                         nw[j * d..(j + 1) * d].copy_from_slice(&z);
-                        spec.fit.l_times(&z, out);
-                        for (o, mk) in out.iter_mut().zip(&spec.fit.mean) {
+                        let fit = fit.expect("checked above");
+                        fit.l_times(&z, out);
+                        for (o, mk) in out.iter_mut().zip(&fit.mean) {
                             *o += mk;
                         }
                         // log N(θ; fit) − log N(θ'; fit).
@@ -363,7 +393,7 @@ pub fn step<T: Target + ?Sized>(
                 for j in 0..rk.len() {
                     let like = -gamma * (prk[j] - rk[j]);
                     let log_alpha = match kernel {
-                        Kernel::Pcn => like,
+                        Kernel::Auto | Kernel::Pcn => like,
                         Kernel::Rw => like + plp[j] - lp[j],
                         Kernel::Gpcn => like + plp[j] - lp[j] + corr[j],
                     };
@@ -392,7 +422,7 @@ pub fn step<T: Target + ?Sized>(
 /// (whose posterior radius is independent of the direction), else two Metropolis
 /// steps on log‖θ‖ (target prior(e^u θ)·e^{ud}), θ the model parameter even when
 /// the sampler works in other coordinates.
-pub fn radial<T: Target + ?Sized>(target: &T, chains: &mut Chains, fit: &GaussianFit) {
+pub fn radial<T: Target + ?Sized>(target: &T, chains: &mut Chains, fit: Option<&GaussianFit>) {
     let d = chains.d;
     let gaussian = target.prior_is_gaussian();
     let origin = vec![0.0; d];
@@ -400,10 +430,11 @@ pub fn radial<T: Target + ?Sized>(target: &T, chains: &mut Chains, fit: &Gaussia
     let chi = ChiSquared::new(d as f64).expect("d ≥ 1");
     let sigma = 1.0 / (2.0 * d as f64).sqrt();
     // θ → fθ maps the whitened state w = L⁻¹(θ − m) to f·w + (f − 1)·L⁻¹m.
-    let wm = &fit.white_mean;
     let rescale_white = |w: &mut [f64], f: f64| {
-        for (wi, mi) in w.iter_mut().zip(wm) {
-            *wi = f * *wi + (f - 1.0) * mi;
+        if let Some(fit) = fit {
+            for (wi, mi) in w.iter_mut().zip(&fit.white_mean) {
+                *wi = f * *wi + (f - 1.0) * mi;
+            }
         }
     };
     chains
@@ -450,7 +481,9 @@ pub fn radial<T: Target + ?Sized>(target: &T, chains: &mut Chains, fit: &Gaussia
                     if moved {
                         target.to_particle(&nat, cur);
                         lp[j] = target.log_prior(cur);
-                        fit.whiten(cur, white);
+                        if let Some(fit) = fit {
+                            fit.whiten(cur, white);
+                        }
                     }
                 }
             }
@@ -520,17 +553,17 @@ mod tests {
                 rng: (0..m).map(|j| rng::stream(6, &[j as u64])).collect(),
             };
             t.risks(&chains.theta, &mut chains.risk);
-            chains.whiten(&fit);
+            chains.whiten(Some(&fit));
             let mut buf = Proposals::default();
             for _ in 0..5 {
                 let spec = StepSpec {
                     kernel: Kernel::Gpcn,
                     gamma: 10.0,
                     scale: 0.7,
-                    fit: &fit,
+                    fit: Some(&fit),
                 };
                 step(&t, &mut chains, &mut buf, spec);
-                radial(&t, &mut chains, &fit);
+                radial(&t, &mut chains, Some(&fit));
             }
             let mut w = vec![0.0; d];
             for j in 0..m {

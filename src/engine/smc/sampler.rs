@@ -8,7 +8,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::moves::{self, Chains, GaussianFit, Proposals, StepSpec};
+use super::moves::{self, Chains, GaussianFit, Kernel, Proposals, StepSpec};
 use super::settings::{Moves, SmcSettings};
 use super::target::Target;
 use super::tempering::{next_delta, reweight, systematic};
@@ -52,6 +52,8 @@ pub struct StageInfo {
 #[derive(Debug, Clone)]
 pub struct SmcRun {
     pub d: usize,
+    /// The move kernel used (`Auto` resolved).
+    pub kernel: Kernel,
     /// The particles as model parameters θ.
     pub theta: Vec<f64>,
     /// The particles in the sampler's coordinates (θ itself unless the target
@@ -77,7 +79,8 @@ pub fn run<T: Target + ?Sized>(
     obs: &mut dyn Observer,
 ) -> Result<SmcRun, EngineError> {
     s.validate(target.dim())?;
-    if s.kernel == super::moves::Kernel::Pcn && !target.prior_is_gaussian() {
+    let kernel = s.kernel.resolve(target.dim(), target.prior_is_gaussian());
+    if kernel == Kernel::Pcn && !target.prior_is_gaussian() {
         return Err(EngineError::InvalidParams(
             "the pcn kernel needs a Gaussian prior (gaussian or ard); use --kernel rw or gpcn"
                 .into(),
@@ -99,7 +102,7 @@ pub fn run<T: Target + ?Sized>(
     let mut log_z = 0.0;
     let mut path = Vec::new();
     let mut trace = Vec::new();
-    let mut scale = s.scale.unwrap_or_else(|| s.kernel.initial_scale(d));
+    let mut scale = s.scale.unwrap_or_else(|| kernel.initial_scale(d));
     let mut decorrelated = true;
     emit(
         StageInfo {
@@ -155,7 +158,9 @@ pub fn run<T: Target + ?Sized>(
             )));
         }
         gamma = new_gamma;
-        let fit = GaussianFit::of(&theta, d, &rw.weights);
+        // The particles' Gaussian fit shapes Rw and Gpcn proposals (pCN needs none:
+        // with d in the thousands its covariance would cost more than the moves).
+        let fit = (kernel != Kernel::Pcn).then(|| GaussianFit::of(&theta, d, &rw.weights));
 
         let chains_n = match s.waste_free {
             Some(p) => n / p,
@@ -184,7 +189,7 @@ pub fn run<T: Target + ?Sized>(
             .par_iter_mut()
             .zip(chains.theta.par_chunks(d))
             .for_each(|(lp, t)| *lp = target.log_prior(t));
-        chains.whiten(&fit);
+        chains.whiten(fit.as_ref());
         let start_theta = chains.theta.clone();
         let start_risk = chains.risk.clone();
 
@@ -214,14 +219,14 @@ pub fn run<T: Target + ?Sized>(
                 &mut chains,
                 &mut buf,
                 StepSpec {
-                    kernel: s.kernel,
+                    kernel,
                     gamma,
                     scale,
-                    fit: &fit,
+                    fit: fit.as_ref(),
                 },
             );
             if s.radial && target.scale_invariant() {
-                moves::radial(target, &mut chains, &fit);
+                moves::radial(target, &mut chains, fit.as_ref());
             }
             steps += 1;
             for (m, &a) in moved.iter_mut().zip(buf.accepted()) {
@@ -234,8 +239,8 @@ pub fn run<T: Target + ?Sized>(
             esjd_sum += st.esjd;
             if s.adapt_scale {
                 let acc = st.accepted as f64 / chains_n as f64;
-                scale = (scale * (acc - s.kernel.target_acceptance()).exp())
-                    .clamp(1e-4 * s.kernel.max_scale(d), s.kernel.max_scale(d));
+                scale = (scale * (acc - kernel.target_acceptance()).exp())
+                    .clamp(1e-4 * kernel.max_scale(d), kernel.max_scale(d));
             }
             if s.waste_free.is_some() {
                 cloud.extend_from_slice(&chains.theta);
@@ -287,6 +292,7 @@ pub fn run<T: Target + ?Sized>(
     }
     Ok(SmcRun {
         d,
+        kernel,
         theta: natural(target, &theta, d),
         state: theta,
         risk,

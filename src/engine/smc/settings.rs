@@ -51,7 +51,7 @@ impl Default for SmcSettings {
             waste_free: None,
             moves: Moves::Adaptive { min: 2, max: 200 },
             ess: 0.5,
-            kernel: Kernel::Gpcn,
+            kernel: Kernel::Auto,
             scale: None,
             adapt_scale: true,
             radial: true,
@@ -113,7 +113,7 @@ impl SmcSettings {
             _ => {}
         }
         if let Some(c) = self.scale {
-            let max = self.kernel.max_scale(d);
+            let max = self.kernel.resolve(d, true).max_scale(d);
             if !(c > 0.0 && c <= max) {
                 return bad(format!("the step size must be in (0, {max}]; got {c}"));
             }
