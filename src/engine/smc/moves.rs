@@ -237,26 +237,35 @@ impl Chains {
     }
 }
 
-/// Buffers for one step's proposals, reused across steps.
+/// Buffers for one step's proposals, one per block of chains, reused across steps.
 #[derive(Debug, Default)]
 pub struct Proposals {
+    blocks: Vec<BlockBuf>,
+}
+
+#[derive(Debug, Default)]
+struct BlockBuf {
     theta: Vec<f64>,
     white: Vec<f64>,
     risk: Vec<f64>,
     log_prior: Vec<f64>,
-    /// Proposal-density correction of the log acceptance ratio (Gpcn) or the
-    /// prior ratio's replacement (Pcn).
+    /// Proposal-density correction of the log acceptance ratio (Gpcn).
     correction: Vec<f64>,
     log_u: Vec<f64>,
-    /// Per chain: accepted, squared jump.
     accepted: Vec<bool>,
-    jump2: Vec<f64>,
+    /// Sum of squared jumps of the block's chains.
+    jump2: f64,
+    /// Scratch for one proposal (normals / whitened state).
+    z: Vec<f64>,
+    /// Scratch of the radial moves.
+    nat: Vec<f64>,
+    scaled: Vec<f64>,
 }
 
 impl Proposals {
-    /// Per chain: whether the last step's proposal was accepted.
-    pub fn accepted(&self) -> &[bool] {
-        &self.accepted
+    /// Per chain, in order: whether the last step's proposal was accepted.
+    pub fn accepted(&self) -> impl Iterator<Item = bool> + '_ {
+        self.blocks.iter().flat_map(|b| b.accepted.iter().copied())
     }
 }
 
@@ -268,6 +277,8 @@ pub struct StepSpec<'a> {
     pub scale: f64,
     /// The particles' Gaussian fit (Rw and Gpcn; Pcn needs none).
     pub fit: Option<&'a GaussianFit>,
+    /// Follow the Metropolis step by a radial move (scale-invariant risks).
+    pub radial: bool,
 }
 
 /// Outcome of one step over all chains.
@@ -281,7 +292,9 @@ pub struct StepStats {
 /// Chains handled together by a rayon task (fixed: results do not depend on it).
 const CHAIN_BLOCK: usize = 64;
 
-/// One Metropolis step of every chain, in place.
+/// One Metropolis step of every chain, in place (then a radial move if asked):
+/// each block of chains is proposed, evaluated and accepted by one rayon task,
+/// so a step costs a single fork-join and its data stay in cache.
 pub fn step<T: Target + ?Sized>(
     target: &T,
     chains: &mut Chains,
@@ -289,132 +302,157 @@ pub fn step<T: Target + ?Sized>(
     spec: StepSpec<'_>,
 ) -> StepStats {
     let (m, d) = (chains.len(), chains.d);
-    buf.theta.resize(m * d, 0.0);
     // Whitened states matter to Gpcn only; the others carry them along unused.
     assert_eq!(
         chains.white.len(),
         m * d,
         "chains need their whitened states"
     );
-    buf.white.resize(m * d, 0.0);
-    buf.risk.resize(m, 0.0);
-    buf.log_prior.resize(m, 0.0);
-    buf.correction.resize(m, 0.0);
-    buf.log_u.resize(m, 0.0);
-    buf.accepted.resize(m, false);
-    buf.jump2.resize(m, 0.0);
-
-    // 1. Proposals, each chain from its own stream.
-    let s = spec.scale;
     let fit = match (spec.kernel, spec.fit) {
         (Kernel::Auto, _) => panic!("resolve Kernel::Auto before stepping"),
         (Kernel::Pcn, _) => None,
         (_, Some(f)) => Some(f),
         (k, None) => panic!("the {} kernel needs the particles' Gaussian fit", k.name()),
     };
-    let rho = (1.0 - s * s).max(0.0).sqrt();
-    chains
-        .theta
-        .par_chunks(CHAIN_BLOCK * d)
-        .zip(chains.rng.par_chunks_mut(CHAIN_BLOCK))
-        .zip(buf.theta.par_chunks_mut(CHAIN_BLOCK * d))
-        .zip(buf.log_prior.par_chunks_mut(CHAIN_BLOCK))
-        .zip(buf.correction.par_chunks_mut(CHAIN_BLOCK))
-        .zip(buf.log_u.par_chunks_mut(CHAIN_BLOCK))
-        .zip(chains.white.par_chunks(CHAIN_BLOCK * d))
-        .zip(buf.white.par_chunks_mut(CHAIN_BLOCK * d))
-        .for_each(|(((((((th, rngs), prop), lp), corr), lu), cw), nw)| {
-            let mut z = vec![0.0; d];
-            for (j, r) in rngs.iter_mut().enumerate() {
-                let cur = &th[j * d..(j + 1) * d];
-                let out = &mut prop[j * d..(j + 1) * d];
-                match spec.kernel {
-                    Kernel::Rw => {
-                        z.iter_mut().for_each(|v| *v = rng::normal(r));
-                        let fit = fit.expect("checked above");
-                        fit.l_times(&z, out);
-                        for (o, &c) in out.iter_mut().zip(cur) {
-                            *o = c + s * *o;
-                        }
-                        corr[j] = 0.0;
-                    }
-                    Kernel::Auto | Kernel::Pcn => {
-                        // (Auto never gets here: rejected above.)
-                        target.sample_prior(r, out);
-                        for (o, &c) in out.iter_mut().zip(cur) {
-                            *o = rho * c + s * *o;
-                        }
-                    }
-                    Kernel::Gpcn => {
-                        let w = &cw[j * d..(j + 1) * d];
-                        let w2_old: f64 = w.iter().map(|v| v * v).sum();
-                        for (v, wi) in z.iter_mut().zip(w) {
-                            *v = rho * wi + s * rng::normal(r);
-                        }
-                        let w2_new: f64 = z.iter().map(|v| v * v).sum();
-                        nw[j * d..(j + 1) * d].copy_from_slice(&z);
-                        let fit = fit.expect("checked above");
-                        fit.l_times(&z, out);
-                        for (o, mk) in out.iter_mut().zip(&fit.mean) {
-                            *o += mk;
-                        }
-                        // log N(θ; fit) − log N(θ'; fit).
-                        corr[j] = 0.5 * (w2_new - w2_old);
-                    }
-                }
-                lp[j] = target.log_prior(out);
-                let u: f64 = r.random();
-                lu[j] = u.ln();
-            }
-        });
-
-    // 2. Their risks (the expensive part).
-    target.risks(&buf.theta, &mut buf.risk);
-
-    // 3. Accept or reject.
-    let gamma = spec.gamma;
-    let kernel = spec.kernel;
+    let radial = Radial::new(target, d, spec.radial, spec.fit);
+    buf.blocks
+        .resize_with(m.div_ceil(CHAIN_BLOCK), BlockBuf::default);
     chains
         .theta
         .par_chunks_mut(CHAIN_BLOCK * d)
         .zip(chains.white.par_chunks_mut(CHAIN_BLOCK * d))
         .zip(chains.risk.par_chunks_mut(CHAIN_BLOCK))
         .zip(chains.log_prior.par_chunks_mut(CHAIN_BLOCK))
-        .zip(buf.theta.par_chunks(CHAIN_BLOCK * d))
-        .zip(buf.white.par_chunks(CHAIN_BLOCK * d))
-        .zip(buf.risk.par_chunks(CHAIN_BLOCK))
-        .zip(buf.log_prior.par_chunks(CHAIN_BLOCK))
-        .zip(buf.correction.par_chunks(CHAIN_BLOCK))
-        .zip(buf.log_u.par_chunks(CHAIN_BLOCK))
-        .zip(buf.accepted.par_chunks_mut(CHAIN_BLOCK))
-        .zip(buf.jump2.par_chunks_mut(CHAIN_BLOCK))
-        .for_each(
-            |(((((((((((th, wh), rk), lp), pth), pwh), prk), plp), corr), lu), acc), j2)| {
-                for j in 0..rk.len() {
-                    let like = -gamma * (prk[j] - rk[j]);
-                    let log_alpha = match kernel {
-                        Kernel::Auto | Kernel::Pcn => like,
-                        Kernel::Rw => like + plp[j] - lp[j],
-                        Kernel::Gpcn => like + plp[j] - lp[j] + corr[j],
-                    };
-                    let ok = lu[j] < log_alpha;
-                    acc[j] = ok;
-                    if ok {
-                        let (cur, new) = (&mut th[j * d..(j + 1) * d], &pth[j * d..(j + 1) * d]);
-                        j2[j] = cur.iter().zip(new).map(|(a, b)| (a - b) * (a - b)).sum();
-                        cur.copy_from_slice(new);
-                        wh[j * d..(j + 1) * d].copy_from_slice(&pwh[j * d..(j + 1) * d]);
-                        rk[j] = prk[j];
-                        lp[j] = plp[j];
-                    } else {
-                        j2[j] = 0.0;
-                    }
+        .zip(chains.rng.par_chunks_mut(CHAIN_BLOCK))
+        .zip(buf.blocks.par_iter_mut())
+        .for_each(|(((((th, wh), rk), lp), rngs), bb)| {
+            let c = rk.len();
+            propose(target, spec, fit, th, wh, rngs, bb, d);
+            target.risks(&bb.theta, &mut bb.risk);
+            accept(spec, th, wh, rk, lp, bb, d);
+            if let Some(radial) = &radial {
+                for j in 0..c {
+                    radial.apply(
+                        target,
+                        &mut th[j * d..(j + 1) * d],
+                        &mut wh[j * d..(j + 1) * d],
+                        &mut lp[j],
+                        &mut rngs[j],
+                        bb,
+                    );
                 }
-            },
-        );
-    let accepted = buf.accepted.iter().filter(|&&a| a).count();
-    let esjd = buf.jump2.iter().sum::<f64>() / m.max(1) as f64;
+            }
+        });
+    let accepted = buf
+        .blocks
+        .iter()
+        .map(|b| b.accepted.iter().filter(|&&a| a).count())
+        .sum();
+    let esjd = buf.blocks.iter().map(|b| b.jump2).sum::<f64>() / m.max(1) as f64;
     StepStats { accepted, esjd }
+}
+
+/// Proposals of one block of chains, each from its own stream.
+#[allow(clippy::too_many_arguments)]
+fn propose<T: Target + ?Sized>(
+    target: &T,
+    spec: StepSpec<'_>,
+    fit: Option<&GaussianFit>,
+    th: &[f64],
+    wh: &[f64],
+    rngs: &mut [Rng],
+    bb: &mut BlockBuf,
+    d: usize,
+) {
+    let c = rngs.len();
+    bb.theta.resize(c * d, 0.0);
+    bb.white.resize(c * d, 0.0);
+    bb.risk.resize(c, 0.0);
+    bb.log_prior.resize(c, 0.0);
+    bb.correction.resize(c, 0.0);
+    bb.log_u.resize(c, 0.0);
+    bb.accepted.resize(c, false);
+    bb.z.resize(d, 0.0);
+    let s = spec.scale;
+    let rho = (1.0 - s * s).max(0.0).sqrt();
+    for (j, r) in rngs.iter_mut().enumerate() {
+        let cur = &th[j * d..(j + 1) * d];
+        let out = &mut bb.theta[j * d..(j + 1) * d];
+        let z = &mut bb.z;
+        match spec.kernel {
+            Kernel::Rw => {
+                z.iter_mut().for_each(|v| *v = rng::normal(r));
+                let fit = fit.expect("checked by step");
+                fit.l_times(z, out);
+                for (o, &c) in out.iter_mut().zip(cur) {
+                    *o = c + s * *o;
+                }
+                bb.correction[j] = 0.0;
+            }
+            Kernel::Auto | Kernel::Pcn => {
+                // (Auto never gets here: `step` resolves or refuses it.)
+                target.sample_prior(r, out);
+                for (o, &c) in out.iter_mut().zip(cur) {
+                    *o = rho * c + s * *o;
+                }
+                bb.correction[j] = 0.0;
+            }
+            Kernel::Gpcn => {
+                let w = &wh[j * d..(j + 1) * d];
+                let w2_old: f64 = w.iter().map(|v| v * v).sum();
+                for (v, wi) in z.iter_mut().zip(w) {
+                    *v = rho * wi + s * rng::normal(r);
+                }
+                let w2_new: f64 = z.iter().map(|v| v * v).sum();
+                bb.white[j * d..(j + 1) * d].copy_from_slice(z);
+                let fit = fit.expect("checked by step");
+                fit.l_times(z, out);
+                for (o, mk) in out.iter_mut().zip(&fit.mean) {
+                    *o += mk;
+                }
+                // log N(θ; fit) − log N(θ'; fit).
+                bb.correction[j] = 0.5 * (w2_new - w2_old);
+            }
+        }
+        bb.log_prior[j] = target.log_prior(out);
+        let u: f64 = r.random();
+        bb.log_u[j] = u.ln();
+    }
+}
+
+/// Metropolis decisions of one block.
+fn accept(
+    spec: StepSpec<'_>,
+    th: &mut [f64],
+    wh: &mut [f64],
+    rk: &mut [f64],
+    lp: &mut [f64],
+    bb: &mut BlockBuf,
+    d: usize,
+) {
+    bb.jump2 = 0.0;
+    for j in 0..rk.len() {
+        let like = -spec.gamma * (bb.risk[j] - rk[j]);
+        let log_alpha = match spec.kernel {
+            Kernel::Auto | Kernel::Pcn => like,
+            Kernel::Rw => like + bb.log_prior[j] - lp[j],
+            Kernel::Gpcn => like + bb.log_prior[j] - lp[j] + bb.correction[j],
+        };
+        let ok = bb.log_u[j] < log_alpha;
+        bb.accepted[j] = ok;
+        if ok {
+            let (cur, new) = (&mut th[j * d..(j + 1) * d], &bb.theta[j * d..(j + 1) * d]);
+            bb.jump2 += cur
+                .iter()
+                .zip(new)
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum::<f64>();
+            cur.copy_from_slice(new);
+            wh[j * d..(j + 1) * d].copy_from_slice(&bb.white[j * d..(j + 1) * d]);
+            rk[j] = bb.risk[j];
+            lp[j] = bb.log_prior[j];
+        }
+    }
 }
 
 /// A move of the radius alone, for scale-invariant risks (no risk evaluation):
@@ -422,72 +460,95 @@ pub fn step<T: Target + ?Sized>(
 /// (whose posterior radius is independent of the direction), else two Metropolis
 /// steps on log‖θ‖ (target prior(e^u θ)·e^{ud}), θ the model parameter even when
 /// the sampler works in other coordinates.
-pub fn radial<T: Target + ?Sized>(target: &T, chains: &mut Chains, fit: Option<&GaussianFit>) {
-    let d = chains.d;
-    let gaussian = target.prior_is_gaussian();
-    let origin = vec![0.0; d];
-    let lp0 = target.log_prior(&origin);
-    let chi = ChiSquared::new(d as f64).expect("d ≥ 1");
-    let sigma = 1.0 / (2.0 * d as f64).sqrt();
-    // θ → fθ maps the whitened state w = L⁻¹(θ − m) to f·w + (f − 1)·L⁻¹m.
-    let rescale_white = |w: &mut [f64], f: f64| {
-        if let Some(fit) = fit {
+struct Radial<'a> {
+    gaussian: bool,
+    lp0: f64,
+    chi: ChiSquared<f64>,
+    sigma: f64,
+    fit: Option<&'a GaussianFit>,
+    d: usize,
+}
+
+impl<'a> Radial<'a> {
+    fn new<T: Target + ?Sized>(
+        target: &T,
+        d: usize,
+        wanted: bool,
+        fit: Option<&'a GaussianFit>,
+    ) -> Option<Radial<'a>> {
+        if !(wanted && target.scale_invariant()) {
+            return None;
+        }
+        Some(Radial {
+            gaussian: target.prior_is_gaussian(),
+            lp0: target.log_prior(&vec![0.0; d]),
+            chi: ChiSquared::new(d as f64).expect("d ≥ 1"),
+            sigma: 1.0 / (2.0 * d as f64).sqrt(),
+            fit,
+            d,
+        })
+    }
+
+    /// θ → fθ maps the whitened state w = L⁻¹(θ − m) to f·w + (f − 1)·L⁻¹m.
+    fn rescale_white(&self, w: &mut [f64], f: f64) {
+        if let Some(fit) = self.fit {
             for (wi, mi) in w.iter_mut().zip(&fit.white_mean) {
                 *wi = f * *wi + (f - 1.0) * mi;
             }
         }
-    };
-    chains
-        .theta
-        .par_chunks_mut(CHAIN_BLOCK * d)
-        .zip(chains.white.par_chunks_mut(CHAIN_BLOCK * d))
-        .zip(chains.log_prior.par_chunks_mut(CHAIN_BLOCK))
-        .zip(chains.rng.par_chunks_mut(CHAIN_BLOCK))
-        .for_each(|(((th, wh), lp), rngs)| {
-            let (mut prop, mut nat) = (vec![0.0; d], vec![0.0; d]);
-            for (j, r) in rngs.iter_mut().enumerate() {
-                let cur = &mut th[j * d..(j + 1) * d];
-                let white = &mut wh[j * d..(j + 1) * d];
-                if gaussian {
-                    let q = 2.0 * (lp0 - lp[j]);
-                    let target_q: f64 = chi.sample(r);
-                    if q > 0.0 && q.is_finite() {
-                        let f = (target_q / q).sqrt();
-                        cur.iter_mut().for_each(|v| *v *= f);
-                        rescale_white(white, f);
-                        lp[j] = target.log_prior(cur);
-                    }
-                } else {
-                    // Metropolis on the scale of θ = natural(particle): the
-                    // risk does not change, the prior of θ and the Jacobian
-                    // e^{ud} decide (the same ratio in any coordinates).
-                    target.natural(cur, &mut nat);
-                    let mut lpn = target.log_prior_natural(&nat);
-                    let mut moved = false;
-                    for _ in 0..2 {
-                        let u = sigma * rng::normal(r);
-                        let f = u.exp();
-                        for (p, &c) in prop.iter_mut().zip(nat.iter()) {
-                            *p = f * c;
-                        }
-                        let lpn_new = target.log_prior_natural(&prop);
-                        let v: f64 = r.random();
-                        if v.ln() < lpn_new - lpn + u * d as f64 {
-                            nat.copy_from_slice(&prop);
-                            lpn = lpn_new;
-                            moved = true;
-                        }
-                    }
-                    if moved {
-                        target.to_particle(&nat, cur);
-                        lp[j] = target.log_prior(cur);
-                        if let Some(fit) = fit {
-                            fit.whiten(cur, white);
-                        }
-                    }
-                }
+    }
+
+    fn apply<T: Target + ?Sized>(
+        &self,
+        target: &T,
+        cur: &mut [f64],
+        white: &mut [f64],
+        lp: &mut f64,
+        r: &mut Rng,
+        bb: &mut BlockBuf,
+    ) {
+        let d = self.d;
+        if self.gaussian {
+            let q = 2.0 * (self.lp0 - *lp);
+            let target_q: f64 = self.chi.sample(r);
+            if q > 0.0 && q.is_finite() {
+                let f = (target_q / q).sqrt();
+                cur.iter_mut().for_each(|v| *v *= f);
+                self.rescale_white(white, f);
+                *lp = target.log_prior(cur);
             }
-        });
+            return;
+        }
+        // Metropolis on the scale of θ = natural(particle): the risk does not
+        // change, the prior of θ and the Jacobian e^{ud} decide (the same ratio
+        // in any coordinates).
+        bb.nat.resize(d, 0.0);
+        bb.scaled.resize(d, 0.0);
+        target.natural(cur, &mut bb.nat);
+        let mut lpn = target.log_prior_natural(&bb.nat);
+        let mut moved = false;
+        for _ in 0..2 {
+            let u = self.sigma * rng::normal(r);
+            let f = u.exp();
+            for (p, &c) in bb.scaled.iter_mut().zip(bb.nat.iter()) {
+                *p = f * c;
+            }
+            let lpn_new = target.log_prior_natural(&bb.scaled);
+            let v: f64 = r.random();
+            if v.ln() < lpn_new - lpn + u * d as f64 {
+                std::mem::swap(&mut bb.nat, &mut bb.scaled);
+                lpn = lpn_new;
+                moved = true;
+            }
+        }
+        if moved {
+            target.to_particle(&bb.nat, cur);
+            *lp = target.log_prior(cur);
+            if let Some(fit) = self.fit {
+                fit.whiten(cur, white);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -561,9 +622,9 @@ mod tests {
                     gamma: 10.0,
                     scale: 0.7,
                     fit: Some(&fit),
+                    radial: true,
                 };
                 step(&t, &mut chains, &mut buf, spec);
-                radial(&t, &mut chains, Some(&fit));
             }
             let mut w = vec![0.0; d];
             for j in 0..m {

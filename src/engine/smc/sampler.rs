@@ -223,13 +223,11 @@ pub fn run<T: Target + ?Sized>(
                     gamma,
                     scale,
                     fit: fit.as_ref(),
+                    radial: s.radial,
                 },
             );
-            if s.radial && target.scale_invariant() {
-                moves::radial(target, &mut chains, fit.as_ref());
-            }
             steps += 1;
-            for (m, &a) in moved.iter_mut().zip(buf.accepted()) {
+            for (m, a) in moved.iter_mut().zip(buf.accepted()) {
                 *m |= a;
             }
             unmoved = moved.iter().filter(|&&m| !m).count() as f64 / chains_n as f64;
@@ -370,13 +368,12 @@ pub fn moments(theta: &[f64], d: usize) -> (Vec<f64>, Vec<f64>) {
     (m, v.iter().map(|x| (x / n).sqrt()).collect())
 }
 
-/// Per-coordinate histograms of the rows of `theta`.
+/// Per-coordinate histograms of the rows of `theta` (coordinates in parallel).
 pub fn histograms(theta: &[f64], d: usize, bins: usize) -> Vec<Histogram> {
-    let mut col = Vec::with_capacity(theta.len() / d.max(1));
     (0..d)
+        .into_par_iter()
         .map(|k| {
-            col.clear();
-            col.extend(theta.chunks_exact(d).map(|r| r[k]));
+            let col: Vec<f64> = theta.chunks_exact(d).map(|r| r[k]).collect();
             Histogram::of(&col, None, bins)
         })
         .collect()

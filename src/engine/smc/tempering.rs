@@ -2,6 +2,7 @@
 //! of the incremental weights, the incremental evidence, systematic resampling.
 
 use rand::RngExt;
+use rayon::prelude::*;
 
 use crate::engine::rng::Rng;
 
@@ -17,16 +18,28 @@ pub struct Reweighting {
     pub weights: Vec<f64>,
 }
 
+/// Particles per partial sum: fixed, so the sums do not depend on the threads.
+const SUM_CHUNK: usize = 2048;
+
 /// Sums of `w` and `w²` with `w = exp(−δ (R − R_min))` ∈ (0, 1]: no overflow, and
-/// at least one weight is 1 so no underflow to an all-zero sum.
+/// at least one weight is 1 so no underflow to an all-zero sum. Partial sums of
+/// fixed chunks in parallel, added in order.
 fn sums(risks: &[f64], r_min: f64, delta: f64) -> (f64, f64) {
-    let (mut s1, mut s2) = (0.0, 0.0);
-    for &r in risks {
-        let w = (-delta * (r - r_min)).exp();
-        s1 += w;
-        s2 += w * w;
-    }
-    (s1, s2)
+    let parts: Vec<(f64, f64)> = risks
+        .par_chunks(SUM_CHUNK)
+        .map(|c| {
+            let (mut s1, mut s2) = (0.0, 0.0);
+            for &r in c {
+                let w = (-delta * (r - r_min)).exp();
+                s1 += w;
+                s2 += w * w;
+            }
+            (s1, s2)
+        })
+        .collect();
+    parts
+        .iter()
+        .fold((0.0, 0.0), |(a, b), &(c, e)| (a + c, b + e))
 }
 
 fn ess_frac(risks: &[f64], r_min: f64, delta: f64) -> f64 {
