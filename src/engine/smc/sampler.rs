@@ -190,78 +190,26 @@ pub fn run<T: Target + ?Sized>(
             .zip(chains.theta.par_chunks(d))
             .for_each(|(lp, t)| *lp = target.log_prior(t));
         chains.whiten(fit.as_ref());
-        let start_theta = chains.theta.clone();
-        let start_risk = chains.risk.clone();
-
-        // Waste-free keeps every state: the cloud is rebuilt step-major.
-        let mut cloud: Vec<f64> = Vec::new();
-        let mut cloud_risk: Vec<f64> = Vec::new();
-        if s.waste_free.is_some() {
-            cloud.reserve(n * d);
-            cloud_risk.reserve(n);
-            cloud.extend_from_slice(&chains.theta);
-            cloud_risk.extend_from_slice(&chains.risk);
-        }
-        let (min_steps, max_steps) = match (s.waste_free, s.moves) {
-            (Some(p), _) => (p - 1, p - 1),
-            (None, Moves::Fixed(k)) => (k, k),
-            (None, Moves::Adaptive { min, max }) => (min, max),
-        };
-        let (mut accepted, mut proposed, mut esjd_sum) = (0usize, 0usize, 0.0);
-        let mut steps = 0;
-        let mut max_corr = 1.0;
-        let mut moved = vec![false; chains_n];
-        let mut unmoved = 1.0;
-        while steps < max_steps {
-            ctl.checkpoint()?;
-            let st = moves::step(
-                target,
-                &mut chains,
-                &mut buf,
-                StepSpec {
-                    kernel,
-                    gamma,
-                    scale,
-                    fit: fit.as_ref(),
-                    radial: s.radial,
-                },
-            );
-            steps += 1;
-            for (m, a) in moved.iter_mut().zip(buf.accepted()) {
-                *m |= a;
-            }
-            unmoved = moved.iter().filter(|&&m| !m).count() as f64 / chains_n as f64;
-            evaluations += chains_n as u64;
-            accepted += st.accepted;
-            proposed += chains_n;
-            esjd_sum += st.esjd;
-            if s.adapt_scale {
-                let acc = st.accepted as f64 / chains_n as f64;
-                scale = (scale * (acc - kernel.target_acceptance()).exp())
-                    .clamp(1e-4 * kernel.max_scale(d), kernel.max_scale(d));
-            }
-            if s.waste_free.is_some() {
-                cloud.extend_from_slice(&chains.theta);
-                cloud_risk.extend_from_slice(&chains.risk);
-            } else if steps >= min_steps {
-                max_corr =
-                    max_correlation(&start_theta, &start_risk, &chains.theta, &chains.risk, d);
-                if matches!(s.moves, Moves::Adaptive { .. })
-                    && max_corr <= s.decorrelation
-                    && unmoved <= s.max_unmoved
-                {
-                    break;
-                }
-            }
-        }
-        if s.waste_free.is_some() {
-            max_corr = max_correlation(&start_theta, &start_risk, &chains.theta, &chains.risk, d);
-            theta = cloud;
-            risk = cloud_risk;
-        } else {
-            theta = chains.theta;
-            risk = chains.risk;
-        }
+        let mv = move_stage(
+            target,
+            s,
+            StepSpec {
+                kernel,
+                gamma,
+                scale,
+                fit: fit.as_ref(),
+                radial: s.radial,
+            },
+            chains,
+            &mut buf,
+            ctl,
+        )?;
+        scale = mv.scale;
+        evaluations += (mv.steps * chains_n) as u64;
+        theta = mv.theta;
+        risk = mv.risk;
+        let (steps, max_corr, unmoved) = (mv.steps, mv.max_corr, mv.unmoved);
+        let (accepted, proposed, esjd_sum) = (mv.accepted, mv.steps * chains_n, mv.esjd_sum);
         if max_corr > s.decorrelation || unmoved > s.max_unmoved {
             decorrelated = false;
         }
@@ -300,6 +248,96 @@ pub fn run<T: Target + ?Sized>(
         evaluations,
         decorrelated,
         elapsed: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// The cloud after a stage's moves, with the moves' statistics.
+struct Moved {
+    theta: Vec<f64>,
+    risk: Vec<f64>,
+    steps: usize,
+    accepted: usize,
+    esjd_sum: f64,
+    max_corr: f64,
+    unmoved: f64,
+    /// Step size after adaptation.
+    scale: f64,
+}
+
+/// The moves of one stage: standard SMC moves every chain until it has
+/// decorrelated from its start (or a fixed number of steps); waste-free keeps
+/// every state of N/P chains of P.
+fn move_stage<T: Target + ?Sized>(
+    target: &T,
+    s: &SmcSettings,
+    mut spec: StepSpec<'_>,
+    mut chains: Chains,
+    buf: &mut Proposals,
+    ctl: &Control,
+) -> Result<Moved, EngineError> {
+    let (d, m) = (chains.d, chains.len());
+    let kernel = spec.kernel;
+    let start_theta = chains.theta.clone();
+    let start_risk = chains.risk.clone();
+    // Waste-free keeps every state: the cloud is rebuilt step-major.
+    let (mut cloud, mut cloud_risk) = (Vec::new(), Vec::new());
+    if let Some(p) = s.waste_free {
+        cloud.reserve(m * p * d);
+        cloud_risk.reserve(m * p);
+        cloud.extend_from_slice(&chains.theta);
+        cloud_risk.extend_from_slice(&chains.risk);
+    }
+    let (min_steps, max_steps) = match (s.waste_free, s.moves) {
+        (Some(p), _) => (p - 1, p - 1),
+        (None, Moves::Fixed(k)) => (k, k),
+        (None, Moves::Adaptive { min, max }) => (min, max),
+    };
+    let (mut accepted, mut esjd_sum, mut steps) = (0usize, 0.0, 0);
+    let mut max_corr = 1.0;
+    let mut moved = vec![false; m];
+    let mut unmoved = 1.0;
+    while steps < max_steps {
+        ctl.checkpoint()?;
+        let st = moves::step(target, &mut chains, buf, spec);
+        steps += 1;
+        for (mv, a) in moved.iter_mut().zip(buf.accepted()) {
+            *mv |= a;
+        }
+        unmoved = moved.iter().filter(|&&mv| !mv).count() as f64 / m as f64;
+        accepted += st.accepted;
+        esjd_sum += st.esjd;
+        if s.adapt_scale {
+            let acc = st.accepted as f64 / m as f64;
+            spec.scale = (spec.scale * (acc - kernel.target_acceptance()).exp())
+                .clamp(1e-4 * kernel.max_scale(d), kernel.max_scale(d));
+        }
+        if s.waste_free.is_some() {
+            cloud.extend_from_slice(&chains.theta);
+            cloud_risk.extend_from_slice(&chains.risk);
+        } else if steps >= min_steps {
+            max_corr = max_correlation(&start_theta, &start_risk, &chains.theta, &chains.risk, d);
+            if matches!(s.moves, Moves::Adaptive { .. })
+                && max_corr <= s.decorrelation
+                && unmoved <= s.max_unmoved
+            {
+                break;
+            }
+        }
+    }
+    if s.waste_free.is_some() {
+        max_corr = max_correlation(&start_theta, &start_risk, &chains.theta, &chains.risk, d);
+    } else {
+        (cloud, cloud_risk) = (chains.theta, chains.risk);
+    }
+    Ok(Moved {
+        theta: cloud,
+        risk: cloud_risk,
+        steps,
+        accepted,
+        esjd_sum,
+        max_corr,
+        unmoved,
+        scale: spec.scale,
     })
 }
 
