@@ -1,0 +1,653 @@
+//! One pass over all pair sites (ALGORITHMS.md §4), block by block of positive
+//! rows: `C = Z_P V Z_Nᵀ` for the block by GEMM, then the element-wise site work
+//! row by row on rayon's threads (vectorised: AVX-512 or AVX2 + FMA when the CPU
+//! has them, detected once), then the block's share of `K Z_N` by GEMM and of
+//! the row and column sums of K and h. Nothing is allocated per pass.
+//!
+//! Determinism: blocks, rows and the 8-lane partial sums are fixed by the data's
+//! shape, never by the thread count; column sums add rows in order. The AVX-512,
+//! AVX2 and FMA-less paths differ only in the last bits of the FMA-less one.
+
+use std::sync::OnceLock;
+
+use nalgebra::DMatrix;
+use rayon::prelude::*;
+
+use super::gemm::{View, ViewMut, gemm};
+use super::normal::{Arith, Fused, Plain};
+use super::site::{StepFactor, pair_lane};
+use super::store::{SiteBuffers, SiteScalar};
+
+/// Sites per block (the block's C, K and h scratch: 3 × 8 × this bytes).
+const BLOCK_SITES: usize = 1 << 16;
+/// Fewest sites per rayon task.
+const TASK_SITES: usize = 4096;
+const LANES: usize = 8;
+
+/// Instruction set of the element-wise kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isa {
+    Avx512,
+    Avx2,
+    Plain,
+}
+
+impl Isa {
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Avx512 => "avx512",
+            Isa::Avx2 => "avx2+fma",
+            Isa::Plain => "portable",
+        }
+    }
+}
+
+/// The best instruction set of this CPU (`PACAUC_ISA=plain|avx2|avx512` lowers it).
+pub fn detected_isa() -> Isa {
+    static ISA: OnceLock<Isa> = OnceLock::new();
+    *ISA.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        let best = if std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512dq")
+            && std::is_x86_feature_detected!("avx512vl")
+            && std::is_x86_feature_detected!("fma")
+        {
+            Isa::Avx512
+        } else if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            Isa::Avx2
+        } else {
+            Isa::Plain
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let best = Isa::Plain;
+        match std::env::var("PACAUC_ISA").as_deref() {
+            Ok("plain") => Isa::Plain,
+            Ok("avx2") if best != Isa::Plain => Isa::Avx2,
+            _ => best,
+        }
+    })
+}
+
+/// Positive/negative pairs that are not sites (identical rows, a = 0), as
+/// sorted negative indices per positive row.
+#[derive(Debug, Clone, Default)]
+pub struct Excluded {
+    offsets: Vec<usize>,
+    cols: Vec<u32>,
+}
+
+impl Excluded {
+    /// From (positive, negative) index pairs.
+    pub fn new(n_pos: usize, mut pairs: Vec<(usize, usize)>) -> Excluded {
+        pairs.sort_unstable();
+        pairs.dedup();
+        let mut offsets = vec![0; n_pos + 1];
+        for &(i, _) in &pairs {
+            offsets[i + 1] += 1;
+        }
+        for i in 0..n_pos {
+            offsets[i + 1] += offsets[i];
+        }
+        Excluded {
+            offsets,
+            cols: pairs.iter().map(|&(_, j)| j as u32).collect(),
+        }
+    }
+    pub fn none(n_pos: usize) -> Excluded {
+        Excluded::new(n_pos, Vec::new())
+    }
+    pub fn row(&self, i: usize) -> &[u32] {
+        &self.cols[self.offsets[i]..self.offsets[i + 1]]
+    }
+    pub fn count(&self) -> usize {
+        self.cols.len()
+    }
+}
+
+/// What q says about every row: `mp = Z_P m`, `up_i = z_iᵀ V z_i` (positives),
+/// the same for negatives, and `Z_P V` for the block GEMMs.
+#[derive(Debug, Clone)]
+pub struct Marginals {
+    pub mp: Vec<f64>,
+    pub up: Vec<f64>,
+    pub mn: Vec<f64>,
+    pub un: Vec<f64>,
+    pub zv_p: DMatrix<f64>,
+    /// `Z_N V` (scratch of the rebuild).
+    pub zv_n: DMatrix<f64>,
+}
+
+impl Marginals {
+    pub fn zeros(n_pos: usize, n_neg: usize, p: usize) -> Marginals {
+        Marginals {
+            mp: vec![0.0; n_pos],
+            up: vec![0.0; n_pos],
+            mn: vec![0.0; n_neg],
+            un: vec![0.0; n_neg],
+            zv_p: DMatrix::zeros(n_pos, p),
+            zv_n: DMatrix::zeros(n_neg, p),
+        }
+    }
+}
+
+/// Sums over a pass's sites.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PassStats {
+    /// Σ log C_ij over the checked state's non-degenerate sites.
+    pub sum_log_c: f64,
+    /// Sites with K < 0 in the checked state.
+    pub negative: usize,
+    /// Degenerate sites (σ² ≤ 1e-10 (u_i + u_j)), left unchanged.
+    pub skipped: usize,
+    /// Sites whose cavity is invalid (τ₋ ≤ 0): the checked state is rejected.
+    pub bad: usize,
+}
+
+/// What rebuilding Q and r needs of a state: `K Z_N`, row and column sums.
+#[derive(Debug, Clone)]
+pub struct Aggregates {
+    pub k_row: Vec<f64>,
+    pub k_col: Vec<f64>,
+    pub h_row: Vec<f64>,
+    pub h_col: Vec<f64>,
+    /// K Z_N (n+ × p).
+    pub g: DMatrix<f64>,
+}
+
+impl Aggregates {
+    pub fn zeros(n_pos: usize, n_neg: usize, p: usize) -> Aggregates {
+        Aggregates {
+            k_row: vec![0.0; n_pos],
+            k_col: vec![0.0; n_neg],
+            h_row: vec![0.0; n_pos],
+            h_col: vec![0.0; n_neg],
+            g: DMatrix::zeros(n_pos, p),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct RowStats {
+    k: f64,
+    h: f64,
+    log_c: f64,
+    negative: f64,
+    skipped: f64,
+    bad: f64,
+}
+
+/// Scratch of the passes, allocated once per problem shape.
+pub struct Workspace {
+    block_rows: usize,
+    c: Vec<f64>,
+    k: Vec<f64>,
+    h: Vec<f64>,
+    rows: Vec<RowStats>,
+}
+
+impl Workspace {
+    pub fn new(n_pos: usize, n_neg: usize) -> Workspace {
+        let block_rows = (BLOCK_SITES / n_neg.max(1)).clamp(1, n_pos.max(1));
+        let len = block_rows * n_neg;
+        Workspace {
+            block_rows,
+            c: vec![0.0; len],
+            k: vec![0.0; len],
+            h: vec![0.0; len],
+            rows: vec![RowStats::default(); n_pos],
+        }
+    }
+}
+
+/// What a pass does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Op {
+    /// Check `cur` and write the damped update into the free buffer.
+    Update { eta: f64 },
+    /// Check `cur` only (convergence candidate).
+    Check,
+    /// `cur ← (prev + cur)/2`: the rejected step again with η halved.
+    Shrink,
+    /// Recompute the aggregates of `cur` (after Z changed).
+    Aggregate,
+}
+
+/// The data of a pass.
+pub struct PassInput<'a> {
+    pub zn: &'a DMatrix<f64>,
+    pub marg: &'a Marginals,
+    pub excluded: &'a Excluded,
+    pub step: StepFactor,
+    pub isa: Isa,
+}
+
+/// Runs one pass. Update, Shrink and Aggregate fill `agg` with the aggregates
+/// of the state they leave in the written buffer (`next` for Update, `cur` else).
+pub fn pass<S: SiteScalar>(
+    sites: &mut SiteBuffers<S>,
+    input: &PassInput<'_>,
+    op: Op,
+    ws: &mut Workspace,
+    agg: &mut Aggregates,
+) -> PassStats {
+    let (n_pos, nn) = (sites.n_pos, sites.n_neg);
+    let fills_agg = op != Op::Check;
+    if fills_agg {
+        agg.k_col.fill(0.0);
+        agg.h_col.fill(0.0);
+    }
+    let min_rows = TASK_SITES.div_ceil(nn.max(1));
+    let mut i0 = 0;
+    while i0 < n_pos {
+        let i1 = (i0 + ws.block_rows).min(n_pos);
+        let b = i1 - i0;
+        let (lo, hi) = (i0 * nn, i1 * nn);
+        let Workspace { c, k, h, rows, .. } = ws;
+        let (c, kb, hb, rows) = (
+            &mut c[..b * nn],
+            &mut k[..b * nn],
+            &mut h[..b * nn],
+            &mut rows[i0..i1],
+        );
+        if matches!(op, Op::Update { .. } | Op::Check) {
+            gemm(
+                1.0,
+                View::of(&input.marg.zv_p).rows(i0, i1),
+                View::of(input.zn).t(),
+                0.0,
+                ViewMut {
+                    data: c,
+                    rows: b,
+                    cols: nn,
+                    rs: nn,
+                    cs: 1,
+                },
+            );
+        }
+        let row_in = |r: usize| RowQ {
+            mp: input.marg.mp[i0 + r],
+            up: input.marg.up[i0 + r],
+            excl: input.excluded.row(i0 + r),
+        };
+        let cols = Cols {
+            mn: &input.marg.mn,
+            un: &input.marg.un,
+        };
+        match op {
+            Op::Update { eta } => {
+                let (cur, next) = (sites.cur, sites.next());
+                let (kin, hin, kout, hout) = sites.read_write(cur, next);
+                c.par_chunks(nn)
+                    .zip(kin[lo..hi].par_chunks(nn))
+                    .zip(hin[lo..hi].par_chunks(nn))
+                    .zip(kout[lo..hi].par_chunks_mut(nn))
+                    .zip(hout[lo..hi].par_chunks_mut(nn))
+                    .zip(kb.par_chunks_mut(nn))
+                    .zip(hb.par_chunks_mut(nn))
+                    .zip(rows.par_iter_mut())
+                    .enumerate()
+                    .with_min_len(min_rows)
+                    .for_each(|(r, (((((((c, ki), hi), ko), ho), k64), h64), st))| {
+                        let out = RowOut {
+                            k: ko,
+                            h: ho,
+                            k64,
+                            h64,
+                        };
+                        *st = update_row(
+                            input.isa,
+                            &row_in(r),
+                            &cols,
+                            c,
+                            ki,
+                            hi,
+                            Some(out),
+                            input.step,
+                            eta,
+                        );
+                    });
+            }
+            Op::Check => {
+                let (kin, hin) = sites.get(sites.cur);
+                c.par_chunks(nn)
+                    .zip(kin[lo..hi].par_chunks(nn))
+                    .zip(hin[lo..hi].par_chunks(nn))
+                    .zip(rows.par_iter_mut())
+                    .enumerate()
+                    .with_min_len(min_rows)
+                    .for_each(|(r, (((c, ki), hi), st))| {
+                        *st = update_row::<S>(
+                            input.isa,
+                            &row_in(r),
+                            &cols,
+                            c,
+                            ki,
+                            hi,
+                            None,
+                            input.step,
+                            0.0,
+                        );
+                    });
+            }
+            Op::Shrink => {
+                let prev = sites.prev.expect("shrink needs a previous state");
+                let cur = sites.cur;
+                let (kp, hp, kc, hc) = sites.read_write(prev, cur);
+                kp[lo..hi]
+                    .par_chunks(nn)
+                    .zip(hp[lo..hi].par_chunks(nn))
+                    .zip(kc[lo..hi].par_chunks_mut(nn))
+                    .zip(hc[lo..hi].par_chunks_mut(nn))
+                    .zip(kb.par_chunks_mut(nn))
+                    .zip(hb.par_chunks_mut(nn))
+                    .zip(rows.par_iter_mut())
+                    .with_min_len(min_rows)
+                    .for_each(|((((((kp, hp), kc), hc), k64), h64), st)| {
+                        *st = shrink_row(kp, hp, kc, hc, k64, h64);
+                    });
+            }
+            Op::Aggregate => {
+                let (kc, hc) = sites.get(sites.cur);
+                kc[lo..hi]
+                    .par_chunks(nn)
+                    .zip(hc[lo..hi].par_chunks(nn))
+                    .zip(kb.par_chunks_mut(nn))
+                    .zip(hb.par_chunks_mut(nn))
+                    .zip(rows.par_iter_mut())
+                    .with_min_len(min_rows)
+                    .for_each(|((((kc, hc), k64), h64), st)| {
+                        *st = load_row(kc, hc, k64, h64);
+                    });
+            }
+        }
+        if fills_agg {
+            let p = agg.g.ncols();
+            gemm(
+                1.0,
+                View {
+                    data: kb,
+                    rows: b,
+                    cols: nn,
+                    rs: nn,
+                    cs: 1,
+                },
+                View::of(input.zn),
+                0.0,
+                ViewMut {
+                    data: &mut agg.g.as_mut_slice()[i0..],
+                    rows: b,
+                    cols: p,
+                    rs: 1,
+                    cs: n_pos,
+                },
+            );
+            column_sums(kb, hb, b, nn, &mut agg.k_col, &mut agg.h_col);
+        }
+        i0 = i1;
+    }
+    let mut stats = PassStats::default();
+    let (mut negative, mut skipped, mut bad) = (0.0, 0.0, 0.0);
+    for (i, st) in ws.rows.iter().enumerate() {
+        stats.sum_log_c += st.log_c;
+        negative += st.negative;
+        skipped += st.skipped;
+        bad += st.bad;
+        if fills_agg {
+            agg.k_row[i] = st.k;
+            agg.h_row[i] = st.h;
+        }
+    }
+    stats.negative = negative as usize;
+    stats.skipped = skipped as usize;
+    stats.bad = bad as usize;
+    stats
+}
+
+/// Adds the block's rows to the column sums, columns split over threads
+/// (each column sums its rows in order).
+fn column_sums(kb: &[f64], hb: &[f64], b: usize, nn: usize, k_col: &mut [f64], h_col: &mut [f64]) {
+    const SLAB: usize = 512;
+    k_col
+        .par_chunks_mut(SLAB)
+        .zip(h_col.par_chunks_mut(SLAB))
+        .enumerate()
+        .for_each(|(s, (kc, hc))| {
+            let j0 = s * SLAB;
+            for r in 0..b {
+                let (kr, hr) = (
+                    &kb[r * nn + j0..][..kc.len()],
+                    &hb[r * nn + j0..][..hc.len()],
+                );
+                for (a, v) in kc.iter_mut().zip(kr) {
+                    *a += v;
+                }
+                for (a, v) in hc.iter_mut().zip(hr) {
+                    *a += v;
+                }
+            }
+        });
+}
+
+struct RowQ<'a> {
+    mp: f64,
+    up: f64,
+    excl: &'a [u32],
+}
+
+struct Cols<'a> {
+    mn: &'a [f64],
+    un: &'a [f64],
+}
+
+struct RowOut<'a, S> {
+    k: &'a mut [S],
+    h: &'a mut [S],
+    k64: &'a mut [f64],
+    h64: &'a mut [f64],
+}
+
+#[allow(clippy::too_many_arguments)]
+fn update_row<S: SiteScalar>(
+    isa: Isa,
+    q: &RowQ<'_>,
+    cols: &Cols<'_>,
+    c: &[f64],
+    kin: &[S],
+    hin: &[S],
+    out: Option<RowOut<'_, S>>,
+    step: StepFactor,
+    eta: f64,
+) -> RowStats {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `detected_isa` returned these only after runtime detection.
+        Isa::Avx512 => unsafe { update_row_avx512(q, cols, c, kin, hin, out, step, eta) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx2 => unsafe { update_row_avx2(q, cols, c, kin, hin, out, step, eta) },
+        _ => update_row_impl::<Plain, S>(q, cols, c, kin, hin, out, step, eta),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn update_row_avx512<S: SiteScalar>(
+    q: &RowQ<'_>,
+    cols: &Cols<'_>,
+    c: &[f64],
+    kin: &[S],
+    hin: &[S],
+    out: Option<RowOut<'_, S>>,
+    step: StepFactor,
+    eta: f64,
+) -> RowStats {
+    update_row_impl::<Fused, S>(q, cols, c, kin, hin, out, step, eta)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn update_row_avx2<S: SiteScalar>(
+    q: &RowQ<'_>,
+    cols: &Cols<'_>,
+    c: &[f64],
+    kin: &[S],
+    hin: &[S],
+    out: Option<RowOut<'_, S>>,
+    step: StepFactor,
+    eta: f64,
+) -> RowStats {
+    update_row_impl::<Fused, S>(q, cols, c, kin, hin, out, step, eta)
+}
+
+/// Lane-wise partial sums (fixed order, so vectorised and deterministic).
+#[derive(Default)]
+struct Acc {
+    k: [f64; LANES],
+    h: [f64; LANES],
+    log_c: [f64; LANES],
+    negative: [f64; LANES],
+    skipped: [f64; LANES],
+    bad: [f64; LANES],
+}
+
+impl Acc {
+    fn total(&self) -> RowStats {
+        let s = |a: &[f64; LANES]| a.iter().sum::<f64>();
+        RowStats {
+            k: s(&self.k),
+            h: s(&self.h),
+            log_c: s(&self.log_c),
+            negative: s(&self.negative),
+            skipped: s(&self.skipped),
+            bad: s(&self.bad),
+        }
+    }
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn update_row_impl<A: Arith, S: SiteScalar>(
+    q: &RowQ<'_>,
+    cols: &Cols<'_>,
+    c: &[f64],
+    kin: &[S],
+    hin: &[S],
+    mut out: Option<RowOut<'_, S>>,
+    step: StepFactor,
+    eta: f64,
+) -> RowStats {
+    let n = c.len();
+    let mut acc = Acc::default();
+    let mut start = 0;
+    for e in q.excl.iter().map(|&e| e as usize).chain(std::iter::once(n)) {
+        // Sites start..e, then the non-site e (a = 0: its K, h stay 0).
+        let mut j = start;
+        while j + LANES <= e {
+            lanes::<A, S, LANES>(q, cols, c, kin, hin, out.as_mut(), step, eta, j, &mut acc);
+            j += LANES;
+        }
+        while j < e {
+            lanes::<A, S, 1>(q, cols, c, kin, hin, out.as_mut(), step, eta, j, &mut acc);
+            j += 1;
+        }
+        if e < n {
+            if let Some(o) = out.as_mut() {
+                o.k[e] = S::default();
+                o.h[e] = S::default();
+                o.k64[e] = 0.0;
+                o.h64[e] = 0.0;
+            }
+        }
+        start = e + 1;
+    }
+    acc.total()
+}
+
+/// `W` consecutive sites from column `j` (W = 8 vectorises, W = 1 is the tail).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn lanes<A: Arith, S: SiteScalar, const W: usize>(
+    q: &RowQ<'_>,
+    cols: &Cols<'_>,
+    c: &[f64],
+    kin: &[S],
+    hin: &[S],
+    out: Option<&mut RowOut<'_, S>>,
+    step: StepFactor,
+    eta: f64,
+    j: usize,
+    acc: &mut Acc,
+) {
+    let c: &[f64; W] = c[j..j + W].try_into().unwrap();
+    let mn: &[f64; W] = cols.mn[j..j + W].try_into().unwrap();
+    let un: &[f64; W] = cols.un[j..j + W].try_into().unwrap();
+    let kin: &[S; W] = kin[j..j + W].try_into().unwrap();
+    let hin: &[S; W] = hin[j..j + W].try_into().unwrap();
+    let mut ko = [0.0; W];
+    let mut ho = [0.0; W];
+    for l in 0..W {
+        let k = kin[l].to_f64();
+        let h = hin[l].to_f64();
+        let u_sum = q.up + un[l];
+        let o = pair_lane::<A>(q.mp - mn[l], u_sum - 2.0 * c[l], u_sum, k, h, step, eta);
+        ko[l] = S::from_f64(o.k).to_f64();
+        ho[l] = S::from_f64(o.h).to_f64();
+        acc.k[l] += ko[l];
+        acc.h[l] += ho[l];
+        acc.log_c[l] += o.log_c;
+        acc.negative[l] += if k < 0.0 && o.degenerate == 0.0 {
+            1.0
+        } else {
+            0.0
+        };
+        acc.skipped[l] += o.degenerate;
+        acc.bad[l] += o.bad;
+    }
+    if let Some(o) = out {
+        let k_out: &mut [S; W] = (&mut o.k[j..j + W]).try_into().unwrap();
+        let h_out: &mut [S; W] = (&mut o.h[j..j + W]).try_into().unwrap();
+        let k64: &mut [f64; W] = (&mut o.k64[j..j + W]).try_into().unwrap();
+        let h64: &mut [f64; W] = (&mut o.h64[j..j + W]).try_into().unwrap();
+        for l in 0..W {
+            k_out[l] = S::from_f64(ko[l]);
+            h_out[l] = S::from_f64(ho[l]);
+            k64[l] = ko[l];
+            h64[l] = ho[l];
+        }
+    }
+}
+
+fn shrink_row<S: SiteScalar>(
+    kp: &[S],
+    hp: &[S],
+    kc: &mut [S],
+    hc: &mut [S],
+    k64: &mut [f64],
+    h64: &mut [f64],
+) -> RowStats {
+    let mut st = RowStats::default();
+    for j in 0..kc.len() {
+        let k = S::from_f64(0.5 * (kp[j].to_f64() + kc[j].to_f64()));
+        let h = S::from_f64(0.5 * (hp[j].to_f64() + hc[j].to_f64()));
+        kc[j] = k;
+        hc[j] = h;
+        k64[j] = k.to_f64();
+        h64[j] = h.to_f64();
+        st.k += k64[j];
+        st.h += h64[j];
+    }
+    st
+}
+
+fn load_row<S: SiteScalar>(kc: &[S], hc: &[S], k64: &mut [f64], h64: &mut [f64]) -> RowStats {
+    let mut st = RowStats::default();
+    for j in 0..kc.len() {
+        k64[j] = kc[j].to_f64();
+        h64[j] = hc[j].to_f64();
+        st.k += k64[j];
+        st.h += h64[j];
+    }
+    st
+}

@@ -1,0 +1,296 @@
+//! One EP pair site (ALGORITHMS.md §4): the factor `f(t) = exp(−g·1{t < 0})` on
+//! `t = <θ, a>`, g = γ/M, approximated by `exp(−½ K t² + h t)`.
+//!
+//! Reused by every EP flavour: the linear engine here, spike-and-slab (§5, same
+//! pair sites) and Gaussian-process scores (§6, `a = e_i − e_j`): give it the
+//! marginal `N(μ, σ²)` of t under the current approximation and the site's (K, h)
+//! and it returns the cavity, the tilted moments, the new site and the site's
+//! evidence term. All formulas avoid cancellation: `log Ẑ` by logaddexp (never
+//! 0/0), the new site from `w` without subtracting precisions, negative
+//! precisions kept (they are exact, §4).
+
+use super::normal::{self, Arith};
+
+/// The step factor of one pair.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepFactor {
+    /// g = γ/M ≥ 0.
+    pub g: f64,
+    /// log(1 − e^{−g}) (−∞ for g = 0).
+    pub log_c: f64,
+}
+
+impl StepFactor {
+    pub fn new(g: f64) -> StepFactor {
+        StepFactor {
+            g,
+            log_c: (-(-g).exp_m1()).ln(),
+        }
+    }
+}
+
+/// Natural parameters of a 1-D Gaussian `∝ exp(−½ τ t² + ν t)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Natural {
+    pub tau: f64,
+    pub nu: f64,
+}
+
+impl Natural {
+    pub fn mean(&self) -> f64 {
+        self.nu / self.tau
+    }
+    pub fn var(&self) -> f64 {
+        1.0 / self.tau
+    }
+}
+
+/// A site's natural parameters (precision K may be negative).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Site {
+    pub k: f64,
+    pub h: f64,
+}
+
+/// Moments of the tilted distribution `cavity(t)·f(t)/Ẑ`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tilted {
+    pub log_z: f64,
+    pub mean: f64,
+    pub var: f64,
+    /// ∂ log Ẑ/∂μ₋.
+    pub alpha: f64,
+    /// −∂² log Ẑ/∂μ₋² (so that var = v₋(1 − v₋ w)).
+    pub w: f64,
+}
+
+/// Cavity of a site whose marginal under q is `N(mu, sigma2)`: q's natural
+/// parameters minus the site's. Valid only when `tau > 0`.
+pub fn cavity(mu: f64, sigma2: f64, site: Site) -> Natural {
+    let tau = 1.0 / sigma2;
+    Natural {
+        tau: tau - site.k,
+        nu: mu * tau - site.h,
+    }
+}
+
+/// Tilted moments of a valid cavity (`cav.tau > 0`).
+pub fn tilted(cav: Natural, f: StepFactor) -> Tilted {
+    let t = tilted_lane::<normal::Default>(cav.tau, cav.nu, f);
+    let v = 1.0 / cav.tau;
+    Tilted {
+        log_z: t.log_z,
+        mean: cav.nu * v + v * t.alpha,
+        var: v * (1.0 - v * t.w),
+        alpha: t.alpha,
+        w: t.w,
+    }
+}
+
+/// The site that makes q's marginal match the tilted moments:
+/// `K* = w/(1 − v₋w)`, `h* = (α + μ₋w)/(1 − v₋w)`.
+pub fn site_update(cav: Natural, f: StepFactor) -> (Site, Tilted) {
+    let t = tilted(cav, f);
+    let v = 1.0 / cav.tau;
+    let inv = 1.0 / (1.0 - v * t.w);
+    let site = Site {
+        k: t.w * inv,
+        h: (t.alpha + cav.nu * v * t.w) * inv,
+    };
+    (site, t)
+}
+
+/// The site's term of log Z_EP: `log Ẑ + ½ log(τ/τ₋) − ν²/(2τ) + ν₋²/(2τ₋)`
+/// with (τ, ν) = cavity + site, i.e. q's marginal.
+pub fn log_c(log_z_hat: f64, cav: Natural, site: Site) -> f64 {
+    let tau = cav.tau + site.k;
+    let nu = cav.nu + site.h;
+    log_z_hat - 0.5 * (-site.k / tau).ln_1p() - 0.5 * nu * nu / tau
+        + 0.5 * cav.nu * cav.nu / cav.tau
+}
+
+/// What the kernels need of the tilted distribution.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TiltedLane {
+    pub log_z: f64,
+    pub alpha: f64,
+    pub w: f64,
+}
+
+/// Branch-free tilted quantities from the cavity's natural parameters.
+/// `Ẑ = e^{−g} + (1 − e^{−g}) Φ(z)`, `z = μ₋/√v₋`:
+/// `log Ẑ = logaddexp(−g, log c + log Φ(z))`, `α = s·(φ/Φ)(z)/√v₋` with
+/// `s = cΦ/Ẑ` = logistic(log c + log Φ + g), `w = α(α + μ₋/v₋)`.
+#[inline(always)]
+pub(crate) fn tilted_lane<A: Arith>(tau_cav: f64, nu_cav: f64, f: StepFactor) -> TiltedLane {
+    let sq = tau_cav.sqrt(); // 1/√v₋
+    let z = nu_cav / sq;
+    let (log_phi, ratio) = normal::log_ndtr_ratio::<A>(z);
+    let x = f.log_c + log_phi + f.g;
+    let e = normal::exp::<A>(-x.abs());
+    let inv = 1.0 / (1.0 + e);
+    let s = if x >= 0.0 { inv } else { e * inv };
+    let alpha = s * ratio * sq;
+    TiltedLane {
+        log_z: x.max(0.0) - f.g + normal::log1p::<A>(e),
+        alpha,
+        w: alpha * (alpha + nu_cav),
+    }
+}
+
+/// Per-lane result of the fused pair-site update used by the kernels.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LaneOut {
+    pub k: f64,
+    pub h: f64,
+    /// The site's evidence term (0 for a degenerate site).
+    pub log_c: f64,
+    /// 1 when the site is degenerate (σ² ≤ 1e-10 (u_i + u_j)): left unchanged.
+    pub degenerate: f64,
+    /// 1 when the cavity is invalid (τ₋ ≤ 0 or NaN): the state must be rejected.
+    pub bad: f64,
+}
+
+/// The whole site step for one pair, branch-free so that a loop over pairs
+/// vectorises: cavity from the marginal `N(mu, sig2)` (`u_sum = u_i + u_j` for
+/// the degeneracy test), tilted moments, new site, damping by `eta`, evidence term.
+#[inline(always)]
+pub(crate) fn pair_lane<A: Arith>(
+    mu: f64,
+    sig2: f64,
+    u_sum: f64,
+    k: f64,
+    h: f64,
+    f: StepFactor,
+    eta: f64,
+) -> LaneOut {
+    let degenerate = sig2 <= 1e-10 * u_sum;
+    let tau = 1.0 / sig2;
+    let tau_cav = tau - k;
+    let nu_cav = A::fma(mu, tau, -h);
+    let bad = !degenerate && !(tau_cav > 0.0);
+    let v_cav = 1.0 / tau_cav;
+    let t = tilted_lane::<A>(tau_cav, nu_cav, f);
+    let inv = 1.0 / (1.0 - v_cav * t.w);
+    let k_star = t.w * inv;
+    let h_star = A::fma(nu_cav * v_cav, t.w, t.alpha) * inv;
+    let log_c = t.log_z - 0.5 * normal::log1p::<A>(-k * sig2) - 0.5 * mu * mu * tau
+        + 0.5 * nu_cav * nu_cav * v_cav;
+    LaneOut {
+        k: if degenerate {
+            k
+        } else {
+            A::fma(eta, k_star - k, k)
+        },
+        h: if degenerate {
+            h
+        } else {
+            A::fma(eta, h_star - h, h)
+        },
+        log_c: if degenerate { 0.0 } else { log_c },
+        degenerate: if degenerate { 1.0 } else { 0.0 },
+        bad: if bad { 1.0 } else { 0.0 },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Moments of N(μ₋, v₋)·f by direct integration of the two half-Gaussians
+    /// (closed forms via erfc, independent of the EP formulas).
+    fn tilted_direct(mean: f64, var: f64, g: f64) -> (f64, f64, f64) {
+        let sd = var.sqrt();
+        let z = mean / sd;
+        let p_pos = 0.5 * statrs::function::erf::erfc(-z / std::f64::consts::SQRT_2); // P(t ≥ 0)
+        let p_neg = 1.0 - p_pos;
+        let phi = (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt();
+        // Truncated-normal moments: E[t; t≥0] = μ P + σφ, E[t²; t≥0] = (μ²+σ²)P + μσφ.
+        let m1_pos = mean * p_pos + sd * phi;
+        let m1_neg = mean * p_neg - sd * phi;
+        let m2_pos = (mean * mean + var) * p_pos + mean * sd * phi;
+        let m2_neg = (mean * mean + var) * p_neg - mean * sd * phi;
+        let w_neg = (-g).exp();
+        let z_hat = p_pos + w_neg * p_neg;
+        let m1 = (m1_pos + w_neg * m1_neg) / z_hat;
+        let m2 = (m2_pos + w_neg * m2_neg) / z_hat;
+        (z_hat.ln(), m1, m2 - m1 * m1)
+    }
+
+    /// Moments against the closed forms (statrs' erfc is good to ~1e-11 here),
+    /// log Ẑ against mpmath at 50 digits.
+    #[test]
+    fn tilted_moments_match_direct_integration() {
+        for &(mean, var, g, log_z) in &[
+            (0.3, 1.2, 0.7, -0.21988224361332807388),
+            (-1.0, 0.5, 2.0, -1.5928717895596434263),
+            (2.0, 0.1, 5.0, -1.2612583533983641146e-10),
+            (-0.2, 3.0, 1e-6, -5.4596359842834050739e-7),
+            (0.0, 1.0, 0.05, -0.024687532546659016618),
+        ] {
+            let cav = Natural {
+                tau: 1.0 / var,
+                nu: mean / var,
+            };
+            let t = tilted(cav, StepFactor::new(g));
+            let (lz, m, v) = tilted_direct(mean, var, g);
+            assert!(
+                (t.log_z - log_z).abs() <= 1e-15 * log_z.abs().max(1.0),
+                "log Z {} vs {log_z}",
+                t.log_z
+            );
+            assert!((t.log_z - lz).abs() < 1e-10, "log Z {} vs {lz}", t.log_z);
+            assert!((t.mean - m).abs() < 1e-10, "mean {} vs {m}", t.mean);
+            assert!(
+                (t.var - v).abs() < 1e-10 * v.max(1.0),
+                "var {} vs {v}",
+                t.var
+            );
+        }
+    }
+
+    /// The new site reproduces the tilted moments, and q's marginal after the
+    /// update equals them (natural parameters add).
+    #[test]
+    fn site_update_matches_moments_and_signs() {
+        let f = StepFactor::new(0.8);
+        for &(mu, s2, k, h) in &[
+            (0.4, 0.9, 0.1, 0.05),
+            (-0.7, 0.6, -0.2, 0.1),
+            (1.5, 2.0, 0.0, 0.0),
+        ] {
+            let cav = cavity(mu, s2, Site { k, h });
+            let (site, t) = site_update(cav, f);
+            let q = Natural {
+                tau: cav.tau + site.k,
+                nu: cav.nu + site.h,
+            };
+            assert!((q.mean() - t.mean).abs() < 1e-14);
+            assert!((q.var() - t.var).abs() < 1e-14);
+            // K* < 0 ⇔ tilted mean < 0 (§4).
+            assert_eq!(site.k < 0.0, t.mean < 0.0);
+            // The fused lane computes the same thing.
+            let lane = pair_lane::<normal::Plain>(mu, s2, 1.0, k, h, f, 1.0);
+            assert!((lane.k - site.k).abs() < 1e-14 && (lane.h - site.h).abs() < 1e-14);
+            assert!((lane.log_c - log_c(t.log_z, cav, Site { k, h })).abs() < 1e-14);
+            assert_eq!((lane.bad, lane.degenerate), (0.0, 0.0));
+        }
+    }
+
+    #[test]
+    fn zero_gamma_is_a_flat_site() {
+        let f = StepFactor::new(0.0);
+        let lane = pair_lane::<normal::Plain>(0.3, 0.5, 1.0, 0.0, 0.0, f, 0.7);
+        assert_eq!((lane.k, lane.h), (0.0, 0.0));
+        assert!(lane.log_c.abs() < 1e-16);
+    }
+
+    #[test]
+    fn degenerate_and_invalid_sites_are_flagged() {
+        let f = StepFactor::new(0.5);
+        let d = pair_lane::<normal::Plain>(0.0, 1e-12, 1.0, 0.2, 0.1, f, 0.7);
+        assert_eq!((d.degenerate, d.bad, d.k, d.h), (1.0, 0.0, 0.2, 0.1));
+        let b = pair_lane::<normal::Plain>(0.1, 2.0, 1.0, 0.6, 0.0, f, 0.7); // τ₋ = 0.5 − 0.6 < 0
+        assert_eq!(b.bad, 1.0);
+    }
+}
