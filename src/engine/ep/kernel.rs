@@ -14,15 +14,16 @@ use nalgebra::DMatrix;
 use rayon::prelude::*;
 
 use super::gemm::{View, ViewMut, gemm};
-use super::normal::{Arith, Fused, Plain};
-use super::site::{StepFactor, pair_lane};
+use super::simd::{F64x1, Simd, Two};
+#[cfg(target_arch = "x86_64")]
+use super::simd::{F64x4x2, F64x8};
+use super::site::{LaneConsts, StepFactor, pair_lane};
 use super::store::{SiteBuffers, SiteScalar};
 
 /// Sites per block (the block's C, K and h scratch: 3 × 8 × this bytes).
 const BLOCK_SITES: usize = 1 << 16;
 /// Fewest sites per rayon task.
 const TASK_SITES: usize = 4096;
-const LANES: usize = 8;
 
 /// Instruction set of the element-wise kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,8 +203,9 @@ impl Workspace {
 /// What a pass does.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Op {
-    /// Check `cur` and write the damped update into the free buffer.
-    Update { eta: f64 },
+    /// Check `cur` and write the damped update into the free buffer; `evidence`:
+    /// also sum the sites' log C.
+    Update { eta: f64, evidence: bool },
     /// Check `cur` only (convergence candidate).
     Check,
     /// `cur ← (prev + cur)/2`: the rejected step again with η halved.
@@ -223,7 +225,7 @@ pub struct PassInput<'a> {
 
 /// Runs one pass. Update, Shrink and Aggregate fill `agg` with the aggregates
 /// of the state they leave in the written buffer (`next` for Update, `cur` else).
-pub fn pass<S: SiteScalar>(
+pub(crate) fn pass<S: SiteScalar>(
     sites: &mut SiteBuffers<S>,
     input: &PassInput<'_>,
     op: Op,
@@ -274,7 +276,7 @@ pub fn pass<S: SiteScalar>(
             un: &input.marg.un,
         };
         match op {
-            Op::Update { eta } => {
+            Op::Update { eta, evidence } => {
                 let (cur, next) = (sites.cur, sites.next());
                 let (kin, hin, kout, hout) = sites.read_write(cur, next);
                 c.par_chunks(nn)
@@ -296,6 +298,7 @@ pub fn pass<S: SiteScalar>(
                         };
                         *st = update_row(
                             input.isa,
+                            evidence,
                             &row_in(r),
                             &cols,
                             c,
@@ -318,6 +321,7 @@ pub fn pass<S: SiteScalar>(
                     .for_each(|(r, (((c, ki), hi), st))| {
                         *st = update_row::<S>(
                             input.isa,
+                            true,
                             &row_in(r),
                             &cols,
                             c,
@@ -446,9 +450,37 @@ struct RowOut<'a, S> {
     h64: &'a mut [f64],
 }
 
+macro_rules! row_variant {
+    ($name:ident, $v:ty, $features:literal) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn $name<S: SiteScalar, const EV: bool>(
+            q: &RowQ<'_>,
+            cols: &Cols<'_>,
+            c: &[f64],
+            kin: &[S],
+            hin: &[S],
+            out: Option<RowOut<'_, S>>,
+            step: StepFactor,
+            eta: f64,
+        ) -> RowStats {
+            update_row_impl::<$v, F64x1<true>, S, EV>(q, cols, c, kin, hin, out, step, eta)
+        }
+    };
+}
+
+row_variant!(
+    update_row_avx512,
+    Two<F64x8>,
+    "avx512f,avx512dq,avx512vl,avx2,fma"
+);
+row_variant!(update_row_avx2, Two<F64x4x2>, "avx2,fma");
+
 #[allow(clippy::too_many_arguments)]
 fn update_row<S: SiteScalar>(
     isa: Isa,
+    evidence: bool,
     q: &RowQ<'_>,
     cols: &Cols<'_>,
     c: &[f64],
@@ -458,77 +490,93 @@ fn update_row<S: SiteScalar>(
     step: StepFactor,
     eta: f64,
 ) -> RowStats {
+    macro_rules! go {
+        ($f:ident) => {
+            if evidence {
+                $f::<S, true>(q, cols, c, kin, hin, out, step, eta)
+            } else {
+                $f::<S, false>(q, cols, c, kin, hin, out, step, eta)
+            }
+        };
+    }
+    type P = F64x1<false>;
     match isa {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `detected_isa` returned these only after runtime detection.
-        Isa::Avx512 => unsafe { update_row_avx512(q, cols, c, kin, hin, out, step, eta) },
+        // SAFETY: `detected_isa` returns Avx512 only when the CPU has these features.
+        Isa::Avx512 => unsafe { go!(update_row_avx512) },
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        Isa::Avx2 => unsafe { update_row_avx2(q, cols, c, kin, hin, out, step, eta) },
-        _ => update_row_impl::<Plain, S>(q, cols, c, kin, hin, out, step, eta),
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn update_row_avx512<S: SiteScalar>(
-    q: &RowQ<'_>,
-    cols: &Cols<'_>,
-    c: &[f64],
-    kin: &[S],
-    hin: &[S],
-    out: Option<RowOut<'_, S>>,
-    step: StepFactor,
-    eta: f64,
-) -> RowStats {
-    update_row_impl::<Fused, S>(q, cols, c, kin, hin, out, step, eta)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn update_row_avx2<S: SiteScalar>(
-    q: &RowQ<'_>,
-    cols: &Cols<'_>,
-    c: &[f64],
-    kin: &[S],
-    hin: &[S],
-    out: Option<RowOut<'_, S>>,
-    step: StepFactor,
-    eta: f64,
-) -> RowStats {
-    update_row_impl::<Fused, S>(q, cols, c, kin, hin, out, step, eta)
-}
-
-/// Lane-wise partial sums (fixed order, so vectorised and deterministic).
-#[derive(Default)]
-struct Acc {
-    k: [f64; LANES],
-    h: [f64; LANES],
-    log_c: [f64; LANES],
-    negative: [f64; LANES],
-    skipped: [f64; LANES],
-    bad: [f64; LANES],
-}
-
-impl Acc {
-    fn total(&self) -> RowStats {
-        let s = |a: &[f64; LANES]| a.iter().sum::<f64>();
-        RowStats {
-            k: s(&self.k),
-            h: s(&self.h),
-            log_c: s(&self.log_c),
-            negative: s(&self.negative),
-            skipped: s(&self.skipped),
-            bad: s(&self.bad),
+        // SAFETY: as above, for AVX2 and FMA.
+        Isa::Avx2 => unsafe { go!(update_row_avx2) },
+        _ => {
+            if evidence {
+                update_row_impl::<P, P, S, true>(q, cols, c, kin, hin, out, step, eta)
+            } else {
+                update_row_impl::<P, P, S, false>(q, cols, c, kin, hin, out, step, eta)
+            }
         }
     }
 }
 
+/// Lane-wise partial sums (fixed lane order: vectorised and deterministic).
+#[derive(Clone, Copy)]
+struct Acc<V> {
+    k: V,
+    h: V,
+    log_c: V,
+    negative: V,
+    skipped: V,
+    bad: V,
+}
+
+impl<V: Simd> Acc<V> {
+    #[inline(always)]
+    fn zero() -> Self {
+        let z = V::splat(0.0);
+        Acc {
+            k: z,
+            h: z,
+            log_c: z,
+            negative: z,
+            skipped: z,
+            bad: z,
+        }
+    }
+
+    #[inline(always)]
+    fn total(&self) -> RowStats {
+        let s = |v: V| {
+            let mut a = [0.0; 16];
+            v.to_array(&mut a);
+            a[..V::W].iter().sum::<f64>()
+        };
+        RowStats {
+            k: s(self.k),
+            h: s(self.h),
+            log_c: s(self.log_c),
+            negative: s(self.negative),
+            skipped: s(self.skipped),
+            bad: s(self.bad),
+        }
+    }
+}
+
+impl RowStats {
+    fn plus(self, o: RowStats) -> RowStats {
+        RowStats {
+            k: self.k + o.k,
+            h: self.h + o.h,
+            log_c: self.log_c + o.log_c,
+            negative: self.negative + o.negative,
+            skipped: self.skipped + o.skipped,
+            bad: self.bad + o.bad,
+        }
+    }
+}
+
+/// One row: vectors of `V::W` sites, the tail with the scalar `T`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn update_row_impl<A: Arith, S: SiteScalar>(
+fn update_row_impl<V: Simd, T: Simd, S: SiteScalar, const EV: bool>(
     q: &RowQ<'_>,
     cols: &Cols<'_>,
     c: &[f64],
@@ -539,17 +587,21 @@ fn update_row_impl<A: Arith, S: SiteScalar>(
     eta: f64,
 ) -> RowStats {
     let n = c.len();
-    let mut acc = Acc::default();
+    let (cv, ct) = (
+        LaneConsts::<V>::new(step, eta),
+        LaneConsts::<T>::new(step, eta),
+    );
+    let (mut acc, mut tail) = (Acc::<V>::zero(), Acc::<T>::zero());
     let mut start = 0;
     for e in q.excl.iter().map(|&e| e as usize).chain(std::iter::once(n)) {
         // Sites start..e, then the non-site e (a = 0: its K, h stay 0).
         let mut j = start;
-        while j + LANES <= e {
-            lanes::<A, S, LANES>(q, cols, c, kin, hin, out.as_mut(), step, eta, j, &mut acc);
-            j += LANES;
+        while j + V::W <= e {
+            lanes::<V, S, EV>(q, cols, c, kin, hin, out.as_mut(), &cv, j, &mut acc);
+            j += V::W;
         }
         while j < e {
-            lanes::<A, S, 1>(q, cols, c, kin, hin, out.as_mut(), step, eta, j, &mut acc);
+            lanes::<T, S, EV>(q, cols, c, kin, hin, out.as_mut(), &ct, j, &mut tail);
             j += 1;
         }
         if e < n {
@@ -562,60 +614,44 @@ fn update_row_impl<A: Arith, S: SiteScalar>(
         }
         start = e + 1;
     }
-    acc.total()
+    acc.total().plus(tail.total())
 }
 
-/// `W` consecutive sites from column `j` (W = 8 vectorises, W = 1 is the tail).
+/// `V::W` consecutive sites from column `j`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn lanes<A: Arith, S: SiteScalar, const W: usize>(
+fn lanes<V: Simd, S: SiteScalar, const EV: bool>(
     q: &RowQ<'_>,
     cols: &Cols<'_>,
     c: &[f64],
     kin: &[S],
     hin: &[S],
     out: Option<&mut RowOut<'_, S>>,
-    step: StepFactor,
-    eta: f64,
+    cs: &LaneConsts<V>,
     j: usize,
-    acc: &mut Acc,
+    acc: &mut Acc<V>,
 ) {
-    let c: &[f64; W] = c[j..j + W].try_into().unwrap();
-    let mn: &[f64; W] = cols.mn[j..j + W].try_into().unwrap();
-    let un: &[f64; W] = cols.un[j..j + W].try_into().unwrap();
-    let kin: &[S; W] = kin[j..j + W].try_into().unwrap();
-    let hin: &[S; W] = hin[j..j + W].try_into().unwrap();
-    let mut ko = [0.0; W];
-    let mut ho = [0.0; W];
-    for l in 0..W {
-        let k = kin[l].to_f64();
-        let h = hin[l].to_f64();
-        let u_sum = q.up + un[l];
-        let o = pair_lane::<A>(q.mp - mn[l], u_sum - 2.0 * c[l], u_sum, k, h, step, eta);
-        ko[l] = S::from_f64(o.k).to_f64();
-        ho[l] = S::from_f64(o.h).to_f64();
-        acc.k[l] += ko[l];
-        acc.h[l] += ho[l];
-        acc.log_c[l] += o.log_c;
-        acc.negative[l] += if k < 0.0 && o.degenerate == 0.0 {
-            1.0
-        } else {
-            0.0
-        };
-        acc.skipped[l] += o.degenerate;
-        acc.bad[l] += o.bad;
-    }
+    let cij = V::load(&c[j..]);
+    let u_sum = V::splat(q.up) + V::load(&cols.un[j..]);
+    let mu = V::splat(q.mp) - V::load(&cols.mn[j..]);
+    let k = S::vload::<V>(&kin[j..]);
+    let h = S::vload::<V>(&hin[j..]);
+    let o = pair_lane::<V, EV>(mu, u_sum - (cij + cij), u_sum, k, h, cs);
+    // The sums describe the stored (possibly rounded) sites.
+    let (kq, hq) = (S::vround(o.k), S::vround(o.h));
+    let (one, zero) = (V::splat(1.0), V::splat(0.0));
+    acc.k = acc.k + kq;
+    acc.h = acc.h + hq;
+    acc.log_c = acc.log_c + o.log_c;
+    let neg = V::mand(k.lt(zero), V::mnot(o.degenerate));
+    acc.negative = acc.negative + V::select(neg, one, zero);
+    acc.skipped = acc.skipped + V::select(o.degenerate, one, zero);
+    acc.bad = acc.bad + V::select(o.bad, one, zero);
     if let Some(o) = out {
-        let k_out: &mut [S; W] = (&mut o.k[j..j + W]).try_into().unwrap();
-        let h_out: &mut [S; W] = (&mut o.h[j..j + W]).try_into().unwrap();
-        let k64: &mut [f64; W] = (&mut o.k64[j..j + W]).try_into().unwrap();
-        let h64: &mut [f64; W] = (&mut o.h64[j..j + W]).try_into().unwrap();
-        for l in 0..W {
-            k_out[l] = S::from_f64(ko[l]);
-            h_out[l] = S::from_f64(ho[l]);
-            k64[l] = ko[l];
-            h64[l] = ho[l];
-        }
+        S::vstore(kq, &mut o.k[j..]);
+        S::vstore(hq, &mut o.h[j..]);
+        kq.store(&mut o.k64[j..]);
+        hq.store(&mut o.h64[j..]);
     }
 }
 
@@ -650,4 +686,56 @@ fn load_row<S: SiteScalar>(kc: &[S], hc: &[S], k64: &mut [f64], h64: &mut [f64])
         st.h += h64[j];
     }
     st
+}
+
+/// Nanoseconds per site update of the element-wise kernel alone (one thread,
+/// rows of 1024 synthetic sites in cache, best of `reps`): the benchmark's
+/// measure of the site work without GEMMs or threading.
+pub fn site_throughput(isa: Isa, evidence: bool, reps: usize) -> f64 {
+    const N: usize = 1024;
+    let mut r = crate::engine::rng::stream(7, &[]);
+    let mut nrm = || crate::engine::rng::normal(&mut r);
+    let c: Vec<f64> = (0..N).map(|_| 0.3 * nrm()).collect();
+    let mn: Vec<f64> = (0..N).map(|_| nrm()).collect();
+    let un: Vec<f64> = (0..N).map(|_| 1.0 + 0.1 * nrm().abs()).collect();
+    let kin: Vec<f64> = (0..N).map(|_| 0.01 * nrm()).collect();
+    let hin: Vec<f64> = (0..N).map(|_| 0.01 * nrm()).collect();
+    let (mut ko, mut ho, mut k64, mut h64) =
+        (vec![0.0; N], vec![0.0; N], vec![0.0; N], vec![0.0; N]);
+    let q = RowQ {
+        mp: 0.5,
+        up: 1.2,
+        excl: &[],
+    };
+    let cols = Cols { mn: &mn, un: &un };
+    let step = StepFactor::new(1e-3);
+    let mut best = f64::INFINITY;
+    let mut sink = 0.0;
+    for _ in 0..reps {
+        let t = std::time::Instant::now();
+        for _ in 0..64 {
+            let out = RowOut {
+                k: &mut ko,
+                h: &mut ho,
+                k64: &mut k64,
+                h64: &mut h64,
+            };
+            sink += update_row(
+                isa,
+                evidence,
+                &q,
+                &cols,
+                &c,
+                &kin,
+                &hin,
+                Some(out),
+                step,
+                0.7,
+            )
+            .k;
+        }
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    std::hint::black_box(sink);
+    best * 1e9 / (64 * N) as f64
 }

@@ -15,8 +15,9 @@ pub mod kernel;
 pub mod normal;
 pub mod pair_ep;
 pub mod posterior;
+mod simd;
 pub mod site;
-pub mod store;
+mod store;
 
 pub use design::{Design, Form, identical_pairs};
 pub use kernel::{Excluded, Isa, PassStats};

@@ -152,6 +152,8 @@ pub struct PairEp {
     prior: PriorTerms,
     q: Option<Posterior>,
     isa: Isa,
+    /// Sum log C in every update pass (for per-sweep log Z_EP) or only at the end.
+    evidence_every_sweep: bool,
 }
 
 impl PairEp {
@@ -183,6 +185,7 @@ impl PairEp {
             prior,
             q: None,
             isa: kernel::detected_isa(),
+            evidence_every_sweep: true,
             zp,
             zn,
         })
@@ -213,6 +216,10 @@ impl PairEp {
     /// Forces an instruction set (tests compare them).
     pub fn set_isa(&mut self, isa: Isa) {
         self.isa = isa;
+    }
+    /// Whether every sweep reports log Z_EP (costs ~15% of a sweep) or only the last.
+    pub fn set_evidence_every_sweep(&mut self, on: bool) {
+        self.evidence_every_sweep = on;
     }
     pub fn posterior(&self) -> Option<&Posterior> {
         self.q.as_ref()
@@ -303,6 +310,24 @@ impl PairEp {
         }
     }
 
+    /// One update pass from the current state (its output is not adopted):
+    /// the unit the benchmarks time.
+    pub fn time_pass(&mut self, g: f64, eta: f64) -> Result<PassStats, String> {
+        let step = StepFactor::new(g);
+        if self.q.is_none() && !self.rebuild(step) {
+            return Err("the posterior is not positive definite".into());
+        }
+        let stats = self.run_pass(
+            Op::Update {
+                eta,
+                evidence: self.evidence_every_sweep,
+            },
+            step,
+        );
+        self.agg_valid = false; // agg now describes the discarded output
+        Ok(stats)
+    }
+
     /// Runs EP to convergence from the current state with step factor g = γ/M.
     /// `on_sweep` sees every accepted sweep. Errors: `Cancelled`, or
     /// `NotConverged` with diagnostics (η too small, too many sweeps).
@@ -345,7 +370,10 @@ impl PairEp {
             let op = if candidate {
                 Op::Check
             } else {
-                Op::Update { eta }
+                Op::Update {
+                    eta,
+                    evidence: self.evidence_every_sweep,
+                }
             };
             let stats = self.run_pass(op, step);
             if stats.bad > 0 {
@@ -397,10 +425,11 @@ impl PairEp {
             let negative_share = stats.negative as f64 / sites;
             if sweep > 0 {
                 let ev = self.evidence(&stats, step);
+                let evidence_known = candidate || self.evidence_every_sweep;
                 on_sweep(SweepInfo {
                     sweep,
                     delta,
-                    log_z: ev.log_z(),
+                    log_z: ev.log_z().filter(|_| evidence_known),
                     eta,
                     negative_share,
                     skipped: stats.skipped,

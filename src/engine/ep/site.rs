@@ -9,7 +9,8 @@
 //! 0/0), the new site from `w` without subtracting precisions, negative
 //! precisions kept (they are exact, §4).
 
-use super::normal::{self, Arith};
+use super::normal::{Scalar, cdf_pdf, log, log_ndtr_ratio, logaddexp, recip, rsqrt};
+use super::simd::Simd;
 
 /// The step factor of one pair.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -74,16 +75,25 @@ pub fn cavity(mu: f64, sigma2: f64, site: Site) -> Natural {
     }
 }
 
-/// Tilted moments of a valid cavity (`cav.tau > 0`).
+/// Tilted moments of a valid cavity (`cav.tau > 0`), in the log domain
+/// (`log Ẑ = logaddexp(−g, log c + log Φ(z))`, valid for any g).
 pub fn tilted(cav: Natural, f: StepFactor) -> Tilted {
-    let t = tilted_lane::<normal::Default>(cav.tau, cav.nu, f);
     let v = 1.0 / cav.tau;
+    let sq = cav.tau.sqrt(); // 1/√v₋
+    let z = cav.nu / sq;
+    let (log_phi, ratio) = log_ndtr_ratio(Scalar::splat(z));
+    let (log_phi, ratio) = (log_phi.0, ratio.0);
+    let x = f.log_c + log_phi + f.g;
+    // s = cΦ/Ẑ = logistic(x); α = s·(φ/Φ)·√τ₋.
+    let s = 1.0 / (1.0 + (-x).exp());
+    let alpha = s * ratio * sq;
+    let w = alpha * (alpha + cav.nu);
     Tilted {
-        log_z: t.log_z,
-        mean: cav.nu * v + v * t.alpha,
-        var: v * (1.0 - v * t.w),
-        alpha: t.alpha,
-        w: t.w,
+        log_z: logaddexp(-f.g, f.log_c + log_phi),
+        mean: cav.nu * v + v * alpha,
+        var: v * (1.0 - v * w),
+        alpha,
+        w,
     }
 }
 
@@ -109,87 +119,90 @@ pub fn log_c(log_z_hat: f64, cav: Natural, site: Site) -> f64 {
         + 0.5 * cav.nu * cav.nu / cav.tau
 }
 
-/// What the kernels need of the tilted distribution.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct TiltedLane {
-    pub log_z: f64,
-    pub alpha: f64,
-    pub w: f64,
+/// Constants of a pass, splatted once.
+#[derive(Clone, Copy)]
+pub(crate) struct LaneConsts<V> {
+    /// e^{−g}.
+    pub emg: V,
+    /// c = 1 − e^{−g}.
+    pub c: V,
+    pub eta: V,
 }
 
-/// Branch-free tilted quantities from the cavity's natural parameters.
-/// `Ẑ = e^{−g} + (1 − e^{−g}) Φ(z)`, `z = μ₋/√v₋`:
-/// `log Ẑ = logaddexp(−g, log c + log Φ(z))`, `α = s·(φ/Φ)(z)/√v₋` with
-/// `s = cΦ/Ẑ` = logistic(log c + log Φ + g), `w = α(α + μ₋/v₋)`.
-#[inline(always)]
-pub(crate) fn tilted_lane<A: Arith>(tau_cav: f64, nu_cav: f64, f: StepFactor) -> TiltedLane {
-    let sq = tau_cav.sqrt(); // 1/√v₋
-    let z = nu_cav / sq;
-    let (log_phi, ratio) = normal::log_ndtr_ratio::<A>(z);
-    let x = f.log_c + log_phi + f.g;
-    let e = normal::exp::<A>(-x.abs());
-    let inv = 1.0 / (1.0 + e);
-    let s = if x >= 0.0 { inv } else { e * inv };
-    let alpha = s * ratio * sq;
-    TiltedLane {
-        log_z: x.max(0.0) - f.g + normal::log1p::<A>(e),
-        alpha,
-        w: alpha * (alpha + nu_cav),
+impl<V: Simd> LaneConsts<V> {
+    pub fn new(f: StepFactor, eta: f64) -> Self {
+        LaneConsts {
+            emg: V::splat((-f.g).exp()),
+            c: V::splat(-(-f.g).exp_m1()),
+            eta: V::splat(eta),
+        }
     }
 }
 
-/// Per-lane result of the fused pair-site update used by the kernels.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct LaneOut {
-    pub k: f64,
-    pub h: f64,
-    /// The site's evidence term (0 for a degenerate site).
-    pub log_c: f64,
-    /// 1 when the site is degenerate (σ² ≤ 1e-10 (u_i + u_j)): left unchanged.
-    pub degenerate: f64,
-    /// 1 when the cavity is invalid (τ₋ ≤ 0 or NaN): the state must be rejected.
-    pub bad: f64,
+/// The fused pair-site step of the kernels for a vector of pairs.
+#[derive(Clone, Copy)]
+pub(crate) struct LaneOut<V: Simd> {
+    pub k: V,
+    pub h: V,
+    /// The sites' evidence terms (0 for degenerate sites; 0 when not `EVIDENCE`).
+    pub log_c: V,
+    /// Degenerate sites (σ² ≤ 1e-10 (u_i + u_j)): left unchanged.
+    pub degenerate: V::M,
+    /// Invalid cavities (τ₋ ≤ 0 or NaN): the state must be rejected.
+    pub bad: V::M,
 }
 
-/// The whole site step for one pair, branch-free so that a loop over pairs
-/// vectorises: cavity from the marginal `N(mu, sig2)` (`u_sum = u_i + u_j` for
-/// the degeneracy test), tilted moments, new site, damping by `eta`, evidence term.
+/// Largest g = γ/M for the kernels' linear-domain Ẑ (e^{−g} must stay a
+/// normal number so that Ẑ ≥ e^{−g} > 0 never divides 0 by 0).
+pub const MAX_G: f64 = 700.0;
+
+/// The whole site step for a vector of pairs: cavity from q's marginal
+/// `N(mu, sig2)` (`u_sum = u_i + u_j` for the degeneracy test), tilted
+/// moments, new site, damping, evidence term (when `EVIDENCE`).
+///
+/// Linear domain, `Ẑ = e^{−g} + cΦ(z) ≥ e^{−g} > 0` (the same number as §4's
+/// logaddexp for g ≤ `MAX_G`), `α = cφ(z)√τ₋/Ẑ`; in `D = 1 − Kσ² = τ₋σ²` and
+/// `rs = 1/√(σ²D)` so that no division instruction is needed:
+/// `√τ₋ = D·rs`, `v₋ = σ⁴rs²`, `z = (μ − hσ²)·rs`, `ν₋ = z√τ₋`, `μ₋ = zσ²rs`,
+/// `log C = log Ẑ + ½ log(1/D) − ½ μ²/σ² + ½ z²` with `1/D = σ²rs²`, `1/σ² = D·rs²`.
 #[inline(always)]
-pub(crate) fn pair_lane<A: Arith>(
-    mu: f64,
-    sig2: f64,
-    u_sum: f64,
-    k: f64,
-    h: f64,
-    f: StepFactor,
-    eta: f64,
-) -> LaneOut {
-    let degenerate = sig2 <= 1e-10 * u_sum;
-    let tau = 1.0 / sig2;
-    let tau_cav = tau - k;
-    let nu_cav = A::fma(mu, tau, -h);
-    let bad = !degenerate && !(tau_cav > 0.0);
-    let v_cav = 1.0 / tau_cav;
-    let t = tilted_lane::<A>(tau_cav, nu_cav, f);
-    let inv = 1.0 / (1.0 - v_cav * t.w);
-    let k_star = t.w * inv;
-    let h_star = A::fma(nu_cav * v_cav, t.w, t.alpha) * inv;
-    let log_c = t.log_z - 0.5 * normal::log1p::<A>(-k * sig2) - 0.5 * mu * mu * tau
-        + 0.5 * nu_cav * nu_cav * v_cav;
+pub(crate) fn pair_lane<V: Simd, const EVIDENCE: bool>(
+    mu: V,
+    sig2: V,
+    u_sum: V,
+    k: V,
+    h: V,
+    cs: &LaneConsts<V>,
+) -> LaneOut<V> {
+    let one = V::splat(1.0);
+    let degenerate = sig2.le(V::splat(1e-10) * u_sum);
+    let d = (-k).fma(sig2, one);
+    let bad = V::mand(V::mnot(degenerate), V::mnot(d.gt(V::splat(0.0))));
+    let rs = rsqrt(sig2 * d);
+    let z = (-h).fma(sig2, mu) * rs;
+    let sqrt_tau_cav = d * rs;
+    let (cdf, pdf) = cdf_pdf(z);
+    let z_hat = cs.c.fma(cdf, cs.emg);
+    let alpha = cs.c * pdf * sqrt_tau_cav * recip(z_hat);
+    let nu_cav = z * sqrt_tau_cav;
+    let s2rs = sig2 * rs;
+    let mu_cav = z * s2rs;
+    let w = alpha * (alpha + nu_cav);
+    let inv = recip((-(s2rs * s2rs)).fma(w, one)); // 1/(1 − v₋w)
+    let k_star = w * inv;
+    let h_star = mu_cav.fma(w, alpha) * inv;
+    let log_c = if EVIDENCE {
+        // ½ log(Ẑ²/D) − ½ μ²/σ² + ½ z².
+        V::splat(0.5) * (log(z_hat * z_hat * sig2 * rs * rs) + (z * z - mu * mu * d * rs * rs))
+    } else {
+        V::splat(0.0)
+    };
     LaneOut {
-        k: if degenerate {
-            k
-        } else {
-            A::fma(eta, k_star - k, k)
-        },
-        h: if degenerate {
-            h
-        } else {
-            A::fma(eta, h_star - h, h)
-        },
-        log_c: if degenerate { 0.0 } else { log_c },
-        degenerate: if degenerate { 1.0 } else { 0.0 },
-        bad: if bad { 1.0 } else { 0.0 },
+        k: V::select(degenerate, k, cs.eta.fma(k_star - k, k)),
+        h: V::select(degenerate, h, cs.eta.fma(h_star - h, h)),
+        log_c: V::select(degenerate, V::splat(0.0), log_c),
+        degenerate,
+        bad,
     }
 }
 
@@ -269,28 +282,35 @@ mod tests {
             assert!((q.var() - t.var).abs() < 1e-14);
             // K* < 0 ⇔ tilted mean < 0 (§4).
             assert_eq!(site.k < 0.0, t.mean < 0.0);
-            // The fused lane computes the same thing.
-            let lane = pair_lane::<normal::Plain>(mu, s2, 1.0, k, h, f, 1.0);
-            assert!((lane.k - site.k).abs() < 1e-14 && (lane.h - site.h).abs() < 1e-14);
-            assert!((lane.log_c - log_c(t.log_z, cav, Site { k, h })).abs() < 1e-14);
-            assert_eq!((lane.bad, lane.degenerate), (0.0, 0.0));
+            // The kernels' linear-domain lane computes the same thing.
+            let lane = lane1(mu, s2, k, h, f, 1.0);
+            assert!((lane.k.0 - site.k).abs() < 1e-14 && (lane.h.0 - site.h).abs() < 1e-14);
+            assert!((lane.log_c.0 - log_c(t.log_z, cav, Site { k, h })).abs() < 1e-14);
+            assert!(!lane.bad && !lane.degenerate);
         }
+    }
+
+    type P = crate::engine::ep::simd::F64x1<false>;
+
+    fn lane1(mu: f64, s2: f64, k: f64, h: f64, f: StepFactor, eta: f64) -> LaneOut<P> {
+        let cs = LaneConsts::<P>::new(f, eta);
+        let v = P::splat;
+        pair_lane::<P, true>(v(mu), v(s2), v(1.0), v(k), v(h), &cs)
     }
 
     #[test]
     fn zero_gamma_is_a_flat_site() {
-        let f = StepFactor::new(0.0);
-        let lane = pair_lane::<normal::Plain>(0.3, 0.5, 1.0, 0.0, 0.0, f, 0.7);
-        assert_eq!((lane.k, lane.h), (0.0, 0.0));
-        assert!(lane.log_c.abs() < 1e-16);
+        let lane = lane1(0.3, 0.5, 0.0, 0.0, StepFactor::new(0.0), 0.7);
+        assert_eq!((lane.k.0, lane.h.0), (0.0, 0.0));
+        assert!(lane.log_c.0.abs() < 1e-15);
     }
 
     #[test]
     fn degenerate_and_invalid_sites_are_flagged() {
         let f = StepFactor::new(0.5);
-        let d = pair_lane::<normal::Plain>(0.0, 1e-12, 1.0, 0.2, 0.1, f, 0.7);
-        assert_eq!((d.degenerate, d.bad, d.k, d.h), (1.0, 0.0, 0.2, 0.1));
-        let b = pair_lane::<normal::Plain>(0.1, 2.0, 1.0, 0.6, 0.0, f, 0.7); // τ₋ = 0.5 − 0.6 < 0
-        assert_eq!(b.bad, 1.0);
+        let d = lane1(0.0, 1e-12, 0.2, 0.1, f, 0.7);
+        assert!(d.degenerate && !d.bad && d.k.0 == 0.2 && d.h.0 == 0.1);
+        let b = lane1(0.1, 2.0, 0.6, 0.0, f, 0.7); // τ₋ = 0.5 − 0.6 < 0
+        assert!(b.bad);
     }
 }

@@ -12,11 +12,17 @@
 //! the approximation the stored sites define; f32 rounding perturbs the fixed
 //! point by ~1e-7 relative, far inside the 1e-4 convergence tolerance.
 
+use super::simd::Simd;
+
 /// A floating-point type sites can be stored in.
-pub trait SiteScalar: Copy + Default + Send + Sync + 'static {
+pub(crate) trait SiteScalar: Copy + Default + Send + Sync + 'static {
     fn to_f64(self) -> f64;
     fn from_f64(v: f64) -> Self;
     const NAME: &'static str;
+    fn vload<V: Simd>(s: &[Self]) -> V;
+    fn vstore<V: Simd>(v: V, s: &mut [Self]);
+    /// The value the store will hold.
+    fn vround<V: Simd>(v: V) -> V;
 }
 
 impl SiteScalar for f64 {
@@ -29,6 +35,18 @@ impl SiteScalar for f64 {
         v
     }
     const NAME: &'static str = "f64";
+    #[inline(always)]
+    fn vload<V: Simd>(s: &[Self]) -> V {
+        V::load(s)
+    }
+    #[inline(always)]
+    fn vstore<V: Simd>(v: V, s: &mut [Self]) {
+        v.store(s)
+    }
+    #[inline(always)]
+    fn vround<V: Simd>(v: V) -> V {
+        v
+    }
 }
 
 impl SiteScalar for f32 {
@@ -41,6 +59,18 @@ impl SiteScalar for f32 {
         v as f32
     }
     const NAME: &'static str = "f32";
+    #[inline(always)]
+    fn vload<V: Simd>(s: &[Self]) -> V {
+        V::load_f32(s)
+    }
+    #[inline(always)]
+    fn vstore<V: Simd>(v: V, s: &mut [Self]) {
+        v.store_f32(s)
+    }
+    #[inline(always)]
+    fn vround<V: Simd>(v: V) -> V {
+        v.round_f32()
+    }
 }
 
 /// Site storage precision.
@@ -73,7 +103,7 @@ impl Precision {
 }
 
 /// Three (K, h) pairs of n+ × n− matrices and their roles.
-pub struct SiteBuffers<S: SiteScalar> {
+pub(crate) struct SiteBuffers<S: SiteScalar> {
     pub n_pos: usize,
     pub n_neg: usize,
     k: [Vec<S>; 3],
