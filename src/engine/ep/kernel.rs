@@ -21,7 +21,7 @@ use super::site::{LaneConsts, StepFactor, pair_lane};
 use super::store::{SiteBuffers, SiteScalar};
 
 /// Sites per block (the block's C, K and h scratch: 3 × 8 × this bytes).
-const BLOCK_SITES: usize = 1 << 16;
+const BLOCK_SITES: usize = 1 << 17;
 /// Fewest sites per rayon task.
 const TASK_SITES: usize = 4096;
 
@@ -465,7 +465,7 @@ macro_rules! row_variant {
             step: StepFactor,
             eta: f64,
         ) -> RowStats {
-            update_row_impl::<$v, F64x1<true>, S, EV>(q, cols, c, kin, hin, out, step, eta)
+            update_row_impl::<$v, S, EV>(q, cols, c, kin, hin, out, step, eta)
         }
     };
 }
@@ -509,9 +509,9 @@ fn update_row<S: SiteScalar>(
         Isa::Avx2 => unsafe { go!(update_row_avx2) },
         _ => {
             if evidence {
-                update_row_impl::<P, P, S, true>(q, cols, c, kin, hin, out, step, eta)
+                update_row_impl::<P, S, true>(q, cols, c, kin, hin, out, step, eta)
             } else {
-                update_row_impl::<P, P, S, false>(q, cols, c, kin, hin, out, step, eta)
+                update_row_impl::<P, S, false>(q, cols, c, kin, hin, out, step, eta)
             }
         }
     }
@@ -560,23 +560,12 @@ impl<V: Simd> Acc<V> {
     }
 }
 
-impl RowStats {
-    fn plus(self, o: RowStats) -> RowStats {
-        RowStats {
-            k: self.k + o.k,
-            h: self.h + o.h,
-            log_c: self.log_c + o.log_c,
-            negative: self.negative + o.negative,
-            skipped: self.skipped + o.skipped,
-            bad: self.bad + o.bad,
-        }
-    }
-}
 
-/// One row: vectors of `V::W` sites, the tail with the scalar `T`.
+/// One row: vectors of `V::W` sites; a short tail goes through the same vector
+/// code on a padded copy (a scalar tail cost as much as the rest of a short row).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn update_row_impl<V: Simd, T: Simd, S: SiteScalar, const EV: bool>(
+fn update_row_impl<V: Simd, S: SiteScalar, const EV: bool>(
     q: &RowQ<'_>,
     cols: &Cols<'_>,
     c: &[f64],
@@ -587,22 +576,18 @@ fn update_row_impl<V: Simd, T: Simd, S: SiteScalar, const EV: bool>(
     eta: f64,
 ) -> RowStats {
     let n = c.len();
-    let (cv, ct) = (
-        LaneConsts::<V>::new(step, eta),
-        LaneConsts::<T>::new(step, eta),
-    );
-    let (mut acc, mut tail) = (Acc::<V>::zero(), Acc::<T>::zero());
+    let cv = LaneConsts::<V>::new(step, eta);
+    let mut acc = Acc::<V>::zero();
     let mut start = 0;
     for e in q.excl.iter().map(|&e| e as usize).chain(std::iter::once(n)) {
         // Sites start..e, then the non-site e (a = 0: its K, h stay 0).
         let mut j = start;
         while j + V::W <= e {
-            lanes::<V, S, EV>(q, cols, c, kin, hin, out.as_mut(), &cv, j, &mut acc);
+            lanes::<V, S, EV>(q, cols, c, kin, hin, out.as_mut(), &cv, j, V::W, &mut acc);
             j += V::W;
         }
-        while j < e {
-            lanes::<T, S, EV>(q, cols, c, kin, hin, out.as_mut(), &ct, j, &mut tail);
-            j += 1;
+        if j < e {
+            tail::<V, S, EV>(q, cols, c, kin, hin, out.as_mut(), &cv, j, e - j, &mut acc);
         }
         if e < n {
             if let Some(o) = out.as_mut() {
@@ -614,8 +599,53 @@ fn update_row_impl<V: Simd, T: Simd, S: SiteScalar, const EV: bool>(
         }
         start = e + 1;
     }
-    acc.total().plus(tail.total())
+    acc.total()
 }
+
+/// The last `r < V::W` sites from column `j`, padded with a harmless site.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn tail<V: Simd, S: SiteScalar, const EV: bool>(
+    q: &RowQ<'_>,
+    cols: &Cols<'_>,
+    c: &[f64],
+    kin: &[S],
+    hin: &[S],
+    out: Option<&mut RowOut<'_, S>>,
+    cs: &LaneConsts<V>,
+    j: usize,
+    r: usize,
+    acc: &mut Acc<V>,
+) {
+    const P: usize = 16;
+    let (mut c_p, mut mn_p, mut un_p) = ([0.0; P], [0.0; P], [1.0; P]);
+    let (mut k_p, mut h_p) = ([S::default(); P], [S::default(); P]);
+    c_p[..r].copy_from_slice(&c[j..j + r]);
+    mn_p[..r].copy_from_slice(&cols.mn[j..j + r]);
+    un_p[..r].copy_from_slice(&cols.un[j..j + r]);
+    k_p[..r].copy_from_slice(&kin[j..j + r]);
+    h_p[..r].copy_from_slice(&hin[j..j + r]);
+    let padded = Cols { mn: &mn_p, un: &un_p };
+    match out {
+        Some(o) => {
+            let (mut ko, mut ho, mut k64, mut h64) = ([S::default(); P], [S::default(); P], [0.0; P], [0.0; P]);
+            let mut po = RowOut {
+                k: &mut ko,
+                h: &mut ho,
+                k64: &mut k64,
+                h64: &mut h64,
+            };
+            lanes::<V, S, EV>(q, &padded, &c_p, &k_p, &h_p, Some(&mut po), cs, 0, r, acc);
+            o.k[j..j + r].copy_from_slice(&ko[..r]);
+            o.h[j..j + r].copy_from_slice(&ho[..r]);
+            o.k64[j..j + r].copy_from_slice(&k64[..r]);
+            o.h64[j..j + r].copy_from_slice(&h64[..r]);
+        }
+        None => lanes::<V, S, EV>(q, &padded, &c_p, &k_p, &h_p, None, cs, 0, r, acc),
+    }
+}
+
+const IOTA: [f64; 16] = [0., 1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11., 12., 13., 14., 15.];
 
 /// `V::W` consecutive sites from column `j`.
 #[inline(always)]
@@ -629,6 +659,7 @@ fn lanes<V: Simd, S: SiteScalar, const EV: bool>(
     out: Option<&mut RowOut<'_, S>>,
     cs: &LaneConsts<V>,
     j: usize,
+    valid: usize,
     acc: &mut Acc<V>,
 ) {
     let cij = V::load(&c[j..]);
@@ -640,13 +671,16 @@ fn lanes<V: Simd, S: SiteScalar, const EV: bool>(
     // The sums describe the stored (possibly rounded) sites.
     let (kq, hq) = (S::vround(o.k), S::vround(o.h));
     let (one, zero) = (V::splat(1.0), V::splat(0.0));
-    acc.k = acc.k + kq;
-    acc.h = acc.h + hq;
-    acc.log_c = acc.log_c + o.log_c;
-    let neg = V::mand(k.lt(zero), V::mnot(o.degenerate));
+    // Only the first `valid` lanes count (padded tails).
+    let live = V::load(&IOTA).lt(V::splat(valid as f64));
+    let keep = |v: V| V::select(live, v, zero);
+    acc.k = acc.k + keep(kq);
+    acc.h = acc.h + keep(hq);
+    acc.log_c = acc.log_c + keep(o.log_c);
+    let neg = V::mand(live, V::mand(k.lt(zero), V::mnot(o.degenerate)));
     acc.negative = acc.negative + V::select(neg, one, zero);
-    acc.skipped = acc.skipped + V::select(o.degenerate, one, zero);
-    acc.bad = acc.bad + V::select(o.bad, one, zero);
+    acc.skipped = acc.skipped + V::select(V::mand(live, o.degenerate), one, zero);
+    acc.bad = acc.bad + V::select(V::mand(live, o.bad), one, zero);
     if let Some(o) = out {
         S::vstore(kq, &mut o.k[j..]);
         S::vstore(hq, &mut o.h[j..]);

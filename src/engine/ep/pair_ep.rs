@@ -482,3 +482,4 @@ impl PairEp {
         }
     }
 }
+
