@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 
 use super::bayes_args::{BayesArgs, GammaChoice};
 use super::data_args::DataArgs;
+use super::ep_args::EpArgs;
 use super::progress::Progress;
 use super::table::print_table;
 use crate::engine::baseline::{Logit, RankBoost};
@@ -20,6 +21,8 @@ pub enum Method {
     Logit,
     /// RankBoost.B with threshold rankers, rounds by CV (baseline).
     Rankboost,
+    /// Expectation Propagation: Gaussian approximation of the Gibbs posterior and its evidence.
+    Ep,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -37,6 +40,8 @@ pub struct FitArgs {
     pub method: Method,
     #[command(flatten)]
     pub bayes: BayesArgs,
+    #[command(flatten)]
+    pub ep: EpArgs,
     /// Folds of the cross-validations that choose hyper-parameters.
     #[arg(long, default_value_t = 5)]
     pub folds: usize,
@@ -84,6 +89,7 @@ impl Method {
     pub fn is_bayesian(self) -> bool {
         match self {
             Method::Logit | Method::Rankboost => false,
+            Method::Ep => true,
         }
     }
 }
@@ -91,7 +97,6 @@ impl Method {
 /// The engine for `args`; `gamma` is what the command line asked for (engines
 /// that support `auto` tune it, the others get a fixed value in the `Problem`).
 pub fn build_engine(args: &FitArgs, gamma: GammaChoice) -> Result<Box<dyn Engine>, CliError> {
-    let _ = gamma; // used by the Bayesian engines
     Ok(match args.method {
         Method::Logit => Box::new(Logit {
             lambda: args.lambda,
@@ -104,6 +109,7 @@ pub fn build_engine(args: &FitArgs, gamma: GammaChoice) -> Result<Box<dyn Engine
             folds: args.folds,
             seed: args.data.seed,
         }),
+        Method::Ep => Box::new(args.ep.engine(gamma, args.folds, args.data.seed)),
     })
 }
 

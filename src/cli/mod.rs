@@ -2,6 +2,7 @@
 
 mod bayes_args;
 mod data_args;
+mod ep_args;
 pub mod fit;
 mod gen_demo;
 mod progress;
@@ -57,6 +58,7 @@ fn default_demo() -> Command {
             slab_var: None,
             inclusion_prior: None,
         },
+        ep: ep_args::EpArgs::default(),
         folds: 5,
         lambda: None,
         rounds: None,

@@ -1,6 +1,8 @@
 //! From θ to EP's coordinates and back (ALGORITHMS.md §4).
 //!
-//! - Primal form: EP runs on the rows of X with the prior precisions 1/ϑ_k.
+//! - Primal form: EP runs on the whitened rows `Z = X D^{½}`, D = diag(ϑ), with
+//!   prior N(0, I) (well scaled however extreme the ARD variances); then
+//!   `m_θ = D^{½} m`, `V_θ = D^{½} V D^{½}`.
 //! - Reduced form (d ≥ n, e.g. Colon 62 × 2000): the likelihood sees θ only
 //!   through the row space of X. With D = diag(ϑ) take the thin SVD
 //!   `X D^{½} = U S Wᵀ` (rank r ≤ n − 1 after centring, singular values below
@@ -41,6 +43,7 @@ pub struct Design {
 
 impl Design {
     /// `xp`, `xn`: positive and negative rows of X; `vars`: prior variances ϑ_k.
+    /// The reduced form's SVD is of `X D^{½}`.
     pub fn new(xp: &DMatrix<f64>, xn: &DMatrix<f64>, vars: &[f64], form: Form) -> Design {
         let (n, d) = (xp.nrows() + xn.nrows(), xp.ncols());
         let reduced = match form {
@@ -48,16 +51,23 @@ impl Design {
             Form::Primal => false,
             Form::Reduced => true,
         };
+        let scale: Vec<f64> = vars.iter().map(|v| v.sqrt()).collect();
+        let whiten = |x: &DMatrix<f64>| {
+            let mut z = x.clone();
+            for (k, mut col) in z.column_iter_mut().enumerate() {
+                col *= scale[k];
+            }
+            z
+        };
         if !reduced {
             return Design {
-                zp: xp.clone(),
-                zn: xn.clone(),
-                prior: PriorTerms::centred(vars),
-                scale: Vec::new(),
+                zp: whiten(xp),
+                zn: whiten(xn),
+                prior: PriorTerms::centred(&vec![1.0; d]),
+                scale,
                 w: None,
             };
         }
-        let scale: Vec<f64> = vars.iter().map(|v| v.sqrt()).collect();
         let mut x = DMatrix::zeros(n, d);
         x.rows_mut(0, xp.nrows()).copy_from(xp);
         x.rows_mut(xp.nrows(), xn.nrows()).copy_from(xn);
@@ -94,7 +104,7 @@ impl Design {
     /// Posterior mean of θ.
     pub fn theta_mean(&self, q: &Posterior) -> Vec<f64> {
         match &self.w {
-            None => q.m.iter().copied().collect(),
+            None => q.m.iter().zip(&self.scale).map(|(m, s)| m * s).collect(),
             Some(w) => (w * &q.m)
                 .iter()
                 .zip(&self.scale)
@@ -106,7 +116,7 @@ impl Design {
     /// Posterior sds of θ.
     pub fn theta_sd(&self, q: &Posterior) -> Vec<f64> {
         match &self.w {
-            None => q.sd(),
+            None => q.sd().iter().zip(&self.scale).map(|(v, s)| v * s).collect(),
             Some(w) => {
                 let mut vm = q.v.clone();
                 for a in 0..vm.nrows() {
@@ -130,7 +140,15 @@ impl Design {
 
     /// Full covariance of θ (primal form only; d × d would be large in the reduced one).
     pub fn theta_cov(&self, q: &Posterior) -> Option<DMatrix<f64>> {
-        self.w.is_none().then(|| q.v.clone())
+        self.w.is_none().then(|| {
+            let mut c = q.v.clone();
+            for i in 0..c.nrows() {
+                for j in 0..c.ncols() {
+                    c[(i, j)] *= self.scale[i] * self.scale[j];
+                }
+            }
+            c
+        })
     }
 
     /// Full covariance in the reduced form, `D^{½}(I + W (V_w − I) Wᵀ) D^{½}` (tests).

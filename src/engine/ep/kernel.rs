@@ -560,7 +560,6 @@ impl<V: Simd> Acc<V> {
     }
 }
 
-
 /// One row: vectors of `V::W` sites; a short tail goes through the same vector
 /// code on a padded copy (a scalar tail cost as much as the rest of a short row).
 #[inline(always)]
@@ -625,10 +624,14 @@ fn tail<V: Simd, S: SiteScalar, const EV: bool>(
     un_p[..r].copy_from_slice(&cols.un[j..j + r]);
     k_p[..r].copy_from_slice(&kin[j..j + r]);
     h_p[..r].copy_from_slice(&hin[j..j + r]);
-    let padded = Cols { mn: &mn_p, un: &un_p };
+    let padded = Cols {
+        mn: &mn_p,
+        un: &un_p,
+    };
     match out {
         Some(o) => {
-            let (mut ko, mut ho, mut k64, mut h64) = ([S::default(); P], [S::default(); P], [0.0; P], [0.0; P]);
+            let (mut ko, mut ho, mut k64, mut h64) =
+                ([S::default(); P], [S::default(); P], [0.0; P], [0.0; P]);
             let mut po = RowOut {
                 k: &mut ko,
                 h: &mut ho,
@@ -645,7 +648,9 @@ fn tail<V: Simd, S: SiteScalar, const EV: bool>(
     }
 }
 
-const IOTA: [f64; 16] = [0., 1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11., 12., 13., 14., 15.];
+const IOTA: [f64; 16] = [
+    0., 1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11., 12., 13., 14., 15.,
+];
 
 /// `V::W` consecutive sites from column `j`.
 #[inline(always)]

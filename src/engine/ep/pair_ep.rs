@@ -33,6 +33,10 @@ pub struct EpSettings {
     pub max_sweeps: usize,
     /// Give up when halving takes η below this.
     pub min_eta: f64,
+    /// Halve η (and keep it halved) when Δ_t has not reached a new minimum for
+    /// this many sweeps: parallel EP can settle into a cycle at a too large η
+    /// (Glass at γ = 2.5n cycles at η = 0.7, converges at 0.5). 0 = never.
+    pub stall_sweeps: usize,
 }
 
 impl Default for EpSettings {
@@ -42,6 +46,7 @@ impl Default for EpSettings {
             tol: 1e-4,
             max_sweeps: 1000,
             min_eta: 1e-4,
+            stall_sweeps: 20,
         }
     }
 }
@@ -354,8 +359,12 @@ impl PairEp {
         }
         with_store!(&mut self.store, st => st.forget_prev());
         let mut q_prev: Option<Posterior> = None;
-        let (mut eta, mut sweep, mut delta, mut candidate) = (s.eta, 0usize, f64::INFINITY, false);
+        // `eta`: the step of the next update; `cur_eta`: the step that made the
+        // current trial (a stall lowers the first only, a rejection both).
+        let (mut eta, mut cur_eta) = (s.eta, s.eta);
+        let (mut sweep, mut delta, mut candidate) = (0usize, f64::INFINITY, false);
         let mut halvings = 0usize;
+        let (mut best_delta, mut since_best, mut stall_halvings) = (f64::INFINITY, 0usize, 0usize);
         let fail = |why: &str, sweep: usize, eta: f64, delta: f64, extra: serde_json::Value| {
             EngineError::NotConverged {
                 message: format!("EP {why} (after {sweep} sweeps, η = {eta:.3e}, Δ = {delta:.3e})"),
@@ -399,13 +408,14 @@ impl PairEp {
                 // Reject the current state: the same step with η halved, kept halved.
                 let bad = stats.bad;
                 loop {
-                    eta *= 0.5;
+                    cur_eta *= 0.5;
+                    eta = eta.min(cur_eta);
                     halvings += 1;
-                    if eta < s.min_eta {
+                    if cur_eta < s.min_eta {
                         return Err(fail(
                             "did not converge: η fell below its minimum",
                             sweep,
-                            eta,
+                            cur_eta,
                             delta,
                             json!({ "reason": "invalid cavities", "bad_sites": bad, "halvings": halvings }),
                         ));
@@ -417,7 +427,7 @@ impl PairEp {
                     }
                 }
                 delta = posterior::delta(self.q.as_ref().unwrap(), q_prev.as_ref().unwrap());
-                candidate = delta < s.tol * eta;
+                candidate = delta < s.tol * cur_eta;
                 continue;
             }
             // The current state is valid: report it.
@@ -430,7 +440,7 @@ impl PairEp {
                     sweep,
                     delta,
                     log_z: ev.log_z().filter(|_| evidence_known),
-                    eta,
+                    eta: cur_eta,
                     negative_share,
                     skipped: stats.skipped,
                     elapsed: t0.elapsed().as_secs_f64(),
@@ -440,7 +450,7 @@ impl PairEp {
             if candidate {
                 return Ok(EpOutcome {
                     sweeps: sweep,
-                    eta,
+                    eta: cur_eta,
                     delta,
                     stats,
                     evidence: self.evidence(&stats, step),
@@ -455,21 +465,23 @@ impl PairEp {
                     sweep,
                     eta,
                     delta,
-                    json!({ "reason": "max sweeps", "halvings": halvings }),
+                    json!({ "reason": "max sweeps", "halvings": halvings, "stall_halvings": stall_halvings }),
                 ));
             }
             // Accept the pass's output as the next trial state.
             with_store!(&mut self.store, st => st.rotate());
             self.agg_valid = true;
             q_prev = self.q.take();
+            cur_eta = eta;
             while !self.rebuild(step) {
-                eta *= 0.5;
+                cur_eta *= 0.5;
+                eta = cur_eta;
                 halvings += 1;
-                if eta < s.min_eta {
+                if cur_eta < s.min_eta {
                     return Err(fail(
                         "did not converge: η fell below its minimum",
                         sweep,
-                        eta,
+                        cur_eta,
                         delta,
                         json!({ "reason": "Q not positive definite", "halvings": halvings }),
                     ));
@@ -478,8 +490,27 @@ impl PairEp {
             }
             sweep += 1;
             delta = posterior::delta(self.q.as_ref().unwrap(), q_prev.as_ref().unwrap());
-            candidate = delta < s.tol * eta;
+            candidate = delta < s.tol * cur_eta;
+            if delta < best_delta {
+                (best_delta, since_best) = (delta, 0);
+            } else {
+                since_best += 1;
+                if s.stall_sweeps > 0 && since_best >= s.stall_sweeps && !candidate {
+                    // A cycle: smaller steps from the current (valid) state.
+                    eta *= 0.5;
+                    stall_halvings += 1;
+                    (best_delta, since_best) = (f64::INFINITY, 0);
+                    if eta < s.min_eta {
+                        return Err(fail(
+                            "did not converge: η fell below its minimum",
+                            sweep,
+                            eta,
+                            delta,
+                            json!({ "reason": "Δ stalled", "halvings": halvings, "stall_halvings": stall_halvings }),
+                        ));
+                    }
+                }
+            }
         }
     }
 }
-
