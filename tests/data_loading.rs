@@ -348,3 +348,34 @@ fn garbage_never_panics() {
         )
         .unwrap();
 }
+
+#[test]
+fn decimal_commas_in_semicolon_files() {
+    let ds = load("a;b;y\n1,5;2;0\n2,5;3;1\n0,5;1;0\n3,5;1;1\n").unwrap();
+    assert_eq!(ds.x.column(0).as_slice(), &[1.5, 2.5, 0.5, 3.5]);
+    assert!(
+        ds.report
+            .warnings
+            .iter()
+            .any(|w| w.contains("decimal comma")),
+        "{:?}",
+        ds.report.warnings
+    );
+}
+
+#[test]
+fn row_number_column_is_flagged() {
+    let mut text = String::from("id,x,y\n");
+    for i in 0..20 {
+        text.push_str(&format!("{},{},{}\n", i + 1, (i * 7) % 5, i % 2));
+    }
+    let ds = load(&text).unwrap();
+    assert!(
+        ds.report
+            .warnings
+            .iter()
+            .any(|w| w.contains("'id'") && w.contains("--drop 'id'")),
+        "{:?}",
+        ds.report.warnings
+    );
+}

@@ -22,6 +22,9 @@ pub fn print_table(r: &RunRecord) {
     for c in &d.dropped_columns {
         println!("dropped   column '{}' ({})", c.name, c.reason);
     }
+    for w in &d.warnings {
+        println!("warning   {w}");
+    }
     for e in &d.encoded {
         println!("encoded   '{}' → {}", e.column, e.features.join(", "));
     }

@@ -19,6 +19,11 @@ pub struct RawTable {
 }
 
 impl RawTable {
+    /// Whether "1,5" may mean 1.5 (only when the delimiter is not a comma).
+    pub fn decimal_comma(&self) -> bool {
+        self.delimiter != b','
+    }
+
     pub fn n_rows(&self) -> usize {
         self.lines.len()
     }
@@ -263,6 +268,18 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h
+}
+
+/// A number, also with a decimal comma ("1,5") where the delimiter is not a comma.
+pub fn parse_number(cell: &str, decimal_comma: bool) -> Option<f64> {
+    if let Ok(v) = cell.parse::<f64>() {
+        return Some(v);
+    }
+    let one_comma = cell.bytes().filter(|&b| b == b',').count() == 1 && !cell.contains('.');
+    if decimal_comma && one_comma {
+        return cell.replacen(',', ".", 1).parse().ok();
+    }
+    None
 }
 
 /// Tokens that mean "no value" (compared case-insensitively).

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
-use super::csv_read::{RawTable, is_missing, parse_table, read_table};
+use super::csv_read::{RawTable, is_missing, parse_number, parse_table, read_table};
 use super::error::{DataError, DataErrorKind as K};
 use super::schema::{ColumnRule, Schema, canonical_label};
 use super::summary::{FeatureSummary, summarize};
@@ -242,7 +242,12 @@ fn build(path: &Path, raw: RawTable, opts: &LoadOptions) -> Result<Dataset, Data
     let y: Vec<bool> = labels.iter().map(|l| *l == positive_label).collect();
 
     // Column types, checked over the kept rows.
-    let (kinds, parsed) = column_kinds(path, &raw, &kept, &feature_cols)?;
+    let TypedColumns {
+        kinds,
+        parsed,
+        mut warnings,
+    } = column_kinds(path, &raw, &kept, &feature_cols)?;
+    warnings.extend(row_number_columns(header, &feature_cols, &kinds, &parsed));
     let mut rules = Vec::new();
     for (&j, kind) in feature_cols.iter().zip(&kinds) {
         let name = header[j].clone();
@@ -294,7 +299,6 @@ fn build(path: &Path, raw: RawTable, opts: &LoadOptions) -> Result<Dataset, Data
             c.iter().all(|&v| v == c[0])
         })
         .collect();
-    let mut warnings = Vec::new();
     if !constant.is_empty() {
         let dropped: Vec<String> = constant.iter().map(|&k| names[k].clone()).collect();
         warnings.push(format!(
@@ -461,7 +465,7 @@ fn choose_positive(
     let listing = || {
         counts
             .iter()
-            .map(|(l, c)| format!("'{l}' ({c} rows)"))
+            .map(|(l, c)| format!("'{l}' ({c} row{})", if *c == 1 { "" } else { "s" }))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -521,33 +525,43 @@ fn choose_positive(
 #[derive(Default, Clone)]
 struct CellStats {
     numeric: usize,
+    decimal_commas: usize,
     first_text: Option<usize>,
     first_non_finite: Option<usize>,
 }
 
-/// The kind of every column in `cols`, and the kept rows' cells parsed as numbers
-/// (kept rows × cols; NaN where a cell is text).
+struct TypedColumns {
+    kinds: Vec<ColumnKind>,
+    /// kept rows × columns; NaN where a cell is text.
+    parsed: DMatrix<f64>,
+    warnings: Vec<String>,
+}
+
+/// The kind of every column in `cols`, the kept rows' cells parsed as numbers
+/// (kept rows × cols; NaN where a cell is text), and warnings (decimal commas).
 fn column_kinds(
     path: &Path,
     raw: &RawTable,
     kept: &[usize],
     cols: &[usize],
-) -> Result<(Vec<ColumnKind>, DMatrix<f64>), DataError> {
+) -> Result<TypedColumns, DataError> {
     let mut stats = vec![CellStats::default(); cols.len()];
     let n = kept.len();
     let mut parsed = DMatrix::<f64>::from_element(n, cols.len(), f64::NAN);
     let data = parsed.as_mut_slice();
     for (i, &r) in kept.iter().enumerate() {
         for (f, (st, &j)) in stats.iter_mut().zip(cols).enumerate() {
-            match raw.cell(r, j).parse::<f64>() {
-                Ok(v) if v.is_finite() => {
+            let cell = raw.cell(r, j);
+            match parse_number(cell, raw.decimal_comma()) {
+                Some(v) if v.is_finite() => {
                     st.numeric += 1;
+                    st.decimal_commas += usize::from(cell.contains(','));
                     data[f * n + i] = v;
                 }
-                Ok(_) => {
+                Some(_) => {
                     st.first_non_finite.get_or_insert(r);
                 }
-                Err(_) => {
+                None => {
                     st.first_text.get_or_insert(r);
                 }
             }
@@ -584,7 +598,47 @@ fn column_kinds(
         }
         kinds.push(ColumnKind::Text);
     }
-    Ok((kinds, parsed))
+    let warnings = stats
+        .iter()
+        .zip(cols)
+        .filter(|(st, _)| st.decimal_commas > 0)
+        .map(|(st, &j)| {
+            format!(
+                "column '{}': read {} decimal comma(s) as decimal points (e.g. 1,5 = 1.5)",
+                raw.header[j], st.decimal_commas
+            )
+        })
+        .collect();
+    Ok(TypedColumns {
+        kinds,
+        parsed,
+        warnings,
+    })
+}
+
+/// Warnings for numeric columns that look like row numbers or IDs (distinct
+/// integers in increasing order): a silent leak or noise feature otherwise.
+fn row_number_columns(
+    header: &[String],
+    cols: &[usize],
+    kinds: &[ColumnKind],
+    parsed: &DMatrix<f64>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (f, (&j, kind)) in cols.iter().zip(kinds).enumerate() {
+        let c = parsed.column(f);
+        let looks_like_ids = matches!(kind, ColumnKind::Numeric)
+            && c.len() >= 10
+            && c.iter().all(|v| v.fract() == 0.0)
+            && c.as_slice().windows(2).all(|w| w[1] > w[0]);
+        if looks_like_ids {
+            let name = &header[j];
+            out.push(format!(
+                "column '{name}' holds distinct increasing integers: if it is a row number or an ID, exclude it with --drop '{name}'"
+            ));
+        }
+    }
+    out
 }
 
 /// Features from parsed numeric columns and one-hot encoded text columns.
@@ -645,7 +699,7 @@ fn encode_rows(
             let cell = raw.cell(r, j);
             match rule {
                 ColumnRule::Numeric { column } => {
-                    let v: f64 = cell.parse().map_err(|_| {
+                    let v: f64 = parse_number(cell, raw.decimal_comma()).ok_or_else(|| {
                         DataError::new(K::NotNumeric, path, format!("'{cell}' is not a number"))
                             .line(raw.lines[r])
                             .column(j, column)
