@@ -3,8 +3,8 @@
 //! `∂ log Z_EP/∂ log ϑ_k = ½((V_kk + m_k²)/ϑ_k − 1)`; we iterate MacKay's
 //! fixed point `ϑ_k ← m_k²/(1 − V_kk/ϑ_k)` (EM's `ϑ_k ← V_kk + m_k²` where that
 //! is undefined), each step a warm-started EP run. A common rescaling of all
-//! ϑ_k leaves the evidence unchanged (§2), so the geometric mean is held at its
-//! starting value.
+//! ϑ_k leaves the evidence unchanged (§2), so the mean of the ϑ_k is held at
+//! its starting value.
 
 use serde::Serialize;
 
@@ -58,8 +58,8 @@ pub struct ArdResult {
 const PRUNED: f64 = 1e-8;
 
 /// The update of the ϑ_k from q's moments (θ-space), normalised to keep the
-/// geometric mean `gm`.
-pub fn update_vars(vars: &[f64], mean: &[f64], sd: &[f64], gm: f64) -> Vec<f64> {
+/// mean `level`.
+pub fn update_vars(vars: &[f64], mean: &[f64], sd: &[f64], level: f64) -> Vec<f64> {
     let mut new: Vec<f64> = vars
         .iter()
         .zip(mean.iter().zip(sd))
@@ -75,14 +75,15 @@ pub fn update_vars(vars: &[f64], mean: &[f64], sd: &[f64], gm: f64) -> Vec<f64> 
         .collect();
     let max = new.iter().cloned().fold(0.0, f64::max);
     for v in new.iter_mut() {
-        *v = v.max(max * 1e-12).max(f64::MIN_POSITIVE);
+        *v = v.max(max * 1e-10).max(f64::MIN_POSITIVE);
     }
-    let log_gm = new.iter().map(|v| v.ln()).sum::<f64>() / new.len() as f64;
-    let scale = gm / log_gm.exp();
+    let scale = level / (new.iter().sum::<f64>() / new.len() as f64);
     new.iter().map(|v| v * scale).collect()
 }
 
-/// Runs EP and the evidence iterations at γ, warm-starting every EP run.
+/// Runs EP and the evidence iterations at γ, warm-starting every EP run. A
+/// step whose EP run does not converge is halved (in log ϑ) up to four times;
+/// after that the last converged variances are kept (`converged = false`).
 pub fn optimise(
     lep: &mut LinearEp,
     gamma: f64,
@@ -92,16 +93,16 @@ pub fn optimise(
     on_sweep: &mut dyn FnMut(&SweepInfo<'_>, &Design),
     on_step: &mut dyn FnMut(&ArdStep),
 ) -> Result<ArdResult, EngineError> {
-    let gm = (lep.vars().iter().map(|v| v.ln()).sum::<f64>() / lep.vars().len() as f64).exp();
-    let mut trace = Vec::new();
+    let level = lep.vars().iter().sum::<f64>() / lep.vars().len() as f64;
+    let mut trace: Vec<ArdStep> = Vec::new();
+    let mut outcome = lep.run(gamma, s, ctl, on_sweep)?;
+    let mut good = lep.vars().to_vec();
     for iteration in 1..=a.max_iter.max(1) {
-        let outcome = lep.run(gamma, s, ctl, on_sweep)?;
-        let vars = lep.vars().to_vec();
-        let new = update_vars(&vars, &lep.mean(), &lep.sd(), gm);
+        let new = update_vars(&good, &lep.mean(), &lep.sd(), level);
         let top = new.iter().cloned().fold(0.0, f64::max);
         let max_change = new
             .iter()
-            .zip(&vars)
+            .zip(&good)
             .filter(|(n, o)| **n > PRUNED * top || **o > PRUNED * top)
             .map(|(n, o)| (n / o).ln().abs())
             .fold(0.0, f64::max);
@@ -111,8 +112,8 @@ pub fn optimise(
             max_change,
             sweeps: outcome.sweeps,
         };
-        let flat = match (trace.last().and_then(|s: &ArdStep| s.log_z), step.log_z) {
-            (Some(a0), Some(a1)) => (a1 - a0).abs() < a.evidence_tol,
+        let flat = match (trace.last().and_then(|s| s.log_z), step.log_z) {
+            (Some(z0), Some(z1)) => (z1 - z0).abs() < a.evidence_tol,
             _ => false,
         };
         on_step(&step);
@@ -121,12 +122,40 @@ pub fn optimise(
         if converged || iteration == a.max_iter.max(1) {
             return Ok(ArdResult {
                 outcome,
-                vars,
+                vars: good,
                 trace,
                 converged,
             });
         }
-        lep.set_vars(&new);
+        // The step, halved in log ϑ while EP fails to converge.
+        let mut t = 1.0;
+        loop {
+            let trial: Vec<f64> = good
+                .iter()
+                .zip(&new)
+                .map(|(o, n)| (o.ln() + t * (n.ln() - o.ln())).exp())
+                .collect();
+            lep.set_vars(&trial);
+            match lep.run(gamma, s, ctl, on_sweep) {
+                Ok(o) => {
+                    outcome = o;
+                    good = trial;
+                    break;
+                }
+                Err(EngineError::NotConverged { .. }) if t > 0.1 => t *= 0.5,
+                Err(EngineError::NotConverged { .. }) => {
+                    lep.set_vars(&good);
+                    let outcome = lep.run(gamma, s, ctl, on_sweep)?;
+                    return Ok(ArdResult {
+                        outcome,
+                        vars: good,
+                        trace,
+                        converged: false,
+                    });
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
     unreachable!("the loop returns")
 }

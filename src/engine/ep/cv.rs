@@ -130,10 +130,10 @@ pub fn cross_validate(
     // Best mean AUC; ties (within 1e-12) go to the smaller γ.
     let mut best: Option<usize> = None;
     for &gi in &order {
-        if let Some(a) = mean_auc[gi] {
-            if best.is_none_or(|b| a > mean_auc[b].unwrap() + 1e-12) {
-                best = Some(gi);
-            }
+        if let Some(a) = mean_auc[gi]
+            && best.is_none_or(|b| a > mean_auc[b].unwrap() + 1e-12)
+        {
+            best = Some(gi);
         }
     }
     let Some(best) = best else {

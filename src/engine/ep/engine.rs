@@ -99,11 +99,11 @@ impl Engine for Ep {
         let mut emit = |obs: &mut dyn Observer, e: Event, keep: bool| {
             if keep {
                 let mut kept = e.clone();
-                if let Event::EpSweep(s) = &mut kept {
-                    if s.mean.len() > TRACE_MOMENTS_MAX_D {
-                        s.mean.clear();
-                        s.sd.clear();
-                    }
+                if let Event::EpSweep(s) = &mut kept
+                    && s.mean.len() > TRACE_MOMENTS_MAX_D
+                {
+                    s.mean.clear();
+                    s.sd.clear();
                 }
                 trace.push(kept);
             }

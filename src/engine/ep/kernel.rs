@@ -588,13 +588,13 @@ fn update_row_impl<V: Simd, S: SiteScalar, const EV: bool>(
         if j < e {
             tail::<V, S, EV>(q, cols, c, kin, hin, out.as_mut(), &cv, j, e - j, &mut acc);
         }
-        if e < n {
-            if let Some(o) = out.as_mut() {
-                o.k[e] = S::default();
-                o.h[e] = S::default();
-                o.k64[e] = 0.0;
-                o.h64[e] = 0.0;
-            }
+        if e < n
+            && let Some(o) = out.as_mut()
+        {
+            o.k[e] = S::default();
+            o.h[e] = S::default();
+            o.k64[e] = 0.0;
+            o.h64[e] = 0.0;
         }
         start = e + 1;
     }

@@ -227,6 +227,7 @@ pub fn logaddexp(a: f64, b: f64) -> f64 {
 }
 
 #[cfg(test)]
+#[allow(clippy::approx_constant)]
 mod tests {
     use super::*;
 

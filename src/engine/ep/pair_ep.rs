@@ -108,10 +108,10 @@ impl EvidenceParts {
     /// `Σ log C − ½ log|Σ_prior| − ½ log|Q| + ½ rᵀQ⁻¹r − (g/2)·identical`, or None
     /// when sites were skipped.
     pub fn log_z(&self) -> Option<f64> {
-        (self.skipped == 0).then(|| {
+        (self.skipped == 0).then_some(
             self.sum_log_c + self.half_log_det_prior_prec - 0.5 * self.log_det_q + 0.5 * self.r_v_r
-                - 0.5 * self.g * self.identical_pairs as f64
-        })
+                - 0.5 * self.g * self.identical_pairs as f64,
+        )
     }
 }
 
@@ -334,9 +334,35 @@ impl PairEp {
     }
 
     /// Runs EP to convergence from the current state with step factor g = γ/M.
-    /// `on_sweep` sees every accepted sweep. Errors: `Cancelled`, or
-    /// `NotConverged` with diagnostics (η too small, too many sweeps).
+    /// `on_sweep` sees every accepted sweep. A warm start that does not converge
+    /// (it can sit in a slow mode of the iteration) is retried once from the
+    /// prior. Errors: `Cancelled`, or `NotConverged` with diagnostics (η too
+    /// small, too many sweeps).
     pub fn run(
+        &mut self,
+        g: f64,
+        s: &EpSettings,
+        ctl: &Control,
+        on_sweep: &mut dyn FnMut(SweepInfo<'_>),
+    ) -> Result<EpOutcome, EngineError> {
+        let warm = !self.is_cold();
+        match self.run_once(g, s, ctl, on_sweep) {
+            Err(EngineError::NotConverged { .. }) if warm => {
+                self.reset();
+                let mut out = self.run_once(g, s, ctl, on_sweep)?;
+                out.cold_restart = true;
+                Ok(out)
+            }
+            r => r,
+        }
+    }
+
+    /// Whether every site is zero (q = prior).
+    fn is_cold(&self) -> bool {
+        with_store!(&self.store, st => st.is_zero())
+    }
+
+    fn run_once(
         &mut self,
         g: f64,
         s: &EpSettings,

@@ -207,6 +207,7 @@ pub(crate) fn pair_lane<V: Simd, const EVIDENCE: bool>(
 }
 
 #[cfg(test)]
+#[allow(clippy::excessive_precision)]
 mod tests {
     use super::*;
 

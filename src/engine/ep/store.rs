@@ -172,6 +172,13 @@ impl<S: SiteScalar> SiteBuffers<S> {
         (kr, hr, kw, hw)
     }
 
+    /// Whether the current state has every site at zero.
+    pub fn is_zero(&self) -> bool {
+        let z = S::default().to_f64();
+        self.k[self.cur].iter().all(|v| v.to_f64() == z)
+            && self.h[self.cur].iter().all(|v| v.to_f64() == z)
+    }
+
     /// Resets every site to zero.
     pub fn clear(&mut self) {
         for v in self.k.iter_mut().chain(self.h.iter_mut()) {
