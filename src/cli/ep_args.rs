@@ -71,6 +71,34 @@ impl Default for EpArgs {
 }
 
 impl EpArgs {
+    /// These options as command-line words (for child processes).
+    pub fn to_argv(&self) -> Vec<String> {
+        let name = |v: Option<clap::builder::PossibleValue>| {
+            v.map_or(String::new(), |p| p.get_name().to_string())
+        };
+        let grid: Vec<String> = self.gamma_grid.iter().map(|g| g.to_string()).collect();
+        let mut a = vec![
+            "--damping".to_string(),
+            self.damping.to_string(),
+            "--tol".into(),
+            self.tol.to_string(),
+            "--max-sweeps".into(),
+            self.max_sweeps.to_string(),
+            "--gamma-grid".into(),
+            grid.join(","),
+            "--ep-form".into(),
+            name(self.ep_form.to_possible_value()),
+            "--site-precision".into(),
+            name(self.site_precision.to_possible_value()),
+            "--ard-iters".into(),
+            self.ard_iters.to_string(),
+        ];
+        if self.final_evidence_only {
+            a.push("--final-evidence-only".into());
+        }
+        a
+    }
+
     /// The engine for a γ choice; `folds` and `seed` drive the cross-validation.
     pub fn engine(&self, gamma: GammaChoice, folds: usize, seed: u64) -> Ep {
         Ep {

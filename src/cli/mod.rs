@@ -1,6 +1,7 @@
 //! The command line: a thin client of the engine library.
 
 mod bayes_args;
+mod bench_ep;
 mod data_args;
 mod ep_args;
 pub mod fit;
@@ -33,6 +34,8 @@ pub enum Command {
     Fit(Box<FitArgs>),
     /// Regenerate the synthetic demo data.
     GenDemo(GenDemoArgs),
+    /// Time an engine on data sets (wall and CPU seconds, sweeps, peak memory).
+    Bench(Box<bench_ep::BenchArgs>),
 }
 
 /// With no command: fit the demo data and print a table.
@@ -73,6 +76,7 @@ pub fn main() -> ExitCode {
     let result = match &command {
         Command::Fit(args) => fit::run(args),
         Command::GenDemo(args) => gen_demo::run(args).map_err(CliError::Input),
+        Command::Bench(args) => bench_ep::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
