@@ -22,6 +22,10 @@ use super::store::{SiteBuffers, SiteScalar};
 
 /// Sites per block (the block's C, K and h scratch: 3 × 8 × this bytes).
 const BLOCK_SITES: usize = 1 << 17;
+/// Up to this many coordinates the block products run inside the row tasks
+/// (p FMAs per site, vectorised, no GEMM threads competing with rayon's);
+/// above it, through matrixmultiply.
+const SMALL_P: usize = 32;
 /// Fewest sites per rayon task.
 const TASK_SITES: usize = 4096;
 
@@ -184,6 +188,10 @@ pub struct Workspace {
     k: Vec<f64>,
     h: Vec<f64>,
     rows: Vec<RowStats>,
+    /// Small p: Z_Nᵀ (p × n−, row-major), the block's rows of Z_P V and of K Z_N.
+    znt: Vec<f64>,
+    zvp: Vec<f64>,
+    g: Vec<f64>,
 }
 
 impl Workspace {
@@ -196,6 +204,9 @@ impl Workspace {
             k: vec![0.0; len],
             h: vec![0.0; len],
             rows: vec![RowStats::default(); n_pos],
+            znt: Vec::new(),
+            zvp: Vec::new(),
+            g: Vec::new(),
         }
     }
 }
@@ -239,19 +250,46 @@ pub(crate) fn pass<S: SiteScalar>(
         agg.h_col.fill(0.0);
     }
     let min_rows = TASK_SITES.div_ceil(nn.max(1));
+    let p = input.zn.ncols();
+    let small = p <= SMALL_P && matches!(op, Op::Update { .. } | Op::Check);
+    if small {
+        ws.znt.clear();
+        for k in 0..p {
+            ws.znt.extend_from_slice(input.zn.column(k).as_slice());
+        }
+    }
+    // (Zipped with the rows even when unused: a shorter slice would cut the rows.)
+    ws.zvp.resize(ws.block_rows * p.max(1), 0.0);
+    ws.g.resize(ws.block_rows * p.max(1), 0.0);
     let mut i0 = 0;
     while i0 < n_pos {
         let i1 = (i0 + ws.block_rows).min(n_pos);
         let b = i1 - i0;
         let (lo, hi) = (i0 * nn, i1 * nn);
-        let Workspace { c, k, h, rows, .. } = ws;
+        let Workspace {
+            c,
+            k,
+            h,
+            rows,
+            znt,
+            zvp,
+            g,
+            ..
+        } = ws;
         let (c, kb, hb, rows) = (
             &mut c[..b * nn],
             &mut k[..b * nn],
             &mut h[..b * nn],
             &mut rows[i0..i1],
         );
-        if matches!(op, Op::Update { .. } | Op::Check) {
+        let (znt, zvp, gb) = (&znt[..], &mut zvp[..], &mut g[..]);
+        if small {
+            for r in 0..b {
+                for kk in 0..p {
+                    zvp[r * p + kk] = input.marg.zv_p[(i0 + r, kk)];
+                }
+            }
+        } else if matches!(op, Op::Update { .. } | Op::Check) {
             gemm(
                 1.0,
                 View::of(&input.marg.zv_p).rows(i0, i1),
@@ -279,7 +317,8 @@ pub(crate) fn pass<S: SiteScalar>(
             Op::Update { eta, evidence } => {
                 let (cur, next) = (sites.cur, sites.next());
                 let (kin, hin, kout, hout) = sites.read_write(cur, next);
-                c.par_chunks(nn)
+                let pw = p.max(1);
+                c.par_chunks_mut(nn)
                     .zip(kin[lo..hi].par_chunks(nn))
                     .zip(hin[lo..hi].par_chunks(nn))
                     .zip(kout[lo..hi].par_chunks_mut(nn))
@@ -287,38 +326,51 @@ pub(crate) fn pass<S: SiteScalar>(
                     .zip(kb.par_chunks_mut(nn))
                     .zip(hb.par_chunks_mut(nn))
                     .zip(rows.par_iter_mut())
+                    .zip(zvp.par_chunks(pw))
+                    .zip(gb.par_chunks_mut(pw))
                     .enumerate()
                     .with_min_len(min_rows)
-                    .for_each(|(r, (((((((c, ki), hi), ko), ho), k64), h64), st))| {
-                        let out = RowOut {
-                            k: ko,
-                            h: ho,
-                            k64,
-                            h64,
-                        };
-                        *st = update_row(
-                            input.isa,
-                            evidence,
-                            &row_in(r),
-                            &cols,
-                            c,
-                            ki,
-                            hi,
-                            Some(out),
-                            input.step,
-                            eta,
-                        );
-                    });
+                    .for_each(
+                        |(r, (((((((((c, ki), hi), ko), ho), k64), h64), st), zv), g))| {
+                            let out = RowOut {
+                                k: ko,
+                                h: ho,
+                                k64,
+                                h64,
+                            };
+                            let sm = small.then_some(Small {
+                                zv,
+                                znt,
+                                g: Some(g),
+                            });
+                            *st = update_row(
+                                input.isa,
+                                evidence,
+                                &row_in(r),
+                                &cols,
+                                c,
+                                ki,
+                                hi,
+                                Some(out),
+                                sm,
+                                input.step,
+                                eta,
+                            );
+                        },
+                    );
             }
             Op::Check => {
                 let (kin, hin) = sites.get(sites.cur);
-                c.par_chunks(nn)
+                let pw = p.max(1);
+                c.par_chunks_mut(nn)
                     .zip(kin[lo..hi].par_chunks(nn))
                     .zip(hin[lo..hi].par_chunks(nn))
                     .zip(rows.par_iter_mut())
+                    .zip(zvp.par_chunks(pw))
                     .enumerate()
                     .with_min_len(min_rows)
-                    .for_each(|(r, (((c, ki), hi), st))| {
+                    .for_each(|(r, ((((c, ki), hi), st), zv))| {
+                        let sm = small.then_some(Small { zv, znt, g: None });
                         *st = update_row::<S>(
                             input.isa,
                             true,
@@ -328,6 +380,7 @@ pub(crate) fn pass<S: SiteScalar>(
                             ki,
                             hi,
                             None,
+                            sm,
                             input.step,
                             0.0,
                         );
@@ -364,7 +417,14 @@ pub(crate) fn pass<S: SiteScalar>(
                     });
             }
         }
-        if fills_agg {
+        if fills_agg && small {
+            for r in 0..b {
+                for kk in 0..p {
+                    agg.g[(i0 + r, kk)] = gb[r * p + kk];
+                }
+            }
+            column_sums(kb, hb, b, nn, &mut agg.k_col, &mut agg.h_col);
+        } else if fills_agg {
             let p = agg.g.ncols();
             gemm(
                 1.0,
@@ -443,6 +503,14 @@ struct Cols<'a> {
     un: &'a [f64],
 }
 
+/// The small-p block products done in the row task: `c = Z_N (V z_i)` before
+/// the update, `g = (new K row) Z_N` after it.
+struct Small<'a> {
+    zv: &'a [f64],
+    znt: &'a [f64],
+    g: Option<&'a mut [f64]>,
+}
+
 struct RowOut<'a, S> {
     k: &'a mut [S],
     h: &'a mut [S],
@@ -458,14 +526,15 @@ macro_rules! row_variant {
         unsafe fn $name<S: SiteScalar, const EV: bool>(
             q: &RowQ<'_>,
             cols: &Cols<'_>,
-            c: &[f64],
+            c: &mut [f64],
             kin: &[S],
             hin: &[S],
             out: Option<RowOut<'_, S>>,
+            small: Option<Small<'_>>,
             step: StepFactor,
             eta: f64,
         ) -> RowStats {
-            update_row_impl::<$v, S, EV>(q, cols, c, kin, hin, out, step, eta)
+            update_row_small::<$v, S, EV>(q, cols, c, kin, hin, out, small, step, eta)
         }
     };
 }
@@ -483,19 +552,20 @@ fn update_row<S: SiteScalar>(
     evidence: bool,
     q: &RowQ<'_>,
     cols: &Cols<'_>,
-    c: &[f64],
+    c: &mut [f64],
     kin: &[S],
     hin: &[S],
     out: Option<RowOut<'_, S>>,
+    small: Option<Small<'_>>,
     step: StepFactor,
     eta: f64,
 ) -> RowStats {
     macro_rules! go {
         ($f:ident) => {
             if evidence {
-                $f::<S, true>(q, cols, c, kin, hin, out, step, eta)
+                $f::<S, true>(q, cols, c, kin, hin, out, small, step, eta)
             } else {
-                $f::<S, false>(q, cols, c, kin, hin, out, step, eta)
+                $f::<S, false>(q, cols, c, kin, hin, out, small, step, eta)
             }
         };
     }
@@ -509,12 +579,87 @@ fn update_row<S: SiteScalar>(
         Isa::Avx2 => unsafe { go!(update_row_avx2) },
         _ => {
             if evidence {
-                update_row_impl::<P, S, true>(q, cols, c, kin, hin, out, step, eta)
+                update_row_small::<P, S, true>(q, cols, c, kin, hin, out, small, step, eta)
             } else {
-                update_row_impl::<P, S, false>(q, cols, c, kin, hin, out, step, eta)
+                update_row_small::<P, S, false>(q, cols, c, kin, hin, out, small, step, eta)
             }
         }
     }
+}
+
+/// The row with its small-p products, if any (see [`Small`]).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn update_row_small<V: Simd, S: SiteScalar, const EV: bool>(
+    q: &RowQ<'_>,
+    cols: &Cols<'_>,
+    c: &mut [f64],
+    kin: &[S],
+    hin: &[S],
+    mut out: Option<RowOut<'_, S>>,
+    small: Option<Small<'_>>,
+    step: StepFactor,
+    eta: f64,
+) -> RowStats {
+    let nn = c.len();
+    if let Some(sm) = &small {
+        // c_j = Σ_k (Z_P V)_ik (Z_N)_jk, k in order (each lane and the tail alike).
+        let mut j = 0;
+        while j + V::W <= nn {
+            let mut acc = V::splat(0.0);
+            for (k, &a) in sm.zv.iter().enumerate() {
+                acc = V::splat(a).fma(V::load(&sm.znt[k * nn + j..]), acc);
+            }
+            acc.store(&mut c[j..]);
+            j += V::W;
+        }
+        for (jj, cj) in c.iter_mut().enumerate().skip(j) {
+            let mut acc = V::splat(0.0);
+            for (k, &a) in sm.zv.iter().enumerate() {
+                acc = V::splat(a).fma(V::splat(sm.znt[k * nn + jj]), acc);
+            }
+            let mut t = [0.0; 16];
+            acc.to_array(&mut t);
+            *cj = t[0];
+        }
+    }
+    let stats = update_row_impl::<V, S, EV>(
+        q,
+        cols,
+        c,
+        kin,
+        hin,
+        out.as_mut().map(|o| RowOut {
+            k: &mut *o.k,
+            h: &mut *o.h,
+            k64: &mut *o.k64,
+            h64: &mut *o.h64,
+        }),
+        step,
+        eta,
+    );
+    if let (Some(sm), Some(o)) = (small, out.as_ref())
+        && let Some(g) = sm.g
+    {
+        // g_k = Σ_j K_ij (Z_N)_jk: lane partial sums, then lanes and tail in order.
+        for (k, gk) in g.iter_mut().enumerate() {
+            let row = &sm.znt[k * nn..(k + 1) * nn];
+            let mut acc = V::splat(0.0);
+            let mut j = 0;
+            while j + V::W <= nn {
+                acc = V::load(&o.k64[j..]).fma(V::load(&row[j..]), acc);
+                j += V::W;
+            }
+            let mut t = [0.0; 16];
+            acc.to_array(&mut t);
+            let mut sum: f64 = t[..V::W].iter().sum();
+            for jj in j..nn {
+                sum += o.k64[jj] * row[jj];
+            }
+            *gk = sum;
+        }
+    }
+    stats
 }
 
 /// Lane-wise partial sums (fixed lane order: vectorised and deterministic).
@@ -567,7 +712,7 @@ impl<V: Simd> Acc<V> {
 fn update_row_impl<V: Simd, S: SiteScalar, const EV: bool>(
     q: &RowQ<'_>,
     cols: &Cols<'_>,
-    c: &[f64],
+    c: &mut [f64],
     kin: &[S],
     hin: &[S],
     mut out: Option<RowOut<'_, S>>,
@@ -582,11 +727,22 @@ fn update_row_impl<V: Simd, S: SiteScalar, const EV: bool>(
         // Sites start..e, then the non-site e (a = 0: its K, h stay 0).
         let mut j = start;
         while j + V::W <= e {
-            lanes::<V, S, EV>(q, cols, c, kin, hin, out.as_mut(), &cv, j, V::W, &mut acc);
+            lanes::<V, S, EV, false>(q, cols, &*c, kin, hin, out.as_mut(), &cv, j, V::W, &mut acc);
             j += V::W;
         }
         if j < e {
-            tail::<V, S, EV>(q, cols, c, kin, hin, out.as_mut(), &cv, j, e - j, &mut acc);
+            tail::<V, S, EV>(
+                q,
+                cols,
+                &*c,
+                kin,
+                hin,
+                out.as_mut(),
+                &cv,
+                j,
+                e - j,
+                &mut acc,
+            );
         }
         if e < n
             && let Some(o) = out.as_mut()
@@ -638,13 +794,13 @@ fn tail<V: Simd, S: SiteScalar, const EV: bool>(
                 k64: &mut k64,
                 h64: &mut h64,
             };
-            lanes::<V, S, EV>(q, &padded, &c_p, &k_p, &h_p, Some(&mut po), cs, 0, r, acc);
+            lanes::<V, S, EV, true>(q, &padded, &c_p, &k_p, &h_p, Some(&mut po), cs, 0, r, acc);
             o.k[j..j + r].copy_from_slice(&ko[..r]);
             o.h[j..j + r].copy_from_slice(&ho[..r]);
             o.k64[j..j + r].copy_from_slice(&k64[..r]);
             o.h64[j..j + r].copy_from_slice(&h64[..r]);
         }
-        None => lanes::<V, S, EV>(q, &padded, &c_p, &k_p, &h_p, None, cs, 0, r, acc),
+        None => lanes::<V, S, EV, true>(q, &padded, &c_p, &k_p, &h_p, None, cs, 0, r, acc),
     }
 }
 
@@ -655,7 +811,7 @@ const IOTA: [f64; 16] = [
 /// `V::W` consecutive sites from column `j`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn lanes<V: Simd, S: SiteScalar, const EV: bool>(
+fn lanes<V: Simd, S: SiteScalar, const EV: bool, const PARTIAL: bool>(
     q: &RowQ<'_>,
     cols: &Cols<'_>,
     c: &[f64],
@@ -676,16 +832,25 @@ fn lanes<V: Simd, S: SiteScalar, const EV: bool>(
     // The sums describe the stored (possibly rounded) sites.
     let (kq, hq) = (S::vround(o.k), S::vround(o.h));
     let (one, zero) = (V::splat(1.0), V::splat(0.0));
-    // Only the first `valid` lanes count (padded tails).
-    let live = V::load(&IOTA).lt(V::splat(valid as f64));
-    let keep = |v: V| V::select(live, v, zero);
-    acc.k = acc.k + keep(kq);
-    acc.h = acc.h + keep(hq);
-    acc.log_c = acc.log_c + keep(o.log_c);
-    let neg = V::mand(live, V::mand(k.lt(zero), V::mnot(o.degenerate)));
-    acc.negative = acc.negative + V::select(neg, one, zero);
-    acc.skipped = acc.skipped + V::select(V::mand(live, o.degenerate), one, zero);
-    acc.bad = acc.bad + V::select(V::mand(live, o.bad), one, zero);
+    let neg = V::mand(k.lt(zero), V::mnot(o.degenerate));
+    if PARTIAL {
+        // Only the first `valid` lanes count (a padded tail).
+        let live = V::load(&IOTA).lt(V::splat(valid as f64));
+        let keep = |v: V| V::select(live, v, zero);
+        acc.k = acc.k + keep(kq);
+        acc.h = acc.h + keep(hq);
+        acc.log_c = acc.log_c + keep(o.log_c);
+        acc.negative = acc.negative + V::select(V::mand(live, neg), one, zero);
+        acc.skipped = acc.skipped + V::select(V::mand(live, o.degenerate), one, zero);
+        acc.bad = acc.bad + V::select(V::mand(live, o.bad), one, zero);
+    } else {
+        acc.k = acc.k + kq;
+        acc.h = acc.h + hq;
+        acc.log_c = acc.log_c + o.log_c;
+        acc.negative = acc.negative + V::select(neg, one, zero);
+        acc.skipped = acc.skipped + V::select(o.degenerate, one, zero);
+        acc.bad = acc.bad + V::select(o.bad, one, zero);
+    }
     if let Some(o) = out {
         S::vstore(kq, &mut o.k[j..]);
         S::vstore(hq, &mut o.h[j..]);
@@ -734,7 +899,7 @@ pub fn site_throughput(isa: Isa, evidence: bool, reps: usize) -> f64 {
     const N: usize = 1024;
     let mut r = crate::engine::rng::stream(7, &[]);
     let mut nrm = || crate::engine::rng::normal(&mut r);
-    let c: Vec<f64> = (0..N).map(|_| 0.3 * nrm()).collect();
+    let mut c: Vec<f64> = (0..N).map(|_| 0.3 * nrm()).collect();
     let mn: Vec<f64> = (0..N).map(|_| nrm()).collect();
     let un: Vec<f64> = (0..N).map(|_| 1.0 + 0.1 * nrm().abs()).collect();
     let kin: Vec<f64> = (0..N).map(|_| 0.01 * nrm()).collect();
@@ -764,10 +929,11 @@ pub fn site_throughput(isa: Isa, evidence: bool, reps: usize) -> f64 {
                 evidence,
                 &q,
                 &cols,
-                &c,
+                &mut c,
                 &kin,
                 &hin,
                 Some(out),
+                None,
                 step,
                 0.7,
             )
