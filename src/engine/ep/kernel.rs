@@ -653,8 +653,8 @@ fn update_row_small<V: Simd, S: SiteScalar, const EV: bool>(
             let mut t = [0.0; 16];
             acc.to_array(&mut t);
             let mut sum: f64 = t[..V::W].iter().sum();
-            for jj in j..nn {
-                sum += o.k64[jj] * row[jj];
+            for (kv, zv) in o.k64[j..].iter().zip(&row[j..]) {
+                sum += kv * zv;
             }
             *gk = sum;
         }
