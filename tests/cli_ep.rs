@@ -217,3 +217,45 @@ fn colon_uses_the_reduced_form() {
             .all(|c| c["sd"].as_f64().unwrap() > 0.0)
     );
 }
+
+/// Glass at γ = 400 (2.5n, 7 positives): parallel EP cycles at η = 0.7; the
+/// stall rule halves η and the run converges (to the fixed point an η = 0.5
+/// run reaches).
+#[test]
+fn a_cycling_run_is_damped_until_it_converges() {
+    let path = "../shared/datasets/glass.csv";
+    if !Path::new(path).is_file() {
+        eprintln!("skipped: {path} is absent");
+        return;
+    }
+    let a = json(&pacauc(&["fit", path, "--method", "ep", "--gamma", "400"]));
+    assert!(a["details"]["eta"].as_f64().unwrap() < 0.7);
+    let b = json(&pacauc(&[
+        "fit",
+        path,
+        "--method",
+        "ep",
+        "--gamma",
+        "400",
+        "--damping",
+        "0.5",
+    ]));
+    let (za, zb) = (
+        a["log_evidence"].as_f64().unwrap(),
+        b["log_evidence"].as_f64().unwrap(),
+    );
+    assert!((za - zb).abs() < 1e-5, "{za} vs {zb}");
+    for (ca, cb) in a["coefficients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(b["coefficients"].as_array().unwrap())
+    {
+        let (ma, mb, sd) = (
+            ca["mean"].as_f64().unwrap(),
+            cb["mean"].as_f64().unwrap(),
+            cb["sd"].as_f64().unwrap(),
+        );
+        assert!((ma - mb).abs() < 1e-3 * sd, "{ca} vs {cb}");
+    }
+}

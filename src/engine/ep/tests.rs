@@ -508,3 +508,27 @@ fn ard_raises_the_evidence_and_ignores_the_common_scale() {
         );
     }
 }
+
+#[test]
+fn a_cancelled_run_stops_at_the_next_sweep() {
+    let (x, y) = toy(60, 3, 31, 1.0);
+    let (xp, xn) = split(&x, &y);
+    let mut ep = PairEp::new(
+        xp.clone(),
+        xn.clone(),
+        Excluded::none(xp.nrows()),
+        PriorTerms::centred(&[1.0; 3]),
+        Precision::F64,
+    )
+    .unwrap();
+    let ctl = Control::new();
+    let mut seen = 0;
+    let r = ep.run(0.01, &tight(0.7, 1e-12), &ctl, &mut |_| {
+        seen += 1;
+        if seen == 3 {
+            ctl.cancel();
+        }
+    });
+    assert!(matches!(r, Err(crate::engine::run::EngineError::Cancelled)));
+    assert_eq!(seen, 3);
+}
