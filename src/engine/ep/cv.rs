@@ -104,11 +104,20 @@ pub fn cross_validate(
                 Ok(sweeps) => {
                     let m = nalgebra::DVector::from_vec(lep.mean());
                     let s: Vec<f64> = (&xte * m).iter().copied().collect();
-                    fold_auc[f][gi] = Some(auc(&s, &yte));
+                    let a = auc(&s, &yte);
+                    log(format!(
+                        "ep cv: fold {}/{}, γ = {}n: held-out AUC {a:.4} ({sweeps} sweeps)",
+                        f + 1,
+                        cv.folds,
+                        grid[gi]
+                    ));
+                    fold_auc[f][gi] = Some(a);
                     fold_sweeps[f][gi] = sweeps;
                 }
                 Err(EngineError::NotConverged { message, .. }) => {
-                    failures.push(format!("fold {}, γ = {}n: {message}", f + 1, grid[gi]));
+                    let m = format!("fold {}, γ = {}n: {message}", f + 1, grid[gi]);
+                    log(format!("ep cv: {m}"));
+                    failures.push(m);
                     break; // larger γ only get harder
                 }
                 Err(e) => return Err(e),

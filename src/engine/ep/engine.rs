@@ -1,6 +1,7 @@
 //! The EP engine (`--method ep`): γ fixed or by cross-validation, isotropic or
 //! ARD Gaussian prior, the final EP run streamed as `EpSweep` events.
 
+use std::cell::RefCell;
 use std::time::Instant;
 
 use serde_json::json;
@@ -60,6 +61,39 @@ impl Default for Ep {
 /// Most coefficients whose per-sweep means and sds are kept in the fit's trace
 /// (the observer always gets them all).
 const TRACE_MOMENTS_MAX_D: usize = 200;
+/// Streams events to the observer and keeps them for the fit's trace.
+struct Sink<'a> {
+    obs: &'a mut dyn Observer,
+    trace: Vec<Event>,
+    /// Sweeps before this index belong to earlier EP runs (ARD iterations).
+    kept_from: usize,
+}
+
+impl Sink<'_> {
+    fn emit(&mut self, e: Event) {
+        let mut kept = e.clone();
+        if let Event::EpSweep(s) = &mut kept
+            && s.mean.len() > TRACE_MOMENTS_MAX_D
+        {
+            s.mean.clear();
+            s.sd.clear();
+        }
+        self.trace.push(kept);
+        self.obs.observe(e);
+    }
+
+    /// Forgets the sweep events of EP runs before the current one.
+    fn drop_earlier_sweeps(&mut self) {
+        let mut i = 0;
+        let from = self.kept_from;
+        self.trace.retain(|e| {
+            i += 1;
+            i > from || !matches!(e, Event::EpSweep(_))
+        });
+        self.kept_from = self.trace.len();
+    }
+}
+
 /// Largest O(d r²) cost of per-sweep sds in the reduced form.
 const SWEEP_SD_FLOPS: usize = 2_000_000;
 /// Normal quantiles of 2.5, 25, 50, 75, 97.5%.
@@ -95,35 +129,22 @@ impl Engine for Ep {
                 ));
             }
         };
-        let mut trace: Vec<Event> = Vec::new();
-        let mut emit = |obs: &mut dyn Observer, e: Event, keep: bool| {
-            if keep {
-                let mut kept = e.clone();
-                if let Event::EpSweep(s) = &mut kept
-                    && s.mean.len() > TRACE_MOMENTS_MAX_D
-                {
-                    s.mean.clear();
-                    s.sd.clear();
-                }
-                trace.push(kept);
-            }
-            obs.observe(e);
-        };
+        let sink = RefCell::new(Sink {
+            obs,
+            trace: Vec::new(),
+            kept_from: 0,
+        });
         let log = |m: String| Event::Log {
             level: LogLevel::Info,
             message: m,
         };
-        emit(
-            obs,
-            Event::Started {
-                engine: "ep".into(),
-                n: pb.n(),
-                d,
-                pairs: pb.pairs(),
-                gamma: pb.gamma,
-            },
-            true,
-        );
+        sink.borrow_mut().emit(Event::Started {
+            engine: "ep".into(),
+            n: pb.n(),
+            d,
+            pairs: pb.pairs(),
+            gamma: pb.gamma,
+        });
 
         // γ.
         let t_cv = Instant::now();
@@ -143,20 +164,14 @@ impl Engine for Ep {
                     ep: &self.settings,
                     ard: ard_on.then_some(&self.ard),
                 };
-                let mut lines = Vec::new();
-                let r = cv::cross_validate(&pb.x, &pb.y, &vars, &cvs, ctl, &mut |m| lines.push(m))?;
-                for l in lines {
-                    emit(obs, log(l), true);
-                }
+                let r = cv::cross_validate(&pb.x, &pb.y, &vars, &cvs, ctl, &mut |m| {
+                    sink.borrow_mut().emit(log(m))
+                })?;
                 let g = r.chosen_over_n * pb.n() as f64;
-                emit(
-                    obs,
-                    log(format!(
-                        "ep: γ = {}n = {g} by {folds}-fold CV",
-                        r.chosen_over_n
-                    )),
-                    true,
-                );
+                sink.borrow_mut().emit(log(format!(
+                    "ep: γ = {}n = {g} by {folds}-fold CV",
+                    r.chosen_over_n
+                )));
                 (g, Some(r))
             }
         };
@@ -169,89 +184,72 @@ impl Engine for Ep {
             .set_evidence_every_sweep(self.evidence_every_sweep);
         let design_reduced = lep.design().is_reduced();
         let rank = lep.design().dim();
-        let mut sweep_events: Vec<Event> = Vec::new();
-        let (outcome, ard_result) = {
-            let mut on_sweep = |s: &SweepInfo<'_>, design: &Design| {
-                // Marginal sds of θ cost O(d r²) per sweep in the reduced form: only when cheap.
-                let cheap =
-                    !design.is_reduced() || d * design.dim() * design.dim() <= SWEEP_SD_FLOPS;
-                sweep_events.push(Event::EpSweep(EpSweep {
-                    sweep: s.sweep,
-                    delta: s.delta,
-                    log_z: s.log_z,
-                    eta: s.eta,
-                    negative_share: s.negative_share,
-                    skipped: s.skipped,
-                    mean: design.theta_mean(s.q),
-                    sd: if cheap {
-                        design.theta_sd(s.q)
-                    } else {
-                        Vec::new()
-                    },
-                    elapsed: s.elapsed,
-                }));
-            };
-            if ard_on {
-                let mut steps = Vec::new();
-                let r = ard::optimise(
-                    &mut lep,
-                    gamma,
-                    &self.settings,
-                    &self.ard,
-                    ctl,
-                    &mut on_sweep,
-                    &mut |s| steps.push(s.clone()),
-                )?;
-                (r.outcome.clone(), Some(r))
-            } else {
-                (lep.run(gamma, &self.settings, ctl, &mut on_sweep)?, None)
-            }
+        let mut on_sweep = |s: &SweepInfo<'_>, design: &Design| {
+            // Marginal sds of θ cost O(d r²) per sweep in the reduced form: only when cheap.
+            let cheap = !design.is_reduced() || d * design.dim() * design.dim() <= SWEEP_SD_FLOPS;
+            sink.borrow_mut().emit(Event::EpSweep(EpSweep {
+                sweep: s.sweep,
+                delta: s.delta,
+                log_z: s.log_z,
+                eta: s.eta,
+                negative_share: s.negative_share,
+                skipped: s.skipped,
+                mean: design.theta_mean(s.q),
+                sd: if cheap {
+                    design.theta_sd(s.q)
+                } else {
+                    Vec::new()
+                },
+                elapsed: s.elapsed,
+            }));
+        };
+        let (outcome, ard_result) = if ard_on {
+            let r = ard::optimise(
+                &mut lep,
+                gamma,
+                &self.settings,
+                &self.ard,
+                ctl,
+                &mut on_sweep,
+                &mut |st| {
+                    let mut sk = sink.borrow_mut();
+                    // The record keeps the sweeps of the last EP run only.
+                    sk.drop_earlier_sweeps();
+                    sk.emit(log(format!(
+                        "ep ard: iteration {}, log Z_EP = {}, largest change of log ϑ {:.3e}",
+                        st.iteration,
+                        st.log_z.map_or("-".into(), |z| format!("{z:.6}")),
+                        st.max_change
+                    )));
+                },
+            )?;
+            (r.outcome.clone(), Some(r))
+        } else {
+            (lep.run(gamma, &self.settings, ctl, &mut on_sweep)?, None)
         };
         let ep_seconds = t_ep.elapsed().as_secs_f64();
         let mean = lep.mean();
         let sd = lep.sd();
-        for e in sweep_events {
-            emit(obs, e, true);
-        }
-        if let Some(r) = &ard_result {
-            emit(
-                obs,
-                log(format!(
-                    "ep ard: {} evidence iterations, log Z_EP = {}",
-                    r.trace.len(),
-                    r.outcome
-                        .evidence
-                        .log_z()
-                        .map_or("-".into(), |z| format!("{z:.4}"))
-                )),
-                true,
-            );
-            if !r.converged {
-                emit(
-                    obs,
-                    Event::Log {
-                        level: LogLevel::Warn,
-                        message: format!(
-                            "ep ard: variances still moving after {} iterations",
-                            r.trace.len()
-                        ),
-                    },
-                    true,
-                );
-            }
+        let mut sink = sink.into_inner();
+        if let Some(r) = &ard_result
+            && !r.converged
+        {
+            sink.emit(Event::Log {
+                level: LogLevel::Warn,
+                message: format!(
+                    "ep ard: variances still moving after {} iterations",
+                    r.trace.len()
+                ),
+            });
         }
         if outcome.stats.skipped > 0 {
-            emit(
-                obs,
-                Event::Log {
-                    level: LogLevel::Warn,
-                    message: format!(
-                        "ep: {} near-identical pairs were skipped; log Z_EP is not reported",
-                        outcome.stats.skipped
-                    ),
-                },
-                true,
-            );
+            sink.emit(Event::Log {
+                level: LogLevel::Warn,
+                message: format!(
+                    "ep: {} near-identical pairs were skipped; log Z_EP is not reported",
+                    outcome.stats.skipped
+                ),
+            });
         }
 
         let final_vars = ard_result.as_ref().map_or(vars.clone(), |r| r.vars.clone());
@@ -313,7 +311,7 @@ impl Engine for Ep {
             })),
             "seconds": { "cv": cv_seconds, "ep": ep_seconds, "total": t0.elapsed().as_secs_f64() },
         });
-        fit.trace = trace;
+        fit.trace = sink.trace;
         Ok(fit)
     }
 }
