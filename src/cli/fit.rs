@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 
 use super::bayes_args::{BayesArgs, GammaChoice};
 use super::data_args::DataArgs;
+use super::ep_args::EpArgs;
 use super::progress::Progress;
 use super::smc_args::SmcArgs;
 use super::table::print_table;
@@ -25,6 +26,8 @@ pub enum Method {
     Rankboost,
     /// Adaptive tempering SMC: samples the Gibbs posterior (the gold standard).
     Smc,
+    /// Expectation Propagation: Gaussian approximation of the Gibbs posterior and its evidence.
+    Ep,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -44,6 +47,8 @@ pub struct FitArgs {
     pub bayes: BayesArgs,
     #[command(flatten)]
     pub smc: SmcArgs,
+    #[command(flatten)]
+    pub ep: EpArgs,
     /// Folds of the cross-validations that choose hyper-parameters.
     #[arg(long, default_value_t = 5)]
     pub folds: usize,
@@ -91,7 +96,7 @@ impl Method {
     pub fn is_bayesian(self) -> bool {
         match self {
             Method::Logit | Method::Rankboost => false,
-            Method::Smc => true,
+            Method::Smc | Method::Ep => true,
         }
     }
 }
@@ -123,6 +128,7 @@ pub fn build_engine(args: &FitArgs, gamma: GammaChoice) -> Result<Box<dyn Engine
                 settings: args.smc.settings(args.data.seed),
             })
         }
+        Method::Ep => Box::new(args.ep.engine(gamma, args.folds, args.data.seed)),
     })
 }
 

@@ -2,7 +2,9 @@
 
 mod bayes_args;
 mod bench;
+mod bench_ep;
 mod data_args;
+mod ep_args;
 mod explore;
 pub mod fit;
 mod gen_demo;
@@ -46,6 +48,8 @@ pub enum Command {
     GenDemo(GenDemoArgs),
     /// Time a method (best of several runs) against the floor of its hot path.
     Bench(Box<bench::BenchArgs>),
+    /// Time EP on several data sets (wall and CPU seconds, sweeps, peak memory).
+    BenchEp(Box<bench_ep::BenchArgs>),
 }
 
 /// With no command: the explorer on the bundled demo data.
@@ -93,6 +97,7 @@ pub fn main() -> ExitCode {
                 Command::Fit(args) => fit::run(args),
                 Command::GenDemo(args) => gen_demo::run(args).map_err(CliError::Input),
                 Command::Bench(args) => bench::run(args),
+                Command::BenchEp(args) => bench_ep::run(args),
             }
         }
     };

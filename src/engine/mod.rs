@@ -3,6 +3,7 @@
 
 pub mod baseline;
 pub mod data;
+pub mod ep;
 pub mod event;
 pub mod fast_risk;
 pub mod fit;

@@ -1,0 +1,313 @@
+//! `pacauc bench-ep DATA…`: per data set n, d, pairs, sweeps, wall and
+//! CPU seconds of one EP run at fixed γ (best of --repeats) and of the whole
+//! fit with γ by cross-validation, and peak memory. Each data set runs in its
+//! own child process so that its peak memory (VmHWM) is its own.
+
+use std::path::PathBuf;
+
+use std::process::Command;
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+use super::bayes_args::GammaChoice;
+use super::data_args::{DataArgs, MissingArg};
+use super::ep_args::EpArgs;
+use super::fit::CliError;
+use crate::engine::ep::kernel::{Isa, detected_isa, site_throughput};
+use crate::engine::{Control, Engine, NoObserver, Prior, Problem};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BenchPrior {
+    Gaussian,
+    Ard,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// CSV files (last column the target unless --target).
+    #[arg(required = true)]
+    pub data: Vec<PathBuf>,
+    /// γ of the fixed-γ runs.
+    #[arg(long, default_value_t = 400.0)]
+    pub gamma: f64,
+    /// Prior of all runs.
+    #[arg(long, value_enum, default_value = "gaussian")]
+    pub prior: BenchPrior,
+    /// Fixed-γ runs per data set (the best and the median are reported).
+    #[arg(long, default_value_t = 5)]
+    pub repeats: usize,
+    /// Also time the fit with γ by cross-validation (--gamma auto).
+    #[arg(long)]
+    pub cv: bool,
+    /// Folds of that cross-validation.
+    #[arg(long, default_value_t = 5)]
+    pub folds: usize,
+    /// Held-out share; the timed fits use the training part (0 = all rows).
+    #[arg(long, default_value_t = 0.25)]
+    pub test_frac: f64,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Print JSON lines instead of a Markdown table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub ep: EpArgs,
+    /// Internal: run one data set in this process and print its JSON line.
+    #[arg(long, hide = true)]
+    pub child: bool,
+}
+
+/// One data set's measurements.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BenchRow {
+    pub data: String,
+    pub n: usize,
+    pub d: usize,
+    pub form: String,
+    pub rank: usize,
+    pub pairs: usize,
+    pub storage: String,
+    pub gamma: f64,
+    pub sweeps: usize,
+    pub ep_best_s: f64,
+    pub ep_median_s: f64,
+    /// Process CPU seconds per fixed-γ run (all threads).
+    pub ep_cpu_s: f64,
+    /// CPU nanoseconds per site update (all threads, whole EP run).
+    pub cpu_ns_per_site_sweep: f64,
+    pub cv_s: Option<f64>,
+    pub cv_gamma_over_n: Option<f64>,
+    pub peak_mb: f64,
+    pub threads: usize,
+    pub isa: String,
+}
+
+/// CPU nanoseconds used so far by all threads of this process.
+fn cpu_ns() -> u64 {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    dir.filter_map(|e| {
+        let p = e.ok()?.path().join("schedstat");
+        std::fs::read_to_string(p)
+            .ok()?
+            .split_whitespace()
+            .next()?
+            .parse::<u64>()
+            .ok()
+    })
+    .sum()
+}
+
+/// Peak resident memory of this process (VmHWM) in MB.
+fn peak_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+fn child(args: &BenchArgs) -> Result<BenchRow, CliError> {
+    let path = args.data.first().expect("one data set");
+    let data = DataArgs {
+        data: path.clone(),
+        target: None,
+        positive: None,
+        drop: Vec::new(),
+        missing: MissingArg::Drop,
+        test_frac: args.test_frac,
+        seed: args.seed,
+        test: None,
+    };
+    let (_, prepared) = data.load().map_err(CliError::Input)?;
+    let d = prepared.names.len();
+    let prior = match args.prior {
+        BenchPrior::Gaussian => Prior::Gaussian { var: 1.0 },
+        BenchPrior::Ard => Prior::Ard { vars: vec![1.0; d] },
+    };
+    let problem = Problem::new(
+        prepared.names.clone(),
+        prepared.train.x.clone(),
+        prepared.train.y.clone(),
+        args.gamma,
+        prior,
+    )?;
+    let engine = args
+        .ep
+        .engine(GammaChoice::Fixed(args.gamma), args.folds, args.seed);
+    let mut walls = Vec::new();
+    let mut cpu = 0.0;
+    let mut last = None;
+    for _ in 0..args.repeats.max(1) {
+        let (t, c) = (Instant::now(), cpu_ns());
+        let fit = engine.run(&problem, &Control::new(), &mut NoObserver)?;
+        walls.push(t.elapsed().as_secs_f64());
+        cpu += (cpu_ns() - c) as f64 * 1e-9;
+        last = Some(fit);
+    }
+    let fit = last.expect("one run");
+    walls.sort_by(f64::total_cmp);
+    let det = &fit.details;
+    let sweeps = det["sweeps"].as_u64().unwrap_or(0) as usize;
+    let sites = det["sites"].as_u64().unwrap_or(0) as f64;
+    let ep_cpu_s = cpu / walls.len() as f64;
+    let (cv_s, cv_gamma_over_n) = if args.cv {
+        let engine = args.ep.engine(GammaChoice::Auto, args.folds, args.seed);
+        let t = Instant::now();
+        let fit = engine.run(&problem, &Control::new(), &mut NoObserver)?;
+        (
+            Some(t.elapsed().as_secs_f64()),
+            fit.details["gamma"]["over_n"].as_f64(),
+        )
+    } else {
+        (None, None)
+    };
+    Ok(BenchRow {
+        data: path.display().to_string(),
+        n: problem.n(),
+        d,
+        form: det["form"].as_str().unwrap_or("").into(),
+        rank: det["rank"].as_u64().unwrap_or(0) as usize,
+        pairs: problem.pairs(),
+        storage: det["site_storage"].as_str().unwrap_or("").into(),
+        gamma: args.gamma,
+        sweeps,
+        ep_best_s: walls[0],
+        ep_median_s: walls[walls.len() / 2],
+        ep_cpu_s,
+        cpu_ns_per_site_sweep: ep_cpu_s * 1e9 / (sites * sweeps.max(1) as f64),
+        cv_s,
+        cv_gamma_over_n,
+        peak_mb: peak_mb(),
+        threads: rayon::current_num_threads(),
+        isa: detected_isa().name().into(),
+    })
+}
+
+/// The options of `args` as command-line words, for the child processes.
+fn child_argv(args: &BenchArgs, data: &std::path::Path) -> Vec<String> {
+    let name = |v: &dyn Fn() -> Option<clap::builder::PossibleValue>| {
+        v().map_or(String::new(), |p| p.get_name().to_string())
+    };
+    let mut a: Vec<String> = vec![
+        "bench-ep".into(),
+        "--gamma".into(),
+        args.gamma.to_string(),
+        "--prior".into(),
+        name(&|| args.prior.to_possible_value()),
+        "--repeats".into(),
+        args.repeats.to_string(),
+        "--folds".into(),
+        args.folds.to_string(),
+        "--test-frac".into(),
+        args.test_frac.to_string(),
+        "--seed".into(),
+        args.seed.to_string(),
+    ];
+    if args.cv {
+        a.push("--cv".into());
+    }
+    // The global --threads has sized this pool (and set MATMUL_NUM_THREADS, which the child inherits).
+    a.extend(["--threads".into(), rayon::current_num_threads().to_string()]);
+    a.extend(args.ep.to_argv());
+    a.push("--child".into());
+    a.push(data.display().to_string());
+    a
+}
+
+/// Runs one data set in a child process (its own peak memory).
+fn spawn(args: &BenchArgs, data: &std::path::Path) -> Result<BenchRow, CliError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::Input(format!("cannot find the executable: {e}")))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(child_argv(args, data));
+    let out = cmd
+        .output()
+        .map_err(|e| CliError::Engine(format!("cannot run the benchmark child: {e}")))?;
+    if !out.status.success() {
+        return Err(CliError::Engine(format!(
+            "{}: {}",
+            data.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| {
+        CliError::Engine(format!(
+            "{}: unreadable benchmark result: {e}",
+            data.display()
+        ))
+    })
+}
+
+fn print_table(rows: &[BenchRow]) {
+    println!(
+        "| data | n | d (rank) | pairs | sites | sweeps | EP s (best / median) | EP CPU s | CPU ns/site·sweep | EP + CV s (γ/n) | peak MB |"
+    );
+    println!("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        let name = std::path::Path::new(&r.data)
+            .file_name()
+            .map_or(r.data.clone(), |f| f.to_string_lossy().into_owned());
+        let dim = if r.form == "reduced" {
+            format!("{} ({}, reduced)", r.d, r.rank)
+        } else {
+            r.d.to_string()
+        };
+        let cv = match (r.cv_s, r.cv_gamma_over_n) {
+            (Some(s), Some(g)) => format!("{s:.3} ({g}n)"),
+            (Some(s), None) => format!("{s:.3}"),
+            _ => "-".into(),
+        };
+        println!(
+            "| {name} | {} | {dim} | {} | {} | {} | {:.4} / {:.4} | {:.4} | {:.1} | {cv} | {:.0} |",
+            r.n,
+            r.pairs,
+            r.storage,
+            r.sweeps,
+            r.ep_best_s,
+            r.ep_median_s,
+            r.ep_cpu_s,
+            r.cpu_ns_per_site_sweep,
+            r.peak_mb
+        );
+    }
+}
+
+pub fn run(args: &BenchArgs) -> Result<(), CliError> {
+    if args.child {
+        let row = child(args)?;
+        println!("{}", serde_json::to_string(&row).unwrap_or_default());
+        return Ok(());
+    }
+    let kernel: Vec<String> = [Isa::Avx512, Isa::Avx2, Isa::Plain]
+        .into_iter()
+        .filter(|&i| {
+            i == Isa::Plain
+                || i == detected_isa()
+                || (i == Isa::Avx2 && detected_isa() == Isa::Avx512)
+        })
+        .map(|i| format!("{} {:.2} ns", i.name(), site_throughput(i, true, 50)))
+        .collect();
+    eprintln!(
+        "site kernel alone (1 thread, per site update with evidence): {}",
+        kernel.join(", ")
+    );
+    let mut rows = Vec::new();
+    for data in &args.data {
+        let row = spawn(args, data)?;
+        if args.json {
+            println!("{}", serde_json::to_string(&row).unwrap_or_default());
+        }
+        rows.push(row);
+    }
+    if !args.json {
+        print_table(&rows);
+    }
+    Ok(())
+}

@@ -1,0 +1,161 @@
+//! Automatic relevance determination: prior `θ_k ~ N(0, ϑ_k)` with the ϑ_k
+//! maximising log Z_EP (ALGORITHMS.md §4, §8). At an EP fixed point
+//! `∂ log Z_EP/∂ log ϑ_k = ½((V_kk + m_k²)/ϑ_k − 1)`; we iterate MacKay's
+//! fixed point `ϑ_k ← m_k²/(1 − V_kk/ϑ_k)` (EM's `ϑ_k ← V_kk + m_k²` where that
+//! is undefined), each step a warm-started EP run. A common rescaling of all
+//! ϑ_k leaves the evidence unchanged (§2), so the mean of the ϑ_k is held at
+//! its starting value.
+
+use serde::Serialize;
+
+use super::design::Design;
+use super::linear::LinearEp;
+use super::pair_ep::{EpOutcome, EpSettings, SweepInfo};
+use crate::engine::run::{Control, EngineError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+pub struct ArdSettings {
+    /// Most evidence iterations (EP runs).
+    pub max_iter: usize,
+    /// Stop when no relevant ϑ_k changes by more than this factor (log scale)…
+    pub tol: f64,
+    /// …or when log Z_EP changed by less than this over an iteration (the
+    /// evidence is flat along common and, often, along extreme ratios).
+    pub evidence_tol: f64,
+}
+
+impl Default for ArdSettings {
+    fn default() -> Self {
+        ArdSettings {
+            max_iter: 100,
+            tol: 1e-3,
+            evidence_tol: 1e-6,
+        }
+    }
+}
+
+/// One evidence iteration.
+#[derive(Debug, Clone, Serialize)]
+pub struct ArdStep {
+    pub iteration: usize,
+    /// log Z_EP at the variances of this iteration.
+    pub log_z: Option<f64>,
+    /// Largest |Δ log ϑ_k| of the update that followed (relevant features).
+    pub max_change: f64,
+    pub sweeps: usize,
+}
+
+/// The result: last EP outcome (at `vars`), the variances and the trace.
+pub struct ArdResult {
+    pub outcome: EpOutcome,
+    pub vars: Vec<f64>,
+    pub trace: Vec<ArdStep>,
+    pub converged: bool,
+}
+
+/// Variances below this share of the largest are "pruned": their further
+/// shrinking does not hold up convergence (relative, so scale-free).
+const PRUNED: f64 = 1e-8;
+
+/// The update of the ϑ_k from q's moments (θ-space), normalised to keep the
+/// mean `level`.
+pub fn update_vars(vars: &[f64], mean: &[f64], sd: &[f64], level: f64) -> Vec<f64> {
+    let mut new: Vec<f64> = vars
+        .iter()
+        .zip(mean.iter().zip(sd))
+        .map(|(&v, (&m, &s))| {
+            let var = s * s;
+            let well_determined = 1.0 - var / v;
+            if well_determined > 1e-12 && well_determined < 1.0 && m * m > 0.0 {
+                m * m / well_determined
+            } else {
+                var + m * m
+            }
+        })
+        .collect();
+    let max = new.iter().cloned().fold(0.0, f64::max);
+    for v in new.iter_mut() {
+        *v = v.max(max * 1e-10).max(f64::MIN_POSITIVE);
+    }
+    let scale = level / (new.iter().sum::<f64>() / new.len() as f64);
+    new.iter().map(|v| v * scale).collect()
+}
+
+/// Runs EP and the evidence iterations at γ, warm-starting every EP run. A
+/// step whose EP run does not converge is halved (in log ϑ) up to four times;
+/// after that the last converged variances are kept (`converged = false`).
+pub fn optimise(
+    lep: &mut LinearEp,
+    gamma: f64,
+    s: &EpSettings,
+    a: &ArdSettings,
+    ctl: &Control,
+    on_sweep: &mut dyn FnMut(&SweepInfo<'_>, &Design),
+    on_step: &mut dyn FnMut(&ArdStep),
+) -> Result<ArdResult, EngineError> {
+    let level = lep.vars().iter().sum::<f64>() / lep.vars().len() as f64;
+    let mut trace: Vec<ArdStep> = Vec::new();
+    let mut outcome = lep.run(gamma, s, ctl, on_sweep)?;
+    let mut good = lep.vars().to_vec();
+    for iteration in 1..=a.max_iter.max(1) {
+        let new = update_vars(&good, &lep.mean(), &lep.sd(), level);
+        let top = new.iter().cloned().fold(0.0, f64::max);
+        let max_change = new
+            .iter()
+            .zip(&good)
+            .filter(|(n, o)| **n > PRUNED * top || **o > PRUNED * top)
+            .map(|(n, o)| (n / o).ln().abs())
+            .fold(0.0, f64::max);
+        let step = ArdStep {
+            iteration,
+            log_z: outcome.evidence.log_z(),
+            max_change,
+            sweeps: outcome.sweeps,
+        };
+        let flat = match (trace.last().and_then(|s| s.log_z), step.log_z) {
+            (Some(z0), Some(z1)) => (z1 - z0).abs() < a.evidence_tol,
+            _ => false,
+        };
+        on_step(&step);
+        trace.push(step);
+        let converged = max_change < a.tol || flat;
+        if converged || iteration == a.max_iter.max(1) {
+            return Ok(ArdResult {
+                outcome,
+                vars: good,
+                trace,
+                converged,
+            });
+        }
+        // The step, halved in log ϑ while EP fails to converge.
+        let mut t = 1.0;
+        loop {
+            let trial: Vec<f64> = good
+                .iter()
+                .zip(&new)
+                .map(|(o, n)| (o.ln() + t * (n.ln() - o.ln())).exp())
+                .collect();
+            lep.set_vars(&trial);
+            match lep.run(gamma, s, ctl, on_sweep) {
+                Ok(o) => {
+                    outcome = o;
+                    good = trial;
+                    break;
+                }
+                Err(EngineError::NotConverged { .. }) if t > 0.1 => t *= 0.5,
+                Err(EngineError::NotConverged { .. }) => {
+                    lep.set_vars(&good);
+                    let outcome = lep.run(gamma, s, ctl, on_sweep)?;
+                    return Ok(ArdResult {
+                        outcome,
+                        vars: good,
+                        trace,
+                        converged: false,
+                    });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    unreachable!("the loop returns")
+}

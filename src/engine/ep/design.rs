@@ -1,0 +1,190 @@
+//! From θ to EP's coordinates and back (ALGORITHMS.md §4).
+//!
+//! - Primal form: EP runs on the whitened rows `Z = X D^{½}`, D = diag(ϑ), with
+//!   prior N(0, I) (well scaled however extreme the ARD variances); then
+//!   `m_θ = D^{½} m`, `V_θ = D^{½} V D^{½}`.
+//! - Reduced form (d ≥ n, e.g. Colon 62 × 2000): the likelihood sees θ only
+//!   through the row space of X. With D = diag(ϑ) take the thin SVD
+//!   `X D^{½} = U S Wᵀ` (rank r ≤ n − 1 after centring, singular values below
+//!   1e-10 of the largest dropped) and run the same EP on the n × r rows `U S`
+//!   with prior N(0, I_r); then `m_θ = D^{½} W m_w` and
+//!   `Var θ_k = ϑ_k (1 + Σ_ab W_ka (V_w − I)_ab W_kb)`. No jitter, nothing
+//!   absolute: scale-equivariant like the primal form.
+
+use std::collections::HashMap;
+
+use nalgebra::DMatrix;
+
+use super::kernel::Excluded;
+use super::posterior::{Posterior, PriorTerms};
+use crate::engine::linalg::{a_b, a_bt};
+
+/// Which form EP runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Form {
+    /// Reduced when d ≥ n, primal otherwise.
+    Auto,
+    Primal,
+    Reduced,
+}
+
+/// EP's rows and prior for given prior variances, and the map back to θ.
+#[derive(Debug, Clone)]
+pub struct Design {
+    pub zp: DMatrix<f64>,
+    pub zn: DMatrix<f64>,
+    pub prior: PriorTerms,
+    /// √ϑ_k (reduced form).
+    scale: Vec<f64>,
+    /// d × r right singular vectors (reduced form).
+    w: Option<DMatrix<f64>>,
+}
+
+impl Design {
+    /// `xp`, `xn`: positive and negative rows of X; `vars`: prior variances ϑ_k.
+    /// The reduced form's SVD is of `X D^{½}`.
+    pub fn new(xp: &DMatrix<f64>, xn: &DMatrix<f64>, vars: &[f64], form: Form) -> Design {
+        let (n, d) = (xp.nrows() + xn.nrows(), xp.ncols());
+        let reduced = match form {
+            Form::Auto => d >= n,
+            Form::Primal => false,
+            Form::Reduced => true,
+        };
+        let scale: Vec<f64> = vars.iter().map(|v| v.sqrt()).collect();
+        let whiten = |x: &DMatrix<f64>| {
+            let mut z = x.clone();
+            for (k, mut col) in z.column_iter_mut().enumerate() {
+                col *= scale[k];
+            }
+            z
+        };
+        if !reduced {
+            return Design {
+                zp: whiten(xp),
+                zn: whiten(xn),
+                prior: PriorTerms::centred(&vec![1.0; d]),
+                scale,
+                w: None,
+            };
+        }
+        let mut x = DMatrix::zeros(n, d);
+        x.rows_mut(0, xp.nrows()).copy_from(xp);
+        x.rows_mut(xp.nrows(), xn.nrows()).copy_from(xn);
+        for (k, mut col) in x.column_iter_mut().enumerate() {
+            col *= scale[k];
+        }
+        // SVD of the n × d matrix through its transpose (d × n, tall).
+        let svd = x.transpose().svd(true, false);
+        let s_max = svd.singular_values.max();
+        let keep: Vec<usize> = (0..svd.singular_values.len())
+            .filter(|&k| svd.singular_values[k] > 1e-10 * s_max)
+            .collect();
+        let w = svd.u.expect("computed").select_columns(&keep); // d × r
+        let z = a_b(&x, &w); // n × r = U S
+        let r = keep.len();
+        Design {
+            zp: z.rows(0, xp.nrows()).into_owned(),
+            zn: z.rows(xp.nrows(), xn.nrows()).into_owned(),
+            prior: PriorTerms::centred(&vec![1.0; r]),
+            scale,
+            w: Some(w),
+        }
+    }
+
+    pub fn is_reduced(&self) -> bool {
+        self.w.is_some()
+    }
+
+    /// Dimension of EP's coordinates (d, or the rank r).
+    pub fn dim(&self) -> usize {
+        self.zp.ncols()
+    }
+
+    /// Posterior mean of θ.
+    pub fn theta_mean(&self, q: &Posterior) -> Vec<f64> {
+        match &self.w {
+            None => q.m.iter().zip(&self.scale).map(|(m, s)| m * s).collect(),
+            Some(w) => (w * &q.m)
+                .iter()
+                .zip(&self.scale)
+                .map(|(m, s)| m * s)
+                .collect(),
+        }
+    }
+
+    /// Posterior sds of θ.
+    pub fn theta_sd(&self, q: &Posterior) -> Vec<f64> {
+        match &self.w {
+            None => q.sd().iter().zip(&self.scale).map(|(v, s)| v * s).collect(),
+            Some(w) => {
+                let mut vm = q.v.clone();
+                for a in 0..vm.nrows() {
+                    vm[(a, a)] -= 1.0;
+                }
+                let b = a_b(w, &vm); // d × r
+                (0..w.nrows())
+                    .map(|k| {
+                        let quad: f64 = b
+                            .row(k)
+                            .iter()
+                            .zip(w.row(k).iter())
+                            .map(|(x, y)| x * y)
+                            .sum();
+                        self.scale[k] * (1.0 + quad).max(0.0).sqrt()
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// Full covariance of θ (primal form only; d × d would be large in the reduced one).
+    pub fn theta_cov(&self, q: &Posterior) -> Option<DMatrix<f64>> {
+        self.w.is_none().then(|| {
+            let mut c = q.v.clone();
+            for i in 0..c.nrows() {
+                for j in 0..c.ncols() {
+                    c[(i, j)] *= self.scale[i] * self.scale[j];
+                }
+            }
+            c
+        })
+    }
+
+    /// Full covariance in the reduced form, `D^{½}(I + W (V_w − I) Wᵀ) D^{½}` (tests).
+    pub fn theta_cov_reduced(&self, q: &Posterior) -> Option<DMatrix<f64>> {
+        let w = self.w.as_ref()?;
+        let mut vm = q.v.clone();
+        for a in 0..vm.nrows() {
+            vm[(a, a)] -= 1.0;
+        }
+        let mut c = a_bt(&a_b(w, &vm), w);
+        for k in 0..c.nrows() {
+            c[(k, k)] += 1.0;
+        }
+        for i in 0..c.nrows() {
+            for j in 0..c.ncols() {
+                c[(i, j)] *= self.scale[i] * self.scale[j];
+            }
+        }
+        Some(c)
+    }
+}
+
+/// Positive/negative row pairs with identical features (a = 0: not sites).
+pub fn identical_pairs(xp: &DMatrix<f64>, xn: &DMatrix<f64>) -> Excluded {
+    let key = |x: &DMatrix<f64>, i: usize| -> Vec<u64> {
+        x.row(i).iter().map(|v| (v + 0.0).to_bits()).collect()
+    };
+    let mut neg: HashMap<Vec<u64>, Vec<usize>> = HashMap::new();
+    for j in 0..xn.nrows() {
+        neg.entry(key(xn, j)).or_default().push(j);
+    }
+    let mut pairs = Vec::new();
+    for i in 0..xp.nrows() {
+        if let Some(js) = neg.get(&key(xp, i)) {
+            pairs.extend(js.iter().map(|&j| (i, j)));
+        }
+    }
+    Excluded::new(xp.nrows(), pairs)
+}

@@ -1,0 +1,317 @@
+//! The EP engine (`--method ep`): γ fixed or by cross-validation, isotropic or
+//! ARD Gaussian prior, the final EP run streamed as `EpSweep` events.
+
+use std::cell::RefCell;
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::ard::{self, ArdSettings};
+use super::cv::{self, CvSettings};
+use super::design::{Design, Form};
+use super::kernel::detected_isa;
+use super::linear::LinearEp;
+use super::pair_ep::{EpSettings, SweepInfo};
+use super::store::Precision;
+use crate::engine::event::{EpSweep, Event, LogLevel};
+use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::prior::Prior;
+use crate::engine::problem::Problem;
+use crate::engine::run::{Control, Engine, EngineError, Observer};
+
+/// How γ is chosen.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum GammaMode {
+    /// The problem's γ.
+    Fixed,
+    /// Stratified k-fold CV over γ = c·n, c in `grid_over_n`.
+    Cv {
+        grid_over_n: Vec<f64>,
+        folds: usize,
+        seed: u64,
+    },
+}
+
+/// Expectation Propagation for the AUC Gibbs posterior with a Gaussian (or ARD) prior.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Ep {
+    pub settings: EpSettings,
+    pub gamma: GammaMode,
+    pub form: Form,
+    pub precision: Precision,
+    pub ard: ArdSettings,
+    /// Report log Z_EP at every sweep (costs ~15% of a sweep) or only at the end.
+    pub evidence_every_sweep: bool,
+}
+
+impl Default for Ep {
+    fn default() -> Self {
+        Ep {
+            settings: EpSettings::default(),
+            gamma: GammaMode::Fixed,
+            form: Form::Auto,
+            precision: Precision::Auto,
+            ard: ArdSettings::default(),
+            evidence_every_sweep: true,
+        }
+    }
+}
+
+/// Most coefficients whose per-sweep means and sds are kept in the fit's trace
+/// (the observer always gets them all).
+const TRACE_MOMENTS_MAX_D: usize = 200;
+/// Streams events to the observer and keeps them for the fit's trace.
+struct Sink<'a> {
+    obs: &'a mut dyn Observer,
+    trace: Vec<Event>,
+    /// Sweeps before this index belong to earlier EP runs (ARD iterations).
+    kept_from: usize,
+}
+
+impl Sink<'_> {
+    fn emit(&mut self, e: Event) {
+        let mut kept = e.clone();
+        if let Event::EpSweep(s) = &mut kept
+            && s.mean.len() > TRACE_MOMENTS_MAX_D
+        {
+            s.mean.clear();
+            s.sd.clear();
+        }
+        self.trace.push(kept);
+        self.obs.observe(e);
+    }
+
+    /// Forgets the sweep events of EP runs before the current one.
+    fn drop_earlier_sweeps(&mut self) {
+        let mut i = 0;
+        let from = self.kept_from;
+        self.trace.retain(|e| {
+            i += 1;
+            i > from || !matches!(e, Event::EpSweep(_))
+        });
+        self.kept_from = self.trace.len();
+    }
+}
+
+/// Largest O(d r²) cost of per-sweep sds in the reduced form.
+const SWEEP_SD_FLOPS: usize = 2_000_000;
+/// Normal quantiles of 2.5, 25, 50, 75, 97.5%.
+const Z_QUANTILES: [f64; 5] = [
+    -1.959_963_984_540_054,
+    -0.674_489_750_196_081_7,
+    0.0,
+    0.674_489_750_196_081_7,
+    1.959_963_984_540_054,
+];
+
+impl Engine for Ep {
+    fn name(&self) -> &'static str {
+        "ep"
+    }
+
+    fn params(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    fn run(&self, pb: &Problem, ctl: &Control, obs: &mut dyn Observer) -> Result<Fit, EngineError> {
+        self.settings
+            .validate()
+            .map_err(EngineError::InvalidParams)?;
+        let t0 = Instant::now();
+        let d = pb.d();
+        let (vars, ard_on) = match &pb.prior {
+            Prior::Gaussian { var } => (vec![*var; d], false),
+            Prior::Ard { vars } => (vars.clone(), true),
+            Prior::SpikeSlab { .. } => {
+                return Err(EngineError::InvalidParams(
+                    "this EP engine takes a Gaussian or ARD prior; spike-and-slab EP is a separate engine".into(),
+                ));
+            }
+        };
+        let sink = RefCell::new(Sink {
+            obs,
+            trace: Vec::new(),
+            kept_from: 0,
+        });
+        let log = |m: String| Event::Log {
+            level: LogLevel::Info,
+            message: m,
+        };
+        sink.borrow_mut().emit(Event::Started {
+            engine: "ep".into(),
+            n: pb.n(),
+            d,
+            pairs: pb.pairs(),
+            gamma: pb.gamma,
+        });
+
+        // γ.
+        let t_cv = Instant::now();
+        let (gamma, cv_result) = match &self.gamma {
+            GammaMode::Fixed => (pb.gamma, None),
+            GammaMode::Cv {
+                grid_over_n,
+                folds,
+                seed,
+            } => {
+                let cvs = CvSettings {
+                    grid_over_n,
+                    folds: *folds,
+                    seed: *seed,
+                    form: self.form,
+                    precision: self.precision,
+                    ep: &self.settings,
+                    ard: ard_on.then_some(&self.ard),
+                };
+                let r = cv::cross_validate(&pb.x, &pb.y, &vars, &cvs, ctl, &mut |m| {
+                    sink.borrow_mut().emit(log(m))
+                })?;
+                let g = r.chosen_over_n * pb.n() as f64;
+                sink.borrow_mut().emit(log(format!(
+                    "ep: γ = {}n = {g} by {folds}-fold CV",
+                    r.chosen_over_n
+                )));
+                (g, Some(r))
+            }
+        };
+        let cv_seconds = t_cv.elapsed().as_secs_f64();
+
+        // The final fit, its sweeps streamed.
+        let t_ep = Instant::now();
+        let mut lep = LinearEp::new(&pb.x, &pb.y, &vars, self.form, self.precision)?;
+        lep.state_mut()
+            .set_evidence_every_sweep(self.evidence_every_sweep);
+        let design_reduced = lep.design().is_reduced();
+        let rank = lep.design().dim();
+        let mut on_sweep = |s: &SweepInfo<'_>, design: &Design| {
+            // Marginal sds of θ cost O(d r²) per sweep in the reduced form: only when cheap.
+            let cheap = !design.is_reduced() || d * design.dim() * design.dim() <= SWEEP_SD_FLOPS;
+            sink.borrow_mut().emit(Event::EpSweep(EpSweep {
+                sweep: s.sweep,
+                delta: s.delta,
+                log_z: s.log_z,
+                eta: s.eta,
+                negative_share: s.negative_share,
+                skipped: s.skipped,
+                mean: design.theta_mean(s.q),
+                sd: if cheap {
+                    design.theta_sd(s.q)
+                } else {
+                    Vec::new()
+                },
+                elapsed: s.elapsed,
+            }));
+        };
+        let (outcome, ard_result) = if ard_on {
+            let r = ard::optimise(
+                &mut lep,
+                gamma,
+                &self.settings,
+                &self.ard,
+                ctl,
+                &mut on_sweep,
+                &mut |st| {
+                    let mut sk = sink.borrow_mut();
+                    // The record keeps the sweeps of the last EP run only.
+                    sk.drop_earlier_sweeps();
+                    sk.emit(log(format!(
+                        "ep ard: iteration {}, log Z_EP = {}, largest change of log ϑ {:.3e}",
+                        st.iteration,
+                        st.log_z.map_or("-".into(), |z| format!("{z:.6}")),
+                        st.max_change
+                    )));
+                },
+            )?;
+            (r.outcome.clone(), Some(r))
+        } else {
+            (lep.run(gamma, &self.settings, ctl, &mut on_sweep)?, None)
+        };
+        let ep_seconds = t_ep.elapsed().as_secs_f64();
+        let mean = lep.mean();
+        let sd = lep.sd();
+        let mut sink = sink.into_inner();
+        if let Some(r) = &ard_result
+            && !r.converged
+        {
+            sink.emit(Event::Log {
+                level: LogLevel::Warn,
+                message: format!(
+                    "ep ard: variances still moving after {} iterations",
+                    r.trace.len()
+                ),
+            });
+        }
+        if outcome.stats.skipped > 0 {
+            sink.emit(Event::Log {
+                level: LogLevel::Warn,
+                message: format!(
+                    "ep: {} near-identical pairs were skipped; log Z_EP is not reported",
+                    outcome.stats.skipped
+                ),
+            });
+        }
+
+        let final_vars = ard_result.as_ref().map_or(vars.clone(), |r| r.vars.clone());
+        let prior = if ard_on {
+            Prior::Ard {
+                vars: final_vars.clone(),
+            }
+        } else {
+            pb.prior.clone()
+        };
+        let mut fit = Fit::new(
+            "ep",
+            pb.names.clone(),
+            ScoreModel::Linear {
+                weights: mean.clone(),
+            },
+        );
+        fit.quantiles = mean
+            .iter()
+            .zip(&sd)
+            .map(|(&m, &s)| Z_QUANTILES.map(|z| m + z * s))
+            .collect();
+        fit.mean = mean;
+        fit.sd = sd;
+        fit.log_evidence = outcome.evidence.log_z();
+        fit.gamma = Some(gamma);
+        fit.prior = Some(prior);
+        fit.covariance = lep.cov();
+        fit.converged = true;
+        fit.details = json!({
+            "sweeps": outcome.sweeps,
+            "eta": outcome.eta,
+            "delta": outcome.delta,
+            "tol": self.settings.tol,
+            "negative_share": outcome.negative_share,
+            "sites": lep.state().sites(),
+            "pairs": lep.pairs(),
+            "identical_pairs": lep.state().identical_pairs(),
+            "skipped_sites": outcome.stats.skipped,
+            "cold_restart": outcome.cold_restart,
+            "form": if design_reduced { "reduced" } else { "primal" },
+            "rank": rank,
+            "site_storage": lep.state().storage(),
+            "isa": detected_isa().name(),
+            "gamma": {
+                "value": gamma,
+                "over_n": gamma / pb.n() as f64,
+                "per_pair": gamma / lep.pairs() as f64,
+                "chosen_by": if cv_result.is_some() { "cv" } else { "fixed" },
+                "convention": "π ∝ prior · exp(−γ R_n), R_n = share of discordant pairs; each pair's factor is exp(−(γ/M)·1{<θ, x_i − x_j> < 0})",
+            },
+            "evidence": outcome.evidence,
+            "cv": cv_result,
+            "ard": ard_result.as_ref().map(|r| json!({
+                "iterations": r.trace.len(),
+                "converged": r.converged,
+                "trace": r.trace,
+                "vars": pb.names.iter().zip(&r.vars).map(|(n, v)| json!({ "name": n, "var": v })).collect::<Vec<_>>(),
+            })),
+            "seconds": { "cv": cv_seconds, "ep": ep_seconds, "total": t0.elapsed().as_secs_f64() },
+        });
+        fit.trace = sink.trace;
+        Ok(fit)
+    }
+}

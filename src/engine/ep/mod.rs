@@ -1,0 +1,39 @@
+//! Expectation Propagation for the AUC Gibbs posterior with a Gaussian prior
+//! (RACL14 §3.3, ALGORITHMS.md §4).
+//!
+//! - `normal`: vectorisable log Φ, φ/Φ, erfcx, exp, log (the site work's cost).
+//! - `site`: the scalar pair-site maths (cavity, tilted moments, new site, log C);
+//!   shared with spike-and-slab EP (§5) and GP-EP (§6).
+//! - `kernel`: one pass over all n+ × n− sites (GEMM blocks + SIMD + rayon).
+//! - `posterior`: Q, r, V, m from the sites by matrix products; Δ_t.
+//! - `pair_ep`: the sweep loop with the acceptance rule and η back-off.
+//! - `design`: primal and reduced (SVD) forms, the map back to θ.
+//! - `linear`, `ard`, `cv`, `engine`: warm-started runs, ARD evidence
+//!   maximisation, γ by cross-validation, the `Engine` (`--method ep`).
+
+pub mod ard;
+pub mod cv;
+pub mod design;
+mod engine;
+mod gemm;
+pub mod kernel;
+pub mod linear;
+pub mod normal;
+pub mod pair_ep;
+pub mod posterior;
+mod simd;
+pub mod site;
+mod store;
+
+pub use ard::ArdSettings;
+pub use design::{Design, Form, identical_pairs};
+pub use engine::{Ep, GammaMode};
+pub use kernel::{Excluded, Isa, PassStats};
+pub use linear::LinearEp;
+pub use pair_ep::{EpOutcome, EpSettings, EvidenceParts, PairEp, SweepInfo};
+pub use posterior::{Posterior, PriorTerms};
+pub use site::{Natural, Site, StepFactor, Tilted};
+pub use store::Precision;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,542 @@
+//! Parallel EP over the pair sites of a design `Z` (rows split by class) with a
+//! Gaussian prior part (ALGORITHMS.md §4), to the letter of the spec:
+//! every sweep updates all sites from the same q, damps by η, rebuilds Q and r;
+//! the new state is accepted only if Q is positive definite and every site's new
+//! cavity has τ₋ > 0 — otherwise η is halved (and kept halved) and the step
+//! retried; η < `min_eta` ends the run as a non-convergence with diagnostics.
+//! Converged when `Δ_t < tol·η_t` (relative changes of means and sds).
+//!
+//! The state persists between runs: a run warm-starts from the previous one
+//! (another γ, new prior variances, new Z of the same pairs).
+
+use std::time::Instant;
+
+use nalgebra::DMatrix;
+use serde_json::json;
+
+use super::kernel::{
+    self, Aggregates, Excluded, Isa, Marginals, Op, PassInput, PassStats, Workspace,
+};
+use super::posterior::{self, Posterior, PriorTerms};
+use super::site::StepFactor;
+use super::store::{Precision, SiteBuffers};
+use crate::engine::run::{Control, EngineError};
+
+/// Settings of one EP run.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EpSettings {
+    /// Initial damping step η (0 < η ≤ 1).
+    pub eta: f64,
+    /// Converged when Δ_t < tol·η_t.
+    pub tol: f64,
+    /// Most accepted sweeps.
+    pub max_sweeps: usize,
+    /// Give up when halving takes η below this.
+    pub min_eta: f64,
+    /// Halve η (and keep it halved) when Δ_t has not reached a new minimum for
+    /// this many sweeps: parallel EP can settle into a cycle at a too large η
+    /// (Glass at γ = 2.5n cycles at η = 0.7, converges at 0.5). 0 = never.
+    pub stall_sweeps: usize,
+}
+
+impl Default for EpSettings {
+    fn default() -> Self {
+        EpSettings {
+            eta: 0.7,
+            tol: 1e-4,
+            max_sweeps: 1000,
+            min_eta: 1e-4,
+            stall_sweeps: 20,
+        }
+    }
+}
+
+impl EpSettings {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.eta > 0.0 && self.eta <= 1.0) {
+            return Err(format!(
+                "the EP damping η must be in (0, 1]; got {}",
+                self.eta
+            ));
+        }
+        if !(self.tol > 0.0 && self.tol.is_finite()) {
+            return Err(format!("the EP tolerance must be > 0; got {}", self.tol));
+        }
+        if self.max_sweeps == 0 {
+            return Err("--max-sweeps must be ≥ 1".into());
+        }
+        if !(self.min_eta > 0.0 && self.min_eta <= self.eta) {
+            return Err(format!(
+                "the smallest η must be in (0, η]; got {}",
+                self.min_eta
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One accepted sweep.
+pub struct SweepInfo<'a> {
+    pub sweep: usize,
+    pub delta: f64,
+    /// log Z_EP of the accepted state (None when a site was skipped).
+    pub log_z: Option<f64>,
+    pub eta: f64,
+    pub negative_share: f64,
+    pub skipped: usize,
+    pub elapsed: f64,
+    pub q: &'a Posterior,
+}
+
+/// The pieces of log Z_EP; `log_z()` for a centred Gaussian prior.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct EvidenceParts {
+    /// Σ log C_ij over the sites.
+    pub sum_log_c: f64,
+    /// ½ Σ_k log P_k (the Gaussian prior's normaliser, P = prior precisions).
+    pub half_log_det_prior_prec: f64,
+    pub log_det_q: f64,
+    pub r_v_r: f64,
+    /// Identical positive/negative rows (not sites): each multiplies Z by e^{−g/2}.
+    pub identical_pairs: usize,
+    pub g: f64,
+    /// Degenerate sites skipped in the final state (then the evidence is invalid).
+    pub skipped: usize,
+}
+
+impl EvidenceParts {
+    /// `Σ log C − ½ log|Σ_prior| − ½ log|Q| + ½ rᵀQ⁻¹r − (g/2)·identical`, or None
+    /// when sites were skipped.
+    pub fn log_z(&self) -> Option<f64> {
+        (self.skipped == 0).then_some(
+            self.sum_log_c + self.half_log_det_prior_prec - 0.5 * self.log_det_q + 0.5 * self.r_v_r
+                - 0.5 * self.g * self.identical_pairs as f64,
+        )
+    }
+}
+
+/// The result of a converged run (q is `PairEp::posterior`).
+#[derive(Debug, Clone)]
+pub struct EpOutcome {
+    pub sweeps: usize,
+    pub eta: f64,
+    pub delta: f64,
+    pub stats: PassStats,
+    pub evidence: EvidenceParts,
+    pub negative_share: f64,
+    /// The starting (warm) state was invalid and the run restarted from the prior.
+    pub cold_restart: bool,
+    pub seconds: f64,
+}
+
+enum Store {
+    F64(SiteBuffers<f64>),
+    F32(SiteBuffers<f32>),
+}
+
+macro_rules! with_store {
+    ($store:expr, $s:ident => $body:expr) => {
+        match $store {
+            Store::F64($s) => $body,
+            Store::F32($s) => $body,
+        }
+    };
+}
+
+/// EP state for one set of pairs.
+pub struct PairEp {
+    zp: DMatrix<f64>,
+    zn: DMatrix<f64>,
+    excluded: Excluded,
+    store: Store,
+    ws: Workspace,
+    agg: Aggregates,
+    /// `agg` holds the aggregates of the current sites under the current Z.
+    agg_valid: bool,
+    marg: Marginals,
+    prior: PriorTerms,
+    q: Option<Posterior>,
+    isa: Isa,
+    /// Sum log C in every update pass (for per-sweep log Z_EP) or only at the end.
+    evidence_every_sweep: bool,
+}
+
+impl PairEp {
+    /// `zp` (n+ × p) and `zn` (n− × p): the rows of each class; `excluded`
+    /// pairs (identical rows) are not sites. Sites start at zero (q = prior).
+    pub fn new(
+        zp: DMatrix<f64>,
+        zn: DMatrix<f64>,
+        excluded: Excluded,
+        prior: PriorTerms,
+        precision: Precision,
+    ) -> Result<PairEp, String> {
+        let (np, nn, p) = (zp.nrows(), zn.nrows(), zp.ncols());
+        assert_eq!(zn.ncols(), p);
+        assert_eq!(prior.prec.len(), p);
+        let pairs = np * nn;
+        let store = if precision.use_f64(pairs) {
+            Store::F64(SiteBuffers::zeros(np, nn)?)
+        } else {
+            Store::F32(SiteBuffers::zeros(np, nn)?)
+        };
+        Ok(PairEp {
+            excluded,
+            store,
+            ws: Workspace::new(np, nn),
+            agg: Aggregates::zeros(np, nn, p),
+            agg_valid: true, // zero sites
+            marg: Marginals::zeros(np, nn, p),
+            prior,
+            q: None,
+            isa: kernel::detected_isa(),
+            evidence_every_sweep: true,
+            zp,
+            zn,
+        })
+    }
+
+    pub fn n_pos(&self) -> usize {
+        self.zp.nrows()
+    }
+    pub fn n_neg(&self) -> usize {
+        self.zn.nrows()
+    }
+    /// Number of sites (pairs minus identical rows).
+    pub fn sites(&self) -> usize {
+        self.n_pos() * self.n_neg() - self.excluded.count()
+    }
+    pub fn identical_pairs(&self) -> usize {
+        self.excluded.count()
+    }
+    pub fn storage(&self) -> &'static str {
+        match self.store {
+            Store::F64(_) => "f64",
+            Store::F32(_) => "f32",
+        }
+    }
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+    /// Forces an instruction set (tests compare them).
+    pub fn set_isa(&mut self, isa: Isa) {
+        self.isa = isa;
+    }
+    /// Whether every sweep reports log Z_EP (costs ~15% of a sweep) or only the last.
+    pub fn set_evidence_every_sweep(&mut self, on: bool) {
+        self.evidence_every_sweep = on;
+    }
+    pub fn posterior(&self) -> Option<&Posterior> {
+        self.q.as_ref()
+    }
+    pub fn prior(&self) -> &PriorTerms {
+        &self.prior
+    }
+    /// Site (K, h) of positive i and negative j in the current state.
+    pub fn site(&self, i: usize, j: usize) -> (f64, f64) {
+        with_store!(&self.store, s => s.value(i, j))
+    }
+
+    /// New prior terms; the sites are kept (warm start).
+    pub fn set_prior(&mut self, prior: PriorTerms) {
+        assert_eq!(prior.prec.len(), self.zp.ncols());
+        self.prior = prior;
+        self.q = None;
+    }
+
+    /// New rows for the same pairs (e.g. rescaled features); the sites are kept.
+    pub fn set_design(&mut self, zp: DMatrix<f64>, zn: DMatrix<f64>, prior: PriorTerms) {
+        assert_eq!((zp.nrows(), zn.nrows()), (self.n_pos(), self.n_neg()));
+        let p = zp.ncols();
+        if p != self.zp.ncols() {
+            self.agg.g = DMatrix::zeros(self.n_pos(), p);
+            self.marg = Marginals::zeros(self.n_pos(), self.n_neg(), p);
+        }
+        self.zp = zp;
+        self.zn = zn;
+        self.prior = prior;
+        self.agg_valid = false;
+        self.q = None;
+    }
+
+    /// All sites back to zero (q = prior).
+    pub fn reset(&mut self) {
+        with_store!(&mut self.store, s => s.clear());
+        self.agg.k_row.fill(0.0);
+        self.agg.k_col.fill(0.0);
+        self.agg.h_row.fill(0.0);
+        self.agg.h_col.fill(0.0);
+        self.agg.g.fill(0.0);
+        self.agg_valid = true;
+        self.q = None;
+    }
+
+    fn run_pass(&mut self, op: Op, step: StepFactor) -> PassStats {
+        let input = PassInput {
+            zn: &self.zn,
+            marg: &self.marg,
+            excluded: &self.excluded,
+            step,
+            isa: self.isa,
+        };
+        with_store!(&mut self.store, s => kernel::pass(s, &input, op, &mut self.ws, &mut self.agg))
+    }
+
+    /// Rebuilds q from `agg` (computing it first if stale); false if Q is not PD.
+    fn rebuild(&mut self, step: StepFactor) -> bool {
+        if !self.agg_valid {
+            self.run_pass(Op::Aggregate, step);
+            self.agg_valid = true;
+        }
+        match posterior::rebuild(&self.zp, &self.zn, &self.agg, &self.prior) {
+            Some(q) => {
+                posterior::marginals(&self.zp, &self.zn, &q, &mut self.marg);
+                self.q = Some(q);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn has_prev(&self) -> bool {
+        with_store!(&self.store, s => s.prev.is_some())
+    }
+
+    fn evidence(&self, stats: &PassStats, step: StepFactor) -> EvidenceParts {
+        let q = self.q.as_ref().expect("posterior");
+        EvidenceParts {
+            sum_log_c: stats.sum_log_c,
+            half_log_det_prior_prec: 0.5 * self.prior.prec.iter().map(|p| p.ln()).sum::<f64>(),
+            log_det_q: q.log_det_q,
+            r_v_r: q.r_v_r,
+            identical_pairs: self.excluded.count(),
+            g: step.g,
+            skipped: stats.skipped,
+        }
+    }
+
+    /// One update pass from the current state (its output is not adopted):
+    /// the unit the benchmarks time.
+    pub fn time_pass(&mut self, g: f64, eta: f64) -> Result<PassStats, String> {
+        let step = StepFactor::new(g);
+        if self.q.is_none() && !self.rebuild(step) {
+            return Err("the posterior is not positive definite".into());
+        }
+        let stats = self.run_pass(
+            Op::Update {
+                eta,
+                evidence: self.evidence_every_sweep,
+            },
+            step,
+        );
+        self.agg_valid = false; // agg now describes the discarded output
+        Ok(stats)
+    }
+
+    /// Runs EP to convergence from the current state with step factor g = γ/M.
+    /// `on_sweep` sees every accepted sweep. A warm start that does not converge
+    /// (it can sit in a slow mode of the iteration) is retried once from the
+    /// prior. Errors: `Cancelled`, or `NotConverged` with diagnostics (η too
+    /// small, too many sweeps).
+    pub fn run(
+        &mut self,
+        g: f64,
+        s: &EpSettings,
+        ctl: &Control,
+        on_sweep: &mut dyn FnMut(SweepInfo<'_>),
+    ) -> Result<EpOutcome, EngineError> {
+        let warm = !self.is_cold();
+        match self.run_once(g, s, ctl, on_sweep) {
+            Err(EngineError::NotConverged { .. }) if warm => {
+                self.reset();
+                let mut out = self.run_once(g, s, ctl, on_sweep)?;
+                out.cold_restart = true;
+                Ok(out)
+            }
+            r => r,
+        }
+    }
+
+    /// Whether every site is zero (q = prior).
+    fn is_cold(&self) -> bool {
+        with_store!(&self.store, st => st.is_zero())
+    }
+
+    fn run_once(
+        &mut self,
+        g: f64,
+        s: &EpSettings,
+        ctl: &Control,
+        on_sweep: &mut dyn FnMut(SweepInfo<'_>),
+    ) -> Result<EpOutcome, EngineError> {
+        s.validate().map_err(EngineError::InvalidParams)?;
+        let t0 = Instant::now();
+        let step = StepFactor::new(g);
+        let mut cold_restart = false;
+        if self.q.is_none() && !self.rebuild(step) {
+            // The kept sites do not fit the new prior or design: start afresh.
+            self.reset();
+            cold_restart = true;
+            if !self.rebuild(step) {
+                return Err(EngineError::Numerical(
+                    "the prior precision is not positive definite".into(),
+                ));
+            }
+        }
+        with_store!(&mut self.store, st => st.forget_prev());
+        let mut q_prev: Option<Posterior> = None;
+        // `eta`: the step of the next update; `cur_eta`: the step that made the
+        // current trial (a stall lowers the first only, a rejection both).
+        let (mut eta, mut cur_eta) = (s.eta, s.eta);
+        let (mut sweep, mut delta, mut candidate) = (0usize, f64::INFINITY, false);
+        let mut halvings = 0usize;
+        let (mut best_delta, mut since_best, mut stall_halvings) = (f64::INFINITY, 0usize, 0usize);
+        let fail = |why: &str, sweep: usize, eta: f64, delta: f64, extra: serde_json::Value| {
+            EngineError::NotConverged {
+                message: format!("EP {why} (after {sweep} sweeps, η = {eta:.3e}, Δ = {delta:.3e})"),
+                diagnostics: json!({
+                    "sweeps": sweep, "eta": eta, "delta": delta, "tol": s.tol,
+                    "gamma_over_pairs": g, "detail": extra,
+                }),
+            }
+        };
+        loop {
+            ctl.checkpoint()?;
+            let op = if candidate {
+                Op::Check
+            } else {
+                Op::Update {
+                    eta,
+                    evidence: self.evidence_every_sweep,
+                }
+            };
+            let stats = self.run_pass(op, step);
+            if stats.bad > 0 {
+                if !self.has_prev() {
+                    if cold_restart {
+                        return Err(fail(
+                            "found invalid cavities at the prior",
+                            sweep,
+                            eta,
+                            delta,
+                            json!({ "bad_sites": stats.bad }),
+                        ));
+                    }
+                    self.reset();
+                    cold_restart = true;
+                    if !self.rebuild(step) {
+                        return Err(EngineError::Numerical(
+                            "the prior precision is not positive definite".into(),
+                        ));
+                    }
+                    continue;
+                }
+                // Reject the current state: the same step with η halved, kept halved.
+                let bad = stats.bad;
+                loop {
+                    cur_eta *= 0.5;
+                    eta = eta.min(cur_eta);
+                    halvings += 1;
+                    if cur_eta < s.min_eta {
+                        return Err(fail(
+                            "did not converge: η fell below its minimum",
+                            sweep,
+                            cur_eta,
+                            delta,
+                            json!({ "reason": "invalid cavities", "bad_sites": bad, "halvings": halvings }),
+                        ));
+                    }
+                    self.run_pass(Op::Shrink, step);
+                    self.agg_valid = true;
+                    if self.rebuild(step) {
+                        break;
+                    }
+                }
+                delta = posterior::delta(self.q.as_ref().unwrap(), q_prev.as_ref().unwrap());
+                candidate = delta < s.tol * cur_eta;
+                continue;
+            }
+            // The current state is valid: report it.
+            let sites = self.sites().max(1) as f64;
+            let negative_share = stats.negative as f64 / sites;
+            if sweep > 0 {
+                let ev = self.evidence(&stats, step);
+                let evidence_known = candidate || self.evidence_every_sweep;
+                on_sweep(SweepInfo {
+                    sweep,
+                    delta,
+                    log_z: ev.log_z().filter(|_| evidence_known),
+                    eta: cur_eta,
+                    negative_share,
+                    skipped: stats.skipped,
+                    elapsed: t0.elapsed().as_secs_f64(),
+                    q: self.q.as_ref().unwrap(),
+                });
+            }
+            if candidate {
+                return Ok(EpOutcome {
+                    sweeps: sweep,
+                    eta: cur_eta,
+                    delta,
+                    stats,
+                    evidence: self.evidence(&stats, step),
+                    negative_share,
+                    cold_restart,
+                    seconds: t0.elapsed().as_secs_f64(),
+                });
+            }
+            if sweep >= s.max_sweeps {
+                return Err(fail(
+                    "did not converge within --max-sweeps",
+                    sweep,
+                    eta,
+                    delta,
+                    json!({ "reason": "max sweeps", "halvings": halvings, "stall_halvings": stall_halvings }),
+                ));
+            }
+            // Accept the pass's output as the next trial state.
+            with_store!(&mut self.store, st => st.rotate());
+            self.agg_valid = true;
+            q_prev = self.q.take();
+            cur_eta = eta;
+            while !self.rebuild(step) {
+                cur_eta *= 0.5;
+                eta = cur_eta;
+                halvings += 1;
+                if cur_eta < s.min_eta {
+                    return Err(fail(
+                        "did not converge: η fell below its minimum",
+                        sweep,
+                        cur_eta,
+                        delta,
+                        json!({ "reason": "Q not positive definite", "halvings": halvings }),
+                    ));
+                }
+                self.run_pass(Op::Shrink, step);
+            }
+            sweep += 1;
+            delta = posterior::delta(self.q.as_ref().unwrap(), q_prev.as_ref().unwrap());
+            candidate = delta < s.tol * cur_eta;
+            if delta < best_delta {
+                (best_delta, since_best) = (delta, 0);
+            } else {
+                since_best += 1;
+                if s.stall_sweeps > 0 && since_best >= s.stall_sweeps && !candidate {
+                    // A cycle: smaller steps from the current (valid) state.
+                    eta *= 0.5;
+                    stall_halvings += 1;
+                    (best_delta, since_best) = (f64::INFINITY, 0);
+                    if eta < s.min_eta {
+                        return Err(fail(
+                            "did not converge: η fell below its minimum",
+                            sweep,
+                            eta,
+                            delta,
+                            json!({ "reason": "Δ stalled", "halvings": halvings, "stall_halvings": stall_halvings }),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! `pacauc fit --method ep` as scripts use it: the record's EP fields, γ by CV,
+//! ARD, the reduced form on Colon, non-convergence as exit status 3.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn pacauc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pacauc"))
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+}
+
+#[test]
+fn ep_fit_reports_posterior_evidence_and_sweeps() {
+    let v = json(&pacauc(&[
+        "fit",
+        "demo-data/sparse_linear.csv",
+        "--method",
+        "ep",
+        "--gamma",
+        "2n",
+    ]));
+    assert_eq!(v["method"], "ep");
+    assert_eq!(v["converged"], true);
+    let n = v["split"]["train_rows"].as_f64().unwrap();
+    assert_eq!(v["gamma"].as_f64().unwrap(), 2.0 * n);
+    assert_eq!(v["prior"]["kind"], "gaussian");
+    assert!(v["log_evidence"].as_f64().unwrap() < 0.0);
+    let coefs = v["coefficients"].as_array().unwrap();
+    assert_eq!(coefs.len(), 20);
+    assert!(coefs.iter().all(|c| c["sd"].as_f64().unwrap() > 0.0));
+    assert!(
+        coefs
+            .iter()
+            .all(|c| c["quantiles"].as_array().unwrap().len() == 5)
+    );
+    let best = coefs
+        .iter()
+        .max_by(|a, b| {
+            a["mean"]
+                .as_f64()
+                .unwrap()
+                .abs()
+                .total_cmp(&b["mean"].as_f64().unwrap().abs())
+        })
+        .unwrap();
+    assert_eq!(best["name"], "x03");
+    let d = &v["details"];
+    assert!(d["sweeps"].as_u64().unwrap() >= 2);
+    assert_eq!(d["form"], "primal");
+    assert_eq!(d["gamma"]["chosen_by"], "fixed");
+    let sweeps: Vec<&serde_json::Value> = v["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "ep_sweep")
+        .collect();
+    assert_eq!(sweeps.len() as u64, d["sweeps"].as_u64().unwrap());
+    let last = sweeps.last().unwrap();
+    assert_eq!(last["log_z"], v["log_evidence"]);
+    assert_eq!(last["mean"].as_array().unwrap().len(), 20);
+    assert!(v["auc"]["test"].as_f64().unwrap() > 0.8);
+}
+
+#[test]
+fn gamma_auto_chooses_from_the_stated_grid() {
+    let v = json(&pacauc(&[
+        "fit",
+        "demo-data/sparse_linear.csv",
+        "--method",
+        "ep",
+        "--gamma",
+        "auto",
+        "--gamma-grid",
+        "0.25,1,4",
+        "--folds",
+        "3",
+    ]));
+    let cv = &v["details"]["cv"];
+    assert_eq!(cv["grid_over_n"], serde_json::json!([0.25, 1.0, 4.0]));
+    assert_eq!(cv["fold_auc"].as_array().unwrap().len(), 3);
+    let c = cv["chosen_over_n"].as_f64().unwrap();
+    assert!([0.25, 1.0, 4.0].contains(&c));
+    assert_eq!(
+        v["gamma"].as_f64().unwrap(),
+        c * v["split"]["train_rows"].as_f64().unwrap()
+    );
+    assert_eq!(v["details"]["gamma"]["chosen_by"], "cv");
+    // The chosen point has the best mean held-out AUC.
+    let means: Vec<f64> = cv["mean_auc"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_f64().unwrap())
+        .collect();
+    let best = means.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let i = [0.25, 1.0, 4.0].iter().position(|&g| g == c).unwrap();
+    assert_eq!(means[i], best);
+}
+
+#[test]
+fn ard_reports_tuned_variances_and_prunes_noise() {
+    let v = json(&pacauc(&[
+        "fit",
+        "demo-data/sparse_linear.csv",
+        "--method",
+        "ep",
+        "--prior",
+        "ard",
+    ]));
+    assert_eq!(v["prior"]["kind"], "ard");
+    let vars: Vec<f64> = v["prior"]["vars"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert_eq!(vars.len(), 20);
+    // x03 is the strongest true feature of the demo data: it keeps a large variance.
+    let max = vars.iter().cloned().fold(0.0, f64::max);
+    assert!(vars[2] > 0.1 * max, "{vars:?}");
+    let ard = &v["details"]["ard"];
+    assert!(ard["iterations"].as_u64().unwrap() >= 2);
+    let trace = ard["trace"].as_array().unwrap();
+    let first = trace[0]["log_z"].as_f64().unwrap();
+    assert!(
+        v["log_evidence"].as_f64().unwrap() > first,
+        "ARD must raise the evidence"
+    );
+}
+
+#[test]
+fn non_convergence_is_exit_3_with_diagnostics() {
+    let out = pacauc(&[
+        "fit",
+        "demo-data/sparse_linear.csv",
+        "--method",
+        "ep",
+        "--max-sweeps",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("did not converge") && err.contains("diagnostics"),
+        "{err}"
+    );
+    let out = pacauc(&[
+        "fit",
+        "demo-data/sparse_linear.csv",
+        "--method",
+        "ep",
+        "--damping",
+        "1.5",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("damping"));
+}
+
+#[test]
+fn same_seed_same_ep_output() {
+    let run = || {
+        json(&pacauc(&[
+            "fit",
+            "demo-data/sparse_linear.csv",
+            "--method",
+            "ep",
+            "--gamma",
+            "auto",
+            "--gamma-grid",
+            "0.5,2",
+            "--folds",
+            "3",
+            "--seed",
+            "4",
+        ]))
+    };
+    let (a, b) = (run(), run());
+    assert_eq!(a["coefficients"], b["coefficients"]);
+    assert_eq!(a["log_evidence"], b["log_evidence"]);
+    assert_eq!(a["details"]["cv"], b["details"]["cv"]);
+}
+
+/// Colon (62 × 2000): the reduced form is chosen automatically.
+#[test]
+fn colon_uses_the_reduced_form() {
+    let path = "../shared/datasets/colon.csv";
+    if !Path::new(path).is_file() {
+        eprintln!("skipped: {path} is absent");
+        return;
+    }
+    let v = json(&pacauc(&["fit", path, "--method", "ep", "--gamma", "n"]));
+    let d = &v["details"];
+    assert_eq!(d["form"], "reduced");
+    // Centred training rows span n − 1 dimensions.
+    assert_eq!(
+        d["rank"].as_u64().unwrap() + 1,
+        v["split"]["train_rows"].as_u64().unwrap()
+    );
+    assert_eq!(v["coefficients"].as_array().unwrap().len(), 2000);
+    assert!(v["log_evidence"].as_f64().is_some());
+    assert!(
+        v["coefficients"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["sd"].as_f64().unwrap() > 0.0)
+    );
+}
+
+/// Glass at γ = 400 (2.5n, 7 positives): parallel EP cycles at η = 0.7; the
+/// stall rule halves η and the run converges (to the fixed point an η = 0.5
+/// run reaches).
+#[test]
+fn a_cycling_run_is_damped_until_it_converges() {
+    let path = "../shared/datasets/glass.csv";
+    if !Path::new(path).is_file() {
+        eprintln!("skipped: {path} is absent");
+        return;
+    }
+    let a = json(&pacauc(&["fit", path, "--method", "ep", "--gamma", "400"]));
+    assert!(a["details"]["eta"].as_f64().unwrap() < 0.7);
+    let b = json(&pacauc(&[
+        "fit",
+        path,
+        "--method",
+        "ep",
+        "--gamma",
+        "400",
+        "--damping",
+        "0.5",
+    ]));
+    let (za, zb) = (
+        a["log_evidence"].as_f64().unwrap(),
+        b["log_evidence"].as_f64().unwrap(),
+    );
+    assert!((za - zb).abs() < 1e-5, "{za} vs {zb}");
+    for (ca, cb) in a["coefficients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(b["coefficients"].as_array().unwrap())
+    {
+        let (ma, mb, sd) = (
+            ca["mean"].as_f64().unwrap(),
+            cb["mean"].as_f64().unwrap(),
+            cb["sd"].as_f64().unwrap(),
+        );
+        assert!((ma - mb).abs() < 1e-3 * sd, "{ca} vs {cb}");
+    }
+}
