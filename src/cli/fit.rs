@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 
-use super::bayes_args::{BayesArgs, GammaChoice};
+use super::bayes_args::{BayesArgs, GammaChoice, PriorKind, Tunable};
 use super::data_args::DataArgs;
 use super::ep_args::EpArgs;
 use super::progress::Progress;
@@ -128,7 +128,18 @@ pub fn build_engine(args: &FitArgs, gamma: GammaChoice) -> Result<Box<dyn Engine
                 settings: args.smc.settings(args.data.seed),
             })
         }
-        Method::Ep => Box::new(args.ep.engine(gamma, args.folds, args.data.seed)),
+        Method::Ep => {
+            if args.bayes.prior == PriorKind::SpikeSlab
+                && (args.bayes.slab_var() == Ok(Tunable::Auto)
+                    || args.bayes.inclusion_prior(1) == Ok(Tunable::Auto))
+            {
+                return Err(CliError::Input(
+                    "spike-and-slab EP does not tune --slab-var or --inclusion-prior (`auto`) yet; give numbers"
+                        .into(),
+                ));
+            }
+            Box::new(args.ep.engine(gamma, args.folds, args.data.seed))
+        }
     })
 }
 

@@ -54,7 +54,12 @@ pub fn sweep_event(s: &SsSweepInfo<'_>, design: &Design) -> EpSweep {
     }
 }
 
-pub fn run(ep: &Ep, pb: &Problem, ctl: &Control, obs: &mut dyn Observer) -> Result<Fit, EngineError> {
+pub fn run(
+    ep: &Ep,
+    pb: &Problem,
+    ctl: &Control,
+    obs: &mut dyn Observer,
+) -> Result<Fit, EngineError> {
     let Prior::SpikeSlab {
         spike_var,
         slab_var,
@@ -95,7 +100,8 @@ pub fn run(ep: &Ep, pb: &Problem, ctl: &Control, obs: &mut dyn Observer) -> Resu
     };
     let mut model = SpikeSlabEp::new(&pb.x, &pb.y, prior, ep.precision)?;
     let outcome = model.run(gamma, &settings, ctl, &mut |s, design| {
-        sink.borrow_mut().emit(Event::EpSweep(sweep_event(s, design)));
+        sink.borrow_mut()
+            .emit(Event::EpSweep(sweep_event(s, design)));
     })?;
     let mut sink = sink.into_inner();
     if outcome.skipped > 0 {

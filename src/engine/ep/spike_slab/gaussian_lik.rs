@@ -45,7 +45,13 @@ impl LikelihoodSites for GaussianLik {
             return false;
         };
         let m = chol.solve(&r);
-        let log_det_q = 2.0 * chol.l_dirty().diagonal().iter().map(|d| d.ln()).sum::<f64>();
+        let log_det_q = 2.0
+            * chol
+                .l_dirty()
+                .diagonal()
+                .iter()
+                .map(|d| d.ln())
+                .sum::<f64>();
         self.q = Some(Posterior {
             v: chol.inverse(),
             r_v_r: r.dot(&m),

@@ -187,9 +187,7 @@ impl SpikeSlabEp {
             )));
         }
         self.lik.g = g;
-        self.lik
-            .ep
-            .set_evidence_every_sweep(s.evidence_every_sweep);
+        self.lik.ep.set_evidence_every_sweep(s.evidence_every_sweep);
         let mixture = self.mixture();
         let design = &self.design;
         sweep::run(

@@ -15,12 +15,16 @@ use crate::engine::run::{Control, EngineError};
 
 /// `n` spike variances log-spaced over [1e-6·v1, 0.1·v1], ascending.
 pub fn spike_var_grid(slab_var: f64, n: usize) -> Vec<f64> {
-    let (lo, hi) = ((1e-6f64).ln(), (0.1f64).ln());
+    let (lo, hi) = (1e-6f64, 0.1f64);
     match n {
         0 => Vec::new(),
-        1 => vec![0.1 * slab_var],
+        1 => vec![hi * slab_var],
         _ => (0..n)
-            .map(|i| slab_var * (lo + (hi - lo) * i as f64 / (n - 1) as f64).exp())
+            .map(|i| match i {
+                0 => lo * slab_var,
+                i if i == n - 1 => hi * slab_var,
+                i => slab_var * lo * (hi / lo).powf(i as f64 / (n - 1) as f64),
+            })
             .collect(),
     }
 }
@@ -69,7 +73,9 @@ pub fn run(
 ) -> Result<PathResult, EngineError> {
     let t0 = Instant::now();
     if grid.is_empty() {
-        return Err(EngineError::InvalidParams("the spike-variance grid is empty".into()));
+        return Err(EngineError::InvalidParams(
+            "the spike-variance grid is empty".into(),
+        ));
     }
     let prior_at = |spike_var: f64| SpikeSlab {
         spike_var,

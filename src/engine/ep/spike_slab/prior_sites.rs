@@ -140,10 +140,14 @@ impl PriorSites {
     /// Cavity of site k under q; None when invalid (τ₋ ≤ 0 or not finite).
     pub fn cavity(&self, q: &Posterior, k: usize) -> Option<Natural> {
         let vkk = q.v[(k, k)];
-        let cav = site::cavity(q.m[k], vkk, Site {
-            k: self.u[k],
-            h: self.v[k],
-        });
+        let cav = site::cavity(
+            q.m[k],
+            vkk,
+            Site {
+                k: self.u[k],
+                h: self.v[k],
+            },
+        );
         (cav.tau > 0.0 && cav.tau.is_finite() && cav.nu.is_finite()).then_some(cav)
     }
 
@@ -198,7 +202,8 @@ mod tests {
 
     /// Moments of N(m, s)·prior by the trapezoid rule on a fine grid.
     fn quadrature(m: f64, s: f64, prior: &MixturePrior) -> (f64, f64, f64, f64) {
-        let n = |x: f64, v: f64| (-(x * x) / (2.0 * v)).exp() / (2.0 * std::f64::consts::PI * v).sqrt();
+        let n =
+            |x: f64, v: f64| (-(x * x) / (2.0 * v)).exp() / (2.0 * std::f64::consts::PI * v).sqrt();
         let (lo, hi, steps) = (m - 12.0 * s.sqrt(), m + 12.0 * s.sqrt(), 400_000);
         let h = (hi - lo) / steps as f64;
         let (mut z, mut m1, mut m2, mut z1) = (0.0, 0.0, 0.0, 0.0);
@@ -225,11 +230,21 @@ mod tests {
             (2.0, 1.5, 0.1, 1.0, 0.9),
         ] {
             let prior = MixturePrior { spike, slab, incl };
-            let t = tilted(Natural { tau: 1.0 / s, nu: m / s }, &prior);
+            let t = tilted(
+                Natural {
+                    tau: 1.0 / s,
+                    nu: m / s,
+                },
+                &prior,
+            );
             let (lz, mean, var, w1) = quadrature(m, s, &prior);
             assert!((t.log_z - lz).abs() < 1e-9, "log Z {} vs {lz}", t.log_z);
             assert!((t.mean - mean).abs() < 1e-9, "mean {} vs {mean}", t.mean);
-            assert!((t.var - var).abs() < 1e-9 * var.max(1e-3), "var {} vs {var}", t.var);
+            assert!(
+                (t.var - var).abs() < 1e-9 * var.max(1e-3),
+                "var {} vs {var}",
+                t.var
+            );
             assert!((t.w1 - w1).abs() < 1e-9, "w1 {} vs {w1}", t.w1);
         }
     }
@@ -242,8 +257,17 @@ mod tests {
             incl: 0.1,
         };
         let mut fixed_seen = false;
-        for &(m, s) in &[(0.3, 0.05), (0.02, 0.01), (1.0, 0.5), (0.15, 0.02), (0.2, 0.004)] {
-            let cav = Natural { tau: 1.0 / s, nu: m / s };
+        for &(m, s) in &[
+            (0.3, 0.05),
+            (0.02, 0.01),
+            (1.0, 0.5),
+            (0.15, 0.02),
+            (0.2, 0.004),
+        ] {
+            let cav = Natural {
+                tau: 1.0 / s,
+                nu: m / s,
+            };
             let t = tilted(cav, &prior);
             let (site, fixed) = site_update(cav, &t, &prior);
             let q = Natural {

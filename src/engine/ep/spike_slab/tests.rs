@@ -75,7 +75,9 @@ fn enumerate(
             }
         }
     }
-    let sd = (0..d).map(|k| (second[k] - mean[k] * mean[k]).sqrt()).collect();
+    let sd = (0..d)
+        .map(|k| (second[k] - mean[k] * mean[k]).sqrt())
+        .collect();
     (log_z, mean, sd, incl)
 }
 
@@ -156,8 +158,18 @@ fn orthogonal_design_is_exact() {
             let got = out.evidence.log_z().unwrap();
             assert!((got - lz).abs() < 1e-8, "log Z {got} vs {lz}");
             for k in 0..8 {
-                assert!((out.inclusion[k] - incl[k]).abs() < 1e-8, "incl {k}: {} vs {}", out.inclusion[k], incl[k]);
-                assert!((m[k] - mean[k]).abs() < 1e-8, "mean {k}: {} vs {}", m[k], mean[k]);
+                assert!(
+                    (out.inclusion[k] - incl[k]).abs() < 1e-8,
+                    "incl {k}: {} vs {}",
+                    out.inclusion[k],
+                    incl[k]
+                );
+                assert!(
+                    (m[k] - mean[k]).abs() < 1e-8,
+                    "mean {k}: {} vs {}",
+                    m[k],
+                    mean[k]
+                );
                 assert!((s[k] - sd[k]).abs() < 1e-8, "sd {k}: {} vs {}", s[k], sd[k]);
             }
             if eta == 1.0 {
@@ -189,7 +201,13 @@ fn correlated_design_is_close() {
         worst.1 = worst.1.max((m[k] - mean[k]).abs() / sd[k]);
         worst.2 = worst.2.max((s[k] / sd[k]).ln().abs());
     }
-    eprintln!("correlated: |Δincl| {:.3}, |Δmean|/sd {:.3}, |log sd ratio| {:.3}, Δlog Z {:.3}", worst.0, worst.1, worst.2, got - lz);
+    eprintln!(
+        "correlated: |Δincl| {:.3}, |Δmean|/sd {:.3}, |log sd ratio| {:.3}, Δlog Z {:.3}",
+        worst.0,
+        worst.1,
+        worst.2,
+        got - lz
+    );
     assert!(worst.0 < 0.2 && worst.1 < 0.3 && worst.2 < 1.5f64.ln() && (got - lz).abs() < 0.3);
 }
 
@@ -223,15 +241,25 @@ fn full_inclusion_reproduces_gaussian_ep() {
         ep: s,
         ..SsSettings::default()
     };
-    let out = ss.run(gamma, &ss_s, &Control::new(), &mut |_, _| {}).unwrap();
+    let out = ss
+        .run(gamma, &ss_s, &Control::new(), &mut |_, _| {})
+        .unwrap();
     assert_eq!(out.sweeps, g_out.sweeps);
     let (gm, gs, sm, sd) = (lep.mean(), lep.sd(), ss.mean(), ss.sd());
     for k in 0..6 {
-        assert!((gm[k] - sm[k]).abs() < 1e-9 * gs[k], "mean {k}: {} vs {}", gm[k], sm[k]);
+        assert!(
+            (gm[k] - sm[k]).abs() < 1e-9 * gs[k],
+            "mean {k}: {} vs {}",
+            gm[k],
+            sm[k]
+        );
         assert!((gs[k] / sd[k] - 1.0).abs() < 1e-9, "sd {k}");
         assert_eq!(out.inclusion[k], 1.0);
     }
-    let (a, b) = (g_out.evidence.log_z().unwrap(), out.evidence.log_z().unwrap());
+    let (a, b) = (
+        g_out.evidence.log_z().unwrap(),
+        out.evidence.log_z().unwrap(),
+    );
     assert!((a - b).abs() < 1e-9, "log Z {a} vs {b}");
 }
 
@@ -248,7 +276,12 @@ fn common_rescaling_of_the_variances_changes_nothing() {
         };
         let mut m = SpikeSlabEp::new(&x, &y, prior, Precision::F64).unwrap();
         let out = m
-            .run(240.0, &SsSettings::default(), &Control::new(), &mut |_, _| {})
+            .run(
+                240.0,
+                &SsSettings::default(),
+                &Control::new(),
+                &mut |_, _| {},
+            )
             .unwrap();
         (out, m.mean())
     };
@@ -307,7 +340,12 @@ fn sparse_ep() -> (SsOutcome, Vec<f64>) {
     };
     let mut m = SpikeSlabEp::new(&x, &y, prior, Precision::F64).unwrap();
     let out = m
-        .run(gamma, &SsSettings::default(), &Control::new(), &mut |_, _| {})
+        .run(
+            gamma,
+            &SsSettings::default(),
+            &Control::new(),
+            &mut |_, _| {},
+        )
         .unwrap();
     let mean = m.mean();
     (out, mean)
@@ -320,9 +358,19 @@ fn sparse_demo_selects_the_informative_features() {
     let (out, _) = sparse_ep();
     for k in 0..20 {
         if INFORMATIVE.contains(&k) {
-            assert!(out.inclusion[k] > 0.9, "x{:02}: {}", k + 1, out.inclusion[k]);
+            assert!(
+                out.inclusion[k] > 0.9,
+                "x{:02}: {}",
+                k + 1,
+                out.inclusion[k]
+            );
         } else {
-            assert!(out.inclusion[k] < 0.3, "x{:02}: {}", k + 1, out.inclusion[k]);
+            assert!(
+                out.inclusion[k] < 0.3,
+                "x{:02}: {}",
+                k + 1,
+                out.inclusion[k]
+            );
         }
     }
 }
@@ -358,7 +406,10 @@ fn sparse_demo_agrees_with_smc() {
         for b in &fits {
             for k in 0..20 {
                 assert!((a.mean[k] - b.mean[k]).abs() < 0.1 * a.sd[k]);
-                let (pa, pb) = (a.inclusion.as_ref().unwrap()[k], b.inclusion.as_ref().unwrap()[k]);
+                let (pa, pb) = (
+                    a.inclusion.as_ref().unwrap()[k],
+                    b.inclusion.as_ref().unwrap()[k],
+                );
                 assert!((pa - pb).abs() < 0.05);
             }
             assert!((a.log_evidence.unwrap() - b.log_evidence.unwrap()).abs() < 0.2);
