@@ -206,12 +206,12 @@ pub fn run(args: &PathArgs) -> Result<(), CliError> {
                 String::from("spike_var,feature,mean,sd,inclusion,log_evidence,converged\n");
             let num = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
             for p in &result.points {
-                for k in 0..d {
+                for (k, name) in names.iter().enumerate() {
                     let _ = writeln!(
                         s,
                         "{},{},{},{},{},{},{}",
                         p.spike_var,
-                        csv_field(&names[k]),
+                        csv_field(name),
                         num(p.mean.get(k).copied()),
                         num(p.sd.get(k).copied()),
                         num(p.inclusion.get(k).copied()),

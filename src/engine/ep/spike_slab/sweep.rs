@@ -110,11 +110,11 @@ pub struct SsEvidence {
 impl SsEvidence {
     pub fn log_z(&self) -> Option<f64> {
         let prior = self.sum_log_c_prior?;
-        (self.skipped == 0).then(|| {
+        (self.skipped == 0).then_some(
             self.sum_log_c_lik + prior + 0.5 * self.dim as f64 * LN_2PI - 0.5 * self.log_det_q
                 + 0.5 * self.r_v_r
-                + self.constant
-        })
+                + self.constant,
+        )
     }
 }
 
