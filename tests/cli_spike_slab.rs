@@ -99,10 +99,11 @@ fn defaults_follow_theory_and_dirac_spikes_are_refused() {
         "ep",
         "--prior",
         "spike-slab",
-        "--inclusion-prior",
+        "--slab-var",
         "auto",
     ]);
     assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--slab-var"));
 }
 
 #[test]
@@ -175,4 +176,47 @@ fn path_needs_the_spike_slab_prior_and_a_valid_grid() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("1e-6"));
+}
+
+/// `--inclusion-prior auto`: p = mean inclusion at the fixed point, where
+/// ∂ log Z_EP/∂p = 0; its evidence beats p 25% lower or higher.
+#[test]
+fn inclusion_prior_auto_maximises_the_evidence() {
+    let fit = |p: &str| {
+        json(&pacauc(&[
+            "fit",
+            DEMO,
+            "--test-frac",
+            "0",
+            "--method",
+            "ep",
+            "--prior",
+            "spike-slab",
+            "--gamma",
+            "1.5n",
+            "--inclusion-prior",
+            p,
+        ]))
+    };
+    let v = fit("auto");
+    let tuned = &v["details"]["inclusion_prior"];
+    assert_eq!(tuned["chosen_by"], "evidence");
+    assert_eq!(tuned["converged"], true);
+    let p = v["prior"]["incl"].as_f64().unwrap();
+    let mean_incl = v["inclusion"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["prob"].as_f64().unwrap())
+        .sum::<f64>()
+        / 20.0;
+    assert!(
+        (p / mean_incl - 1.0).abs() < 2e-3,
+        "p {p} vs mean {mean_incl}"
+    );
+    let z = v["log_evidence"].as_f64().unwrap();
+    for other in [0.75 * p, 1.25 * p] {
+        let zo = fit(&other.to_string())["log_evidence"].as_f64().unwrap();
+        assert!(zo < z, "log Z at p = {other}: {zo} vs {z} at {p}");
+    }
 }

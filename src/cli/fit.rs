@@ -129,16 +129,15 @@ pub fn build_engine(args: &FitArgs, gamma: GammaChoice) -> Result<Box<dyn Engine
             })
         }
         Method::Ep => {
-            if args.bayes.prior == PriorKind::SpikeSlab
-                && (args.bayes.slab_var() == Ok(Tunable::Auto)
-                    || args.bayes.inclusion_prior(1) == Ok(Tunable::Auto))
-            {
+            let spike_slab = args.bayes.prior == PriorKind::SpikeSlab;
+            if spike_slab && args.bayes.slab_var() == Ok(Tunable::Auto) {
                 return Err(CliError::Input(
-                    "spike-and-slab EP does not tune --slab-var or --inclusion-prior (`auto`) yet; give numbers"
-                        .into(),
+                    "spike-and-slab EP does not tune --slab-var (`auto`) yet; give a number".into(),
                 ));
             }
-            Box::new(args.ep.engine(gamma, args.folds, args.data.seed))
+            let mut ep = args.ep.engine(gamma, args.folds, args.data.seed);
+            ep.tune_inclusion = spike_slab && args.bayes.inclusion_prior(1) == Ok(Tunable::Auto);
+            Box::new(ep)
         }
     })
 }

@@ -43,6 +43,9 @@ pub struct Ep {
     pub ard: ArdSettings,
     /// Report log Z_EP at every sweep (costs ~15% of a sweep) or only at the end.
     pub evidence_every_sweep: bool,
+    /// Spike-and-slab: choose the inclusion prior p by maximising log Z_EP.
+    #[serde(default)]
+    pub tune_inclusion: bool,
 }
 
 impl Default for Ep {
@@ -54,6 +57,7 @@ impl Default for Ep {
             precision: Precision::Auto,
             ard: ArdSettings::default(),
             evidence_every_sweep: true,
+            tune_inclusion: false,
         }
     }
 }

@@ -17,6 +17,11 @@ use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
 use crate::engine::run::{Control, EngineError, Observer};
 
+/// Most evidence iterations of `--inclusion-prior auto`, and their stopping
+/// rule (relative change of p).
+const INCLUSION_ITERS: usize = 50;
+const INCLUSION_TOL: f64 = 1e-3;
+
 /// A feature counts as selected when its inclusion probability exceeds this.
 pub const SELECTED: f64 = 0.5;
 
@@ -98,12 +103,81 @@ pub fn run(
         slab_var,
         incl,
     };
+    // `--inclusion-prior auto` starts from p = ½ (with small p and moderate γ EP
+    // can fail to converge or collapse to all-spike, see ALGORITHMS.md §5 notes).
+    let prior = if ep.tune_inclusion {
+        SpikeSlab { incl: 0.5, ..prior }
+    } else {
+        prior
+    };
     let mut model = SpikeSlabEp::new(&pb.x, &pb.y, prior, ep.precision)?;
-    let outcome = model.run(gamma, &settings, ctl, &mut |s, design| {
+    let mut on_sweep = |s: &SsSweepInfo<'_>, design: &Design| {
         sink.borrow_mut()
             .emit(Event::EpSweep(sweep_event(s, design)));
-    })?;
+    };
+    let mut outcome = model.run(gamma, &settings, ctl, &mut on_sweep)?;
+    let mut tuning = Vec::new();
+    let mut tuned_converged = true;
+    if ep.tune_inclusion {
+        // At an EP fixed point ∂ log Z_EP/∂p = Σ_k (w1_k/p − w0_k/(1 − p)), zero at
+        // p = mean_k w1_k: iterate that, each step a warm-started EP run.
+        tuned_converged = false;
+        let mut p = prior.incl;
+        for iteration in 1..=INCLUSION_ITERS {
+            let new_p = outcome.inclusion.iter().sum::<f64>() / d as f64;
+            tuning.push(json!({
+                "iteration": iteration, "incl": p, "log_z": outcome.evidence.log_z(),
+                "sweeps": outcome.sweeps, "next": new_p,
+            }));
+            sink.borrow_mut().emit(Event::Log {
+                level: LogLevel::Info,
+                message: format!(
+                    "ep spike-slab: p = {p:.5}, log Z_EP = {}, next p = {new_p:.5}",
+                    outcome
+                        .evidence
+                        .log_z()
+                        .map_or("-".into(), |z| format!("{z:.6}"))
+                ),
+            });
+            if (new_p / p).ln().abs() < INCLUSION_TOL {
+                tuned_converged = true;
+                break;
+            }
+            if iteration == INCLUSION_ITERS {
+                break;
+            }
+            model.set_prior(SpikeSlab {
+                incl: new_p,
+                ..prior
+            })?;
+            // The record keeps the sweeps of the last EP run only.
+            sink.borrow_mut().drop_earlier_sweeps();
+            match model.run(gamma, &settings, ctl, &mut on_sweep) {
+                Ok(o) => {
+                    outcome = o;
+                    p = new_p;
+                }
+                Err(EngineError::NotConverged { .. }) => {
+                    // Keep the last p at which EP converged.
+                    model.set_prior(SpikeSlab { incl: p, ..prior })?;
+                    sink.borrow_mut().drop_earlier_sweeps();
+                    outcome = model.run(gamma, &settings, ctl, &mut on_sweep)?;
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    let incl = model.prior().incl;
     let mut sink = sink.into_inner();
+    if !tuned_converged {
+        sink.emit(Event::Log {
+            level: LogLevel::Warn,
+            message: format!(
+                "ep spike-slab: the inclusion prior was still moving after {INCLUSION_ITERS} iterations"
+            ),
+        });
+    }
     if outcome.skipped > 0 {
         sink.emit(Event::Log {
             level: LogLevel::Warn,
@@ -142,7 +216,11 @@ pub fn run(
     fit.inclusion = Some(outcome.inclusion.clone());
     fit.log_evidence = outcome.evidence.log_z();
     fit.gamma = Some(gamma);
-    fit.prior = Some(pb.prior.clone());
+    fit.prior = Some(Prior::SpikeSlab {
+        spike_var,
+        slab_var,
+        incl,
+    });
     fit.covariance = model.cov();
     fit.converged = true;
     fit.details = json!({
@@ -171,6 +249,12 @@ pub fn run(
             "convention": "π ∝ prior · exp(−γ R_n), R_n = share of discordant pairs; each pair's factor is exp(−(γ/M)·1{<θ, x_i − x_j> < 0})",
         },
         "evidence": outcome.evidence,
+        "inclusion_prior": {
+            "value": incl,
+            "chosen_by": if ep.tune_inclusion { "evidence" } else { "fixed" },
+            "converged": tuned_converged,
+            "trace": tuning,
+        },
         "seconds": { "ep": outcome.seconds, "total": t0.elapsed().as_secs_f64() },
     });
     fit.trace = sink.trace;
