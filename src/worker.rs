@@ -233,6 +233,7 @@ mod tests {
             } else {
                 Vec::new()
             },
+            inclusion: None,
         })
     }
 

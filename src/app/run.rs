@@ -190,14 +190,27 @@ impl RunView {
             .collect()
     }
 
-    /// Final inclusion probabilities, by feature.
-    pub fn inclusion(&self) -> Option<Vec<(String, f64)>> {
-        let r = self.record.as_ref()?;
+    /// Inclusion probabilities by feature: the record's when finished, else the
+    /// latest SMC stage's (so the pane fills while a spike-and-slab run goes on).
+    pub fn inclusion(&self, names: &[String]) -> Option<Vec<(String, f64)>> {
+        if let Some(r) = &self.record {
+            return Some(
+                r.inclusion
+                    .as_ref()?
+                    .iter()
+                    .map(|i| (i.name.clone(), i.prob))
+                    .collect(),
+            );
+        }
+        let probs = self.smc.last()?.inclusion.as_ref()?;
         Some(
-            r.inclusion
-                .as_ref()?
+            probs
                 .iter()
-                .map(|i| (i.name.clone(), i.prob))
+                .enumerate()
+                .map(|(k, &p)| {
+                    let name = names.get(k).cloned();
+                    (name.unwrap_or_else(|| format!("θ{}", k + 1)), p)
+                })
                 .collect(),
         )
     }

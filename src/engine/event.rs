@@ -73,6 +73,9 @@ pub struct SmcStage {
     /// Per-coordinate particle histograms (not kept in run records' traces).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub histograms: Vec<Histogram>,
+    /// Spike-and-slab: the particles' inclusion probabilities P(z_k = 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inclusion: Option<Vec<f64>>,
 }
 
 /// One EP sweep.

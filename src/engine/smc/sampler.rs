@@ -121,7 +121,7 @@ pub fn run<T: Target + ?Sized>(
             elapsed: t0.elapsed().as_secs_f64(),
         },
         &natural(target, &theta, d),
-        d,
+        target,
         obs,
         &mut trace,
         &mut path,
@@ -230,7 +230,7 @@ pub fn run<T: Target + ?Sized>(
                 elapsed: t0.elapsed().as_secs_f64(),
             },
             &natural(target, &theta, d),
-            d,
+            target,
             obs,
             &mut trace,
             &mut path,
@@ -351,14 +351,15 @@ fn natural<T: Target + ?Sized>(target: &T, cloud: &[f64], d: usize) -> Vec<f64> 
 }
 
 /// Streams a stage (with histograms) and records it (without).
-fn emit(
+fn emit<T: Target + ?Sized>(
     info: StageInfo,
     theta: &[f64],
-    d: usize,
+    target: &T,
     obs: &mut dyn Observer,
     trace: &mut Vec<Event>,
     path: &mut Vec<StageInfo>,
 ) {
+    let d = target.dim();
     let (mean, sd) = moments(theta, d);
     let stage = SmcStage {
         stage: info.stage,
@@ -374,6 +375,7 @@ fn emit(
         evaluations: info.evaluations,
         elapsed: info.elapsed,
         histograms: Vec::new(),
+        inclusion: target.inclusion(theta),
     };
     trace.push(Event::SmcStage(stage.clone()));
     obs.observe(Event::SmcStage(SmcStage {
