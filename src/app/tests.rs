@@ -75,12 +75,28 @@ fn events_fill_the_traces_and_stale_events_are_ignored() {
         p.names.len()
     );
     assert!(app.run(id).unwrap().inclusion(&p.names).is_none());
+    // In-stage move progress is shown until the stage ends.
+    let mv = crate::engine::event::SmcMove {
+        stage: 4,
+        gamma: 100.0,
+        step: 7,
+        acceptance: 0.3,
+        max_correlation: Some(0.4),
+        elapsed: 2.0,
+    };
+    update(
+        &mut app,
+        msg(id, WorkerEvent::Event(Event::SmcMove(mv.clone()))),
+    );
+    assert_eq!(app.run(id).unwrap().smc_move, Some(mv));
+    assert_eq!(app.run(id).unwrap().smc.len(), 3);
     // A spike-and-slab stage's inclusion shows while the run goes on.
     let mut stage = smc.events[2].clone();
     if let Event::SmcStage(s) = &mut stage {
         s.inclusion = Some(vec![0.25; p.names.len()]);
     }
     update(&mut app, msg(id, WorkerEvent::Event(stage)));
+    assert!(app.run(id).unwrap().smc_move.is_none());
     let live = app.run(id).unwrap().inclusion(&p.names).unwrap();
     assert_eq!(live.len(), p.names.len());
     assert_eq!(live[0], (p.names[0].clone(), 0.25));
