@@ -383,7 +383,7 @@ fn sparse_demo_selects_the_informative_features() {
 /// the same selection, log Z within 0.6 (§4's tolerance), EP's means within
 /// 0.25 SMC sd. Measured: 0.19–0.20 sd (EP's four informative means are ~5%
 /// smaller than SMC's, its sds 0.55–0.77 of SMC's), log Z 0.4 low — the issue's
-/// target of 0.15 sd is not met here. ~4 minutes on one core:
+/// target of 0.15 sd is not met here. 4–12 minutes (three SMC runs):
 /// `cargo test --release --lib -- --ignored agrees_with_smc --nocapture`.
 #[test]
 #[ignore]
