@@ -172,6 +172,7 @@ pub fn ep_with(
                 mean: mean.iter().map(|m| m * (1.0 - r)).collect(),
                 sd: sd.iter().map(|s| s * (1.0 + r)).collect(),
                 elapsed: 0.002 * t as f64,
+                inclusion: None,
             })
         })
         .collect();

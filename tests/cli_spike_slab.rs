@@ -51,6 +51,20 @@ fn spike_slab_fit_reports_inclusion_and_evidence() {
         assert!(prob(name) > 0.9, "{name}: {}", prob(name));
     }
     assert!(prob("x01") < 0.3 && prob("x20") < 0.3);
+    // Every sweep streams the inclusion (the explorer's pane fills live); the
+    // last sweep's is the result's.
+    let sweeps: Vec<&serde_json::Value> = v["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "ep_sweep")
+        .collect();
+    assert!(sweeps.len() > 1);
+    let last = sweeps[sweeps.len() - 1]["inclusion"].as_array().unwrap();
+    for (a, i) in last.iter().zip(incl) {
+        let (a, b) = (a.as_f64().unwrap(), i["prob"].as_f64().unwrap());
+        assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+    }
     // The score of the selected features is evaluated beside the posterior mean.
     assert!(
         v["auc"]["alternatives"]["selected"]["test"]

@@ -196,7 +196,8 @@ impl RunView {
     }
 
     /// Inclusion probabilities by feature: the record's when finished, else the
-    /// latest SMC stage's (so the pane fills while a spike-and-slab run goes on).
+    /// latest SMC stage's or EP sweep's (the pane fills while a spike-and-slab run
+    /// goes on).
     pub fn inclusion(&self, names: &[String]) -> Option<Vec<(String, f64)>> {
         if let Some(r) = &self.record {
             return Some(
@@ -207,7 +208,11 @@ impl RunView {
                     .collect(),
             );
         }
-        let probs = self.smc.last()?.inclusion.as_ref()?;
+        let probs = match (self.smc.last(), self.ep.last()) {
+            (Some(s), _) => s.inclusion.as_ref()?,
+            (None, Some(e)) => e.inclusion.as_ref()?,
+            (None, None) => return None,
+        };
         Some(
             probs
                 .iter()

@@ -110,6 +110,9 @@ pub struct EpSweep {
     pub mean: Vec<f64>,
     pub sd: Vec<f64>,
     pub elapsed: f64,
+    /// Spike-and-slab: inclusion probabilities P(z_k = 1) after this sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inclusion: Option<Vec<f64>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

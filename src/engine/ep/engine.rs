@@ -201,6 +201,7 @@ impl Engine for Ep {
                     Vec::new()
                 },
                 elapsed: s.elapsed,
+                inclusion: None,
             }));
         };
         let (outcome, ard_result) = if ard_on {

@@ -56,6 +56,7 @@ pub fn sweep_event(s: &SsSweepInfo<'_>, design: &Design) -> EpSweep {
         mean: design.theta_mean(s.q),
         sd: design.theta_sd(s.q),
         elapsed: s.elapsed,
+        inclusion: Some(s.inclusion.to_vec()),
     }
 }
 
