@@ -32,18 +32,19 @@ PAPER = {
     "eeg": (None, 0.625),  # student report: SMC .651, logit .625
 }
 # Seeds and CV settings per data set (small sets: 20 splits, their test sets
-# are tiny). EEG (11k training rows, 31M pairs) uses
-# 3 folds and 3 grid points; DNA and EEG run ARD at the γ chosen for the
-# Gaussian prior (ARD inside every fold and grid point would take hours there).
+# are tiny). EEG (11k training rows, 31M pairs) uses 3 folds and 3 grid points
+# and no ARD; Credit and DNA run ARD at the γ chosen for the Gaussian prior
+# (ARD inside every fold and grid point: 200 s per split on Credit, hours on DNA).
 CONFIG = {
     "pima": {"seeds": 20},
-    "credit": {"seeds": 5},
+    "credit": {"seeds": 5, "ard_fixed_gamma": True},
     "dna": {"seeds": 5, "ard_fixed_gamma": True},
     "spect_train": {"seeds": 20},
     "colon": {"seeds": 20},
     "glass": {"seeds": 20},
     "sonar": {"seeds": 20},
-    "eeg": {"seeds": 3, "folds": 3, "grid": "0.25,1,4", "ard_fixed_gamma": True},
+    # EEG: EP fails (η collapses) already at γ = 0.25n; see docs/PROTOCOL.md.
+    "eeg": {"seeds": 2, "folds": 3, "grid": "0.01,0.03,0.1", "ard": False},
 }
 ARD_ITERS = "30"
 
@@ -76,6 +77,8 @@ def fit_all(binary, out, names):
         for seed in range(cfg["seeds"]):
             run(binary, out, name, "logit", seed, ["--method", "logit"])
             g = run(binary, out, name, "ep", seed, ["--method", "ep", "--gamma", "auto"] + cv)
+            if not cfg.get("ard", True):
+                continue
             if cfg.get("ard_fixed_gamma"):
                 if "gamma" not in g:
                     continue
