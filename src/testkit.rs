@@ -120,6 +120,7 @@ pub fn smc_with(
             evaluations: (t * 2000) as u64,
             elapsed: 0.05 * t as f64,
             histograms: hists.clone(),
+            inclusion: None,
         }));
     }
     let (p, final_hists) = particles(&mean, &sd, 2000, seed);

@@ -75,7 +75,9 @@ impl Observer for ChannelObserver {
         if let Event::SmcStage(s) = &mut event {
             snapshot = std::mem::take(&mut s.histograms);
         }
-        self.trace.push(event.clone());
+        if !matches!(event, Event::SmcMove(_)) {
+            self.trace.push(event.clone()); // in-stage progress is not part of the record
+        }
         if !snapshot.is_empty() {
             let now = Instant::now();
             let due = self
@@ -233,6 +235,7 @@ mod tests {
             } else {
                 Vec::new()
             },
+            inclusion: None,
         })
     }
 

@@ -57,6 +57,14 @@ fn ragged_row_gives_line_and_counts() {
 }
 
 #[test]
+fn unterminated_quote_is_named_as_such() {
+    let (k, m) = err("a,b,y\n1,2,0\n1,\"2,0\n3,4,1\n5,6,0\n", opts());
+    assert_eq!(k, K::RaggedRow);
+    assert!(m.contains("line 3"), "{m}");
+    assert!(m.contains("never closed"), "{m}");
+}
+
+#[test]
 fn duplicate_header_names_both_columns() {
     let (k, m) = err("a,b,a,y\n1,2,3,0\n", opts());
     assert_eq!(k, K::DuplicateHeader);

@@ -254,6 +254,21 @@ fn recorded_trace_has_no_histograms_and_spike_slab_reports_inclusion() {
     }));
     let incl = f.inclusion.unwrap();
     assert_eq!(incl.len(), 7);
+    // Every stage streams the cloud's inclusion (the explorer's pane fills live);
+    // the last stage's cloud is the final one.
+    let staged: Vec<&Vec<f64>> = f
+        .trace
+        .iter()
+        .filter_map(|e| match e {
+            Event::SmcStage(s) => s.inclusion.as_ref(),
+            _ => None,
+        })
+        .collect();
+    assert!(staged.len() >= 2);
+    let last = staged[staged.len() - 1];
+    for (a, b) in last.iter().zip(&incl) {
+        assert!((a - b).abs() < 1e-12, "{last:?} vs {incl:?}");
+    }
     // (The AUC risk ignores the scale of θ, so an all-spike θ ranks as well as an
     // all-slab one: inclusion is about relative sizes and stays low here.)
     assert!(incl.iter().all(|&q| (0.0..=1.0).contains(&q)), "{incl:?}");

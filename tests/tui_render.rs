@@ -261,3 +261,23 @@ fn no_color_means_no_colour() {
             .any(|c| c.fg != Color::Reset)
     );
 }
+
+#[test]
+fn a_long_stage_shows_its_moves() {
+    let mut app = live();
+    let mv = pacauc::engine::event::SmcMove {
+        stage: 6,
+        gamma: 200.0,
+        step: 17,
+        acceptance: 0.31,
+        max_correlation: Some(0.42),
+        elapsed: 12.5,
+    };
+    feed(
+        &mut app,
+        3,
+        WorkerEvent::Event(pacauc::engine::Event::SmcMove(mv)),
+    );
+    let s = screen(&app, 120, 40);
+    assert!(s.contains("stage 6: move 17 acc 31% corr 0.42"), "{s}");
+}

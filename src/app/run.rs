@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::ring::Ring;
 use super::run_config::RunConfig;
 use crate::engine::Event;
-use crate::engine::event::{EpSweep, Histogram, LogLevel, SmcStage};
+use crate::engine::event::{EpSweep, Histogram, LogLevel, SmcMove, SmcStage};
 use crate::engine::record::RunRecord;
 use crate::worker::RunId;
 
@@ -60,6 +60,8 @@ pub struct RunView {
     pub start: Option<StartInfo>,
     /// SMC stages without their histograms.
     pub smc: Ring<SmcStage>,
+    /// Progress of the moves of the stage under way (cleared when it ends).
+    pub smc_move: Option<SmcMove>,
     pub ep: Ring<EpSweep>,
     /// The latest particle histograms (live snapshot, then the final ones).
     pub histograms: Vec<Histogram>,
@@ -85,6 +87,7 @@ impl RunView {
             status: RunStatus::Queued,
             start: None,
             smc: Ring::new(TRACE_CAPACITY),
+            smc_move: None,
             ep: Ring::new(TRACE_CAPACITY),
             histograms: Vec::new(),
             logs: Ring::new(LOG_CAPACITY),
@@ -143,7 +146,9 @@ impl RunView {
                     self.histograms = h;
                 }
                 self.smc.push(s);
+                self.smc_move = None;
             }
+            Event::SmcMove(m) => self.smc_move = Some(m),
             Event::EpSweep(s) => self.ep.push(s),
             Event::Log { level, message } => self.logs.push((level, message)),
         }
@@ -190,14 +195,27 @@ impl RunView {
             .collect()
     }
 
-    /// Final inclusion probabilities, by feature.
-    pub fn inclusion(&self) -> Option<Vec<(String, f64)>> {
-        let r = self.record.as_ref()?;
+    /// Inclusion probabilities by feature: the record's when finished, else the
+    /// latest SMC stage's (so the pane fills while a spike-and-slab run goes on).
+    pub fn inclusion(&self, names: &[String]) -> Option<Vec<(String, f64)>> {
+        if let Some(r) = &self.record {
+            return Some(
+                r.inclusion
+                    .as_ref()?
+                    .iter()
+                    .map(|i| (i.name.clone(), i.prob))
+                    .collect(),
+            );
+        }
+        let probs = self.smc.last()?.inclusion.as_ref()?;
         Some(
-            r.inclusion
-                .as_ref()?
+            probs
                 .iter()
-                .map(|i| (i.name.clone(), i.prob))
+                .enumerate()
+                .map(|(k, &p)| {
+                    let name = names.get(k).cloned();
+                    (name.unwrap_or_else(|| format!("θ{}", k + 1)), p)
+                })
                 .collect(),
         )
     }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::*;
+use crate::engine::event::Event;
 use crate::testkit;
 
 fn app() -> (App, Dataset, Prepared) {
@@ -73,11 +74,37 @@ fn events_fill_the_traces_and_stale_events_are_ignored() {
         app.run(id).unwrap().coefficients(&p.names).len(),
         p.names.len()
     );
+    assert!(app.run(id).unwrap().inclusion(&p.names).is_none());
+    // In-stage move progress is shown until the stage ends.
+    let mv = crate::engine::event::SmcMove {
+        stage: 4,
+        gamma: 100.0,
+        step: 7,
+        acceptance: 0.3,
+        max_correlation: Some(0.4),
+        elapsed: 2.0,
+    };
+    update(
+        &mut app,
+        msg(id, WorkerEvent::Event(Event::SmcMove(mv.clone()))),
+    );
+    assert_eq!(app.run(id).unwrap().smc_move, Some(mv));
+    assert_eq!(app.run(id).unwrap().smc.len(), 3);
+    // A spike-and-slab stage's inclusion shows while the run goes on.
+    let mut stage = smc.events[2].clone();
+    if let Event::SmcStage(s) = &mut stage {
+        s.inclusion = Some(vec![0.25; p.names.len()]);
+    }
+    update(&mut app, msg(id, WorkerEvent::Event(stage)));
+    assert!(app.run(id).unwrap().smc_move.is_none());
+    let live = app.run(id).unwrap().inclusion(&p.names).unwrap();
+    assert_eq!(live.len(), p.names.len());
+    assert_eq!(live[0], (p.names[0].clone(), 0.25));
     // Cancel: later events of that run are stale.
     let cmds = update(&mut app, Msg::Key(Key::Char('c')));
     assert_eq!(cmds, vec![Command::Cancel { run: id }]);
     update(&mut app, msg(id, WorkerEvent::Event(smc.events[3].clone())));
-    assert_eq!(app.run(id).unwrap().smc.len(), 3, "stale event applied");
+    assert_eq!(app.run(id).unwrap().smc.len(), 4, "stale event applied");
     update(&mut app, msg(id, WorkerEvent::Cancelled));
     assert_eq!(app.run(id).unwrap().status, RunStatus::Cancelled);
     assert_eq!(app.active, None);
@@ -100,7 +127,7 @@ fn cancel_keeps_previous_results() {
     update(&mut app, msg(b, WorkerEvent::Cancelled));
     let first = app.run(a).unwrap();
     assert_eq!(first.status, RunStatus::Finished);
-    assert!(first.record.is_some() && first.inclusion().is_some());
+    assert!(first.record.is_some() && first.inclusion(&[]).is_some());
 }
 
 #[test]
@@ -246,7 +273,7 @@ fn replay_fills_every_run_from_its_record() {
     assert_eq!(app.run(1).unwrap().smc.len(), 6);
     assert!(!app.run(1).unwrap().histograms.is_empty());
     assert_eq!(app.run(2).unwrap().ep.len(), 9);
-    assert!(app.run_for(|r| r.inclusion().is_some()).is_some());
+    assert!(app.run_for(|r| r.inclusion(&[]).is_some()).is_some());
     assert_eq!(app.names(), p.names.as_slice());
     assert!(app.data_args().is_none(), "nothing to re-run on");
     let mut app = app;

@@ -132,6 +132,7 @@ impl EpArgs {
                 ..ArdSettings::default()
             },
             evidence_every_sweep: !self.final_evidence_only,
+            tune_inclusion: false,
         }
     }
 }

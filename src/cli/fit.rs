@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 
-use super::bayes_args::{BayesArgs, GammaChoice};
+use super::bayes_args::{BayesArgs, GammaChoice, PriorKind, Tunable};
 use super::data_args::DataArgs;
 use super::ep_args::EpArgs;
 use super::progress::Progress;
@@ -128,7 +128,17 @@ pub fn build_engine(args: &FitArgs, gamma: GammaChoice) -> Result<Box<dyn Engine
                 settings: args.smc.settings(args.data.seed),
             })
         }
-        Method::Ep => Box::new(args.ep.engine(gamma, args.folds, args.data.seed)),
+        Method::Ep => {
+            let spike_slab = args.bayes.prior == PriorKind::SpikeSlab;
+            if spike_slab && args.bayes.slab_var() == Ok(Tunable::Auto) {
+                return Err(CliError::Input(
+                    "spike-and-slab EP does not tune --slab-var (`auto`) yet; give a number".into(),
+                ));
+            }
+            let mut ep = args.ep.engine(gamma, args.folds, args.data.seed);
+            ep.tune_inclusion = spike_slab && args.bayes.inclusion_prior(1) == Ok(Tunable::Auto);
+            Box::new(ep)
+        }
     })
 }
 

@@ -8,6 +8,7 @@ mod ep_args;
 mod explore;
 pub mod fit;
 mod gen_demo;
+mod path;
 mod progress;
 mod smc_args;
 mod table;
@@ -44,6 +45,8 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Fit one method headless and print the run record (JSON) or a table.
     Fit(Box<FitArgs>),
+    /// The spike-and-slab regularisation path: EP over a grid of spike variances v0.
+    Path(Box<path::PathArgs>),
     /// Regenerate the synthetic demo data.
     GenDemo(GenDemoArgs),
     /// Time a method (best of several runs) against the floor of its hot path.
@@ -95,6 +98,7 @@ pub fn main() -> ExitCode {
                 Command::Explore(args) => explore::explore(args).map_err(CliError::Input),
                 Command::Replay(args) => explore::replay(args).map_err(CliError::Input),
                 Command::Fit(args) => fit::run(args),
+                Command::Path(args) => path::run(args),
                 Command::GenDemo(args) => gen_demo::run(args).map_err(CliError::Input),
                 Command::Bench(args) => bench::run(args),
                 Command::BenchEp(args) => bench_ep::run(args),

@@ -63,6 +63,19 @@ impl Observer for Progress {
                 ),
                 true,
             ),
+            Event::SmcMove(m) => self.line(
+                &format!(
+                    "smc stage {:>3}  γ = {:<10.4}  moving: step {}  accept {:>5.1}%{}  {:.1}s",
+                    m.stage,
+                    m.gamma,
+                    m.step,
+                    100.0 * m.acceptance,
+                    m.max_correlation
+                        .map_or(String::new(), |c| format!("  max corr {c:.2}")),
+                    m.elapsed
+                ),
+                true,
+            ),
             Event::EpSweep(s) => self.line(
                 &format!(
                     "ep sweep {:>4}  Δ = {:<10.3e}  η = {:<6.3}  log Z = {}  negative sites {:>5.1}%  {:.2}s",

@@ -73,6 +73,25 @@ pub struct SmcStage {
     /// Per-coordinate particle histograms (not kept in run records' traces).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub histograms: Vec<Histogram>,
+    /// Spike-and-slab: the particles' inclusion probabilities P(z_k = 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inclusion: Option<Vec<f64>>,
+}
+
+/// Progress inside a long SMC stage (its moves), at most a few per second; not
+/// kept in run records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SmcMove {
+    pub stage: usize,
+    pub gamma: f64,
+    /// Move steps done so far in this stage.
+    pub step: usize,
+    /// Acceptance rate of this stage's steps so far.
+    pub acceptance: f64,
+    /// Largest |correlation| with the stage's start (when measured: adaptive moves).
+    pub max_correlation: Option<f64>,
+    /// Seconds since the run started.
+    pub elapsed: f64,
 }
 
 /// One EP sweep.
@@ -104,6 +123,7 @@ pub enum Event {
         gamma: f64,
     },
     SmcStage(SmcStage),
+    SmcMove(SmcMove),
     EpSweep(EpSweep),
     Log {
         level: LogLevel,

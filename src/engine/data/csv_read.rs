@@ -133,12 +133,19 @@ pub fn parse_table(path: &Path, bytes: &[u8]) -> Result<RawTable, DataError> {
                 ),
             )
             .line(line)
-            .hint(format!(
-                "every row needs exactly {} fields separated by '{}'; look for a missing \
-                 field or a value containing the delimiter without quotes",
-                header.len(),
-                delimiter_name(delimiter)
-            )));
+            .hint(if record.iter().any(|f| f.contains(&b'\n')) {
+                // csv reads on to the next quote: the row swallowed the lines after it.
+                "a quote (\") opened on this line is never closed, so the following lines were \
+                 read as part of one field; close the quote or remove it"
+                    .to_string()
+            } else {
+                format!(
+                    "every row needs exactly {} fields separated by '{}'; look for a missing \
+                     field or a value containing the delimiter without quotes",
+                    header.len(),
+                    delimiter_name(delimiter)
+                )
+            }));
         }
         for field in record.iter() {
             text.extend_from_slice(field.trim_ascii());

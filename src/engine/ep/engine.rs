@@ -43,6 +43,9 @@ pub struct Ep {
     pub ard: ArdSettings,
     /// Report log Z_EP at every sweep (costs ~15% of a sweep) or only at the end.
     pub evidence_every_sweep: bool,
+    /// Spike-and-slab: choose the inclusion prior p by maximising log Z_EP.
+    #[serde(default)]
+    pub tune_inclusion: bool,
 }
 
 impl Default for Ep {
@@ -54,6 +57,7 @@ impl Default for Ep {
             precision: Precision::Auto,
             ard: ArdSettings::default(),
             evidence_every_sweep: true,
+            tune_inclusion: false,
         }
     }
 }
@@ -62,15 +66,15 @@ impl Default for Ep {
 /// (the observer always gets them all).
 const TRACE_MOMENTS_MAX_D: usize = 200;
 /// Streams events to the observer and keeps them for the fit's trace.
-struct Sink<'a> {
-    obs: &'a mut dyn Observer,
-    trace: Vec<Event>,
+pub(crate) struct Sink<'a> {
+    pub(crate) obs: &'a mut dyn Observer,
+    pub(crate) trace: Vec<Event>,
     /// Sweeps before this index belong to earlier EP runs (ARD iterations).
-    kept_from: usize,
+    pub(crate) kept_from: usize,
 }
 
 impl Sink<'_> {
-    fn emit(&mut self, e: Event) {
+    pub(crate) fn emit(&mut self, e: Event) {
         let mut kept = e.clone();
         if let Event::EpSweep(s) = &mut kept
             && s.mean.len() > TRACE_MOMENTS_MAX_D
@@ -83,7 +87,7 @@ impl Sink<'_> {
     }
 
     /// Forgets the sweep events of EP runs before the current one.
-    fn drop_earlier_sweeps(&mut self) {
+    pub(crate) fn drop_earlier_sweeps(&mut self) {
         let mut i = 0;
         let from = self.kept_from;
         self.trace.retain(|e| {
@@ -97,7 +101,7 @@ impl Sink<'_> {
 /// Largest O(d r²) cost of per-sweep sds in the reduced form.
 const SWEEP_SD_FLOPS: usize = 2_000_000;
 /// Normal quantiles of 2.5, 25, 50, 75, 97.5%.
-const Z_QUANTILES: [f64; 5] = [
+pub(crate) const Z_QUANTILES: [f64; 5] = [
     -1.959_963_984_540_054,
     -0.674_489_750_196_081_7,
     0.0,
@@ -123,11 +127,7 @@ impl Engine for Ep {
         let (vars, ard_on) = match &pb.prior {
             Prior::Gaussian { var } => (vec![*var; d], false),
             Prior::Ard { vars } => (vars.clone(), true),
-            Prior::SpikeSlab { .. } => {
-                return Err(EngineError::InvalidParams(
-                    "this EP engine takes a Gaussian or ARD prior; spike-and-slab EP is a separate engine".into(),
-                ));
-            }
+            Prior::SpikeSlab { .. } => return super::spike_slab::engine::run(self, pb, ctl, obs),
         };
         let sink = RefCell::new(Sink {
             obs,

@@ -10,6 +10,7 @@
 //! - `design`: primal and reduced (SVD) forms, the map back to θ.
 //! - `linear`, `ard`, `cv`, `engine`: warm-started runs, ARD evidence
 //!   maximisation, γ by cross-validation, the `Engine` (`--method ep`).
+//! - `spike_slab`: EP with the spike-and-slab prior (§5): inclusion probabilities, the path.
 
 pub mod ard;
 pub mod cv;
@@ -23,6 +24,7 @@ pub mod pair_ep;
 pub mod posterior;
 mod simd;
 pub mod site;
+pub mod spike_slab;
 mod store;
 
 pub use ard::ArdSettings;

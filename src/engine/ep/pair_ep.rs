@@ -159,6 +159,10 @@ pub struct PairEp {
     isa: Isa,
     /// Sum log C in every update pass (for per-sweep log Z_EP) or only at the end.
     evidence_every_sweep: bool,
+    /// The sites' part of Q and r for the current `agg` (rebuilds with new prior terms only).
+    sites_part: Option<(DMatrix<f64>, nalgebra::DVector<f64>)>,
+    /// `marg` is older than q (computed before the next pass).
+    marg_stale: bool,
 }
 
 impl PairEp {
@@ -191,6 +195,8 @@ impl PairEp {
             q: None,
             isa: kernel::detected_isa(),
             evidence_every_sweep: true,
+            sites_part: None,
+            marg_stale: false,
             zp,
             zn,
         })
@@ -256,6 +262,7 @@ impl PairEp {
         self.zn = zn;
         self.prior = prior;
         self.agg_valid = false;
+        self.sites_part = None;
         self.q = None;
     }
 
@@ -268,10 +275,21 @@ impl PairEp {
         self.agg.h_col.fill(0.0);
         self.agg.g.fill(0.0);
         self.agg_valid = true;
+        self.sites_part = None;
         self.q = None;
     }
 
     fn run_pass(&mut self, op: Op, step: StepFactor) -> PassStats {
+        if op != Op::Check {
+            self.sites_part = None; // agg changes
+        }
+        if self.marg_stale
+            && matches!(op, Op::Update { .. } | Op::Check)
+            && let Some(q) = &self.q
+        {
+            posterior::marginals(&self.zp, &self.zn, q, &mut self.marg);
+            self.marg_stale = false;
+        }
         let input = PassInput {
             zn: &self.zn,
             marg: &self.marg,
@@ -291,6 +309,7 @@ impl PairEp {
         match posterior::rebuild(&self.zp, &self.zn, &self.agg, &self.prior) {
             Some(q) => {
                 posterior::marginals(&self.zp, &self.zn, &q, &mut self.marg);
+                self.marg_stale = false;
                 self.q = Some(q);
                 true
             }
@@ -331,6 +350,65 @@ impl PairEp {
         );
         self.agg_valid = false; // agg now describes the discarded output
         Ok(stats)
+    }
+
+    /// Rebuilds q with new prior terms, keeping the sites (spike-and-slab EP's
+    /// prior sites live in the prior terms); false when Q is not PD.
+    /// The sites' part of Q and r is kept between calls while the sites do not
+    /// change, and the per-row marginals wait for the next pass.
+    pub(crate) fn rebuild_with_prior(&mut self, prior: PriorTerms, g: f64) -> bool {
+        assert_eq!(prior.prec.len(), self.zp.ncols());
+        self.prior = prior;
+        self.q = None;
+        if !self.agg_valid {
+            self.run_pass(Op::Aggregate, StepFactor::new(g));
+            self.agg_valid = true;
+        }
+        let part = self
+            .sites_part
+            .get_or_insert_with(|| posterior::sites_part(&self.zp, &self.zn, &self.agg));
+        self.q = posterior::solve(part, &self.prior);
+        self.marg_stale = true;
+        self.q.is_some()
+    }
+
+    /// Checks the current sites under q (and sums their log C when `evidence` or
+    /// without `eta`); with `eta`, writes the damped update as the trial state.
+    pub(crate) fn pass_from_q(&mut self, g: f64, eta: Option<f64>, evidence: bool) -> PassStats {
+        let op = match eta {
+            Some(eta) => Op::Update { eta, evidence },
+            None => Op::Check,
+        };
+        let stats = self.run_pass(op, StepFactor::new(g));
+        if eta.is_some() {
+            self.agg_valid = false; // agg describes the trial until it is accepted
+        }
+        stats
+    }
+
+    /// The trial written by the last update pass becomes current.
+    pub(crate) fn accept_trial(&mut self) {
+        with_store!(&mut self.store, st => st.rotate());
+        self.agg_valid = true;
+    }
+
+    /// Current ← (previous + current)/2: the last step again with η halved.
+    pub(crate) fn shrink_current(&mut self, g: f64) {
+        self.run_pass(Op::Shrink, StepFactor::new(g));
+        self.agg_valid = true;
+    }
+
+    pub(crate) fn can_roll_back(&self) -> bool {
+        self.has_prev()
+    }
+
+    pub(crate) fn forget_rollback(&mut self) {
+        with_store!(&mut self.store, st => st.forget_prev());
+    }
+
+    /// Whether every site is zero (q = prior).
+    pub(crate) fn sites_are_zero(&self) -> bool {
+        self.is_cold()
     }
 
     /// Runs EP to convergence from the current state with step factor g = γ/M.

@@ -51,6 +51,15 @@ pub fn rebuild(
     agg: &Aggregates,
     prior: &PriorTerms,
 ) -> Option<Posterior> {
+    solve(&sites_part(zp, zn, agg), prior)
+}
+
+/// The pair sites' part of Q and r: `(Σ K a aᵀ, Σ h a)`.
+pub fn sites_part(
+    zp: &DMatrix<f64>,
+    zn: &DMatrix<f64>,
+    agg: &Aggregates,
+) -> (DMatrix<f64>, DVector<f64>) {
     let p = zp.ncols();
     let scaled = |z: &DMatrix<f64>, w: &[f64]| {
         let mut s = z.clone();
@@ -71,16 +80,24 @@ pub fn rebuild(
     }
     // Exact symmetry (the two diagonal-weighted products are symmetric only up to rounding).
     for a in 0..p {
-        q[(a, a)] += prior.prec[a];
         for b in 0..a {
             let s = 0.5 * (q[(a, b)] + q[(b, a)]);
             q[(a, b)] = s;
             q[(b, a)] = s;
         }
     }
-    let mut r = DVector::from_column_slice(&prior.lin);
-    r += zp.tr_mul(&DVector::from_column_slice(&agg.h_row));
+    let mut r = zp.tr_mul(&DVector::from_column_slice(&agg.h_row));
     r -= zn.tr_mul(&DVector::from_column_slice(&agg.h_col));
+    (q, r)
+}
+
+/// q from the sites' part of Q and r plus the prior terms; None when Q is not PD.
+pub fn solve(sites: &(DMatrix<f64>, DVector<f64>), prior: &PriorTerms) -> Option<Posterior> {
+    let mut q = sites.0.clone();
+    for (a, p) in prior.prec.iter().enumerate() {
+        q[(a, a)] += p;
+    }
+    let r = &sites.1 + DVector::from_column_slice(&prior.lin);
     if !q.iter().all(|v| v.is_finite()) || !r.iter().all(|v| v.is_finite()) {
         return None;
     }

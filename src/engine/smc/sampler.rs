@@ -12,7 +12,7 @@ use super::moves::{self, Chains, GaussianFit, Kernel, Proposals, StepSpec};
 use super::settings::{Moves, SmcSettings};
 use super::target::Target;
 use super::tempering::{next_delta, reweight, systematic};
-use crate::engine::event::{Event, Histogram, SmcStage};
+use crate::engine::event::{Event, Histogram, SmcMove, SmcStage};
 use crate::engine::rng::{self, Rng};
 use crate::engine::run::{Control, EngineError, Observer};
 
@@ -121,7 +121,7 @@ pub fn run<T: Target + ?Sized>(
             elapsed: t0.elapsed().as_secs_f64(),
         },
         &natural(target, &theta, d),
-        d,
+        target,
         obs,
         &mut trace,
         &mut path,
@@ -203,6 +203,13 @@ pub fn run<T: Target + ?Sized>(
             chains,
             &mut buf,
             ctl,
+            &mut MoveProgress {
+                obs: &mut *obs,
+                stage,
+                gamma,
+                t0,
+                last: Instant::now(),
+            },
         )?;
         scale = mv.scale;
         evaluations += (mv.steps * chains_n) as u64;
@@ -230,7 +237,7 @@ pub fn run<T: Target + ?Sized>(
                 elapsed: t0.elapsed().as_secs_f64(),
             },
             &natural(target, &theta, d),
-            d,
+            target,
             obs,
             &mut trace,
             &mut path,
@@ -264,6 +271,35 @@ struct Moved {
     scale: f64,
 }
 
+/// Streams `SmcMove` events from inside a stage, at most every `MOVE_EVENT_EVERY`
+/// (events only: the results do not depend on timing).
+struct MoveProgress<'a> {
+    obs: &'a mut dyn Observer,
+    stage: usize,
+    gamma: f64,
+    t0: Instant,
+    last: Instant,
+}
+
+const MOVE_EVENT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+impl MoveProgress<'_> {
+    fn step(&mut self, step: usize, acceptance: f64, max_correlation: Option<f64>) {
+        if self.last.elapsed() < MOVE_EVENT_EVERY {
+            return;
+        }
+        self.last = Instant::now();
+        self.obs.observe(Event::SmcMove(SmcMove {
+            stage: self.stage,
+            gamma: self.gamma,
+            step,
+            acceptance,
+            max_correlation,
+            elapsed: self.t0.elapsed().as_secs_f64(),
+        }));
+    }
+}
+
 /// The moves of one stage: standard SMC moves every chain until it has
 /// decorrelated from its start (or a fixed number of steps); waste-free keeps
 /// every state of N/P chains of P.
@@ -274,6 +310,7 @@ fn move_stage<T: Target + ?Sized>(
     mut chains: Chains,
     buf: &mut Proposals,
     ctl: &Control,
+    progress: &mut MoveProgress<'_>,
 ) -> Result<Moved, EngineError> {
     let (d, m) = (chains.d, chains.len());
     let kernel = spec.kernel;
@@ -296,6 +333,7 @@ fn move_stage<T: Target + ?Sized>(
     let mut max_corr = 1.0;
     let mut moved = vec![false; m];
     let mut unmoved = 1.0;
+    let mut measured = None;
     while steps < max_steps {
         ctl.checkpoint()?;
         let st = moves::step(target, &mut chains, buf, spec);
@@ -316,6 +354,7 @@ fn move_stage<T: Target + ?Sized>(
             cloud_risk.extend_from_slice(&chains.risk);
         } else if steps >= min_steps {
             max_corr = max_correlation(&start_theta, &start_risk, &chains.theta, &chains.risk, d);
+            measured = Some(max_corr);
             if matches!(s.moves, Moves::Adaptive { .. })
                 && max_corr <= s.decorrelation
                 && unmoved <= s.max_unmoved
@@ -323,6 +362,7 @@ fn move_stage<T: Target + ?Sized>(
                 break;
             }
         }
+        progress.step(steps, accepted as f64 / (steps * m) as f64, measured);
     }
     if s.waste_free.is_some() {
         max_corr = max_correlation(&start_theta, &start_risk, &chains.theta, &chains.risk, d);
@@ -351,14 +391,15 @@ fn natural<T: Target + ?Sized>(target: &T, cloud: &[f64], d: usize) -> Vec<f64> 
 }
 
 /// Streams a stage (with histograms) and records it (without).
-fn emit(
+fn emit<T: Target + ?Sized>(
     info: StageInfo,
     theta: &[f64],
-    d: usize,
+    target: &T,
     obs: &mut dyn Observer,
     trace: &mut Vec<Event>,
     path: &mut Vec<StageInfo>,
 ) {
+    let d = target.dim();
     let (mean, sd) = moments(theta, d);
     let stage = SmcStage {
         stage: info.stage,
@@ -374,6 +415,7 @@ fn emit(
         evaluations: info.evaluations,
         elapsed: info.elapsed,
         histograms: Vec::new(),
+        inclusion: target.inclusion(theta),
     };
     trace.push(Event::SmcStage(stage.clone()));
     obs.observe(Event::SmcStage(SmcStage {

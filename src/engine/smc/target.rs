@@ -46,6 +46,12 @@ pub trait Target: Sync {
     fn log_prior_natural(&self, theta: &[f64]) -> f64 {
         self.log_prior(theta)
     }
+    /// Spike-and-slab: P(z_k = 1 | D) from particles θ (rows of `thetas`); None
+    /// for priors without inclusion variables.
+    fn inclusion(&self, thetas: &[f64]) -> Option<Vec<f64>> {
+        let _ = thetas;
+        None
+    }
 }
 
 /// Scores per block of the score GEMM (the block's n × m scores stay in L2;
@@ -279,6 +285,9 @@ impl Target for LinearAuc {
                     *o = risk_from_twice(risk.twice_concordant(p, q), pairs);
                 }
             });
+    }
+    fn inclusion(&self, thetas: &[f64]) -> Option<Vec<f64>> {
+        super::summary::inclusion(thetas, self.d, &self.prior)
     }
 }
 

@@ -35,9 +35,10 @@ pub fn bar(p: f64, w: usize) -> Vec<(char, bool)> {
 
 pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
-    let run = app.run_for(|r| r.inclusion().is_some());
+    let names = app.names();
+    let run = app.run_for(|r| r.inclusion(names).is_some());
     let selected = run
-        .and_then(|r| r.inclusion())
+        .and_then(|r| r.inclusion(names))
         .map_or(0, |p| p.iter().filter(|p| p.1 > 0.5).count());
     let detail = run.map_or(String::new(), |r| {
         format!("{} · {selected} above ½", r.title())
@@ -45,7 +46,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let block = pane_block(app, Pane::Inclusion, detail, &theme);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let Some(mut probs) = run.and_then(|r| r.inclusion()) else {
+    let Some(mut probs) = run.and_then(|r| r.inclusion(names)) else {
         placeholder(
             frame,
             inner,

@@ -111,16 +111,18 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         .as_ref()
         .and_then(|r| r.log_evidence)
         .unwrap_or(last.log_z);
-    let stats = vec![
-        Line::from(vec![
-            Span::styled("stage ", theme.dim()),
-            Span::raw(format!("{}", last.stage)),
-            Span::styled(" γ ", theme.dim()),
-            Span::raw(format!("{}/{}", num(last.gamma), num(gamma_t))),
-            Span::styled(" log Z ", theme.dim()),
-            Span::raw(num(log_z)),
+    let moving = run.smc_move.as_ref().filter(|_| run.record.is_none());
+    let second = match moving {
+        // A long stage: show its moves progressing rather than a frozen line.
+        Some(m) => Line::from(vec![
+            Span::styled(format!("stage {}: move ", m.stage), theme.dim()),
+            Span::raw(format!("{}", m.step)),
+            Span::styled(" acc ", theme.dim()),
+            Span::raw(format!("{:.0}%", 100.0 * m.acceptance)),
+            Span::styled(" corr ", theme.dim()),
+            Span::raw(m.max_correlation.map_or("-".into(), |c| format!("{c:.2}"))),
         ]),
-        Line::from(vec![
+        None => Line::from(vec![
             Span::styled("ESS ", theme.dim()),
             Span::raw(format!("{:.0}%", 100.0 * last.ess_frac)),
             Span::styled(" acc ", theme.dim()),
@@ -134,6 +136,17 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
             Span::styled(" K ", theme.dim()),
             Span::raw(format!("{}", last.moves)),
         ]),
+    };
+    let stats = vec![
+        Line::from(vec![
+            Span::styled("stage ", theme.dim()),
+            Span::raw(format!("{}", last.stage)),
+            Span::styled(" γ ", theme.dim()),
+            Span::raw(format!("{}/{}", num(last.gamma), num(gamma_t))),
+            Span::styled(" log Z ", theme.dim()),
+            Span::raw(num(log_z)),
+        ]),
+        second,
     ];
     frame.render_widget(Paragraph::new(stats), stats_area);
 }

@@ -1,0 +1,26 @@
+//! Expectation Propagation with the spike-and-slab prior
+//! `θ_k ~ p N(0, v1) + (1 − p) N(0, v0)` (RACL14 §3.4, ALGORITHMS.md §5):
+//! the pair sites of Gaussian EP plus d prior sites with latent inclusion
+//! variables, giving P(z_k = 1 | D) per feature.
+//!
+//! - `prior_sites`: the mixture-moment site update, the negative-site fix, log C_k.
+//! - `sweep`: the sweep loop (pair sites → prior sites), generic over the
+//!   likelihood's sites (`LikelihoodSites`).
+//! - `model`: the AUC pair sites as that likelihood; warm-startable state.
+//! - `gaussian_lik`: an exact Gaussian (linear-regression) likelihood, for tests.
+//! - `engine`: `--method ep --prior spike-slab`; `path`: the regularisation path over v0.
+
+pub mod engine;
+pub mod gaussian_lik;
+pub mod model;
+pub mod path;
+pub mod prior_sites;
+pub mod sweep;
+
+pub use model::{PairSites, SpikeSlab, SpikeSlabEp};
+pub use path::{PathPoint, PathResult, spike_var_grid};
+pub use prior_sites::{MixturePrior, PriorSites};
+pub use sweep::{LikelihoodSites, SsEvidence, SsOutcome, SsSettings, SsSweepInfo};
+
+#[cfg(test)]
+mod tests;

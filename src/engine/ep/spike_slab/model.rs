@@ -1,0 +1,218 @@
+//! Spike-and-slab EP for the linear AUC score on one data set: the pair sites
+//! of §4 (`PairEp`, unchanged) plus the d prior sites, persistent between runs
+//! so that a new spike variance or inclusion prior warm-starts (the path).
+//!
+//! EP runs on `Z = X·√v1` (the primal form whitened by the slab's sd, one
+//! common scale): the prior in those coordinates has slab variance 1 and spike
+//! variance v0/v1, so every number EP sees is scale-free.
+
+use nalgebra::DMatrix;
+
+use super::prior_sites::{MixturePrior, PriorSites};
+use super::sweep::{self, LikelihoodSites, SsOutcome, SsSettings, SsSweepInfo};
+use crate::engine::ep::design::{Design, Form, identical_pairs};
+use crate::engine::ep::kernel::PassStats;
+use crate::engine::ep::pair_ep::PairEp;
+use crate::engine::ep::posterior::{Posterior, PriorTerms};
+use crate::engine::ep::site::MAX_G;
+use crate::engine::ep::store::Precision;
+use crate::engine::run::{Control, EngineError};
+
+/// The AUC pair sites as the likelihood part of spike-and-slab EP.
+pub struct PairSites {
+    pub ep: PairEp,
+    /// g = γ/M of the current run.
+    pub g: f64,
+}
+
+impl LikelihoodSites for PairSites {
+    fn rebuild(&mut self, prior: &PriorTerms) -> bool {
+        self.ep.rebuild_with_prior(prior.clone(), self.g)
+    }
+    fn posterior(&self) -> &Posterior {
+        self.ep.posterior().expect("rebuilt")
+    }
+    fn pass(&mut self, eta: Option<f64>, evidence: bool) -> PassStats {
+        self.ep.pass_from_q(self.g, eta, evidence)
+    }
+    fn accept(&mut self) {
+        self.ep.accept_trial();
+    }
+    fn shrink(&mut self) {
+        self.ep.shrink_current(self.g);
+    }
+    fn can_roll_back(&self) -> bool {
+        self.ep.can_roll_back()
+    }
+    fn forget_rollback(&mut self) {
+        self.ep.forget_rollback();
+    }
+    fn reset(&mut self) {
+        self.ep.reset();
+    }
+    fn is_cold(&self) -> bool {
+        self.ep.sites_are_zero()
+    }
+    fn sites(&self) -> usize {
+        self.ep.sites()
+    }
+    fn log_z_const(&self) -> f64 {
+        -0.5 * self.g * self.ep.identical_pairs() as f64
+    }
+}
+
+/// The spike-and-slab prior in θ's units.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct SpikeSlab {
+    pub spike_var: f64,
+    pub slab_var: f64,
+    pub incl: f64,
+}
+
+impl SpikeSlab {
+    /// Checks `1e-6·v1 ≤ v0 < v1`, `0 < p ≤ 1`.
+    pub fn validate(&self, d: usize) -> Result<(), String> {
+        crate::engine::Prior::SpikeSlab {
+            spike_var: self.spike_var,
+            slab_var: self.slab_var,
+            incl: self.incl,
+        }
+        .validate(d)
+    }
+}
+
+pub struct SpikeSlabEp {
+    design: Design,
+    lik: PairSites,
+    sites: PriorSites,
+    prior: SpikeSlab,
+    /// The design is whitened by √scale_var (the slab variance at construction).
+    scale_var: f64,
+    pairs: usize,
+}
+
+impl SpikeSlabEp {
+    /// Rows `x` (standardised) with labels `y`.
+    pub fn new(
+        x: &DMatrix<f64>,
+        y: &[bool],
+        prior: SpikeSlab,
+        precision: Precision,
+    ) -> Result<SpikeSlabEp, EngineError> {
+        prior
+            .validate(x.ncols())
+            .map_err(EngineError::InvalidParams)?;
+        let pos: Vec<usize> = (0..y.len()).filter(|&i| y[i]).collect();
+        let neg: Vec<usize> = (0..y.len()).filter(|&i| !y[i]).collect();
+        if pos.is_empty() || neg.is_empty() {
+            return Err(EngineError::InvalidParams("EP needs both classes".into()));
+        }
+        let (xp, xn) = (x.select_rows(&pos), x.select_rows(&neg));
+        let excluded = identical_pairs(&xp, &xn);
+        let d = x.ncols();
+        let design = Design::new(&xp, &xn, &vec![prior.slab_var; d], Form::Primal);
+        let mixture = Self::mixture_of(&prior, prior.slab_var);
+        let sites = PriorSites::init(d, &mixture);
+        let ep = PairEp::new(
+            design.zp.clone(),
+            design.zn.clone(),
+            excluded,
+            sites.terms(),
+            precision,
+        )
+        .map_err(EngineError::Numerical)?;
+        Ok(SpikeSlabEp {
+            design,
+            lik: PairSites { ep, g: 0.0 },
+            sites,
+            prior,
+            scale_var: prior.slab_var,
+            pairs: pos.len() * neg.len(),
+        })
+    }
+
+    /// The prior in EP's coordinates (θ/√scale_var).
+    fn mixture_of(prior: &SpikeSlab, scale_var: f64) -> MixturePrior {
+        MixturePrior {
+            spike: prior.spike_var / scale_var,
+            slab: prior.slab_var / scale_var,
+            incl: prior.incl,
+        }
+    }
+
+    fn mixture(&self) -> MixturePrior {
+        Self::mixture_of(&self.prior, self.scale_var)
+    }
+
+    /// All positive/negative pairs M (identical rows included: g = γ/M).
+    pub fn pairs(&self) -> usize {
+        self.pairs
+    }
+    pub fn prior(&self) -> SpikeSlab {
+        self.prior
+    }
+    pub fn state(&self) -> &PairEp {
+        &self.lik.ep
+    }
+    pub fn state_mut(&mut self) -> &mut PairEp {
+        &mut self.lik.ep
+    }
+    pub fn design(&self) -> &Design {
+        &self.design
+    }
+
+    /// A new prior (spike variance, inclusion prior, slab variance); the sites
+    /// are kept (warm start).
+    pub fn set_prior(&mut self, prior: SpikeSlab) -> Result<(), EngineError> {
+        prior
+            .validate(self.design.dim())
+            .map_err(EngineError::InvalidParams)?;
+        self.prior = prior;
+        Ok(())
+    }
+
+    /// EP to convergence at γ from the current state.
+    pub fn run(
+        &mut self,
+        gamma: f64,
+        s: &SsSettings,
+        ctl: &Control,
+        on_sweep: &mut dyn FnMut(&SsSweepInfo<'_>, &Design),
+    ) -> Result<SsOutcome, EngineError> {
+        let g = gamma / self.pairs as f64;
+        if g > MAX_G {
+            return Err(EngineError::InvalidParams(format!(
+                "γ = {gamma} is {g:.3e} per pair; EP supports at most {MAX_G} per pair (γ ≤ {:.3e})",
+                MAX_G * self.pairs as f64
+            )));
+        }
+        self.lik.g = g;
+        self.lik.ep.set_evidence_every_sweep(s.evidence_every_sweep);
+        let mixture = self.mixture();
+        let design = &self.design;
+        sweep::run(
+            &mut self.lik,
+            &mut self.sites,
+            &mixture,
+            s,
+            ctl,
+            &mut |info| on_sweep(&info, design),
+        )
+    }
+
+    fn q(&self) -> &Posterior {
+        self.lik.ep.posterior().expect("run first")
+    }
+    /// Posterior mean of θ.
+    pub fn mean(&self) -> Vec<f64> {
+        self.design.theta_mean(self.q())
+    }
+    /// Posterior sds of θ.
+    pub fn sd(&self) -> Vec<f64> {
+        self.design.theta_sd(self.q())
+    }
+    /// Posterior covariance of θ.
+    pub fn cov(&self) -> Option<DMatrix<f64>> {
+        self.design.theta_cov(self.q())
+    }
+}

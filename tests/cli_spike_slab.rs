@@ -1,0 +1,222 @@
+//! `pacauc fit --method ep --prior spike-slab` and `pacauc path` as scripts use
+//! them: inclusion probabilities in the record, the path in JSON and CSV,
+//! atomic `--out`, clear errors.
+
+use std::process::{Command, Output};
+
+fn pacauc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pacauc"))
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+}
+
+const DEMO: &str = "demo-data/sparse_linear.csv";
+
+#[test]
+fn spike_slab_fit_reports_inclusion_and_evidence() {
+    let v = json(&pacauc(&[
+        "fit",
+        DEMO,
+        "--method",
+        "ep",
+        "--prior",
+        "spike-slab",
+        "--gamma",
+        "1.5n",
+        "--inclusion-prior",
+        "0.2",
+    ]));
+    assert_eq!(v["method"], "ep");
+    assert_eq!(v["prior"]["kind"], "spike_slab");
+    assert_eq!(v["details"]["prior"], "spike-slab");
+    assert!(v["log_evidence"].as_f64().unwrap() < 0.0);
+    let incl = v["inclusion"].as_array().unwrap();
+    assert_eq!(incl.len(), 20);
+    let prob = |name: &str| {
+        incl.iter().find(|i| i["name"] == name).unwrap()["prob"]
+            .as_f64()
+            .unwrap()
+    };
+    for name in ["x03", "x07", "x12"] {
+        assert!(prob(name) > 0.9, "{name}: {}", prob(name));
+    }
+    assert!(prob("x01") < 0.3 && prob("x20") < 0.3);
+    // The score of the selected features is evaluated beside the posterior mean.
+    assert!(
+        v["auc"]["alternatives"]["selected"]["test"]
+            .as_f64()
+            .unwrap()
+            > 0.7
+    );
+    let sweeps = v["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "ep_sweep")
+        .count();
+    assert_eq!(sweeps as u64, v["details"]["sweeps"].as_u64().unwrap());
+}
+
+#[test]
+fn defaults_follow_theory_and_dirac_spikes_are_refused() {
+    let v = json(&pacauc(&[
+        "fit",
+        DEMO,
+        "--method",
+        "ep",
+        "--prior",
+        "spike-slab",
+    ]));
+    let p = v["prior"]["incl"].as_f64().unwrap();
+    assert!((p - (1.0 - (-1.0f64 / 20.0).exp())).abs() < 1e-15);
+    assert_eq!(v["prior"]["spike_var"].as_f64().unwrap(), 1e-4);
+    let out = pacauc(&[
+        "fit",
+        DEMO,
+        "--method",
+        "ep",
+        "--prior",
+        "spike-slab",
+        "--spike-var",
+        "1e-8",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1e-6"));
+    let out = pacauc(&[
+        "fit",
+        DEMO,
+        "--method",
+        "ep",
+        "--prior",
+        "spike-slab",
+        "--slab-var",
+        "auto",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--slab-var"));
+}
+
+#[test]
+fn path_json_csv_and_atomic_out() {
+    let dir = std::env::temp_dir().join(format!("pacauc-path-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out_json = dir.join("path.json");
+    let common = [
+        "path",
+        DEMO,
+        "--prior",
+        "spike-slab",
+        "--gamma",
+        "1.5n",
+        "--inclusion-prior",
+        "0.2",
+        "--spike-var-grid",
+        "1e-4,1e-2,1e-6",
+    ];
+    let mut args = common.to_vec();
+    args.extend(["--out", out_json.to_str().unwrap()]);
+    let v = json(&pacauc(&args));
+    let saved: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&out_json).unwrap()).unwrap();
+    assert_eq!(saved, v);
+    let points = v["points"].as_array().unwrap();
+    let v0: Vec<f64> = points
+        .iter()
+        .map(|p| p["spike_var"].as_f64().unwrap())
+        .collect();
+    assert_eq!(v0, vec![1e-6, 1e-4, 1e-2]);
+    for p in points {
+        assert_eq!(p["converged"], true);
+        let c = p["coefficients"].as_array().unwrap();
+        assert_eq!(c.len(), 20);
+        assert!(c[2]["inclusion"].as_f64().unwrap() > 0.9); // x03
+        assert!(p["auc"]["mean"]["test"].as_f64().unwrap() > 0.7);
+    }
+    // A narrower spike shrinks the excluded coefficients further.
+    let x01 = |i: usize| points[i]["coefficients"][0]["mean"].as_f64().unwrap().abs();
+    assert!(x01(0) < x01(2));
+
+    let mut args = common.to_vec();
+    args.extend(["--format", "csv"]);
+    let out = pacauc(&args);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "spike_var,feature,mean,sd,inclusion,log_evidence,converged"
+    );
+    assert_eq!(lines.len(), 1 + 3 * 20);
+    assert!(lines[1].starts_with("0.000001,x01,"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn path_needs_the_spike_slab_prior_and_a_valid_grid() {
+    let out = pacauc(&["path", DEMO]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--prior spike-slab"));
+    let out = pacauc(&[
+        "path",
+        DEMO,
+        "--prior",
+        "spike-slab",
+        "--spike-var-grid",
+        "1e-9",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1e-6"));
+}
+
+/// `--inclusion-prior auto`: p = mean inclusion at the fixed point, where
+/// ∂ log Z_EP/∂p = 0; its evidence beats p 25% lower or higher.
+#[test]
+fn inclusion_prior_auto_maximises_the_evidence() {
+    let fit = |p: &str| {
+        json(&pacauc(&[
+            "fit",
+            DEMO,
+            "--test-frac",
+            "0",
+            "--method",
+            "ep",
+            "--prior",
+            "spike-slab",
+            "--gamma",
+            "1.5n",
+            "--inclusion-prior",
+            p,
+        ]))
+    };
+    let v = fit("auto");
+    let tuned = &v["details"]["inclusion_prior"];
+    assert_eq!(tuned["chosen_by"], "evidence");
+    assert_eq!(tuned["converged"], true);
+    let p = v["prior"]["incl"].as_f64().unwrap();
+    let mean_incl = v["inclusion"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["prob"].as_f64().unwrap())
+        .sum::<f64>()
+        / 20.0;
+    assert!(
+        (p / mean_incl - 1.0).abs() < 2e-3,
+        "p {p} vs mean {mean_incl}"
+    );
+    let z = v["log_evidence"].as_f64().unwrap();
+    for other in [0.75 * p, 1.25 * p] {
+        let zo = fit(&other.to_string())["log_evidence"].as_f64().unwrap();
+        assert!(zo < z, "log Z at p = {other}: {zo} vs {z} at {p}");
+    }
+}
