@@ -285,6 +285,32 @@ fn evidence_is_flat_in_the_isotropic_prior_scale() {
     }
 }
 
+/// The reduced (SVD) form keeps the flatness: no absolute jitter or floor (§4).
+#[test]
+fn reduced_form_evidence_is_flat_in_the_prior_scale() {
+    let (mut x, y) = toy(30, 50, 37, 0.6);
+    for mut col in x.column_iter_mut() {
+        let mean = col.mean();
+        col.add_scalar_mut(-mean);
+    }
+    let s = EpSettings::default();
+    let (d1, ep1, o1) = run_ep(&x, &y, &[1.0; 50], 30.0, &s, Form::Reduced);
+    assert!(d1.is_reduced());
+    let m1 = DVector::from_vec(d1.theta_mean(ep1.posterior().unwrap()));
+    let sd1 = DVector::from_vec(d1.theta_sd(ep1.posterior().unwrap()));
+    for var in [1e-4, 3.0, 400.0] {
+        let (d, ep, o) = run_ep(&x, &y, &[var; 50], 30.0, &s, Form::Reduced);
+        let dz = (o.evidence.log_z().unwrap() - o1.evidence.log_z().unwrap()).abs();
+        assert!(dz < 1e-10, "log Z_EP moves by {dz:e} at ϑ = {var}");
+        assert_eq!(o.sweeps, o1.sweeps);
+        let q = ep.posterior().unwrap();
+        let m = DVector::from_vec(d.theta_mean(q));
+        let sd = DVector::from_vec(d.theta_sd(q));
+        assert!((&m - &m1 * var.sqrt()).amax() < 1e-10 * var.sqrt());
+        assert!((&sd - &sd1 * var.sqrt()).amax() < 1e-10 * var.sqrt());
+    }
+}
+
 /// At the fixed point K_ij < 0 ⇔ <m, a_ij> < 0: the share of negative sites is
 /// 1 − (train AUC of the posterior mean).
 #[test]
