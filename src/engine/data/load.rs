@@ -9,8 +9,10 @@ use serde::{Deserialize, Serialize};
 
 use super::csv_read::{RawTable, is_missing, parse_number, parse_table, read_table};
 use super::error::{DataError, DataErrorKind as K};
+use super::labels::choose_positive;
 use super::schema::{ColumnRule, Schema, canonical_label};
 use super::summary::{FeatureSummary, summarize};
+use super::typing::{ColumnKind, TypedColumns, column_kinds, row_number_columns};
 
 /// What to do with rows that have a missing cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -134,11 +136,6 @@ impl Dataset {
     }
 }
 
-enum ColumnKind {
-    Numeric,
-    Text,
-}
-
 fn find_column(path: &Path, header: &[String], name: &str, what: &str) -> Result<usize, DataError> {
     header.iter().position(|h| h == name).ok_or_else(|| {
         let close: Vec<&String> = header
@@ -237,8 +234,13 @@ fn build(path: &Path, raw: RawTable, opts: &LoadOptions) -> Result<Dataset, Data
             raw.n_rows(),
         ));
     }
-    let (positive_label, positive_rule) =
-        choose_positive(path, target, target_name, &label_counts, opts)?;
+    let (positive_label, positive_rule) = choose_positive(
+        path,
+        target,
+        target_name,
+        &label_counts,
+        opts.positive.as_deref(),
+    )?;
     let y: Vec<bool> = labels.iter().map(|l| *l == positive_label).collect();
 
     // Column types, checked over the kept rows.
@@ -453,192 +455,6 @@ fn too_few_after_cleaning(
         "missing cells per column: {}; drop mostly-empty columns with --drop (target: '{target}')",
         describe_missing(missing)
     ))
-}
-
-fn choose_positive(
-    path: &Path,
-    target: usize,
-    target_name: &str,
-    counts: &BTreeMap<String, usize>,
-    opts: &LoadOptions,
-) -> Result<(String, String), DataError> {
-    let listing = || {
-        counts
-            .iter()
-            .map(|(l, c)| format!("'{l}' ({c} row{})", if *c == 1 { "" } else { "s" }))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    if let Some(p) = &opts.positive {
-        let p = canonical_label(p.trim());
-        if !counts.contains_key(&p) {
-            return Err(DataError::new(
-                K::UnknownPositive,
-                path,
-                format!("--positive '{p}' is not a value of the target"),
-            )
-            .column(target, target_name)
-            .hint(format!("the target's values are {}", listing())));
-        }
-        let rule = if counts.len() == 2 {
-            format!("'{p}' (given by --positive)")
-        } else {
-            format!(
-                "'{p}' vs the {} other values (given by --positive)",
-                counts.len() - 1
-            )
-        };
-        return Ok((p, rule));
-    }
-    match counts.len() {
-        0 | 1 => Err(DataError::new(
-            K::OneClass,
-            path,
-            format!("the target has only one class: {}", listing()),
-        )
-        .column(target, target_name)
-        .hint("ranking needs positive and negative rows; check --target (default: the last column)")),
-        2 => {
-            let keys: Vec<&String> = counts.keys().collect();
-            let set: BTreeSet<&str> = keys.iter().map(|s| s.as_str()).collect();
-            if set == BTreeSet::from(["0", "1"]) || set == BTreeSet::from(["-1", "1"]) {
-                Ok(("1".into(), "'1' (numeric labels)".into()))
-            } else {
-                // The rarer class; on a tie the one sorting last ("yes" over "no").
-                let (a, b) = (keys[0], keys[1]);
-                let pos = if counts[a] < counts[b] { a } else { b };
-                Ok((pos.clone(), format!("'{pos}' (the rarer of the two values; override with --positive)")))
-            }
-        }
-        _ => Err(DataError::new(
-            K::TooManyClasses,
-            path,
-            format!("the target has {} distinct values: {}", counts.len(), listing()),
-        )
-        .column(target, target_name)
-        .hint("name the positive class with --positive VALUE (the others become negatives), or pick another --target")),
-    }
-}
-
-/// Per-column cell statistics gathered in one row-major pass (rows are separate
-/// allocations: walking them column by column misses the cache on every cell).
-#[derive(Default, Clone)]
-struct CellStats {
-    numeric: usize,
-    decimal_commas: usize,
-    first_text: Option<usize>,
-    first_non_finite: Option<usize>,
-}
-
-struct TypedColumns {
-    kinds: Vec<ColumnKind>,
-    /// kept rows × columns; NaN where a cell is text.
-    parsed: DMatrix<f64>,
-    warnings: Vec<String>,
-}
-
-/// The kind of every column in `cols`, the kept rows' cells parsed as numbers
-/// (kept rows × cols; NaN where a cell is text), and warnings (decimal commas).
-fn column_kinds(
-    path: &Path,
-    raw: &RawTable,
-    kept: &[usize],
-    cols: &[usize],
-) -> Result<TypedColumns, DataError> {
-    let mut stats = vec![CellStats::default(); cols.len()];
-    let n = kept.len();
-    let mut parsed = DMatrix::<f64>::from_element(n, cols.len(), f64::NAN);
-    let data = parsed.as_mut_slice();
-    for (i, &r) in kept.iter().enumerate() {
-        for (f, (st, &j)) in stats.iter_mut().zip(cols).enumerate() {
-            let cell = raw.cell(r, j);
-            match parse_number(cell, raw.decimal_comma()) {
-                Some(v) if v.is_finite() => {
-                    st.numeric += 1;
-                    st.decimal_commas += usize::from(cell.contains(','));
-                    data[f * n + i] = v;
-                }
-                Some(_) => {
-                    st.first_non_finite.get_or_insert(r);
-                }
-                None => {
-                    st.first_text.get_or_insert(r);
-                }
-            }
-        }
-    }
-    let mut kinds = Vec::with_capacity(cols.len());
-    for (st, &j) in stats.iter().zip(cols) {
-        if let Some(r) = st.first_non_finite {
-            let cell = raw.cell(r, j);
-            return Err(
-                DataError::new(K::NonFinite, path, format!("non-finite number '{cell}'"))
-                    .line(raw.lines[r])
-                    .column(j, &raw.header[j])
-                    .hint(
-                        "replace it with a finite value, or leave the cell empty to drop the row",
-                    ),
-            );
-        }
-        let Some(r) = st.first_text else {
-            kinds.push(ColumnKind::Numeric);
-            continue;
-        };
-        // A mostly numeric column with a stray word is a typo, not a category.
-        if st.numeric >= 10 && st.numeric * 10 >= kept.len() * 9 {
-            let cell = raw.cell(r, j);
-            return Err(DataError::new(
-                K::NotNumeric,
-                path,
-                format!("'{cell}' in a column that is otherwise numeric ({} of {} values are numbers)", st.numeric, kept.len()),
-            )
-            .line(raw.lines[r])
-            .column(j, &raw.header[j])
-            .hint("fix the value; if it means 'unknown', leave the cell empty or write NA (the row is then dropped)"));
-        }
-        kinds.push(ColumnKind::Text);
-    }
-    let warnings = stats
-        .iter()
-        .zip(cols)
-        .filter(|(st, _)| st.decimal_commas > 0)
-        .map(|(st, &j)| {
-            format!(
-                "column '{}': read {} decimal comma(s) as decimal points (e.g. 1,5 = 1.5)",
-                raw.header[j], st.decimal_commas
-            )
-        })
-        .collect();
-    Ok(TypedColumns {
-        kinds,
-        parsed,
-        warnings,
-    })
-}
-
-/// Warnings for numeric columns that look like row numbers or IDs (distinct
-/// integers in increasing order): a silent leak or noise feature otherwise.
-fn row_number_columns(
-    header: &[String],
-    cols: &[usize],
-    kinds: &[ColumnKind],
-    parsed: &DMatrix<f64>,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    for (f, (&j, kind)) in cols.iter().zip(kinds).enumerate() {
-        let c = parsed.column(f);
-        let looks_like_ids = matches!(kind, ColumnKind::Numeric)
-            && c.len() >= 10
-            && c.iter().all(|v| v.fract() == 0.0)
-            && c.as_slice().windows(2).all(|w| w[1] > w[0]);
-        if looks_like_ids {
-            let name = &header[j];
-            out.push(format!(
-                "column '{name}' holds distinct increasing integers: if it is a row number or an ID, exclude it with --drop '{name}'"
-            ));
-        }
-    }
-    out
 }
 
 /// Features from parsed numeric columns and one-hot encoded text columns.

@@ -4,10 +4,12 @@
 mod csv_read;
 pub mod demo;
 mod error;
+mod labels;
 mod load;
 pub mod prepare;
 mod schema;
 mod summary;
+mod typing;
 
 pub use csv_read::is_missing;
 pub use error::{DataError, DataErrorDetails, DataErrorKind};

@@ -1,0 +1,135 @@
+//! Column typing: which columns are numeric and which text, their cells parsed
+//! once, and warnings for decimal commas and row-number-like columns.
+
+use std::path::Path;
+
+use nalgebra::DMatrix;
+
+use super::csv_read::{RawTable, parse_number};
+use super::error::{DataError, DataErrorKind as K};
+
+pub(super) enum ColumnKind {
+    Numeric,
+    Text,
+}
+
+/// Per-column cell statistics gathered in one row-major pass (rows are separate
+/// allocations: walking them column by column misses the cache on every cell).
+#[derive(Default, Clone)]
+struct CellStats {
+    numeric: usize,
+    decimal_commas: usize,
+    first_text: Option<usize>,
+    first_non_finite: Option<usize>,
+}
+
+pub(super) struct TypedColumns {
+    pub kinds: Vec<ColumnKind>,
+    /// kept rows × columns; NaN where a cell is text.
+    pub parsed: DMatrix<f64>,
+    pub warnings: Vec<String>,
+}
+
+/// The kind of every column in `cols`, the kept rows' cells parsed as numbers
+/// (kept rows × cols; NaN where a cell is text), and warnings (decimal commas).
+pub(super) fn column_kinds(
+    path: &Path,
+    raw: &RawTable,
+    kept: &[usize],
+    cols: &[usize],
+) -> Result<TypedColumns, DataError> {
+    let mut stats = vec![CellStats::default(); cols.len()];
+    let n = kept.len();
+    let mut parsed = DMatrix::<f64>::from_element(n, cols.len(), f64::NAN);
+    let data = parsed.as_mut_slice();
+    for (i, &r) in kept.iter().enumerate() {
+        for (f, (st, &j)) in stats.iter_mut().zip(cols).enumerate() {
+            let cell = raw.cell(r, j);
+            match parse_number(cell, raw.decimal_comma()) {
+                Some(v) if v.is_finite() => {
+                    st.numeric += 1;
+                    st.decimal_commas += usize::from(cell.contains(','));
+                    data[f * n + i] = v;
+                }
+                Some(_) => {
+                    st.first_non_finite.get_or_insert(r);
+                }
+                None => {
+                    st.first_text.get_or_insert(r);
+                }
+            }
+        }
+    }
+    let mut kinds = Vec::with_capacity(cols.len());
+    for (st, &j) in stats.iter().zip(cols) {
+        if let Some(r) = st.first_non_finite {
+            let cell = raw.cell(r, j);
+            return Err(
+                DataError::new(K::NonFinite, path, format!("non-finite number '{cell}'"))
+                    .line(raw.lines[r])
+                    .column(j, &raw.header[j])
+                    .hint(
+                        "replace it with a finite value, or leave the cell empty to drop the row",
+                    ),
+            );
+        }
+        let Some(r) = st.first_text else {
+            kinds.push(ColumnKind::Numeric);
+            continue;
+        };
+        // A mostly numeric column with a stray word is a typo, not a category.
+        if st.numeric >= 10 && st.numeric * 10 >= kept.len() * 9 {
+            let cell = raw.cell(r, j);
+            return Err(DataError::new(
+                K::NotNumeric,
+                path,
+                format!("'{cell}' in a column that is otherwise numeric ({} of {} values are numbers)", st.numeric, kept.len()),
+            )
+            .line(raw.lines[r])
+            .column(j, &raw.header[j])
+            .hint("fix the value; if it means 'unknown', leave the cell empty or write NA (the row is then dropped)"));
+        }
+        kinds.push(ColumnKind::Text);
+    }
+    let warnings = stats
+        .iter()
+        .zip(cols)
+        .filter(|(st, _)| st.decimal_commas > 0)
+        .map(|(st, &j)| {
+            format!(
+                "column '{}': read {} decimal comma(s) as decimal points (e.g. 1,5 = 1.5)",
+                raw.header[j], st.decimal_commas
+            )
+        })
+        .collect();
+    Ok(TypedColumns {
+        kinds,
+        parsed,
+        warnings,
+    })
+}
+
+/// Warnings for numeric columns that look like row numbers or IDs (distinct
+/// integers in increasing order): a silent leak or noise feature otherwise.
+pub(super) fn row_number_columns(
+    header: &[String],
+    cols: &[usize],
+    kinds: &[ColumnKind],
+    parsed: &DMatrix<f64>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (f, (&j, kind)) in cols.iter().zip(kinds).enumerate() {
+        let c = parsed.column(f);
+        let looks_like_ids = matches!(kind, ColumnKind::Numeric)
+            && c.len() >= 10
+            && c.iter().all(|v| v.fract() == 0.0)
+            && c.as_slice().windows(2).all(|w| w[1] > w[0]);
+        if looks_like_ids {
+            let name = &header[j];
+            out.push(format!(
+                "column '{name}' holds distinct increasing integers: if it is a row number or an ID, exclude it with --drop '{name}'"
+            ));
+        }
+    }
+    out
+}
