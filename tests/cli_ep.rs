@@ -2,23 +2,8 @@
 //! ARD, the reduced form on Colon, non-convergence as exit status 3.
 
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn pacauc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pacauc"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
-}
+mod common;
+use common::{json, pacauc};
 
 #[test]
 fn ep_fit_reports_posterior_evidence_and_sweeps() {

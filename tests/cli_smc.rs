@@ -1,30 +1,13 @@
 //! `pacauc fit --method smc` and `pacauc bench --method smc` as scripts use them.
 
-use std::process::{Command, Output};
-
-fn pacauc(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_pacauc"));
-    c.args(args);
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output().expect("runs")
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
-}
+mod common;
+use common::{json, pacauc_env};
 
 const DATA: &str = "demo-data/sparse_linear.csv";
 
 #[test]
 fn smc_fit_prints_evidence_path_and_summaries() {
-    let v = json(&pacauc(
+    let v = json(&pacauc_env(
         &[
             "fit",
             DATA,
@@ -86,7 +69,7 @@ fn output_does_not_depend_on_threads() {
     for (threads, mm) in [("1", "1"), ("2", "4"), ("2", "1")] {
         let mut a = args.to_vec();
         a.extend(["--threads", threads]);
-        runs.push(strip(json(&pacauc(&a, &[("MATMUL_NUM_THREADS", mm)]))));
+        runs.push(strip(json(&pacauc_env(&a, &[("MATMUL_NUM_THREADS", mm)]))));
     }
     assert_eq!(runs[0], runs[1]);
     assert_eq!(runs[0], runs[2]);
@@ -94,7 +77,7 @@ fn output_does_not_depend_on_threads() {
 
 #[test]
 fn smc_options_are_checked() {
-    let out = pacauc(
+    let out = pacauc_env(
         &[
             "fit",
             DATA,
@@ -109,9 +92,9 @@ fn smc_options_are_checked() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("multiple of P"));
-    let out = pacauc(&["fit", DATA, "--method", "smc", "--ess", "1.5"], &[]);
+    let out = pacauc_env(&["fit", DATA, "--method", "smc", "--ess", "1.5"], &[]);
     assert_eq!(out.status.code(), Some(2));
-    let out = pacauc(
+    let out = pacauc_env(
         &[
             "fit",
             DATA,
@@ -126,9 +109,9 @@ fn smc_options_are_checked() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Gaussian prior"));
-    let out = pacauc(&["fit", DATA, "--method", "smc", "--gamma", "auto"], &[]);
+    let out = pacauc_env(&["fit", DATA, "--method", "smc", "--gamma", "auto"], &[]);
     assert_eq!(out.status.code(), Some(2));
-    let out = pacauc(
+    let out = pacauc_env(
         &[
             "fit",
             DATA,
@@ -143,13 +126,13 @@ fn smc_options_are_checked() {
     );
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--max-stages"));
-    let out = pacauc(&["--threads", "0", "fit", DATA], &[]);
+    let out = pacauc_env(&["--threads", "0", "fit", DATA], &[]);
     assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
 fn bench_reports_the_floor() {
-    let v = json(&pacauc(
+    let v = json(&pacauc_env(
         &[
             "bench",
             DATA,
@@ -175,7 +158,7 @@ fn bench_reports_the_floor() {
     assert!(v["floor_seconds"]["best"].as_f64().unwrap() > 0.0);
     assert!(v["ratio_to_floor"].as_f64().unwrap() > 0.0);
     assert_eq!(v["smc_seconds"]["all"].as_array().unwrap().len(), 2);
-    let v = json(&pacauc(
+    let v = json(&pacauc_env(
         &[
             "bench", DATA, "--method", "logit", "--repeat", "1", "--lambda", "1",
         ],

@@ -2,23 +2,8 @@
 //! them: inclusion probabilities in the record, the path in JSON and CSV,
 //! atomic `--out`, clear errors.
 
-use std::process::{Command, Output};
-
-fn pacauc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pacauc"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
-}
+mod common;
+use common::{json, pacauc};
 
 const DEMO: &str = "demo-data/sparse_linear.csv";
 

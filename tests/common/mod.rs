@@ -1,0 +1,29 @@
+//! Helpers shared by the command-line tests: run the built binary, read its JSON.
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::process::{Command, Output};
+
+/// `pacauc ARGS…` with the environment of the test.
+pub fn pacauc(args: &[&str]) -> Output {
+    pacauc_env(args, &[])
+}
+
+/// `pacauc ARGS…` with extra environment variables.
+pub fn pacauc_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pacauc"));
+    c.args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("runs")
+}
+
+/// The JSON document on stdout of a successful run (stderr shown otherwise).
+pub fn json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+}
