@@ -15,6 +15,7 @@ pub mod gaussian_lik;
 pub mod model;
 pub mod path;
 pub mod prior_sites;
+pub mod site_steps;
 pub mod sweep;
 
 pub use model::{PairSites, SpikeSlab, SpikeSlabEp};

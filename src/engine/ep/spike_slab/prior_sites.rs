@@ -158,12 +158,33 @@ impl PriorSites {
 
     /// Parallel damped update of every site from q; None when a cavity is invalid.
     pub fn update(&mut self, q: &Posterior, prior: &MixturePrior, eta: f64) -> Option<PriorUpdate> {
+        self.update_each(q, prior, |_| eta, &mut [], &mut [])
+    }
+
+    /// As `update`, with step `eta(k)` for site k. When not empty, `fixed[k]`
+    /// records whether site k's update needed the negative-site fix and `dir[k]`
+    /// the sign of its proposed change of v_k (to spot oscillating sites).
+    pub fn update_each(
+        &mut self,
+        q: &Posterior,
+        prior: &MixturePrior,
+        eta: impl Fn(usize) -> f64,
+        fixed: &mut [bool],
+        dir: &mut [f64],
+    ) -> Option<PriorUpdate> {
         let mut out = PriorUpdate::default();
         let cavs: Option<Vec<Natural>> = (0..self.u.len()).map(|k| self.cavity(q, k)).collect();
         for (k, cav) in cavs?.into_iter().enumerate() {
             let t = tilted(cav, prior);
-            let (new, fixed) = site_update(cav, &t, prior);
-            out.fixes += fixed as usize;
+            let (new, was_fixed) = site_update(cav, &t, prior);
+            out.fixes += was_fixed as usize;
+            if let Some(f) = fixed.get_mut(k) {
+                *f = was_fixed;
+            }
+            if let Some(d) = dir.get_mut(k) {
+                *d = (new.h - self.v[k]).signum();
+            }
+            let eta = eta(k);
             self.u[k] += eta * (new.k - self.u[k]);
             self.v[k] += eta * (new.h - self.v[k]);
             self.p[k] = t.w1;

@@ -7,20 +7,23 @@
 //! the d prior sites from that q → rebuild and check. The likelihood sites'
 //! cavities of the resulting state are checked by the next sweep's pass, which
 //! also yields its evidence: if that check (or any other) fails, the whole
-//! sweep is redone from state t with η halved, and η stays halved (§4). When
-//! the negative-site fix of the prior sites recurs (`fix_sweeps` sweeps in a
-//! row), the prior sites' step is capped at `fix_eta` for the rest of the run:
-//! with the fix, larger steps can cycle (§5). The cap applies to the prior
-//! sites, where the fixes happen; the pair sites keep their η (on DNA at
-//! γ = 400 capping both took 155 sweeps instead of 69, same fixed point).
-//! Converged when `Δ_t < tol·η_t`, η_t the smaller of the two steps; never on
-//! absolute changes.
+//! sweep is redone from state t with η halved, and η stays halved (§4). A prior
+//! site whose negative-site fix recurs (`fix_sweeps` sweeps) gets its own
+//! step, capped at `fix_eta` and then adapted (`site_steps`): with the fix,
+//! larger steps can cycle (§5). The pair sites keep their η (on DNA at γ = 400
+//! capping them too took 155 sweeps instead of 69, same fixed point).
+//! A cold start first runs `warmup_sweeps` sweeps of the likelihood sites alone
+//! under the initial prior sites: the first pair updates from the prior are
+//! huge (Δ ≈ 25 on DNA) and moving the prior sites on them fed ~25 sweeps of
+//! oscillation. Converged when `Δ_t < tol·η_t`, η_t the smallest step of any
+//! site (never during the warm-up); never on absolute changes.
 
 use std::time::Instant;
 
 use serde_json::json;
 
 use super::prior_sites::{MixturePrior, PriorSites};
+use super::site_steps::SiteSteps;
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::posterior::{self, Posterior, PriorTerms};
@@ -60,10 +63,24 @@ pub struct SsSettings {
     pub ep: EpSettings,
     /// The cap on η once negative-site fixes recur…
     pub fix_eta: f64,
-    /// …in this many consecutive sweeps.
+    /// …in this many sweeps (per site; `site_steps`).
     pub fix_sweeps: usize,
     /// log Z_EP at every sweep or only at the end.
     pub evidence_every_sweep: bool,
+    /// Sweeps of the likelihood sites alone at a cold start.
+    #[serde(default = "default_warmup")]
+    pub warmup_sweeps: usize,
+    /// Smallest step of a capped prior site whose updates oscillate.
+    #[serde(default = "default_site_eta_floor")]
+    pub site_eta_floor: f64,
+}
+
+fn default_warmup() -> usize {
+    3
+}
+
+fn default_site_eta_floor() -> f64 {
+    0.1
 }
 
 impl Default for SsSettings {
@@ -73,6 +90,8 @@ impl Default for SsSettings {
             fix_eta: 0.2,
             fix_sweeps: 3,
             evidence_every_sweep: true,
+            warmup_sweeps: default_warmup(),
+            site_eta_floor: default_site_eta_floor(),
         }
     }
 }
@@ -82,7 +101,7 @@ pub struct SsSweepInfo<'a> {
     pub sweep: usize,
     pub delta: f64,
     pub log_z: Option<f64>,
-    /// The smaller step of the sweep (the prior sites' when capped).
+    /// The smallest step of the sweep (of a capped prior site's, if smaller).
     pub eta: f64,
     pub negative_share: f64,
     pub skipped: usize,
@@ -167,19 +186,36 @@ fn rebuild_checked<L: LikelihoodSites>(lik: &mut L, sites: &PriorSites) -> bool 
 }
 
 /// After the likelihood sites' trial was accepted: rebuild, update the prior
-/// sites from that q with step η, rebuild again. Returns the number of
-/// negative-site fixes, or None when a check failed.
+/// sites from that q with their steps for a sweep of step η (not during the
+/// warm-up), rebuild again. Returns the number of negative-site fixes, or None
+/// when a check failed.
 fn prior_half<L: LikelihoodSites>(
     lik: &mut L,
     sites: &mut PriorSites,
     prior: &MixturePrior,
     eta: f64,
+    steps: &mut SiteSteps,
+    warmup: bool,
 ) -> Option<usize> {
     if !rebuild_checked(lik, sites) {
         return None;
     }
-    let up = sites.update(lik.posterior(), prior, eta)?;
-    rebuild_checked(lik, sites).then_some(up.fixes)
+    if warmup {
+        return Some(0);
+    }
+    let mut fixed = std::mem::take(&mut steps.fixed);
+    let mut dir = std::mem::take(&mut steps.dir);
+    let st = &*steps;
+    let up = sites.update_each(
+        lik.posterior(),
+        prior,
+        |k| st.step(k, eta),
+        &mut fixed,
+        &mut dir,
+    );
+    steps.fixed = fixed;
+    steps.dir = dir;
+    rebuild_checked(lik, sites).then_some(up?.fixes)
 }
 
 fn run_once<L: LikelihoodSites>(
@@ -218,17 +254,21 @@ fn run_once<L: LikelihoodSites>(
         cold(lik, sites)?;
         cold_restart = true;
     }
+    let warmup = if lik.is_cold() && *sites == PriorSites::init(d, prior) {
+        s.warmup_sweeps
+    } else {
+        0
+    };
     lik.forget_rollback();
     let mut q_prev: Option<Posterior> = None;
     let mut sites_prev = sites.clone();
     let (mut eta, mut cur_eta) = (s.ep.eta, s.ep.eta);
-    // Once fixes recur, the prior sites' step is capped at `fix_eta` (and stays capped).
-    let mut capped = false;
-    let prior_step = |eta: f64, capped: bool| if capped { eta.min(s.fix_eta) } else { eta };
+    // Prior sites whose fixes recur get their own (smaller, adapted) steps.
+    let mut steps = SiteSteps::new(d, s);
     let (mut sweep, mut delta, mut candidate) = (0usize, f64::INFINITY, false);
     let (mut halvings, mut stall_halvings) = (0usize, 0usize);
     let (mut best_delta, mut since_best) = (f64::INFINITY, 0usize);
-    let (mut fixes_last, mut fixes_total, mut fix_streak) = (0usize, 0usize, 0usize);
+    let (mut fixes_last, mut fixes_total) = (0usize, 0usize);
     let fail = |why: &str, sweep: usize, eta: f64, delta: f64, extra: serde_json::Value| {
         EngineError::NotConverged {
             message: format!(
@@ -273,13 +313,14 @@ fn run_once<L: LikelihoodSites>(
                 }
                 lik.shrink();
                 sites.clone_from(&sites_prev);
-                if let Some(f) = prior_half(lik, sites, prior, prior_step(cur_eta, capped)) {
+                let warming = sweep < warmup;
+                if let Some(f) = prior_half(lik, sites, prior, cur_eta, &mut steps, warming) {
                     fixes_last = f;
                     break;
                 }
             }
             delta = posterior::delta(lik.posterior(), q_prev.as_ref().expect("previous"));
-            candidate = delta < s.ep.tol * prior_step(cur_eta, capped);
+            candidate = sweep > warmup && delta < s.ep.tol * steps.min_step(cur_eta);
             continue;
         }
         // The current state is valid: its evidence and inclusion probabilities.
@@ -302,7 +343,7 @@ fn run_once<L: LikelihoodSites>(
                 log_z: evidence
                     .log_z()
                     .filter(|_| candidate || s.evidence_every_sweep),
-                eta: prior_step(cur_eta, capped),
+                eta: steps.min_step(cur_eta),
                 negative_share,
                 skipped: stats.skipped,
                 fixes: fixes_last,
@@ -315,7 +356,7 @@ fn run_once<L: LikelihoodSites>(
             return Ok(SsOutcome {
                 sweeps: sweep,
                 eta: cur_eta,
-                eta_prior: prior_step(cur_eta, capped),
+                eta_prior: steps.min_step(cur_eta),
                 delta,
                 evidence,
                 negative_share,
@@ -343,7 +384,7 @@ fn run_once<L: LikelihoodSites>(
         sites_prev.clone_from(sites);
         cur_eta = eta;
         loop {
-            if let Some(f) = prior_half(lik, sites, prior, prior_step(cur_eta, capped)) {
+            if let Some(f) = prior_half(lik, sites, prior, cur_eta, &mut steps, sweep < warmup) {
                 fixes_last = f;
                 break;
             }
@@ -365,15 +406,12 @@ fn run_once<L: LikelihoodSites>(
         sweep += 1;
         fixes_total += fixes_last;
         delta = posterior::delta(lik.posterior(), q_prev.as_ref().expect("previous"));
-        candidate = delta < s.ep.tol * prior_step(cur_eta, capped);
+        candidate = sweep > warmup && delta < s.ep.tol * steps.min_step(cur_eta);
         if candidate {
             continue;
         }
-        // Fixes that keep recurring: small steps (period-2 cycles otherwise).
-        fix_streak = if fixes_last > 0 { fix_streak + 1 } else { 0 };
-        if fix_streak >= s.fix_sweeps {
-            capped = true;
-        }
+        // Fixes that keep recurring: smaller steps (period-2 cycles otherwise).
+        steps.after_sweep(cur_eta);
         if delta < best_delta {
             (best_delta, since_best) = (delta, 0);
         } else {
