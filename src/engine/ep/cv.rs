@@ -4,6 +4,13 @@
 //! fixed point at very large γ with overlapping classes (§4): a grid point where
 //! EP does not converge is recorded as failed (with the larger ones of that
 //! fold), and only points that converged in every fold can be chosen.
+//!
+//! With heavily overlapping classes and many rows (EEG: 15k rows, AUC ≈ 0.68)
+//! "very large" starts below n/8, so the whole default grid can fail in some
+//! fold. When fewer than two points converge in every fold, the grid is extended
+//! downwards by halving (down to n/1024, `MIN_OVER_N`) until two do. Inside the
+//! CV, a point whose sweeps cycle (Δ/η stays flat while η halves) is declared
+//! failed after `CYCLE_STALLS` such halvings instead of halving η to its minimum.
 
 use nalgebra::DMatrix;
 use serde::Serialize;
@@ -17,6 +24,12 @@ use crate::engine::data::prepare::{fold_indices, stratified_folds};
 use crate::engine::metrics::auc;
 use crate::engine::run::{Control, EngineError};
 
+/// The smallest multiple of n the grid is extended down to.
+pub const MIN_OVER_N: f64 = 1.0 / 1024.0;
+
+/// Stall halvings in a row with a flat Δ/η that mark a cycle inside the CV.
+pub const CYCLE_STALLS: usize = 2;
+
 /// Default grid of γ/n: 2^−4 … 2^4 (n = training rows; ≤ 25n, §4).
 pub fn default_grid() -> Vec<f64> {
     (-4..=4).map(|k| 2f64.powi(k)).collect()
@@ -25,7 +38,8 @@ pub fn default_grid() -> Vec<f64> {
 #[derive(Debug, Clone, Serialize)]
 pub struct CvResult {
     pub folds: usize,
-    /// The grid as multiples of n (γ = c·n; c·n_fold inside a fold).
+    /// Every grid point tried, ascending, as multiples of n (γ = c·n; c·n_fold
+    /// inside a fold): the requested grid plus any points of the extension.
     pub grid_over_n: Vec<f64>,
     /// Mean held-out AUC per grid point (None where EP failed in some fold).
     pub mean_auc: Vec<Option<f64>>,
@@ -35,6 +49,11 @@ pub struct CvResult {
     pub fold_sweeps: Vec<Vec<usize>>,
     /// Why grid points failed.
     pub failures: Vec<String>,
+    /// Grid points dropped (no mean AUC), each with its reason.
+    pub dropped: Vec<String>,
+    /// Points added below the requested grid (descending) because fewer than
+    /// two of its points converged in every fold; empty when it was not needed.
+    pub extended_below: Vec<f64>,
     /// The chosen multiple of n.
     pub chosen_over_n: f64,
 }
@@ -48,6 +67,107 @@ pub struct CvSettings<'a> {
     pub ep: &'a EpSettings,
     /// Tune ARD variances inside every fold (None: fixed `vars`).
     pub ard: Option<&'a ArdSettings>,
+}
+
+/// Results per fold and point (points indexed as in `Points::c`).
+struct Table {
+    auc: Vec<Vec<Option<f64>>>,
+    sweeps: Vec<Vec<usize>>,
+    /// Why a point has no AUC in a fold (failed, or not run after a failure).
+    why: Vec<Vec<Option<String>>>,
+    failures: Vec<String>,
+}
+
+impl Table {
+    fn push_point(&mut self) {
+        for f in 0..self.auc.len() {
+            self.auc[f].push(None);
+            self.sweeps[f].push(0);
+            self.why[f].push(None);
+        }
+    }
+    /// Points with an AUC in every fold.
+    fn survivors(&self) -> usize {
+        let n = self.auc[0].len();
+        (0..n)
+            .filter(|&g| self.auc.iter().all(|a| a[g].is_some()))
+            .count()
+    }
+}
+
+/// One fold's data and the CV settings it runs with.
+struct Fold<'a> {
+    f: usize,
+    xtr: DMatrix<f64>,
+    ytr: Vec<bool>,
+    xte: DMatrix<f64>,
+    yte: Vec<bool>,
+    vars: &'a [f64],
+}
+
+/// Runs EP on one fold at the points `order` (indices into `c`), warm-started
+/// from one to the next. `ascending`: a failure drops the larger points (they
+/// only get harder); descending: a failure restarts the next point cold.
+#[allow(clippy::too_many_arguments)]
+fn run_fold(
+    fold: &Fold<'_>,
+    c: &[f64],
+    order: &[usize],
+    ascending: bool,
+    cv: &CvSettings<'_>,
+    ep: &EpSettings,
+    table: &mut Table,
+    ctl: &Control,
+    log: &mut dyn FnMut(String),
+) -> Result<(), EngineError> {
+    let f = fold.f;
+    let mut lep = LinearEp::new(&fold.xtr, &fold.ytr, fold.vars, cv.form, cv.precision)?;
+    let n = fold.ytr.len() as f64;
+    for (k, &gi) in order.iter().enumerate() {
+        ctl.checkpoint()?;
+        let gamma = c[gi] * n;
+        let res = match cv.ard {
+            None => lep.run(gamma, ep, ctl, &mut |_, _| {}).map(|o| o.sweeps),
+            Some(a) => ard::optimise(&mut lep, gamma, ep, a, ctl, &mut |_, _| {}, &mut |_| {})
+                .map(|r| r.trace.iter().map(|s| s.sweeps).sum()),
+        };
+        match res {
+            Ok(sweeps) => {
+                let m = nalgebra::DVector::from_vec(lep.mean());
+                let s: Vec<f64> = (&fold.xte * m).iter().copied().collect();
+                let a = auc(&s, &fold.yte);
+                log(format!(
+                    "ep cv: fold {}/{}, γ = {}n: held-out AUC {a:.4} ({sweeps} sweeps)",
+                    f + 1,
+                    cv.folds,
+                    c[gi]
+                ));
+                table.auc[f][gi] = Some(a);
+                table.sweeps[f][gi] = sweeps;
+            }
+            Err(EngineError::NotConverged {
+                message,
+                diagnostics,
+            }) => {
+                let m = format!("fold {}, γ = {}n: {message}", f + 1, c[gi]);
+                log(format!("ep cv: {m}"));
+                table.failures.push(m);
+                table.sweeps[f][gi] = diagnostics["sweeps"].as_u64().unwrap_or(0) as usize;
+                let reason = diagnostics["detail"]["reason"].as_str().unwrap_or("failed");
+                table.why[f][gi] = Some(format!("EP failed in fold {} ({reason})", f + 1));
+                if ascending {
+                    for &gj in &order[k + 1..] {
+                        table.why[f][gj] =
+                            Some(format!("not run in fold {}: a smaller γ failed", f + 1));
+                    }
+                    break; // larger γ only get harder
+                }
+                lep.state_mut().reset(); // the next, smaller γ from the prior
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Runs the cross-validation; `log` receives one line per grid point.
@@ -77,64 +197,81 @@ pub fn cross_validate(
             cv.folds, cv.folds
         )));
     }
-    let mut order: Vec<usize> = (0..grid.len()).collect();
-    order.sort_by(|&a, &b| grid[a].total_cmp(&grid[b]));
+    // Inside the CV a cycling point fails fast (unless the caller chose otherwise).
+    let ep = EpSettings {
+        cycle_stalls: if cv.ep.cycle_stalls == 0 {
+            CYCLE_STALLS
+        } else {
+            cv.ep.cycle_stalls
+        },
+        ..*cv.ep
+    };
+    let mut c: Vec<f64> = grid.to_vec();
+    let mut order: Vec<usize> = (0..c.len()).collect();
+    order.sort_by(|&a, &b| c[a].total_cmp(&c[b]));
     let assignment = stratified_folds(y, cv.folds, cv.seed);
-    let mut fold_auc = vec![vec![None; grid.len()]; cv.folds];
-    let mut fold_sweeps = vec![vec![0; grid.len()]; cv.folds];
-    let mut failures = Vec::new();
-    for f in 0..cv.folds {
+    let fold = |f: usize| {
         let (tr, te) = fold_indices(&assignment, f);
-        let xtr = x.select_rows(&tr);
-        let ytr: Vec<bool> = tr.iter().map(|&i| y[i]).collect();
-        let xte = x.select_rows(&te);
-        let yte: Vec<bool> = te.iter().map(|&i| y[i]).collect();
-        let mut lep = LinearEp::new(&xtr, &ytr, vars, cv.form, cv.precision)?;
-        for &gi in &order {
-            ctl.checkpoint()?;
-            let gamma = grid[gi] * tr.len() as f64;
-            let res = match cv.ard {
-                None => lep.run(gamma, cv.ep, ctl, &mut |_, _| {}).map(|o| o.sweeps),
-                Some(a) => {
-                    ard::optimise(&mut lep, gamma, cv.ep, a, ctl, &mut |_, _| {}, &mut |_| {})
-                        .map(|r| r.trace.iter().map(|s| s.sweeps).sum())
-                }
-            };
-            match res {
-                Ok(sweeps) => {
-                    let m = nalgebra::DVector::from_vec(lep.mean());
-                    let s: Vec<f64> = (&xte * m).iter().copied().collect();
-                    let a = auc(&s, &yte);
-                    log(format!(
-                        "ep cv: fold {}/{}, γ = {}n: held-out AUC {a:.4} ({sweeps} sweeps)",
-                        f + 1,
-                        cv.folds,
-                        grid[gi]
-                    ));
-                    fold_auc[f][gi] = Some(a);
-                    fold_sweeps[f][gi] = sweeps;
-                }
-                Err(EngineError::NotConverged { message, .. }) => {
-                    let m = format!("fold {}, γ = {}n: {message}", f + 1, grid[gi]);
-                    log(format!("ep cv: {m}"));
-                    failures.push(m);
-                    break; // larger γ only get harder
-                }
-                Err(e) => return Err(e),
-            }
+        Fold {
+            f,
+            xtr: x.select_rows(&tr),
+            ytr: tr.iter().map(|&i| y[i]).collect(),
+            xte: x.select_rows(&te),
+            yte: te.iter().map(|&i| y[i]).collect(),
+            vars,
+        }
+    };
+    let mut table = Table {
+        auc: vec![vec![None; c.len()]; cv.folds],
+        sweeps: vec![vec![0; c.len()]; cv.folds],
+        why: vec![vec![None; c.len()]; cv.folds],
+        failures: Vec::new(),
+    };
+    for f in 0..cv.folds {
+        run_fold(&fold(f), &c, &order, true, cv, &ep, &mut table, ctl, log)?;
+    }
+
+    // Too few points converged in every fold: halve below the grid, a level
+    // at a time across the folds (each fold descending, warm-started).
+    let mut extended_below = Vec::new();
+    let mut next = c[order[0]] * 0.5;
+    while table.survivors() < 2 && next >= MIN_OVER_N * (1.0 - 1e-9) {
+        let need = 2 - table.survivors();
+        let mut level = Vec::new();
+        while level.len() < need && next >= MIN_OVER_N * (1.0 - 1e-9) {
+            level.push(c.len());
+            c.push(next);
+            extended_below.push(next);
+            table.push_point();
+            next *= 0.5;
+        }
+        log(format!(
+            "ep cv: fewer than two γ converged in every fold; extending the grid down to {}n",
+            c[*level.last().unwrap()]
+        ));
+        for f in 0..cv.folds {
+            run_fold(&fold(f), &c, &level, false, cv, &ep, &mut table, ctl, log)?;
         }
     }
-    let mean_auc: Vec<Option<f64>> = (0..grid.len())
+
+    let mut order: Vec<usize> = (0..c.len()).collect();
+    order.sort_by(|&a, &b| c[a].total_cmp(&c[b]));
+    let mean_auc: Vec<Option<f64>> = (0..c.len())
         .map(|g| {
-            let v: Option<Vec<f64>> = fold_auc.iter().map(|a| a[g]).collect();
+            let v: Option<Vec<f64>> = table.auc.iter().map(|a| a[g]).collect();
             v.map(|v| v.iter().sum::<f64>() / v.len() as f64)
         })
         .collect();
+    let mut dropped = Vec::new();
     for &gi in &order {
         log(match mean_auc[gi] {
-            Some(a) => format!("ep cv: γ = {}n  mean held-out AUC {a:.4}", grid[gi]),
-            None => format!("ep cv: γ = {}n  failed in some fold", grid[gi]),
+            Some(a) => format!("ep cv: γ = {}n  mean held-out AUC {a:.4}", c[gi]),
+            None => format!("ep cv: γ = {}n  failed in some fold", c[gi]),
         });
+        if mean_auc[gi].is_none() {
+            let why: Vec<&str> = table.why.iter().filter_map(|w| w[gi].as_deref()).collect();
+            dropped.push(format!("γ = {}n: {}", c[gi], why.join("; ")));
+        }
     }
     // Best mean AUC; ties (within 1e-12) go to the smaller γ.
     let mut best: Option<usize> = None;
@@ -147,17 +284,29 @@ pub fn cross_validate(
     }
     let Some(best) = best else {
         return Err(EngineError::NotConverged {
-            message: "EP converged at no γ of the grid in every fold".into(),
-            diagnostics: serde_json::json!({ "grid_over_n": grid, "failures": failures }),
+            message: format!(
+                "EP converged at no γ of the grid (extended down to {MIN_OVER_N}n) in every fold"
+            ),
+            diagnostics: serde_json::json!({
+                "grid_over_n": c, "failures": table.failures, "dropped": dropped,
+            }),
         });
     };
+    // Report the points ascending.
+    let sorted = |v: &Vec<Option<f64>>| order.iter().map(|&g| v[g]).collect::<Vec<_>>();
     Ok(CvResult {
         folds: cv.folds,
-        grid_over_n: grid.to_vec(),
-        mean_auc,
-        fold_auc,
-        fold_sweeps,
-        failures,
-        chosen_over_n: grid[best],
+        grid_over_n: order.iter().map(|&g| c[g]).collect(),
+        mean_auc: sorted(&mean_auc),
+        fold_auc: table.auc.iter().map(sorted).collect(),
+        fold_sweeps: table
+            .sweeps
+            .iter()
+            .map(|s| order.iter().map(|&g| s[g]).collect())
+            .collect(),
+        failures: table.failures,
+        dropped,
+        extended_below,
+        chosen_over_n: c[best],
     })
 }
