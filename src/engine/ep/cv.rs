@@ -310,3 +310,98 @@ pub fn cross_validate(
         chosen_over_n: c[best],
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::ep::tests::toy;
+
+    fn settings<'a>(grid: &'a [f64], ep: &'a EpSettings) -> CvSettings<'a> {
+        CvSettings {
+            grid_over_n: grid,
+            folds: 3,
+            seed: 1,
+            form: Form::Primal,
+            precision: Precision::F64,
+            ep,
+            ard: None,
+        }
+    }
+
+    /// Heavily overlapping classes (train AUC ≈ 0.63): EP has no usable fixed
+    /// point at γ ≥ 32n here, so a grid starting there fails in every fold and
+    /// the CV must extend it downwards and still choose a converged γ.
+    #[test]
+    fn a_grid_without_fixed_points_is_extended_downwards() {
+        let (x, y) = toy(450, 3, 41, 4.0);
+        let ep = EpSettings::default();
+        let grid = [64.0, 128.0, 256.0];
+        let mut lines = Vec::new();
+        let r = cross_validate(
+            &x,
+            &y,
+            &[1.0; 3],
+            &settings(&grid, &ep),
+            &Control::new(),
+            &mut |l| lines.push(l),
+        )
+        .unwrap();
+        // Every point of the requested grid failed or was not run, and says why.
+        for c in grid {
+            let i = r.grid_over_n.iter().position(|&g| g == c).unwrap();
+            assert!(r.mean_auc[i].is_none());
+            assert!(
+                r.dropped
+                    .iter()
+                    .any(|d| d.starts_with(&format!("γ = {c}n:")))
+            );
+        }
+        assert!(!r.extended_below.is_empty(), "{}", lines.join("\n"));
+        assert!(r.extended_below.contains(&r.chosen_over_n));
+        assert!(r.chosen_over_n >= MIN_OVER_N);
+        // At least two points converged in every fold; the chosen one is the best.
+        let ok: Vec<f64> = r.mean_auc.iter().flatten().copied().collect();
+        assert!(ok.len() >= 2, "{:?}", r.mean_auc);
+        let i = r
+            .grid_over_n
+            .iter()
+            .position(|&g| g == r.chosen_over_n)
+            .unwrap();
+        assert_eq!(
+            r.mean_auc[i],
+            Some(ok.iter().cloned().fold(f64::MIN, f64::max))
+        );
+        // Extension points are halvings of the grid's smallest point, descending.
+        for (k, c) in r.extended_below.iter().enumerate() {
+            assert_eq!(*c, 64.0 / 2f64.powi(k as i32 + 1));
+        }
+        // Failures inside the CV end early (cycle detection), not at --max-sweeps.
+        assert!(r.failures.iter().any(|f| f.contains("a cycle")));
+        // The chosen γ converges on the whole training set.
+        let mut lep = LinearEp::new(&x, &y, &[1.0; 3], Form::Primal, Precision::F64).unwrap();
+        let gamma = r.chosen_over_n * y.len() as f64;
+        lep.run(gamma, &ep, &Control::new(), &mut |_, _| {})
+            .unwrap();
+    }
+
+    /// A grid where EP converges everywhere is not extended.
+    #[test]
+    fn a_working_grid_is_not_extended() {
+        let (x, y) = toy(120, 3, 43, 1.0);
+        let ep = EpSettings::default();
+        let grid = default_grid();
+        let r = cross_validate(
+            &x,
+            &y,
+            &[1.0; 3],
+            &settings(&grid, &ep),
+            &Control::new(),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert!(r.extended_below.is_empty());
+        assert!(r.dropped.is_empty());
+        assert_eq!(r.grid_over_n, grid);
+        assert!(r.mean_auc.iter().all(|a| a.is_some()));
+    }
+}
