@@ -45,7 +45,7 @@ pub struct CvResult {
     pub mean_auc: Vec<Option<f64>>,
     /// AUC per fold and grid point.
     pub fold_auc: Vec<Vec<Option<f64>>>,
-    /// EP sweeps per fold and grid point (0 = not run).
+    /// EP sweeps per fold and grid point (of the last attempt; 0 = not run).
     pub fold_sweeps: Vec<Vec<usize>>,
     /// Why grid points failed.
     pub failures: Vec<String>,
@@ -105,15 +105,14 @@ struct Fold<'a> {
     vars: &'a [f64],
 }
 
-/// Runs EP on one fold at the points `order` (indices into `c`), warm-started
-/// from one to the next. `ascending`: a failure drops the larger points (they
-/// only get harder); descending: a failure restarts the next point cold.
+/// Runs EP on one fold at the points `order` (indices into `c`, ascending),
+/// cold at the first and warm-started from one to the next; a failure drops
+/// the larger points (they only get harder).
 #[allow(clippy::too_many_arguments)]
 fn run_fold(
     fold: &Fold<'_>,
     c: &[f64],
     order: &[usize],
-    ascending: bool,
     cv: &CvSettings<'_>,
     ep: &EpSettings,
     table: &mut Table,
@@ -144,6 +143,7 @@ fn run_fold(
                 ));
                 table.auc[f][gi] = Some(a);
                 table.sweeps[f][gi] = sweeps;
+                table.why[f][gi] = None;
             }
             Err(EngineError::NotConverged {
                 message,
@@ -155,14 +155,11 @@ fn run_fold(
                 table.sweeps[f][gi] = diagnostics["sweeps"].as_u64().unwrap_or(0) as usize;
                 let reason = diagnostics["detail"]["reason"].as_str().unwrap_or("failed");
                 table.why[f][gi] = Some(format!("EP failed in fold {} ({reason})", f + 1));
-                if ascending {
-                    for &gj in &order[k + 1..] {
-                        table.why[f][gj] =
-                            Some(format!("not run in fold {}: a smaller γ failed", f + 1));
-                    }
-                    break; // larger γ only get harder
+                for &gj in &order[k + 1..] {
+                    table.why[f][gj] =
+                        Some(format!("not run in fold {}: a smaller γ failed", f + 1));
                 }
-                lep.state_mut().reset(); // the next, smaller γ from the prior
+                break; // larger γ only get harder
             }
             Err(e) => return Err(e),
         }
@@ -228,11 +225,13 @@ pub fn cross_validate(
         failures: Vec::new(),
     };
     for f in 0..cv.folds {
-        run_fold(&fold(f), &c, &order, true, cv, &ep, &mut table, ctl, log)?;
+        run_fold(&fold(f), &c, &order, cv, &ep, &mut table, ctl, log)?;
     }
 
-    // Too few points converged in every fold: halve below the grid, a level
-    // at a time across the folds (each fold descending, warm-started).
+    // Too few points converged in every fold: halve below the grid. EP at a
+    // small γ converges from the prior, and warm-started upwards from there it
+    // often converges where a cold start cycles (EEG): a fold where no point
+    // above the new ones converged climbs again through them, warm-started.
     let mut extended_below = Vec::new();
     let mut next = c[order[0]] * 0.5;
     while table.survivors() < 2 && next >= MIN_OVER_N * (1.0 - 1e-9) {
@@ -245,12 +244,19 @@ pub fn cross_validate(
             table.push_point();
             next *= 0.5;
         }
+        level.reverse(); // ascending
         log(format!(
             "ep cv: fewer than two γ converged in every fold; extending the grid down to {}n",
-            c[*level.last().unwrap()]
+            c[level[0]]
         ));
+        let mut above: Vec<usize> = (0..c.len()).filter(|g| !level.contains(g)).collect();
+        above.sort_by(|&a, &b| c[a].total_cmp(&c[b]));
         for f in 0..cv.folds {
-            run_fold(&fold(f), &c, &level, false, cv, &ep, &mut table, ctl, log)?;
+            let mut todo = level.clone();
+            if above.iter().all(|&g| table.auc[f][g].is_none()) {
+                todo.extend(&above);
+            }
+            run_fold(&fold(f), &c, &todo, cv, &ep, &mut table, ctl, log)?;
         }
     }
 
@@ -371,7 +377,7 @@ mod tests {
             r.mean_auc[i],
             Some(ok.iter().cloned().fold(f64::MIN, f64::max))
         );
-        // Extension points are halvings of the grid's smallest point, descending.
+        // Extension points are halvings of the grid's smallest point, in the order added.
         for (k, c) in r.extended_below.iter().enumerate() {
             assert_eq!(*c, 64.0 / 2f64.powi(k as i32 + 1));
         }
