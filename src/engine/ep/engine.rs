@@ -204,6 +204,8 @@ impl Engine for Ep {
                 inclusion: None,
             }));
         };
+        // γ/n of the warm-start path of the final fit (when its cold start failed).
+        let mut final_warm_path: Option<Vec<f64>> = None;
         let (outcome, ard_result) = if ard_on {
             let r = ard::optimise(
                 &mut lep,
@@ -225,6 +227,42 @@ impl Engine for Ep {
                 },
             )?;
             (r.outcome.clone(), Some(r))
+        } else if let Some(r) = &cv_result {
+            // A cold start at the chosen γ can cycle where the CV's warm path
+            // converged (EEG): fail fast, then climb the converged grid points.
+            let s = EpSettings {
+                cycle_stalls: if self.settings.cycle_stalls == 0 {
+                    cv::CYCLE_STALLS
+                } else {
+                    self.settings.cycle_stalls
+                },
+                ..self.settings
+            };
+            match lep.run(gamma, &s, ctl, &mut on_sweep) {
+                Err(EngineError::NotConverged { message, .. }) => {
+                    let path: Vec<f64> = r
+                        .grid_over_n
+                        .iter()
+                        .zip(&r.mean_auc)
+                        .filter(|(c, a)| a.is_some() && **c < r.chosen_over_n)
+                        .map(|(c, _)| *c)
+                        .collect();
+                    {
+                        let mut sk = sink.borrow_mut();
+                        sk.drop_earlier_sweeps();
+                        sk.emit(log(format!(
+                            "ep: the final fit from the prior failed ({message}); warm-starting it along γ/n = {path:?}"
+                        )));
+                    }
+                    lep.state_mut().reset();
+                    for &c in &path {
+                        lep.run(c * pb.n() as f64, &s, ctl, &mut |_, _| {})?;
+                    }
+                    final_warm_path = Some(path);
+                    (lep.run(gamma, &s, ctl, &mut on_sweep)?, None)
+                }
+                res => (res?, None),
+            }
         } else {
             (lep.run(gamma, &self.settings, ctl, &mut on_sweep)?, None)
         };
@@ -300,6 +338,7 @@ impl Engine for Ep {
                 "over_n": gamma / pb.n() as f64,
                 "per_pair": gamma / lep.pairs() as f64,
                 "chosen_by": if cv_result.is_some() { "cv" } else { "fixed" },
+                "final_warm_path_over_n": final_warm_path,
                 "convention": "π ∝ prior · exp(−γ R_n), R_n = share of discordant pairs; each pair's factor is exp(−(γ/M)·1{<θ, x_i − x_j> < 0})",
             },
             "evidence": outcome.evidence,

@@ -37,6 +37,12 @@ pub struct EpSettings {
     /// this many sweeps: parallel EP can settle into a cycle at a too large η
     /// (Glass at γ = 2.5n cycles at η = 0.7, converges at 0.5). 0 = never.
     pub stall_sweeps: usize,
+    /// Declare a cycle (fail fast) after this many stall halvings in a row that
+    /// did not halve the smallest Δ/η of their window: with no fixed point the
+    /// change only shrinks with the step (Δ/η ≈ const) and halving η to
+    /// `min_eta` takes hundreds of sweeps. 0 = never (halve to `min_eta`).
+    #[serde(default)]
+    pub cycle_stalls: usize,
 }
 
 impl Default for EpSettings {
@@ -47,6 +53,7 @@ impl Default for EpSettings {
             max_sweeps: 1000,
             min_eta: 1e-4,
             stall_sweeps: 20,
+            cycle_stalls: 0,
         }
     }
 }
@@ -425,7 +432,9 @@ impl PairEp {
     ) -> Result<EpOutcome, EngineError> {
         let warm = !self.is_cold();
         match self.run_once(g, s, ctl, on_sweep) {
-            Err(EngineError::NotConverged { .. }) if warm => {
+            Err(EngineError::NotConverged { diagnostics, .. })
+                if warm && diagnostics["detail"]["reason"] != "cycle" =>
+            {
                 self.reset();
                 let mut out = self.run_once(g, s, ctl, on_sweep)?;
                 out.cold_restart = true;
@@ -469,6 +478,8 @@ impl PairEp {
         let (mut sweep, mut delta, mut candidate) = (0usize, f64::INFINITY, false);
         let mut halvings = 0usize;
         let (mut best_delta, mut since_best, mut stall_halvings) = (f64::INFINITY, 0usize, 0usize);
+        // Smallest Δ/η of each stall window, and how many stalls in a row did not halve it.
+        let (mut stall_ratios, mut flat_stalls) = (Vec::<f64>::new(), 0usize);
         let fail = |why: &str, sweep: usize, eta: f64, delta: f64, extra: serde_json::Value| {
             EngineError::NotConverged {
                 message: format!("EP {why} (after {sweep} sweeps, η = {eta:.3e}, Δ = {delta:.3e})"),
@@ -601,6 +612,21 @@ impl PairEp {
                 since_best += 1;
                 if s.stall_sweeps > 0 && since_best >= s.stall_sweeps && !candidate {
                     // A cycle: smaller steps from the current (valid) state.
+                    let ratio = best_delta / cur_eta;
+                    match stall_ratios.last() {
+                        Some(&r0) if ratio > 0.5 * r0 => flat_stalls += 1,
+                        _ => flat_stalls = 0,
+                    }
+                    stall_ratios.push(ratio);
+                    if s.cycle_stalls > 0 && flat_stalls >= s.cycle_stalls {
+                        return Err(fail(
+                            "did not converge: a cycle (Δ/η does not fall as η halves)",
+                            sweep,
+                            cur_eta,
+                            delta,
+                            json!({ "reason": "cycle", "halvings": halvings, "stall_halvings": stall_halvings, "delta_over_eta": stall_ratios }),
+                        ));
+                    }
                     eta *= 0.5;
                     stall_halvings += 1;
                     (best_delta, since_best) = (f64::INFINITY, 0);
@@ -610,7 +636,7 @@ impl PairEp {
                             sweep,
                             eta,
                             delta,
-                            json!({ "reason": "Δ stalled", "halvings": halvings, "stall_halvings": stall_halvings }),
+                            json!({ "reason": "Δ stalled", "halvings": halvings, "stall_halvings": stall_halvings, "delta_over_eta": stall_ratios }),
                         ));
                     }
                 }

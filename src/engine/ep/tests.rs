@@ -55,6 +55,7 @@ fn tight(eta: f64, tol: f64) -> EpSettings {
         max_sweeps: 10_000,
         min_eta: 1e-6,
         stall_sweeps: 0,
+        cycle_stalls: 0,
     }
 }
 
