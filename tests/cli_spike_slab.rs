@@ -219,3 +219,25 @@ fn inclusion_prior_auto_maximises_the_evidence() {
         assert!(zo < z, "log Z at p = {other}: {zo} vs {z} at {p}");
     }
 }
+
+#[test]
+fn an_all_spike_result_is_flagged() {
+    // Default p = 1 − e^{−1/20} at γ = n: EP settles with every feature in the
+    // spike on the demo (SMC includes four); the record must say so.
+    let v = json(&pacauc(&[
+        "fit",
+        DEMO,
+        "--method",
+        "ep",
+        "--prior",
+        "spike-slab",
+    ]));
+    let incl = v["inclusion"].as_array().unwrap();
+    assert!(incl.iter().all(|i| i["prob"].as_f64().unwrap() <= 0.5));
+    let warned = v["trace"].as_array().unwrap().iter().any(|e| {
+        e["event"] == "log"
+            && e["level"] == "warn"
+            && e["message"].as_str().unwrap().contains("all-spike")
+    });
+    assert!(warned, "no all-spike warning in the trace");
+}

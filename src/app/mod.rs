@@ -386,8 +386,15 @@ impl App {
                     .test
                     .filter(|a| a.is_finite())
                     .map_or(String::new(), |a| format!(": test AUC {a:.4}"));
+                // The engine's last warning, if any, belongs in the status line: the
+                // explorer has no log pane and a warning qualifies the result.
+                let warning = run
+                    .logs
+                    .iter()
+                    .rfind(|(level, _)| *level == crate::engine::event::LogLevel::Warn)
+                    .map_or(String::new(), |(_, m)| format!(" — warning: {m}"));
                 let t = format!(
-                    "{} finished in {:.2} s{auc}",
+                    "{} finished in {:.2} s{auc}{warning}",
                     run.title(),
                     record.seconds.fit
                 );

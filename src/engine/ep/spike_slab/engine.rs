@@ -188,6 +188,16 @@ pub fn run(
             ),
         });
     }
+    if outcome.inclusion.iter().all(|&p| p <= SELECTED) {
+        // Scale-free risk: "every coefficient in the spike" is a self-consistent EP
+        // fixed point that SMC does not confirm on data with clear signal.
+        sink.emit(Event::Log {
+            level: LogLevel::Warn,
+            message: "no feature has inclusion above ½: EP may sit at its all-spike fixed point; \
+                      check with --method smc, or raise --inclusion-prior or γ"
+                .into(),
+        });
+    }
     let (mean, sd) = (model.mean(), model.sd());
     let mut fit = Fit::new(
         "ep",
