@@ -20,8 +20,11 @@ use super::simd::{F64x4x2, F64x8};
 use super::site::{LaneConsts, StepFactor, pair_lane};
 use super::store::{SiteBuffers, SiteScalar};
 
-/// Sites per block (the block's C, K and h scratch: 3 × 8 × this bytes).
-const BLOCK_SITES: usize = 1 << 17;
+/// Sites per block (the block's C, K and h scratch: 3 × 8 × this bytes = 24 MiB).
+/// Large blocks pay: matrixmultiply packs Z_N again for every block's two
+/// GEMMs; DNA (1.04 M pairs, p = 180) ran 27% faster in one block than in
+/// eight of 2^17 (docs/BENCHMARKS.md), EEG (p = 14) was unchanged.
+const BLOCK_SITES: usize = 1 << 20;
 /// Up to this many coordinates the block products run inside the row tasks
 /// (p FMAs per site, vectorised, no GEMM threads competing with rayon's);
 /// above it, through matrixmultiply.
@@ -196,7 +199,12 @@ pub struct Workspace {
 
 impl Workspace {
     pub fn new(n_pos: usize, n_neg: usize) -> Workspace {
-        let block_rows = (BLOCK_SITES / n_neg.max(1)).clamp(1, n_pos.max(1));
+        Workspace::with_block_rows(n_pos, n_neg, BLOCK_SITES / n_neg.max(1))
+    }
+
+    /// Blocks of `block_rows` positive rows (at least one, at most all).
+    pub fn with_block_rows(n_pos: usize, n_neg: usize, block_rows: usize) -> Workspace {
+        let block_rows = block_rows.clamp(1, n_pos.max(1));
         let len = block_rows * n_neg;
         Workspace {
             block_rows,

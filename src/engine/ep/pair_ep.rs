@@ -235,6 +235,11 @@ impl PairEp {
     pub fn set_isa(&mut self, isa: Isa) {
         self.isa = isa;
     }
+    /// Forces blocks of `rows` positive rows (tests of the multi-block path).
+    #[cfg(test)]
+    pub fn set_block_rows(&mut self, rows: usize) {
+        self.ws = Workspace::with_block_rows(self.n_pos(), self.n_neg(), rows);
+    }
     /// Whether every sweep reports log Z_EP (costs ~15% of a sweep) or only the last.
     pub fn set_evidence_every_sweep(&mut self, on: bool) {
         self.evidence_every_sweep = on;

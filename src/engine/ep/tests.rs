@@ -410,6 +410,47 @@ fn instruction_sets_and_thread_counts_agree() {
     }
 }
 
+/// Problems above `BLOCK_SITES` pairs are passed block by block: small blocks
+/// (both the small-p path and the GEMM path) give the one-block result.
+#[test]
+fn blocks_of_rows_give_the_one_block_result() {
+    for d in [5, 40] {
+        let (x, y) = toy(160, d, 17, 1.0);
+        let (xp, xn) = split(&x, &y);
+        let run = |rows: Option<usize>| {
+            let mut ep = PairEp::new(
+                xp.clone(),
+                xn.clone(),
+                Excluded::none(xp.nrows()),
+                PriorTerms::centred(&vec![1.0; d]),
+                Precision::F64,
+            )
+            .unwrap();
+            if let Some(r) = rows {
+                ep.set_block_rows(r);
+            }
+            let g = 160.0 / ep.sites() as f64;
+            let o = ep
+                .run(g, &EpSettings::default(), &Control::new(), &mut |_| {})
+                .unwrap();
+            (
+                ep.posterior().unwrap().m.clone(),
+                o.evidence.log_z().unwrap(),
+                o.sweeps,
+            )
+        };
+        let (m1, z1, s1) = run(None);
+        let (m7, z7, s7) = run(Some(7));
+        assert_eq!(s1, s7, "d = {d}");
+        assert!(
+            (&m1 - &m7).amax() < 1e-12,
+            "d = {d}: {}",
+            (&m1 - &m7).amax()
+        );
+        assert!((z1 - z7).abs() < 1e-9, "d = {d}: {z1} vs {z7}");
+    }
+}
+
 #[test]
 fn single_precision_storage_stays_at_the_fixed_point() {
     let (x, y) = toy(200, 4, 17, 1.0);
