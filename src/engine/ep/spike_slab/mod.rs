@@ -8,7 +8,8 @@
 //!   likelihood's sites (`LikelihoodSites`).
 //! - `model`: the AUC pair sites as that likelihood; warm-startable state.
 //! - `gaussian_lik`: an exact Gaussian (linear-regression) likelihood, for tests.
-//! - `engine`: `--method ep --prior spike-slab`; `path`: the regularisation path over v0.
+//! - `engine`: `--method ep --prior spike-slab`; `path`: the regularisation path over v0;
+//!   `tune`: `--inclusion-prior auto` and `--slab-var auto` by evidence.
 
 pub mod engine;
 pub mod gaussian_lik;
@@ -17,10 +18,12 @@ pub mod path;
 pub mod prior_sites;
 pub mod site_steps;
 pub mod sweep;
+pub mod tune;
 
 pub use model::{PairSites, SpikeSlab, SpikeSlabEp};
 pub use path::{PathPoint, PathResult, spike_var_grid};
 pub use prior_sites::{MixturePrior, PriorSites};
+pub use site_steps::SiteStepRule;
 pub use sweep::{LikelihoodSites, SsEvidence, SsOutcome, SsSettings, SsSweepInfo};
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::prior_sites::{MixturePrior, PriorSites};
-use super::site_steps::SiteSteps;
+use super::site_steps::{SiteStepRule, SiteSteps};
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::posterior::{self, Posterior, PriorTerms};
@@ -73,6 +73,9 @@ pub struct SsSettings {
     /// Smallest step of a capped prior site whose updates oscillate.
     #[serde(default = "default_site_eta_floor")]
     pub site_eta_floor: f64,
+    /// Whether a capped site may grow back above `fix_eta` (`site_steps`).
+    #[serde(default)]
+    pub site_steps: SiteStepRule,
 }
 
 fn default_warmup() -> usize {
@@ -92,6 +95,7 @@ impl Default for SsSettings {
             evidence_every_sweep: true,
             warmup_sweeps: default_warmup(),
             site_eta_floor: default_site_eta_floor(),
+            site_steps: SiteStepRule::default(),
         }
     }
 }
