@@ -50,8 +50,8 @@ pub fn sweep_event(s: &SsSweepInfo<'_>, design: &Design) -> EpSweep {
         eta: s.eta,
         negative_share: s.negative_share,
         skipped: s.skipped,
-        mean: design.theta_mean(s.q),
-        sd: design.theta_sd(s.q),
+        mean: design.theta_mean_of(&s.moments.mean),
+        sd: design.theta_sd_of(&s.moments.var),
         elapsed: s.elapsed,
         inclusion: Some(s.inclusion.to_vec()),
     }
@@ -112,7 +112,7 @@ pub fn run(
     } else {
         start
     };
-    let mut model = SpikeSlabEp::new(&pb.x, &pb.y, start, ep.precision)?;
+    let mut model = SpikeSlabEp::with_form(&pb.x, &pb.y, start, ep.precision, ep.form)?;
     let mut on_sweep = |s: &SsSweepInfo<'_>, design: &Design| {
         sink.borrow_mut()
             .emit(Event::EpSweep(sweep_event(s, design)));
@@ -241,7 +241,8 @@ pub fn run(
         "identical_pairs": model.state().identical_pairs(),
         "skipped_sites": outcome.skipped,
         "cold_restart": outcome.cold_restart,
-        "form": "primal",
+        "form": if model.is_reduced() { "reduced" } else { "primal" },
+        "rank": model.dim(),
         "site_storage": model.state().storage(),
         "isa": detected_isa().name(),
         "gamma": {

@@ -7,6 +7,7 @@
 //! - `sweep`: the sweep loop (pair sites → prior sites), generic over the
 //!   likelihood's sites (`LikelihoodSites`).
 //! - `model`: the AUC pair sites as that likelihood; warm-startable state.
+//! - `reduced`: the reduced form (d ≥ n): EP on the row space of the whitened X.
 //! - `gaussian_lik`: an exact Gaussian (linear-regression) likelihood, for tests.
 //! - `engine`: `--method ep --prior spike-slab`; `path`: the regularisation path over v0;
 //!   `tune`: `--inclusion-prior auto` and `--slab-var auto` by evidence.
@@ -16,6 +17,7 @@ pub mod gaussian_lik;
 pub mod model;
 pub mod path;
 pub mod prior_sites;
+pub mod reduced;
 pub mod site_steps;
 pub mod sweep;
 pub mod tune;
@@ -24,7 +26,9 @@ pub use model::{PairSites, SpikeSlab, SpikeSlabEp};
 pub use path::{PathPoint, PathResult, spike_var_grid};
 pub use prior_sites::{MixturePrior, PriorSites};
 pub use site_steps::SiteStepRule;
-pub use sweep::{LikelihoodSites, SsEvidence, SsOutcome, SsSettings, SsSweepInfo};
+pub use sweep::{LikelihoodSites, SsEvidence, SsOutcome, SsSettings, SsSweepInfo, ThetaMoments};
 
+#[cfg(test)]
+mod reduced_tests;
 #[cfg(test)]
 mod tests;

@@ -26,7 +26,7 @@ use super::prior_sites::{MixturePrior, PriorSites};
 use super::site_steps::{SiteStepRule, SiteSteps};
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::pair_ep::EpSettings;
-use crate::engine::ep::posterior::{self, Posterior, PriorTerms};
+use crate::engine::ep::posterior::{Posterior, PriorTerms};
 use crate::engine::run::{Control, EngineError};
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
@@ -36,8 +36,12 @@ const LN_2PI: f64 = 1.837_877_066_409_345_5;
 pub trait LikelihoodSites {
     /// Rebuilds q from the current sites and `prior`; false when Q is not PD.
     fn rebuild(&mut self, prior: &PriorTerms) -> bool;
-    /// The q of the last successful rebuild.
+    /// The q of the last successful rebuild, in the likelihood's own
+    /// coordinates (θ itself in the primal form).
     fn posterior(&self) -> &Posterior;
+    /// θ's marginals and θ-space evidence terms of that q (what the prior
+    /// sites and the evidence need, whatever coordinates EP runs in).
+    fn moments(&self) -> &ThetaMoments;
     /// Checks the current sites' cavities under q (`bad` > 0: invalid), sums
     /// their log C when `evidence` (or when `eta` is None) and, with `eta`, writes
     /// the damped update as the trial state.
@@ -55,6 +59,47 @@ pub trait LikelihoodSites {
     fn sites(&self) -> usize;
     /// Terms of log Z outside the sites' log C (identical pairs' −g/2 each).
     fn log_z_const(&self) -> f64;
+}
+
+/// θ's marginal moments under q and the θ-space terms of log Z_EP: all the
+/// sweep needs from q (a reduced form never builds θ's d × d covariance).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThetaMoments {
+    pub mean: Vec<f64>,
+    /// Var θ_k.
+    pub var: Vec<f64>,
+    /// log |Q| of θ's precision.
+    pub log_det_q: f64,
+    /// rᵀ Q⁻¹ r in θ's coordinates.
+    pub r_v_r: f64,
+}
+
+impl ThetaMoments {
+    /// From q in θ's coordinates (the primal form).
+    pub fn of(q: &Posterior) -> ThetaMoments {
+        ThetaMoments {
+            mean: q.m.iter().copied().collect(),
+            var: (0..q.m.len()).map(|k| q.v[(k, k)]).collect(),
+            log_det_q: q.log_det_q,
+            r_v_r: q.r_v_r,
+        }
+    }
+
+    pub fn sd(&self) -> Vec<f64> {
+        self.var.iter().map(|v| v.sqrt()).collect()
+    }
+
+    /// `posterior::delta` on the marginals: max_k max(|m_k − m'_k|/sd'_k, |sd_k/sd'_k − 1|).
+    pub fn delta(&self, old: &ThetaMoments) -> f64 {
+        let mut d: f64 = 0.0;
+        for k in 0..self.mean.len() {
+            let (sd, sd_old) = (self.var[k].sqrt(), old.var[k].sqrt());
+            d = d
+                .max((self.mean[k] - old.mean[k]).abs() / sd_old)
+                .max((sd / sd_old - 1.0).abs());
+        }
+        d
+    }
 }
 
 /// Settings of a spike-and-slab EP run.
@@ -113,7 +158,8 @@ pub struct SsSweepInfo<'a> {
     pub fixes: usize,
     pub inclusion: &'a [f64],
     pub elapsed: f64,
-    pub q: &'a Posterior,
+    /// θ's marginals in EP's coordinates.
+    pub moments: &'a ThetaMoments,
 }
 
 /// The pieces of log Z_EP (§5):
@@ -186,7 +232,7 @@ pub fn run<L: LikelihoodSites>(
 
 /// Rebuilds q and checks the prior cavities.
 fn rebuild_checked<L: LikelihoodSites>(lik: &mut L, sites: &PriorSites) -> bool {
-    lik.rebuild(&sites.terms()) && sites.cavities_valid(lik.posterior())
+    lik.rebuild(&sites.terms()) && sites.cavities_valid(lik.moments())
 }
 
 /// After the likelihood sites' trial was accepted: rebuild, update the prior
@@ -211,7 +257,7 @@ fn prior_half<L: LikelihoodSites>(
     let mut dir = std::mem::take(&mut steps.dir);
     let st = &*steps;
     let up = sites.update_each(
-        lik.posterior(),
+        lik.moments(),
         prior,
         |k| st.step(k, eta),
         &mut fixed,
@@ -264,7 +310,7 @@ fn run_once<L: LikelihoodSites>(
         0
     };
     lik.forget_rollback();
-    let mut q_prev: Option<Posterior> = None;
+    let mut q_prev: Option<ThetaMoments> = None;
     let mut sites_prev = sites.clone();
     let (mut eta, mut cur_eta) = (s.ep.eta, s.ep.eta);
     // Prior sites whose fixes recur get their own (smaller, adapted) steps.
@@ -323,12 +369,12 @@ fn run_once<L: LikelihoodSites>(
                     break;
                 }
             }
-            delta = posterior::delta(lik.posterior(), q_prev.as_ref().expect("previous"));
+            delta = lik.moments().delta(q_prev.as_ref().expect("previous"));
             candidate = sweep > warmup && delta < s.ep.tol * steps.min_step(cur_eta);
             continue;
         }
         // The current state is valid: its evidence and inclusion probabilities.
-        let q = lik.posterior();
+        let q = lik.moments();
         let check = sites.check(q, prior);
         let evidence = SsEvidence {
             sum_log_c_lik: stats.sum_log_c,
@@ -353,7 +399,7 @@ fn run_once<L: LikelihoodSites>(
                 fixes: fixes_last,
                 inclusion: &check.inclusion,
                 elapsed: t0.elapsed().as_secs_f64(),
-                q,
+                moments: q,
             });
         }
         if candidate {
@@ -384,7 +430,7 @@ fn run_once<L: LikelihoodSites>(
         }
         // The next sweep: the pass's output is the likelihood sites' trial.
         lik.accept();
-        q_prev = Some(lik.posterior().clone());
+        q_prev = Some(lik.moments().clone());
         sites_prev.clone_from(sites);
         cur_eta = eta;
         loop {
@@ -409,7 +455,7 @@ fn run_once<L: LikelihoodSites>(
         }
         sweep += 1;
         fixes_total += fixes_last;
-        delta = posterior::delta(lik.posterior(), q_prev.as_ref().expect("previous"));
+        delta = lik.moments().delta(q_prev.as_ref().expect("previous"));
         candidate = sweep > warmup && delta < s.ep.tol * steps.min_step(cur_eta);
         if candidate {
             continue;
