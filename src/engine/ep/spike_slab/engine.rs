@@ -184,8 +184,10 @@ pub fn run(
         // fixed point that SMC does not confirm on data with clear signal.
         sink.emit(Event::Log {
             level: LogLevel::Warn,
-            message: "no feature has inclusion above ½: EP may sit at its all-spike fixed point; \
-                      check with --method smc, or raise --inclusion-prior or γ"
+            message: "no feature has inclusion above ½: EP may sit at its all-spike fixed point \
+                      (the AUC risk is scale-free, so with p < ½ every coefficient in the spike \
+                      is self-consistent); try --inclusion-prior auto (p by evidence), a larger \
+                      p or γ, or check with --method smc"
                 .into(),
         });
     }

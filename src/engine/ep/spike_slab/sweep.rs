@@ -318,6 +318,8 @@ fn run_once<L: LikelihoodSites>(
     let (mut sweep, mut delta, mut candidate) = (0usize, f64::INFINITY, false);
     let (mut halvings, mut stall_halvings) = (0usize, 0usize);
     let (mut best_delta, mut since_best) = (f64::INFINITY, 0usize);
+    // Sweeps since the best Δ whose mean moved against the previous sweep's.
+    let (mut last_step_m, mut reversals, mut drift_windows) = (None, 0usize, 0usize);
     let (mut fixes_last, mut fixes_total) = (0usize, 0usize);
     let fail = |why: &str, sweep: usize, eta: f64, delta: f64, extra: serde_json::Value| {
         EngineError::NotConverged {
@@ -425,7 +427,8 @@ fn run_once<L: LikelihoodSites>(
                 eta,
                 delta,
                 json!({ "reason": "max sweeps", "halvings": halvings,
-                        "stall_halvings": stall_halvings, "fixes_last_sweep": fixes_last }),
+                        "stall_halvings": stall_halvings, "drift_windows": drift_windows,
+                        "fixes_last_sweep": fixes_last }),
             ));
         }
         // The next sweep: the pass's output is the likelihood sites' trial.
@@ -462,15 +465,30 @@ fn run_once<L: LikelihoodSites>(
         }
         // Fixes that keep recurring: smaller steps (period-2 cycles otherwise).
         steps.after_sweep(cur_eta);
+        // Direction of this sweep's move of the mean against the last one's.
+        let step_m = &lik.posterior().m - &q_prev.as_ref().expect("previous").m;
+        if let Some(last) = &last_step_m {
+            reversals += usize::from(step_m.dot(last) < 0.0);
+        }
+        last_step_m = Some(step_m);
         if delta < best_delta {
-            (best_delta, since_best) = (delta, 0);
+            (best_delta, since_best, reversals) = (delta, 0, 0);
         } else {
             since_best += 1;
-            if s.ep.stall_sweeps > 0 && since_best >= s.ep.stall_sweeps {
+            if s.ep.stall_sweeps > 0
+                && since_best >= s.ep.stall_sweeps
+                && 2 * reversals < since_best
+            {
+                // Δ stalls but the mean keeps its direction: a slow drift (towards the
+                // all-spike fixed point, say), not a cycle; smaller steps would only
+                // slow it down. Watch a fresh window.
+                (best_delta, since_best, reversals) = (f64::INFINITY, 0, 0);
+                drift_windows += 1;
+            } else if s.ep.stall_sweeps > 0 && since_best >= s.ep.stall_sweeps {
                 // A cycle: smaller steps from the current (valid) state.
                 eta *= 0.5;
                 stall_halvings += 1;
-                (best_delta, since_best) = (f64::INFINITY, 0);
+                (best_delta, since_best, reversals) = (f64::INFINITY, 0, 0);
                 if eta < s.ep.min_eta {
                     return Err(fail(
                         "did not converge: η fell below its minimum",
