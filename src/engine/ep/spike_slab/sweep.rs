@@ -466,7 +466,12 @@ fn run_once<L: LikelihoodSites>(
         // Fixes that keep recurring: smaller steps (period-2 cycles otherwise).
         steps.after_sweep(cur_eta);
         // Direction of this sweep's move of the mean against the last one's.
-        let step_m = &lik.posterior().m - &q_prev.as_ref().expect("previous").m;
+        let (now, prev) = (
+            &lik.moments().mean,
+            &q_prev.as_ref().expect("previous").mean,
+        );
+        let step_m =
+            nalgebra::DVector::from_iterator(now.len(), now.iter().zip(prev).map(|(a, b)| a - b));
         if let Some(last) = &last_step_m {
             reversals += usize::from(step_m.dot(last) < 0.0);
         }
