@@ -15,6 +15,7 @@
 pub mod engine;
 pub mod gaussian_lik;
 pub mod model;
+pub mod moments;
 pub mod path;
 pub mod prior_sites;
 pub mod reduced;

@@ -22,6 +22,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
+pub use super::moments::ThetaMoments;
 use super::prior_sites::{MixturePrior, PriorSites};
 use super::site_steps::{SiteStepRule, SiteSteps};
 use crate::engine::ep::kernel::PassStats;
@@ -59,47 +60,6 @@ pub trait LikelihoodSites {
     fn sites(&self) -> usize;
     /// Terms of log Z outside the sites' log C (identical pairs' −g/2 each).
     fn log_z_const(&self) -> f64;
-}
-
-/// θ's marginal moments under q and the θ-space terms of log Z_EP: all the
-/// sweep needs from q (a reduced form never builds θ's d × d covariance).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ThetaMoments {
-    pub mean: Vec<f64>,
-    /// Var θ_k.
-    pub var: Vec<f64>,
-    /// log |Q| of θ's precision.
-    pub log_det_q: f64,
-    /// rᵀ Q⁻¹ r in θ's coordinates.
-    pub r_v_r: f64,
-}
-
-impl ThetaMoments {
-    /// From q in θ's coordinates (the primal form).
-    pub fn of(q: &Posterior) -> ThetaMoments {
-        ThetaMoments {
-            mean: q.m.iter().copied().collect(),
-            var: (0..q.m.len()).map(|k| q.v[(k, k)]).collect(),
-            log_det_q: q.log_det_q,
-            r_v_r: q.r_v_r,
-        }
-    }
-
-    pub fn sd(&self) -> Vec<f64> {
-        self.var.iter().map(|v| v.sqrt()).collect()
-    }
-
-    /// `posterior::delta` on the marginals: max_k max(|m_k − m'_k|/sd'_k, |sd_k/sd'_k − 1|).
-    pub fn delta(&self, old: &ThetaMoments) -> f64 {
-        let mut d: f64 = 0.0;
-        for k in 0..self.mean.len() {
-            let (sd, sd_old) = (self.var[k].sqrt(), old.var[k].sqrt());
-            d = d
-                .max((self.mean[k] - old.mean[k]).abs() / sd_old)
-                .max((sd / sd_old - 1.0).abs());
-        }
-        d
-    }
 }
 
 /// Settings of a spike-and-slab EP run.
