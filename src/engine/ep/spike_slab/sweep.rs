@@ -405,8 +405,14 @@ fn run_once<L: LikelihoodSites>(
             eta = cur_eta;
             halvings += 1;
             if cur_eta < s.ep.min_eta {
+                // Seen on Colon (d = 2000 ≫ n = 46) with the default p: the pair
+                // sites leave ~no (or negative) information on one feature, so its
+                // prior cavity 1/V_kk − u_k sits at 0 and flips sign at any step.
                 return Err(fail(
-                    "did not converge: η fell below its minimum",
+                    "did not converge: η fell below its minimum (Q not positive definite or a prior cavity stayed \
+                     invalid — e.g. the likelihood leaves a feature almost no information, as when \
+                     d ≫ n; try another --inclusion-prior, --inclusion-prior auto, or --prior \
+                     gaussian)",
                     sweep,
                     cur_eta,
                     delta,
