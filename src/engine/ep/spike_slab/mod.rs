@@ -6,6 +6,8 @@
 //! - `prior_sites`: the mixture-moment site update, the negative-site fix, log C_k.
 //! - `sweep`: the sweep loop (pair sites → prior sites), generic over the
 //!   likelihood's sites (`LikelihoodSites`).
+//! - `release`: continuing from a converged state whose fix is still active
+//!   without the fix (the fix moves the fixed point).
 //! - `model`: the AUC pair sites as that likelihood; warm-startable state.
 //! - `gaussian_lik`: an exact Gaussian (linear-regression) likelihood, for tests.
 //! - `engine`: `--method ep --prior spike-slab`; `path`: the regularisation path over v0.
@@ -15,6 +17,7 @@ pub mod gaussian_lik;
 pub mod model;
 pub mod path;
 pub mod prior_sites;
+pub mod release;
 pub mod site_steps;
 pub mod sweep;
 
@@ -23,5 +26,7 @@ pub use path::{PathPoint, PathResult, spike_var_grid};
 pub use prior_sites::{MixturePrior, PriorSites};
 pub use sweep::{LikelihoodSites, SsEvidence, SsOutcome, SsSettings, SsSweepInfo};
 
+#[cfg(test)]
+mod release_tests;
 #[cfg(test)]
 mod tests;

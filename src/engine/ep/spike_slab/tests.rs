@@ -22,7 +22,7 @@ type Term = (f64, Vec<bool>, DVector<f64>, DMatrix<f64>);
 
 /// Exact posterior of `y = Xθ + N(0, σ²)` under the spike-and-slab prior by
 /// enumeration over z ∈ {0,1}^d: (log Z, means, sds, inclusion).
-fn enumerate(
+pub(super) fn enumerate(
     x: &DMatrix<f64>,
     y: &[f64],
     noise: f64,
@@ -87,7 +87,12 @@ fn enumerate(
 
 /// Random n × d design and responses; `orthogonal`: columns orthogonalised
 /// (XᵀX diagonal) with distinct norms.
-fn regression(n: usize, d: usize, orthogonal: bool, seed: u64) -> (DMatrix<f64>, Vec<f64>) {
+pub(super) fn regression(
+    n: usize,
+    d: usize,
+    orthogonal: bool,
+    seed: u64,
+) -> (DMatrix<f64>, Vec<f64>) {
     let mut rng = stream(seed, &[1]);
     let mut x = DMatrix::from_fn(n, d, |_, _| normal(&mut rng));
     if orthogonal {
@@ -122,7 +127,7 @@ fn run_gaussian(
     (out, q.m.iter().copied().collect(), q.sd())
 }
 
-fn tight(eta: f64) -> SsSettings {
+pub(super) fn tight(eta: f64) -> SsSettings {
     SsSettings {
         ep: EpSettings {
             eta,
@@ -302,7 +307,7 @@ fn common_rescaling_of_the_variances_changes_nothing() {
     }
 }
 
-fn sparse_demo() -> (DMatrix<f64>, Vec<bool>, Vec<String>) {
+pub(super) fn sparse_demo() -> (DMatrix<f64>, Vec<bool>, Vec<String>) {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/demo-data/sparse_linear.csv");
     let ds = Dataset::load(std::path::Path::new(path), &LoadOptions::default()).unwrap();
     let p = prepare(&ds, TestSource::None).unwrap();
@@ -326,7 +331,7 @@ fn sparse_settings() -> (f64, Prior) {
     )
 }
 
-const INFORMATIVE: [usize; 4] = [2, 6, 11, 17]; // x03, x07, x12, x18
+pub(super) const INFORMATIVE: [usize; 4] = [2, 6, 11, 17]; // x03, x07, x12, x18
 
 fn sparse_ep() -> (SsOutcome, Vec<f64>) {
     let (x, y, _) = sparse_demo();
