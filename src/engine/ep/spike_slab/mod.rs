@@ -29,4 +29,6 @@ pub use sweep::{LikelihoodSites, SsEvidence, SsOutcome, SsSettings, SsSweepInfo}
 #[cfg(test)]
 mod release_tests;
 #[cfg(test)]
+mod smc_agreement;
+#[cfg(test)]
 mod tests;

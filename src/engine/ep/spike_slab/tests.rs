@@ -386,68 +386,6 @@ fn sparse_demo_selects_the_informative_features() {
     }
 }
 
-/// Against spike-and-slab SMC (three seeds, which must agree with each other):
-/// the same selection, log Z within 0.6 (§4's tolerance), EP's means within
-/// 0.25 SMC sd. Measured: 0.19–0.20 sd (EP's four informative means are ~5%
-/// smaller than SMC's, its sds 0.55–0.77 of SMC's), log Z 0.4 low — the issue's
-/// target of 0.15 sd is not met here. 4–12 minutes (three SMC runs):
-/// `cargo test --release --lib -- --ignored agrees_with_smc --nocapture`.
-#[test]
-#[ignore]
-fn sparse_demo_agrees_with_smc() {
-    use crate::engine::run::Engine;
-    use crate::engine::smc::{Smc, SmcSettings};
-    let (x, y, names) = sparse_demo();
-    let (gamma, prior) = sparse_settings();
-    let pb = crate::engine::Problem::new(names, x, y, gamma, prior).unwrap();
-    let fits: Vec<_> = (1..=3)
-        .map(|seed| {
-            let smc = Smc {
-                settings: SmcSettings {
-                    seed,
-                    ..SmcSettings::default()
-                },
-            };
-            smc.run(&pb, &Control::new(), &mut |_| {}).unwrap()
-        })
-        .collect();
-    let (out, mean) = sparse_ep();
-    let lz: Vec<f64> = fits.iter().map(|f| f.log_evidence.unwrap()).collect();
-    eprintln!("SMC log Z {lz:?}, EP {:?}", out.evidence.log_z());
-    // The seeds agree: means within 0.1 sd, inclusion within 0.05, log Z within 0.2.
-    for a in &fits {
-        for b in &fits {
-            for k in 0..20 {
-                assert!((a.mean[k] - b.mean[k]).abs() < 0.1 * a.sd[k]);
-                let (pa, pb) = (
-                    a.inclusion.as_ref().unwrap()[k],
-                    b.inclusion.as_ref().unwrap()[k],
-                );
-                assert!((pa - pb).abs() < 0.05);
-            }
-            assert!((a.log_evidence.unwrap() - b.log_evidence.unwrap()).abs() < 0.2);
-        }
-    }
-    let smc = &fits[0];
-    let incl = smc.inclusion.as_ref().unwrap();
-    let mut worst: f64 = 0.0;
-    for k in 0..20 {
-        let z = (mean[k] - smc.mean[k]).abs() / smc.sd[k];
-        worst = worst.max(z);
-        eprintln!(
-            "{}: EP mean {:.4} incl {:.3} | SMC mean {:.4} sd {:.4} incl {:.3} | Δ/sd {z:.3}",
-            smc.names[k], mean[k], out.inclusion[k], smc.mean[k], smc.sd[k], incl[k]
-        );
-        if INFORMATIVE.contains(&k) {
-            assert!(incl[k] > 0.9 && out.inclusion[k] > 0.9);
-        } else {
-            assert!(incl[k] < 0.3 && out.inclusion[k] < 0.3);
-        }
-    }
-    assert!(worst < 0.25, "largest |Δmean| {worst:.3} SMC sd");
-    assert!((out.evidence.log_z().unwrap() - lz[0]).abs() < 0.6);
-}
-
 /// The sweep schedule (warm-up, per-site adapted steps of fixed sites) changes
 /// how EP gets to its fixed point, not which: on the sparse demo (all rows,
 /// γ = 0.75n, p = 1 − e^{−1/d}, v0 = 1e-4, where the negative-site fix recurs)
