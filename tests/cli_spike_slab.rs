@@ -91,18 +91,22 @@ fn defaults_follow_theory_and_dirac_spikes_are_refused() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("1e-6"));
-    let out = pacauc(&[
-        "fit",
-        DEMO,
-        "--method",
-        "ep",
-        "--prior",
-        "spike-slab",
-        "--slab-var",
-        "auto",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--slab-var"));
+    // `auto` is evidence maximisation by EP; SMC says so instead of ignoring it.
+    for option in ["--slab-var", "--inclusion-prior"] {
+        let out = pacauc(&[
+            "fit",
+            DEMO,
+            "--method",
+            "smc",
+            "--prior",
+            "spike-slab",
+            option,
+            "auto",
+        ]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--method ep"), "{err}");
+    }
 }
 
 #[test]
@@ -220,24 +224,125 @@ fn inclusion_prior_auto_maximises_the_evidence() {
     }
 }
 
-#[test]
-fn an_all_spike_result_is_flagged() {
-    // Default p = 1 − e^{−1/20} at γ = n: EP settles with every feature in the
-    // spike on the demo (SMC includes four); the record must say so.
-    let v = json(&pacauc(&[
+fn fit_demo(extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
         "fit",
         DEMO,
+        "--test-frac",
+        "0",
         "--method",
         "ep",
         "--prior",
         "spike-slab",
-    ]));
-    let incl = v["inclusion"].as_array().unwrap();
-    assert!(incl.iter().all(|i| i["prob"].as_f64().unwrap() <= 0.5));
-    let warned = v["trace"].as_array().unwrap().iter().any(|e| {
-        e["event"] == "log"
-            && e["level"] == "warn"
-            && e["message"].as_str().unwrap().contains("all-spike")
-    });
-    assert!(warned, "no all-spike warning in the trace");
+        "--gamma",
+        "1.5n",
+    ];
+    args.extend(extra);
+    json(&pacauc(&args))
+}
+
+/// `--slab-var auto` (v0 fixed): the chosen v1 has a larger log Z_EP than every
+/// point of the half-decade grid and than v1 a quarter-decade either side;
+/// the AUC risk is scale-free, so a 100× larger v0 gives the same v0/v1 and
+/// log Z. Tolerances: EP stops at Δ < 1e-4·η, so log Z is known to ~1e-3.
+#[test]
+fn slab_var_auto_maximises_the_evidence() {
+    let v = fit_demo(&["--slab-var", "auto"]);
+    let tuned = &v["details"]["slab_var"];
+    assert_eq!(tuned["chosen_by"], "evidence");
+    let (v0, v1) = (
+        v["prior"]["spike_var"].as_f64().unwrap(),
+        v["prior"]["slab_var"].as_f64().unwrap(),
+    );
+    assert_eq!(v0, 1e-4);
+    let ratio = v0 / v1;
+    assert!(
+        ratio > 2e-6 && ratio < 0.09,
+        "v0/v1 = {ratio} (interior here)"
+    );
+    let z = v["log_evidence"].as_f64().unwrap();
+    let trace = tuned["trace"].as_array().unwrap();
+    let grid: Vec<&serde_json::Value> = trace.iter().filter(|p| p["phase"] == "grid").collect();
+    assert_eq!(grid.len(), 11);
+    // (EP need not converge at every v0/v1: here it cycles at 10^-3.5, next to
+    // where the all-spike fixed point takes over.)
+    let grid: Vec<f64> = grid.iter().filter_map(|p| p["log_z"].as_f64()).collect();
+    assert!(grid.len() >= 9);
+    assert!(grid.iter().all(|&g| g < z + 1e-3), "{grid:?} vs {z}");
+    for f in [10f64.powf(-0.25), 10f64.powf(0.25)] {
+        let other = (v1 * f).to_string();
+        let zo = fit_demo(&["--spike-var", "1e-4", "--slab-var", &other])["log_evidence"]
+            .as_f64()
+            .unwrap();
+        assert!(zo < z, "log Z at v1 = {other}: {zo} vs {z} at {v1}");
+    }
+    let w = fit_demo(&["--spike-var", "1e-2", "--slab-var", "auto"]);
+    let ratio_w =
+        w["prior"]["spike_var"].as_f64().unwrap() / w["prior"]["slab_var"].as_f64().unwrap();
+    assert!(
+        (ratio_w / ratio).log10().abs() < 0.05,
+        "{ratio_w} vs {ratio}"
+    );
+    assert!((w["log_evidence"].as_f64().unwrap() - z).abs() < 1e-3);
+}
+
+/// Both `auto`: coordinate ascent settles, p is still the mean inclusion, and
+/// the run beats each one-constant tuning on evidence.
+#[test]
+fn slab_var_and_inclusion_prior_auto_together() {
+    let v = fit_demo(&["--slab-var", "auto", "--inclusion-prior", "auto"]);
+    assert_eq!(v["details"]["tuning_rounds"]["settled"], true);
+    let p = v["prior"]["incl"].as_f64().unwrap();
+    let incl: Vec<f64> = v["inclusion"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["prob"].as_f64().unwrap())
+        .collect();
+    let mean = incl.iter().sum::<f64>() / 20.0;
+    assert!((p / mean - 1.0).abs() < 2e-3, "p {p} vs mean {mean}");
+    let z = v["log_evidence"].as_f64().unwrap();
+    for one in [["--slab-var", "auto"], ["--inclusion-prior", "auto"]] {
+        let zo = fit_demo(&one)["log_evidence"].as_f64().unwrap();
+        assert!(zo < z + 1e-3, "{one:?}: {zo} vs {z}");
+    }
+    // The four informative features x03, x07, x12, x18 are the selected ones.
+    for (k, q) in incl.iter().enumerate() {
+        assert_eq!(*q > 0.5, [2, 6, 11, 17].contains(&k), "x{:02}: {q}", k + 1);
+    }
+}
+
+#[test]
+fn an_all_spike_result_is_flagged() {
+    // Default p = 1 − e^{−1/20} at γ = n and 2n: EP settles with every feature
+    // in the spike on the demo (SMC includes four); the record must say so. At
+    // 2n EP drifts there slowly (Δ ≈ 0.1·η for ~200 sweeps): halving η on that
+    // stall, as for a cycle, made it fail ("η fell below its minimum").
+    for gamma in ["1n", "2n"] {
+        let out = pacauc(&[
+            "fit",
+            DEMO,
+            "--method",
+            "ep",
+            "--prior",
+            "spike-slab",
+            "--gamma",
+            gamma,
+        ]);
+        assert!(
+            out.status.success(),
+            "γ = {gamma}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stderr).contains("all-spike"));
+        let v = json(&out);
+        let incl = v["inclusion"].as_array().unwrap();
+        assert!(incl.iter().all(|i| i["prob"].as_f64().unwrap() <= 0.5));
+        let warned = v["trace"].as_array().unwrap().iter().any(|e| {
+            e["event"] == "log"
+                && e["level"] == "warn"
+                && e["message"].as_str().unwrap().contains("all-spike")
+        });
+        assert!(warned, "γ = {gamma}: no all-spike warning in the trace");
+    }
 }

@@ -27,13 +27,15 @@ pub struct BayesArgs {
     /// Gaussian prior variance ϑ (default 1; it does not change the posterior's direction).
     #[arg(long, value_name = "V")]
     pub prior_var: Option<f64>,
-    /// Spike-and-slab: spike variance v0 (≥ 1e-6·v1; default 1e-4·v1).
+    /// Spike-and-slab: spike variance v0 (≥ 1e-6·v1; default 1e-4·v1, or 1e-4 with --slab-var auto).
     #[arg(long, value_name = "V0")]
     pub spike_var: Option<f64>,
-    /// Spike-and-slab: slab variance v1 (default 1), or `auto` where supported.
+    /// Spike-and-slab: slab variance v1 (default 1), or `auto` (EP: the v1 of largest log Z_EP
+    /// with v0 fixed; the AUC risk is scale-free, so only v0/v1 ∈ [1e-6, 0.1] matters).
     #[arg(long, value_name = "V1|auto")]
     pub slab_var: Option<String>,
-    /// Spike-and-slab: prior inclusion probability p (default 1 − exp(−1/d), RACL14 Thm 2.5), or `auto`.
+    /// Spike-and-slab: prior inclusion probability p (default 1 − exp(−1/d), RACL14 Thm 2.5), or
+    /// `auto` (EP: the p of largest log Z_EP).
     #[arg(long, value_name = "P|auto")]
     pub inclusion_prior: Option<String>,
 }

@@ -22,6 +22,8 @@ use crate::engine::{Control, Engine, NoObserver, Prior, Problem};
 pub enum BenchPrior {
     Gaussian,
     Ard,
+    /// The defaults of `fit --prior spike-slab`: v1 = 1, v0 = 1e-4, p = 1 − e^{−1/d}.
+    SpikeSlab,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -130,6 +132,11 @@ fn child(args: &BenchArgs) -> Result<BenchRow, CliError> {
     let prior = match args.prior {
         BenchPrior::Gaussian => Prior::Gaussian { var: 1.0 },
         BenchPrior::Ard => Prior::Ard { vars: vec![1.0; d] },
+        BenchPrior::SpikeSlab => Prior::SpikeSlab {
+            spike_var: 1e-4,
+            slab_var: 1.0,
+            incl: Prior::theory_inclusion(d),
+        },
     };
     let problem = Problem::new(
         prepared.names.clone(),
@@ -284,6 +291,11 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         let row = child(args)?;
         println!("{}", serde_json::to_string(&row).unwrap_or_default());
         return Ok(());
+    }
+    if args.cv && args.prior == BenchPrior::SpikeSlab {
+        return Err(CliError::Input(
+            "--cv times --gamma auto, which spike-and-slab EP does not support; drop --cv".into(),
+        ));
     }
     let kernel: Vec<String> = [Isa::Avx512, Isa::Avx2, Isa::Plain]
         .into_iter()

@@ -3,6 +3,7 @@
 use clap::{Args, ValueEnum};
 
 use super::bayes_args::GammaChoice;
+use crate::engine::ep::spike_slab::SiteStepRule;
 use crate::engine::ep::{ArdSettings, Ep, EpSettings, Form, GammaMode, Precision};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -19,6 +20,14 @@ pub enum PrecisionArg {
     Auto,
     F64,
     F32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SiteStepsArg {
+    /// A site capped at 0.2 grows back (×1.25 per sweep) while its change keeps its sign.
+    Adaptive,
+    /// ALGORITHMS.md §5 to the letter: capped sites never step above 0.2 (slower).
+    Strict,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -52,6 +61,9 @@ pub struct EpArgs {
     /// EP: report log Z_EP only at the end instead of at every sweep (~15% faster sweeps).
     #[arg(long)]
     pub final_evidence_only: bool,
+    /// EP spike-and-slab: steps of prior sites whose negative-site fix recurs (capped at 0.2).
+    #[arg(long, value_enum, default_value = "adaptive")]
+    pub site_steps: SiteStepsArg,
 }
 
 impl Default for EpArgs {
@@ -66,6 +78,7 @@ impl Default for EpArgs {
             site_precision: PrecisionArg::Auto,
             ard_iters: 100,
             final_evidence_only: false,
+            site_steps: SiteStepsArg::Adaptive,
         }
     }
 }
@@ -92,6 +105,8 @@ impl EpArgs {
             name(self.site_precision.to_possible_value()),
             "--ard-iters".into(),
             self.ard_iters.to_string(),
+            "--site-steps".into(),
+            name(self.site_steps.to_possible_value()),
         ];
         if self.final_evidence_only {
             a.push("--final-evidence-only".into());
@@ -133,6 +148,11 @@ impl EpArgs {
             },
             evidence_every_sweep: !self.final_evidence_only,
             tune_inclusion: false,
+            tune_slab: false,
+            site_steps: match self.site_steps {
+                SiteStepsArg::Adaptive => SiteStepRule::Adaptive,
+                SiteStepsArg::Strict => SiteStepRule::Strict,
+            },
         }
     }
 }

@@ -124,19 +124,26 @@ pub fn build_engine(args: &FitArgs, gamma: GammaChoice) -> Result<Box<dyn Engine
                         .into(),
                 ));
             }
+            if args.bayes.prior == PriorKind::SpikeSlab
+                && (args.bayes.slab_var() == Ok(Tunable::Auto)
+                    || args.bayes.inclusion_prior(1) == Ok(Tunable::Auto))
+            {
+                return Err(CliError::Input(
+                    "`auto` for --slab-var or --inclusion-prior (evidence maximisation) is done by \
+                     --method ep; give numbers for smc (e.g. the values an EP run with `auto` \
+                     chose: its record's details.slab_var and details.inclusion_prior)"
+                        .into(),
+                ));
+            }
             Box::new(Smc {
                 settings: args.smc.settings(args.data.seed),
             })
         }
         Method::Ep => {
             let spike_slab = args.bayes.prior == PriorKind::SpikeSlab;
-            if spike_slab && args.bayes.slab_var() == Ok(Tunable::Auto) {
-                return Err(CliError::Input(
-                    "spike-and-slab EP does not tune --slab-var (`auto`) yet; give a number".into(),
-                ));
-            }
             let mut ep = args.ep.engine(gamma, args.folds, args.data.seed);
             ep.tune_inclusion = spike_slab && args.bayes.inclusion_prior(1) == Ok(Tunable::Auto);
+            ep.tune_slab = spike_slab && args.bayes.slab_var() == Ok(Tunable::Auto);
             Box::new(ep)
         }
     })

@@ -109,6 +109,7 @@ pub fn run(args: &PathArgs) -> Result<(), CliError> {
     let settings = SsSettings {
         ep: engine.settings,
         evidence_every_sweep: false,
+        site_steps: engine.site_steps,
         ..SsSettings::default()
     };
     let ctl = Control::new();

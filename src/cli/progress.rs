@@ -1,4 +1,4 @@
-//! Progress lines on stderr (only when stderr is a terminal).
+//! Progress lines on stderr (only when stderr is a terminal; engine warnings always).
 
 use std::io::Write;
 
@@ -45,6 +45,14 @@ impl Progress {
 impl Observer for Progress {
     fn observe(&mut self, event: Event) {
         if !self.enabled {
+            // Warnings are not progress: a script's stderr log gets them too.
+            if let Event::Log {
+                level: LogLevel::Warn,
+                message,
+            } = event
+            {
+                eprintln!("warning: {message}");
+            }
             return;
         }
         match event {

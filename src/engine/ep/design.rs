@@ -113,6 +113,21 @@ impl Design {
         }
     }
 
+    /// θ's means from EP-coordinate means (primal form).
+    pub fn theta_mean_of(&self, mean: &[f64]) -> Vec<f64> {
+        debug_assert!(self.w.is_none());
+        mean.iter().zip(&self.scale).map(|(m, s)| m * s).collect()
+    }
+
+    /// θ's sds from EP-coordinate variances (primal form).
+    pub fn theta_sd_of(&self, var: &[f64]) -> Vec<f64> {
+        debug_assert!(self.w.is_none());
+        var.iter()
+            .zip(&self.scale)
+            .map(|(v, s)| v.sqrt() * s)
+            .collect()
+    }
+
     /// Posterior sds of θ.
     pub fn theta_sd(&self, q: &Posterior) -> Vec<f64> {
         match &self.w {

@@ -12,6 +12,7 @@ use super::design::{Design, Form};
 use super::kernel::detected_isa;
 use super::linear::LinearEp;
 use super::pair_ep::{EpSettings, SweepInfo};
+use super::spike_slab::SiteStepRule;
 use super::store::Precision;
 use crate::engine::event::{EpSweep, Event, LogLevel};
 use crate::engine::fit::{Fit, ScoreModel};
@@ -46,6 +47,12 @@ pub struct Ep {
     /// Spike-and-slab: choose the inclusion prior p by maximising log Z_EP.
     #[serde(default)]
     pub tune_inclusion: bool,
+    /// Spike-and-slab: choose the slab variance v1 (v0 fixed) by maximising log Z_EP.
+    #[serde(default)]
+    pub tune_slab: bool,
+    /// Spike-and-slab: steps of prior sites whose negative-site fix recurs.
+    #[serde(default)]
+    pub site_steps: SiteStepRule,
 }
 
 impl Default for Ep {
@@ -58,6 +65,8 @@ impl Default for Ep {
             ard: ArdSettings::default(),
             evidence_every_sweep: true,
             tune_inclusion: false,
+            tune_slab: false,
+            site_steps: SiteStepRule::default(),
         }
     }
 }

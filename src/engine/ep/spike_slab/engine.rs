@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::model::{SpikeSlab, SpikeSlabEp};
 use super::sweep::{SsSettings, SsSweepInfo};
+use super::tune::{self, Hooks, Tuning};
 use crate::engine::ep::design::Design;
 use crate::engine::ep::engine::{Ep, GammaMode, Sink, Z_QUANTILES};
 use crate::engine::ep::kernel::detected_isa;
@@ -17,11 +18,6 @@ use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
 use crate::engine::run::{Control, EngineError, Observer};
 
-/// Most evidence iterations of `--inclusion-prior auto`, and their stopping
-/// rule (relative change of p).
-const INCLUSION_ITERS: usize = 50;
-const INCLUSION_TOL: f64 = 1e-3;
-
 /// A feature counts as selected when its inclusion probability exceeds this.
 pub const SELECTED: f64 = 0.5;
 
@@ -30,6 +26,7 @@ pub fn settings(ep: &Ep) -> SsSettings {
     SsSettings {
         ep: ep.settings,
         evidence_every_sweep: ep.evidence_every_sweep,
+        site_steps: ep.site_steps,
         ..SsSettings::default()
     }
 }
@@ -53,8 +50,8 @@ pub fn sweep_event(s: &SsSweepInfo<'_>, design: &Design) -> EpSweep {
         eta: s.eta,
         negative_share: s.negative_share,
         skipped: s.skipped,
-        mean: design.theta_mean(s.q),
-        sd: design.theta_sd(s.q),
+        mean: design.theta_mean_of(&s.moments.mean),
+        sd: design.theta_sd_of(&s.moments.var),
         elapsed: s.elapsed,
         inclusion: Some(s.inclusion.to_vec()),
     }
@@ -99,85 +96,79 @@ pub fn run(
         pairs: pb.pairs(),
         gamma,
     });
-    let prior = SpikeSlab {
+    let start = SpikeSlab {
         spike_var,
         slab_var,
         incl,
     };
+    let what = Tuning {
+        incl: ep.tune_inclusion,
+        slab: ep.tune_slab,
+    };
     // `--inclusion-prior auto` starts from p = ½ (with small p and moderate γ EP
     // can fail to converge or collapse to all-spike, see ALGORITHMS.md §5 notes).
-    let prior = if ep.tune_inclusion {
-        SpikeSlab { incl: 0.5, ..prior }
+    let start = if what.incl {
+        SpikeSlab { incl: 0.5, ..start }
     } else {
-        prior
+        start
     };
-    let mut model = SpikeSlabEp::new(&pb.x, &pb.y, prior, ep.precision)?;
+    let mut model = SpikeSlabEp::with_form(&pb.x, &pb.y, start, ep.precision, ep.form)?;
     let mut on_sweep = |s: &SsSweepInfo<'_>, design: &Design| {
         sink.borrow_mut()
             .emit(Event::EpSweep(sweep_event(s, design)));
     };
-    let mut outcome = model.run(gamma, &settings, ctl, &mut on_sweep)?;
-    let mut tuning = Vec::new();
-    let mut tuned_converged = true;
-    if ep.tune_inclusion {
-        // At an EP fixed point ∂ log Z_EP/∂p = Σ_k (w1_k/p − w0_k/(1 − p)), zero at
-        // p = mean_k w1_k: iterate that, each step a warm-started EP run.
-        tuned_converged = false;
-        let mut p = prior.incl;
-        for iteration in 1..=INCLUSION_ITERS {
-            let new_p = outcome.inclusion.iter().sum::<f64>() / d as f64;
-            tuning.push(json!({
-                "iteration": iteration, "incl": p, "log_z": outcome.evidence.log_z(),
-                "sweeps": outcome.sweeps, "next": new_p,
-            }));
+    let (outcome, tuned) = if what.incl || what.slab {
+        let mut hooks = Hooks {
+            on_sweep: &mut on_sweep,
+            new_run: &mut || sink.borrow_mut().drop_earlier_sweeps(),
+            log: &mut |level, message| sink.borrow_mut().emit(Event::Log { level, message }),
+        };
+        let t = tune::run(&mut model, start, gamma, &settings, ctl, what, &mut hooks)?;
+        if t.slab_at_edge {
             sink.borrow_mut().emit(Event::Log {
-                level: LogLevel::Info,
+                level: LogLevel::Warn,
                 message: format!(
-                    "ep spike-slab: p = {p:.5}, log Z_EP = {}, next p = {new_p:.5}",
-                    outcome
-                        .evidence
-                        .log_z()
-                        .map_or("-".into(), |z| format!("{z:.6}"))
+                    "ep spike-slab: log Z_EP is largest at v0/v1 = {:.1e}, an end of the searched \
+                     range [1e-6, 0.1]; it may rise beyond it",
+                    t.prior.spike_var / t.prior.slab_var
                 ),
             });
-            if (new_p / p).ln().abs() < INCLUSION_TOL {
-                tuned_converged = true;
-                break;
-            }
-            if iteration == INCLUSION_ITERS {
-                break;
-            }
-            model.set_prior(SpikeSlab {
-                incl: new_p,
-                ..prior
-            })?;
-            // The record keeps the sweeps of the last EP run only.
-            sink.borrow_mut().drop_earlier_sweeps();
-            match model.run(gamma, &settings, ctl, &mut on_sweep) {
-                Ok(o) => {
-                    outcome = o;
-                    p = new_p;
-                }
-                Err(EngineError::NotConverged { .. }) => {
-                    // Keep the last p at which EP converged.
-                    model.set_prior(SpikeSlab { incl: p, ..prior })?;
-                    sink.borrow_mut().drop_earlier_sweeps();
-                    outcome = model.run(gamma, &settings, ctl, &mut on_sweep)?;
-                    break;
-                }
-                Err(e) => return Err(e),
-            }
         }
-    }
-    let incl = model.prior().incl;
+        (
+            t.outcome,
+            Some((
+                t.prior,
+                t.incl_trace,
+                t.incl_converged,
+                t.slab_trace,
+                t.rounds,
+                t.rounds_converged,
+            )),
+        )
+    } else {
+        (model.run(gamma, &settings, ctl, &mut on_sweep)?, None)
+    };
+    let SpikeSlab {
+        spike_var,
+        slab_var,
+        incl,
+    } = model.prior();
     let mut sink = sink.into_inner();
-    if !tuned_converged {
-        sink.emit(Event::Log {
-            level: LogLevel::Warn,
-            message: format!(
-                "ep spike-slab: the inclusion prior was still moving after {INCLUSION_ITERS} iterations"
-            ),
-        });
+    if let Some((_, _, incl_settled, _, rounds, rounds_settled)) = &tuned {
+        if what.incl && !incl_settled {
+            sink.emit(Event::Log {
+                level: LogLevel::Warn,
+                message:
+                    "ep spike-slab: the inclusion prior was still moving when its search stopped"
+                        .into(),
+            });
+        }
+        if !rounds_settled {
+            sink.emit(Event::Log {
+                level: LogLevel::Warn,
+                message: format!("ep spike-slab: p and v1 were still moving after {rounds} rounds"),
+            });
+        }
     }
     if outcome.skipped > 0 {
         sink.emit(Event::Log {
@@ -193,8 +184,10 @@ pub fn run(
         // fixed point that SMC does not confirm on data with clear signal.
         sink.emit(Event::Log {
             level: LogLevel::Warn,
-            message: "no feature has inclusion above ½: EP may sit at its all-spike fixed point; \
-                      check with --method smc, or raise --inclusion-prior or γ"
+            message: "no feature has inclusion above ½: EP may sit at its all-spike fixed point \
+                      (the AUC risk is scale-free, so with p < ½ every coefficient in the spike \
+                      is self-consistent); try --inclusion-prior auto (p by evidence), a larger \
+                      p or γ, or check with --method smc"
                 .into(),
         });
     }
@@ -239,6 +232,7 @@ pub fn run(
         "sweeps": outcome.sweeps,
         "eta": outcome.eta,
         "eta_prior_sites": outcome.eta_prior,
+        "site_steps": settings.site_steps,
         "delta": outcome.delta,
         "tol": settings.ep.tol,
         "negative_share": outcome.negative_share,
@@ -249,7 +243,8 @@ pub fn run(
         "identical_pairs": model.state().identical_pairs(),
         "skipped_sites": outcome.skipped,
         "cold_restart": outcome.cold_restart,
-        "form": "primal",
+        "form": if model.is_reduced() { "reduced" } else { "primal" },
+        "rank": model.dim(),
         "site_storage": model.state().storage(),
         "isa": detected_isa().name(),
         "gamma": {
@@ -262,10 +257,18 @@ pub fn run(
         "evidence": outcome.evidence,
         "inclusion_prior": {
             "value": incl,
-            "chosen_by": if ep.tune_inclusion { "evidence" } else { "fixed" },
-            "converged": tuned_converged,
-            "trace": tuning,
+            "chosen_by": if what.incl { "evidence" } else { "fixed" },
+            "converged": tuned.as_ref().map(|t| t.2),
+            "trace": tuned.as_ref().map(|t| &t.1),
         },
+        "slab_var": {
+            "value": slab_var,
+            "spike_var": spike_var,
+            "spike_over_slab": spike_var / slab_var,
+            "chosen_by": if what.slab { "evidence" } else { "fixed" },
+            "trace": tuned.as_ref().filter(|_| what.slab).map(|t| &t.3),
+        },
+        "tuning_rounds": tuned.as_ref().map(|t| json!({ "rounds": t.4, "settled": t.5 })),
         "seconds": { "ep": outcome.seconds, "total": t0.elapsed().as_secs_f64() },
     });
     fit.trace = sink.trace;

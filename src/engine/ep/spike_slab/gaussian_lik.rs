@@ -5,7 +5,7 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use super::sweep::LikelihoodSites;
+use super::sweep::{LikelihoodSites, ThetaMoments};
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::posterior::{Posterior, PriorTerms};
 
@@ -19,6 +19,7 @@ pub struct GaussianLik {
     /// log of the factor's normaliser: `−(n/2) log(2πσ²) − ‖y‖²/(2σ²)`.
     log_norm: f64,
     q: Option<Posterior>,
+    moments: Option<ThetaMoments>,
 }
 
 impl GaussianLik {
@@ -30,6 +31,7 @@ impl GaussianLik {
             log_norm: -0.5 * y.len() as f64 * (LN_2PI + noise_var.ln())
                 - 0.5 * yv.norm_squared() / noise_var,
             q: None,
+            moments: None,
         }
     }
 }
@@ -52,16 +54,21 @@ impl LikelihoodSites for GaussianLik {
                 .iter()
                 .map(|d| d.ln())
                 .sum::<f64>();
-        self.q = Some(Posterior {
+        let q = Posterior {
             v: chol.inverse(),
             r_v_r: r.dot(&m),
             m,
             log_det_q,
-        });
+        };
+        self.moments = Some(ThetaMoments::of(&q));
+        self.q = Some(q);
         true
     }
     fn posterior(&self) -> &Posterior {
         self.q.as_ref().expect("rebuilt")
+    }
+    fn moments(&self) -> &ThetaMoments {
+        self.moments.as_ref().expect("rebuilt")
     }
     fn pass(&mut self, _eta: Option<f64>, _evidence: bool) -> PassStats {
         PassStats {

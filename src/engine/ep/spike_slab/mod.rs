@@ -9,23 +9,31 @@
 //! - `release`: continuing from a converged state whose fix is still active
 //!   without the fix (the fix moves the fixed point).
 //! - `model`: the AUC pair sites as that likelihood; warm-startable state.
+//! - `reduced`: the reduced form (d ≥ n): EP on the row space of the whitened X.
 //! - `gaussian_lik`: an exact Gaussian (linear-regression) likelihood, for tests.
-//! - `engine`: `--method ep --prior spike-slab`; `path`: the regularisation path over v0.
+//! - `engine`: `--method ep --prior spike-slab`; `path`: the regularisation path over v0;
+//!   `tune`: `--inclusion-prior auto` and `--slab-var auto` by evidence.
 
 pub mod engine;
 pub mod gaussian_lik;
 pub mod model;
+pub mod moments;
 pub mod path;
 pub mod prior_sites;
+pub mod reduced;
 pub mod release;
 pub mod site_steps;
 pub mod sweep;
+pub mod tune;
 
 pub use model::{PairSites, SpikeSlab, SpikeSlabEp};
 pub use path::{PathPoint, PathResult, spike_var_grid};
 pub use prior_sites::{MixturePrior, PriorSites};
-pub use sweep::{LikelihoodSites, SsEvidence, SsOutcome, SsSettings, SsSweepInfo};
+pub use site_steps::SiteStepRule;
+pub use sweep::{LikelihoodSites, SsEvidence, SsOutcome, SsSettings, SsSweepInfo, ThetaMoments};
 
+#[cfg(test)]
+mod reduced_tests;
 #[cfg(test)]
 mod release_tests;
 #[cfg(test)]

@@ -9,8 +9,9 @@
 use nalgebra::DMatrix;
 
 use super::prior_sites::{MixturePrior, PriorSites};
+use super::reduced::Reduction;
 use super::release::{self, ReleaseStatus};
-use super::sweep::{self, LikelihoodSites, SsOutcome, SsSettings, SsSweepInfo};
+use super::sweep::{self, LikelihoodSites, SsOutcome, SsSettings, SsSweepInfo, ThetaMoments};
 use crate::engine::ep::design::{Design, Form, identical_pairs};
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::pair_ep::PairEp;
@@ -19,19 +20,36 @@ use crate::engine::ep::site::MAX_G;
 use crate::engine::ep::store::Precision;
 use crate::engine::run::{Control, EngineError};
 
-/// The AUC pair sites as the likelihood part of spike-and-slab EP.
+/// The AUC pair sites as the likelihood part of spike-and-slab EP, on θ's
+/// coordinates (primal form) or on the reduced ones (`reduced`).
 pub struct PairSites {
     pub ep: PairEp,
     /// g = γ/M of the current run.
     pub g: f64,
+    /// The reduced form's map (None: primal).
+    reduction: Option<Reduction>,
+    /// θ's moments of the last successful rebuild.
+    moments: Option<ThetaMoments>,
 }
 
 impl LikelihoodSites for PairSites {
     fn rebuild(&mut self, prior: &PriorTerms) -> bool {
-        self.ep.rebuild_with_prior(prior.clone(), self.g)
+        let moments = match &mut self.reduction {
+            None => self
+                .ep
+                .rebuild_with_prior(prior.clone(), self.g)
+                .then(|| ThetaMoments::of(self.ep.posterior().expect("rebuilt"))),
+            Some(red) => red.rebuild(&mut self.ep, prior, self.g),
+        };
+        let ok = moments.is_some();
+        self.moments = moments;
+        ok
     }
     fn posterior(&self) -> &Posterior {
         self.ep.posterior().expect("rebuilt")
+    }
+    fn moments(&self) -> &ThetaMoments {
+        self.moments.as_ref().expect("rebuilt")
     }
     fn pass(&mut self, eta: Option<f64>, evidence: bool) -> PassStats {
         self.ep.pass_from_q(self.g, eta, evidence)
@@ -90,18 +108,30 @@ pub struct SpikeSlabEp {
     /// The design is whitened by √scale_var (the slab variance at construction).
     scale_var: f64,
     pairs: usize,
-    /// Continue without the negative-site fix when it is active at convergence.
+    /// Continue without the negative-site fix when it is active at convergence
+    /// (`set_release_fixes`).
     release_fixes: bool,
     release: ReleaseStatus,
 }
 
 impl SpikeSlabEp {
-    /// Rows `x` (standardised) with labels `y`.
+    /// Rows `x` (standardised) with labels `y`; the reduced form when d ≥ n.
     pub fn new(
         x: &DMatrix<f64>,
         y: &[bool],
         prior: SpikeSlab,
         precision: Precision,
+    ) -> Result<SpikeSlabEp, EngineError> {
+        Self::with_form(x, y, prior, precision, Form::Auto)
+    }
+
+    /// As `new`, in the given form (`Auto`: reduced when d ≥ n).
+    pub fn with_form(
+        x: &DMatrix<f64>,
+        y: &[bool],
+        prior: SpikeSlab,
+        precision: Precision,
+        form: Form,
     ) -> Result<SpikeSlabEp, EngineError> {
         prior
             .validate(x.ncols())
@@ -117,22 +147,33 @@ impl SpikeSlabEp {
         let design = Design::new(&xp, &xn, &vec![prior.slab_var; d], Form::Primal);
         let mixture = Self::mixture_of(&prior, prior.slab_var);
         let sites = PriorSites::init(d, &mixture);
-        let ep = PairEp::new(
-            design.zp.clone(),
-            design.zn.clone(),
-            excluded,
-            sites.terms(),
-            precision,
-        )
-        .map_err(EngineError::Numerical)?;
+        let reduced = match form {
+            Form::Auto => d >= x.nrows(),
+            Form::Primal => false,
+            Form::Reduced => true,
+        };
+        let (zp, zn, terms, reduction) = if reduced {
+            let mut red = Reduction::new(design.zp.clone(), design.zn.clone());
+            let (zp, zn) = red.whiten(&sites.u).expect("first whitening");
+            let terms = red.prior(&sites.v);
+            (zp, zn, terms, Some(red))
+        } else {
+            (design.zp.clone(), design.zn.clone(), sites.terms(), None)
+        };
+        let ep = PairEp::new(zp, zn, excluded, terms, precision).map_err(EngineError::Numerical)?;
         Ok(SpikeSlabEp {
             design,
-            lik: PairSites { ep, g: 0.0 },
+            lik: PairSites {
+                ep,
+                g: 0.0,
+                reduction,
+                moments: None,
+            },
             sites,
             prior,
             scale_var: prior.slab_var,
             pairs: pos.len() * neg.len(),
-            release_fixes: true,
+            release_fixes: false,
             release: ReleaseStatus::NotNeeded,
         })
     }
@@ -200,11 +241,13 @@ impl SpikeSlabEp {
         let (lik, sites) = (&mut self.lik, &mut self.sites);
         let out = sweep::run(lik, sites, &mixture, s, ctl, &mut on_info)?;
         self.release = ReleaseStatus::NotNeeded;
-        if out.fixes_last == 0 || !self.release_fixes {
+        // The reduced form whitens by the prior sites' precisions: they must
+        // stay positive there, so no release.
+        if out.fixes_last == 0 || !self.release_fixes || lik.reduction.is_some() {
             return Ok(out);
         }
         // The fix is still active at convergence: not an EP fixed point (`release`).
-        if !release::worth_releasing(sites, lik.posterior(), &mixture) {
+        if !release::worth_releasing(sites, lik.moments(), &mixture) {
             self.release = ReleaseStatus::Skipped;
             return Ok(out);
         }
@@ -219,15 +262,27 @@ impl SpikeSlabEp {
             None => {
                 self.release = ReleaseStatus::Failed;
                 *sites = fixed_sites;
-                sweep::run(lik, sites, &mixture, s, ctl, &mut on_info)
+                let mut again = sweep::run(lik, sites, &mixture, s, ctl, &mut on_info)?;
+                again.sweeps += out.sweeps;
+                again.fixes_total += out.fixes_total;
+                Ok(again)
             }
         }
     }
 
     /// Whether `run` continues without the negative-site fix when the fix is
-    /// still active at convergence (default: yes; `release`).
+    /// still active at convergence (`release`; primal form only). Off by
+    /// default for now: with it the primal form no longer equals the reduced
+    /// one (which cannot release), and §5 prescribes the fix.
     pub fn set_release_fixes(&mut self, on: bool) {
         self.release_fixes = on;
+    }
+
+    /// The likelihood and prior sites, and the prior in EP's coordinates (tests).
+    #[cfg(test)]
+    pub(super) fn parts_mut(&mut self) -> (&mut PairSites, &mut PriorSites, MixturePrior) {
+        let mixture = self.mixture();
+        (&mut self.lik, &mut self.sites, mixture)
     }
 
     /// What releasing the negative-site fix did in the last run.
@@ -238,16 +293,38 @@ impl SpikeSlabEp {
     fn q(&self) -> &Posterior {
         self.lik.ep.posterior().expect("run first")
     }
+    /// Whether EP runs in the reduced form (d ≥ n).
+    pub fn is_reduced(&self) -> bool {
+        self.lik.reduction.is_some()
+    }
+    /// The rank r of the reduced form (d in the primal one).
+    pub fn dim(&self) -> usize {
+        self.lik.ep.prior().prec.len()
+    }
+    /// θ's marginals in EP's coordinates (after a run).
+    pub fn moments(&self) -> &ThetaMoments {
+        self.lik.moments()
+    }
     /// Posterior mean of θ.
     pub fn mean(&self) -> Vec<f64> {
-        self.design.theta_mean(self.q())
+        match self.lik.reduction {
+            None => self.design.theta_mean(self.q()),
+            Some(_) => self.design.theta_mean_of(&self.moments().mean),
+        }
     }
     /// Posterior sds of θ.
     pub fn sd(&self) -> Vec<f64> {
-        self.design.theta_sd(self.q())
+        match self.lik.reduction {
+            None => self.design.theta_sd(self.q()),
+            Some(_) => self.design.theta_sd_of(&self.moments().var),
+        }
     }
-    /// Posterior covariance of θ.
+    /// Posterior covariance of θ (primal form only: d × d would be large).
     pub fn cov(&self) -> Option<DMatrix<f64>> {
-        self.design.theta_cov(self.q())
+        self.lik
+            .reduction
+            .is_none()
+            .then(|| self.design.theta_cov(self.q()))
+            .flatten()
     }
 }

@@ -6,8 +6,9 @@
 //! Everything here is in EP's coordinates (θ divided by one common scale), so
 //! the variances of `MixturePrior` are the prior's divided by that scale².
 
+use super::sweep::ThetaMoments;
 use crate::engine::ep::normal::logaddexp;
-use crate::engine::ep::posterior::{Posterior, PriorTerms};
+use crate::engine::ep::posterior::PriorTerms;
 use crate::engine::ep::site::{self, Natural, Site};
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
@@ -138,10 +139,10 @@ impl PriorSites {
     }
 
     /// Cavity of site k under q; None when invalid (τ₋ ≤ 0 or not finite).
-    pub fn cavity(&self, q: &Posterior, k: usize) -> Option<Natural> {
-        let vkk = q.v[(k, k)];
+    pub fn cavity(&self, q: &ThetaMoments, k: usize) -> Option<Natural> {
+        let vkk = q.var[k];
         let cav = site::cavity(
-            q.m[k],
+            q.mean[k],
             vkk,
             Site {
                 k: self.u[k],
@@ -152,12 +153,17 @@ impl PriorSites {
     }
 
     /// Whether every site's cavity under q is valid.
-    pub fn cavities_valid(&self, q: &Posterior) -> bool {
+    pub fn cavities_valid(&self, q: &ThetaMoments) -> bool {
         (0..self.u.len()).all(|k| self.cavity(q, k).is_some())
     }
 
     /// Parallel damped update of every site from q; None when a cavity is invalid.
-    pub fn update(&mut self, q: &Posterior, prior: &MixturePrior, eta: f64) -> Option<PriorUpdate> {
+    pub fn update(
+        &mut self,
+        q: &ThetaMoments,
+        prior: &MixturePrior,
+        eta: f64,
+    ) -> Option<PriorUpdate> {
         self.update_each(q, prior, |_| eta, &mut [], &mut [])
     }
 
@@ -166,7 +172,7 @@ impl PriorSites {
     /// the sign of its proposed change of v_k (to spot oscillating sites).
     pub fn update_each(
         &mut self,
-        q: &Posterior,
+        q: &ThetaMoments,
         prior: &MixturePrior,
         eta: impl Fn(usize) -> f64,
         fixed: &mut [bool],
@@ -193,7 +199,7 @@ impl PriorSites {
     }
 
     /// Evidence terms and inclusion probabilities of the current state under q.
-    pub fn check(&self, q: &Posterior, prior: &MixturePrior) -> PriorCheck {
+    pub fn check(&self, q: &ThetaMoments, prior: &MixturePrior) -> PriorCheck {
         let mut sum = Some(0.0);
         let mut inclusion = self.p.clone();
         for (k, incl) in inclusion.iter_mut().enumerate() {

@@ -16,10 +16,11 @@
 //! definite and every cavity valid (a prior cavity `τ₋ = 1/V_kk − u_k` is then
 //! positive automatically). If the released iteration fails a check or does
 //! not converge, the caller keeps the fixed iteration's answer.
+//! Opt-in (`SpikeSlabEp::set_release_fixes`) and primal form only: the
+//! reduced form whitens by the prior sites' precisions, which must stay > 0.
 
 use super::prior_sites::{MixturePrior, PriorSites, tilted};
-use super::sweep::{LikelihoodSites, SsEvidence, SsOutcome, SsSettings, SsSweepInfo};
-use crate::engine::ep::posterior;
+use super::sweep::{LikelihoodSites, SsEvidence, SsOutcome, SsSettings, SsSweepInfo, ThetaMoments};
 use crate::engine::run::{Control, EngineError};
 
 /// What the release did in a run.
@@ -48,7 +49,7 @@ pub struct Released {
 /// number of sites whose new u_k* is negative, None when a cavity is invalid.
 pub fn update_unfixed(
     sites: &mut PriorSites,
-    q: &posterior::Posterior,
+    q: &ThetaMoments,
     prior: &MixturePrior,
     eta: f64,
 ) -> Option<usize> {
@@ -75,7 +76,7 @@ pub fn update_unfixed(
 /// diverges (DNA at γ = 400: V85 and V90, the only features in the slab, both
 /// fixed; released, their u_k fall past −170 in 7 sweeps and a cavity breaks).
 /// Only saves the cost of a doomed attempt: a failed release falls back anyway.
-pub fn worth_releasing(sites: &PriorSites, q: &posterior::Posterior, prior: &MixturePrior) -> bool {
+pub fn worth_releasing(sites: &PriorSites, q: &ThetaMoments, prior: &MixturePrior) -> bool {
     let (mut needs_fix, mut anchored) = (false, false);
     for k in 0..sites.u.len() {
         let Some(cav) = sites.cavity(q, k) else {
@@ -108,7 +109,7 @@ pub fn release_fixes<L: LikelihoodSites>(
     let t0 = std::time::Instant::now();
     let d = sites.u.len();
     let eta = s.fix_eta;
-    let mut prev = lik.posterior().clone();
+    let mut prev = lik.moments().clone();
     let (mut sweep, mut delta, mut converged, mut negative) = (0, f64::INFINITY, false, 0);
     loop {
         ctl.checkpoint()?;
@@ -121,7 +122,7 @@ pub fn release_fixes<L: LikelihoodSites>(
         if stats.bad > 0 {
             return Ok(None);
         }
-        let q = lik.posterior();
+        let q = lik.moments();
         let check = sites.check(q, prior);
         let evidence = SsEvidence {
             sum_log_c_lik: stats.sum_log_c,
@@ -147,7 +148,7 @@ pub fn release_fixes<L: LikelihoodSites>(
                 fixes: 0,
                 inclusion: &check.inclusion,
                 elapsed: seconds,
-                q,
+                moments: q,
             });
         }
         if converged {
@@ -178,19 +179,19 @@ pub fn release_fixes<L: LikelihoodSites>(
         if !lik.rebuild(&sites.terms()) {
             return Ok(None);
         }
-        let Some(neg) = update_unfixed(sites, lik.posterior(), prior, eta) else {
+        let Some(neg) = update_unfixed(sites, lik.moments(), prior, eta) else {
             return Ok(None);
         };
         negative = neg;
-        if !lik.rebuild(&sites.terms()) || !sites.cavities_valid(lik.posterior()) {
+        if !lik.rebuild(&sites.terms()) || !sites.cavities_valid(lik.moments()) {
             return Ok(None);
         }
         sweep += 1;
-        delta = posterior::delta(lik.posterior(), &prev);
+        delta = lik.moments().delta(&prev);
         if !delta.is_finite() {
             return Ok(None);
         }
-        prev.clone_from(lik.posterior());
+        prev.clone_from(lik.moments());
         converged = delta < s.ep.tol * eta;
     }
 }

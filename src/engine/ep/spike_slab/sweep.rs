@@ -22,11 +22,12 @@ use std::time::Instant;
 
 use serde_json::json;
 
+pub use super::moments::ThetaMoments;
 use super::prior_sites::{MixturePrior, PriorSites};
-use super::site_steps::SiteSteps;
+use super::site_steps::{SiteStepRule, SiteSteps};
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::pair_ep::EpSettings;
-use crate::engine::ep::posterior::{self, Posterior, PriorTerms};
+use crate::engine::ep::posterior::{Posterior, PriorTerms};
 use crate::engine::run::{Control, EngineError};
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
@@ -36,8 +37,12 @@ const LN_2PI: f64 = 1.837_877_066_409_345_5;
 pub trait LikelihoodSites {
     /// Rebuilds q from the current sites and `prior`; false when Q is not PD.
     fn rebuild(&mut self, prior: &PriorTerms) -> bool;
-    /// The q of the last successful rebuild.
+    /// The q of the last successful rebuild, in the likelihood's own
+    /// coordinates (θ itself in the primal form).
     fn posterior(&self) -> &Posterior;
+    /// θ's marginals and θ-space evidence terms of that q (what the prior
+    /// sites and the evidence need, whatever coordinates EP runs in).
+    fn moments(&self) -> &ThetaMoments;
     /// Checks the current sites' cavities under q (`bad` > 0: invalid), sums
     /// their log C when `evidence` (or when `eta` is None) and, with `eta`, writes
     /// the damped update as the trial state.
@@ -73,6 +78,9 @@ pub struct SsSettings {
     /// Smallest step of a capped prior site whose updates oscillate.
     #[serde(default = "default_site_eta_floor")]
     pub site_eta_floor: f64,
+    /// Whether a capped site may grow back above `fix_eta` (`site_steps`).
+    #[serde(default)]
+    pub site_steps: SiteStepRule,
 }
 
 fn default_warmup() -> usize {
@@ -92,6 +100,7 @@ impl Default for SsSettings {
             evidence_every_sweep: true,
             warmup_sweeps: default_warmup(),
             site_eta_floor: default_site_eta_floor(),
+            site_steps: SiteStepRule::default(),
         }
     }
 }
@@ -109,7 +118,8 @@ pub struct SsSweepInfo<'a> {
     pub fixes: usize,
     pub inclusion: &'a [f64],
     pub elapsed: f64,
-    pub q: &'a Posterior,
+    /// θ's marginals in EP's coordinates.
+    pub moments: &'a ThetaMoments,
 }
 
 /// The pieces of log Z_EP (§5):
@@ -182,7 +192,7 @@ pub fn run<L: LikelihoodSites>(
 
 /// Rebuilds q and checks the prior cavities.
 fn rebuild_checked<L: LikelihoodSites>(lik: &mut L, sites: &PriorSites) -> bool {
-    lik.rebuild(&sites.terms()) && sites.cavities_valid(lik.posterior())
+    lik.rebuild(&sites.terms()) && sites.cavities_valid(lik.moments())
 }
 
 /// After the likelihood sites' trial was accepted: rebuild, update the prior
@@ -207,7 +217,7 @@ fn prior_half<L: LikelihoodSites>(
     let mut dir = std::mem::take(&mut steps.dir);
     let st = &*steps;
     let up = sites.update_each(
-        lik.posterior(),
+        lik.moments(),
         prior,
         |k| st.step(k, eta),
         &mut fixed,
@@ -260,7 +270,7 @@ fn run_once<L: LikelihoodSites>(
         0
     };
     lik.forget_rollback();
-    let mut q_prev: Option<Posterior> = None;
+    let mut q_prev: Option<ThetaMoments> = None;
     let mut sites_prev = sites.clone();
     let (mut eta, mut cur_eta) = (s.ep.eta, s.ep.eta);
     // Prior sites whose fixes recur get their own (smaller, adapted) steps.
@@ -268,6 +278,8 @@ fn run_once<L: LikelihoodSites>(
     let (mut sweep, mut delta, mut candidate) = (0usize, f64::INFINITY, false);
     let (mut halvings, mut stall_halvings) = (0usize, 0usize);
     let (mut best_delta, mut since_best) = (f64::INFINITY, 0usize);
+    // Sweeps since the best Δ whose mean moved against the previous sweep's.
+    let (mut last_step_m, mut reversals, mut drift_windows) = (None, 0usize, 0usize);
     let (mut fixes_last, mut fixes_total) = (0usize, 0usize);
     let fail = |why: &str, sweep: usize, eta: f64, delta: f64, extra: serde_json::Value| {
         EngineError::NotConverged {
@@ -319,12 +331,12 @@ fn run_once<L: LikelihoodSites>(
                     break;
                 }
             }
-            delta = posterior::delta(lik.posterior(), q_prev.as_ref().expect("previous"));
+            delta = lik.moments().delta(q_prev.as_ref().expect("previous"));
             candidate = sweep > warmup && delta < s.ep.tol * steps.min_step(cur_eta);
             continue;
         }
         // The current state is valid: its evidence and inclusion probabilities.
-        let q = lik.posterior();
+        let q = lik.moments();
         let check = sites.check(q, prior);
         let evidence = SsEvidence {
             sum_log_c_lik: stats.sum_log_c,
@@ -349,7 +361,7 @@ fn run_once<L: LikelihoodSites>(
                 fixes: fixes_last,
                 inclusion: &check.inclusion,
                 elapsed: t0.elapsed().as_secs_f64(),
-                q,
+                moments: q,
             });
         }
         if candidate {
@@ -375,12 +387,13 @@ fn run_once<L: LikelihoodSites>(
                 eta,
                 delta,
                 json!({ "reason": "max sweeps", "halvings": halvings,
-                        "stall_halvings": stall_halvings, "fixes_last_sweep": fixes_last }),
+                        "stall_halvings": stall_halvings, "drift_windows": drift_windows,
+                        "fixes_last_sweep": fixes_last }),
             ));
         }
         // The next sweep: the pass's output is the likelihood sites' trial.
         lik.accept();
-        q_prev = Some(lik.posterior().clone());
+        q_prev = Some(lik.moments().clone());
         sites_prev.clone_from(sites);
         cur_eta = eta;
         loop {
@@ -405,22 +418,42 @@ fn run_once<L: LikelihoodSites>(
         }
         sweep += 1;
         fixes_total += fixes_last;
-        delta = posterior::delta(lik.posterior(), q_prev.as_ref().expect("previous"));
+        delta = lik.moments().delta(q_prev.as_ref().expect("previous"));
         candidate = sweep > warmup && delta < s.ep.tol * steps.min_step(cur_eta);
         if candidate {
             continue;
         }
         // Fixes that keep recurring: smaller steps (period-2 cycles otherwise).
         steps.after_sweep(cur_eta);
+        // Direction of this sweep's move of the mean against the last one's.
+        let (now, prev) = (
+            &lik.moments().mean,
+            &q_prev.as_ref().expect("previous").mean,
+        );
+        let step_m =
+            nalgebra::DVector::from_iterator(now.len(), now.iter().zip(prev).map(|(a, b)| a - b));
+        if let Some(last) = &last_step_m {
+            reversals += usize::from(step_m.dot(last) < 0.0);
+        }
+        last_step_m = Some(step_m);
         if delta < best_delta {
-            (best_delta, since_best) = (delta, 0);
+            (best_delta, since_best, reversals) = (delta, 0, 0);
         } else {
             since_best += 1;
-            if s.ep.stall_sweeps > 0 && since_best >= s.ep.stall_sweeps {
+            if s.ep.stall_sweeps > 0
+                && since_best >= s.ep.stall_sweeps
+                && 2 * reversals < since_best
+            {
+                // Δ stalls but the mean keeps its direction: a slow drift (towards the
+                // all-spike fixed point, say), not a cycle; smaller steps would only
+                // slow it down. Watch a fresh window.
+                (best_delta, since_best, reversals) = (f64::INFINITY, 0, 0);
+                drift_windows += 1;
+            } else if s.ep.stall_sweeps > 0 && since_best >= s.ep.stall_sweeps {
                 // A cycle: smaller steps from the current (valid) state.
                 eta *= 0.5;
                 stall_halvings += 1;
-                (best_delta, since_best) = (f64::INFINITY, 0);
+                (best_delta, since_best, reversals) = (f64::INFINITY, 0, 0);
                 if eta < s.ep.min_eta {
                     return Err(fail(
                         "did not converge: η fell below its minimum",
