@@ -6,6 +6,8 @@
 //! - `prior_sites`: the mixture-moment site update, the negative-site fix, log C_k.
 //! - `sweep`: the sweep loop (pair sites → prior sites), generic over the
 //!   likelihood's sites (`LikelihoodSites`).
+//! - `release`: continuing from a converged state whose fix is still active
+//!   without the fix (the fix moves the fixed point).
 //! - `model`: the AUC pair sites as that likelihood; warm-startable state.
 //! - `reduced`: the reduced form (d ≥ n): EP on the row space of the whitened X.
 //! - `gaussian_lik`: an exact Gaussian (linear-regression) likelihood, for tests.
@@ -19,6 +21,7 @@ pub mod moments;
 pub mod path;
 pub mod prior_sites;
 pub mod reduced;
+pub mod release;
 pub mod site_steps;
 pub mod sweep;
 pub mod tune;
@@ -31,5 +34,9 @@ pub use sweep::{LikelihoodSites, SsEvidence, SsOutcome, SsSettings, SsSweepInfo,
 
 #[cfg(test)]
 mod reduced_tests;
+#[cfg(test)]
+mod release_tests;
+#[cfg(test)]
+mod smc_agreement;
 #[cfg(test)]
 mod tests;

@@ -10,6 +10,7 @@ use nalgebra::DMatrix;
 
 use super::prior_sites::{MixturePrior, PriorSites};
 use super::reduced::Reduction;
+use super::release::{self, ReleaseStatus};
 use super::sweep::{self, LikelihoodSites, SsOutcome, SsSettings, SsSweepInfo, ThetaMoments};
 use crate::engine::ep::design::{Design, Form, identical_pairs};
 use crate::engine::ep::kernel::PassStats;
@@ -107,6 +108,10 @@ pub struct SpikeSlabEp {
     /// The design is whitened by √scale_var (the slab variance at construction).
     scale_var: f64,
     pairs: usize,
+    /// Continue without the negative-site fix when it is active at convergence
+    /// (`set_release_fixes`).
+    release_fixes: bool,
+    release: ReleaseStatus,
 }
 
 impl SpikeSlabEp {
@@ -168,6 +173,8 @@ impl SpikeSlabEp {
             prior,
             scale_var: prior.slab_var,
             pairs: pos.len() * neg.len(),
+            release_fixes: false,
+            release: ReleaseStatus::NotNeeded,
         })
     }
 
@@ -230,14 +237,57 @@ impl SpikeSlabEp {
         self.lik.ep.set_evidence_every_sweep(s.evidence_every_sweep);
         let mixture = self.mixture();
         let design = &self.design;
-        sweep::run(
-            &mut self.lik,
-            &mut self.sites,
-            &mixture,
-            s,
-            ctl,
-            &mut |info| on_sweep(&info, design),
-        )
+        let mut on_info = |info: SsSweepInfo<'_>| on_sweep(&info, design);
+        let (lik, sites) = (&mut self.lik, &mut self.sites);
+        let out = sweep::run(lik, sites, &mixture, s, ctl, &mut on_info)?;
+        self.release = ReleaseStatus::NotNeeded;
+        // The reduced form whitens by the prior sites' precisions: they must
+        // stay positive there, so no release.
+        if out.fixes_last == 0 || !self.release_fixes || lik.reduction.is_some() {
+            return Ok(out);
+        }
+        // The fix is still active at convergence: not an EP fixed point (`release`).
+        if !release::worth_releasing(sites, lik.moments(), &mixture) {
+            self.release = ReleaseStatus::Skipped;
+            return Ok(out);
+        }
+        let fixed_sites = sites.clone();
+        match release::release_fixes(lik, sites, &mixture, s, &out, ctl, &mut on_info)? {
+            Some((released_out, released)) => {
+                self.release = ReleaseStatus::Released(released);
+                Ok(released_out)
+            }
+            // Back to the fixed iteration's answer (its fixed point does not
+            // depend on where it starts).
+            None => {
+                self.release = ReleaseStatus::Failed;
+                *sites = fixed_sites;
+                let mut again = sweep::run(lik, sites, &mixture, s, ctl, &mut on_info)?;
+                again.sweeps += out.sweeps;
+                again.fixes_total += out.fixes_total;
+                Ok(again)
+            }
+        }
+    }
+
+    /// Whether `run` continues without the negative-site fix when the fix is
+    /// still active at convergence (`release`; primal form only). Off by
+    /// default for now: with it the primal form no longer equals the reduced
+    /// one (which cannot release), and §5 prescribes the fix.
+    pub fn set_release_fixes(&mut self, on: bool) {
+        self.release_fixes = on;
+    }
+
+    /// The likelihood and prior sites, and the prior in EP's coordinates (tests).
+    #[cfg(test)]
+    pub(super) fn parts_mut(&mut self) -> (&mut PairSites, &mut PriorSites, MixturePrior) {
+        let mixture = self.mixture();
+        (&mut self.lik, &mut self.sites, mixture)
+    }
+
+    /// What releasing the negative-site fix did in the last run.
+    pub fn release(&self) -> &ReleaseStatus {
+        &self.release
     }
 
     fn q(&self) -> &Posterior {

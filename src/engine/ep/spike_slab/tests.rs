@@ -23,7 +23,7 @@ type Term = (f64, Vec<bool>, DVector<f64>, DMatrix<f64>);
 
 /// Exact posterior of `y = Xθ + N(0, σ²)` under the spike-and-slab prior by
 /// enumeration over z ∈ {0,1}^d: (log Z, means, sds, inclusion).
-fn enumerate(
+pub(super) fn enumerate(
     x: &DMatrix<f64>,
     y: &[f64],
     noise: f64,
@@ -88,7 +88,12 @@ fn enumerate(
 
 /// Random n × d design and responses; `orthogonal`: columns orthogonalised
 /// (XᵀX diagonal) with distinct norms.
-fn regression(n: usize, d: usize, orthogonal: bool, seed: u64) -> (DMatrix<f64>, Vec<f64>) {
+pub(super) fn regression(
+    n: usize,
+    d: usize,
+    orthogonal: bool,
+    seed: u64,
+) -> (DMatrix<f64>, Vec<f64>) {
     let mut rng = stream(seed, &[1]);
     let mut x = DMatrix::from_fn(n, d, |_, _| normal(&mut rng));
     if orthogonal {
@@ -123,7 +128,7 @@ fn run_gaussian(
     (out, q.m.iter().copied().collect(), q.sd())
 }
 
-fn tight(eta: f64) -> SsSettings {
+pub(super) fn tight(eta: f64) -> SsSettings {
     SsSettings {
         ep: EpSettings {
             eta,
@@ -303,7 +308,7 @@ fn common_rescaling_of_the_variances_changes_nothing() {
     }
 }
 
-fn sparse_demo() -> (DMatrix<f64>, Vec<bool>, Vec<String>) {
+pub(super) fn sparse_demo() -> (DMatrix<f64>, Vec<bool>, Vec<String>) {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/demo-data/sparse_linear.csv");
     let ds = Dataset::load(std::path::Path::new(path), &LoadOptions::default()).unwrap();
     let p = prepare(&ds, TestSource::None).unwrap();
@@ -327,7 +332,7 @@ fn sparse_settings() -> (f64, Prior) {
     )
 }
 
-const INFORMATIVE: [usize; 4] = [2, 6, 11, 17]; // x03, x07, x12, x18
+pub(super) const INFORMATIVE: [usize; 4] = [2, 6, 11, 17]; // x03, x07, x12, x18
 
 fn sparse_ep() -> (SsOutcome, Vec<f64>) {
     let (x, y, _) = sparse_demo();
@@ -380,68 +385,6 @@ fn sparse_demo_selects_the_informative_features() {
             );
         }
     }
-}
-
-/// Against spike-and-slab SMC (three seeds, which must agree with each other):
-/// the same selection, log Z within 0.6 (§4's tolerance), EP's means within
-/// 0.25 SMC sd. Measured: 0.19–0.20 sd (EP's four informative means are ~5%
-/// smaller than SMC's, its sds 0.55–0.77 of SMC's), log Z 0.4 low — the issue's
-/// target of 0.15 sd is not met here. 4–12 minutes (three SMC runs):
-/// `cargo test --release --lib -- --ignored agrees_with_smc --nocapture`.
-#[test]
-#[ignore]
-fn sparse_demo_agrees_with_smc() {
-    use crate::engine::run::Engine;
-    use crate::engine::smc::{Smc, SmcSettings};
-    let (x, y, names) = sparse_demo();
-    let (gamma, prior) = sparse_settings();
-    let pb = crate::engine::Problem::new(names, x, y, gamma, prior).unwrap();
-    let fits: Vec<_> = (1..=3)
-        .map(|seed| {
-            let smc = Smc {
-                settings: SmcSettings {
-                    seed,
-                    ..SmcSettings::default()
-                },
-            };
-            smc.run(&pb, &Control::new(), &mut |_| {}).unwrap()
-        })
-        .collect();
-    let (out, mean) = sparse_ep();
-    let lz: Vec<f64> = fits.iter().map(|f| f.log_evidence.unwrap()).collect();
-    eprintln!("SMC log Z {lz:?}, EP {:?}", out.evidence.log_z());
-    // The seeds agree: means within 0.1 sd, inclusion within 0.05, log Z within 0.2.
-    for a in &fits {
-        for b in &fits {
-            for k in 0..20 {
-                assert!((a.mean[k] - b.mean[k]).abs() < 0.1 * a.sd[k]);
-                let (pa, pb) = (
-                    a.inclusion.as_ref().unwrap()[k],
-                    b.inclusion.as_ref().unwrap()[k],
-                );
-                assert!((pa - pb).abs() < 0.05);
-            }
-            assert!((a.log_evidence.unwrap() - b.log_evidence.unwrap()).abs() < 0.2);
-        }
-    }
-    let smc = &fits[0];
-    let incl = smc.inclusion.as_ref().unwrap();
-    let mut worst: f64 = 0.0;
-    for k in 0..20 {
-        let z = (mean[k] - smc.mean[k]).abs() / smc.sd[k];
-        worst = worst.max(z);
-        eprintln!(
-            "{}: EP mean {:.4} incl {:.3} | SMC mean {:.4} sd {:.4} incl {:.3} | Δ/sd {z:.3}",
-            smc.names[k], mean[k], out.inclusion[k], smc.mean[k], smc.sd[k], incl[k]
-        );
-        if INFORMATIVE.contains(&k) {
-            assert!(incl[k] > 0.9 && out.inclusion[k] > 0.9);
-        } else {
-            assert!(incl[k] < 0.3 && out.inclusion[k] < 0.3);
-        }
-    }
-    assert!(worst < 0.25, "largest |Δmean| {worst:.3} SMC sd");
-    assert!((out.evidence.log_z().unwrap() - lz[0]).abs() < 0.6);
 }
 
 /// The sweep schedule (warm-up, per-site adapted steps of fixed sites) changes
