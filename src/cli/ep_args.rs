@@ -64,6 +64,10 @@ pub struct EpArgs {
     /// EP spike-and-slab: steps of prior sites whose negative-site fix recurs (capped at 0.2).
     #[arg(long, value_enum, default_value = "adaptive")]
     pub site_steps: SiteStepsArg,
+    /// EP spike-and-slab: keep §5's negative-site fix in the answer (default: when it is still
+    /// active at convergence, EP continues without it to a true fixed point; primal form only).
+    #[arg(long)]
+    pub keep_fixes: bool,
 }
 
 impl Default for EpArgs {
@@ -79,6 +83,7 @@ impl Default for EpArgs {
             ard_iters: 100,
             final_evidence_only: false,
             site_steps: SiteStepsArg::Adaptive,
+            keep_fixes: false,
         }
     }
 }
@@ -110,6 +115,9 @@ impl EpArgs {
         ];
         if self.final_evidence_only {
             a.push("--final-evidence-only".into());
+        }
+        if self.keep_fixes {
+            a.push("--keep-fixes".into());
         }
         a
     }
@@ -153,6 +161,7 @@ impl EpArgs {
                 SiteStepsArg::Adaptive => SiteStepRule::Adaptive,
                 SiteStepsArg::Strict => SiteStepRule::Strict,
             },
+            release_fixes: !self.keep_fixes,
         }
     }
 }

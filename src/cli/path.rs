@@ -123,6 +123,7 @@ pub fn run(args: &PathArgs) -> Result<(), CliError> {
         &grid,
         &settings,
         engine.precision,
+        engine.release_fixes,
         &ctl,
         &mut |p: &PathPoint| {
             if show_progress {
@@ -175,6 +176,7 @@ pub fn run(args: &PathArgs) -> Result<(), CliError> {
                 "error": p.error,
                 "sweeps": p.sweeps,
                 "seconds": p.seconds,
+                "released_fix": p.released,
                 "log_evidence": p.log_evidence,
                 "selected": selected,
                 "auc": (p.converged).then(|| json!({

@@ -53,6 +53,9 @@ pub struct Ep {
     /// Spike-and-slab: steps of prior sites whose negative-site fix recurs.
     #[serde(default)]
     pub site_steps: SiteStepRule,
+    /// Spike-and-slab, primal form: continue without the negative-site fix when
+    /// it is still active at convergence (`spike_slab::release`).
+    pub release_fixes: bool,
 }
 
 impl Default for Ep {
@@ -67,6 +70,7 @@ impl Default for Ep {
             tune_inclusion: false,
             tune_slab: false,
             site_steps: SiteStepRule::default(),
+            release_fixes: true,
         }
     }
 }

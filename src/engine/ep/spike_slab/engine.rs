@@ -7,6 +7,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::model::{SpikeSlab, SpikeSlabEp};
+use super::release::ReleaseStatus;
 use super::sweep::{SsSettings, SsSweepInfo};
 use super::tune::{self, Hooks, Tuning};
 use crate::engine::ep::design::Design;
@@ -39,6 +40,25 @@ pub fn selected_score(mean: &[f64], inclusion: &[f64]) -> Option<Vec<f64>> {
             .map(|(&m, &p)| if p > SELECTED { m } else { 0.0 })
             .collect()
     })
+}
+
+/// What releasing the negative-site fix did (`details.fix_release`).
+fn release_report(status: &ReleaseStatus, on: bool, reduced: bool) -> serde_json::Value {
+    let what = match status {
+        _ if !on => "off (--keep-fixes)",
+        _ if reduced => "not available in the reduced form",
+        ReleaseStatus::NotNeeded => "not needed (no fix active at convergence)",
+        ReleaseStatus::Skipped => {
+            "skipped (every slab feature's site is fixed: no fixed point without the fix)"
+        }
+        ReleaseStatus::Released(_) => "released",
+        ReleaseStatus::Failed => "failed (the fixed answer is reported)",
+    };
+    let (sweeps, negative) = match status {
+        ReleaseStatus::Released(r) => (Some(r.sweeps), Some(r.negative_prior_sites)),
+        _ => (None, None),
+    };
+    json!({ "status": what, "sweeps": sweeps, "negative_prior_sites": negative })
 }
 
 /// An `EpSweep` event from a spike-and-slab sweep.
@@ -113,6 +133,7 @@ pub fn run(
         start
     };
     let mut model = SpikeSlabEp::with_form(&pb.x, &pb.y, start, ep.precision, ep.form)?;
+    model.set_release_fixes(ep.release_fixes);
     let mut on_sweep = |s: &SsSweepInfo<'_>, design: &Design| {
         sink.borrow_mut()
             .emit(Event::EpSweep(sweep_event(s, design)));
@@ -233,6 +254,7 @@ pub fn run(
         "eta": outcome.eta,
         "eta_prior_sites": outcome.eta_prior,
         "site_steps": settings.site_steps,
+        "fix_release": release_report(model.release(), ep.release_fixes, model.is_reduced()),
         "delta": outcome.delta,
         "tol": settings.ep.tol,
         "negative_share": outcome.negative_share,

@@ -272,8 +272,9 @@ impl SpikeSlabEp {
 
     /// Whether `run` continues without the negative-site fix when the fix is
     /// still active at convergence (`release`; primal form only). Off by
-    /// default for now: with it the primal form no longer equals the reduced
-    /// one (which cannot release), and §5 prescribes the fix.
+    /// default (§5's letter; the reduced form cannot release, so with it the
+    /// primal form no longer equals the reduced one); the CLI switches it on
+    /// unless `--keep-fixes`.
     pub fn set_release_fixes(&mut self, on: bool) {
         self.release_fixes = on;
     }

@@ -8,6 +8,7 @@ use nalgebra::DMatrix;
 use serde::Serialize;
 
 use super::model::{SpikeSlab, SpikeSlabEp};
+use super::release::ReleaseStatus;
 use super::sweep::{SsSettings, SsSweepInfo};
 use crate::engine::ep::design::Design;
 use crate::engine::ep::store::Precision;
@@ -43,6 +44,8 @@ pub struct PathPoint {
     pub mean: Vec<f64>,
     pub sd: Vec<f64>,
     pub inclusion: Vec<f64>,
+    /// EP continued without the negative-site fix to a true fixed point.
+    pub released: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -67,6 +70,7 @@ pub fn run(
     grid: &[f64],
     s: &SsSettings,
     precision: Precision,
+    release_fixes: bool,
     ctl: &Control,
     on_point: &mut dyn FnMut(&PathPoint),
     on_sweep: &mut dyn FnMut(&SsSweepInfo<'_>, &Design),
@@ -90,6 +94,7 @@ pub fn run(
     let mut order: Vec<usize> = (0..grid.len()).collect();
     order.sort_by(|&a, &b| grid[b].total_cmp(&grid[a]));
     let mut model = SpikeSlabEp::new(x, y, prior_at(grid[order[0]]), precision)?;
+    model.set_release_fixes(release_fixes);
     let mut points: Vec<(usize, PathPoint)> = Vec::with_capacity(grid.len());
     for &i in &order {
         let t = Instant::now();
@@ -105,6 +110,7 @@ pub fn run(
                 mean: model.mean(),
                 sd: model.sd(),
                 inclusion: out.inclusion,
+                released: matches!(model.release(), ReleaseStatus::Released(_)),
             },
             Err(EngineError::NotConverged { message, .. }) => PathPoint {
                 spike_var: grid[i],
@@ -116,6 +122,7 @@ pub fn run(
                 mean: Vec::new(),
                 sd: Vec::new(),
                 inclusion: Vec::new(),
+                released: false,
             },
             Err(e) => return Err(e),
         };

@@ -16,8 +16,9 @@
 //! definite and every cavity valid (a prior cavity `τ₋ = 1/V_kk − u_k` is then
 //! positive automatically). If the released iteration fails a check or does
 //! not converge, the caller keeps the fixed iteration's answer.
-//! Opt-in (`SpikeSlabEp::set_release_fixes`) and primal form only: the
-//! reduced form whitens by the prior sites' precisions, which must stay > 0.
+//! `SpikeSlabEp::set_release_fixes` (the model's default is §5's letter; the
+//! `Ep` engine and `path` switch it on unless `--keep-fixes`). Primal form
+//! only: the reduced form whitens by the prior sites' precisions (> 0).
 
 use super::prior_sites::{MixturePrior, PriorSites, tilted};
 use super::sweep::{LikelihoodSites, SsEvidence, SsOutcome, SsSettings, SsSweepInfo, ThetaMoments};
