@@ -310,16 +310,31 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         "site kernel alone (1 thread, per site update with evidence): {}",
         kernel.join(", ")
     );
-    let mut rows = Vec::new();
+    let (mut rows, mut failed) = (Vec::new(), Vec::new());
     for data in &args.data {
-        let row = spawn(args, data)?;
-        if args.json {
-            println!("{}", serde_json::to_string(&row).unwrap_or_default());
+        // One data set that fails (e.g. EP does not converge) does not stop the others.
+        match spawn(args, data) {
+            Ok(row) => {
+                if args.json {
+                    println!("{}", serde_json::to_string(&row).unwrap_or_default());
+                }
+                rows.push(row);
+            }
+            Err(e) => {
+                let msg = match e {
+                    CliError::Input(m) | CliError::Engine(m) => m,
+                };
+                eprintln!("{}: failed: {}", data.display(), msg.lines().next().unwrap_or(""));
+                failed.push(data.display().to_string());
+            }
         }
-        rows.push(row);
     }
     if !args.json {
         print_table(&rows);
     }
-    Ok(())
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Engine(format!("failed: {}", failed.join(", "))))
+    }
 }
