@@ -324,7 +324,11 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
                 let msg = match e {
                     CliError::Input(m) | CliError::Engine(m) => m,
                 };
-                eprintln!("{}: failed: {}", data.display(), msg.lines().next().unwrap_or(""));
+                eprintln!(
+                    "{}: failed: {}",
+                    data.display(),
+                    msg.lines().next().unwrap_or("")
+                );
                 failed.push(data.display().to_string());
             }
         }

@@ -108,7 +108,6 @@ pub fn release_fixes<L: LikelihoodSites>(
     on_sweep: &mut dyn FnMut(SsSweepInfo<'_>),
 ) -> Result<Option<(SsOutcome, Released)>, EngineError> {
     let t0 = std::time::Instant::now();
-    let d = sites.u.len();
     let eta = s.fix_eta;
     let mut prev = lik.moments().clone();
     let (mut sweep, mut delta, mut converged, mut negative) = (0, f64::INFINITY, false, 0);
@@ -125,15 +124,7 @@ pub fn release_fixes<L: LikelihoodSites>(
         }
         let q = lik.moments();
         let check = sites.check(q, prior);
-        let evidence = SsEvidence {
-            sum_log_c_lik: stats.sum_log_c,
-            sum_log_c_prior: check.sum_log_c,
-            log_det_q: q.log_det_q,
-            r_v_r: q.r_v_r,
-            constant: lik.log_z_const(),
-            dim: d,
-            skipped: stats.skipped,
-        };
+        let evidence = SsEvidence::of(lik, &stats, check.sum_log_c);
         let negative_share = stats.negative as f64 / lik.sites().max(1) as f64;
         let seconds = out.seconds + t0.elapsed().as_secs_f64();
         if sweep > 0 {

@@ -137,6 +137,25 @@ pub struct SsEvidence {
 }
 
 impl SsEvidence {
+    /// The evidence of the current state: the likelihood sites' pass `stats`,
+    /// the prior sites' Σ log C_k, and q.
+    pub fn of<L: LikelihoodSites>(
+        lik: &L,
+        stats: &PassStats,
+        sum_log_c_prior: Option<f64>,
+    ) -> Self {
+        let q = lik.moments();
+        SsEvidence {
+            sum_log_c_lik: stats.sum_log_c,
+            sum_log_c_prior,
+            log_det_q: q.log_det_q,
+            r_v_r: q.r_v_r,
+            constant: lik.log_z_const(),
+            dim: q.mean.len(),
+            skipped: stats.skipped,
+        }
+    }
+
     pub fn log_z(&self) -> Option<f64> {
         let prior = self.sum_log_c_prior?;
         (self.skipped == 0).then_some(
@@ -338,15 +357,7 @@ fn run_once<L: LikelihoodSites>(
         // The current state is valid: its evidence and inclusion probabilities.
         let q = lik.moments();
         let check = sites.check(q, prior);
-        let evidence = SsEvidence {
-            sum_log_c_lik: stats.sum_log_c,
-            sum_log_c_prior: check.sum_log_c,
-            log_det_q: q.log_det_q,
-            r_v_r: q.r_v_r,
-            constant: lik.log_z_const(),
-            dim: d,
-            skipped: stats.skipped,
-        };
+        let evidence = SsEvidence::of(lik, &stats, check.sum_log_c);
         let negative_share = stats.negative as f64 / lik.sites().max(1) as f64;
         if sweep > 0 {
             on_sweep(SsSweepInfo {
