@@ -392,8 +392,17 @@ fn run_once<L: LikelihoodSites>(
             });
         }
         if sweep >= s.ep.max_sweeps {
+            // Many drift windows: the mean kept moving one way (ionosphere, p = 0.2,
+            // γ = 1.5n: Δ falls, then grows again with log Z sliding down).
+            let why = if drift_windows >= 3 {
+                "did not converge within --max-sweeps: the mean kept drifting one way, so EP may \
+                 have no fixed point here (the AUC risk is scale-free and the score's scale can \
+                 run away); try --inclusion-prior auto, another p, or a smaller γ"
+            } else {
+                "did not converge within --max-sweeps"
+            };
             return Err(fail(
-                "did not converge within --max-sweeps",
+                why,
                 sweep,
                 eta,
                 delta,
