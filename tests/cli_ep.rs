@@ -3,7 +3,7 @@
 
 use std::path::Path;
 mod common;
-use common::{json, pacauc};
+use common::{events, json, pacauc};
 
 #[test]
 fn ep_fit_reports_posterior_evidence_and_sweeps() {
@@ -44,12 +44,7 @@ fn ep_fit_reports_posterior_evidence_and_sweeps() {
     assert!(d["sweeps"].as_u64().unwrap() >= 2);
     assert_eq!(d["form"], "primal");
     assert_eq!(d["gamma"]["chosen_by"], "fixed");
-    let sweeps: Vec<&serde_json::Value> = v["trace"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["event"] == "ep_sweep")
-        .collect();
+    let sweeps = events(&v, "ep_sweep");
     assert_eq!(sweeps.len() as u64, d["sweeps"].as_u64().unwrap());
     let last = sweeps.last().unwrap();
     assert_eq!(last["log_z"], v["log_evidence"]);

@@ -3,7 +3,7 @@
 //! atomic `--out`, clear errors.
 
 mod common;
-use common::{json, pacauc};
+use common::{events, inclusion, json, pacauc};
 
 const DEMO: &str = "demo-data/sparse_linear.csv";
 
@@ -38,12 +38,7 @@ fn spike_slab_fit_reports_inclusion_and_evidence() {
     assert!(prob("x01") < 0.3 && prob("x20") < 0.3);
     // Every sweep streams the inclusion (the explorer's pane fills live); the
     // last sweep's is the result's.
-    let sweeps: Vec<&serde_json::Value> = v["trace"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["event"] == "ep_sweep")
-        .collect();
+    let sweeps = events(&v, "ep_sweep");
     assert!(sweeps.len() > 1);
     let last = sweeps[sweeps.len() - 1]["inclusion"].as_array().unwrap();
     for (a, i) in last.iter().zip(incl) {
@@ -57,12 +52,7 @@ fn spike_slab_fit_reports_inclusion_and_evidence() {
             .unwrap()
             > 0.7
     );
-    let sweeps = v["trace"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["event"] == "ep_sweep")
-        .count();
+    let sweeps = events(&v, "ep_sweep").len();
     assert_eq!(sweeps as u64, v["details"]["sweeps"].as_u64().unwrap());
 }
 
@@ -181,49 +171,6 @@ fn path_needs_the_spike_slab_prior_and_a_valid_grid() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("1e-6"));
 }
 
-/// `--inclusion-prior auto`: p = mean inclusion at the fixed point, where
-/// ∂ log Z_EP/∂p = 0; its evidence beats p 25% lower or higher.
-#[test]
-fn inclusion_prior_auto_maximises_the_evidence() {
-    let fit = |p: &str| {
-        json(&pacauc(&[
-            "fit",
-            DEMO,
-            "--test-frac",
-            "0",
-            "--method",
-            "ep",
-            "--prior",
-            "spike-slab",
-            "--gamma",
-            "1.5n",
-            "--inclusion-prior",
-            p,
-        ]))
-    };
-    let v = fit("auto");
-    let tuned = &v["details"]["inclusion_prior"];
-    assert_eq!(tuned["chosen_by"], "evidence");
-    assert_eq!(tuned["converged"], true);
-    let p = v["prior"]["incl"].as_f64().unwrap();
-    let mean_incl = v["inclusion"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["prob"].as_f64().unwrap())
-        .sum::<f64>()
-        / 20.0;
-    assert!(
-        (p / mean_incl - 1.0).abs() < 2e-3,
-        "p {p} vs mean {mean_incl}"
-    );
-    let z = v["log_evidence"].as_f64().unwrap();
-    for other in [0.75 * p, 1.25 * p] {
-        let zo = fit(&other.to_string())["log_evidence"].as_f64().unwrap();
-        assert!(zo < z, "log Z at p = {other}: {zo} vs {z} at {p}");
-    }
-}
-
 fn fit_demo(extra: &[&str]) -> serde_json::Value {
     let mut args = vec![
         "fit",
@@ -239,6 +186,28 @@ fn fit_demo(extra: &[&str]) -> serde_json::Value {
     ];
     args.extend(extra);
     json(&pacauc(&args))
+}
+
+/// `--inclusion-prior auto`: p = mean inclusion at the fixed point, where
+/// ∂ log Z_EP/∂p = 0; its evidence beats p 25% lower or higher.
+#[test]
+fn inclusion_prior_auto_maximises_the_evidence() {
+    let fit = |p: &str| fit_demo(&["--inclusion-prior", p]);
+    let v = fit("auto");
+    let tuned = &v["details"]["inclusion_prior"];
+    assert_eq!(tuned["chosen_by"], "evidence");
+    assert_eq!(tuned["converged"], true);
+    let p = v["prior"]["incl"].as_f64().unwrap();
+    let mean_incl = inclusion(&v).iter().sum::<f64>() / 20.0;
+    assert!(
+        (p / mean_incl - 1.0).abs() < 2e-3,
+        "p {p} vs mean {mean_incl}"
+    );
+    let z = v["log_evidence"].as_f64().unwrap();
+    for other in [0.75 * p, 1.25 * p] {
+        let zo = fit(&other.to_string())["log_evidence"].as_f64().unwrap();
+        assert!(zo < z, "log Z at p = {other}: {zo} vs {z} at {p}");
+    }
 }
 
 /// `--slab-var auto` (v0 fixed): the chosen v1 has a larger log Z_EP than every
@@ -293,12 +262,7 @@ fn slab_var_and_inclusion_prior_auto_together() {
     let v = fit_demo(&["--slab-var", "auto", "--inclusion-prior", "auto"]);
     assert_eq!(v["details"]["tuning_rounds"]["settled"], true);
     let p = v["prior"]["incl"].as_f64().unwrap();
-    let incl: Vec<f64> = v["inclusion"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["prob"].as_f64().unwrap())
-        .collect();
+    let incl = inclusion(&v);
     let mean = incl.iter().sum::<f64>() / 20.0;
     assert!((p / mean - 1.0).abs() < 2e-3, "p {p} vs mean {mean}");
     let z = v["log_evidence"].as_f64().unwrap();
@@ -338,11 +302,9 @@ fn an_all_spike_result_is_flagged() {
         let v = json(&out);
         let incl = v["inclusion"].as_array().unwrap();
         assert!(incl.iter().all(|i| i["prob"].as_f64().unwrap() <= 0.5));
-        let warned = v["trace"].as_array().unwrap().iter().any(|e| {
-            e["event"] == "log"
-                && e["level"] == "warn"
-                && e["message"].as_str().unwrap().contains("all-spike")
-        });
+        let warned = events(&v, "log")
+            .iter()
+            .any(|e| e["level"] == "warn" && e["message"].as_str().unwrap().contains("all-spike"));
         assert!(warned, "γ = {gamma}: no all-spike warning in the trace");
     }
 }

@@ -3,7 +3,7 @@
 //! primal form's answer.
 
 mod common;
-use common::{json, pacauc};
+use common::{inclusion, json, pacauc};
 use pacauc::engine::rng::{normal, stream};
 
 /// A wide CSV (60 rows, 120 features g000…g119; y follows g000, g001, g002)
@@ -34,15 +34,6 @@ fn fit(path: &str, extra: &[&str]) -> serde_json::Value {
     json(&pacauc(&args))
 }
 
-fn probs(v: &serde_json::Value) -> Vec<f64> {
-    v["inclusion"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["prob"].as_f64().unwrap())
-        .collect()
-}
-
 #[test]
 fn wide_data_runs_in_the_reduced_form() {
     let path = wide_csv("defaults");
@@ -50,7 +41,7 @@ fn wide_data_runs_in_the_reduced_form() {
     let v = fit(path, &["--gamma", "1n"]);
     assert_eq!(v["details"]["form"], "reduced");
     assert!(v["details"]["rank"].as_u64().unwrap() < 60);
-    let p = probs(&v);
+    let p = inclusion(&v);
     assert_eq!(p.len(), 120);
     assert!(p.iter().all(|p| (0.0..=1.0).contains(p)));
     assert!(v["log_evidence"].as_f64().is_some());
@@ -83,7 +74,7 @@ fn reduced_form_selects_the_signal_and_matches_the_primal_form() {
         pri["log_evidence"].as_f64().unwrap(),
     );
     assert!((a - b).abs() < 1e-7, "log Z {a} vs {b}");
-    let (pr, pp) = (probs(&red), probs(&pri));
+    let (pr, pp) = (inclusion(&red), inclusion(&pri));
     for (k, (a, b)) in pr.iter().zip(&pp).enumerate() {
         assert!((a - b).abs() < 1e-7, "inclusion {k}: {a} vs {b}");
     }

@@ -27,3 +27,23 @@ pub fn json(out: &Output) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
 }
+
+/// The events of kind `event` ("ep_sweep", "log", …) in a record's trace.
+pub fn events<'a>(record: &'a serde_json::Value, event: &str) -> Vec<&'a serde_json::Value> {
+    record["trace"]
+        .as_array()
+        .expect("a trace")
+        .iter()
+        .filter(|e| e["event"] == event)
+        .collect()
+}
+
+/// The inclusion probabilities of a spike-and-slab record, in feature order.
+pub fn inclusion(record: &serde_json::Value) -> Vec<f64> {
+    record["inclusion"]
+        .as_array()
+        .expect("inclusion")
+        .iter()
+        .map(|i| i["prob"].as_f64().unwrap())
+        .collect()
+}
