@@ -74,7 +74,7 @@ impl Prior {
                 if *spike_var < 1e-6 * slab_var {
                     return Err(format!(
                         "the spike variance {spike_var:e} is below 1e-6 × the slab variance ({:e}): a near-Dirac \
-                         spike breaks EP's natural parameters; use --spike-var ≥ {:e}",
+                         spike breaks EP's natural parameters; use a `spike_var` ≥ {:e}",
                         1e-6 * slab_var,
                         1e-6 * slab_var
                     ));
