@@ -324,7 +324,7 @@ fn an_active_fix_is_released_at_convergence() {
     assert_eq!(rel["negative_prior_sites"], 2);
     assert_eq!(
         kept["details"]["fix_release"]["status"],
-        "off (--keep-fixes)"
+        "off (keep_fixes)"
     );
     let mean = |v: &serde_json::Value, k: usize| v["coefficients"][k]["mean"].as_f64().unwrap();
     for k in [2, 6, 11, 17] {
