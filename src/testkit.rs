@@ -267,8 +267,11 @@ pub fn record(
         fit: 0.5,
         total: 0.51,
     };
-    let spec = crate::spec::RunSpec::for_method(crate::spec::DataSpec::of(crate::cli::DEMO_FILE), &fit.engine)
-        .unwrap_or_default();
+    let spec = crate::spec::RunSpec::for_method(
+        crate::spec::DataSpec::of(crate::cli::DEMO_FILE),
+        &fit.engine,
+    )
+    .unwrap_or_default();
     crate::engine::record::RunRecord::new(
         ds,
         p,

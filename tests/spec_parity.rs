@@ -31,13 +31,14 @@ fn without_timings(v: &mut serde_json::Value) {
 fn first_difference(a: &serde_json::Value, b: &serde_json::Value, at: &str) -> Option<String> {
     use serde_json::Value::{Array, Object};
     match (a, b) {
-        (Object(x), Object(y)) => x
-            .keys()
-            .chain(y.keys())
-            .find_map(|k| match (x.get(k), y.get(k)) {
-                (Some(p), Some(q)) => first_difference(p, q, &format!("{at}.{k}")),
-                _ => Some(format!("{at}.{k} (only on one side)")),
-            }),
+        (Object(x), Object(y)) => {
+            x.keys()
+                .chain(y.keys())
+                .find_map(|k| match (x.get(k), y.get(k)) {
+                    (Some(p), Some(q)) => first_difference(p, q, &format!("{at}.{k}")),
+                    _ => Some(format!("{at}.{k} (only on one side)")),
+                })
+        }
         (Array(x), Array(y)) if x.len() == y.len() => x
             .iter()
             .zip(y)
@@ -81,7 +82,7 @@ fn from_form(method: &str, fields: &[(&str, &str)]) -> RunSpec {
     }
     let cmds = key(&mut app, Key::Enter);
     match cmds.as_slice() {
-        [Command::Start { spec, .. }] => spec.clone(),
+        [Command::Start { spec, .. }] => (**spec).clone(),
         other => panic!("no run started: {other:?} ({:?})", form(&app).error),
     }
 }
@@ -105,7 +106,9 @@ fn worker_record(spec: &RunSpec) -> serde_json::Value {
     let (tx, rx) = bounded(1 << 16);
     let _h = worker::spawn(job, tx).unwrap();
     loop {
-        let m = rx.recv_timeout(Duration::from_secs(120)).expect("the worker answers");
+        let m = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the worker answers");
         match m.event {
             WorkerEvent::Event(_) => {}
             WorkerEvent::Finished(r) => return serde_json::from_str(&r.to_json()).unwrap(),
@@ -120,7 +123,14 @@ fn the_form_and_fit_make_the_same_record() {
         ("logit", &[("seed", "2")]),
         ("rankboost", &[("rounds", "30")]),
         ("ep", &[("gamma", "2n"), ("tol", "1e-6")]),
-        ("ep", &[("prior", "spike-slab"), ("gamma", "1.5n"), ("inclusion_prior", "0.2")]),
+        (
+            "ep",
+            &[
+                ("prior", "spike-slab"),
+                ("gamma", "1.5n"),
+                ("inclusion_prior", "0.2"),
+            ],
+        ),
         ("smc", &[("particles", "600"), ("kernel", "rw")]),
     ];
     for (method, fields) in cases {
@@ -136,6 +146,10 @@ fn the_form_and_fit_make_the_same_record() {
         );
         without_timings(&mut from_worker);
         without_timings(&mut from_cli);
-        assert_eq!(first_difference(&from_cli, &from_worker, ""), None, "{method} {fields:?}");
+        assert_eq!(
+            first_difference(&from_cli, &from_worker, ""),
+            None,
+            "{method} {fields:?}"
+        );
     }
 }

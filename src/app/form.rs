@@ -27,7 +27,7 @@ pub struct Form {
 pub enum FormOutcome {
     Stay,
     Close,
-    Submit(RunSpec),
+    Submit(Box<RunSpec>),
 }
 
 /// A setting's name in the form's words (its label).
@@ -174,7 +174,11 @@ impl Form {
     }
 
     /// Handles a key; `validate` checks a spec (against the data) before it is submitted.
-    pub fn key(&mut self, key: Key, validate: impl Fn(&RunSpec) -> Result<(), String>) -> FormOutcome {
+    pub fn key(
+        &mut self,
+        key: Key,
+        validate: impl Fn(&RunSpec) -> Result<(), String>,
+    ) -> FormOutcome {
         let rows = self.rows();
         match key {
             Key::Esc => return FormOutcome::Close,
@@ -187,7 +191,7 @@ impl Form {
                     validate(&s)?;
                     Ok(s)
                 }) {
-                    Ok(s) => return FormOutcome::Submit(s),
+                    Ok(s) => return FormOutcome::Submit(Box::new(s)),
                     Err(e) => self.error = Some(e),
                 }
                 return FormOutcome::Stay;
@@ -266,13 +270,18 @@ mod tests {
         let FormOutcome::Submit(s) = f.key(Key::Enter, ok) else {
             panic!()
         };
+        let s = *s;
         let MethodSpec::Logit(l) = &s.method else {
             panic!()
         };
         assert_eq!(l.lambda, Some(0.1));
         assert_eq!(s.data, data(), "the session's data options, the seed kept");
         let again = Form::new(Some(&s), &data());
-        assert_eq!(again.spec().unwrap(), s, "a form reopens with a run's settings");
+        assert_eq!(
+            again.spec().unwrap(),
+            s,
+            "a form reopens with a run's settings"
+        );
     }
 
     #[test]
@@ -305,7 +314,10 @@ mod tests {
         choose(&mut f, "ep");
         type_into(&mut f, "damping", "2");
         assert_eq!(f.key(Key::Enter, ok), FormOutcome::Stay);
-        assert_eq!(f.error.as_deref(), Some("damping η must be in (0, 1]; got 2"));
+        assert_eq!(
+            f.error.as_deref(),
+            Some("damping η must be in (0, 1]; got 2")
+        );
         let mut f = Form::new(None, &data());
         assert_eq!(f.key(Key::Enter, |_| Err("nope".into())), FormOutcome::Stay);
         assert_eq!(f.error.as_deref(), Some("nope"));

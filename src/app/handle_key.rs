@@ -62,9 +62,9 @@ impl App {
                     }
                     FormOutcome::Submit(spec) => {
                         self.overlay = Overlay::None;
-                        self.last_form = Some(spec.clone());
+                        self.last_form = Some((*spec).clone());
                         self.follow = true;
-                        self.enqueue(spec)
+                        self.enqueue(*spec)
                     }
                 };
             }
@@ -104,7 +104,7 @@ impl App {
                         .last_form
                         .as_ref()
                         .or_else(|| self.selected_run().map(|r| &r.spec));
-                    self.overlay = Overlay::Form(Form::new(preset, data));
+                    self.overlay = Overlay::Form(Box::new(Form::new(preset, data)));
                 } else {
                     self.say(
                         "no data to run on (replay, or the data failed to load)",

@@ -252,7 +252,11 @@ mod tests {
     /// No key is bound twice, and the pane keys reach every pane.
     #[test]
     fn every_key_has_one_action() {
-        let keys: Vec<Key> = BINDINGS.iter().flat_map(|b| b.keys).map(|&(k, _)| k).collect();
+        let keys: Vec<Key> = BINDINGS
+            .iter()
+            .flat_map(|b| b.keys)
+            .map(|&(k, _)| k)
+            .collect();
         for (i, k) in keys.iter().enumerate() {
             assert!(!keys[..i].contains(k), "{k:?} is bound twice");
         }

@@ -65,7 +65,7 @@ impl Pane {
 pub enum Overlay {
     None,
     Help,
-    Form(Form),
+    Form(Box<Form>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -150,7 +150,7 @@ pub enum Msg {
 /// Side effects for the terminal loop.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
-    Start { run: RunId, spec: RunSpec },
+    Start { run: RunId, spec: Box<RunSpec> },
     Pause { run: RunId, paused: bool },
     Cancel { run: RunId },
     Export { run: RunId },
@@ -346,7 +346,7 @@ impl App {
                 && r.status == RunStatus::Queued
             {
                 r.status = RunStatus::Running;
-                let spec = r.spec.clone();
+                let spec = Box::new(r.spec.clone());
                 self.active = Some(id);
                 return vec![Command::Start { run: id, spec }];
             }

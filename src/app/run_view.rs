@@ -102,9 +102,7 @@ impl RunView {
     pub fn from_record(id: RunId, record: RunRecord, file: Option<PathBuf>) -> RunView {
         let spec = RunSpec::from_value(&record.spec)
             .ok()
-            .or_else(|| {
-                RunSpec::for_method(DataSpec::of(&record.dataset.path), &record.method)
-            })
+            .or_else(|| RunSpec::for_method(DataSpec::of(&record.dataset.path), &record.method))
             .unwrap_or_default();
         let mut v = RunView::new(id, spec);
         v.status = RunStatus::Finished;

@@ -48,7 +48,11 @@ pub struct PathArgs {
 pub fn run(args: &PathArgs) -> Result<(), CliError> {
     let spec = spec::from_given(args.data.clone(), "ep", &args.settings.pairs())?;
     let refuse = |m: &str| Err(CliError::Input(m.into()));
-    let Some(p) = spec.prior.as_ref().filter(|p| p.kind == PriorKind::SpikeSlab) else {
+    let Some(p) = spec
+        .prior
+        .as_ref()
+        .filter(|p| p.kind == PriorKind::SpikeSlab)
+    else {
         return refuse("pacauc path runs the spike-and-slab path: give --prior spike-slab");
     };
     if p.spike_var.is_some() {

@@ -104,10 +104,7 @@ fn summary(p: &Predictions) -> String {
     let scored = p.scored();
     let mut s = format!("scored {scored} of {n} row(s)");
     if scored < n {
-        s.push_str(&format!(
-            " ({} not scored: see their status)",
-            n - scored
-        ));
+        s.push_str(&format!(" ({} not scored: see their status)", n - scored));
     }
     if let Some(a) = &p.auc {
         s.push_str(&match a.auc {

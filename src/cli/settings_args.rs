@@ -109,16 +109,21 @@ pub fn render_message(m: &str) -> String {
 }
 
 fn arg(s: &'static Setting) -> Arg {
+    let help = if s.default.is_empty() {
+        s.help.to_string()
+    } else {
+        format!("{} [default: {}]", s.help, s.default)
+    };
     let a = Arg::new(s.key)
         .long(s.flag())
-        .help(s.help)
+        .help(help)
         .help_heading(s.group.heading());
     match s.kind {
         Kind::Switch => a.action(ArgAction::SetTrue),
         Kind::TextList => a.action(ArgAction::Append).value_name(s.value_name()),
-        Kind::Number(_) | Kind::Count(_) | Kind::Numbers(_) | Kind::Gamma | Kind::Tunable(_) => a
-            .value_name(s.value_name())
-            .allow_negative_numbers(true),
+        Kind::Number(_) | Kind::Count(_) | Kind::Numbers(_) | Kind::Gamma | Kind::Tunable(_) => {
+            a.value_name(s.value_name()).allow_negative_numbers(true)
+        }
         Kind::Choice(_) | Kind::Text => a.value_name(s.value_name()),
     }
 }
@@ -151,12 +156,7 @@ impl<F: Filter> FromArgMatches for SettingArgs<F> {
 
 impl<F: Filter> Args for SettingArgs<F> {
     fn augment_args(cmd: Command) -> Command {
-        cmd.args(
-            registry::SETTINGS
-                .iter()
-                .filter(|s| F::include(s))
-                .map(arg),
-        )
+        cmd.args(registry::SETTINGS.iter().filter(|s| F::include(s)).map(arg))
     }
 
     fn augment_args_for_update(cmd: Command) -> Command {

@@ -48,14 +48,56 @@ fn parse_fit(args: &[String]) -> RunSpec {
 fn a_spec_as_a_command_line_parses_back_to_itself() {
     let cases: &[(&str, &[(&str, &str)])] = &[
         ("logit", &[]),
-        ("logit", &[("lambda", "0.3"), ("drop", "id col"), ("drop", "x'y"), ("seed", "4")]),
-        ("rankboost", &[("rounds", "40"), ("folds", "3"), ("test_frac", "0")]),
-        ("smc", &[("prior", "spike-slab"), ("inclusion_prior", "0.2"), ("kernel", "rw"),
-            ("no_radial", ""), ("fixed_scale", ""), ("gamma", "-0"), ("particles", "600")]),
-        ("ep", &[("gamma", "auto"), ("gamma_grid", "0.5,2"), ("prior", "ard"), ("ard_iters", "7"),
-            ("target", "y"), ("positive", "yes"), ("missing", "error"), ("test", "t.csv")]),
-        ("ep", &[("prior", "spike-slab"), ("slab_var", "auto"), ("spike_var", "1e-5"),
-            ("keep_fixes", ""), ("site_steps", "strict"), ("gamma", "1.5n"), ("tol", "1e-7")]),
+        (
+            "logit",
+            &[
+                ("lambda", "0.3"),
+                ("drop", "id col"),
+                ("drop", "x'y"),
+                ("seed", "4"),
+            ],
+        ),
+        (
+            "rankboost",
+            &[("rounds", "40"), ("folds", "3"), ("test_frac", "0")],
+        ),
+        (
+            "smc",
+            &[
+                ("prior", "spike-slab"),
+                ("inclusion_prior", "0.2"),
+                ("kernel", "rw"),
+                ("no_radial", ""),
+                ("fixed_scale", ""),
+                ("gamma", "-0"),
+                ("particles", "600"),
+            ],
+        ),
+        (
+            "ep",
+            &[
+                ("gamma", "auto"),
+                ("gamma_grid", "0.5,2"),
+                ("prior", "ard"),
+                ("ard_iters", "7"),
+                ("target", "y"),
+                ("positive", "yes"),
+                ("missing", "error"),
+                ("test", "t.csv"),
+            ],
+        ),
+        (
+            "ep",
+            &[
+                ("prior", "spike-slab"),
+                ("slab_var", "auto"),
+                ("spike_var", "1e-5"),
+                ("keep_fixes", ""),
+                ("site_steps", "strict"),
+                ("gamma", "1.5n"),
+                ("tol", "1e-7"),
+            ],
+        ),
     ];
     for (method, given) in cases {
         let spec = from_given("data dir/d.csv".into(), method, given).unwrap();
@@ -65,7 +107,9 @@ fn a_spec_as_a_command_line_parses_back_to_itself() {
 
 #[test]
 fn negative_numbers_reach_the_range_checks() {
-    let args: Vec<String> = ["d.csv", "--method", "ep", "--gamma", "-1"].map(String::from).into();
+    let args: Vec<String> = ["d.csv", "--method", "ep", "--gamma", "-1"]
+        .map(String::from)
+        .into();
     let argv = ["pacauc", "fit"].into_iter().map(String::from).chain(args);
     let Some(Command::Fit(f)) = Cli::try_parse_from(argv).unwrap().command else {
         panic!()
@@ -74,7 +118,13 @@ fn negative_numbers_reach_the_range_checks() {
         panic!()
     };
     assert!(m.starts_with("--gamma must be a number ≥ 0"), "{m}");
-    let spec = parse_fit(&["d.csv".into(), "--method".into(), "smc".into(), "--gamma".into(), "2n".into()]);
+    let spec = parse_fit(&[
+        "d.csv".into(),
+        "--method".into(),
+        "smc".into(),
+        "--gamma".into(),
+        "2n".into(),
+    ]);
     assert_eq!(spec.gamma, Some(Gamma::PerN(2.0)));
     assert!(matches!(spec.method, MethodSpec::Smc(_)));
     assert_eq!(spec.data, DataSpec::of("d.csv"));

@@ -145,7 +145,13 @@ impl Spread {
 /// Σ_k a_ik b_ik per row i.
 fn row_dots(a: &DMatrix<f64>, b: &DMatrix<f64>) -> Vec<f64> {
     (0..a.nrows())
-        .map(|i| a.row(i).iter().zip(b.row(i).iter()).map(|(p, q)| p * q).sum())
+        .map(|i| {
+            a.row(i)
+                .iter()
+                .zip(b.row(i).iter())
+                .map(|(p, q)| p * q)
+                .sum()
+        })
         .collect()
 }
 
@@ -159,7 +165,9 @@ fn to_rows(m: &DMatrix<f64>) -> Vec<Vec<f64>> {
 }
 
 fn to_columns(m: &DMatrix<f64>) -> Vec<Vec<f64>> {
-    m.column_iter().map(|c| c.iter().copied().collect()).collect()
+    m.column_iter()
+        .map(|c| c.iter().copied().collect())
+        .collect()
 }
 
 /// What a record keeps of a fit's posterior covariance.
@@ -167,7 +175,9 @@ fn spread_of(fit: &Fit) -> Option<Spread> {
     if let Some(v) = &fit.covariance {
         let d = v.nrows();
         if d <= FULL_COVARIANCE_MAX_D {
-            let lower = (0..d).flat_map(|i| (0..=i).map(move |j| v[(i, j)])).collect();
+            let lower = (0..d)
+                .flat_map(|i| (0..=i).map(move |j| v[(i, j)]))
+                .collect();
             return Some(Spread::Covariance { lower });
         }
         let (low, captured) = truncate(v, TRUNCATED_RANK);
@@ -211,7 +221,9 @@ pub fn truncate(v: &DMatrix<f64>, k: usize) -> (LowRankCov, f64) {
     let u = a_b(&q, &eig.eigenvectors.select_columns(&order)); // d × k
     let diag = (0..d)
         .map(|i| {
-            let low: f64 = (0..lambda.len()).map(|j| lambda[j] * u[(i, j)] * u[(i, j)]).sum();
+            let low: f64 = (0..lambda.len())
+                .map(|j| lambda[j] * u[(i, j)] * u[(i, j)])
+                .sum();
             (v[(i, i)] - low).max(0.0)
         })
         .collect();
@@ -259,7 +271,13 @@ mod tests {
                 assert!((g - w).abs() <= tol * w, "{g} vs {w}");
             }
         };
-        let mut fit = Fit::new("ep", vec!["a".into(); d], ScoreModel::Linear { weights: vec![0.0; d] });
+        let mut fit = Fit::new(
+            "ep",
+            vec!["a".into(); d],
+            ScoreModel::Linear {
+                weights: vec![0.0; d],
+            },
+        );
         fit.covariance = Some(v.clone());
         close(spread_of(&fit).unwrap().score_sd(&x), 1e-12);
         // Factored exactly (an indefinite core, as EP's reduced form has).
@@ -299,7 +317,13 @@ mod tests {
     #[test]
     fn large_covariances_are_stored_factored() {
         let d = FULL_COVARIANCE_MAX_D + 1;
-        let mut fit = Fit::new("smc", vec!["a".into(); d], ScoreModel::Linear { weights: vec![0.0; d] });
+        let mut fit = Fit::new(
+            "smc",
+            vec!["a".into(); d],
+            ScoreModel::Linear {
+                weights: vec![0.0; d],
+            },
+        );
         fit.covariance = Some(DMatrix::identity(d, d));
         match spread_of(&fit).unwrap() {
             Spread::LowRank { factor, exact, .. } => {

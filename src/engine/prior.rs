@@ -94,19 +94,6 @@ impl Prior {
         }
     }
 
-    /// Prior variance of coordinate k (marginal, for spike-and-slab the mixture's).
-    pub fn marginal_var(&self, k: usize) -> f64 {
-        match self {
-            Prior::Gaussian { var } => *var,
-            Prior::Ard { vars } => vars[k],
-            Prior::SpikeSlab {
-                spike_var,
-                slab_var,
-                incl,
-            } => incl * slab_var + (1.0 - incl) * spike_var,
-        }
-    }
-
     /// log π(θ), normalised.
     pub fn log_density(&self, theta: &[f64]) -> f64 {
         let gauss = |t: f64, v: f64| -0.5 * (LN_2PI + v.ln() + t * t / v);

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::data::{Dataset, DroppedColumn, EncodedColumn, FeatureSummary, Prepared, SplitInfo};
 use super::event::{Event, Histogram};
 use super::fit::{Fit, ScoreModel};
-use super::model::Model;
 use super::metrics::{RocPoint, auc, roc_curve, thin_curve};
+use super::model::Model;
 use super::prior::Prior;
 
 /// Version of the record format (bump on incompatible changes). 2: the run's

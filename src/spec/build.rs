@@ -12,7 +12,7 @@ use crate::engine::{Engine, Prior, Problem};
 
 use super::error::SpecError;
 use super::run_spec::{
-    DataSpec, EpForm, EpSpec, Missing, PriorKind, PriorSpec, RunSpec, SiteSteps, SitePrecision,
+    DataSpec, EpForm, EpSpec, Missing, PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps,
     SmcKernel, SmcSpec,
 };
 use super::validate::{Dims, validate};

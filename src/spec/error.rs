@@ -82,10 +82,7 @@ mod tests {
         let e = SpecError::field("ess", "must be in (0, 1); got 1.5");
         assert_eq!(e.render(&flag), "--ess must be in (0, 1); got 1.5");
         assert_eq!(
-            name_settings(
-                "raise `max_stages` or use `method` ep; `auto` stays",
-                &flag
-            ),
+            name_settings("raise `max_stages` or use `method` ep; `auto` stays", &flag),
             "raise --max-stages or use --method ep; `auto` stays"
         );
         assert_eq!(name_settings("a ` lone tick", &flag), "a ` lone tick");

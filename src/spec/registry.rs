@@ -95,8 +95,16 @@ impl Range {
     };
 
     pub fn contains(&self, v: f64) -> bool {
-        let lo = if self.lo_open { v > self.lo } else { v >= self.lo };
-        let hi = if self.hi_open { v < self.hi } else { v <= self.hi };
+        let lo = if self.lo_open {
+            v > self.lo
+        } else {
+            v >= self.lo
+        };
+        let hi = if self.hi_open {
+            v < self.hi
+        } else {
+            v <= self.hi
+        };
         v.is_finite() && lo && hi
     }
 
@@ -304,7 +312,11 @@ pub const SETTINGS: &[Setting] = &[
         priors: &[SpikeSlab],
         form: true,
         group: Group::Posterior,
-        ..setting("spike_var", "prior.spike_var", Kind::Number(Range::POSITIVE))
+        ..setting(
+            "spike_var",
+            "prior.spike_var",
+            Kind::Number(Range::POSITIVE),
+        )
     },
     Setting {
         label: "slab variance v1",
@@ -612,7 +624,11 @@ impl Setting {
                 Methods::Only(names) => names.join(", "),
             };
             let baseline = super::registry::method(method).is_some_and(|m| !m.bayesian);
-            let what = if baseline { " (a baseline: no γ, no prior)" } else { "" };
+            let what = if baseline {
+                " (a baseline: no γ, no prior)"
+            } else {
+                ""
+            };
             return format!("does not apply to {method}{what}; it applies to {to}");
         }
         let priors: Vec<&str> = self.priors.iter().map(|p| p.name()).collect();
@@ -653,7 +669,11 @@ impl Setting {
 
     /// The CLI's value name (`N`, `G|Kn|auto`, `auto|primal|reduced`, …).
     pub fn value_name(&self) -> String {
-        let auto = if self.auto_for.is_empty() { "" } else { "|auto" };
+        let auto = if self.auto_for.is_empty() {
+            ""
+        } else {
+            "|auto"
+        };
         match self.kind {
             Kind::Number(_) => "X".into(),
             Kind::Count(_) => "N".into(),

@@ -17,7 +17,11 @@ use super::values::{Gamma, Tunable};
 /// The spec of a run of `method` on the file `data` with the settings `given`
 /// as typed (registry key, text); a repeatable setting may appear several times.
 /// Everything that can be checked without the data is checked here.
-pub fn from_given(data: PathBuf, method: &str, given: &[(&str, &str)]) -> Result<RunSpec, SpecError> {
+pub fn from_given(
+    data: PathBuf,
+    method: &str,
+    given: &[(&str, &str)],
+) -> Result<RunSpec, SpecError> {
     let method_spec = MethodSpec::default_of(method).ok_or_else(|| {
         SpecError::field(
             "method",
@@ -64,7 +68,10 @@ pub fn apply(spec: &mut RunSpec, s: &Setting, text: &str) -> Result<(), SpecErro
     let method = spec.method_name();
     let prior = spec.prior_kind();
     if !s.applies(method, prior) {
-        return Err(SpecError::field(s.key, s.not_applicable_reason(method, prior)));
+        return Err(SpecError::field(
+            s.key,
+            s.not_applicable_reason(method, prior),
+        ));
     }
     let value = parse_text(s, text, method, prior).map_err(|m| SpecError::field(s.key, m))?;
     if s.key == "prior" {
@@ -81,7 +88,12 @@ pub fn apply(spec: &mut RunSpec, s: &Setting, text: &str) -> Result<(), SpecErro
 }
 
 /// A setting's text as a JSON value, checked against its kind.
-fn parse_text(s: &Setting, text: &str, method: &str, prior: Option<PriorKind>) -> Result<Value, String> {
+fn parse_text(
+    s: &Setting,
+    text: &str,
+    method: &str,
+    prior: Option<PriorKind>,
+) -> Result<Value, String> {
     let t = text.trim();
     let number = |t: &str| -> Result<f64, String> {
         t.parse::<f64>()
@@ -112,7 +124,10 @@ fn parse_text(s: &Setting, text: &str, method: &str, prior: Option<PriorKind>) -
         let hint = if where_.is_empty() {
             String::new()
         } else {
-            format!("; it is chosen automatically only by `method` {}", where_.join(", "))
+            format!(
+                "; it is chosen automatically only by `method` {}",
+                where_.join(", ")
+            )
         };
         format!("cannot be auto for {method}{with_prior}{hint}; give a number")
     };
@@ -190,7 +205,7 @@ pub fn value_at(spec: &RunSpec, s: &Setting) -> Value {
     let v = spec.to_value();
     s.path
         .split('.')
-        .fold(Some(&v), |v, k| v?.get(k))
+        .try_fold(&v, |v, k| v.get(k))
         .cloned()
         .unwrap_or(Value::Null)
 }
@@ -219,7 +234,11 @@ pub fn explicit_text(spec: &RunSpec, s: &Setting) -> Option<String> {
     }
     let mut defaults = RunSpec::for_method(DataSpec::of(&spec.data.path), spec.method_name())?;
     // A prior's scales default the same whatever the prior; the kind is its own setting.
-    if let (Some(d), Some(p), false) = (defaults.prior.as_mut(), spec.prior.as_ref(), s.key == "prior") {
+    if let (Some(d), Some(p), false) = (
+        defaults.prior.as_mut(),
+        spec.prior.as_ref(),
+        s.key == "prior",
+    ) {
         d.kind = p.kind;
     }
     let value = value_at(spec, s);
@@ -348,7 +367,12 @@ mod tests {
     fn the_way_back_lists_what_differs_from_the_defaults() {
         let s = spec(
             "ep",
-            &[("prior", "ard"), ("gamma", "2n"), ("drop", "id col"), ("tol", "1e-5")],
+            &[
+                ("prior", "ard"),
+                ("gamma", "2n"),
+                ("drop", "id col"),
+                ("tol", "1e-5"),
+            ],
         )
         .unwrap();
         assert_eq!(

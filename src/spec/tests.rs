@@ -50,7 +50,12 @@ fn every_setting_lives_at_its_path_for_every_use() {
         let uses = uses(s);
         assert!(!uses.is_empty(), "{} applies to nothing", s.key);
         for (m, p) in uses {
-            assert!(has_path(&defaults(m, p), s.path), "{}: no {} for {m}", s.key, s.path);
+            assert!(
+                has_path(&defaults(m, p), s.path),
+                "{}: no {} for {m}",
+                s.key,
+                s.path
+            );
         }
     }
 }
@@ -67,10 +72,18 @@ fn every_field_of_the_settings_structs_is_a_setting() {
             };
             for field in obj.keys().filter(|k| *k != skip) {
                 let path = format!("{group}.{field}");
-                assert!(paths.contains(path.as_str()), "{}: {path} has no registry row", m.name);
+                assert!(
+                    paths.contains(path.as_str()),
+                    "{}: {path} has no registry row",
+                    m.name
+                );
                 let s = SETTINGS.iter().find(|s| s.path == path).unwrap();
                 if group == "method" {
-                    assert!(s.applies_to_method(m.name), "{path} is a field of {} but not its setting", m.name);
+                    assert!(
+                        s.applies_to_method(m.name),
+                        "{path} is a field of {} but not its setting",
+                        m.name
+                    );
                 }
             }
         }
@@ -103,7 +116,13 @@ fn defaults_as_typed_are_the_structs_defaults_and_choices_parse() {
             }
             if let registry::Kind::Choice(names) = s.kind {
                 for c in names {
-                    if s.key == "prior" && !registry::method(m).unwrap().priors.iter().any(|p| p.name() == *c) {
+                    if s.key == "prior"
+                        && !registry::method(m)
+                            .unwrap()
+                            .priors
+                            .iter()
+                            .any(|p| p.name() == *c)
+                    {
                         continue;
                     }
                     let mut with: Vec<(&str, &str)> =
@@ -138,7 +157,9 @@ fn methods_and_priors_are_consistent() {
     for s in SETTINGS {
         assert!(!s.help.is_empty(), "{} has no help", s.key);
         for (m, _) in s.auto_for {
-            assert!(matches!(s.methods, Methods::All | Methods::Bayesian) || s.applies_to_method(m));
+            assert!(
+                matches!(s.methods, Methods::All | Methods::Bayesian) || s.applies_to_method(m)
+            );
         }
     }
 }

@@ -38,7 +38,10 @@ pub fn check(spec: &RunSpec) -> Result<(), SpecError> {
         let is_default = value == value_at(&defaults, s);
         if !s.applies(method, prior) {
             if !is_default {
-                return Err(SpecError::field(s.key, s.not_applicable_reason(method, prior)));
+                return Err(SpecError::field(
+                    s.key,
+                    s.not_applicable_reason(method, prior),
+                ));
             }
             continue;
         }
@@ -170,7 +173,10 @@ pub fn validate(spec: &RunSpec, dims: Dims) -> Result<(), SpecError> {
         if c > max {
             return Err(SpecError::field(
                 "scale",
-                format!("must be in (0, {max}] for this kernel and d = {}; got {c}", dims.d),
+                format!(
+                    "must be in (0, {max}] for this kernel and d = {}; got {c}",
+                    dims.d
+                ),
             ));
         }
     }

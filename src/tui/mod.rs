@@ -144,7 +144,7 @@ impl Session {
                         error: "no data loaded".into(),
                     });
                 };
-                match start(run, spec, data, self.tx.clone()) {
+                match start(run, *spec, data, self.tx.clone()) {
                     Ok(h) => {
                         self.handles.push(h);
                         None

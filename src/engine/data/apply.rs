@@ -149,9 +149,18 @@ mod tests {
         assert_eq!(t.rows[1], Err("'q' in 'c' was not seen in training".into()));
         assert_eq!(t.rows[2], Err("missing value in 'a'".into()));
         assert_eq!(t.rows[3], Ok(1));
-        assert_eq!(t.x.row(0).iter().copied().collect::<Vec<_>>(), [1.5, 0.0, 1.0]);
-        assert_eq!(t.x.row(1).iter().copied().collect::<Vec<_>>(), [3.0, 1.0, 0.0]);
-        assert_eq!(t.labels.unwrap(), vec![Some(true), Some(false), None, Some(false)]);
+        assert_eq!(
+            t.x.row(0).iter().copied().collect::<Vec<_>>(),
+            [1.5, 0.0, 1.0]
+        );
+        assert_eq!(
+            t.x.row(1).iter().copied().collect::<Vec<_>>(),
+            [3.0, 1.0, 0.0]
+        );
+        assert_eq!(
+            t.labels.unwrap(),
+            vec![Some(true), Some(false), None, Some(false)]
+        );
         // Without the target; a training column missing is an error naming it.
         std::fs::write(&p, "a,c\n1,x\n").unwrap();
         assert!(read_rows_to_score(&p, &schema).unwrap().labels.is_none());

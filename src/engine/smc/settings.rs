@@ -92,9 +92,7 @@ impl SmcSettings {
         }
         if let Some(p) = self.waste_free {
             if p < 2 {
-                return bad(format!(
-                    "`waste_free` needs chains of ≥ 2 states; got {p}"
-                ));
+                return bad(format!("`waste_free` needs chains of ≥ 2 states; got {p}"));
             }
             if !self.particles.is_multiple_of(p) || self.particles / p < 2 {
                 return bad(format!(
