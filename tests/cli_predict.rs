@@ -201,20 +201,16 @@ fn rows_that_cannot_be_scored_get_a_status() {
     std::fs::write(&path, format!("{header}\n{}\n", bad.join("\n"))).unwrap();
     let clean = dir.join("clean.csv");
     std::fs::write(&clean, format!("{header}\n{}\n", rows[..5].join("\n"))).unwrap();
-    let j = json(&pacauc(&[
-        "predict",
-        &rec,
-        path.to_str().unwrap(),
-        "--format",
-        "json",
-    ]));
-    let c = json(&pacauc(&[
-        "predict",
-        &rec,
-        clean.to_str().unwrap(),
-        "--format",
-        "json",
-    ]));
+    let predict = |p: &Path| {
+        json(&pacauc(&[
+            "predict",
+            &rec,
+            p.to_str().unwrap(),
+            "--format",
+            "json",
+        ]))
+    };
+    let (j, c) = (predict(&path), predict(&clean));
     let status: Vec<&str> = j["rows"]
         .as_array()
         .unwrap()

@@ -6,7 +6,7 @@
 
 use super::keys::Key;
 use crate::spec::registry::{self, Kind, Setting};
-use crate::spec::settings::explicit_text;
+use crate::spec::text::explicit_text;
 use crate::spec::{DataSpec, PriorKind, RunSpec, SpecError, from_given};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -56,9 +56,17 @@ impl Form {
             .unwrap_or(0);
         let values = form_settings()
             .map(|s| {
-                let text = explicit_text(preset, s)
-                    .or_else(|| matches!(s.kind, Kind::Choice(_)).then(|| s.default.to_string()))
-                    .unwrap_or_default();
+                let text = match s.kind {
+                    // A switch is a choice of off and on in the form.
+                    Kind::Switch => if explicit_text(preset, s).is_some() {
+                        "on"
+                    } else {
+                        "off"
+                    }
+                    .into(),
+                    Kind::Choice(_) => explicit_text(preset, s).unwrap_or_else(|| s.default.into()),
+                    _ => explicit_text(preset, s).unwrap_or_default(),
+                };
                 (s.key, text)
             })
             .collect();
@@ -100,14 +108,14 @@ impl Form {
             .or_else(|| info.priors.first().copied())
     }
 
-    /// The choices of a choice field (the priors the method accepts, for `prior`).
+    /// The choices of a choice field (the priors the method accepts, for
+    /// `prior`; off and on for a switch); empty for a text field.
     pub fn choices(&self, s: &Setting) -> Vec<&'static str> {
-        let Kind::Choice(names) = s.kind else {
-            return Vec::new();
-        };
-        match (s.key, registry::method(self.method())) {
-            ("prior", Some(m)) => m.priors.iter().map(|p| p.name()).collect(),
-            _ => names.to_vec(),
+        match (s.kind, s.key, registry::method(self.method())) {
+            (Kind::Switch, ..) => vec!["off", "on"],
+            (Kind::Choice(_), "prior", Some(m)) => m.priors.iter().map(|p| p.name()).collect(),
+            (Kind::Choice(names), ..) => names.to_vec(),
+            _ => Vec::new(),
         }
     }
 
@@ -131,11 +139,13 @@ impl Form {
         let given: Vec<(&str, &str)> = self
             .visible()
             .into_iter()
-            .map(|s| (s.key, self.value(s.key).trim()))
-            .filter(|(k, v)| {
-                let default_choice = registry::setting_of(k)
-                    .is_some_and(|s| matches!(s.kind, Kind::Choice(_)) && s.default == *v);
-                !v.is_empty() && !default_choice
+            .filter_map(|s| {
+                let v = self.value(s.key).trim();
+                match s.kind {
+                    Kind::Switch => (v == "on").then_some((s.key, "")),
+                    Kind::Choice(_) if v == s.default => None,
+                    _ => (!v.is_empty()).then_some((s.key, v)),
+                }
             })
             .collect();
         let mut spec = from_given(self.data.path.clone(), self.method(), &given)?;
@@ -170,7 +180,7 @@ impl Form {
 
     fn text_field(&self) -> Option<&'static str> {
         let s = self.focused()?;
-        (!matches!(s.kind, Kind::Choice(_) | Kind::Switch)).then_some(s.key)
+        self.choices(s).is_empty().then_some(s.key)
     }
 
     /// Handles a key; `validate` checks a spec (against the data) before it is submitted.
@@ -306,6 +316,16 @@ mod tests {
         let s = f.spec().unwrap();
         assert_eq!(s.gamma, Some(Gamma::PerN(2.0)));
         assert_eq!(s.prior_kind(), Some(PriorKind::SpikeSlab));
+        // A switch is off/on; typing does not edit it.
+        assert_eq!(f.value("keep_fixes"), "off");
+        type_into(&mut f, "keep_fixes", "x");
+        f.key(Key::Right, ok);
+        let s = f.spec().unwrap();
+        let MethodSpec::Ep(ep) = &s.method else {
+            panic!()
+        };
+        assert!(ep.keep_fixes);
+        assert_eq!(Form::new(Some(&s), &data()).value("keep_fixes"), "on");
     }
 
     #[test]

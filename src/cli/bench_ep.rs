@@ -122,6 +122,8 @@ fn ep_spec(args: &BenchArgs, path: &std::path::Path, gamma: Gamma) -> Result<Run
     given.push(("prior", prior.get_name()));
     if gamma == Gamma::Auto {
         given.extend([("gamma", "auto"), ("folds", folds.as_str())]);
+    } else {
+        given.retain(|(k, _)| *k != "gamma_grid"); // the CV runs' grid
     }
     let mut spec = spec::from_given(path.to_path_buf(), "ep", &given)?;
     spec.data = DataSpec {
@@ -282,6 +284,11 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         let row = child(args)?;
         println!("{}", serde_json::to_string(&row).unwrap_or_default());
         return Ok(());
+    }
+    if !args.cv && args.ep.get("gamma_grid").is_some() {
+        return Err(CliError::Input(
+            "--gamma-grid is the grid of the --cv runs: give --cv too".into(),
+        ));
     }
     if args.cv && args.prior == BenchPrior::SpikeSlab {
         return Err(CliError::Input(

@@ -8,7 +8,8 @@ pub mod build;
 pub mod error;
 pub mod registry;
 pub mod run_spec;
-pub mod settings;
+pub mod setting;
+pub mod text;
 pub mod validate;
 pub mod values;
 
@@ -18,7 +19,7 @@ pub use run_spec::{
     DataSpec, EpSpec, LogitSpec, MethodSpec, Missing, PriorKind, PriorSpec, RankBoostSpec, RunSpec,
     SmcKernel, SmcSpec,
 };
-pub use settings::{command_line, from_given, to_args};
+pub use text::{command_line, from_given, to_args};
 pub use validate::{Dims, check, validate};
 pub use values::{Gamma, Tunable};
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::registry::{METHODS, Methods, SETTINGS, Setting};
 use super::run_spec::{DataSpec, MethodSpec, PriorKind, RunSpec};
-use super::settings::{from_given, value_at};
+use super::text::{from_given, value_at};
 use super::{build, registry};
 use crate::engine::Prior;
 

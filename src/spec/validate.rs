@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::error::SpecError;
 use super::registry::{self, Kind, Requires, Setting};
 use super::run_spec::{DataSpec, MethodSpec, PriorKind, RunSpec, SmcKernel};
-use super::settings::value_at;
+use super::text::value_at;
 use super::values::{Gamma, Tunable};
 
 /// Smallest spike variance as a share of the slab variance (ALGORITHMS.md §5).
@@ -48,7 +48,7 @@ pub fn check(spec: &RunSpec) -> Result<(), SpecError> {
         if s.requires == Requires::GammaAuto && !is_default && spec.gamma != Some(Gamma::Auto) {
             return Err(SpecError::field(
                 s.key,
-                "applies only with `gamma` = auto (the cross-validation's grid)",
+                "applies only when `gamma` is auto (it is the cross-validation's grid)",
             ));
         }
         check_value(s, &value, method, prior).map_err(|m| SpecError::field(s.key, m))?;

@@ -10,7 +10,7 @@ use super::help::centered;
 use super::theme::Theme;
 use crate::app::App;
 use crate::app::form::{Form, render_error};
-use crate::spec::registry::{self, Kind};
+use crate::spec::registry;
 
 pub fn render(app: &App, form: &Form, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
@@ -41,7 +41,7 @@ pub fn render(app: &App, form: &Form, area: Rect, frame: &mut Frame) {
     for (i, s) in fields.iter().enumerate() {
         let v = form.value(s.key);
         let focused = form.cursor == i + 1;
-        let value = if matches!(s.kind, Kind::Choice(_)) {
+        let value = if !form.choices(s).is_empty() {
             vec![Span::raw(format!("◀ {v} ▶"))]
         } else if v.is_empty() {
             vec![

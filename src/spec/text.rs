@@ -49,7 +49,7 @@ pub fn from_given(
         if s.requires == Requires::GammaAuto && spec.gamma != Some(Gamma::Auto) {
             return Err(SpecError::field(
                 key,
-                "applies only with `gamma` = auto (the cross-validation's grid)",
+                "applies only when `gamma` is auto (it is the cross-validation's grid)",
             ));
         }
     }
@@ -352,7 +352,7 @@ mod tests {
         let e = spec("ep", &[("ard_iters", "5")]).unwrap_err();
         assert!(e.message.contains("only with the ard prior"), "{e}");
         let e = spec("ep", &[("gamma_grid", "1,2")]).unwrap_err();
-        assert!(e.message.contains("only with `gamma` = auto"), "{e}");
+        assert!(e.message.contains("only when `gamma` is auto"), "{e}");
         let e = spec("smc", &[("ess", "1.5")]).unwrap_err();
         assert_eq!(e.to_string(), "ess must be in (0, 1); got 1.5");
         let e = spec("smc", &[("particles", "-3")]).unwrap_err();
