@@ -315,9 +315,9 @@ fn reduced_form_score_sds_match_the_primal_form() {
     }
     let data = dir.join("wide.csv");
     std::fs::write(&data, body).unwrap();
-    let sds = |form: &str| -> Vec<f64> {
+    let sds = |form: &str, extra: &[&str]| -> Vec<f64> {
         let rec = dir.join(format!("{form}.json"));
-        json(&pacauc(&[
+        let mut args = vec![
             "fit",
             data.to_str().unwrap(),
             "--method",
@@ -328,7 +328,12 @@ fn reduced_form_score_sds_match_the_primal_form() {
             "1e-9",
             "--out",
             rec.to_str().unwrap(),
-        ]));
+        ];
+        args.extend_from_slice(extra);
+        json(&pacauc(&args));
+        let spread = std::fs::read_to_string(&rec).unwrap();
+        let factored = spread.contains("\"low_rank\"");
+        assert_eq!(factored, form == "reduced", "{form} {extra:?}: spread kind");
         let j = json(&pacauc(&[
             "predict",
             rec.to_str().unwrap(),
@@ -343,14 +348,27 @@ fn reduced_form_score_sds_match_the_primal_form() {
             .map(|r| r["score_sd"].as_f64().unwrap())
             .collect()
     };
-    let (p, q) = (sds("primal"), sds("reduced"));
-    let spread = std::fs::read_to_string(dir.join("reduced.json")).unwrap();
-    assert!(
-        spread.contains("\"low_rank\""),
-        "the reduced record stores a factored covariance"
-    );
-    for (a, b) in p.iter().zip(&q) {
-        assert!((a - b).abs() <= 1e-6 * a, "primal {a} vs reduced {b}");
+    // Gaussian EP; spike-and-slab EP (the primal form keeping the fixes, as the
+    // reduced one must).
+    let ss = [
+        "--prior",
+        "spike-slab",
+        "--gamma",
+        "4n",
+        "--inclusion-prior",
+        "0.1",
+    ];
+    for (reduced, primal) in [
+        (vec![], vec![]),
+        (ss.to_vec(), [&ss[..], &["--keep-fixes"]].concat()),
+    ] {
+        let (p, q) = (sds("primal", &primal), sds("reduced", &reduced));
+        for (a, b) in p.iter().zip(&q) {
+            assert!(
+                (a - b).abs() <= 1e-6 * a,
+                "{reduced:?}: primal {a} vs reduced {b}"
+            );
+        }
     }
     std::fs::remove_dir_all(&dir).ok();
 }
