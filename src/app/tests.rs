@@ -267,6 +267,7 @@ fn replay_fills_every_run_from_its_record() {
     let (_, ds, p) = app();
     let smc = record(&ds, &p, &testkit::smc(&p.names, 450.0, 6, 2));
     let ep = record(&ds, &p, &testkit::ep(&p.names, 450.0, 9, true));
+    let ep_spec = ep.spec.clone();
     let app = App::replay(
         vec![
             (PathBuf::from("a.json"), *smc),
@@ -281,6 +282,9 @@ fn replay_fills_every_run_from_its_record() {
     assert!(app.run_for(|r| r.inclusion(&[]).is_some()).is_some());
     assert_eq!(app.names(), p.names.as_slice());
     assert!(app.data_spec().is_none(), "nothing to re-run on");
+    // A replayed run's spec is its record's (the form's preset, its EP tolerance).
+    assert_eq!(app.run(2).unwrap().spec.to_value(), ep_spec);
+    assert_eq!(app.run(2).unwrap().spec.method_name(), "ep");
     let mut app = app;
     assert!(update(&mut app, Msg::Key(Key::Char('r'))).is_empty());
     assert!(app.status.as_ref().unwrap().error);

@@ -91,8 +91,7 @@ pub struct ReplayArgs {
 
 pub fn explore(args: &ExploreArgs, threads: Option<usize>) -> Result<(), CliError> {
     // The data options checked as a run's (its method is the form's to choose).
-    let mut spec = spec::from_given(args.data.clone(), "logit", &args.settings.pairs())?;
-    spec.threads = threads;
+    let spec = spec::from_given(args.data.clone(), "logit", &args.settings.pairs())?;
     let options = args.view.options().map_err(CliError::Input)?;
     tui::explore(spec.data, threads, !args.no_autorun, options).map_err(CliError::Input)
 }

@@ -8,7 +8,7 @@ mod gen_demo;
 mod path;
 mod predict;
 mod progress;
-pub mod settings_args;
+mod settings_args;
 mod table;
 
 use std::path::PathBuf;

@@ -59,7 +59,7 @@ impl RunSpec {
         self.prior.as_ref().map(|p| p.kind)
     }
 
-    /// The spec stored in a run record (None: not a spec of this version).
+    /// The spec stored in a run record (an error if it is not a spec of this version).
     pub fn from_value(v: &serde_json::Value) -> Result<RunSpec, String> {
         serde_json::from_value(v.clone()).map_err(|e| format!("not a run specification: {e}"))
     }
