@@ -311,7 +311,7 @@ impl Engine for Logit {
             None => {
                 if self.folds < 2 {
                     return Err(EngineError::InvalidParams(
-                        "cross-validation needs --folds ≥ 2".into(),
+                        "cross-validation needs `folds` ≥ 2".into(),
                     ));
                 }
                 let cv = cv_curve(&pb.x, &pb.y, &self.grid, self.folds, self.seed, ctl)?;

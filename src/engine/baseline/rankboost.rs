@@ -156,12 +156,12 @@ impl Engine for RankBoost {
             gamma: pb.gamma,
         });
         let (rounds, cv) = match self.rounds {
-            Some(0) => return Err(EngineError::InvalidParams("--rounds must be ≥ 1".into())),
+            Some(0) => return Err(EngineError::InvalidParams("`rounds` must be ≥ 1".into())),
             Some(r) => (r, None),
             None => {
                 if self.folds < 2 {
                     return Err(EngineError::InvalidParams(
-                        "cross-validation needs --folds ≥ 2".into(),
+                        "cross-validation needs `folds` ≥ 2".into(),
                     ));
                 }
                 let cv = cv_rounds(&pb.x, &pb.y, self.folds, self.seed, ctl)?;

@@ -136,7 +136,12 @@ impl Dataset {
     }
 }
 
-fn find_column(path: &Path, header: &[String], name: &str, what: &str) -> Result<usize, DataError> {
+pub(super) fn find_column(
+    path: &Path,
+    header: &[String],
+    name: &str,
+    what: &str,
+) -> Result<usize, DataError> {
     header.iter().position(|h| h == name).ok_or_else(|| {
         let close: Vec<&String> = header
             .iter()

@@ -1,6 +1,7 @@
 //! Data: CSV → typed `Dataset` (schema inference, cleaning report, summaries),
 //! standardisation, stratified splits and folds, demo data.
 
+mod apply;
 mod csv_read;
 pub mod demo;
 mod error;
@@ -11,6 +12,7 @@ mod schema;
 mod summary;
 mod typing;
 
+pub use apply::{RowsToScore, read_rows_to_score};
 pub use csv_read::is_missing;
 pub use error::{DataError, DataErrorDetails, DataErrorKind};
 pub use load::{CleaningReport, Dataset, DroppedColumn, EncodedColumn, LoadOptions, MissingPolicy};
