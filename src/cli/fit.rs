@@ -160,15 +160,18 @@ pub struct Loaded {
 }
 
 /// Loads the data and builds the problem and the engine of `args`.
-pub fn load(args: &FitArgs, show_progress: bool) -> Result<Loaded, CliError> {
+/// `announce`: say on stderr which target and positive class were chosen and
+/// what the data raised (every output format: JSON on stdout stays clean).
+pub fn load(args: &FitArgs, announce: bool) -> Result<Loaded, CliError> {
     let t0 = Instant::now();
     let (ds, prepared) = args.data.load().map_err(CliError::Input)?;
     let load_seconds = t0.elapsed().as_secs_f64();
-    if show_progress {
+    if announce {
+        eprintln!("target: {}", ds.report.target_rule);
+        eprintln!("positive class: {}", ds.report.positive_rule);
         for w in ds.report.warnings.iter() {
             eprintln!("warning: {w}");
         }
-        eprintln!("positive class: {}", ds.report.positive_rule);
     }
     let (gamma, prior) = if args.method.is_bayesian() {
         let g = args
@@ -214,7 +217,7 @@ pub fn run(args: &FitArgs) -> Result<(), CliError> {
         problem,
         engine,
         load_seconds: load_s,
-    } = load(args, show_progress)?;
+    } = load(args, true)?;
     let ctl = Control::new();
     let t1 = Instant::now();
     let mut progress = Progress::new(show_progress);
