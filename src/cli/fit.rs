@@ -100,16 +100,19 @@ pub struct Loaded {
     pub load_seconds: f64,
 }
 
-/// Loads the data of `spec` and builds its problem and engine.
-pub fn load(spec: &RunSpec, show_progress: bool) -> Result<Loaded, CliError> {
+/// Loads the data of `spec` and builds its problem and engine. `announce`: say
+/// on stderr which target and positive class were chosen and what the data
+/// raised (every output format: JSON on stdout stays clean).
+pub fn load(spec: &RunSpec, announce: bool) -> Result<Loaded, CliError> {
     let t0 = Instant::now();
     let (ds, prepared) = spec.data.load().map_err(CliError::Input)?;
     let load_seconds = t0.elapsed().as_secs_f64();
-    if show_progress {
+    if announce {
+        eprintln!("target: {}", ds.report.target_rule);
+        eprintln!("positive class: {}", ds.report.positive_rule);
         for w in ds.report.warnings.iter() {
             eprintln!("warning: {w}");
         }
-        eprintln!("positive class: {}", ds.report.positive_rule);
     }
     let spec::Built { engine, problem } = spec::build(spec, &prepared)?;
     Ok(Loaded {
@@ -136,7 +139,7 @@ pub fn run(args: &FitArgs, threads: Option<usize>) -> Result<(), CliError> {
         problem,
         engine,
         load_seconds: load_s,
-    } = load(&spec, show_progress)?;
+    } = load(&spec, true)?;
     let ctl = Control::new();
     let t1 = Instant::now();
     let mut progress = Progress::new(show_progress);

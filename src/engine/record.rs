@@ -32,9 +32,15 @@ pub struct DatasetReport {
     pub dropped_rows: usize,
     pub dropped_columns: Vec<DroppedColumn>,
     pub target: String,
+    /// Which column is the target and why.
+    #[serde(default)]
+    pub target_rule: String,
     pub positive_label: String,
     pub positive_rule: String,
     pub encoded: Vec<EncodedColumn>,
+    /// Columns that look like identifiers (kept as features, warned).
+    #[serde(default)]
+    pub id_like: Vec<String>,
     pub warnings: Vec<String>,
     pub summary: Vec<FeatureSummary>,
 }
@@ -51,9 +57,11 @@ impl DatasetReport {
             dropped_rows: ds.report.dropped_rows,
             dropped_columns: ds.report.dropped_columns.clone(),
             target: ds.schema.target.clone(),
+            target_rule: ds.report.target_rule.clone(),
             positive_label: ds.schema.positive_label.clone(),
             positive_rule: ds.report.positive_rule.clone(),
             encoded: ds.report.encoded.clone(),
+            id_like: ds.report.id_like.clone(),
             warnings: ds.report.warnings.clone(),
             summary: ds.summary.clone(),
         }
