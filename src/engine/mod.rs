@@ -8,6 +8,7 @@ pub mod event;
 pub mod fast_risk;
 pub mod fit;
 pub mod linalg;
+pub mod mcmc_diag;
 pub mod metrics;
 pub mod prior;
 pub mod problem;
