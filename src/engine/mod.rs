@@ -7,6 +7,7 @@ pub mod ep;
 pub mod event;
 pub mod fast_risk;
 pub mod fit;
+pub mod gcs;
 pub mod linalg;
 pub mod mcmc_diag;
 pub mod metrics;
