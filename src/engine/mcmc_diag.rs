@@ -115,7 +115,7 @@ fn median(chains: &[&[f64]]) -> f64 {
 }
 
 /// Quantile with linear interpolation between order statistics.
-fn quantile_sorted(v: &[f64], p: f64) -> f64 {
+pub fn quantile_sorted(v: &[f64], p: f64) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }
