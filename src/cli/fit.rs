@@ -9,11 +9,13 @@ use clap::{Args, ValueEnum};
 use super::bayes_args::{BayesArgs, GammaChoice, PriorKind, Tunable};
 use super::data_args::DataArgs;
 use super::ep_args::EpArgs;
+use super::gcs_args::GcsArgs;
 use super::progress::Progress;
 use super::smc_args::SmcArgs;
 use super::table::print_table;
 use crate::engine::baseline::{Logit, RankBoost};
 use crate::engine::data::{Dataset, Prepared};
+use crate::engine::gcs::Gcs;
 use crate::engine::record::{RunRecord, Seconds, write_atomic};
 use crate::engine::smc::Smc;
 use crate::engine::{Control, Engine, EngineError, Prior, Problem};
@@ -28,6 +30,8 @@ pub enum Method {
     Smc,
     /// Expectation Propagation: Gaussian approximation of the Gibbs posterior and its evidence.
     Ep,
+    /// Great-circle sampler: exact hit-and-run chains on directions (Gaussian priors).
+    Gcs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -49,6 +53,8 @@ pub struct FitArgs {
     pub smc: SmcArgs,
     #[command(flatten)]
     pub ep: EpArgs,
+    #[command(flatten)]
+    pub gcs: GcsArgs,
     /// Folds of the cross-validations that choose hyper-parameters.
     #[arg(long, default_value_t = 5)]
     pub folds: usize,
@@ -96,7 +102,7 @@ impl Method {
     pub fn is_bayesian(self) -> bool {
         match self {
             Method::Logit | Method::Rankboost => false,
-            Method::Smc | Method::Ep => true,
+            Method::Smc | Method::Ep | Method::Gcs => true,
         }
     }
 }
@@ -137,6 +143,21 @@ pub fn build_engine(args: &FitArgs, gamma: GammaChoice) -> Result<Box<dyn Engine
             }
             Box::new(Smc {
                 settings: args.smc.settings(args.data.seed),
+            })
+        }
+        Method::Gcs => {
+            if gamma == GammaChoice::Auto {
+                return Err(CliError::Input(
+                    "--gamma auto is not supported by gcs; give a number or a multiple of n".into(),
+                ));
+            }
+            if args.bayes.prior == PriorKind::SpikeSlab {
+                return Err(CliError::Input(
+                    "gcs needs a Gaussian prior (--prior gaussian or ard)".into(),
+                ));
+            }
+            Box::new(Gcs {
+                settings: args.gcs.settings(args.data.seed),
             })
         }
         Method::Ep => {

@@ -6,6 +6,7 @@ mod bench_ep;
 mod data_args;
 mod ep_args;
 mod explore;
+pub mod gcs_args;
 pub mod fit;
 mod gen_demo;
 mod path;
