@@ -3,6 +3,7 @@
 
 mod csv_read;
 pub mod demo;
+pub mod label_noise;
 mod error;
 mod labels;
 mod load;
