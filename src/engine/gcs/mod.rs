@@ -61,7 +61,12 @@ impl Engine for Gcs {
             pairs: design.pairs() as usize,
             gamma: design.gamma,
         });
-        let run = sampler::run(&design, &self.settings, ctl, obs)?;
+        let (run, path) = if self.settings.evidence {
+            let path = evidence::evidence_path(&design, &self.settings, ctl, obs)?;
+            (path.top, Some(path.rungs))
+        } else {
+            (sampler::run(&design, &self.settings, ctl, obs)?, None)
+        };
         let mut warn = |m: String| {
             obs.observe(Event::Log {
                 level: LogLevel::Warn,
@@ -91,7 +96,21 @@ impl Engine for Gcs {
                 run.work.envelope_misses
             )));
         }
-        Ok(build_fit(problem, &self.settings, &design, run, warnings))
+        let mut fit = build_fit(problem, &self.settings, &design, run, warnings);
+        if let Some(rungs) = path {
+            let top = rungs.last().copied();
+            fit.log_evidence = top.map(|r| r.log_z);
+            fit.details["log_evidence_mcse"] = json!(top.map(|r| r.mcse));
+            fit.details["evidence_path"] = json!(rungs);
+            if let Loss::LabelNoise { .. } = self.settings.loss {
+                let levels: Vec<_> = evidence::noise_levels(&rungs, problem.n())
+                    .into_iter()
+                    .map(|(q, log_z, mcse)| json!({"noise": q, "log_evidence": log_z, "mcse": mcse}))
+                    .collect();
+                fit.details["noise_evidence"] = json!(levels);
+            }
+        }
+        Ok(fit)
     }
 }
 

@@ -42,6 +42,10 @@ pub struct GcsSettings {
     /// Keep every `thin`-th draw.
     pub thin: usize,
     pub loss: Loss,
+    /// Also estimate log Z_γ by stepping stones from γ = 0 (each stone a run of
+    /// these chains; the last one is the posterior reported).
+    #[serde(default)]
+    pub evidence: bool,
     pub seed: u64,
 }
 
@@ -55,6 +59,7 @@ impl Default for GcsSettings {
             max_steps: 200_000,
             thin: 1,
             loss: Loss::Auc,
+            evidence: false,
             seed: 0,
         }
     }
