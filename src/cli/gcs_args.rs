@@ -33,6 +33,10 @@ pub struct GcsArgs {
     /// GCS: label-noise level q of `--loss label-noise` (default 0.1).
     #[arg(long, value_name = "Q", help_heading = "Great-circle sampler")]
     pub noise: Option<f64>,
+    /// GCS: also estimate the evidence log Z by stepping stones from γ = 0 (with
+    /// --loss label-noise: the evidence of every noise level on the way).
+    #[arg(long, help_heading = "Great-circle sampler")]
+    pub evidence: bool,
 }
 
 impl GcsArgs {
@@ -53,6 +57,7 @@ impl GcsArgs {
         if let Some(w) = self.warmup {
             s.warmup = w;
         }
+        s.evidence = self.evidence;
         if self.loss == Some(LossArg::LabelNoise) {
             s.loss = Loss::LabelNoise {
                 noise: self.noise.unwrap_or(0.1),
