@@ -308,3 +308,49 @@ fn pima_agrees_with_converged_smc() {
     // 14 z-scores: 3.5 combined standard errors is a two-sided 1.3% level for all of them.
     assert!(worst < 3.5, "largest z {worst}");
 }
+
+/// The measured rejection curve of docs/BENCHMARKS.md:
+/// `cargo test --release --test gcs_engine -- --ignored rejection_table --nocapture`.
+#[test]
+#[ignore]
+fn rejection_table() {
+    let (d, flip) = (5, 0.1);
+    let (x, y) = label_noise::generate(400, d, flip, 21);
+    let names = (0..d).map(|k| format!("x{k}")).collect();
+    let p = Problem::new(names, x, y, 1.0, Prior::Gaussian { var: 1.0 }).unwrap();
+    let fit = run(
+        &p,
+        GcsSettings {
+            loss: Loss::LabelNoise {
+                noise: flip,
+                intercept: false,
+            },
+            seed: 1,
+            ..GcsSettings::default()
+        },
+    );
+    eprintln!(
+        "train 400 rows, d = {d}, {flip} flipped; {} draws, R-hat {:.4}",
+        fit.details["draws"], fit.details["rhat"]
+    );
+    // The same test rows with clean and with noisy labels (seeds 22 / 22: same x).
+    let (xt, clean) = label_noise::generate(5000, d, 0.0, 22);
+    let (_, noisy) = label_noise::generate(5000, d, flip, 22);
+    let bayes_point: Vec<bool> = (0..5000)
+        .map(|i| (0..d).map(|k| xt[(i, k)] * fit.mean[k]).sum::<f64>() > 0.0)
+        .collect();
+    let votes = transduction(&fit.particles.unwrap().theta, &xt, &Threshold::Score(0.0));
+    let differ = (0..5000).filter(|&i| votes[i].positive != bayes_point[i]).count();
+    eprintln!("Bayes point and transductive vote differ on {differ} of 5000 rows");
+    for (what, labels) in [("clean", &clean), ("noisy", &noisy)] {
+        let curve = rejection_curve(&votes, labels);
+        let row: Vec<String> = [0.0, 0.02, 0.05, 0.1, 0.2]
+            .iter()
+            .map(|&s| {
+                let c = curve.iter().rfind(|c| c.rejected <= s).unwrap();
+                format!("{:.3} → {:.4}", c.rejected, c.error)
+            })
+            .collect();
+        eprintln!("{what} labels: rejected → error: {}", row.join(" | "));
+    }
+}
