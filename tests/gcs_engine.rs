@@ -71,7 +71,9 @@ fn ks(mut x: Vec<f64>, f: &dyn Fn(f64) -> f64) -> f64 {
         .enumerate()
         .map(|(i, &v)| {
             let fv = f(v);
-            (fv - i as f64 / n).abs().max((fv - (i + 1) as f64 / n).abs())
+            (fv - i as f64 / n)
+                .abs()
+                .max((fv - (i + 1) as f64 / n).abs())
         })
         .fold(0.0, f64::max)
 }
@@ -92,7 +94,10 @@ fn two_dimensions_ks_against_numerical_integration() {
         assert_eq!(angles.len(), 4000);
         let (k_right, k_wrong) = (ks(angles.clone(), &right), ks(angles, &wrong));
         assert!(k_right < 0.026, "seed {seed}: KS {k_right}");
-        assert!(k_wrong > 0.026, "seed {seed}: the wrong density passed ({k_wrong})");
+        assert!(
+            k_wrong > 0.026,
+            "seed {seed}: the wrong density passed ({k_wrong})"
+        );
     }
 }
 
@@ -142,7 +147,7 @@ fn agrees_with_smc_on_a_small_problem() {
         })
         .collect();
     let diags = gcs.details["diagnostics"].as_array().unwrap();
-    for k in 0..3 {
+    for (k, dk) in diags.iter().enumerate().take(3) {
         let means: Vec<f64> = smc.iter().map(|f| f.mean[k]).collect();
         let sds: Vec<f64> = smc.iter().map(|f| f.sd[k]).collect();
         let avg = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
@@ -153,12 +158,18 @@ fn agrees_with_smc_on_a_small_problem() {
         let floor = avg(&sds) * (2.0 / (3 * n) as f64).sqrt();
         let se_m = spread(&means).max(floor);
         let se_s = spread(&sds).max(floor / 2f64.sqrt());
-        let g_m = diags[k]["mcse_mean"].as_f64().unwrap();
-        let g_s = diags[k]["mcse_sd"].as_f64().unwrap();
+        let g_m = dk["mcse_mean"].as_f64().unwrap();
+        let g_s = dk["mcse_sd"].as_f64().unwrap();
         let dm = (gcs.mean[k] - avg(&means)).abs();
         let ds = (gcs.sd[k] - avg(&sds)).abs();
-        assert!(dm < 4.0 * (g_m * g_m + se_m * se_m).sqrt(), "mean {k}: Δ {dm}, se {g_m} {se_m}");
-        assert!(ds < 4.0 * (g_s * g_s + se_s * se_s).sqrt(), "sd {k}: Δ {ds}, se {g_s} {se_s}");
+        assert!(
+            dm < 4.0 * (g_m * g_m + se_m * se_m).sqrt(),
+            "mean {k}: Δ {dm}, se {g_m} {se_m}"
+        );
+        assert!(
+            ds < 4.0 * (g_s * g_s + se_s * se_s).sqrt(),
+            "sd {k}: Δ {ds}, se {g_s} {se_s}"
+        );
     }
 }
 
@@ -176,7 +187,13 @@ fn linear_kernel_equals_the_linear_sampler() {
     let kf = KernelFeatures::from_gram(&a_bt(&p.x, &p.x)).unwrap();
     assert_eq!(kf.features.ncols(), 3);
     let ctl = Control::new();
-    let lin = sampler::run(&Design::of(&p, Loss::Auc).unwrap(), &settings, &ctl, &mut NoObserver).unwrap();
+    let lin = sampler::run(
+        &Design::of(&p, Loss::Auc).unwrap(),
+        &settings,
+        &ctl,
+        &mut NoObserver,
+    )
+    .unwrap();
     let ker = sampler::run(
         &Design::from_features(&kf.features, &p.y, 60.0),
         &settings,
@@ -202,7 +219,10 @@ fn linear_kernel_equals_the_linear_sampler() {
         let db = diagnose(&b.iter().map(Vec::as_slice).collect::<Vec<_>>());
         let tol_m = 4.0 * (da.mcse_mean.powi(2) + db.mcse_mean.powi(2)).sqrt();
         let tol_s = 4.0 * (da.mcse_sd.powi(2) + db.mcse_sd.powi(2)).sqrt();
-        assert!((da.mean - db.mean).abs() < tol_m, "row {row}: {da:?} vs {db:?}");
+        assert!(
+            (da.mean - db.mean).abs() < tol_m,
+            "row {row}: {da:?} vs {db:?}"
+        );
         assert!((da.sd - db.sd).abs() < tol_s, "row {row}: {da:?} vs {db:?}");
     }
 }
@@ -231,12 +251,18 @@ fn rejection_curve_falls_on_a_label_noise_set() {
     let curve = rejection_curve(&votes, &yt);
     // The point with the most rows rejected up to `share`.
     let at = |share: f64| curve.iter().rfind(|c| c.rejected <= share).unwrap();
-    eprintln!("{:?}", [0.0, 0.05, 0.1, 0.2].map(|s| (at(s).rejected, at(s).error)));
+    eprintln!(
+        "{:?}",
+        [0.0, 0.05, 0.1, 0.2].map(|s| (at(s).rejected, at(s).error))
+    );
     // Clean test labels: the error comes from the posterior's doubt only. The
     // rows with unanimous votes are kept to the end, so the curve may stop
     // before 20%.
     let (e0, e20) = (at(0.0).error, at(0.2).error);
-    assert!(at(0.2).rejected > 0.02 && e0 > 0.0 && e20 < 0.5 * e0, "{e0} → {e20}");
+    assert!(
+        at(0.2).rejected > 0.02 && e0 > 0.0 && e20 < 0.5 * e0,
+        "{e0} → {e20}"
+    );
 }
 
 #[test]
@@ -271,7 +297,10 @@ fn pima_agrees_with_converged_smc() {
         },
     );
     let rhat = gcs.details["rhat"].as_f64().unwrap();
-    eprintln!("gcs: converged {}, R-hat {rhat}, {}", gcs.converged, gcs.details["sampler_seconds"]);
+    eprintln!(
+        "gcs: converged {}, R-hat {rhat}, {}",
+        gcs.converged, gcs.details["sampler_seconds"]
+    );
     assert!(gcs.converged && rhat <= 1.01);
     let smc: Vec<Fit> = (1..=4)
         .map(|seed| {
@@ -287,7 +316,7 @@ fn pima_agrees_with_converged_smc() {
         .collect();
     let diags = gcs.details["diagnostics"].as_array().unwrap();
     let mut worst: f64 = 0.0;
-    for k in 0..p.d() {
+    for (k, dk) in diags.iter().enumerate().take(p.d()) {
         let means: Vec<f64> = smc.iter().map(|f| f.mean[k]).collect();
         let sds: Vec<f64> = smc.iter().map(|f| f.sd[k]).collect();
         let avg = |v: &[f64]| v.iter().sum::<f64>() / 4.0;
@@ -296,12 +325,18 @@ fn pima_agrees_with_converged_smc() {
             (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / 3.0 / 4.0).sqrt()
         };
         let zm = (gcs.mean[k] - avg(&means)).abs()
-            / (diags[k]["mcse_mean"].as_f64().unwrap().powi(2) + se(&means).powi(2)).sqrt();
+            / (dk["mcse_mean"].as_f64().unwrap().powi(2) + se(&means).powi(2)).sqrt();
         let zs = (gcs.sd[k] - avg(&sds)).abs()
-            / (diags[k]["mcse_sd"].as_f64().unwrap().powi(2) + se(&sds).powi(2)).sqrt();
+            / (dk["mcse_sd"].as_f64().unwrap().powi(2) + se(&sds).powi(2)).sqrt();
         eprintln!(
             "{:>6}: gcs {:.4} ± {:.4} sd {:.4} | smc {:.4} ± {:.4} sd {:.4} | z mean {zm:.2} sd {zs:.2}",
-            p.names[k], gcs.mean[k], diags[k]["mcse_mean"], gcs.sd[k], avg(&means), se(&means), avg(&sds)
+            p.names[k],
+            gcs.mean[k],
+            dk["mcse_mean"],
+            gcs.sd[k],
+            avg(&means),
+            se(&means),
+            avg(&sds)
         );
         worst = worst.max(zm).max(zs);
     }
@@ -340,7 +375,9 @@ fn rejection_table() {
         .map(|i| (0..d).map(|k| xt[(i, k)] * fit.mean[k]).sum::<f64>() > 0.0)
         .collect();
     let votes = transduction(&fit.particles.unwrap().theta, &xt, &Threshold::Score(0.0));
-    let differ = (0..5000).filter(|&i| votes[i].positive != bayes_point[i]).count();
+    let differ = (0..5000)
+        .filter(|&i| votes[i].positive != bayes_point[i])
+        .count();
     eprintln!("Bayes point and transductive vote differ on {differ} of 5000 rows");
     for (what, labels) in [("clean", &clean), ("noisy", &noisy)] {
         let curve = rejection_curve(&votes, labels);

@@ -170,7 +170,10 @@ fn rank_normalise(chains: &[&[f64]]) -> Vec<Vec<f64>> {
 fn mean_var(c: &[f64]) -> (f64, f64) {
     let n = c.len() as f64;
     let m = c.iter().sum::<f64>() / n;
-    (m, c.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0))
+    (
+        m,
+        c.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0),
+    )
 }
 
 /// Gelman–Rubin R-hat of chains as given.
@@ -198,13 +201,16 @@ pub fn ess(chains: &[&[f64]]) -> f64 {
     }
     let acov: Vec<Vec<f64>> = chains.iter().map(|c| autocovariance(&c[..n])).collect();
     let nf = n as f64;
-    let chain_mean: Vec<f64> = chains.iter().map(|c| c[..n].iter().sum::<f64>() / nf).collect();
+    let chain_mean: Vec<f64> = chains
+        .iter()
+        .map(|c| c[..n].iter().sum::<f64>() / nf)
+        .collect();
     let mean_var = acov.iter().map(|a| a[0] * nf / (nf - 1.0)).sum::<f64>() / m as f64;
     let mut var_plus = mean_var * (nf - 1.0) / nf;
     if m > 1 {
         var_plus += mean_var_of(&chain_mean);
     }
-    if !(var_plus > 0.0) || !var_plus.is_finite() {
+    if var_plus.is_nan() || var_plus <= 0.0 || var_plus.is_infinite() {
         return f64::NAN;
     }
     let acov_at = |t: usize| acov.iter().map(|a| a[t]).sum::<f64>() / m as f64;
@@ -339,8 +345,15 @@ mod tests {
         let m = x.iter().sum::<f64>() / 37.0;
         let got = autocovariance(&x);
         for t in 0..37 {
-            let want = (0..37 - t).map(|i| (x[i] - m) * (x[i + t] - m)).sum::<f64>() / 37.0;
-            assert!((got[t] - want).abs() < 1e-12, "lag {t}: {} vs {want}", got[t]);
+            let want = (0..37 - t)
+                .map(|i| (x[i] - m) * (x[i + t] - m))
+                .sum::<f64>()
+                / 37.0;
+            assert!(
+                (got[t] - want).abs() < 1e-12,
+                "lag {t}: {} vs {want}",
+                got[t]
+            );
         }
     }
 
@@ -385,7 +398,11 @@ mod tests {
         let s: Vec<&[f64]> = c.iter().map(Vec::as_slice).collect();
         let split = split_chains(&s);
         let bulk = rhat_basic(&as_slices(&rank_normalise(&split)));
-        assert!(bulk < 1.02 && rhat(&s) > 1.05, "bulk {bulk}, rhat {}", rhat(&s));
+        assert!(
+            bulk < 1.02 && rhat(&s) > 1.05,
+            "bulk {bulk}, rhat {}",
+            rhat(&s)
+        );
         // A trend inside each chain: split R-hat sees it.
         let c: Vec<Vec<f64>> = (0..4)
             .map(|k| {

@@ -16,7 +16,7 @@ pub fn true_weights(d: usize) -> Vec<f64> {
 
 /// `n` rows of `d` features and their noisy labels (true = positive).
 pub fn generate(n: usize, d: usize, flip: f64, seed: u64) -> (DMatrix<f64>, Vec<bool>) {
-    let mut r = stream(seed, &[0x6e6f_6973_79]);
+    let mut r = stream(seed, &[0x006e_6f69_7379]);
     let w = true_weights(d);
     let x = DMatrix::from_fn(n, d, |_, _| normal(&mut r));
     let y = (0..n)

@@ -3,8 +3,8 @@
 
 mod csv_read;
 pub mod demo;
-pub mod label_noise;
 mod error;
+pub mod label_noise;
 mod labels;
 mod load;
 pub mod prepare;

@@ -12,7 +12,7 @@ use crate::engine::rng::{Rng, normal, stream};
 /// `A ← A cos φ + B sin φ` accumulates rounding).
 const REFRESH: usize = 64;
 /// Stream key of the chains.
-const KEY: u64 = 0x6763_73;
+const KEY: u64 = 0x0067_6373;
 
 /// Work counters of a stretch of steps.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -115,7 +115,10 @@ impl Chain {
         w.jump += phi.min(2.0 * std::f64::consts::PI - phi);
         w.risk += self.risk;
         if self.steps > warmup && (self.steps - warmup).is_multiple_of(thin) {
-            let r = (0..d).map(|_| normal(&mut self.rng).powi(2)).sum::<f64>().sqrt();
+            let r = (0..d)
+                .map(|_| normal(&mut self.rng).powi(2))
+                .sum::<f64>()
+                .sqrt();
             self.draws
                 .extend((0..d).map(|k| design.scale[k] * r * self.u[k]));
             self.risks.push(self.risk);

@@ -36,7 +36,11 @@ const MAX_DECAY: usize = 1 << 22;
 
 /// `exp(−g i)` for i up to the drop level, or an empty table when that is too long.
 fn decay_table(g: f64) -> Vec<f64> {
-    let len = if g > 0.0 { (DROP / g).ceil() } else { f64::INFINITY };
+    let len = if g > 0.0 {
+        (DROP / g).ceil()
+    } else {
+        f64::INFINITY
+    };
     if len >= MAX_DECAY as f64 {
         return Vec::new();
     }
@@ -291,10 +295,7 @@ impl CircleSampler {
         let mut disc = downs + u64::from(self.hist[2 * k + 1]);
         // Lower bounds (and exactness) of the twice-risk on each bucket and its mirror.
         for b in 0..k {
-            let (up, down) = (
-                u64::from(self.hist[2 * b]),
-                u64::from(self.hist[2 * b + 1]),
-            );
+            let (up, down) = (u64::from(self.hist[2 * b]), u64::from(self.hist[2 * b + 1]));
             let empty = up + down == 0;
             self.lo[b] = 2 * (disc - down) + tied;
             self.lo[b + k] = 2 * (live - disc - up) + tied;
@@ -443,7 +444,9 @@ mod tests {
             .enumerate()
             .map(|(i, &v)| {
                 let fv = f(v);
-                (fv - i as f64 / n).abs().max((fv - (i + 1) as f64 / n).abs())
+                (fv - i as f64 / n)
+                    .abs()
+                    .max((fv - (i + 1) as f64 / n).abs())
             })
             .fold(0.0, f64::max)
     }
@@ -474,9 +477,14 @@ mod tests {
             // A deliberately wrong density (γ 30% higher) is rejected.
             if gamma > 0.0 {
                 let mut r = stream(5, &[]);
-                let b: Vec<f64> = (0..4000).map(|_| cs.sample(&c, gamma, &mut r).phi).collect();
+                let b: Vec<f64> = (0..4000)
+                    .map(|_| cs.sample(&c, gamma, &mut r).phi)
+                    .collect();
                 let wrong = ks(b, |x| cdf(&p, 1.3 * gamma, x));
-                assert!(wrong > 0.026, "γ = {gamma}: wrong density not rejected ({wrong})");
+                assert!(
+                    wrong > 0.026,
+                    "γ = {gamma}: wrong density not rejected ({wrong})"
+                );
             }
         }
     }

@@ -82,7 +82,11 @@ fn next_step(risks: &[f64], max: f64) -> f64 {
     let (mut a, mut b) = (0.0, max);
     for _ in 0..60 {
         let mid = 0.5 * (a + b);
-        if ess_at(mid) >= STONE_ESS { a = mid } else { b = mid }
+        if ess_at(mid) >= STONE_ESS {
+            a = mid
+        } else {
+            b = mid
+        }
     }
     a.max(max * 1e-9)
 }

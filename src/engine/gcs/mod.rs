@@ -105,7 +105,9 @@ impl Engine for Gcs {
             if let Loss::LabelNoise { .. } = self.settings.loss {
                 let levels: Vec<_> = evidence::noise_levels(&rungs, problem.n())
                     .into_iter()
-                    .map(|(q, log_z, mcse)| json!({"noise": q, "log_evidence": log_z, "mcse": mcse}))
+                    .map(
+                        |(q, log_z, mcse)| json!({"noise": q, "log_evidence": log_z, "mcse": mcse}),
+                    )
                     .collect();
                 fit.details["noise_evidence"] = json!(levels);
             }

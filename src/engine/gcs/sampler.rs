@@ -39,17 +39,22 @@ pub struct GcsRun {
 impl GcsRun {
     /// All kept draws, chain after chain (rows of d).
     pub fn pooled(&self) -> Vec<f64> {
-        self.chains.iter().flat_map(|c| c.draws.iter().copied()).collect()
+        self.chains
+            .iter()
+            .flat_map(|c| c.draws.iter().copied())
+            .collect()
     }
 
     pub fn largest_rhat(&self) -> f64 {
-        self.diagnostics.iter().map(|d| d.rhat).fold(f64::NAN, f64::max)
+        self.diagnostics
+            .iter()
+            .map(|d| d.rhat)
+            .fold(f64::NAN, f64::max)
     }
 
     pub fn smallest_ess(&self) -> (f64, f64) {
-        let min = |f: fn(&Diagnostics) -> f64| {
-            self.diagnostics.iter().map(f).fold(f64::NAN, f64::min)
-        };
+        let min =
+            |f: fn(&Diagnostics) -> f64| self.diagnostics.iter().map(f).fold(f64::NAN, f64::min);
         (min(|d| d.ess_bulk), min(|d| d.ess_tail))
     }
 }
@@ -61,7 +66,13 @@ pub fn diagnostics(chains: &[Chain], d: usize) -> Vec<Diagnostics> {
         .map(|k| {
             let cols: Vec<Vec<f64>> = chains
                 .iter()
-                .map(|c| if k < d { c.column(k, d) } else { c.risks.clone() })
+                .map(|c| {
+                    if k < d {
+                        c.column(k, d)
+                    } else {
+                        c.risks.clone()
+                    }
+                })
                 .collect();
             let s: Vec<&[f64]> = cols.iter().map(Vec::as_slice).collect();
             diagnose(&s)
@@ -125,7 +136,11 @@ pub fn run(
             worst(|x| x.ess_tail, false),
         );
         let per_chain = |f: &dyn Fn(&Work, &Work) -> f64| -> Vec<f64> {
-            chains.iter().zip(&before).map(|(c, b)| f(&c.work, b)).collect()
+            chains
+                .iter()
+                .zip(&before)
+                .map(|(c, b)| f(&c.work, b))
+                .collect()
         };
         let n_steps = |w: &Work, b: &Work| (w.steps - b.steps).max(1) as f64;
         let event = Event::GcsBatch(GcsBatch {
@@ -146,7 +161,10 @@ pub fn run(
         });
         trace.push(event.clone());
         obs.observe(event);
-        if ready && bulk >= settings.min_ess && tail >= settings.min_ess && rhat <= settings.max_rhat
+        if ready
+            && bulk >= settings.min_ess
+            && tail >= settings.min_ess
+            && rhat <= settings.max_rhat
         {
             converged = true;
             break;

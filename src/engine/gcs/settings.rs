@@ -78,7 +78,10 @@ impl GcsSettings {
             return bad(format!("the ESS target must be > 0; got {}", self.min_ess));
         }
         if !(self.max_rhat.is_finite() && self.max_rhat > 1.0) {
-            return bad(format!("the R-hat target must be > 1; got {}", self.max_rhat));
+            return bad(format!(
+                "the R-hat target must be > 1; got {}",
+                self.max_rhat
+            ));
         }
         if self.thin == 0 {
             return bad("thinning must keep every k-th draw with k ≥ 1".into());
@@ -89,12 +92,12 @@ impl GcsSettings {
                 self.max_steps, self.warmup
             ));
         }
-        if let Loss::LabelNoise { noise, .. } = self.loss {
-            if !(noise > 0.0 && noise < 0.5) {
-                return bad(format!(
-                    "the label-noise level must be in (0, 0.5); got {noise}"
-                ));
-            }
+        if let Loss::LabelNoise { noise, .. } = self.loss
+            && !(noise > 0.0 && noise < 0.5)
+        {
+            return bad(format!(
+                "the label-noise level must be in (0, 0.5); got {noise}"
+            ));
         }
         Ok(())
     }

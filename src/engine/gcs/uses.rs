@@ -44,7 +44,11 @@ const BLOCK: usize = 2048;
 /// The vote of `draws` (S × d) on every row of `rows` (n × d).
 pub fn transduction(draws: &DMatrix<f64>, rows: &DMatrix<f64>, threshold: &Threshold) -> Vec<Vote> {
     let s = draws.nrows();
-    assert_eq!(draws.ncols(), rows.ncols(), "draws and rows have different widths");
+    assert_eq!(
+        draws.ncols(),
+        rows.ncols(),
+        "draws and rows have different widths"
+    );
     if let Threshold::PerDraw(t) = threshold {
         assert_eq!(t.len(), s, "one threshold per draw");
     }
@@ -135,7 +139,12 @@ pub fn rejection_curve(votes: &[Vote], labels: &[bool]) -> Vec<RejectionPoint> {
 /// Rows ranked for labelling: highest vote entropy first (ties by index).
 pub fn rank_uncertain(votes: &[Vote]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..votes.len()).collect();
-    order.sort_by(|&a, &b| votes[b].entropy.total_cmp(&votes[a].entropy).then(a.cmp(&b)));
+    order.sort_by(|&a, &b| {
+        votes[b]
+            .entropy
+            .total_cmp(&votes[a].entropy)
+            .then(a.cmp(&b))
+    });
     order
 }
 
