@@ -12,7 +12,7 @@ use pacauc::engine::gcs::kernel::KernelFeatures;
 use pacauc::engine::gcs::uses::{Threshold, rejection_curve, transduction};
 use pacauc::engine::gcs::{Design, Gcs, GcsSettings, Loss, sampler};
 use pacauc::engine::linalg::a_bt;
-use pacauc::engine::mcmc_diag::diagnose;
+use pacauc::engine::mcmc_diag::{diagnose, ks_distance};
 use pacauc::engine::metrics::auc_risk;
 use pacauc::engine::smc::{Smc, SmcSettings};
 use pacauc::engine::{Control, Engine, Fit, NoObserver, Prior, Problem};
@@ -64,18 +64,69 @@ fn angle_cdf(p: &Problem, gamma: f64) -> impl Fn(f64) -> f64 {
     }
 }
 
-fn ks(mut x: Vec<f64>, f: &dyn Fn(f64) -> f64) -> f64 {
-    x.sort_unstable_by(f64::total_cmp);
-    let n = x.len() as f64;
-    x.iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            let fv = f(v);
-            (fv - i as f64 / n)
-                .abs()
-                .max((fv - (i + 1) as f64 / n).abs())
+/// SMC over seeds 1..=`seeds`: per coefficient the seeds' average mean and sd
+/// and the standard errors of those averages (the seeds' spread, floored at
+/// σ·√(2/(seeds·N)) — resampling about doubles the variance of an average).
+struct SmcReference {
+    mean: Vec<f64>,
+    sd: Vec<f64>,
+    se_mean: Vec<f64>,
+    se_sd: Vec<f64>,
+}
+
+fn smc_reference(p: &Problem, particles: usize, seeds: u64) -> SmcReference {
+    let fits: Vec<Fit> = (1..=seeds)
+        .map(|seed| {
+            let settings = SmcSettings {
+                particles,
+                seed,
+                ..SmcSettings::default()
+            };
+            Smc { settings }
+                .run(p, &Control::new(), &mut NoObserver)
+                .unwrap()
         })
-        .fold(0.0, f64::max)
+        .collect();
+    let s = seeds as f64;
+    let avg = |v: &[f64]| v.iter().sum::<f64>() / s;
+    let se = |v: &[f64]| {
+        let m = avg(v);
+        (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (s - 1.0) / s).sqrt()
+    };
+    let mut r = SmcReference {
+        mean: vec![],
+        sd: vec![],
+        se_mean: vec![],
+        se_sd: vec![],
+    };
+    for k in 0..p.d() {
+        let means: Vec<f64> = fits.iter().map(|f| f.mean[k]).collect();
+        let sds: Vec<f64> = fits.iter().map(|f| f.sd[k]).collect();
+        let floor = avg(&sds) * (2.0 / (s * particles as f64)).sqrt();
+        r.mean.push(avg(&means));
+        r.sd.push(avg(&sds));
+        r.se_mean.push(se(&means).max(floor));
+        r.se_sd.push(se(&sds).max(floor / 2f64.sqrt()));
+    }
+    r
+}
+
+/// Per coefficient, |Δmean| and |Δsd| of a GCS fit against the reference in
+/// combined standard errors (the GCS's MCSEs and the reference's).
+fn z_scores(gcs: &Fit, r: &SmcReference) -> Vec<(f64, f64)> {
+    let diags = gcs.details["diagnostics"].as_array().unwrap();
+    (0..r.mean.len())
+        .map(|k| {
+            let (gm, gs) = (
+                diags[k]["mcse_mean"].as_f64().unwrap(),
+                diags[k]["mcse_sd"].as_f64().unwrap(),
+            );
+            (
+                (gcs.mean[k] - r.mean[k]).abs() / gm.hypot(r.se_mean[k]),
+                (gcs.sd[k] - r.sd[k]).abs() / gs.hypot(r.se_sd[k]),
+            )
+        })
+        .collect()
 }
 
 /// In d = 2 the great circle is the whole sphere: every step is an exact,
@@ -92,7 +143,10 @@ fn two_dimensions_ks_against_numerical_integration() {
         let th = &fit.particles.as_ref().unwrap().theta;
         let angles: Vec<f64> = th.row_iter().map(|r| r[1].atan2(r[0])).collect();
         assert_eq!(angles.len(), 4000);
-        let (k_right, k_wrong) = (ks(angles.clone(), &right), ks(angles, &wrong));
+        let (k_right, k_wrong) = (
+            ks_distance(angles.clone(), &right),
+            ks_distance(angles, &wrong),
+        );
         assert!(k_right < 0.026, "seed {seed}: KS {k_right}");
         assert!(
             k_wrong > 0.026,
@@ -132,43 +186,11 @@ fn agrees_with_smc_on_a_small_problem() {
         },
     );
     assert!(gcs.converged);
-    let n = 20_000;
-    let smc: Vec<Fit> = (1..=3)
-        .map(|seed| {
-            Smc {
-                settings: SmcSettings {
-                    particles: n,
-                    seed,
-                    ..SmcSettings::default()
-                },
-            }
-            .run(&p, &Control::new(), &mut NoObserver)
-            .unwrap()
-        })
-        .collect();
-    let diags = gcs.details["diagnostics"].as_array().unwrap();
-    for (k, dk) in diags.iter().enumerate().take(3) {
-        let means: Vec<f64> = smc.iter().map(|f| f.mean[k]).collect();
-        let sds: Vec<f64> = smc.iter().map(|f| f.sd[k]).collect();
-        let avg = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-        let spread = |v: &[f64]| {
-            let m = avg(v);
-            (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / 2.0 / 3.0).sqrt()
-        };
-        let floor = avg(&sds) * (2.0 / (3 * n) as f64).sqrt();
-        let se_m = spread(&means).max(floor);
-        let se_s = spread(&sds).max(floor / 2f64.sqrt());
-        let g_m = dk["mcse_mean"].as_f64().unwrap();
-        let g_s = dk["mcse_sd"].as_f64().unwrap();
-        let dm = (gcs.mean[k] - avg(&means)).abs();
-        let ds = (gcs.sd[k] - avg(&sds)).abs();
+    let r = smc_reference(&p, 20_000, 3);
+    for (k, (zm, zs)) in z_scores(&gcs, &r).into_iter().enumerate() {
         assert!(
-            dm < 4.0 * (g_m * g_m + se_m * se_m).sqrt(),
-            "mean {k}: Δ {dm}, se {g_m} {se_m}"
-        );
-        assert!(
-            ds < 4.0 * (g_s * g_s + se_s * se_s).sqrt(),
-            "sd {k}: Δ {ds}, se {g_s} {se_s}"
+            zm < 4.0 && zs < 4.0,
+            "coefficient {k}: z mean {zm}, z sd {zs}"
         );
     }
 }
@@ -302,41 +324,12 @@ fn pima_agrees_with_converged_smc() {
         gcs.converged, gcs.details["sampler_seconds"]
     );
     assert!(gcs.converged && rhat <= 1.01);
-    let smc: Vec<Fit> = (1..=4)
-        .map(|seed| {
-            Smc {
-                settings: SmcSettings {
-                    seed,
-                    ..SmcSettings::default()
-                },
-            }
-            .run(&p, &Control::new(), &mut NoObserver)
-            .unwrap()
-        })
-        .collect();
-    let diags = gcs.details["diagnostics"].as_array().unwrap();
+    let r = smc_reference(&p, SmcSettings::default().particles, 4);
     let mut worst: f64 = 0.0;
-    for (k, dk) in diags.iter().enumerate().take(p.d()) {
-        let means: Vec<f64> = smc.iter().map(|f| f.mean[k]).collect();
-        let sds: Vec<f64> = smc.iter().map(|f| f.sd[k]).collect();
-        let avg = |v: &[f64]| v.iter().sum::<f64>() / 4.0;
-        let se = |v: &[f64]| {
-            let m = avg(v);
-            (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / 3.0 / 4.0).sqrt()
-        };
-        let zm = (gcs.mean[k] - avg(&means)).abs()
-            / (dk["mcse_mean"].as_f64().unwrap().powi(2) + se(&means).powi(2)).sqrt();
-        let zs = (gcs.sd[k] - avg(&sds)).abs()
-            / (dk["mcse_sd"].as_f64().unwrap().powi(2) + se(&sds).powi(2)).sqrt();
+    for (k, (zm, zs)) in z_scores(&gcs, &r).into_iter().enumerate() {
         eprintln!(
-            "{:>6}: gcs {:.4} ± {:.4} sd {:.4} | smc {:.4} ± {:.4} sd {:.4} | z mean {zm:.2} sd {zs:.2}",
-            p.names[k],
-            gcs.mean[k],
-            dk["mcse_mean"],
-            gcs.sd[k],
-            avg(&means),
-            se(&means),
-            avg(&sds)
+            "{:>6}: gcs {:.4} sd {:.4} | smc {:.4} ± {:.4} sd {:.4} | z mean {zm:.2} sd {zs:.2}",
+            p.names[k], gcs.mean[k], gcs.sd[k], r.mean[k], r.se_mean[k], r.sd[k]
         );
         worst = worst.max(zm).max(zs);
     }

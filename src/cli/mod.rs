@@ -7,7 +7,7 @@ mod data_args;
 mod ep_args;
 mod explore;
 pub mod fit;
-pub mod gcs_args;
+mod gcs_args;
 mod gen_demo;
 mod path;
 mod progress;

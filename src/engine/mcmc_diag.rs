@@ -128,6 +128,22 @@ pub fn quantile_sorted(v: &[f64], p: f64) -> f64 {
     }
 }
 
+/// Kolmogorov–Smirnov distance between draws and a continuous CDF (for
+/// checking samplers against exact densities; the 1% critical value for S
+/// independent draws is 1.63/√S).
+pub fn ks_distance(mut draws: Vec<f64>, cdf: &dyn Fn(f64) -> f64) -> f64 {
+    draws.sort_unstable_by(f64::total_cmp);
+    let n = draws.len() as f64;
+    draws
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let f = cdf(v);
+            (f - i as f64 / n).abs().max((f - (i + 1) as f64 / n).abs())
+        })
+        .fold(0.0, f64::max)
+}
+
 /// Pooled ranks (ties get their average rank) mapped to normal scores
 /// `Φ⁻¹((r − 3/8)/(S + 1/4))` (Blom), chain by chain.
 fn rank_normalise(chains: &[&[f64]]) -> Vec<Vec<f64>> {

@@ -370,6 +370,7 @@ impl CircleSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::mcmc_diag::ks_distance;
     use crate::engine::rng::{normal, stream};
 
     /// Scores of a random 2-D problem with some exact ties among the rows.
@@ -436,21 +437,6 @@ mod tests {
         below / total
     }
 
-    /// Kolmogorov–Smirnov distance of draws to a CDF.
-    fn ks(mut x: Vec<f64>, f: impl Fn(f64) -> f64) -> f64 {
-        x.sort_unstable_by(f64::total_cmp);
-        let n = x.len() as f64;
-        x.iter()
-            .enumerate()
-            .map(|(i, &v)| {
-                let fv = f(v);
-                (fv - i as f64 / n)
-                    .abs()
-                    .max((fv - (i + 1) as f64 / n).abs())
-            })
-            .fold(0.0, f64::max)
-    }
-
     /// Both samplers against the exact CDF; 4000 draws: the 1% critical value
     /// of the KS distance is 1.63/√4000 = 0.026. The bucket sampler is also run
     /// with a γ large enough that most proposals are rejected.
@@ -472,7 +458,8 @@ mod tests {
                 assert_eq!(d.envelope_misses, 0);
                 b.push(d.phi);
             }
-            let (ka, kb) = (ks(a, |x| cdf(&p, gamma, x)), ks(b, |x| cdf(&p, gamma, x)));
+            let f = |x| cdf(&p, gamma, x);
+            let (ka, kb) = (ks_distance(a, &f), ks_distance(b, &f));
             assert!(ka < 0.026 && kb < 0.026, "γ = {gamma}: KS {ka} {kb}");
             // A deliberately wrong density (γ 30% higher) is rejected.
             if gamma > 0.0 {
@@ -480,7 +467,7 @@ mod tests {
                 let b: Vec<f64> = (0..4000)
                     .map(|_| cs.sample(&c, gamma, &mut r).phi)
                     .collect();
-                let wrong = ks(b, |x| cdf(&p, 1.3 * gamma, x));
+                let wrong = ks_distance(b, &|x| cdf(&p, 1.3 * gamma, x));
                 assert!(
                     wrong > 0.026,
                     "γ = {gamma}: wrong density not rejected ({wrong})"

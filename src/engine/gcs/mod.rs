@@ -161,7 +161,7 @@ pub fn build_fit(
             Histogram::of(&col, None, HIST_BINS)
         })
         .collect();
-    fit.gamma = Some(problem.gamma);
+    fit.gamma = Some(design.gamma); // label noise: n·ln((1 − q)/q) on the error rate
     fit.prior = Some(problem.prior.clone());
     fit.converged = run.converged;
     let mut table: Vec<serde_json::Value> = (0..d)
