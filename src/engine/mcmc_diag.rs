@@ -43,12 +43,13 @@ pub fn diagnose(chains: &[&[f64]]) -> Diagnostics {
     let fourth = all.iter().map(|x| (x - mean).powi(4)).sum::<f64>() / s;
     let ess_sq = ess(&as_slices(&sq));
     let mcse_sd = ((fourth - var * var).max(0.0) / ess_sq / (4.0 * var)).sqrt();
+    let conv = convergence(chains);
     Diagnostics {
         mean,
         sd,
-        rhat: rhat(chains),
-        ess_bulk: ess_bulk(chains),
-        ess_tail: ess_tail(chains),
+        rhat: conv.rhat,
+        ess_bulk: conv.ess_bulk,
+        ess_tail: conv.ess_tail,
         mcse_mean: sd / ess_mean.sqrt(),
         mcse_sd,
     }
@@ -58,21 +59,39 @@ pub fn diagnose(chains: &[&[f64]]) -> Diagnostics {
 /// tail R-hat (ranks of |x − median|), so chains that differ in location or in
 /// scale are both caught.
 pub fn rhat(chains: &[&[f64]]) -> f64 {
+    convergence(chains).rhat
+}
+
+/// Bulk ESS: the ESS of the rank-normalised split chains.
+pub fn ess_bulk(chains: &[&[f64]]) -> f64 {
+    convergence(chains).ess_bulk
+}
+
+/// What a stopping rule reads: R-hat, bulk and tail ESS (no MCSEs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Convergence {
+    pub rhat: f64,
+    pub ess_bulk: f64,
+    pub ess_tail: f64,
+}
+
+/// R-hat, bulk and tail ESS sharing one rank normalisation (cheaper than
+/// `diagnose` when only a stopping rule needs them).
+pub fn convergence(chains: &[&[f64]]) -> Convergence {
     let split = split_chains(chains);
-    let bulk = rhat_basic(&as_slices(&rank_normalise(&split)));
+    let z = rank_normalise(&split);
+    let z = as_slices(&z);
     let median = median(&split);
     let folded: Vec<Vec<f64>> = split
         .iter()
         .map(|c| c.iter().map(|x| (x - median).abs()).collect())
         .collect();
-    let tail = rhat_basic(&as_slices(&rank_normalise(&as_slices(&folded))));
-    bulk.max(tail)
-}
-
-/// Bulk ESS: the ESS of the rank-normalised split chains.
-pub fn ess_bulk(chains: &[&[f64]]) -> f64 {
-    let split = split_chains(chains);
-    ess(&as_slices(&rank_normalise(&split)))
+    let tail_rhat = rhat_basic(&as_slices(&rank_normalise(&as_slices(&folded))));
+    Convergence {
+        rhat: rhat_basic(&z).max(tail_rhat),
+        ess_bulk: ess(&z),
+        ess_tail: ess_tail(chains),
+    }
 }
 
 /// Tail ESS: the smaller ESS of the indicators of the 5% and 95% quantiles.

@@ -13,7 +13,7 @@ use super::chain::{Chain, Work};
 use super::design::Design;
 use super::settings::GcsSettings;
 use crate::engine::event::{Event, GcsBatch};
-use crate::engine::mcmc_diag::{Diagnostics, diagnose};
+use crate::engine::mcmc_diag::{Convergence, Diagnostics, convergence, diagnose};
 use crate::engine::run::{Control, EngineError, Observer};
 
 /// Smallest and largest batch (steps per chain); batches grow with the run (a
@@ -59,23 +59,44 @@ impl GcsRun {
     }
 }
 
+/// The kept draws of coordinate k (k = d: the risk), chain by chain.
+fn columns(chains: &[Chain], d: usize, k: usize) -> Vec<Vec<f64>> {
+    chains
+        .iter()
+        .map(|c| {
+            if k < d {
+                c.column(k, d)
+            } else {
+                c.risks.clone()
+            }
+        })
+        .collect()
+}
+
 /// Diagnostics of every coordinate and of the risk over the chains' kept draws.
 pub fn diagnostics(chains: &[Chain], d: usize) -> Vec<Diagnostics> {
     (0..=d)
         .into_par_iter()
         .map(|k| {
-            let cols: Vec<Vec<f64>> = chains
-                .iter()
-                .map(|c| {
-                    if k < d {
-                        c.column(k, d)
-                    } else {
-                        c.risks.clone()
-                    }
-                })
-                .collect();
-            let s: Vec<&[f64]> = cols.iter().map(Vec::as_slice).collect();
-            diagnose(&s)
+            let cols = columns(chains, d, k);
+            diagnose(&cols.iter().map(Vec::as_slice).collect::<Vec<_>>())
+        })
+        .collect()
+}
+
+/// What the stopping rule reads, per coordinate and the risk, with the pooled
+/// mean and sd of each (for the progress events).
+fn check(chains: &[Chain], d: usize) -> Vec<(Convergence, f64, f64)> {
+    (0..=d)
+        .into_par_iter()
+        .map(|k| {
+            let cols = columns(chains, d, k);
+            let all: Vec<f64> = cols.iter().flatten().copied().collect();
+            let n = all.len() as f64;
+            let mean = all.iter().sum::<f64>() / n;
+            let var = all.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
+            let conv = convergence(&cols.iter().map(Vec::as_slice).collect::<Vec<_>>());
+            (conv, mean, var.sqrt())
         })
         .collect()
 }
@@ -93,7 +114,7 @@ pub fn run(
         .map(|c| Chain::new(design, settings.seed, c))
         .collect();
     let mut trace = Vec::new();
-    let mut diag = Vec::new();
+    let mut diag: Vec<(Convergence, f64, f64)> = Vec::new();
     let mut converged = false;
     for batch in 1.. {
         ctl.checkpoint()?;
@@ -120,9 +141,9 @@ pub fn run(
         let kept = chains[0].kept(d);
         let ready = kept >= 8;
         if ready {
-            diag = diagnostics(&chains, d);
+            diag = check(&chains, d);
         }
-        let worst = |f: fn(&Diagnostics) -> f64, max: bool| {
+        let worst = |f: fn(&(Convergence, f64, f64)) -> f64, max: bool| {
             let it = diag.iter().map(f);
             if max {
                 it.fold(f64::NAN, f64::max)
@@ -131,9 +152,9 @@ pub fn run(
             }
         };
         let (rhat, bulk, tail) = (
-            worst(|x| x.rhat, true),
-            worst(|x| x.ess_bulk, false),
-            worst(|x| x.ess_tail, false),
+            worst(|x| x.0.rhat, true),
+            worst(|x| x.0.ess_bulk, false),
+            worst(|x| x.0.ess_tail, false),
         );
         let per_chain = |f: &dyn Fn(&Work, &Work) -> f64| -> Vec<f64> {
             chains
@@ -155,8 +176,8 @@ pub fn run(
             proposals: per_chain(&|w, b| (w.proposals - b.proposals) as f64 / n_steps(w, b)),
             jump: per_chain(&|w, b| (w.jump - b.jump) / n_steps(w, b)),
             arcs: 2 * design.pairs(),
-            mean: diag.iter().take(d).map(|x| x.mean).collect(),
-            sd: diag.iter().take(d).map(|x| x.sd).collect(),
+            mean: diag.iter().take(d).map(|x| x.1).collect(),
+            sd: diag.iter().take(d).map(|x| x.2).collect(),
             elapsed: t0.elapsed().as_secs_f64(),
         });
         trace.push(event.clone());
@@ -185,8 +206,8 @@ pub fn run(
     Ok(GcsRun {
         d,
         steps: chains[0].steps,
+        diagnostics: diagnostics(&chains, d),
         chains,
-        diagnostics: diag,
         converged,
         work,
         elapsed: t0.elapsed().as_secs_f64(),
