@@ -155,6 +155,8 @@ impl RunView {
             }
             Event::SmcMove(m) => self.smc_move = Some(m),
             Event::EpSweep(s) => self.ep.push(s),
+            // The explorer's great-circle display is not built yet.
+            Event::GcsBatch(_) => {}
             Event::Log { level, message } => self.logs.push((level, message)),
         }
     }

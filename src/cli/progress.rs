@@ -101,6 +101,20 @@ impl Observer for Progress {
                 ),
                 true,
             ),
+            Event::GcsBatch(b) => self.line(
+                &format!(
+                    "gcs step {:>7}{}  draws {:>7}  R-hat {}  ESS bulk {}  tail {}  proposals/step {:.2}  {:.1}s",
+                    b.steps,
+                    if b.steps <= b.warmup { " (warm-up)" } else { "" },
+                    b.draws,
+                    b.rhat.map_or("-".into(), |r| format!("{r:.4}")),
+                    b.ess_bulk.map_or("-".into(), |e| format!("{e:.0}")),
+                    b.ess_tail.map_or("-".into(), |e| format!("{e:.0}")),
+                    b.proposals.iter().sum::<f64>() / b.proposals.len().max(1) as f64,
+                    b.elapsed
+                ),
+                true,
+            ),
             Event::Log { level, message } => {
                 let tag = if level == LogLevel::Warn { "warning: " } else { "" };
                 self.line(&format!("{tag}{}", render_message(&message)), false)

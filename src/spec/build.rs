@@ -7,13 +7,14 @@ use crate::engine::baseline::{Logit, RankBoost};
 use crate::engine::data::{Dataset, LoadOptions, MissingPolicy, Prepared, TestSource, prepare};
 use crate::engine::ep::spike_slab::SiteStepRule;
 use crate::engine::ep::{ArdSettings, Ep, EpSettings, Form, GammaMode, Precision};
+use crate::engine::gcs::{Gcs, GcsSettings, Loss};
 use crate::engine::smc::{Kernel, Moves, Smc, SmcSettings};
 use crate::engine::{Engine, Prior, Problem};
 
 use super::error::SpecError;
 use super::run_spec::{
-    DataSpec, EpForm, EpSpec, Missing, PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps,
-    SmcKernel, SmcSpec,
+    DataSpec, EpForm, EpSpec, GcsLoss, GcsSpec, Missing, PriorKind, PriorSpec, RunSpec,
+    SitePrecision, SiteSteps, SmcKernel, SmcSpec,
 };
 use super::validate::{Dims, validate};
 use super::values::{Gamma, Tunable};
@@ -79,6 +80,31 @@ pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
             settings: smc_settings(s, seed),
         }),
         super::MethodSpec::Ep(s) => Box::new(ep_engine(s, spec.gamma, spec.prior.as_ref(), seed)),
+        super::MethodSpec::Gcs(s) => Box::new(Gcs {
+            settings: gcs_settings(s, seed),
+        }),
+    }
+}
+
+/// The great-circle sampler's settings; the label-noise loss fits an intercept
+/// (a classifier through the training mean is poor for unbalanced classes).
+pub fn gcs_settings(s: &GcsSpec, seed: u64) -> GcsSettings {
+    GcsSettings {
+        chains: s.chains,
+        warmup: s.warmup,
+        min_ess: s.min_ess,
+        max_rhat: s.max_rhat,
+        max_steps: s.max_steps,
+        loss: match s.loss {
+            GcsLoss::Auc => Loss::Auc,
+            GcsLoss::LabelNoise => Loss::LabelNoise {
+                noise: s.noise,
+                intercept: true,
+            },
+        },
+        evidence: s.evidence,
+        seed,
+        ..GcsSettings::default()
     }
 }
 

@@ -65,6 +65,12 @@ pub const METHODS: &[MethodInfo] = &[
         bayesian: true,
         priors: &[Gaussian, Ard, SpikeSlab],
     },
+    MethodInfo {
+        name: "gcs",
+        help: "great-circle sampler: exact hit-and-run chains on directions, with R-hat and ESS (Gaussian priors)",
+        bayesian: true,
+        priors: &[Gaussian, Ard],
+    },
 ];
 
 /// The methods the explorer starts when it opens, in order (EP first: it is quick).
@@ -99,6 +105,7 @@ const fn setting(key: &'static str, path: &'static str, kind: Kind) -> Setting {
 
 const SMC: Methods = Methods::Only(&["smc"]);
 const EP: Methods = Methods::Only(&["ep"]);
+const GCS: Methods = Methods::Only(&["gcs"]);
 
 /// Every setting, in the order of the help and the run form.
 pub const SETTINGS: &[Setting] = &[
@@ -403,6 +410,85 @@ pub const SETTINGS: &[Setting] = &[
         form: true,
         group: Group::Ep,
         ..setting("keep_fixes", "method.keep_fixes", Kind::Switch)
+    },
+    // The great-circle sampler.
+    Setting {
+        label: "chains",
+        help: "Independent chains (on threads), each from its own prior draw; R-hat compares them.",
+        default: "4",
+        methods: GCS,
+        form: true,
+        group: Group::Gcs,
+        ..setting("chains", "method.chains", Kind::Count(2))
+    },
+    Setting {
+        label: "warm-up steps",
+        help: "Steps of each chain discarded before draws are kept.",
+        default: "200",
+        methods: GCS,
+        form: true,
+        group: Group::Gcs,
+        ..setting("warmup", "method.warmup", Kind::Count(0))
+    },
+    Setting {
+        label: "ESS target",
+        help: "Stop once every coefficient's (and the risk's) bulk and tail ESS reach this and R-hat is at most `max_rhat`.",
+        default: "400",
+        methods: GCS,
+        form: true,
+        group: Group::Gcs,
+        ..setting("min_ess", "method.min_ess", Kind::Number(Range::POSITIVE))
+    },
+    Setting {
+        label: "R-hat target",
+        help: "Largest rank-normalised split R-hat accepted by the stopping rule.",
+        default: "1.01",
+        methods: GCS,
+        group: Group::Gcs,
+        ..setting(
+            "max_rhat",
+            "method.max_rhat",
+            Kind::Number(range(1.0, f64::INFINITY, true, true)),
+        )
+    },
+    Setting {
+        label: "most steps",
+        help: "Cap on the steps of each chain (warm-up included); reaching it before the targets is reported as not converged.",
+        default: "200000",
+        methods: GCS,
+        form: true,
+        group: Group::Gcs,
+        ..setting("max_steps", "method.max_steps", Kind::Count(1))
+    },
+    Setting {
+        label: "loss",
+        help: "What the posterior penalises: auc (the AUC risk with γ) or label-noise (GH00: each training error costs q/(1 − q), with an intercept; γ follows from `noise`).",
+        default: "auc",
+        methods: GCS,
+        form: true,
+        group: Group::Gcs,
+        ..setting("loss", "method.loss", Kind::Choice(&["auc", "label-noise"]))
+    },
+    Setting {
+        label: "label-noise level q",
+        help: "With loss label-noise: the probability q that a training label is flipped.",
+        default: "0.1",
+        methods: GCS,
+        form: true,
+        group: Group::Gcs,
+        ..setting(
+            "noise",
+            "method.noise",
+            Kind::Number(range(0.0, 0.5, true, true)),
+        )
+    },
+    Setting {
+        label: "evidence",
+        help: "Also estimate log Z by stepping stones from γ = 0 (label-noise loss: the evidence of every noise level on the way).",
+        methods: GCS,
+        form: true,
+        group: Group::Gcs,
+        ..setting("evidence", "method.evidence", Kind::Switch)
     },
     // Baselines and cross-validation.
     Setting {

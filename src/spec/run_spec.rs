@@ -134,6 +134,7 @@ pub enum MethodSpec {
     Rankboost(RankBoostSpec),
     Smc(SmcSpec),
     Ep(EpSpec),
+    Gcs(GcsSpec),
 }
 
 impl Default for MethodSpec {
@@ -150,6 +151,7 @@ impl MethodSpec {
             MethodSpec::Rankboost(_) => "rankboost",
             MethodSpec::Smc(_) => "smc",
             MethodSpec::Ep(_) => "ep",
+            MethodSpec::Gcs(_) => "gcs",
         }
     }
 
@@ -160,6 +162,7 @@ impl MethodSpec {
             "rankboost" => MethodSpec::Rankboost(RankBoostSpec::default()),
             "smc" => MethodSpec::Smc(SmcSpec::default()),
             "ep" => MethodSpec::Ep(EpSpec::default()),
+            "gcs" => MethodSpec::Gcs(GcsSpec::default()),
             _ => return None,
         })
     }
@@ -304,6 +307,48 @@ impl Default for EpSpec {
             final_evidence_only: false,
             site_steps: SiteSteps::Adaptive,
             keep_fixes: false,
+        }
+    }
+}
+
+/// What the great-circle sampler's posterior penalises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GcsLoss {
+    /// The AUC risk with γ (RACL14's Gibbs posterior).
+    #[default]
+    Auc,
+    /// GH00's label-noise likelihood on the training errors, with an intercept.
+    LabelNoise,
+}
+
+/// The great-circle sampler (exact hit-and-run on directions, ALGORITHMS.md §10).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GcsSpec {
+    pub chains: usize,
+    pub warmup: usize,
+    pub min_ess: f64,
+    pub max_rhat: f64,
+    pub max_steps: usize,
+    pub loss: GcsLoss,
+    /// Label-noise level q (loss = label-noise).
+    pub noise: f64,
+    /// Also estimate log Z by stepping stones from γ = 0.
+    pub evidence: bool,
+}
+
+impl Default for GcsSpec {
+    fn default() -> Self {
+        GcsSpec {
+            chains: 4,
+            warmup: 200,
+            min_ess: 400.0,
+            max_rhat: 1.01,
+            max_steps: 200_000,
+            loss: GcsLoss::Auc,
+            noise: 0.1,
+            evidence: false,
         }
     }
 }

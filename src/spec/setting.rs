@@ -111,16 +111,18 @@ pub enum Group {
     Baselines,
     Smc,
     Ep,
+    Gcs,
 }
 
 impl Group {
     pub fn heading(self) -> &'static str {
         match self {
             Group::Data => "Data",
-            Group::Posterior => "Gibbs posterior (smc, ep)",
+            Group::Posterior => "Gibbs posterior (smc, ep, gcs)",
             Group::Baselines => "Baselines (logit, rankboost) and cross-validation",
             Group::Smc => "SMC",
             Group::Ep => "EP",
+            Group::Gcs => "Great-circle sampler (gcs)",
         }
     }
 }
@@ -185,7 +187,15 @@ impl Setting {
         if !self.applies_to_method(method) {
             let to = match self.methods {
                 Methods::All => "every method".to_string(),
-                Methods::Bayesian => "the Bayesian methods (smc, ep)".to_string(),
+                Methods::Bayesian => format!(
+                    "the Bayesian methods ({})",
+                    registry::METHODS
+                        .iter()
+                        .filter(|m| m.bayesian)
+                        .map(|m| m.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
                 Methods::Only(names) => names.join(", "),
             };
             let baseline = registry::method(method).is_some_and(|m| !m.bayesian);
