@@ -9,7 +9,7 @@ use std::path::Path;
 use nalgebra::DMatrix;
 use pacauc::engine::data::{Dataset, LoadOptions, TestSource, label_noise, prepare};
 use pacauc::engine::gcs::kernel::KernelFeatures;
-use pacauc::engine::gcs::uses::{Threshold, rejection_curve, transduction};
+use pacauc::engine::votes::{Threshold, rejection_curve, transduction};
 use pacauc::engine::gcs::{Design, Gcs, GcsSettings, Loss, sampler};
 use pacauc::engine::linalg::a_bt;
 use pacauc::engine::mcmc_diag::{diagnose, ks_distance};

@@ -19,6 +19,7 @@ pub mod record;
 pub mod rng;
 pub mod run;
 pub mod smc;
+pub mod votes;
 
 pub use event::Event;
 pub use fit::{Fit, ScoreModel};

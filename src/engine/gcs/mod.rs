@@ -2,9 +2,10 @@
 //! risk; ALGORITHMS.md §10): exact hit-and-run on directions under a Gaussian
 //! prior, no tuning. `circle` (one exact draw on a great circle), `design`
 //! (whitened rows of the AUC, label-noise and kernel versions), `chain`,
-//! `sampler` (chains on threads, diagnostics, stopping rule), `uses` (Bayes
-//! point, transduction, rejection curve, active learning), `kernel` (Gram
-//! matrix → feature map), `evidence` (log Z along a ladder of γ).
+//! `sampler` (chains on threads, diagnostics, stopping rule), `kernel` (Gram
+//! matrix → feature map), `evidence` (log Z along a ladder of γ). GH00's uses
+//! of the draws (transduction, rejection curve, active learning) are in
+//! `engine::votes`, for any sampler's draws.
 
 pub mod chain;
 pub mod circle;
@@ -13,7 +14,6 @@ pub mod evidence;
 pub mod kernel;
 pub mod sampler;
 pub mod settings;
-pub mod uses;
 
 use nalgebra::DMatrix;
 use serde_json::json;
@@ -207,9 +207,14 @@ pub fn build_fit(
         col.add_scalar_mut(-fit.mean[k]);
     }
     fit.covariance = Some(crate::engine::linalg::at_b(&c, &c) / n);
+    // The label-noise loss's classifier decides at minus its intercept.
+    let thresholds = design
+        .intercept
+        .then(|| pooled.chunks_exact(dd).map(|th| -th[d]).collect());
     fit.particles = Some(Particles {
         theta,
         weights: None,
+        thresholds,
     });
     fit
 }

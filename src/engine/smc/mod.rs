@@ -107,6 +107,7 @@ pub fn build_fit(problem: &Problem, settings: &SmcSettings, run: SmcRun) -> Fit 
     fit.particles = Some(Particles {
         theta,
         weights: None,
+        thresholds: None,
     });
     fit
 }
