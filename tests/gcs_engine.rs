@@ -195,6 +195,66 @@ fn agrees_with_smc_on_a_small_problem() {
     }
 }
 
+/// The gold standard for EP (ALGORITHMS.md §4, §10): the chains plus the prior
+/// radius sample the exact posterior, so EP's means and sds are checked against
+/// them with §4's tolerances (|Δmean| ≤ 0.15 sd, EP/exact sd ∈ [0.65, 1.05]),
+/// widened by 4 of the sampler's MCSEs (ESS ≥ 2000: ~0.09 sd in a mean). The
+/// check can fail: EP at a γ 3× too large is refused.
+#[test]
+fn ep_agrees_with_the_exact_sampler_on_a_small_problem() {
+    use pacauc::engine::ep::Ep;
+    let p = problem(80, 3, 3, 80.0);
+    let gcs = run(
+        &p,
+        GcsSettings {
+            min_ess: 2000.0,
+            seed: 6,
+            ..GcsSettings::default()
+        },
+    );
+    assert!(gcs.converged);
+    let diags = gcs.details["diagnostics"].as_array().unwrap().clone();
+    let within = |ep: &Fit| -> Result<(), String> {
+        for k in 0..p.d() {
+            let (mcse_m, mcse_s) = (
+                diags[k]["mcse_mean"].as_f64().unwrap(),
+                diags[k]["mcse_sd"].as_f64().unwrap(),
+            );
+            let dm = (ep.mean[k] - gcs.mean[k]).abs();
+            let tol_m = 0.15 * gcs.sd[k] + 4.0 * mcse_m;
+            let (lo, hi) = (
+                0.65 * gcs.sd[k] - 4.0 * mcse_s,
+                1.05 * gcs.sd[k] + 4.0 * mcse_s,
+            );
+            eprintln!(
+                "θ{k}: EP {:.4} ± {:.4}, exact {:.4} ± {:.4} (MCSE {mcse_m:.4}, {mcse_s:.4})",
+                ep.mean[k], ep.sd[k], gcs.mean[k], gcs.sd[k]
+            );
+            if dm > tol_m || ep.sd[k] < lo || ep.sd[k] > hi {
+                return Err(format!(
+                    "θ{k}: |Δmean| {dm:.4} (tolerance {tol_m:.4}), EP sd {:.4} outside [{lo:.4}, {hi:.4}]",
+                    ep.sd[k]
+                ));
+            }
+        }
+        Ok(())
+    };
+    let ep_at = |gamma: f64| {
+        let mut q = p.clone();
+        q.gamma = gamma;
+        let f = Ep::default()
+            .run(&q, &Control::new(), &mut NoObserver)
+            .unwrap();
+        assert!(f.converged, "EP at γ = {gamma} did not converge");
+        f
+    };
+    within(&ep_at(80.0)).unwrap();
+    assert!(
+        within(&ep_at(240.0)).is_err(),
+        "EP at a 3× too large γ passed"
+    );
+}
+
 /// With a linear kernel K = X Xᵀ the kernel version walks on the empirical
 /// feature map F (F Fᵀ = K): the training scores' posterior is the linear
 /// sampler's. Compared on three rows' scores within 4 combined MCSEs.

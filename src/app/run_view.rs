@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::ring::Ring;
 use crate::engine::Event;
-use crate::engine::event::{EpSweep, Histogram, LogLevel, SmcMove, SmcStage};
+use crate::engine::event::{EpSweep, GcsBatch, Histogram, LogLevel, SmcMove, SmcStage};
 use crate::engine::record::RunRecord;
 use crate::spec::{DataSpec, MethodSpec, RunSpec};
 use crate::worker::RunId;
@@ -64,6 +64,8 @@ pub struct RunView {
     /// Progress of the moves of the stage under way (cleared when it ends).
     pub smc_move: Option<SmcMove>,
     pub ep: Ring<EpSweep>,
+    /// Great-circle sampler batches (R-hat, ESS, per-chain risk).
+    pub gcs: Ring<GcsBatch>,
     /// The latest particle histograms (live snapshot, then the final ones).
     pub histograms: Vec<Histogram>,
     pub logs: Ring<(LogLevel, String)>,
@@ -90,6 +92,7 @@ impl RunView {
             smc: Ring::new(TRACE_CAPACITY),
             smc_move: None,
             ep: Ring::new(TRACE_CAPACITY),
+            gcs: Ring::new(TRACE_CAPACITY),
             histograms: Vec::new(),
             logs: Ring::new(LOG_CAPACITY),
             record: None,
@@ -155,14 +158,22 @@ impl RunView {
             }
             Event::SmcMove(m) => self.smc_move = Some(m),
             Event::EpSweep(s) => self.ep.push(s),
-            // The explorer's great-circle display is not built yet.
-            Event::GcsBatch(_) => {}
+            Event::GcsBatch(b) => self.gcs.push(b),
             Event::Log { level, message } => self.logs.push((level, message)),
         }
     }
 
     pub fn is_smc(&self) -> bool {
         !self.smc.is_empty() || self.method() == "smc"
+    }
+
+    pub fn is_gcs(&self) -> bool {
+        !self.gcs.is_empty() || self.method() == "gcs"
+    }
+
+    /// A sampler's run (the sampler pane shows SMC and gcs runs).
+    pub fn is_sampler(&self) -> bool {
+        self.is_smc() || self.is_gcs()
     }
 
     pub fn is_ep(&self) -> bool {
@@ -183,10 +194,12 @@ impl RunView {
                 })
                 .collect();
         }
-        let (mean, sd) = match (self.smc.last(), self.ep.last()) {
-            (Some(s), _) => (&s.mean, &s.sd),
-            (None, Some(e)) => (&e.mean, &e.sd),
-            (None, None) => return Vec::new(),
+        let (mean, sd) = match (self.smc.last(), self.ep.last(), self.gcs.last()) {
+            (Some(s), _, _) => (&s.mean, &s.sd),
+            (None, Some(e), _) => (&e.mean, &e.sd),
+            // No draws kept yet during warm-up: nothing to show.
+            (None, None, Some(g)) if !g.mean.is_empty() => (&g.mean, &g.sd),
+            _ => return Vec::new(),
         };
         // An engine may leave out the sds of intermediate sweeps (costly to form).
         mean.iter()
@@ -239,7 +252,8 @@ impl RunView {
         }
         let a = self.smc.last().map(|s| s.elapsed);
         let b = self.ep.last().map(|s| s.elapsed);
-        a.into_iter().chain(b).reduce(f64::max)
+        let c = self.gcs.last().map(|s| s.elapsed);
+        a.into_iter().chain(b).chain(c).reduce(f64::max)
     }
 
     /// EP's convergence tolerance (its spec's, else the default).
@@ -247,6 +261,18 @@ impl RunView {
         match &self.spec.method {
             MethodSpec::Ep(e) => e.tol,
             _ => crate::spec::EpSpec::default().tol,
+        }
+    }
+
+    /// A gcs run's stopping targets: (smallest ESS, largest R-hat) (its spec's,
+    /// else the defaults).
+    pub fn gcs_targets(&self) -> (f64, f64) {
+        match &self.spec.method {
+            MethodSpec::Gcs(g) => (g.min_ess, g.max_rhat),
+            _ => {
+                let g = crate::spec::GcsSpec::default();
+                (g.min_ess, g.max_rhat)
+            }
         }
     }
 

@@ -1,6 +1,6 @@
 //! Marginals pane: a forest plot (mean ± 2 sd per coefficient, sorted by
-//! |mean/sd|; SMC and EP side by side when both exist) and, for the selected
-//! coefficient, the SMC particle histogram with the EP Gaussian density
+//! |mean/sd|; SMC, the great-circle sampler and EP side by side when they
+//! exist) and, for the selected coefficient, the sampler's histogram with the EP Gaussian density
 //! overlaid (RACL14 Fig. 1).
 
 use std::collections::HashMap;
@@ -26,7 +26,7 @@ struct Series<'a> {
     glyph: char,
 }
 
-const GLYPHS: [char; 2] = ['●', '◆'];
+const GLYPHS: [char; 3] = ['●', '◆', '▲'];
 
 fn color_index(app: &App, run: &RunView) -> usize {
     app.runs.iter().position(|r| r.id == run.id).unwrap_or(0)
@@ -51,16 +51,26 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let has = |r: &RunView| !r.coefficients(names).is_empty();
     let primary = app.run_for(has);
     let secondary = primary.and_then(|p| {
-        if p.is_smc() {
+        if p.is_sampler() {
             app.run_for(|r| r.is_ep() && has(r))
         } else if p.is_ep() {
-            app.run_for(|r| r.is_smc() && has(r))
+            app.run_for(|r| r.is_sampler() && has(r))
         } else {
             None
         }
     });
+    // The other sampler's run too (gcs beside SMC), when there is one.
+    let third = [primary, secondary]
+        .into_iter()
+        .flatten()
+        .find(|r| r.is_sampler())
+        .and_then(|s| {
+            let gcs = s.is_gcs();
+            app.run_for(|r| has(r) && if gcs { r.is_smc() } else { r.is_gcs() })
+        })
+        .filter(|t| [primary, secondary].iter().flatten().all(|r| r.id != t.id));
     let mut detail = String::new();
-    for r in primary.iter().chain(secondary.iter()) {
+    for r in primary.iter().chain(secondary.iter()).chain(third.iter()) {
         detail.push_str(&format!("{} ", r.title()));
     }
     let block = pane_block(app, Pane::Marginals, detail.trim_end().to_string(), &theme);
@@ -75,7 +85,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         );
         return;
     };
-    let series: Vec<Series> = [Some(primary), secondary]
+    let series: Vec<Series> = [Some(primary), secondary, third]
         .into_iter()
         .flatten()
         .enumerate()
@@ -110,7 +120,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     forest(&series, &order, sel, forest_area, frame, &theme);
     let smc = series
         .iter()
-        .find(|s| s.run.is_smc() && !s.run.histograms.is_empty());
+        .find(|s| s.run.is_sampler() && !s.run.histograms.is_empty());
     let ep = series.iter().find(|s| s.run.is_ep());
     histogram(
         &sel_name,

@@ -1,13 +1,14 @@
 //! SMC pane: per stage ESS/N (with the τ line), γ_t/γ_T and the acceptance
 //! rate on one [0, 1] chart; log Z_t, stage count, elapsed and evaluations/s
-//! as text.
+//! as text. A great-circle run is drawn by `gcs_trace` in the same pane.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 
-use super::common::{finite, num, pane_block, placeholder, seconds, si};
+use super::common::{finite, num, pane_block, placeholder, seconds, si, titled_block};
+use super::gcs_trace;
 use super::theme::Theme;
 use crate::app::run_view::RunView;
 use crate::app::{App, Pane};
@@ -15,10 +16,19 @@ use ratatui::style::Color;
 
 pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
-    let run = app.run_for(RunView::is_smc);
+    let run = app.run_for(RunView::is_sampler);
     let detail = run.map_or(String::new(), |r| {
         format!("{} {}", r.title(), r.status.word())
     });
+    // The pane shows the sampler of the chosen run: SMC's stages, or the
+    // great-circle sampler's chains.
+    if let Some(gcs) = run.filter(|r| r.is_gcs()) {
+        let block = titled_block(app, Pane::Smc, "Sampler", detail, &theme);
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        gcs_trace::render(gcs, inner, frame, &theme);
+        return;
+    }
     let block = pane_block(app, Pane::Smc, detail, &theme);
     let inner = block.inner(area);
     frame.render_widget(block, area);
