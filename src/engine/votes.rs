@@ -64,10 +64,19 @@ pub fn transduction(draws: &DMatrix<f64>, rows: &DMatrix<f64>, threshold: &Thres
         let scores = a_bt(&rows.rows(start, len).into_owned(), draws); // len × S
         for i in 0..len {
             let above = (0..s).filter(|&j| scores[(i, j)] > cut(j)).count();
-            votes.push(vote(above as f64 / s as f64));
+            votes.push(vote_of_counts(above, s));
         }
     }
     votes
+}
+
+/// The vote of `above` of `s` draws; the agreement from the counts, so that
+/// 682 of 1000 reads 0.682 (not 1 − 0.318).
+fn vote_of_counts(above: usize, s: usize) -> Vote {
+    Vote {
+        agreement: above.max(s - above) as f64 / s as f64,
+        ..vote(above as f64 / s as f64)
+    }
 }
 
 fn vote(p: f64) -> Vote {
@@ -154,10 +163,22 @@ pub enum ThresholdRule {
 pub struct Votes {
     pub rule: ThresholdRule,
     /// Rows of θ rounded to f32 (the thresholds are computed from the rounded
-    /// draws): seven digits change no vote away from exact ties, and halve the
-    /// record.
+    /// draws): seven digits change no vote away from exact ties, and written
+    /// with the f32's shortest decimal (a JSON number is an f64: as such
+    /// 0.1f32 would print 0.10000000149011612, twice as long).
+    #[serde(serialize_with = "shortest_f32_rows")]
     pub theta: Vec<Vec<f32>>,
     pub thresholds: Vec<f64>,
+}
+
+/// Each f32 as the f64 of its shortest decimal (read back as the same f32).
+fn shortest_f32_rows<S: serde::Serializer>(rows: &[Vec<f32>], s: S) -> Result<S::Ok, S::Error> {
+    let short = |x: f32| x.to_string().parse::<f64>().unwrap_or(f64::NAN);
+    let rows: Vec<Vec<f64>> = rows
+        .iter()
+        .map(|r| r.iter().map(|&x| short(x)).collect())
+        .collect();
+    rows.serialize(s)
 }
 
 impl Votes {
@@ -348,7 +369,9 @@ mod tests {
         assert!((total - 17.0).abs() < 1e-9, "{total}");
         let json = serde_json::to_string(&v).unwrap();
         let back: Votes = serde_json::from_str(&json).unwrap();
-        assert_eq!(back, v);
+        assert_eq!(back, v, "the f32s read back bit for bit");
+        let first = serde_json::to_string(&v.theta[0][0]).unwrap();
+        assert!(json.contains(&format!("[{}", v.theta[0][0])), "{first} written long");
         // Own thresholds are kept as given; one class only: no votes.
         let own: Vec<f64> = (0..40).map(f64::from).collect();
         let v = Votes::of(&theta, None, Some(&own), &train, &y).unwrap();

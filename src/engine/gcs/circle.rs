@@ -27,6 +27,8 @@ use rand::RngExt;
 use crate::engine::fast_risk::RiskScratch;
 use crate::engine::rng::Rng;
 
+use super::pair_codes;
+
 /// Buckets whose envelope is below `e^{-DROP}` of the largest are left out: their
 /// total share of the mass is below 1e-20, far under the rounding of the draw.
 const DROP: f64 = 60.0;
@@ -253,31 +255,12 @@ impl CircleSampler {
     }
 
     /// The counting pass: bucket of every pair's breakpoint by the pseudo-angle
-    /// `p = sign(dA)·dB/(|dA| + |dB|)`, monotone in β (one division per pair).
+    /// `p = sign(dA)·dB/(|dA| + |dB|)`, monotone in β (one division per pair;
+    /// `pair_codes`, vectorised where the CPU allows), then a histogram.
     fn count(&mut self, c: &Circle) {
-        let k = self.k;
-        let half_k = k as f64 / 2.0;
         self.hist.fill(0);
         for (&pa, &pb) in c.pos_a.iter().zip(c.pos_b) {
-            // Branches on the sign of dA predict well (most pairs are
-            // concordant); a branch-free variant measured slower here.
-            for ((code, &na), &nb) in self.codes.iter_mut().zip(c.neg_a).zip(c.neg_b) {
-                let (da, db) = (pa - na, pb - nb);
-                let t = db / (da.abs() + db.abs());
-                let p = if da < 0.0 { -t } else { t };
-                let b = (((p + 1.0) * half_k) as u32).min(k as u32 - 1);
-                *code = if da > 0.0 {
-                    2 * b
-                } else if da < 0.0 {
-                    2 * b + 1
-                } else if db > 0.0 {
-                    2 * k as u32
-                } else if db < 0.0 {
-                    2 * k as u32 + 1
-                } else {
-                    2 * k as u32 + 2
-                };
-            }
+            pair_codes::fill(pa, pb, c.neg_a, c.neg_b, self.k, &mut self.codes);
             for &code in &self.codes {
                 self.hist[code as usize] += 1;
             }

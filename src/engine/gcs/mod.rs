@@ -1,9 +1,10 @@
 //! The great-circle sampler (GH00's kernel Gibbs sampler applied to the AUC
 //! risk; ALGORITHMS.md §10): exact hit-and-run on directions under a Gaussian
 //! prior, no tuning. `circle` (one exact draw on a great circle), `design`
-//! (whitened rows of the AUC, label-noise and kernel versions), `chain`,
-//! `sampler` (chains on threads, diagnostics, stopping rule), `kernel` (Gram
-//! matrix → feature map), `evidence` (log Z along a ladder of γ). GH00's uses
+//! (whitened rows of the AUC, label-noise and kernel versions), `pair_codes`
+//! (the counting pass's inner loop, vectorised), `chain`, `sampler` (chains on
+//! threads, diagnostics, stopping rule), `kernel` (Gram matrix → feature map),
+//! `evidence` (log Z along a ladder of γ). GH00's uses
 //! of the draws (transduction, rejection curve, active learning) are in
 //! `engine::votes`, for any sampler's draws.
 
@@ -12,6 +13,7 @@ pub mod circle;
 pub mod design;
 pub mod evidence;
 pub mod kernel;
+pub mod pair_codes;
 pub mod sampler;
 pub mod settings;
 
