@@ -82,7 +82,10 @@ fn unusable_options_are_refused() {
             vec!["--warmup", "500", "--max-steps", "505"],
             "--max-steps (505) must leave at least 8 kept draws",
         ),
-        (vec!["--particles", "100"], "--particles does not apply to gcs"),
+        (
+            vec!["--particles", "100"],
+            "--particles does not apply to gcs",
+        ),
     ] {
         let mut all = vec!["fit", DATA, "--method", "gcs"];
         all.extend(args);

@@ -398,8 +398,11 @@ fn sampled_records_vote_and_rank_unlabelled_rows_by_uncertainty() {
         "--out",
         rec.as_str(),
         "--method",
-        "gcs", "--min-ess", "100",
-        "--max-steps", "400",
+        "gcs",
+        "--min-ess",
+        "100",
+        "--max-steps",
+        "400",
     ];
     assert!(pacauc(&fit).status.success());
     let r: serde_json::Value =
@@ -419,7 +422,10 @@ fn sampled_records_vote_and_rank_unlabelled_rows_by_uncertainty() {
         "votes add up to {total}, not {positives}"
     );
     for r in rows {
-        let (v, a) = (r["vote"].as_f64().unwrap(), r["agreement"].as_f64().unwrap());
+        let (v, a) = (
+            r["vote"].as_f64().unwrap(),
+            r["agreement"].as_f64().unwrap(),
+        );
         assert!((a - v.max(1.0 - v)).abs() < 1e-12 && (0.5..=1.0).contains(&a));
     }
 
@@ -438,7 +444,11 @@ fn sampled_records_vote_and_rank_unlabelled_rows_by_uncertainty() {
     std::fs::write(&half, body.join("\n") + "\n").unwrap();
     let half = half.display().to_string();
     let out = pacauc(&["predict", &rec, &half, "--rank-uncertain"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let csv = String::from_utf8_lossy(&out.stdout).to_string();
     let mut lines = csv.lines();
     assert_eq!(
@@ -464,7 +474,14 @@ fn sampled_records_vote_and_rank_unlabelled_rows_by_uncertainty() {
     }
     // A record without draws cannot rank.
     let ep = dir.join("ep.json").display().to_string();
-    let fit = ["fit", train.as_str(), "--out", ep.as_str(), "--method", "ep"];
+    let fit = [
+        "fit",
+        train.as_str(),
+        "--out",
+        ep.as_str(),
+        "--method",
+        "ep",
+    ];
     assert!(pacauc(&fit).status.success());
     let out = pacauc(&["predict", &ep, &half, "--rank-uncertain"]);
     assert!(!out.status.success());

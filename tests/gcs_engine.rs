@@ -9,12 +9,12 @@ use std::path::Path;
 use nalgebra::DMatrix;
 use pacauc::engine::data::{Dataset, LoadOptions, TestSource, label_noise, prepare};
 use pacauc::engine::gcs::kernel::KernelFeatures;
-use pacauc::engine::votes::{Threshold, rejection_curve, transduction};
 use pacauc::engine::gcs::{Design, Gcs, GcsSettings, Loss, sampler};
 use pacauc::engine::linalg::a_bt;
 use pacauc::engine::mcmc_diag::{diagnose, ks_distance};
 use pacauc::engine::metrics::auc_risk;
 use pacauc::engine::smc::{Smc, SmcSettings};
+use pacauc::engine::votes::{Threshold, rejection_curve, transduction};
 use pacauc::engine::{Control, Engine, Fit, NoObserver, Prior, Problem};
 
 fn problem(n: usize, d: usize, seed: u64, gamma: f64) -> Problem {

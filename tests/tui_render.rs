@@ -316,7 +316,13 @@ fn a_great_circle_run_in_the_sampler_pane() {
     key(&mut app, Key::Char('2'));
     for (w, h) in [(120, 40), (80, 24)] {
         let s = screen(&app, w, h);
-        for want in ["Sampler", "#1 gcs running", "R-hat", "ESS bulk", "risk/chain"] {
+        for want in [
+            "Sampler",
+            "#1 gcs running",
+            "R-hat",
+            "ESS bulk",
+            "risk/chain",
+        ] {
             assert!(s.contains(want), "{w}×{h}: no '{want}' in\n{s}");
         }
     }
@@ -329,7 +335,14 @@ fn a_great_circle_run_in_the_sampler_pane() {
         fit: 1.0,
         total: 1.0,
     };
-    let rec = RunRecord::new(&ds, &p, &fit, spec.to_value(), serde_json::json!({}), seconds);
+    let rec = RunRecord::new(
+        &ds,
+        &p,
+        &fit,
+        spec.to_value(),
+        serde_json::json!({}),
+        seconds,
+    );
     feed(&mut app, 1, WorkerEvent::Finished(Box::new(rec)));
     key(&mut app, Key::Char('2'));
     let s = screen(&app, 120, 40);

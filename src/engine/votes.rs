@@ -371,11 +371,17 @@ mod tests {
         let back: Votes = serde_json::from_str(&json).unwrap();
         assert_eq!(back, v, "the f32s read back bit for bit");
         let first = serde_json::to_string(&v.theta[0][0]).unwrap();
-        assert!(json.contains(&format!("[{}", v.theta[0][0])), "{first} written long");
+        assert!(
+            json.contains(&format!("[{}", v.theta[0][0])),
+            "{first} written long"
+        );
         // Own thresholds are kept as given; one class only: no votes.
         let own: Vec<f64> = (0..40).map(f64::from).collect();
         let v = Votes::of(&theta, None, Some(&own), &train, &y).unwrap();
-        assert_eq!((v.rule.clone(), v.thresholds[3]), (ThresholdRule::Intercept, 3.0));
+        assert_eq!(
+            (v.rule.clone(), v.thresholds[3]),
+            (ThresholdRule::Intercept, 3.0)
+        );
         assert!(Votes::of(&theta, None, None, &train, &[true; 50]).is_none());
     }
 

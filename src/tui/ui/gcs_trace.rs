@@ -33,7 +33,11 @@ pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
         let [left, right] =
             Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
                 .areas(charts);
-        let rhat = finite(run.gcs.iter().filter_map(|b| Some((b.steps as f64, b.rhat?))));
+        let rhat = finite(
+            run.gcs
+                .iter()
+                .filter_map(|b| Some((b.steps as f64, b.rhat?))),
+        );
         let r_hi = rhat
             .iter()
             .map(|p| p.1)
@@ -108,7 +112,12 @@ fn chart<'a>(
                 .labels(["0".to_string(), format!("step {x_hi:.0}")])
                 .style(theme.dim()),
         )
-        .y_axis(Axis::default().bounds(y).labels(y_labels).style(theme.dim()))
+        .y_axis(
+            Axis::default()
+                .bounds(y)
+                .labels(y_labels)
+                .style(theme.dim()),
+        )
 }
 
 /// Steps, draws, the diagnostics against their targets; per-chain risk,
