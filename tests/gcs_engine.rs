@@ -215,10 +215,10 @@ fn ep_agrees_with_the_exact_sampler_on_a_small_problem() {
     assert!(gcs.converged);
     let diags = gcs.details["diagnostics"].as_array().unwrap().clone();
     let within = |ep: &Fit| -> Result<(), String> {
-        for k in 0..p.d() {
+        for (k, diag) in diags.iter().enumerate().take(p.d()) {
             let (mcse_m, mcse_s) = (
-                diags[k]["mcse_mean"].as_f64().unwrap(),
-                diags[k]["mcse_sd"].as_f64().unwrap(),
+                diag["mcse_mean"].as_f64().unwrap(),
+                diag["mcse_sd"].as_f64().unwrap(),
             );
             let dm = (ep.mean[k] - gcs.mean[k]).abs();
             let tol_m = 0.15 * gcs.sd[k] + 4.0 * mcse_m;

@@ -51,7 +51,10 @@ fn fill_branch_free(pa: f64, pb: f64, na: &[f64], nb: &[f64], k: usize, codes: &
         let b = (((p + 1.0) * half_k) as i32 as u32).min(top);
         let flipped = 2 * b + u32::from(da < 0.0);
         let flat = k2 + 2 - 2 * u32::from(db > 0.0) - u32::from(db < 0.0);
-        *code = if da > 0.0 || da < 0.0 { flipped } else { flat };
+        // Not `da != 0.0`: a NaN takes the flat branch, as in the scalar loop.
+        #[allow(clippy::double_comparisons)]
+        let nonzero = da > 0.0 || da < 0.0;
+        *code = if nonzero { flipped } else { flat };
     }
 }
 

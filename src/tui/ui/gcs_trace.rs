@@ -1,7 +1,7 @@
 //! The sampler pane for a great-circle run: the largest R-hat and the smallest
 //! bulk and tail ESS against steps per chain, each with its stopping target
-//! and the end of the warm-up marked; per-chain risk, proposals per step and
-//! jump length, and the arcs swept per step as text.
+//! and the end of the warm-up marked; the per-chain risk, proposals per step,
+//! jump length and the arcs swept per step as text.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -74,10 +74,10 @@ pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
     }
     let legend = Line::from(vec![
         Span::styled("━ R-hat ", theme.fg(Color::Magenta)),
-        Span::styled(format!("─ {max_rhat}  "), theme.dim()),
+        Span::styled(format!("─{max_rhat} "), theme.dim()),
         Span::styled("━ ESS bulk ", theme.fg(Color::Cyan)),
         Span::styled("━ tail ", theme.fg(Color::Yellow)),
-        Span::styled(format!("─ {min_ess}  │ warm-up"), theme.dim()),
+        Span::styled(format!("─{min_ess} │warm-up"), theme.dim()),
     ]);
     frame.render_widget(Paragraph::new(legend), legend_area);
     frame.render_widget(Paragraph::new(stats(run, last, theme)), stats_area);
@@ -109,7 +109,7 @@ fn chart<'a>(
         .x_axis(
             Axis::default()
                 .bounds([0.0, x_hi])
-                .labels(["0".to_string(), format!("step {x_hi:.0}")])
+                .labels(["0".to_string(), format!("{x_hi:.0}")])
                 .style(theme.dim()),
         )
         .y_axis(
@@ -120,8 +120,9 @@ fn chart<'a>(
         )
 }
 
-/// Steps, draws, the diagnostics against their targets; per-chain risk,
-/// proposals and jumps; arcs per circle, time and steps per second.
+/// The diagnostics, steps and draws; the per-chain risk; arcs per circle,
+/// proposals per step and jump along the circle (means over the chains),
+/// time and steps per second.
 fn stats<'a>(run: &RunView, last: &GcsBatch, theme: &Theme) -> Vec<Line<'a>> {
     let list = |v: &[f64], digits: usize| {
         v.iter()
@@ -131,9 +132,9 @@ fn stats<'a>(run: &RunView, last: &GcsBatch, theme: &Theme) -> Vec<Line<'a>> {
     };
     let opt = |v: Option<f64>, digits: usize| v.map_or("-".into(), |x| format!("{x:.digits$}"));
     let phase = if last.steps <= last.warmup {
-        " (warming up)"
+        format!(" (warm-up to {})", last.warmup)
     } else {
-        ""
+        String::new()
     };
     let chains = last.risk.len().max(1);
     let rate = if last.elapsed > 0.0 {
@@ -141,13 +142,10 @@ fn stats<'a>(run: &RunView, last: &GcsBatch, theme: &Theme) -> Vec<Line<'a>> {
     } else {
         f64::NAN
     };
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     vec![
         Line::from(vec![
-            Span::styled("step ", theme.dim()),
-            Span::raw(format!("{}/{}{phase}", last.steps, last.warmup)),
-            Span::styled(" draws ", theme.dim()),
-            Span::raw(format!("{}", last.draws)),
-            Span::styled(" R-hat ", theme.dim()),
+            Span::styled("R-hat ", theme.dim()),
             Span::raw(opt(last.rhat, 3)),
             Span::styled(" ESS ", theme.dim()),
             Span::raw(format!(
@@ -155,18 +153,22 @@ fn stats<'a>(run: &RunView, last: &GcsBatch, theme: &Theme) -> Vec<Line<'a>> {
                 opt(last.ess_bulk, 0),
                 opt(last.ess_tail, 0)
             )),
+            Span::styled(" step ", theme.dim()),
+            Span::raw(format!("{}{phase}", last.steps)),
+            Span::styled(" draws ", theme.dim()),
+            Span::raw(format!("{}", last.draws)),
         ]),
         Line::from(vec![
             Span::styled("risk/chain ", theme.dim()),
             Span::raw(list(&last.risk, 4)),
-            Span::styled(" proposals ", theme.dim()),
-            Span::raw(list(&last.proposals, 1)),
         ]),
         Line::from(vec![
-            Span::styled("jump ", theme.dim()),
-            Span::raw(list(&last.jump, 2)),
-            Span::styled(" arcs ", theme.dim()),
+            Span::styled("arcs ", theme.dim()),
             Span::raw(si(last.arcs as f64)),
+            Span::styled(" proposals ", theme.dim()),
+            Span::raw(format!("{:.2}", mean(&last.proposals))),
+            Span::styled(" jump ", theme.dim()),
+            Span::raw(format!("{:.2}", mean(&last.jump))),
             Span::raw(format!(
                 " {}",
                 seconds(run.elapsed().unwrap_or(last.elapsed))
