@@ -115,7 +115,7 @@ impl Booster {
     ) -> Result<(), EngineError> {
         while self.stumps.len() < rounds && !self.stopped {
             let t = self.stumps.len();
-            if t % 16 == 0 {
+            if t.is_multiple_of(16) {
                 ctl.checkpoint()?;
             }
             let sv = &self.sv;

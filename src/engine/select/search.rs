@@ -122,7 +122,6 @@ pub fn maximise(
             fd = value(d, Phase::Golden)?;
         }
     }
-    drop(value);
     Ok(best(&seen))
 }
 
