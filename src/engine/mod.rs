@@ -15,6 +15,7 @@ pub mod record;
 pub mod rng;
 pub mod run;
 pub mod smc;
+pub mod vb;
 
 pub use event::Event;
 pub use fit::{Fit, ScoreModel};
