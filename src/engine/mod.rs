@@ -2,6 +2,7 @@
 //! baselines and run records.
 
 pub mod baseline;
+pub mod bounds;
 pub mod data;
 pub mod ep;
 pub mod event;
