@@ -8,6 +8,7 @@ pub mod ep;
 pub mod event;
 pub mod fast_risk;
 pub mod fit;
+pub mod is_check;
 pub mod linalg;
 pub mod metrics;
 pub mod prior;
