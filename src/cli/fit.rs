@@ -12,6 +12,7 @@ use super::ep_args::EpArgs;
 use super::progress::Progress;
 use super::smc_args::SmcArgs;
 use super::table::print_table;
+use super::vb_args::VbArgs;
 use crate::engine::baseline::{Logit, RankBoost};
 use crate::engine::data::{Dataset, Prepared};
 use crate::engine::record::{RunRecord, Seconds, write_atomic};
@@ -28,6 +29,8 @@ pub enum Method {
     Smc,
     /// Expectation Propagation: Gaussian approximation of the Gibbs posterior and its evidence.
     Ep,
+    /// Variational Bayes: the best Gaussian of a family (ARC16), AUC or classification loss.
+    Vb,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -49,6 +52,8 @@ pub struct FitArgs {
     pub smc: SmcArgs,
     #[command(flatten)]
     pub ep: EpArgs,
+    #[command(flatten)]
+    pub vb: VbArgs,
     /// Folds of the cross-validations that choose hyper-parameters.
     #[arg(long, default_value_t = 5)]
     pub folds: usize,
@@ -96,7 +101,7 @@ impl Method {
     pub fn is_bayesian(self) -> bool {
         match self {
             Method::Logit | Method::Rankboost => false,
-            Method::Smc | Method::Ep => true,
+            Method::Smc | Method::Ep | Method::Vb => true,
         }
     }
 }
@@ -146,6 +151,24 @@ pub fn build_engine(args: &FitArgs, gamma: GammaChoice) -> Result<Box<dyn Engine
             ep.tune_slab = spike_slab && args.bayes.slab_var() == Ok(Tunable::Auto);
             Box::new(ep)
         }
+        Method::Vb => {
+            if gamma == GammaChoice::Auto {
+                // TODO(select): γ by CV through engine/select (vb::fit is the per-fold call).
+                return Err(CliError::Input(
+                    "--gamma auto is not available for vb yet; give a number or a multiple of n \
+                     (default: ARC16's theory value)"
+                        .into(),
+                ));
+            }
+            if args.bayes.prior == PriorKind::SpikeSlab {
+                return Err(CliError::Input(
+                    "vb needs a Gaussian prior (--prior gaussian or ard): the KL to a \
+                     spike-and-slab prior has no closed form"
+                        .into(),
+                ));
+            }
+            Box::new(args.vb.engine(args.data.seed))
+        }
     })
 }
 
@@ -170,7 +193,9 @@ pub fn load(args: &FitArgs, show_progress: bool) -> Result<Loaded, CliError> {
         }
         eprintln!("positive class: {}", ds.report.positive_rule);
     }
-    let (gamma, prior) = if args.method.is_bayesian() {
+    let (gamma, prior) = if args.method == Method::Vb {
+        vb_defaults(args, &prepared, show_progress)?
+    } else if args.method.is_bayesian() {
         let g = args
             .bayes
             .gamma(prepared.train.rows())
@@ -205,6 +230,35 @@ pub fn load(args: &FitArgs, show_progress: bool) -> Result<Loaded, CliError> {
     })
 }
 
+/// γ and the prior of a VB run: ARC16's theory values unless given (announced).
+fn vb_defaults(
+    args: &FitArgs,
+    prepared: &Prepared,
+    show_progress: bool,
+) -> Result<(GammaChoice, Prior), CliError> {
+    let (d, y) = (prepared.names.len(), &prepared.train.y);
+    let np = y.iter().filter(|&&b| b).count();
+    let loss = args.vb.loss();
+    let gamma = if args.bayes.gamma.is_some() {
+        args.bayes.gamma(y.len()).map_err(CliError::Input)?
+    } else {
+        let g = crate::engine::vb::theory_gamma(loss, np, y.len() - np, d);
+        if show_progress {
+            eprintln!(
+                "vb: γ = {g:.4} (ARC16's theory value for the {} loss)",
+                loss.name()
+            );
+        }
+        GammaChoice::Fixed(g)
+    };
+    let mut bayes = args.bayes.clone();
+    if bayes.prior_var.is_none() {
+        bayes.prior_var = Some(crate::engine::vb::theory_prior_var(loss, d));
+    }
+    let prior = bayes.prior(d).map_err(CliError::Input)?;
+    Ok((gamma, prior))
+}
+
 pub fn run(args: &FitArgs) -> Result<(), CliError> {
     let t0 = Instant::now();
     let show_progress = std::io::stderr().is_terminal();
@@ -218,8 +272,9 @@ pub fn run(args: &FitArgs) -> Result<(), CliError> {
     let ctl = Control::new();
     let t1 = Instant::now();
     let mut progress = Progress::new(show_progress);
-    let fit = engine.run(&problem, &ctl, &mut progress)?;
+    let mut fit = engine.run(&problem, &ctl, &mut progress)?;
     progress.finish();
+    args.vb.certify(&mut fit, &problem, args.data.seed);
     let fit_s = t1.elapsed().as_secs_f64();
     let seconds = Seconds {
         load: load_s,

@@ -3,6 +3,7 @@
 mod bayes_args;
 mod bench;
 mod bench_ep;
+mod bound;
 mod data_args;
 mod ep_args;
 mod explore;
@@ -12,6 +13,7 @@ mod path;
 mod progress;
 mod smc_args;
 mod table;
+mod vb_args;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -47,6 +49,8 @@ pub enum Command {
     Fit(Box<FitArgs>),
     /// The spike-and-slab regularisation path: EP over a grid of spike variances v0.
     Path(Box<path::PathArgs>),
+    /// Recompute a run record's PAC-Bayes certificate at another confidence level.
+    Bound(bound::BoundArgs),
     /// Regenerate the synthetic demo data.
     GenDemo(GenDemoArgs),
     /// Time a method (best of several runs) against the floor of its hot path.
@@ -99,6 +103,7 @@ pub fn main() -> ExitCode {
                 Command::Replay(args) => explore::replay(args).map_err(CliError::Input),
                 Command::Fit(args) => fit::run(args),
                 Command::Path(args) => path::run(args),
+                Command::Bound(args) => bound::run(args),
                 Command::GenDemo(args) => gen_demo::run(args).map_err(CliError::Input),
                 Command::Bench(args) => bench::run(args),
                 Command::BenchEp(args) => bench_ep::run(args),

@@ -25,16 +25,17 @@ fn never_below_the_empirical_risk() {
     }
 }
 
-/// ρ = prior (KL = 0): Hoeffding's inequality for U-statistics with the union
-/// bound, `r + √(log(|G|/ε)/(2⌊n/2⌋))` on the U scale, attained at
-/// λ* = √(8⌊n/2⌋ log(|G|/ε)); the √2 grid costs at most (√2 + 1/√2)/2 − 1 ≈ 6%.
+/// ρ = prior (KL = 0): the Hoeffding form is Hoeffding's inequality for
+/// U-statistics with the union bound, `r + √(log(|G|/ε')/(2⌊n/2⌋))` on the U
+/// scale (ε' = ε/2, its share), attained at λ* = √(8⌊n/2⌋ log(|G|/ε')); the
+/// √2 grid costs at most (√2 + 1/√2)/2 − 1 ≈ 6%.
 #[test]
 fn kl_zero_reduces_to_hoeffding() {
     let s = sizes(200, 200);
     let b = from_parts(0.3, 0.0, s, 0.05, "prior");
     let g = lambda_grid(&s).len() as f64;
-    let h = ((g / 0.05).ln() / (2.0 * s.blocks() as f64)).sqrt();
-    let excess = b.risk_u - b.empirical_risk_u;
+    let h = ((g / 0.025).ln() / (2.0 * s.blocks() as f64)).sqrt();
+    let excess = b.hoeffding.risk_u - b.empirical_risk_u;
     assert!(
         excess >= h * (1.0 - 1e-12) && excess <= h * 1.0607,
         "{excess} vs {h}"
@@ -107,4 +108,21 @@ fn gibbs_kl_from_log_z_is_exact_in_one_dimension() {
     let bd = certify_gibbs(log_z, gamma, mean_risk, sizes(40, 60), 0.05);
     assert!((bd.kl - kl).abs() < 1e-12, "{} vs {kl}", bd.kl);
     assert!(bd.approximate.is_some());
+}
+
+/// The kl-inverse: kl(p‖q) at the returned q equals the budget; both forms
+/// are valid bounds and `risk` is the smaller; with a small empirical risk the
+/// kl form is the tighter one.
+#[test]
+fn kl_inverse_is_the_budget_edge() {
+    for &(p, b) in &[(0.05, 0.1), (0.3, 0.01), (0.0, 0.2)] {
+        let q = kl_inverse_upper(p, b);
+        assert!(
+            q > p && (kl_bernoulli(p, q) - b).abs() < 1e-9,
+            "{p} {b}: {q}"
+        );
+    }
+    let bd = from_parts(0.14, 5.0, sizes(177, 355), 0.05, "t");
+    assert!(bd.kl_inverse.risk < bd.hoeffding.risk && bd.tighter == "kl_inverse");
+    assert_eq!(bd.risk, bd.kl_inverse.risk.min(bd.hoeffding.risk));
 }
