@@ -31,7 +31,9 @@ const CHUNK: usize = 256;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct IsSettings {
-    /// Importance draws (0: no check).
+    /// Importance draws (0: no check). Default 20 000: k̂ needs the tail, and
+    /// a proposal that misses a mode shows it late (EP's all-spike fixed point
+    /// on the sparse demo: k̂ 0.54 from 4000 draws, 0.76 from 20 000).
     pub draws: usize,
     /// Degrees of freedom of the Student-t proposal.
     pub df: f64,
@@ -45,7 +47,7 @@ pub struct IsSettings {
 impl Default for IsSettings {
     fn default() -> Self {
         IsSettings {
-            draws: 4000,
+            draws: 20_000,
             df: 5.0,
             scale: 2.0,
             prior_mix: 0.0,
