@@ -254,7 +254,7 @@ pub fn gaussian_empirical_risk(
         d,
         v,
     };
-    Ok(PairRisk::new(x, y).eval(&p).value)
+    Ok(PairRisk::new(x, y).value(&p))
 }
 
 /// The certificate of a Gaussian ρ = N(mean, cov) under `prior`.

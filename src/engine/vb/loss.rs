@@ -93,23 +93,42 @@ pub fn eval_items(a: &DMatrix<f64>, loss: Loss, p: &Params) -> RiskEval {
     let (n, d) = a.shape();
     let m = nalgebra::DVector::from_column_slice(p.mean());
     let mu = a * &m;
-    let w = p.apply_rows(a);
+    // s²_i = Σ_k W_ik A_ik with W = AΣ, column by column (contiguous in
+    // column-major storage); diagonal Σ without forming W (no n × d copy: the
+    // stochastic steps call this thousands of times).
+    let (mut s2, mut scale) = (vec![0.0; n], vec![0.0; n]);
+    let mut add = |k: usize, w: &mut dyn Iterator<Item = f64>| {
+        for ((s, c), (w, x)) in s2
+            .iter_mut()
+            .zip(scale.iter_mut())
+            .zip(w.zip(a.column(k).iter()))
+        {
+            *s += w * x;
+            *c += (w * x).abs();
+        }
+    };
+    if p.family == Family::Full {
+        let w = p.apply_rows(a);
+        for k in 0..d {
+            add(k, &mut w.column(k).iter().copied());
+        }
+    } else {
+        let var = p.marginal_var();
+        for k in 0..d {
+            add(k, &mut a.column(k).iter().map(|x| x * var[k]));
+        }
+    }
     let mut gmu = vec![0.0; n];
     let mut gv = vec![0.0; n];
     let mut value = 0.0;
     for i in 0..n {
-        let (mut s2, mut scale) = (0.0, 0.0);
-        for k in 0..d {
-            s2 += w[(i, k)] * a[(i, k)];
-            scale += w[(i, k)].abs() * a[(i, k)].abs();
-        }
-        let (l, g1, g2) = item(loss, mu[i], s2, scale);
+        let (l, g1, g2) = item(loss, mu[i], s2[i], scale[i]);
         value += l;
         gmu[i] = g1;
         gv[i] = g2;
     }
     let inv = 1.0 / n.max(1) as f64;
-    let grad_m = (a.transpose() * nalgebra::DVector::from_vec(gmu)) * inv;
+    let grad_m = a.tr_mul(&nalgebra::DVector::from_vec(gmu)) * inv;
     let grad_sigma = match p.family {
         Family::Iso => {
             SigmaGrad::Trace((0..n).map(|i| gv[i] * a.row(i).norm_squared()).sum::<f64>() * inv)

@@ -151,6 +151,12 @@ impl FullData {
             FullData::Rows(a) => loss::eval_items(a, loss, p),
         }
     }
+    fn value(&mut self, loss: Loss, p: &Params) -> f64 {
+        match self {
+            FullData::Pairs(pr) => pr.value(p),
+            FullData::Rows(a) => loss::eval_items(a, loss, p).value,
+        }
+    }
 }
 
 /// Fits ρ at a given γ: the function a cross-validation calls per fold and
@@ -292,7 +298,7 @@ pub fn fit(
             None,
         )
     };
-    let r = full.risk(s.loss, &params);
+    let expected_risk = full.value(s.loss, &params);
     let kl = params.kl();
     let (mean, _) = unwhiten(&params);
     let mut cov = params.sigma();
@@ -308,8 +314,8 @@ pub fn fit(
         params,
         mean,
         cov,
-        objective: gamma * r.value + kl,
-        expected_risk: r.value,
+        objective: gamma * expected_risk + kl,
+        expected_risk,
         kl,
         iterations,
         evaluations,

@@ -69,6 +69,15 @@ impl PairRisk {
 
     /// E_ρ[R_n] (ties ½) and its gradients in m and Σ.
     pub fn eval(&mut self, p: &Params) -> RiskEval {
+        self.pass(p, true)
+    }
+
+    /// E_ρ[R_n] alone (one GEMM per block instead of two).
+    pub fn value(&mut self, p: &Params) -> f64 {
+        self.pass(p, false).value
+    }
+
+    fn pass(&mut self, p: &Params, grad: bool) -> RiskEval {
         let (np, nn, d) = (self.xp.nrows(), self.xn.nrows(), self.xp.ncols());
         let m = nalgebra::DVector::from_column_slice(p.mean());
         let mp: Vec<f64> = (&self.xp * &m).iter().copied().collect();
@@ -119,6 +128,10 @@ impl PairRisk {
                 .for_each(|(r, (((c, gm), g2), st))| {
                     *st = row(isa, mp[i0 + r], up[i0 + r], mn, un, c, gm, g2);
                 });
+            if !grad {
+                i0 = i1;
+                continue;
+            }
             gemm(
                 1.0,
                 View {
@@ -143,6 +156,13 @@ impl PairRisk {
         }
         let inv = 1.0 / (np * nn).max(1) as f64;
         let value = rows.iter().map(|r| r.loss).sum::<f64>() * inv;
+        if !grad {
+            return RiskEval {
+                value,
+                grad_m: Vec::new(),
+                grad_sigma: SigmaGrad::zeros(p.family, 0),
+            };
+        }
         let gmu_row: Vec<f64> = rows.iter().map(|r| r.gmu).collect();
         let gv_row: Vec<f64> = rows.iter().map(|r| r.gv).collect();
         let tv =

@@ -69,23 +69,45 @@ pub enum Items<'a> {
 impl Items<'_> {
     /// B items as rows of a matrix.
     fn sample(&self, rng: &mut Rng, b: usize) -> DMatrix<f64> {
+        let d = match self {
+            Items::Pairs { xp, .. } => xp.ncols(),
+            Items::Rows(x) => x.ncols(),
+        };
+        let mut a = DMatrix::zeros(b, d);
+        self.sample_into(rng, &mut a);
+        a
+    }
+
+    /// Fills the rows of `a` with random items (no allocation per step).
+    fn sample_into(&self, rng: &mut Rng, a: &mut DMatrix<f64>) {
+        let b = a.nrows();
         use rand::RngExt;
         match self {
             Items::Pairs { xp, xn } => {
-                let d = xp.ncols();
-                let mut a = DMatrix::zeros(b, d);
-                for r in 0..b {
-                    let i = rng.random_range(0..xp.nrows());
-                    let j = rng.random_range(0..xn.nrows());
-                    for k in 0..d {
-                        a[(r, k)] = xp[(i, k)] - xn[(j, k)];
+                let ij: Vec<(usize, usize)> = (0..b)
+                    .map(|_| {
+                        (
+                            rng.random_range(0..xp.nrows()),
+                            rng.random_range(0..xn.nrows()),
+                        )
+                    })
+                    .collect();
+                // Column by column: gathers within one column of X_P and X_N (cache-friendly).
+                for k in 0..xp.ncols() {
+                    let (cp, cn) = (xp.column(k), xn.column(k));
+                    for (dst, &(i, j)) in a.column_mut(k).iter_mut().zip(&ij) {
+                        *dst = cp[i] - cn[j];
                     }
                 }
-                a
             }
             Items::Rows(x) => {
                 let idx: Vec<usize> = (0..b).map(|_| rng.random_range(0..x.nrows())).collect();
-                x.select_rows(&idx)
+                for k in 0..x.ncols() {
+                    let c = x.column(k);
+                    for (dst, &i) in a.column_mut(k).iter_mut().zip(&idx) {
+                        *dst = c[i];
+                    }
+                }
             }
         }
     }
@@ -135,8 +157,9 @@ pub fn minimize(
     let mut in_window = 0usize;
     let mut settled = 0;
     let mut grad_inf;
+    let mut batch = DMatrix::zeros(s.batch.max(1), p.d);
     for t in 1..=s.max_steps {
-        let batch = items.sample(&mut stream(seed, &[BATCH_KEY, t as u64]), s.batch.max(1));
+        items.sample_into(&mut stream(seed, &[BATCH_KEY, t as u64]), &mut batch);
         let r = eval_items(&batch, loss, &p);
         let g = p.objective_grad(gamma, &r.grad_m, &r.grad_sigma);
         grad_inf = g.iter().fold(0.0f64, |a, x| a.max(x.abs()));
