@@ -52,7 +52,7 @@ pub struct VbArgs {
     #[arg(long, value_enum, default_value = "auto", help_heading = "VB")]
     pub vb_optimizer: OptimizerArg,
     /// VB, stochastic: items (pairs or rows) per step.
-    #[arg(long, default_value_t = 4096, value_name = "B", help_heading = "VB")]
+    #[arg(long, default_value_t = 4000, value_name = "B", help_heading = "VB")]
     pub batch_pairs: usize,
     /// Confidence 1 − ε of the PAC-Bayes certificate of Bayesian fits.
     #[arg(long, default_value_t = DEFAULT_EPSILON, value_name = "E", help_heading = "Certificates")]

@@ -115,7 +115,7 @@ impl Engine for Vb {
             "optimizer": if out.stochastic { "adam" } else { "lbfgs" },
             "stop": out.reason,
             "holdout_objective": out.holdout_objective,
-            "batch": out.stochastic.then_some(s.adam.batch),
+            "batch": out.stochastic.then_some(super::stochastic::batch_rows(s.adam.batch)),
             "convergence_rule": if out.stochastic {
                 "Adam on mini-batches of random items; each window's average is scored on a fixed held-out sample; a check improving it by less than tol·max(1,|F|) halves the step, two in a row stop"
             } else {

@@ -213,10 +213,7 @@ pub fn fit(
     };
     let (params, iterations, evaluations, converged, reason, holdout) = if stochastic {
         let source = match &full {
-            FullData::Pairs(pr) => stochastic::Items::Pairs {
-                xp: &pr.xp,
-                xn: &pr.xn,
-            },
+            FullData::Pairs(pr) => stochastic::Items::pairs(&pr.xp, &pr.xn),
             FullData::Rows(a) => stochastic::Items::Rows(a),
         };
         let out = stochastic::minimize(
