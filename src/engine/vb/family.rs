@@ -235,8 +235,8 @@ impl Params {
         match to {
             Family::Diag => v.extend(logsd),
             Family::Full => {
-                for j in 0..d {
-                    v.push(logsd[j]);
+                for (j, &ls) in logsd.iter().enumerate() {
+                    v.push(ls);
                     v.extend(std::iter::repeat_n(0.0, d - j - 1));
                 }
             }

@@ -132,7 +132,7 @@ where
         }
         let mut dir: Vec<f64> = q.iter().map(|v| -v).collect();
         let mut slope = dot(&g, &dir);
-        if !(slope < 0.0) {
+        if slope.is_nan() || slope >= 0.0 {
             // Not a descent direction (curvature information gone bad): restart.
             hist.clear();
             dir = g.iter().map(|v| -v).collect();

@@ -54,7 +54,8 @@ pub const DEGENERATE: f64 = 1e-10;
 /// `(ℓ, ∂ℓ/∂μ, ∂ℓ/∂s²)` of one item.
 #[inline]
 pub fn item(loss: Loss, mu: f64, s2: f64, scale: f64) -> (f64, f64, f64) {
-    if !(s2 > DEGENERATE * scale) || s2 <= 0.0 {
+    // (NaN counts as degenerate.)
+    if s2.is_nan() || s2 <= DEGENERATE * scale || s2 <= 0.0 {
         return (loss.degenerate(), 0.0, 0.0);
     }
     let s = s2.sqrt();
@@ -113,9 +114,8 @@ pub fn eval_items(a: &DMatrix<f64>, loss: Loss, p: &Params) -> RiskEval {
             add(k, &mut w.column(k).iter().copied());
         }
     } else {
-        let var = p.marginal_var();
-        for k in 0..d {
-            add(k, &mut a.column(k).iter().map(|x| x * var[k]));
+        for (k, v) in p.marginal_var().into_iter().enumerate() {
+            add(k, &mut a.column(k).iter().map(|x| x * v));
         }
     }
     let mut gmu = vec![0.0; n];

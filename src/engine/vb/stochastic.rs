@@ -251,5 +251,9 @@ fn change(a: &Params, b: &Params) -> f64 {
 /// then share cache sets and filling the batch ran 3× slower (adult, b = 4096).
 pub fn batch_rows(b: usize) -> usize {
     let b = b.max(1);
-    if (8 * b) % 4096 == 0 { b + 8 } else { b }
+    if (8 * b).is_multiple_of(4096) {
+        b + 8
+    } else {
+        b
+    }
 }

@@ -83,18 +83,17 @@ fn gradients_match_finite_differences() {
             let gamma = 30.0;
             let (_, g) = objective(&x, &y, loss, gamma, &p);
             let h = 1e-5;
-            for i in 0..p.v.len() {
+            for (i, &gi) in g.iter().enumerate() {
                 let (mut a, mut b) = (p.clone(), p.clone());
                 a.v[i] += h;
                 b.v[i] -= h;
                 let fd = (objective(&x, &y, loss, gamma, &a).0
                     - objective(&x, &y, loss, gamma, &b).0)
                     / (2.0 * h);
-                let err = (fd - g[i]).abs() / (1.0 + g[i].abs());
+                let err = (fd - gi).abs() / (1.0 + gi.abs());
                 assert!(
                     err < 1e-6,
-                    "{family:?} {loss:?} param {i}: analytic {} vs fd {fd}",
-                    g[i]
+                    "{family:?} {loss:?} param {i}: analytic {gi} vs fd {fd}"
                 );
             }
         }
