@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use super::family::{Family, Params, SigmaGrad};
 use super::loss::{DEGENERATE, RiskEval};
 use crate::engine::ep::gemm::{View, ViewMut, gemm};
-use crate::engine::ep::kernel::{Isa, detected_isa};
+use crate::engine::ep::kernel::{Isa, column_sums, detected_isa};
 use crate::engine::ep::normal::{cdf_pdf, rsqrt};
 use crate::engine::ep::simd::{F64x1, Simd, Two};
 #[cfg(target_arch = "x86_64")]
@@ -151,7 +151,7 @@ impl PairRisk {
                     cs: np,
                 },
             );
-            column_sums(gmu, gv, nn, &mut gmu_col, &mut gv_col);
+            column_sums(gmu, gv, b, nn, &mut gmu_col, &mut gv_col);
             i0 = i1;
         }
         let inv = 1.0 / (np * nn).max(1) as f64;
@@ -206,32 +206,6 @@ impl PairRisk {
             grad_sigma,
         }
     }
-}
-
-/// Adds the block's rows to the column sums (columns split over threads, each
-/// summing its rows in order).
-fn column_sums(gmu: &[f64], gv: &[f64], nn: usize, gmu_col: &mut [f64], gv_col: &mut [f64]) {
-    const SLAB: usize = 512;
-    let b = gmu.len() / nn.max(1);
-    gmu_col
-        .par_chunks_mut(SLAB)
-        .zip(gv_col.par_chunks_mut(SLAB))
-        .enumerate()
-        .for_each(|(s, (gc, vc))| {
-            let j0 = s * SLAB;
-            for r in 0..b {
-                let (a, v) = (
-                    &gmu[r * nn + j0..][..gc.len()],
-                    &gv[r * nn + j0..][..vc.len()],
-                );
-                for (acc, x) in gc.iter_mut().zip(a) {
-                    *acc += x;
-                }
-                for (acc, x) in vc.iter_mut().zip(v) {
-                    *acc += x;
-                }
-            }
-        });
 }
 
 macro_rules! row_variant {
