@@ -152,14 +152,6 @@ pub fn build_engine(args: &FitArgs, gamma: GammaChoice) -> Result<Box<dyn Engine
             Box::new(ep)
         }
         Method::Vb => {
-            if gamma == GammaChoice::Auto {
-                // TODO(select): γ by CV through engine/select (vb::fit is the per-fold call).
-                return Err(CliError::Input(
-                    "--gamma auto is not available for vb yet; give a number or a multiple of n \
-                     (default: ARC16's theory value)"
-                        .into(),
-                ));
-            }
             if args.bayes.prior == PriorKind::SpikeSlab {
                 return Err(CliError::Input(
                     "vb needs a Gaussian prior (--prior gaussian or ard): the KL to a \
@@ -167,7 +159,9 @@ pub fn build_engine(args: &FitArgs, gamma: GammaChoice) -> Result<Box<dyn Engine
                         .into(),
                 ));
             }
-            Box::new(args.vb.engine(args.data.seed))
+            // TODO(select): γ by CV through engine/select; the grid is EP's flag.
+            let cv = (gamma == GammaChoice::Auto).then(|| (args.ep.gamma_grid.clone(), args.folds));
+            Box::new(args.vb.engine(args.data.seed, cv))
         }
     })
 }

@@ -8,6 +8,7 @@ use crate::engine::event::{Event, LogLevel};
 use crate::engine::fit::Fit;
 use crate::engine::is_check::{IsSettings, is_check_fit};
 use crate::engine::problem::Problem;
+use crate::engine::vb::cv::VbCv;
 use crate::engine::vb::{AdamSettings, Family, Loss, Optimizer, Vb, VbSettings};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -77,8 +78,14 @@ impl VbArgs {
         }
     }
 
-    pub fn engine(&self, seed: u64) -> Vb {
+    /// `cv`: γ by cross-validation over these multiples of n, with `folds` folds.
+    pub fn engine(&self, seed: u64, cv: Option<(Vec<f64>, usize)>) -> Vb {
         Vb {
+            cv: cv.map(|(grid_over_n, folds)| VbCv {
+                grid_over_n,
+                folds,
+                seed,
+            }),
             settings: VbSettings {
                 family: match self.family {
                     FamilyArg::Iso => Family::Iso,

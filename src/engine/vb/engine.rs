@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use super::cv::{VbCv, cross_validate};
 use super::{VbSettings, fit, theory_gamma, theory_prior_var};
 use crate::engine::event::{Event, LogLevel};
 use crate::engine::fit::{Fit, ScoreModel};
@@ -23,6 +24,8 @@ const Z_QUANTILES: [f64; 5] = [
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Vb {
     pub settings: VbSettings,
+    /// γ by cross-validation; None: the problem's γ.
+    pub cv: Option<VbCv>,
 }
 
 impl Engine for Vb {
@@ -53,8 +56,42 @@ impl Engine for Vb {
             },
             &mut trace,
         );
+        let cv = match &self.cv {
+            Some(c) => Some(cross_validate(&pb.x, &pb.y, &pb.prior, s, c, ctl)?),
+            None => None,
+        };
+        let gamma = cv
+            .as_ref()
+            .map_or(pb.gamma, |r| r.chosen_over_n * pb.n() as f64);
+        if let Some(r) = &cv {
+            emit(
+                obs,
+                Event::Log {
+                    level: LogLevel::Info,
+                    message: format!(
+                        "vb: γ = {}n = {gamma} by {}-fold CV",
+                        r.chosen_over_n,
+                        self.cv.as_ref().map_or(0, |c| c.folds)
+                    ),
+                },
+                &mut trace,
+            );
+            if !r.unconverged.is_empty() {
+                emit(
+                    obs,
+                    Event::Log {
+                        level: LogLevel::Warn,
+                        message: format!(
+                            "vb cv: some fold's fit missed its convergence rule at γ/n = {:?}",
+                            r.unconverged
+                        ),
+                    },
+                    &mut trace,
+                );
+            }
+        }
         let mut iters = Vec::new();
-        let out = fit(&pb.x, &pb.y, &pb.prior, pb.gamma, s, None, ctl, &mut |it| {
+        let out = fit(&pb.x, &pb.y, &pb.prior, gamma, s, None, ctl, &mut |it| {
             iters.push(it.clone());
             obs.observe(Event::VbIter(it.clone()));
         })?;
@@ -97,7 +134,7 @@ impl Engine for Vb {
             .collect();
         f.mean = out.mean.clone();
         f.sd = sd;
-        f.gamma = Some(pb.gamma);
+        f.gamma = Some(gamma);
         f.prior = Some(pb.prior.clone());
         f.converged = out.converged;
         f.covariance = Some(out.cov.clone());
@@ -121,15 +158,17 @@ impl Engine for Vb {
             } else {
                 "L-BFGS with strong-Wolfe line search: ‖∇F‖∞ ≤ gtol·max(1,|F|) in whitened coordinates, or F flat (≤ ftol relative) twice with ‖∇F‖∞ ≤ 100·gtol·max(1,|F|)"
             },
+            "cv": cv,
             "gamma": {
-                "value": pb.gamma,
-                "over_n": pb.gamma / n,
+                "value": gamma,
+                "over_n": gamma / n,
+                "chosen_by": if self.cv.is_some() { "cv" } else { "fixed" },
                 "convention": if out.loss.is_ranking() {
                     "F = γ·E_ρ[R_n] + KL, R_n = share of discordant positive/negative pairs; ARC16's λ (U-statistic scale) = γ·n(n−1)/(2M)"
                 } else {
                     "F = γ·E_ρ[r_n] + KL, r_n = mean loss over the n rows; ARC16's λ = γ"
                 },
-                "lambda_arc16": if out.loss.is_ranking() { pb.gamma / u_scale } else { pb.gamma },
+                "lambda_arc16": if out.loss.is_ranking() { gamma / u_scale } else { gamma },
                 "theory": theory_gamma(out.loss, np, nn, d),
                 "theory_prior_var": theory_prior_var(out.loss, d),
             },

@@ -32,6 +32,14 @@ impl Family {
             Family::Full => "full",
         }
     }
+    /// F1 < F2 < F3 (nested families).
+    pub fn rank(self) -> u8 {
+        match self {
+            Family::Iso => 0,
+            Family::Diag => 1,
+            Family::Full => 2,
+        }
+    }
     /// Number of covariance parameters for dimension d.
     pub fn cov_params(self, d: usize) -> usize {
         match self {
@@ -217,12 +225,7 @@ impl Params {
     /// The same distribution in a richer family (F1 ⊂ F2 ⊂ F3): warm starts.
     pub fn promote(&self, to: Family) -> Params {
         let d = self.d;
-        let rank = |f: Family| match f {
-            Family::Iso => 0,
-            Family::Diag => 1,
-            Family::Full => 2,
-        };
-        assert!(rank(to) >= rank(self.family), "cannot narrow a family");
+        assert!(to.rank() >= self.family.rank(), "cannot narrow a family");
         if to == self.family {
             return self.clone();
         }

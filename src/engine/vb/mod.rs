@@ -14,8 +14,10 @@
 //! - `pairs`: the exact AUC term over all pairs by GEMMs + SIMD;
 //! - `lbfgs`: full-batch optimiser with strong-Wolfe line search;
 //! - `stochastic`: Adam on random pair mini-batches for large M;
+//! - `cv`: γ by k-fold cross-validation (local until `engine/select` lands);
 //! - `engine`: the `Engine` (`--method vb`).
 
+pub mod cv;
 pub mod engine;
 pub mod family;
 pub mod lbfgs;
@@ -161,7 +163,7 @@ impl FullData {
 
 /// Fits ρ at a given γ: the function a cross-validation calls per fold and
 /// grid point. `warm`: a previous optimum (same d; a poorer family is
-/// promoted). `on_iter` sees every L-BFGS iteration or stochastic check.
+/// promoted; a richer one is ignored: the fit starts from m = 0, Σ = prior). `on_iter` sees every L-BFGS iteration or stochastic check.
 #[allow(clippy::too_many_arguments)]
 pub fn fit(
     x: &DMatrix<f64>,
@@ -193,7 +195,7 @@ pub fn fit(
         Optimizer::Stochastic => true,
     };
     let p0 = match warm {
-        Some(w) if w.d == d => w.promote(s.family),
+        Some(w) if w.d == d && w.family.rank() <= s.family.rank() => w.promote(s.family),
         _ => Params::init(s.family, d, 1.0),
     };
     let unwhiten = |p: &Params| -> (Vec<f64>, Vec<f64>) {

@@ -291,3 +291,30 @@ fn stochastic_reaches_the_full_batch_optimum() {
         );
     }
 }
+
+/// γ by 3-fold CV: one mean held-out AUC per grid point, the best one chosen,
+/// the same answer twice (seeded folds).
+#[test]
+fn cross_validation_picks_the_best_grid_point() {
+    let (x, y) = data(150, 3, 13);
+    let cv = cv::VbCv {
+        grid_over_n: vec![2.0, 0.05, 0.5],
+        folds: 3,
+        seed: 1,
+    };
+    let s = settings(Family::Diag, Loss::Auc);
+    let ctl = Control::new();
+    let prior = Prior::Gaussian { var: 1.0 };
+    let a = cv::cross_validate(&x, &y, &prior, &s, &cv, &ctl).unwrap();
+    assert_eq!(a.grid_over_n, vec![0.05, 0.5, 2.0]);
+    let best = a.mean_auc.iter().copied().fold(0.0, f64::max);
+    let i = a
+        .grid_over_n
+        .iter()
+        .position(|&c| c == a.chosen_over_n)
+        .unwrap();
+    assert_eq!(a.mean_auc[i], best);
+    assert!(a.mean_auc.iter().all(|&v| v > 0.5 && v <= 1.0));
+    let b = cv::cross_validate(&x, &y, &prior, &s, &cv, &ctl).unwrap();
+    assert_eq!(a.mean_auc, b.mean_auc);
+}
