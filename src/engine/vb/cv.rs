@@ -40,7 +40,7 @@ pub fn cross_validate(
 ) -> Result<CvResult, EngineError> {
     let mut grid = cv.grid_over_n.clone();
     grid.sort_by(f64::total_cmp);
-    if grid.is_empty() || cv.folds < 2 || grid.iter().any(|c| !(*c > 0.0)) {
+    if grid.is_empty() || cv.folds < 2 || grid.iter().any(|c| c.is_nan() || *c <= 0.0) {
         return Err(EngineError::InvalidParams(
             "γ by cross-validation needs ≥ 2 folds and a grid of positive multiples of n".into(),
         ));
