@@ -23,7 +23,11 @@ pub fn kl_to_prior(mean: &[f64], cov: &DMatrix<f64>, prior: &Prior) -> Result<f6
         Prior::Gaussian { .. } | Prior::Ard { .. } => {
             let mut s = -(d as f64) - logdet;
             for k in 0..d {
-                let v = prior.marginal_var(k);
+                let v = match prior {
+                    Prior::Ard { vars } => vars[k],
+                    Prior::Gaussian { var } => *var,
+                    Prior::SpikeSlab { .. } => unreachable!(),
+                };
                 s += (cov[(k, k)] + mean[k] * mean[k]) / v + v.ln();
             }
             Ok(0.5 * s)

@@ -227,7 +227,11 @@ pub fn is_check_fit(fit: &Fit, pb: &Problem, s: &IsSettings) -> Result<IsCheck, 
 
 /// R_n of every θ: scores by GEMM per chunk of draws, one risk per draw.
 fn risks_of(pb: &Problem, thetas: &[&[f64]]) -> Vec<f64> {
-    let (xp, xn) = pb.split_by_class();
+    let rows = |label: bool| -> Vec<usize> { (0..pb.n()).filter(|&i| pb.y[i] == label).collect() };
+    let (xp, xn) = (
+        pb.x.select_rows(&rows(true)),
+        pb.x.select_rows(&rows(false)),
+    );
     let d = pb.d();
     let mut out = vec![0.0; thetas.len()];
     for (c, chunk) in thetas.chunks(CHUNK).enumerate() {
