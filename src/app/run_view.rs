@@ -155,6 +155,8 @@ impl RunView {
             }
             Event::SmcMove(m) => self.smc_move = Some(m),
             Event::EpSweep(s) => self.ep.push(s),
+            // TODO(lead): the explorer's VB panes (trace of the objective, marginals).
+            Event::VbIter(_) => {}
             Event::Log { level, message } => self.logs.push((level, message)),
         }
     }
