@@ -132,7 +132,7 @@ fn pima_corrected_ep_and_vb_match_smc() {
                     family,
                     ..VbSettings::default()
                 },
-                cv: None,
+                ..Vb::default()
             },
             &pb,
         );

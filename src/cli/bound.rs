@@ -1,20 +1,21 @@
 //! `pacauc bound RUN.json [--epsilon E]`: a record's PAC-Bayes certificate
 //! recomputed at another confidence level (it depends on ρ only through
-//! E_ρ R_n and KL, both kept in the record).
+//! E_ρ R_n and KL, both kept in the record's `bound`).
 
 use std::path::PathBuf;
 
 use clap::Args;
 
 use super::fit::CliError;
-use crate::engine::bounds::{Bound, DEFAULT_EPSILON, recompute};
+use crate::engine::bounds::{DEFAULT_EPSILON, recompute};
+use crate::engine::record::RunRecord;
 
 #[derive(Debug, Clone, Args)]
 pub struct BoundArgs {
-    /// A run record (`pacauc fit … --out RUN.json`).
+    /// A run record (`pacauc fit … --out RUN.json`, or the explorer's export).
     pub record: PathBuf,
-    /// Confidence 1 − ε.
-    #[arg(long, default_value_t = DEFAULT_EPSILON, value_name = "E")]
+    /// The bound holds with probability ≥ 1 − ε.
+    #[arg(long, default_value_t = DEFAULT_EPSILON, value_name = "E", allow_negative_numbers = true)]
     pub epsilon: f64,
 }
 
@@ -28,20 +29,15 @@ pub fn run(args: &BoundArgs) -> Result<(), CliError> {
     }
     let text = std::fs::read_to_string(&args.record)
         .map_err(|e| CliError::Input(format!("{path}: {e}")))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| CliError::Input(format!("{path}: not JSON: {e}")))?;
-    let b = v
-        .get("bound")
-        .filter(|b| !b.is_null())
-        .or_else(|| v.get("details").and_then(|d| d.get("bound")))
-        .ok_or_else(|| {
-            CliError::Input(format!(
-                "{path}: the record has no PAC-Bayes certificate (only Bayesian fits have one)"
-            ))
-        })?;
-    let b: Bound = serde_json::from_value(b.clone())
-        .map_err(|e| CliError::Input(format!("{path}: unreadable bound: {e}")))?;
-    let out = recompute(&b, args.epsilon);
+    let record = RunRecord::from_json(&text).map_err(|e| CliError::Input(format!("{path}: {e}")))?;
+    let b = record.bound.as_ref().ok_or_else(|| {
+        CliError::Input(format!(
+            "{path}: the record of this {} run has no PAC-Bayes certificate (only the Bayesian \
+             methods' fits have one)",
+            record.method
+        ))
+    })?;
+    let out = recompute(b, args.epsilon);
     println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     Ok(())
 }

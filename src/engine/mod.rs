@@ -3,6 +3,7 @@
 
 pub mod baseline;
 pub mod bounds;
+pub mod certify;
 pub mod data;
 pub mod ep;
 pub mod event;

@@ -5,6 +5,7 @@
 
 use nalgebra::DMatrix;
 
+use crate::engine::fit::LowRankCov;
 use crate::engine::prior::Prior;
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
@@ -17,8 +18,21 @@ pub fn log_det(v: &DMatrix<f64>) -> Option<f64> {
 
 /// KL(N(mean, cov) ‖ prior).
 pub fn kl_to_prior(mean: &[f64], cov: &DMatrix<f64>, prior: &Prior) -> Result<f64, String> {
-    let d = mean.len();
     let logdet = log_det(cov).ok_or("the covariance is not positive definite")?;
+    let marginal: Vec<f64> = (0..mean.len()).map(|k| cov[(k, k)]).collect();
+    Ok(kl_from_moments(mean, &marginal, logdet, prior))
+}
+
+/// KL(N(mean, V) ‖ prior) for a factored V = diag(D) + F C Fᵀ.
+pub fn kl_to_prior_low_rank(mean: &[f64], v: &LowRankCov, prior: &Prior) -> Result<f64, String> {
+    let (logdet, marginal) = super::row_space::log_det_and_marginals(v)?;
+    Ok(kl_from_moments(mean, &marginal, logdet, prior))
+}
+
+/// The KL from what it needs: the means, the marginal variances and log|V|
+/// (the priors are products over coordinates).
+fn kl_from_moments(mean: &[f64], marginal: &[f64], logdet: f64, prior: &Prior) -> f64 {
+    let d = mean.len();
     match prior {
         Prior::Gaussian { .. } | Prior::Ard { .. } => {
             let mut s = -(d as f64) - logdet;
@@ -28,18 +42,16 @@ pub fn kl_to_prior(mean: &[f64], cov: &DMatrix<f64>, prior: &Prior) -> Result<f6
                     Prior::Gaussian { var } => *var,
                     Prior::SpikeSlab { .. } => unreachable!(),
                 };
-                s += (cov[(k, k)] + mean[k] * mean[k]) / v + v.ln();
+                s += (marginal[k] + mean[k] * mean[k]) / v + v.ln();
             }
-            Ok(0.5 * s)
+            0.5 * s
         }
         Prior::SpikeSlab { .. } => {
             let neg_entropy = -0.5 * (d as f64 * (LN_2PI + 1.0) + logdet);
-            let mut cross = 0.0;
-            for k in 0..d {
-                let (m, s) = (mean[k], cov[(k, k)].sqrt());
-                cross += expect_log_prior(prior, m, s);
-            }
-            Ok(neg_entropy - cross)
+            let cross: f64 = (0..d)
+                .map(|k| expect_log_prior(prior, mean[k], marginal[k].sqrt()))
+                .sum();
+            neg_entropy - cross
         }
     }
 }

@@ -26,15 +26,17 @@
 //! Monte Carlo estimates, so that bound is marked approximate.
 
 pub mod kl;
+pub mod row_space;
 
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::event::Event;
-use crate::engine::fit::Fit;
+use crate::engine::fit::{Fit, LowRankCov};
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
 use crate::engine::vb::{Family, PairRisk, Params};
+use row_space::RowSpace;
 
 pub const DEFAULT_EPSILON: f64 = 0.05;
 
@@ -271,6 +273,22 @@ pub fn certify_gaussian(
     Ok(from_parts(emp, kl, Sizes::of(pb), epsilon, rho))
 }
 
+/// The certificate of ρ = N(mean, V) with a factored V (EP's reduced form):
+/// E_ρ R_n in the data's row space (`row_space`), KL by the determinant lemma.
+pub fn certify_low_rank(
+    pb: &Problem,
+    prior: &Prior,
+    mean: &[f64],
+    v: &LowRankCov,
+    epsilon: f64,
+    rho: &str,
+) -> Result<Bound, String> {
+    let rs = RowSpace::new(&pb.x, mean, v)?;
+    let emp = gaussian_empirical_risk(&rs.rows, &pb.y, &rs.mean, &rs.cov)?;
+    let kl = kl::kl_to_prior_low_rank(mean, v, prior)?;
+    Ok(from_parts(emp, kl, Sizes::of(pb), epsilon, rho))
+}
+
 const GIBBS_NOTE: &str = "KL(π_γ‖π) = −log Z_γ − γ·E[R_n] from SMC's estimates of log Z and of the mean risk (Monte Carlo error not included)";
 
 /// The certificate of the Gibbs posterior at γ from its log evidence and mean risk.
@@ -292,13 +310,14 @@ pub fn certify(fit: &Fit, pb: &Problem, epsilon: f64) -> Result<Bound, String> {
     let prior = fit.prior.as_ref().unwrap_or(&pb.prior);
     let sizes = Sizes::of(pb);
     let gaussian = |rho: &str| -> Result<Bound, String> {
-        let cov = fit.covariance.as_ref().ok_or_else(|| {
-            format!(
-                "the {} fit has no covariance (reduced form?): no Gaussian certificate",
+        match (&fit.covariance, &fit.low_rank_covariance) {
+            (Some(cov), _) => certify_gaussian(pb, prior, &fit.mean, cov, epsilon, rho),
+            (None, Some(lr)) => certify_low_rank(pb, prior, &fit.mean, lr, epsilon, rho),
+            (None, None) => Err(format!(
+                "the {} fit has no covariance: no Gaussian certificate",
                 fit.engine
-            )
-        })?;
-        certify_gaussian(pb, prior, &fit.mean, cov, epsilon, rho)
+            )),
+        }
     };
     if fit.particles.is_some() || fit.engine == "smc" {
         let gamma = fit.gamma.ok_or("the fit has no γ")?;

@@ -126,3 +126,37 @@ fn kl_inverse_is_the_budget_edge() {
     assert!(bd.kl_inverse.risk < bd.hoeffding.risk && bd.tighter == "kl_inverse");
     assert_eq!(bd.risk, bd.kl_inverse.risk.min(bd.hoeffding.risk));
 }
+
+/// EP's reduced form (d ≥ n) gives a factored covariance: its certificate
+/// equals the one of the same ρ written as a dense matrix.
+#[test]
+fn a_factored_covariance_gets_the_dense_certificate() {
+    use crate::engine::ep::{Ep, Form};
+    use crate::engine::run::{Control, Engine, NoObserver};
+    let mut r = stream(8, &[2]);
+    let (n, d) = (24, 30);
+    let x = DMatrix::from_fn(n, d, |_, _| normal(&mut r));
+    let y: Vec<bool> = (0..n).map(|i| x[(i, 0)] + x[(i, 1)] + normal(&mut r) > 0.0).collect();
+    let pb = Problem::new(
+        (0..d).map(|k| format!("x{k}")).collect(),
+        x,
+        y,
+        2.0 * n as f64,
+        Prior::Gaussian { var: 0.5 },
+    )
+    .unwrap();
+    let ep = Ep {
+        form: Form::Reduced,
+        ..Ep::default()
+    };
+    let fit = ep.run(&pb, &Control::new(), &mut NoObserver).unwrap();
+    assert!(fit.covariance.is_none());
+    let v = fit.low_rank_covariance.clone().expect("reduced form");
+    let dense = DMatrix::from_diagonal(&nalgebra::DVector::from_vec(v.diag.clone()))
+        + &v.factor * &v.core * v.factor.transpose();
+    let b = certify(&fit, &pb, 0.05).unwrap();
+    let want = certify_gaussian(&pb, &pb.prior, &fit.mean, &dense, 0.05, "gaussian").unwrap();
+    assert!((b.kl - want.kl).abs() < 1e-8 * want.kl, "{} vs {}", b.kl, want.kl);
+    assert!((b.empirical_risk - want.empirical_risk).abs() < 1e-10);
+    assert!((b.risk - want.risk).abs() < 1e-9);
+}

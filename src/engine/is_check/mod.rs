@@ -19,8 +19,9 @@ use rand_distr::Distribution;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::engine::bounds::row_space::RowSpace;
 use crate::engine::fast_risk::RiskScratch;
-use crate::engine::fit::Fit;
+use crate::engine::fit::{Fit, LowRankCov};
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
 use crate::engine::rng::{normal, stream};
@@ -93,6 +94,20 @@ pub fn is_check(
     cov: &DMatrix<f64>,
     s: &IsSettings,
 ) -> Result<IsCheck, String> {
+    check(pb, prior, gamma, mean, cov, s, false).map(|(c, _)| c)
+}
+
+/// The check, and with `want_cov` the corrected covariance (d × d: only for
+/// small d, the reduced form's row space).
+fn check(
+    pb: &Problem,
+    prior: &Prior,
+    gamma: f64,
+    mean: &[f64],
+    cov: &DMatrix<f64>,
+    s: &IsSettings,
+    want_cov: bool,
+) -> Result<(IsCheck, Option<DMatrix<f64>>), String> {
     let t0 = Instant::now();
     let d = mean.len();
     if s.draws < 10 {
@@ -172,57 +187,108 @@ pub fn is_check(
             cvar[k] += wi * (t[k] - cmean[k]).powi(2);
         }
     }
+    let full_cov = want_cov.then(|| {
+        let mut c = DMatrix::zeros(d, d);
+        for (wi, (t, _)) in w.iter().zip(&draws) {
+            let dt = DVector::from_fn(d, |k, _| t[k] - cmean[k]);
+            c.syger(*wi, &dt, &dt, 1.0);
+        }
+        c.fill_upper_triangle_with_lower_triangle();
+        c
+    });
     let sd: Vec<f64> = cvar.iter().map(|v| v.sqrt()).collect();
-    let shift_sd: Vec<f64> = (0..d).map(|k| (cmean[k] - mean[k]) / sd[k]).collect();
-    let sd_ratio: Vec<f64> = (0..d).map(|k| cov[(k, k)].sqrt() / sd[k]).collect();
-    let max_abs_shift_sd = shift_sd.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-    let threshold = psis::khat_threshold(s.draws);
-    let trusted = ps.khat <= threshold;
-    let verdict = if !trusted {
-        format!(
-            "k̂ = {:.2} > {threshold:.2}: the approximation misses mass of the Gibbs posterior; do not trust it nor the corrected estimates (run SMC)",
-            ps.khat
-        )
-    } else if ps.khat > 0.5 {
-        format!(
-            "k̂ = {:.2}: usable, the corrected estimates are noisy",
-            ps.khat
-        )
-    } else {
-        format!(
-            "k̂ = {:.2}: good; the approximation's means are within {max_abs_shift_sd:.2} sd of the corrected ones",
-            ps.khat
-        )
-    };
-    Ok(IsCheck {
+    let q_sd: Vec<f64> = (0..d).map(|k| cov[(k, k)].sqrt()).collect();
+    let mut out = IsCheck {
         draws: s.draws,
         khat: ps.khat,
-        khat_threshold: threshold,
-        trusted,
+        khat_threshold: psis::khat_threshold(s.draws),
+        trusted: false,
         ess,
         log_z,
         mean: cmean,
         sd,
-        shift_sd,
-        sd_ratio,
-        max_abs_shift_sd,
+        shift_sd: Vec::new(),
+        sd_ratio: Vec::new(),
+        max_abs_shift_sd: 0.0,
         proposal: *s,
-        seconds: t0.elapsed().as_secs_f64(),
-        verdict,
-    })
+        seconds: 0.0,
+        verdict: String::new(),
+    };
+    out.judge(mean, &q_sd);
+    out.seconds = t0.elapsed().as_secs_f64();
+    Ok((out, full_cov))
 }
 
-/// The check of a fit's Gaussian approximation (`Fit.mean`, `Fit.covariance`).
+impl IsCheck {
+    /// The shifts and sd ratios against q's means and sds, and the verdict.
+    fn judge(&mut self, q_mean: &[f64], q_sd: &[f64]) {
+        let (mean, sd) = (&self.mean, &self.sd);
+        self.shift_sd = (0..mean.len())
+            .map(|k| (mean[k] - q_mean[k]) / sd[k])
+            .collect();
+        self.sd_ratio = (0..mean.len()).map(|k| q_sd[k] / sd[k]).collect();
+        self.max_abs_shift_sd = self.shift_sd.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        let (khat, threshold) = (self.khat, self.khat_threshold);
+        self.trusted = khat <= threshold;
+        self.verdict = if !self.trusted {
+            format!(
+                "k̂ = {khat:.2} > {threshold:.2}: the approximation misses mass of the Gibbs posterior; do not trust it nor the corrected estimates (run SMC)"
+            )
+        } else if khat > 0.5 {
+            format!("k̂ = {khat:.2}: usable, the corrected estimates are noisy")
+        } else {
+            format!(
+                "k̂ = {khat:.2}: good; the approximation's means are within {:.2} sd of the corrected ones",
+                self.max_abs_shift_sd
+            )
+        };
+    }
+}
+
+/// The check of ρ = N(mean, V) with a factored V (EP's reduced form, d ≥ n):
+/// run in the data's row space, where ρ and the Gibbs posterior differ
+/// (`bounds::row_space`), then mapped back to θ.
+pub fn is_check_low_rank(
+    pb: &Problem,
+    prior: &Prior,
+    gamma: f64,
+    mean: &[f64],
+    v: &LowRankCov,
+    s: &IsSettings,
+) -> Result<IsCheck, String> {
+    let t0 = Instant::now();
+    let rs = RowSpace::new(&pb.x, mean, v)?;
+    rs.exact_for_prior(prior)?;
+    let unit = Prior::Gaussian { var: 1.0 };
+    let names = (0..rs.rank()).map(|a| format!("w{a}")).collect();
+    let sub = Problem::new(names, rs.rows.clone(), pb.y.clone(), gamma, unit.clone())
+        .map_err(|e| e.to_string())?;
+    let (c, cov_w) = check(&sub, &unit, gamma, &rs.mean, &rs.cov, s, true)?;
+    let (c_mean, c_sd) = rs.theta_moments(&c.mean, &cov_w.expect("asked for"));
+    let (_, q_sd) = rs.theta_moments(&rs.mean, &rs.cov);
+    let mut out = IsCheck {
+        mean: c_mean,
+        sd: c_sd,
+        ..c
+    };
+    out.judge(mean, &q_sd);
+    out.seconds = t0.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+/// The check of a fit's Gaussian approximation (`Fit.mean` and
+/// `Fit.covariance`, or `Fit.low_rank_covariance`).
 pub fn is_check_fit(fit: &Fit, pb: &Problem, s: &IsSettings) -> Result<IsCheck, String> {
-    let cov = fit.covariance.as_ref().ok_or_else(|| {
-        format!(
-            "the {} fit has no covariance: no importance-sampling check",
-            fit.engine
-        )
-    })?;
     let gamma = fit.gamma.ok_or("the fit has no γ")?;
     let prior = fit.prior.as_ref().unwrap_or(&pb.prior);
-    is_check(pb, prior, gamma, &fit.mean, cov, s)
+    match (&fit.covariance, &fit.low_rank_covariance) {
+        (Some(cov), _) => is_check(pb, prior, gamma, &fit.mean, cov, s),
+        (None, Some(v)) => is_check_low_rank(pb, prior, gamma, &fit.mean, v, s),
+        (None, None) => Err(format!(
+            "the {} fit has no covariance: no importance-sampling check",
+            fit.engine
+        )),
+    }
 }
 
 /// R_n of every θ: scores by GEMM per chunk of draws, one risk per draw.

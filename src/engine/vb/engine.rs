@@ -24,8 +24,11 @@ const Z_QUANTILES: [f64; 5] = [
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Vb {
     pub settings: VbSettings,
-    /// γ by cross-validation; None: the problem's γ.
+    /// γ by cross-validation; None: the problem's γ (or the theory value).
     pub cv: Option<VbCv>,
+    /// γ = ARC16's theory value (`theory_gamma`) instead of the problem's.
+    #[serde(default)]
+    pub theory_gamma: bool,
 }
 
 impl Engine for Vb {
@@ -60,9 +63,55 @@ impl Engine for Vb {
             Some(c) => Some(cross_validate(&pb.x, &pb.y, &pb.prior, s, c, ctl)?),
             None => None,
         };
-        let gamma = cv
-            .as_ref()
-            .map_or(pb.gamma, |r| r.chosen_over_n * pb.n() as f64);
+        let theory = theory_gamma(s.loss, np, nn, d);
+        let gamma = match &cv {
+            Some(r) => r.chosen_over_n * pb.n() as f64,
+            None if self.theory_gamma => theory,
+            None => pb.gamma,
+        };
+        let chosen_by = if cv.is_some() {
+            "cv"
+        } else if self.theory_gamma {
+            "theory"
+        } else {
+            "fixed"
+        };
+        if self.theory_gamma && cv.is_none() {
+            let rule = if s.loss.is_ranking() {
+                "λ = √(d(n−1))/2 on the U-statistic scale"
+            } else {
+                "λ = √(nd)"
+            };
+            emit(
+                obs,
+                Event::Log {
+                    level: LogLevel::Info,
+                    message: format!(
+                        "vb: γ = {theory:.4} = {:.4}n, ARC16's theory value for the {} loss ({rule})",
+                        theory / pb.n() as f64,
+                        s.loss.name()
+                    ),
+                },
+                &mut trace,
+            );
+        }
+        let theory_var = theory_prior_var(s.loss, d);
+        if let crate::engine::Prior::Gaussian { var } = pb.prior
+            && !s.loss.is_ranking()
+            && (var / theory_var - 1.0).abs() > 1e-12
+        {
+            emit(
+                obs,
+                Event::Log {
+                    level: LogLevel::Info,
+                    message: format!(
+                        "vb: prior variance ϑ = {var}; ARC16's theory value for the {} loss is 1/d = {theory_var:.4}",
+                        s.loss.name()
+                    ),
+                },
+                &mut trace,
+            );
+        }
         if let Some(r) = &cv {
             emit(
                 obs,
@@ -162,15 +211,15 @@ impl Engine for Vb {
             "gamma": {
                 "value": gamma,
                 "over_n": gamma / n,
-                "chosen_by": if self.cv.is_some() { "cv" } else { "fixed" },
+                "chosen_by": chosen_by,
                 "convention": if out.loss.is_ranking() {
                     "F = γ·E_ρ[R_n] + KL, R_n = share of discordant positive/negative pairs; ARC16's λ (U-statistic scale) = γ·n(n−1)/(2M)"
                 } else {
                     "F = γ·E_ρ[r_n] + KL, r_n = mean loss over the n rows; ARC16's λ = γ"
                 },
                 "lambda_arc16": if out.loss.is_ranking() { gamma / u_scale } else { gamma },
-                "theory": theory_gamma(out.loss, np, nn, d),
-                "theory_prior_var": theory_prior_var(out.loss, d),
+                "theory": theory,
+                "theory_prior_var": theory_var,
             },
             "seconds": out.seconds,
         });
