@@ -305,13 +305,27 @@ fn vb_score_sd_is_the_isotropic_spread() {
     let (train, test, _) = split_demo(&dir);
     let rec = dir.join("iso.json").display().to_string();
     let v = json(&pacauc(&[
-        "fit", &train, "--test", &test, "--method", "vb", "--family", "iso", "--is-draws",
-        "0", "--out", &rec,
+        "fit",
+        &train,
+        "--test",
+        &test,
+        "--method",
+        "vb",
+        "--family",
+        "iso",
+        "--is-draws",
+        "0",
+        "--out",
+        &rec,
     ]));
     let sigma = v["coefficients"][0]["sd"].as_f64().unwrap();
     let scaler = &v["model"]["scaler"];
     let nums = |a: &serde_json::Value| -> Vec<f64> {
-        a.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+        a.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
     };
     let (mean, sd) = (nums(&scaler["mean"]), nums(&scaler["sd"]));
     let j = json(&pacauc(&["predict", &rec, &test, "--format", "json"]));
@@ -323,7 +337,11 @@ fn vb_score_sd_is_the_isotropic_spread() {
             .sum::<f64>()
             .sqrt();
         let got = row["score_sd"].as_f64().unwrap();
-        assert!((got - sigma * norm).abs() <= 1e-9 * got, "{got} vs {}", sigma * norm);
+        assert!(
+            (got - sigma * norm).abs() <= 1e-9 * got,
+            "{got} vs {}",
+            sigma * norm
+        );
     }
     std::fs::remove_dir_all(&dir).ok();
 }

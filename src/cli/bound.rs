@@ -29,7 +29,8 @@ pub fn run(args: &BoundArgs) -> Result<(), CliError> {
     }
     let text = std::fs::read_to_string(&args.record)
         .map_err(|e| CliError::Input(format!("{path}: {e}")))?;
-    let record = RunRecord::from_json(&text).map_err(|e| CliError::Input(format!("{path}: {e}")))?;
+    let record =
+        RunRecord::from_json(&text).map_err(|e| CliError::Input(format!("{path}: {e}")))?;
     let b = record.bound.as_ref().ok_or_else(|| {
         CliError::Input(format!(
             "{path}: the record of this {} run has no PAC-Bayes certificate (only the Bayesian \

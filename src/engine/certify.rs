@@ -74,8 +74,8 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
         Ok(b) => fit.bound = Some(b),
         Err(e) => warn.push(format!("no PAC-Bayes certificate: {e}")),
     }
-    let gaussian = fit.particles.is_none()
-        && (fit.covariance.is_some() || fit.low_rank_covariance.is_some());
+    let gaussian =
+        fit.particles.is_none() && (fit.covariance.is_some() || fit.low_rank_covariance.is_some());
     if s.is_draws > 0 && gaussian {
         let settings = IsSettings {
             draws: s.is_draws,

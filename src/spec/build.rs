@@ -4,10 +4,10 @@
 //! settings become engine settings.
 
 use crate::engine::baseline::{Logit, RankBoost};
+use crate::engine::certify::{Certified, CertifySettings};
 use crate::engine::data::{Dataset, LoadOptions, MissingPolicy, Prepared, TestSource, prepare};
 use crate::engine::ep::spike_slab::SiteStepRule;
 use crate::engine::ep::{ArdSettings, Ep, EpSettings, Form, GammaMode, Precision};
-use crate::engine::certify::{Certified, CertifySettings};
 use crate::engine::smc::{Kernel, Moves, Smc, SmcSettings};
 use crate::engine::vb::cv::VbCv;
 use crate::engine::vb::{AdamSettings, Family, Loss, Optimizer, Vb, VbSettings, theory_gamma};

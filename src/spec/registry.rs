@@ -423,7 +423,11 @@ pub const SETTINGS: &[Setting] = &[
         methods: VB,
         form: true,
         group: Group::Vb,
-        ..setting("family", "method.family", Kind::Choice(&["iso", "diag", "full"]))
+        ..setting(
+            "family",
+            "method.family",
+            Kind::Choice(&["iso", "diag", "full"]),
+        )
     },
     Setting {
         label: "loss",

@@ -108,7 +108,10 @@ fn defaults_as_typed_are_the_structs_defaults_and_choices_parse() {
             }
             let base = from_given(PathBuf::from("d.csv"), m, &given).unwrap();
             // γ's default is the method's (vb: theory).
-            let gamma_default = MethodSpec::default_of(m).unwrap().default_gamma().to_string();
+            let gamma_default = MethodSpec::default_of(m)
+                .unwrap()
+                .default_gamma()
+                .to_string();
             let default = if s.key == "gamma" && s.requires == registry::Requires::Nothing {
                 gamma_default.as_str()
             } else {
@@ -200,7 +203,12 @@ fn spike_slab_defaults_follow_theory() {
 fn vb_defaults_to_the_theory_gamma_and_only_vb_takes_it() {
     let s = from_given(PathBuf::from("d.csv"), "vb", &[]).unwrap();
     assert_eq!(s.gamma, Some(super::Gamma::Theory));
-    let s = from_given(PathBuf::from("d.csv"), "vb", &[("gamma", "auto"), ("folds", "3")]).unwrap();
+    let s = from_given(
+        PathBuf::from("d.csv"),
+        "vb",
+        &[("gamma", "auto"), ("folds", "3")],
+    )
+    .unwrap();
     assert_eq!(s.gamma, Some(super::Gamma::Auto));
     for m in ["ep", "smc"] {
         let e = from_given(PathBuf::from("d.csv"), m, &[("gamma", "theory")]).unwrap_err();

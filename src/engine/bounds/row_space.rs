@@ -192,13 +192,13 @@ mod tests {
         let svd = x.transpose().svd(true, false);
         let w = svd.u.unwrap().columns(0, n).into_owned();
         let r = w.ncols();
-        let core = DMatrix::from_fn(r, r, |a, b| {
-            if a == b {
-                -0.5 + 0.05 * a as f64
-            } else {
-                0.02
-            }
-        });
+        let core = DMatrix::from_fn(
+            r,
+            r,
+            |a, b| {
+                if a == b { -0.5 + 0.05 * a as f64 } else { 0.02 }
+            },
+        );
         let mut factor = w.clone();
         factor *= var.sqrt();
         let lr = LowRankCov {
@@ -234,13 +234,14 @@ mod tests {
             assert!((sd_back[k] - dense[(k, k)].sqrt()).abs() < 1e-12);
         }
         let (log_det, marg) = log_det_and_marginals(&lr).unwrap();
-        let want = 2.0 * nalgebra::Cholesky::new(dense.clone())
-            .unwrap()
-            .l()
-            .diagonal()
-            .iter()
-            .map(|v| v.ln())
-            .sum::<f64>();
+        let want = 2.0
+            * nalgebra::Cholesky::new(dense.clone())
+                .unwrap()
+                .l()
+                .diagonal()
+                .iter()
+                .map(|v| v.ln())
+                .sum::<f64>();
         assert!((log_det - want).abs() < 1e-10, "{log_det} vs {want}");
         for k in 0..marg.len() {
             assert!((marg[k] - dense[(k, k)]).abs() < 1e-12);

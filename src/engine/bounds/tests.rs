@@ -136,7 +136,9 @@ fn a_factored_covariance_gets_the_dense_certificate() {
     let mut r = stream(8, &[2]);
     let (n, d) = (24, 30);
     let x = DMatrix::from_fn(n, d, |_, _| normal(&mut r));
-    let y: Vec<bool> = (0..n).map(|i| x[(i, 0)] + x[(i, 1)] + normal(&mut r) > 0.0).collect();
+    let y: Vec<bool> = (0..n)
+        .map(|i| x[(i, 0)] + x[(i, 1)] + normal(&mut r) > 0.0)
+        .collect();
     let pb = Problem::new(
         (0..d).map(|k| format!("x{k}")).collect(),
         x,
@@ -156,7 +158,12 @@ fn a_factored_covariance_gets_the_dense_certificate() {
         + &v.factor * &v.core * v.factor.transpose();
     let b = certify(&fit, &pb, 0.05).unwrap();
     let want = certify_gaussian(&pb, &pb.prior, &fit.mean, &dense, 0.05, "gaussian").unwrap();
-    assert!((b.kl - want.kl).abs() < 1e-8 * want.kl, "{} vs {}", b.kl, want.kl);
+    assert!(
+        (b.kl - want.kl).abs() < 1e-8 * want.kl,
+        "{} vs {}",
+        b.kl,
+        want.kl
+    );
     assert!((b.empirical_risk - want.empirical_risk).abs() < 1e-10);
     assert!((b.risk - want.risk).abs() < 1e-9);
 }

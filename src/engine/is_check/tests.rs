@@ -161,9 +161,14 @@ fn a_factored_gaussian_is_checked_in_the_row_space() {
         Prior::Gaussian { var: 1.0 },
     )
     .unwrap();
-    let lift = |m: &[f64]| (&a * DMatrix::from_column_slice(2, 1, m)).as_slice().to_vec();
+    let lift = |m: &[f64]| {
+        (&a * DMatrix::from_column_slice(2, 1, m))
+            .as_slice()
+            .to_vec()
+    };
     let exact_mean = lift(&mean2);
-    let exact_cov = &a * (&cov2 - DMatrix::identity(2, 2)) * a.transpose() + DMatrix::identity(5, 5);
+    let exact_cov =
+        &a * (&cov2 - DMatrix::identity(2, 2)) * a.transpose() + DMatrix::identity(5, 5);
     let q2: Vec<f64> = mean2.iter().map(|m| 0.7 * m).collect();
     let core = &cov2 * 1.5 - DMatrix::identity(2, 2);
     let v = LowRankCov {
@@ -187,7 +192,11 @@ fn a_factored_gaussian_is_checked_in_the_row_space() {
             c.mean[k],
             exact_mean[k]
         );
-        assert!((c.sd[k] / sd - 1.0).abs() < 0.05, "sd {k}: {} vs {sd}", c.sd[k]);
+        assert!(
+            (c.sd[k] / sd - 1.0).abs() < 0.05,
+            "sd {k}: {} vs {sd}",
+            c.sd[k]
+        );
     }
     let dense = &a * &core * a.transpose() + DMatrix::identity(5, 5);
     let full = is_check(&pb, &pb.prior, pb.gamma, &q_mean, &dense, &s).unwrap();
