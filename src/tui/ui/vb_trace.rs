@@ -87,7 +87,8 @@ pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
                 .map(|it| (it.iteration as f64, it.grad_norm.log10())),
         );
         let [gl, gh] = bounds(g.iter().map(|p| p.1));
-        let (gl, gh) = (gl.floor(), gh.ceil().max(gl.floor() + 1.0));
+        // + 0.0: no "1e-0" label for a ceiling of −0.
+        let (gl, gh) = (gl.floor() + 0.0, gh.ceil().max(gl.floor() + 1.0) + 0.0);
         let chart = Chart::new(vec![
             Dataset::default()
                 .data(&g)
