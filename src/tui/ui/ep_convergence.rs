@@ -29,7 +29,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let Some(run) = run.filter(|r| !r.ep.is_empty()) else {
         let msg = match run {
             Some(_) => "waiting for the first sweep…",
-            None => "no EP or VB run yet: n opens the run form",
+            None => "no EP/VB run yet: n opens the form",
         };
         placeholder(frame, inner, msg, &theme);
         return;
