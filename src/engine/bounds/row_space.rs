@@ -169,7 +169,7 @@ pub fn log_det_and_marginals(v: &LowRankCov) -> Result<(f64, Vec<f64>), String> 
         inner[(a, a)] += 1.0;
     }
     let det = inner.determinant();
-    if !(det > 0.0 && det.is_finite()) || !v.diag.iter().all(|x| *x > 0.0) {
+    if !(det > 0.0 && det.is_finite() && v.diag.iter().all(|x| *x > 0.0)) {
         return Err("the factored covariance is not positive definite".into());
     }
     let log_det = v.diag.iter().map(|x| x.ln()).sum::<f64>() + det.ln();
