@@ -54,11 +54,13 @@ pub fn print_table(r: &RunRecord) {
     );
     if let Some(b) = &r.bound {
         println!(
-            "bound     1 − AUC ≤ {:.4} with probability ≥ {} (empirical {:.4}, KL {:.2})",
+            "bound     1 − AUC ≤ {:.4} with probability ≥ {} (empirical {:.4}, KL {:.2}){}",
             b.risk,
             1.0 - b.epsilon,
             b.empirical_risk,
-            b.kl
+            b.kl,
+            // A bound at or above ½ certifies nothing better than chance.
+            if b.risk >= 0.5 { "; vacuous" } else { "" }
         );
     }
     if let Some(c) = r.details.get("is_check").filter(|c| c.is_object()) {
