@@ -368,3 +368,27 @@ fn vb_iterations_fill_the_convergence_pane() {
         assert!(text.contains(optimizer) && text.contains(marker), "{text}");
     }
 }
+
+#[test]
+fn results_table_shows_the_certificate_and_khat() {
+    use crate::engine::bounds::{Sizes, from_parts};
+    let (mut app, ds, p) = app();
+    let id = started(&app.enqueue(spec("ep")))[0];
+    let mut rec = record(&ds, &p, &testkit::ep(&p.names, 450.0, 5, false));
+    let sizes = Sizes {
+        n_pos: 150,
+        n_neg: 300,
+        d: p.names.len(),
+    };
+    rec.bound = Some(from_parts(0.125, 3.0, sizes, 0.05, "gaussian"));
+    let risk = rec.bound.as_ref().unwrap().risk;
+    assert!(risk > 0.125 && risk < 0.5, "{risk}");
+    rec.details["is_check"] = serde_json::json!({"khat": 0.8125, "trusted": false});
+    update(&mut app, msg(id, WorkerEvent::Finished(rec)));
+    let text = screen(&app);
+    assert!(
+        text.contains("bound") && text.contains(&format!("{risk:.4}")),
+        "{text}"
+    );
+    assert!(text.contains("0.81"), "{text}");
+}
