@@ -40,6 +40,19 @@ pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
     let x_hi = points.last().map_or(1.0, |p| p.0).max(x_lo + 1.0);
     let end_line = exact.map_or(Vec::new(), |f| vec![(x_lo, f), (x_hi, f)]);
     let [lo, hi] = bounds(points.iter().map(|p| p.1).chain(exact));
+    let g = finite(
+        run.vb
+            .iter()
+            .filter(|it| it.grad_norm > 0.0)
+            .map(|it| (it.iteration as f64, it.grad_norm.log10())),
+    );
+    let [gl, gh] = bounds(g.iter().map(|p| p.1));
+    // + 0.0: no "1e-0" label for a ceiling of −0.
+    let (gl, gh) = (gl.floor() + 0.0, gh.ceil().max(gl.floor() + 1.0) + 0.0);
+    // Both charts' y labels padded to one width, so their x axes line up.
+    let labels = [num(lo), num(hi), format!("1e{gl:.0}"), format!("1e{gh:.0}")];
+    let width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let [f_lo, f_hi, g_lo, g_hi] = labels.map(|l| format!("{l:>width$}"));
     let f_style = theme.fg(Color::Magenta);
     if f_area.height >= 3 && f_area.width >= 12 {
         let mut ds = Vec::new();
@@ -74,21 +87,12 @@ pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
             .y_axis(
                 Axis::default()
                     .bounds([lo, hi])
-                    .labels([num(lo), num(hi)])
+                    .labels([f_lo, f_hi])
                     .style(theme.dim()),
             );
         frame.render_widget(chart, f_area);
     }
     if two && g_area.height >= 3 {
-        let g = finite(
-            run.vb
-                .iter()
-                .filter(|it| it.grad_norm > 0.0)
-                .map(|it| (it.iteration as f64, it.grad_norm.log10())),
-        );
-        let [gl, gh] = bounds(g.iter().map(|p| p.1));
-        // + 0.0: no "1e-0" label for a ceiling of −0.
-        let (gl, gh) = (gl.floor() + 0.0, gh.ceil().max(gl.floor() + 1.0) + 0.0);
         let chart = Chart::new(vec![
             Dataset::default()
                 .data(&g)
@@ -100,7 +104,7 @@ pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
         .y_axis(
             Axis::default()
                 .bounds([gl, gh])
-                .labels([format!("1e{gl:.0}"), format!("1e{gh:.0}")])
+                .labels([g_lo, g_hi])
                 .style(theme.dim()),
         );
         frame.render_widget(chart, g_area);
