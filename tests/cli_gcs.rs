@@ -95,3 +95,64 @@ fn unusable_options_are_refused() {
         assert!(err.contains(needle), "{all:?}: {err}");
     }
 }
+
+/// With `--evidence` a gcs record carries the Gibbs posterior's certificate,
+/// as SMC's does (`--epsilon` applies); without it the record has no `bound`,
+/// a warning in its trace and on stderr says why, and `pacauc bound` repeats it.
+#[test]
+fn gcs_is_certified_with_its_evidence() {
+    let dir = std::env::temp_dir().join(format!("pacauc-gcs-bound-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fit = |extra: &[&str], out: &str| {
+        let mut args = vec![
+            "fit",
+            DATA,
+            "--method",
+            "gcs",
+            "--min-ess",
+            "50",
+            "--max-steps",
+            "400",
+            "--out",
+            out,
+        ];
+        args.extend(extra);
+        pacauc(&args)
+    };
+    let with = dir.join("with.json");
+    let v = json(&fit(
+        &["--evidence", "--epsilon", "0.01"],
+        with.to_str().unwrap(),
+    ));
+    let b = &v["bound"];
+    assert_eq!(b["rho"], "gibbs");
+    assert_eq!(b["epsilon"], 0.01);
+    assert_eq!(b["others"][0]["rho"], "draws_gaussian");
+    assert!(b["risk"].as_f64().unwrap() > b["empirical_risk"].as_f64().unwrap());
+    assert!(b["kl"].as_f64().unwrap() > 0.0);
+    let same = json(&pacauc(&[
+        "bound",
+        with.to_str().unwrap(),
+        "--epsilon",
+        "0.01",
+    ]));
+    assert_eq!(same["risk"], b["risk"]);
+    let without = dir.join("without.json");
+    let out = fit(&[], without.to_str().unwrap());
+    let v = json(&out);
+    assert!(v.get("bound").is_none_or(|b| b.is_null()));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no PAC-Bayes certificate") && err.contains("--evidence"),
+        "{err}"
+    );
+    assert!(events(&v, "log").iter().any(|e| {
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("only with `evidence`"))
+    }));
+    let e = pacauc(&["bound", without.to_str().unwrap()]);
+    assert_eq!(e.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&e.stderr).contains("evidence"));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::ring::Ring;
 use crate::engine::Event;
-use crate::engine::event::{EpSweep, GcsBatch, Histogram, LogLevel, SmcMove, SmcStage};
+use crate::engine::event::{EpSweep, GcsBatch, Histogram, LogLevel, SmcMove, SmcStage, VbIter};
 use crate::engine::record::RunRecord;
 use crate::spec::{DataSpec, MethodSpec, RunSpec};
 use crate::worker::RunId;
@@ -66,12 +66,25 @@ pub struct RunView {
     pub ep: Ring<EpSweep>,
     /// Great-circle sampler batches (R-hat, ESS, per-chain risk).
     pub gcs: Ring<GcsBatch>,
+    /// VB's iterations (L-BFGS steps, or the stochastic optimiser's checks).
+    pub vb: Ring<VbIter>,
     /// The latest particle histograms (live snapshot, then the final ones).
     pub histograms: Vec<Histogram>,
     pub logs: Ring<(LogLevel, String)>,
     pub record: Option<Box<RunRecord>>,
     /// Where the record was exported or replayed from.
     pub file: Option<PathBuf>,
+}
+
+/// The latest event of every live series a run can report, by engine (the
+/// coefficients, the elapsed time): named, so that a new engine is one more
+/// field rather than one more tuple slot.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Latest<'a> {
+    pub smc: Option<&'a SmcStage>,
+    pub ep: Option<&'a EpSweep>,
+    pub gcs: Option<&'a GcsBatch>,
+    pub vb: Option<&'a VbIter>,
 }
 
 /// Posterior summaries of one coefficient.
@@ -93,6 +106,7 @@ impl RunView {
             smc_move: None,
             ep: Ring::new(TRACE_CAPACITY),
             gcs: Ring::new(TRACE_CAPACITY),
+            vb: Ring::new(TRACE_CAPACITY),
             histograms: Vec::new(),
             logs: Ring::new(LOG_CAPACITY),
             record: None,
@@ -159,6 +173,7 @@ impl RunView {
             Event::SmcMove(m) => self.smc_move = Some(m),
             Event::EpSweep(s) => self.ep.push(s),
             Event::GcsBatch(b) => self.gcs.push(b),
+            Event::VbIter(it) => self.vb.push(it),
             Event::Log { level, message } => self.logs.push((level, message)),
         }
     }
@@ -180,8 +195,29 @@ impl RunView {
         !self.ep.is_empty() || self.method() == "ep"
     }
 
+    pub fn is_vb(&self) -> bool {
+        !self.vb.is_empty() || self.method() == "vb"
+    }
+
+    /// A Gaussian approximation (EP or VB): the convergence pane's runs, and
+    /// the Gaussian the marginals pane overlays on SMC's particles.
+    pub fn is_gaussian(&self) -> bool {
+        self.is_ep() || self.is_vb()
+    }
+
+    /// The latest event of each live series (a run of one engine fills one).
+    pub fn latest(&self) -> Latest<'_> {
+        Latest {
+            smc: self.smc.last(),
+            ep: self.ep.last(),
+            gcs: self.gcs.last(),
+            vb: self.vb.last(),
+        }
+    }
+
     /// Posterior means and sds: the record's when finished, else the latest
-    /// stage's or sweep's.
+    /// SMC stage's, EP sweep's, gcs batch's (once draws are kept) or VB
+    /// iteration's.
     pub fn coefficients(&self, names: &[String]) -> Vec<Coef> {
         if let Some(r) = &self.record {
             return r
@@ -194,12 +230,18 @@ impl RunView {
                 })
                 .collect();
         }
-        let (mean, sd) = match (self.smc.last(), self.ep.last(), self.gcs.last()) {
-            (Some(s), _, _) => (&s.mean, &s.sd),
-            (None, Some(e), _) => (&e.mean, &e.sd),
-            // No draws kept yet during warm-up: nothing to show.
-            (None, None, Some(g)) if !g.mean.is_empty() => (&g.mean, &g.sd),
-            _ => return Vec::new(),
+        let latest = self.latest();
+        let (mean, sd) = if let Some(s) = latest.smc {
+            (&s.mean, &s.sd)
+        } else if let Some(e) = latest.ep {
+            (&e.mean, &e.sd)
+        } else if let Some(g) = latest.gcs.filter(|g| !g.mean.is_empty()) {
+            // No draws kept yet during warm-up: nothing to show until then.
+            (&g.mean, &g.sd)
+        } else if let Some(v) = latest.vb {
+            (&v.mean, &v.sd)
+        } else {
+            return Vec::new();
         };
         // An engine may leave out the sds of intermediate sweeps (costly to form).
         mean.iter()
@@ -250,10 +292,12 @@ impl RunView {
         if let Some(r) = &self.record {
             return Some(r.seconds.fit);
         }
-        let a = self.smc.last().map(|s| s.elapsed);
-        let b = self.ep.last().map(|s| s.elapsed);
-        let c = self.gcs.last().map(|s| s.elapsed);
-        a.into_iter().chain(b).chain(c).reduce(f64::max)
+        let latest = self.latest();
+        let a = latest.smc.map(|s| s.elapsed);
+        let b = latest.ep.map(|s| s.elapsed);
+        let c = latest.gcs.map(|s| s.elapsed);
+        let d = latest.vb.map(|s| s.elapsed);
+        a.into_iter().chain(b).chain(c).chain(d).reduce(f64::max)
     }
 
     /// EP's convergence tolerance (its spec's, else the default).

@@ -2,12 +2,15 @@
 //! baselines, run records and the models they hold (`model`, `predict`).
 
 pub mod baseline;
+pub mod bounds;
+pub mod certify;
 pub mod data;
 pub mod ep;
 pub mod event;
 pub mod fast_risk;
 pub mod fit;
 pub mod gcs;
+pub mod is_check;
 pub mod linalg;
 pub mod mcmc_diag;
 pub mod metrics;
@@ -20,6 +23,7 @@ pub mod rng;
 pub mod run;
 pub mod select;
 pub mod smc;
+pub mod vb;
 pub mod votes;
 
 pub use event::Event;

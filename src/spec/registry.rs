@@ -66,12 +66,22 @@ pub const METHODS: &[MethodInfo] = &[
         priors: &[Gaussian, Ard, SpikeSlab],
     },
     MethodInfo {
+        name: "vb",
+        help: "variational Bayes (ARC16): the closest Gaussian of a family, for the AUC risk or a classification loss",
+        bayesian: true,
+        // The KL to a spike-and-slab prior has no closed form.
+        priors: &[Gaussian, Ard],
+    },
+    MethodInfo {
         name: "gcs",
         help: "great-circle sampler: exact hit-and-run chains on directions, with R-hat and ESS (Gaussian priors)",
         bayesian: true,
         priors: &[Gaussian, Ard],
     },
 ];
+
+/// The methods that accept `gamma = theory` (vb: ARC16's λ, as this program's γ).
+pub const THEORY_GAMMA: &[&str] = &["vb"];
 
 /// The methods the explorer starts when it opens, in order (EP first: it is quick).
 pub const AUTORUN_ORDER: &[&str] = &["ep", "smc"];
@@ -97,6 +107,7 @@ const fn setting(key: &'static str, path: &'static str, kind: Kind) -> Setting {
         methods: Methods::All,
         priors: &[],
         auto_for: &[],
+        choices_for: &[],
         requires: Requires::Nothing,
         form: false,
         group: Group::Data,
@@ -105,6 +116,7 @@ const fn setting(key: &'static str, path: &'static str, kind: Kind) -> Setting {
 
 const SMC: Methods = Methods::Only(&["smc"]);
 const EP: Methods = Methods::Only(&["ep"]);
+const VB: Methods = Methods::Only(&["vb"]);
 const GCS: Methods = Methods::Only(&["gcs"]);
 
 /// Every setting, in the order of the help and the run form.
@@ -209,13 +221,30 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "γ",
-        help: "Inverse temperature γ of the Gibbs posterior: a number, a multiple of the training size like 2n, or auto (cross-validation, EP with a Gaussian or ARD prior). RACL14 Thm 2.3 gives γ ∝ n.",
+        help: "Inverse temperature γ of the Gibbs posterior: a number, a multiple of the training size like 2n, auto (cross-validation: EP with a Gaussian or ARD prior, VB) or theory (VB: ARC16's value, its default). RACL14 Thm 2.3 gives γ ∝ n.",
         default: "n",
         methods: Methods::Bayesian,
-        auto_for: &[("ep", &[Gaussian, Ard])],
+        auto_for: &[("ep", &[Gaussian, Ard]), ("vb", &[])],
         form: true,
         group: Group::Posterior,
         ..setting("gamma", "gamma", Kind::Gamma)
+    },
+    Setting {
+        label: "loss",
+        help: "What the Gibbs posterior penalises. vb: auc (share of discordant pairs) or a classification loss of the same linear score, zero-one, hinge or exp (ARC16's theory prior variance for them is 1/d: set prior_var). gcs: auc (the AUC risk with γ) or label-noise (GH00: each training error costs q/(1 − q), with an intercept; γ follows from `noise`).",
+        default: "auc",
+        methods: Methods::Only(&["vb", "gcs"]),
+        choices_for: &[
+            ("vb", &["auc", "zero-one", "hinge", "exp"]),
+            ("gcs", &["auc", "label-noise"]),
+        ],
+        form: true,
+        group: Group::Posterior,
+        ..setting(
+            "loss",
+            "method.loss",
+            Kind::Choice(&["auc", "zero-one", "hinge", "exp", "label-noise"]),
+        )
     },
     // SMC.
     Setting {
@@ -336,7 +365,7 @@ pub const SETTINGS: &[Setting] = &[
         label: "γ grid (×n)",
         help: "With γ = auto: the grid of the cross-validation, as multiples of the training size n (comma-separated).",
         default: "0.0625,0.125,0.25,0.5,1,2,4,8,16",
-        methods: EP,
+        methods: Methods::Only(&["ep", "vb"]),
         requires: Requires::GammaAuto,
         group: Group::Ep,
         ..setting(
@@ -411,6 +440,41 @@ pub const SETTINGS: &[Setting] = &[
         group: Group::Ep,
         ..setting("keep_fixes", "method.keep_fixes", Kind::Switch)
     },
+    // VB.
+    Setting {
+        label: "family",
+        help: "Gaussian family of ρ = N(m, Σ): iso (Σ = σ² × the prior covariance, F1), diag (diagonal Σ, F2) or full (Σ through its Cholesky factor, F3).",
+        default: "diag",
+        methods: VB,
+        form: true,
+        group: Group::Vb,
+        ..setting(
+            "family",
+            "method.family",
+            Kind::Choice(&["iso", "diag", "full"]),
+        )
+    },
+    Setting {
+        label: "optimizer",
+        help: "full-batch: L-BFGS with a strong-Wolfe line search over every item; stochastic: Adam on random mini-batches (unbiased); auto: full batch up to 4 million items (pairs, or rows for a classification loss).",
+        default: "auto",
+        methods: VB,
+        form: true,
+        group: Group::Vb,
+        ..setting(
+            "optimizer",
+            "method.optimizer",
+            Kind::Choice(&["auto", "full-batch", "stochastic"]),
+        )
+    },
+    Setting {
+        label: "batch (pairs)",
+        help: "Stochastic optimizer: items (pairs, or rows for a classification loss) per step.",
+        default: "4000",
+        methods: VB,
+        group: Group::Vb,
+        ..setting("batch_pairs", "method.batch_pairs", Kind::Count(1))
+    },
     // The great-circle sampler.
     Setting {
         label: "chains",
@@ -461,15 +525,6 @@ pub const SETTINGS: &[Setting] = &[
         ..setting("max_steps", "method.max_steps", Kind::Count(1))
     },
     Setting {
-        label: "loss",
-        help: "What the posterior penalises: auc (the AUC risk with γ) or label-noise (GH00: each training error costs q/(1 − q), with an intercept; γ follows from `noise`).",
-        default: "auc",
-        methods: GCS,
-        form: true,
-        group: Group::Gcs,
-        ..setting("loss", "method.loss", Kind::Choice(&["auc", "label-noise"]))
-    },
-    Setting {
         label: "label-noise level q",
         help: "With loss label-noise: the probability q that a training label is flipped.",
         default: "0.1",
@@ -489,6 +544,28 @@ pub const SETTINGS: &[Setting] = &[
         form: true,
         group: Group::Gcs,
         ..setting("evidence", "method.evidence", Kind::Switch)
+    },
+    // Certificates.
+    Setting {
+        label: "certificate ε",
+        help: "The PAC-Bayes certificate (the record's `bound`) holds with probability ≥ 1 − ε.",
+        default: "0.05",
+        methods: Methods::Bayesian,
+        group: Group::Certificates,
+        ..setting(
+            "epsilon",
+            "method.epsilon",
+            Kind::Number(range(0.0, 1.0, true, true)),
+        )
+    },
+    Setting {
+        label: "IS check draws",
+        help: "Importance draws checking the Gaussian approximation against the exact Gibbs posterior (PSIS k̂, corrected means and sds); 0 skips the check.",
+        default: "20000",
+        methods: Methods::Only(&["ep", "vb"]),
+        form: true,
+        group: Group::Certificates,
+        ..setting("is_draws", "method.is_draws", Kind::Count(0))
     },
     // Baselines and cross-validation.
     Setting {
@@ -511,9 +588,9 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "folds",
-        help: "Folds of the cross-validations that choose hyper-parameters (logit's λ, RankBoost's rounds, EP's γ = auto).",
+        help: "Folds of the cross-validations that choose hyper-parameters (logit's λ, RankBoost's rounds, EP's and VB's γ = auto).",
         default: "5",
-        methods: Methods::Only(&["logit", "rankboost", "ep"]),
+        methods: Methods::Only(&["logit", "rankboost", "ep", "vb"]),
         group: Group::Baselines,
         ..setting("folds", "method.folds", Kind::Count(2))
     },

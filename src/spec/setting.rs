@@ -4,7 +4,7 @@
 //! value name).
 
 use super::registry;
-use super::run_spec::PriorKind;
+use super::run_spec::{MethodSpec, PriorKind};
 
 /// A closed or open interval of numbers.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -111,18 +111,22 @@ pub enum Group {
     Baselines,
     Smc,
     Ep,
+    Vb,
     Gcs,
+    Certificates,
 }
 
 impl Group {
     pub fn heading(self) -> &'static str {
         match self {
             Group::Data => "Data",
-            Group::Posterior => "Gibbs posterior (smc, ep, gcs)",
+            Group::Posterior => "Gibbs posterior (smc, ep, vb, gcs)",
             Group::Baselines => "Baselines (logit, rankboost) and cross-validation",
             Group::Smc => "SMC",
             Group::Ep => "EP",
+            Group::Vb => "VB",
             Group::Gcs => "Great-circle sampler (gcs)",
+            Group::Certificates => "Certificates (smc, ep, vb, gcs)",
         }
     }
 }
@@ -148,6 +152,9 @@ pub struct Setting {
     pub priors: &'static [PriorKind],
     /// Where `auto` is accepted: (method, priors; empty = any prior).
     pub auto_for: &'static [(&'static str, &'static [PriorKind])],
+    /// A choice shared by methods whose enums differ (`loss`): each method's
+    /// own names (a method not listed takes every name of the kind).
+    pub choices_for: &'static [(&'static str, &'static [&'static str])],
     pub requires: Requires,
     /// Shown in the run form.
     pub form: bool,
@@ -180,6 +187,17 @@ impl Setting {
         self.auto_for.iter().any(|(m, priors)| {
             *m == method && (priors.is_empty() || prior.is_some_and(|p| priors.contains(&p)))
         })
+    }
+
+    /// The names a choice accepts for `method` (empty for other kinds).
+    pub fn choices(&self, method: &str) -> &'static [&'static str] {
+        let Kind::Choice(all) = self.kind else {
+            return &[];
+        };
+        self.choices_for
+            .iter()
+            .find(|(m, _)| *m == method)
+            .map_or(all, |(_, names)| names)
     }
 
     /// Why the setting does not apply to `method` with `prior` (for the message).
@@ -221,13 +239,21 @@ impl Setting {
             Kind::Number(_) | Kind::Numbers(_) => "number",
             Kind::Count(_) => "whole number",
             Kind::Choice(_) | Kind::Switch => "",
+            Kind::Gamma if auto && registry::THEORY_GAMMA.contains(&method) => {
+                "number, Kn (e.g. 2n), auto or theory"
+            }
             Kind::Gamma if auto => "number, Kn (e.g. 2n) or auto",
             Kind::Gamma => "number or Kn (e.g. 2n)",
             Kind::Tunable(_) if auto => "number or auto",
             Kind::Tunable(_) => "number",
             Kind::Text | Kind::TextList => "text",
         };
-        let default = if !self.default.is_empty() {
+        let method_gamma = (self.kind == Kind::Gamma)
+            .then(|| MethodSpec::default_of(method).map(|m| m.default_gamma()))
+            .flatten();
+        let default = if let Some(g) = method_gamma {
+            format!("default {g}")
+        } else if !self.default.is_empty() {
             format!("default {}", self.default)
         } else if !self.unset.is_empty() {
             format!("empty = {}", self.unset)
@@ -255,7 +281,7 @@ impl Setting {
             Kind::Choice(names) => names.join("|"),
             Kind::Switch => String::new(),
             Kind::Numbers(_) => "X1,X2,…".into(),
-            Kind::Gamma => format!("G|Kn{auto}"),
+            Kind::Gamma => format!("G|Kn{auto}|theory"),
             Kind::Tunable(_) => format!("X{auto}"),
             Kind::Text | Kind::TextList => "TEXT".into(),
         }
