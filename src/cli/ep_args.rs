@@ -68,6 +68,10 @@ pub struct EpArgs {
     /// active at convergence, EP continues without it to a true fixed point; primal form only).
     #[arg(long)]
     pub keep_fixes: bool,
+    /// EP: sites on B positive/negative pairs drawn uniformly (with replacement, seeded by
+    /// --seed) instead of all of them; needs B ≫ γ²·R(1 − R) (Gaussian and ARD priors).
+    #[arg(long, value_name = "B")]
+    pub pairs: Option<usize>,
 }
 
 impl Default for EpArgs {
@@ -84,6 +88,7 @@ impl Default for EpArgs {
             final_evidence_only: false,
             site_steps: SiteStepsArg::Adaptive,
             keep_fixes: false,
+            pairs: None,
         }
     }
 }
@@ -118,6 +123,9 @@ impl EpArgs {
         }
         if self.keep_fixes {
             a.push("--keep-fixes".into());
+        }
+        if let Some(b) = self.pairs {
+            a.extend(["--pairs".into(), b.to_string()]);
         }
         a
     }
@@ -162,6 +170,9 @@ impl EpArgs {
                 SiteStepsArg::Strict => SiteStepRule::Strict,
             },
             release_fixes: !self.keep_fixes,
+            pairs: self
+                .pairs
+                .map(|pairs| crate::engine::pairs::PairSampling { pairs, seed }),
         }
     }
 }

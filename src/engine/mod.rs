@@ -9,6 +9,7 @@ pub mod fast_risk;
 pub mod fit;
 pub mod linalg;
 pub mod metrics;
+pub mod pairs;
 pub mod prior;
 pub mod problem;
 pub mod record;

@@ -20,6 +20,7 @@ use super::design::Form;
 use super::linear::LinearEp;
 use super::pair_ep::{EpSettings, PairEp};
 use super::store::Precision;
+use crate::engine::pairs::PairSampling;
 use crate::engine::run::{Control, EngineError};
 use crate::engine::select::{
     CvMethod, CvNames, CvReport, CvSpec, FoldData, GridWalker, MEMORY_BUDGET, PointFit, Walk,
@@ -46,6 +47,9 @@ pub struct CvSettings<'a> {
     pub ep: &'a EpSettings,
     /// Tune ARD variances inside every fold (None: fixed `vars`).
     pub ard: Option<&'a ArdSettings>,
+    /// Sites on a sample of pairs: each fold draws its own, of the size that
+    /// keeps the share of its pairs (`pairs::PairSample`).
+    pub pairs: Option<PairSampling>,
 }
 
 /// The settings of EP runs inside the CV: a cycling point fails fast (unless
@@ -68,6 +72,21 @@ struct EpCv<'a> {
     precision: Precision,
     ep: EpSettings,
     ard: Option<&'a ArdSettings>,
+    pairs: Option<PairSampling>,
+    /// n+ · n− of all the rows (a fold's sample keeps its share of B).
+    all_pairs: usize,
+}
+
+impl EpCv<'_> {
+    /// The size of a fold's pair sample.
+    fn fold_sample(&self, positives: usize, negatives: usize) -> Option<PairSampling> {
+        self.pairs.map(|s| PairSampling {
+            pairs: ((s.pairs as f64 * (positives * negatives) as f64 / self.all_pairs as f64)
+                .round() as usize)
+                .max(1),
+            seed: s.seed,
+        })
+    }
 }
 
 /// One fold's EP state, warm-started along the grid.
@@ -93,15 +112,26 @@ impl CvMethod for EpCv<'_> {
     }
 
     fn start(&self, fold: &FoldData) -> Result<EpWalker, EngineError> {
+        let pos = fold.ytr.iter().filter(|&&b| b).count();
+        let sampling = self.fold_sample(pos, fold.ytr.len() - pos);
+        let keys = [fold.fold as u64 + 1];
         Ok(EpWalker {
-            lep: LinearEp::new(&fold.xtr, &fold.ytr, self.vars, self.form, self.precision)?,
+            lep: LinearEp::with_pairs(
+                &fold.xtr,
+                &fold.ytr,
+                self.vars,
+                self.form,
+                self.precision,
+                sampling.as_ref().map(|s| (*s, &keys[..])),
+            )?,
             ep: self.ep,
             ard: self.ard.copied(),
         })
     }
 
     fn fold_bytes(&self, positives: usize, negatives: usize, d: usize) -> usize {
-        PairEp::memory_bytes(positives, negatives, d, self.precision)
+        let sampled = self.fold_sample(positives, negatives).map(|s| s.pairs);
+        PairEp::memory_bytes(positives, negatives, d, self.precision, sampled)
     }
 }
 
@@ -151,6 +181,11 @@ pub fn cross_validate(
         precision: cv.precision,
         ep: cv_settings(cv.ep),
         ard: cv.ard,
+        pairs: cv.pairs,
+        all_pairs: {
+            let pos = y.iter().filter(|&&b| b).count();
+            pos * (y.len() - pos)
+        },
     };
     let spec = CvSpec {
         folds: cv.folds,
@@ -177,6 +212,7 @@ mod tests {
             precision: Precision::F64,
             ep,
             ard: None,
+            pairs: None,
         }
     }
 

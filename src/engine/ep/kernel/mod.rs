@@ -14,6 +14,7 @@ use nalgebra::DMatrix;
 use rayon::prelude::*;
 
 mod row;
+pub mod sampled;
 
 pub use row::site_throughput;
 use row::{Cols, RowOut, RowQ, Small, load_row, shrink_row, update_row};
