@@ -43,6 +43,15 @@ pub struct EpSettings {
     /// `min_eta` takes hundreds of sweeps. 0 = never (halve to `min_eta`).
     #[serde(default)]
     pub cycle_stalls: usize,
+    /// Extrapolate a geometric convergence (`driver`: an over-relaxed step
+    /// when Δ has shrunk by a steady ratio for a few sweeps). The fixed point
+    /// and the convergence test are unchanged.
+    #[serde(default = "extrapolate_default")]
+    pub extrapolate: bool,
+}
+
+fn extrapolate_default() -> bool {
+    true
 }
 
 impl Default for EpSettings {
@@ -54,6 +63,7 @@ impl Default for EpSettings {
             min_eta: 1e-4,
             stall_sweeps: 20,
             cycle_stalls: 0,
+            extrapolate: true,
         }
     }
 }
@@ -504,6 +514,21 @@ impl PairEp {
         self.agg_valid = true;
     }
 
+    /// Current ← rollback + f·(current − rollback): the last step scaled by f.
+    pub(crate) fn relax_current(&mut self, g: f64, f: f64) {
+        self.run_pass(Op::Relax(f), StepFactor::new(g));
+        self.agg_valid = true;
+        self.q = None;
+    }
+
+    /// Back to the rollback point exactly; q must be rebuilt.
+    pub(crate) fn restore_rollback(&mut self) {
+        with_store!(&mut self.store, st => st.restore_prev());
+        self.agg_valid = false;
+        self.sites_part = None;
+        self.q = None;
+    }
+
     pub(crate) fn can_roll_back(&self) -> bool {
         self.has_prev()
     }
@@ -606,6 +631,13 @@ impl SweepState for GaussianSweep<'_> {
     }
     fn complete_sweep(&mut self, _eta: f64, _warmup: bool) -> bool {
         self.ep.rebuild(self.step)
+    }
+    fn overrelax(&mut self, factor: f64) -> bool {
+        self.ep.relax_current(self.step.g, factor);
+        true
+    }
+    fn restore(&mut self) {
+        self.ep.restore_rollback();
     }
     fn marginal(&self) -> Marginal {
         let q = self.ep.q.as_ref().expect("rebuilt");

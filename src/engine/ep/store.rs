@@ -154,6 +154,12 @@ impl<S: SiteScalar> SiteBuffers<S> {
         self.cur = next;
     }
 
+    /// Back to the rollback point exactly (the current state is dropped; there
+    /// is no rollback point afterwards).
+    pub fn restore_prev(&mut self) {
+        self.cur = self.prev.take().expect("a rollback point");
+    }
+
     /// Forget the rollback point (e.g. after a warm start with new data).
     pub fn forget_prev(&mut self) {
         self.prev = None;

@@ -151,7 +151,7 @@ pub(crate) fn pass<S: SiteScalar>(
     let (read, write) = match op {
         Op::Update { .. } => (sites.cur, Some(sites.next())),
         Op::Check | Op::Aggregate => (sites.cur, None),
-        Op::Shrink => (
+        Op::Shrink | Op::Relax(_) => (
             sites.prev.expect("shrink needs a previous state"),
             Some(sites.cur),
         ),
@@ -277,13 +277,14 @@ pub(crate) fn pass<S: SiteScalar>(
                         step,
                         0.0,
                     ),
-                    Op::Shrink => shrink_row(
+                    Op::Shrink | Op::Relax(_) => shrink_row(
                         &part.k_in[a..b],
                         &part.h_in[a..b],
                         &mut part.k_out[a..b],
                         &mut part.h_out[a..b],
                         &mut s.k64,
                         &mut s.h64,
+                        if let Op::Relax(f) = op { f } else { 0.5 },
                     ),
                     Op::Aggregate => {
                         load_row(&part.k_in[a..b], &part.h_in[a..b], &mut s.k64, &mut s.h64)
