@@ -41,7 +41,17 @@
 //! extrapolation to the limit of the geometric series; capped so that the
 //! predicted change stays below `JUMP_SPAN` sds). A drift at a steady pace
 //! (r ≈ 1: EEG at n/4 moves its sds 10% a sweep for 50 sweeps) takes the
-//! capped step. The jumped state must pass
+//! capped step, but only far from convergence (Δ_t above `DRIFT_FLOOR`·tol·η);
+//! no jump at all once Δ_t is within `JUMP_FLOOR`·tol·η of the test: there Δ
+//! can sit nearly flat in a tiny cycle (the messy clinic file, a fold at 8n:
+//! Δ ≈ 1.3e-4 falling 5% a sweep), and repeated 20× jumps kept it from ever
+//! converging. A jump is kept only if the sweep after it moves q less than the
+//! sweep before it did (Δ falls); else EP goes back exactly to the state the
+//! jump was taken from (claims, a fold at n/2: a 10× jump set off a growing
+//! period-2 oscillation that cost η a halving and 300 sweeps); no jump
+//! follows at that η, later ones are capped 4× lower (a smaller jump at the
+//! same η set off the same oscillation), none after `JUMP_FAILS` returns.
+//! The jumped state must pass
 //! the same checks as any other (Q positive definite, valid cavities), else
 //! EP goes back exactly to the state it jumped from and stops extrapolating.
 //! The fixed point and the convergence test are those of plain sweeps.
@@ -128,6 +138,11 @@ pub trait SweepState {
     /// Back to the rollback point exactly (a rejected extrapolation); there is
     /// no rollback point afterwards; q is rebuilt by `ensure_q`.
     fn restore(&mut self) {}
+    /// Back exactly to the state before the rollback point — the one an
+    /// extrapolation jumped from, one accepted sweep after the jump (it is
+    /// still held: only the sweep after the jump was written since); no
+    /// rollback point afterwards; q is rebuilt by `ensure_q`.
+    fn restore_before_rollback(&mut self) {}
     /// What to try when the run fails this way (appended to the message).
     fn hint(&self, _f: Failure) -> Option<&'static str> {
         None
@@ -191,27 +206,38 @@ const JUMP_AFTER: usize = 4;
 const JUMP_MAX: f64 = 30.0;
 /// Largest predicted change of a mean or sd by an extrapolation (in sds).
 const JUMP_SPAN: f64 = 0.5;
+/// No jump once Δ is below this many times the convergence threshold tol·η.
+const JUMP_FLOOR: f64 = 2.0;
+/// Jumps undone (Δ grew after them) before extrapolation stops for the run.
+const JUMP_FAILS: usize = 3;
+/// No jump on a steady drift (ratio ≥ 1) once Δ is below this many tol·η.
+const DRIFT_FLOOR: f64 = 100.0;
 
-/// The factor 1 + ω = 1/(1 − r) of an extrapolated step, when the recent
-/// Δ's (`hist`, oldest first) fell by a steady ratio r.
-fn jump_factor(hist: &[f64]) -> Option<f64> {
+/// The factor 1 + ω = 1/(1 − r) of an extrapolated step and r, when the
+/// recent Δ's (`hist`, oldest first) fell by a steady ratio r; `threshold` is
+/// the convergence test's tol·η, `cap` the largest ω.
+fn jump_factor(hist: &[f64], threshold: f64, cap: f64) -> Option<(f64, f64)> {
     if hist.len() < JUMP_AFTER {
         return None;
     }
     let last = &hist[hist.len() - JUMP_AFTER..];
+    let now = last[last.len() - 1];
+    if now < JUMP_FLOOR * threshold {
+        return None;
+    }
     let ratios: Vec<f64> = last.windows(2).map(|w| w[1] / w[0]).collect();
     let (lo, hi) = ratios
         .iter()
         .fold((f64::INFINITY, 0.0f64), |(a, b), &r| (a.min(r), b.max(r)));
-    if !(lo > 0.3 && hi < 1.1 && hi <= 1.1 * lo) {
+    if !(lo > 0.3 && hi < 1.1 && hi <= 1.1 * lo) || (hi >= 1.0 && now < DRIFT_FLOOR * threshold) {
         return None;
     }
     // r ≥ 1: a drift at a steady pace; the span cap sets the step.
     let r = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
-    let omega = if r < 1.0 { r / (1.0 - r) } else { JUMP_MAX }
-        .min(JUMP_MAX)
-        .min(JUMP_SPAN / last[last.len() - 1]);
-    (omega >= 1.0).then_some(1.0 + omega)
+    let omega = if r < 1.0 { r / (1.0 - r) } else { cap }
+        .min(cap)
+        .min(JUMP_SPAN / now);
+    (omega >= 1.0).then_some((1.0 + omega, r))
 }
 
 /// Runs EP to convergence from the current state; a warm start that does not
@@ -248,6 +274,7 @@ struct Counts {
     stall_halvings: usize,
     drift_windows: usize,
     jumps: usize,
+    failed_jumps: usize,
     /// Smallest Δ/η of each stall window.
     stall_ratios: Vec<f64>,
 }
@@ -296,10 +323,15 @@ pub fn run_once<S: SweepState>(
     // the current state is an unchecked jump (and the Δ before it).
     let (mut hist, mut hist_eta): (Vec<f64>, f64) = (Vec::new(), s.eta);
     let (mut jumped, mut delta_before_jump, mut may_jump) = (false, delta, s.extrapolate);
+    // The largest Δ the sweep after the last jump may have; the largest ω.
+    // The η at which a jump was undone (no more jumps at that η).
+    let (mut pending_jump, mut jump_cap): (Option<f64>, f64) = (None, JUMP_MAX);
+    let mut blocked_eta: Option<f64> = None;
     let fail = |st: &S, why: &str, sweep: usize, eta: f64, delta: f64, reason: &str, n: &Counts| {
         let mut detail = json!({
             "reason": reason, "halvings": n.halvings, "stall_halvings": n.stall_halvings,
             "drift_windows": n.drift_windows, "extrapolations": n.jumps,
+            "extrapolations_undone": n.failed_jumps,
             "delta_over_eta": n.stall_ratios,
         });
         merge(&mut detail, st.failure_detail());
@@ -326,6 +358,7 @@ pub fn run_once<S: SweepState>(
                 return Err(prior_not_pd());
             }
             (jumped, may_jump, delta, candidate) = (false, false, delta_before_jump, false);
+            pending_jump = None;
             continue;
         }
         jumped = false;
@@ -432,7 +465,9 @@ pub fn run_once<S: SweepState>(
         q_prev = Some(st.marginal()); // q is still the accepted state's
         st.begin_sweep();
         cur_eta = eta;
-        if let Some(f) = jump_factor(&hist).filter(|_| may_jump && sweep >= warmup)
+        let threshold = s.tol * st.step_floor(cur_eta);
+        let jump_ok = may_jump && sweep >= warmup && blocked_eta != Some(cur_eta);
+        if let Some((f, r)) = jump_factor(&hist, threshold, jump_cap).filter(|_| jump_ok)
             && st.overrelax(f)
         {
             if !st.complete_sweep(cur_eta, false) {
@@ -448,6 +483,8 @@ pub fn run_once<S: SweepState>(
             st.end_sweep();
             n.jumps += 1;
             (jumped, delta_before_jump) = (true, delta);
+            // A drift goes on at its pace after a jump: allow Δ to grow as it did.
+            pending_jump = Some(if r < 1.0 { delta } else { 1.2 * r * delta });
             delta = st.marginal().delta(q_prev.as_ref().expect("a previous state"));
             // The stall, drift and cycle windows go on (a jump must not hide a
             // drift that has no fixed point); only the direction test restarts.
@@ -493,6 +530,23 @@ pub fn run_once<S: SweepState>(
                 &n,
             ));
         }
+        if let Some(before) = pending_jump.take()
+            && delta >= before
+        {
+            // The sweep after the jump moved q more than the one before it: undo
+            // the jump and that sweep; none at this η, smaller ones later.
+            st.restore_before_rollback();
+            if !st.ensure_q() {
+                return Err(prior_not_pd());
+            }
+            n.failed_jumps += 1;
+            jump_cap /= 4.0;
+            may_jump &= n.failed_jumps < JUMP_FAILS;
+            (blocked_eta, delta, candidate) = (Some(cur_eta), before, false);
+            hist.clear();
+            last_step_m = None;
+            continue;
+        }
         candidate = sweep > warmup && delta < s.tol * st.step_floor(cur_eta);
         if candidate {
             continue;
@@ -511,6 +565,7 @@ pub fn run_once<S: SweepState>(
         }
         hist_eta = cur_eta;
         hist.push(delta);
+
         if delta < best_delta {
             (best_delta, since_best, reversals) = (delta, 0, 0);
             continue;

@@ -362,6 +362,7 @@ impl Engine for Ep {
             "identical_pairs": lep.state().identical_pairs(),
             "skipped_sites": outcome.stats.skipped,
             "cold_restart": outcome.cold_restart,
+            "extrapolations": outcome.extrapolations,
             "form": if design_reduced { "reduced" } else { "primal" },
             "rank": rank,
             "site_storage": lep.state().storage(),

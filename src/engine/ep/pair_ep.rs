@@ -144,6 +144,8 @@ pub struct EpOutcome {
     /// The starting (warm) state was invalid and the run restarted from the prior.
     pub cold_restart: bool,
     pub seconds: f64,
+    /// Extrapolated (over-relaxed) steps taken (`driver`, Extrapolation).
+    pub extrapolations: usize,
 }
 
 enum Store {
@@ -521,6 +523,14 @@ impl PairEp {
         self.q = None;
     }
 
+    /// Back to the state before the rollback point exactly; q must be rebuilt.
+    pub(crate) fn restore_before_rollback(&mut self) {
+        with_store!(&mut self.store, st => st.restore_older());
+        self.agg_valid = false;
+        self.sites_part = None;
+        self.q = None;
+    }
+
     /// Back to the rollback point exactly; q must be rebuilt.
     pub(crate) fn restore_rollback(&mut self) {
         with_store!(&mut self.store, st => st.restore_prev());
@@ -586,6 +596,7 @@ impl PairEp {
             negative_share: out.stats.negative as f64 / self.sites().max(1) as f64,
             cold_restart: out.cold_restart,
             seconds: out.seconds,
+            extrapolations: out.jumps,
         })
     }
 
@@ -638,6 +649,9 @@ impl SweepState for GaussianSweep<'_> {
     }
     fn restore(&mut self) {
         self.ep.restore_rollback();
+    }
+    fn restore_before_rollback(&mut self) {
+        self.ep.restore_before_rollback();
     }
     fn marginal(&self) -> Marginal {
         let q = self.ep.q.as_ref().expect("rebuilt");
