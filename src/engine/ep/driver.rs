@@ -196,8 +196,9 @@ pub struct Converged {
     pub stats: PassStats,
     pub cold_restart: bool,
     pub seconds: f64,
-    /// Extrapolated steps taken.
+    /// Extrapolated steps taken, and those undone (the next sweep grew).
     pub jumps: usize,
+    pub jumps_undone: usize,
 }
 
 /// Δ's in a row (same η, the mean moving one way) before an extrapolation.
@@ -433,6 +434,7 @@ pub fn run_once<S: SweepState>(
                 cold_restart,
                 seconds: t0.elapsed().as_secs_f64(),
                 jumps: n.jumps,
+                jumps_undone: n.failed_jumps,
             });
         }
         if sweep >= s.max_sweeps {
@@ -634,190 +636,5 @@ fn merge(v: &mut Value, extra: Value) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// One coordinate x with the EP-like update x ← (1 − η)x + η f(x); the
-    /// current state is invalid above `bad_above` (an invalid cavity).
-    struct Toy {
-        f: fn(f64) -> f64,
-        bad_above: f64,
-        cur: f64,
-        prev: Option<f64>,
-        trial: f64,
-        q: f64,
-        rebuilds: usize,
-    }
-
-    impl Toy {
-        fn new(f: fn(f64) -> f64, start: f64) -> Toy {
-            Toy {
-                f,
-                bad_above: f64::INFINITY,
-                cur: start,
-                prev: None,
-                trial: start,
-                q: f64::NAN,
-                rebuilds: 0,
-            }
-        }
-    }
-
-    impl SweepState for Toy {
-        fn label(&self) -> &'static str {
-            "toy EP"
-        }
-        fn ensure_q(&mut self) -> bool {
-            self.q = self.cur;
-            true
-        }
-        fn reset(&mut self) {
-            (self.cur, self.prev) = (0.0, None);
-        }
-        fn is_cold(&self) -> bool {
-            self.cur == 0.0
-        }
-        fn pass(&mut self, eta: Option<f64>, _evidence: bool) -> PassStats {
-            if let Some(eta) = eta {
-                self.trial = (1.0 - eta) * self.cur + eta * (self.f)(self.cur);
-            }
-            PassStats {
-                bad: usize::from(self.cur > self.bad_above),
-                ..PassStats::default()
-            }
-        }
-        fn accept(&mut self) {
-            self.prev = Some(self.cur);
-            self.cur = self.trial;
-        }
-        fn shrink(&mut self) {
-            self.cur = 0.5 * (self.prev.expect("rollback") + self.cur);
-        }
-        fn can_roll_back(&self) -> bool {
-            self.prev.is_some()
-        }
-        fn forget_rollback(&mut self) {
-            self.prev = None;
-        }
-        fn complete_sweep(&mut self, _eta: f64, _warmup: bool) -> bool {
-            self.rebuilds += 1;
-            self.q = self.cur;
-            true
-        }
-        fn marginal(&self) -> Marginal {
-            Marginal {
-                mean: vec![self.q],
-                var: vec![1.0],
-            }
-        }
-    }
-
-    const RULES: Rules = Rules {
-        evidence_every_sweep: true,
-        drift: false,
-    };
-
-    fn settings(eta: f64) -> EpSettings {
-        EpSettings {
-            eta,
-            cycle_stalls: 2,
-            ..EpSettings::default()
-        }
-    }
-
-    /// A contraction converges to its fixed point with Δ < tol·η.
-    #[test]
-    fn converges_with_the_step_rule() {
-        let mut t = Toy::new(|x| 1.0 + 0.5 * (x - 1.0), 0.0);
-        let out = run(
-            &mut t,
-            &settings(0.7),
-            RULES,
-            &Control::new(),
-            &mut |_, _| {},
-        )
-        .unwrap();
-        assert!((t.cur - 1.0).abs() < 1e-3, "{}", t.cur);
-        assert!(out.delta < 1e-4 * out.eta && out.eta == 0.7 && !out.cold_restart);
-    }
-
-    /// f with slope −1.5: η = 1 oscillates with a growing amplitude, so Δ
-    /// stalls and η is halved (kept halved) until the damped map contracts.
-    #[test]
-    fn a_stall_halves_eta() {
-        let mut t = Toy::new(|x| 1.0 - 1.5 * (x - 1.0), 0.0);
-        let out = run(
-            &mut t,
-            &settings(1.0),
-            RULES,
-            &Control::new(),
-            &mut |_, _| {},
-        )
-        .unwrap();
-        assert!(out.eta < 0.8, "η = {}", out.eta);
-        assert!((t.cur - 1.0).abs() < 1e-3);
-    }
-
-    /// A state whose cavities are invalid is shrunk towards the last accepted
-    /// one with η halved, and η stays halved.
-    #[test]
-    fn an_invalid_state_is_rejected_and_eta_stays_halved() {
-        let mut t = Toy::new(|x| 1.0 - 1.5 * (x - 1.0), 0.0);
-        t.bad_above = 1.6;
-        let mut etas = Vec::new();
-        let out = run(
-            &mut t,
-            &settings(1.0),
-            RULES,
-            &Control::new(),
-            &mut |_, s| etas.push(s.eta),
-        )
-        .unwrap();
-        // Sweep 1 went to 2.5 (invalid), was shrunk to 1.25 at η = 0.5.
-        assert_eq!(etas[0], 0.5);
-        assert!(etas.iter().all(|&e| e <= 0.5));
-        assert!((t.cur - 1.0).abs() < 1e-3 && out.eta <= 0.5);
-    }
-
-    /// No fixed point (the state moves by η every sweep): Δ/η stays flat while
-    /// η halves, a cycle, reported as such within a few stall windows.
-    #[test]
-    fn a_cycle_fails_fast() {
-        let mut t = Toy::new(|x| x + 1.0, 0.0);
-        let e = run(
-            &mut t,
-            &settings(0.7),
-            RULES,
-            &Control::new(),
-            &mut |_, _| {},
-        )
-        .unwrap_err();
-        let EngineError::NotConverged {
-            message,
-            diagnostics,
-        } = e
-        else {
-            panic!("{e:?}")
-        };
-        assert_eq!(diagnostics["detail"]["reason"], "cycle", "{message}");
-        assert!(message.starts_with("toy EP did not converge: a cycle"));
-        assert!(diagnostics["sweeps"].as_u64().unwrap() < 100);
-    }
-
-    /// A warm state whose cavities are invalid (no rollback point): EP
-    /// restarts from the start and says so.
-    #[test]
-    fn an_invalid_warm_start_restarts_cold() {
-        let mut t = Toy::new(|x| 1.0 + 0.5 * (x - 1.0), 5.0);
-        t.bad_above = 4.0; // the warm state is invalid and cannot be rolled back
-        let out = run(
-            &mut t,
-            &settings(0.7),
-            RULES,
-            &Control::new(),
-            &mut |_, _| {},
-        )
-        .unwrap();
-        assert!(out.cold_restart && (t.cur - 1.0).abs() < 1e-3);
-    }
-}
+#[path = "driver_tests.rs"]
+mod tests;
