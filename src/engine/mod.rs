@@ -1,5 +1,5 @@
 //! The inference library: no terminal code. Data, metrics, priors, engines,
-//! baselines and run records.
+//! baselines, run records and the models they hold (`model`, `predict`).
 
 pub mod baseline;
 pub mod data;
@@ -9,7 +9,9 @@ pub mod fast_risk;
 pub mod fit;
 pub mod linalg;
 pub mod metrics;
+pub mod model;
 pub mod pairs;
+pub mod predict;
 pub mod prior;
 pub mod problem;
 pub mod record;

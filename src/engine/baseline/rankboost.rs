@@ -260,7 +260,7 @@ impl Engine for RankBoost {
             gamma: pb.gamma,
         });
         let (rounds, cv) = match self.rounds {
-            Some(0) => return Err(EngineError::InvalidParams("--rounds must be ≥ 1".into())),
+            Some(0) => return Err(EngineError::InvalidParams("`rounds` must be ≥ 1".into())),
             Some(r) => (r, None),
             None => {
                 let spec = CvSpec {

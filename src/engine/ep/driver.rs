@@ -257,7 +257,8 @@ pub fn run<S: SweepState>(
         Err(EngineError::NotConverged { diagnostics, .. })
             if warm
                 && st.can_reset()
-                && !["cycle", "drift"].contains(&diagnostics["detail"]["reason"].as_str().unwrap_or("")) =>
+                && !["cycle", "drift"]
+                    .contains(&diagnostics["detail"]["reason"].as_str().unwrap_or("")) =>
         {
             st.reset();
             let mut out = run_once(st, s, rules, ctl, on_sweep)?;
@@ -487,7 +488,9 @@ pub fn run_once<S: SweepState>(
             (jumped, delta_before_jump) = (true, delta);
             // A drift goes on at its pace after a jump: allow Δ to grow as it did.
             pending_jump = Some(if r < 1.0 { delta } else { 1.2 * r * delta });
-            delta = st.marginal().delta(q_prev.as_ref().expect("a previous state"));
+            delta = st
+                .marginal()
+                .delta(q_prev.as_ref().expect("a previous state"));
             // The stall, drift and cycle windows go on (a jump must not hide a
             // drift that has no fixed point); only the direction test restarts.
             hist.clear();
@@ -557,9 +560,9 @@ pub fn run_once<S: SweepState>(
         // Direction of this sweep's move of the mean against the last one's.
         let (now, prev) = (st.marginal().mean, &q_prev.as_ref().expect("previous").mean);
         let step_m: Vec<f64> = now.iter().zip(prev).map(|(a, b)| a - b).collect();
-        let reversed = last_step_m.as_ref().is_some_and(|last| {
-            step_m.iter().zip(last).map(|(a, b)| a * b).sum::<f64>() < 0.0
-        });
+        let reversed = last_step_m
+            .as_ref()
+            .is_some_and(|last| step_m.iter().zip(last).map(|(a, b)| a * b).sum::<f64>() < 0.0);
         reversals += usize::from(reversed);
         last_step_m = Some(step_m);
         if reversed || hist_eta != cur_eta {
@@ -586,7 +589,11 @@ pub fn run_once<S: SweepState>(
             // iteration is being pushed out of the valid region (no fixed point
             // there: heavily overlapping classes at a very large γ). Inside a
             // CV (`cycle_stalls` > 0) fail fast, as for a cycle.
-            small_drifts = if cur_eta < s.eta / 16.0 { small_drifts + 1 } else { 0 };
+            small_drifts = if cur_eta < s.eta / 16.0 {
+                small_drifts + 1
+            } else {
+                0
+            };
             if s.cycle_stalls > 0 && small_drifts >= s.cycle_stalls {
                 return Err(fail(
                     st,

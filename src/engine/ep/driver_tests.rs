@@ -82,7 +82,10 @@ impl SweepState for Toy {
         self.cur = self.prev.take().expect("rollback");
     }
     fn restore_before_rollback(&mut self) {
-        self.cur = self.older.take().expect("the state before the rollback point");
+        self.cur = self
+            .older
+            .take()
+            .expect("the state before the rollback point");
         self.prev = None;
     }
     fn marginal(&self) -> Marginal {
@@ -171,14 +174,7 @@ fn a_cycle_fails_fast() {
         extrapolate: false,
         ..settings(0.7)
     };
-    let e = run(
-        &mut t,
-        &s,
-        RULES,
-        &Control::new(),
-        &mut |_, _| {},
-    )
-    .unwrap_err();
+    let e = run(&mut t, &s, RULES, &Control::new(), &mut |_, _| {}).unwrap_err();
     let EngineError::NotConverged {
         message,
         diagnostics,
@@ -243,7 +239,14 @@ fn a_jump_that_does_not_pay_is_undone() {
         }
     };
     let mut t = Toy::new(f, 0.0);
-    let out = run(&mut t, &settings(1.0), RULES, &Control::new(), &mut |_, _| {}).unwrap();
+    let out = run(
+        &mut t,
+        &settings(1.0),
+        RULES,
+        &Control::new(),
+        &mut |_, _| {},
+    )
+    .unwrap();
     assert!((t.cur - 0.52).abs() < 1e-3, "{}", t.cur);
     assert!(out.jumps >= 1 && out.jumps_undone == 1, "{out:?}");
 }

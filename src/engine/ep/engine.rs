@@ -349,6 +349,7 @@ impl Engine for Ep {
         fit.gamma = Some(gamma);
         fit.prior = Some(prior);
         fit.covariance = lep.cov();
+        fit.low_rank_covariance = lep.cov_low_rank();
         fit.converged = true;
         fit.details = json!({
             "sweeps": outcome.sweeps,

@@ -406,7 +406,7 @@ impl PairEp {
         }
         if let Some((layout, sws)) = &mut self.sampled {
             let (marg, agg, isa) = (&self.marg, &mut self.agg, self.isa);
-            return with_store!(&mut self.store, s => sampled::pass(s, layout, marg, op, step, isa, sws, agg));
+            return with_store!(&mut self.store, s => sampled::pass(s, (layout, sws), marg, op, step, isa, agg));
         }
         let input = PassInput {
             zn: &self.zn,

@@ -390,7 +390,11 @@ pub(super) fn shrink_row<S: SiteScalar>(
     let mut st = RowStats::default();
     let mix = |p: S, c: S| {
         let (p, c) = (p.to_f64(), c.to_f64());
-        if f == 0.5 { 0.5 * (p + c) } else { p + f * (c - p) }
+        if f == 0.5 {
+            0.5 * (p + c)
+        } else {
+            p + f * (c - p)
+        }
     };
     for j in 0..kc.len() {
         let k = S::from_f64(mix(kp[j], kc[j]));

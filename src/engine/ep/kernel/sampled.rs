@@ -134,16 +134,17 @@ struct ChunkSites<'a, S> {
 }
 
 /// Runs one pass over the sampled sites (see `kernel::pass`).
+/// `sampled`: the sample's layout and its workspace.
 pub(crate) fn pass<S: SiteScalar>(
     sites: &mut SiteBuffers<S>,
-    layout: &SampledLayout,
+    sampled: (&SampledLayout, &mut SampledWorkspace),
     marg: &Marginals,
     op: Op,
     step: StepFactor,
     isa: Isa,
-    ws: &mut SampledWorkspace,
     agg: &mut Aggregates,
 ) -> PassStats {
+    let (layout, ws) = sampled;
     let sample = &layout.sample;
     let p = layout.p;
     let fills_agg = op != Op::Check;
