@@ -13,6 +13,7 @@ pub mod is_check;
 pub mod linalg;
 pub mod metrics;
 pub mod model;
+pub mod pairs;
 pub mod predict;
 pub mod prior;
 pub mod problem;

@@ -214,6 +214,9 @@ pub fn ep_engine(s: &EpSpec, gamma: Option<Gamma>, prior: Option<&PriorSpec>, se
             SiteSteps::Strict => SiteStepRule::Strict,
         },
         release_fixes: !s.keep_fixes,
+        pairs: s
+            .pairs
+            .map(|pairs| crate::engine::pairs::PairSampling { pairs, seed }),
     }
 }
 

@@ -415,6 +415,15 @@ pub const SETTINGS: &[Setting] = &[
         group: Group::Ep,
         ..setting("keep_fixes", "method.keep_fixes", Kind::Switch)
     },
+    Setting {
+        label: "pairs B",
+        help: "EP: sites on B positive/negative pairs drawn uniformly (with replacement, seeded by the seed; one sample for the run, each CV fold its share) instead of all of them; needs B ≫ γ²·R(1 − R) (Gaussian and ARD priors).",
+        unset: "all pairs",
+        methods: EP,
+        priors: &[Gaussian, Ard],
+        group: Group::Ep,
+        ..setting("pairs", "method.pairs", Kind::Count(1))
+    },
     // VB.
     Setting {
         label: "family",

@@ -318,6 +318,8 @@ pub struct EpSpec {
     pub final_evidence_only: bool,
     pub site_steps: SiteSteps,
     pub keep_fixes: bool,
+    /// Sites on a uniform sample of this many pairs (None: all pairs).
+    pub pairs: Option<usize>,
     /// The PAC-Bayes certificate's ε (confidence 1 − ε).
     pub epsilon: f64,
     /// Importance draws checking the Gaussian against the Gibbs posterior (0: none).
@@ -338,6 +340,7 @@ impl Default for EpSpec {
             final_evidence_only: false,
             site_steps: SiteSteps::Adaptive,
             keep_fixes: false,
+            pairs: None,
             epsilon: DEFAULT_EPSILON,
             is_draws: DEFAULT_IS_DRAWS,
         }
