@@ -5,8 +5,10 @@
 
 pub mod fast_prior;
 pub mod moves;
+pub mod packed_gemm;
 pub mod reparam;
 pub mod sampler;
+pub mod scores;
 pub mod settings;
 pub mod summary;
 pub mod target;
@@ -16,6 +18,7 @@ use nalgebra::DMatrix;
 use serde_json::json;
 
 pub use moves::Kernel;
+pub use scores::ScorePrecision;
 pub use sampler::{SmcRun, StageInfo};
 pub use settings::{Moves, SmcSettings};
 pub use target::{LinearAuc, Quadratic, Target};

@@ -10,6 +10,7 @@ use rand_distr::{ChiSquared, Distribution};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::packed_gemm::PackedRows;
 use super::target::Target;
 use crate::engine::linalg::a_bt;
 use crate::engine::rng::{self, Rng};
@@ -84,9 +85,11 @@ impl Kernel {
 pub struct GaussianFit {
     pub mean: Vec<f64>,
     pub chol: DMatrix<f64>,
-    /// The factor's rows packed (row r: r + 1 entries from r(r+1)/2), for the
-    /// per-particle products.
+    /// The factor's rows packed (row r: r + 1 entries from r(r+1)/2), for
+    /// forward substitution.
     packed: Vec<f64>,
+    /// The factor packed for blocks of products `L z` (proposals).
+    product: PackedRows<f64>,
     /// `L⁻¹ m`: whitened coordinates of the origin are `−L⁻¹m`.
     white_mean: Vec<f64>,
     /// Weight λ of the diagonal in `(1−λ)Σ̂ + λ diag Σ̂`.
@@ -151,10 +154,12 @@ impl GaussianFit {
             .flat_map(|r| (0..=r).map(move |c| (r, c)))
             .map(|rc| chol[rc])
             .collect();
+        let product = PackedRows::new(d, d, |i, k| chol[(i, k)]);
         let mut fit = GaussianFit {
             mean,
             chol,
             packed,
+            product,
             white_mean: vec![0.0; d],
             shrinkage,
         };
@@ -170,11 +175,9 @@ impl GaussianFit {
         &self.packed[start..start + r + 1]
     }
 
-    /// `out = L z`.
-    fn l_times(&self, z: &[f64], out: &mut [f64]) {
-        for (r, o) in out.iter_mut().enumerate() {
-            *o = self.row(r).iter().zip(z).map(|(l, v)| l * v).sum();
-        }
+    /// `out_j = L z_j` for the c rows of `z` (row-major c × d).
+    fn l_times_rows(&self, z: &[f64], c: usize, out: &mut [f64], scratch: &mut Vec<f64>) {
+        self.product.mul_bt(z, c, out, self.mean.len(), scratch);
     }
 
     /// `w = L⁻¹ (θ − m)` (forward substitution).
@@ -255,8 +258,10 @@ struct BlockBuf {
     accepted: Vec<bool>,
     /// Sum of squared jumps of the block's chains.
     jump2: f64,
-    /// Scratch for one proposal (normals / whitened state).
+    /// The block's normals or new whitened states (c × d).
     z: Vec<f64>,
+    /// B packed for the products with the factor.
+    pack: Vec<f64>,
     /// Scratch of the radial moves.
     nat: Vec<f64>,
     scaled: Vec<f64>,
@@ -352,7 +357,8 @@ pub fn step<T: Target + ?Sized>(
     StepStats { accepted, esjd }
 }
 
-/// Proposals of one block of chains, each from its own stream.
+/// Proposals of one block of chains, each from its own stream: the normals
+/// first, then one block product with the fit's factor (Rw, Gpcn).
 #[allow(clippy::too_many_arguments)]
 fn propose<T: Target + ?Sized>(
     target: &T,
@@ -372,51 +378,58 @@ fn propose<T: Target + ?Sized>(
     bb.correction.resize(c, 0.0);
     bb.log_u.resize(c, 0.0);
     bb.accepted.resize(c, false);
-    bb.z.resize(d, 0.0);
+    bb.z.resize(c * d, 0.0);
     let s = spec.scale;
     let rho = (1.0 - s * s).max(0.0).sqrt();
     for (j, r) in rngs.iter_mut().enumerate() {
-        let cur = &th[j * d..(j + 1) * d];
+        let z = &mut bb.z[j * d..(j + 1) * d];
+        match spec.kernel {
+            Kernel::Rw => z.iter_mut().for_each(|v| *v = rng::normal(r)),
+            Kernel::Auto | Kernel::Pcn => {
+                // (Auto never gets here: `step` resolves or refuses it.)
+                let out = &mut bb.theta[j * d..(j + 1) * d];
+                target.sample_prior(r, out);
+                for (o, &c) in out.iter_mut().zip(&th[j * d..(j + 1) * d]) {
+                    *o = rho * c + s * *o;
+                }
+            }
+            Kernel::Gpcn => {
+                for (v, wi) in z.iter_mut().zip(&wh[j * d..(j + 1) * d]) {
+                    *v = rho * wi + s * rng::normal(r);
+                }
+            }
+        }
+        let u: f64 = r.random();
+        bb.log_u[j] = u.ln();
+    }
+    if let Some(fit) = fit {
+        fit.l_times_rows(&bb.z, c, &mut bb.theta, &mut bb.pack);
+    }
+    for j in 0..c {
         let out = &mut bb.theta[j * d..(j + 1) * d];
-        let z = &mut bb.z;
+        let cur = &th[j * d..(j + 1) * d];
         match spec.kernel {
             Kernel::Rw => {
-                z.iter_mut().for_each(|v| *v = rng::normal(r));
-                let fit = fit.expect("checked by step");
-                fit.l_times(z, out);
                 for (o, &c) in out.iter_mut().zip(cur) {
                     *o = c + s * *o;
                 }
                 bb.correction[j] = 0.0;
             }
-            Kernel::Auto | Kernel::Pcn => {
-                // (Auto never gets here: `step` resolves or refuses it.)
-                target.sample_prior(r, out);
-                for (o, &c) in out.iter_mut().zip(cur) {
-                    *o = rho * c + s * *o;
-                }
-                bb.correction[j] = 0.0;
-            }
+            Kernel::Auto | Kernel::Pcn => bb.correction[j] = 0.0,
             Kernel::Gpcn => {
-                let w = &wh[j * d..(j + 1) * d];
-                let w2_old: f64 = w.iter().map(|v| v * v).sum();
-                for (v, wi) in z.iter_mut().zip(w) {
-                    *v = rho * wi + s * rng::normal(r);
-                }
-                let w2_new: f64 = z.iter().map(|v| v * v).sum();
-                bb.white[j * d..(j + 1) * d].copy_from_slice(z);
                 let fit = fit.expect("checked by step");
-                fit.l_times(z, out);
                 for (o, mk) in out.iter_mut().zip(&fit.mean) {
                     *o += mk;
                 }
+                let z = &bb.z[j * d..(j + 1) * d];
+                let w2_old: f64 = wh[j * d..(j + 1) * d].iter().map(|v| v * v).sum();
+                let w2_new: f64 = z.iter().map(|v| v * v).sum();
+                bb.white[j * d..(j + 1) * d].copy_from_slice(z);
                 // log N(θ; fit) − log N(θ'; fit).
                 bb.correction[j] = 0.5 * (w2_new - w2_old);
             }
         }
         bb.log_prior[j] = target.log_prior(out);
-        let u: f64 = r.random();
-        bb.log_u[j] = u.ln();
     }
 }
 
@@ -577,7 +590,7 @@ mod tests {
         let mut z = vec![0.0; d];
         let mut back = vec![0.0; d];
         fit.whiten(&theta[..d], &mut z);
-        fit.l_times(&z, &mut back);
+        fit.l_times_rows(&z, 1, &mut back, &mut Vec::new());
         for k in 0..d {
             assert!((back[k] + fit.mean[k] - theta[k]).abs() < 1e-12);
         }
