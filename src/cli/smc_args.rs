@@ -46,13 +46,16 @@ pub struct SmcArgs {
     /// SMC: cap on the number of tempering stages.
     #[arg(long, value_name = "S", help_heading = "SMC")]
     pub max_stages: Option<usize>,
+    /// SMC: seed of the sampler alone (default: --seed), to compare seeds on one split.
+    #[arg(long, value_name = "SEED", help_heading = "SMC")]
+    pub smc_seed: Option<u64>,
 }
 
 impl SmcArgs {
     /// The engine settings (validated later against the problem's dimension).
     pub fn settings(&self, seed: u64) -> SmcSettings {
         let mut s = SmcSettings {
-            seed,
+            seed: self.smc_seed.unwrap_or(seed),
             ..SmcSettings::default()
         };
         if let Some(n) = self.particles {

@@ -305,12 +305,7 @@ unsafe fn bucketize_avx2<T: Score>(
 }
 
 #[inline(always)]
-fn bucketize_generic<T: Score>(
-    pos: &[T],
-    neg: &[T],
-    buckets: usize,
-    out: &mut [u32],
-) -> Bucketed {
+fn bucketize_generic<T: Score>(pos: &[T], neg: &[T], buckets: usize, out: &mut [u32]) -> Bucketed {
     let m = scan(pos, neg);
     if !(m.lo.is_finite() && m.hi.is_finite()) {
         return Bucketed::NotFinite;

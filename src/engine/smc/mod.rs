@@ -4,6 +4,7 @@
 //! loop), `summary` (quantiles, modes, inclusion), `settings`.
 
 pub mod fast_prior;
+pub mod gaussian_fit;
 pub mod moves;
 pub mod packed_gemm;
 pub mod reparam;
@@ -18,8 +19,8 @@ use nalgebra::DMatrix;
 use serde_json::json;
 
 pub use moves::Kernel;
-pub use scores::ScorePrecision;
 pub use sampler::{SmcRun, StageInfo};
+pub use scores::ScorePrecision;
 pub use settings::{Moves, SmcSettings};
 pub use target::{LinearAuc, Quadratic, Target};
 

@@ -119,11 +119,17 @@ impl<T: Element> PackedRows<T> {
     pub fn mul_bt(&self, b: &[f64], c: usize, out: &mut [T], ld: usize, scratch: &mut Vec<T>) {
         let depth = self.depth;
         assert!(b.len() >= c * depth, "b holds fewer than c rows");
-        assert!(ld >= self.rows, "the output's leading dimension is below the rows of A");
+        assert!(
+            ld >= self.rows,
+            "the output's leading dimension is below the rows of A"
+        );
         if c == 0 || self.rows == 0 {
             return;
         }
-        assert!(out.len() >= (c - 1) * ld + self.rows, "the output is too short");
+        assert!(
+            out.len() >= (c - 1) * ld + self.rows,
+            "the output is too short"
+        );
         let nr = T::tile_rows(self.isa);
         if nr == 0 {
             self.mul_bt_scalar(b, c, out, ld, scratch);
@@ -150,7 +156,11 @@ impl<T: Element> PackedRows<T> {
         let depth = self.depth;
         for j in 0..c {
             row.clear();
-            row.extend(b[j * depth..(j + 1) * depth].iter().map(|&v| T::from_f64(v)));
+            row.extend(
+                b[j * depth..(j + 1) * depth]
+                    .iter()
+                    .map(|&v| T::from_f64(v)),
+            );
             for i in 0..self.rows {
                 let (p, l) = (i / T::PANEL, i % T::PANEL);
                 let base = p * depth * T::PANEL + l;
@@ -279,10 +289,50 @@ mod x86 {
         };
     }
 
-    lanes!(Z32, f32, __m512, 16, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_storeu_ps);
-    lanes!(Z64, f64, __m512d, 8, _mm512_setzero_pd, _mm512_loadu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_storeu_pd);
-    lanes!(Y32, f32, __m256, 8, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_storeu_ps);
-    lanes!(Y64, f64, __m256d, 4, _mm256_setzero_pd, _mm256_loadu_pd, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_storeu_pd);
+    lanes!(
+        Z32,
+        f32,
+        __m512,
+        16,
+        _mm512_setzero_ps,
+        _mm512_loadu_ps,
+        _mm512_set1_ps,
+        _mm512_fmadd_ps,
+        _mm512_storeu_ps
+    );
+    lanes!(
+        Z64,
+        f64,
+        __m512d,
+        8,
+        _mm512_setzero_pd,
+        _mm512_loadu_pd,
+        _mm512_set1_pd,
+        _mm512_fmadd_pd,
+        _mm512_storeu_pd
+    );
+    lanes!(
+        Y32,
+        f32,
+        __m256,
+        8,
+        _mm256_setzero_ps,
+        _mm256_loadu_ps,
+        _mm256_set1_ps,
+        _mm256_fmadd_ps,
+        _mm256_storeu_ps
+    );
+    lanes!(
+        Y64,
+        f64,
+        __m256d,
+        4,
+        _mm256_setzero_pd,
+        _mm256_loadu_pd,
+        _mm256_set1_pd,
+        _mm256_fmadd_pd,
+        _mm256_storeu_pd
+    );
 
     /// Register tiles of V·W rows of a panel × NR rows of B, panel-major (a
     /// panel of A stays in L1 while the tiles of B stream by).
@@ -353,12 +403,24 @@ mod x86 {
     }
 
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn f32_avx512(a: &PackedRows<f32>, bp: &[f32], c: usize, out: &mut [f32], ld: usize) {
+    pub unsafe fn f32_avx512(
+        a: &PackedRows<f32>,
+        bp: &[f32],
+        c: usize,
+        out: &mut [f32],
+        ld: usize,
+    ) {
         unsafe { drive::<f32, Z32, NR_AVX512>(a, bp, c, out, ld) }
     }
 
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn f64_avx512(a: &PackedRows<f64>, bp: &[f64], c: usize, out: &mut [f64], ld: usize) {
+    pub unsafe fn f64_avx512(
+        a: &PackedRows<f64>,
+        bp: &[f64],
+        c: usize,
+        out: &mut [f64],
+        ld: usize,
+    ) {
         unsafe { drive::<f64, Z64, NR_AVX512>(a, bp, c, out, ld) }
     }
 
@@ -382,7 +444,13 @@ mod tests {
     /// partial panels, tiles and register tiles.
     fn same_bits<T: Element>() {
         let mut r = rng::stream(11, &[]);
-        for (rows, depth, c) in [(1, 1, 1), (37, 5, 13), (70, 180, 29), (16, 3, 12), (5, 0, 3)] {
+        for (rows, depth, c) in [
+            (1, 1, 1),
+            (37, 5, 13),
+            (70, 180, 29),
+            (16, 3, 12),
+            (5, 0, 3),
+        ] {
             let a: Vec<f64> = (0..rows * depth).map(|_| rng::normal(&mut r)).collect();
             let b: Vec<f64> = (0..c * depth).map(|_| rng::normal(&mut r)).collect();
             let ld = rows + 3;
@@ -397,7 +465,8 @@ mod tests {
                 }
             }
             for isa in Isa::available() {
-                let packed = PackedRows::<T>::new(rows, depth, |i, k| a[i * depth + k]).with_isa(isa);
+                let packed =
+                    PackedRows::<T>::new(rows, depth, |i, k| a[i * depth + k]).with_isa(isa);
                 let mut got = vec![T::default(); c * ld];
                 packed.mul_bt(&b, c, &mut got, ld, &mut Vec::new());
                 assert_eq!(got, want, "{isa:?} rows {rows} depth {depth} c {c}");
@@ -421,7 +490,9 @@ mod tests {
         packed.mul_bt(&b, c, &mut out, rows, &mut Vec::new());
         for j in 0..c {
             for i in 0..rows {
-                let want: f64 = (0..depth).map(|k| a[i * depth + k] * b[j * depth + k]).sum();
+                let want: f64 = (0..depth)
+                    .map(|k| a[i * depth + k] * b[j * depth + k])
+                    .sum();
                 assert!((out[j * rows + i] - want).abs() < 1e-14);
             }
         }

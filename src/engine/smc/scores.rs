@@ -127,7 +127,13 @@ impl LinearScores {
     }
 }
 
-fn column_risks<T: Score>(scores: &[T], n: usize, n_pos: usize, risk: &mut RiskScratch, out: &mut [f64]) {
+fn column_risks<T: Score>(
+    scores: &[T],
+    n: usize,
+    n_pos: usize,
+    risk: &mut RiskScratch,
+    out: &mut [f64],
+) {
     let pairs = (n_pos * (n - n_pos)) as u64;
     for (j, o) in out.iter_mut().enumerate() {
         let (p, q) = scores[j * n..(j + 1) * n].split_at(n_pos);
@@ -189,7 +195,11 @@ mod tests {
         let (n, d, n_pos) = (600, 40, 150);
         let mut x = DMatrix::from_fn(n, d, |_, k| {
             let u = rng::normal(&mut r);
-            if k % 3 == 0 { (u > 0.3) as u8 as f64 } else { (u * 1.5).round().clamp(-1.0, 1.0) }
+            if k % 3 == 0 {
+                (u > 0.3) as u8 as f64
+            } else {
+                (u * 1.5).round().clamp(-1.0, 1.0)
+            }
         });
         // Duplicated rows across and within the classes.
         for i in 0..60 {
@@ -199,7 +209,9 @@ mod tests {
         // Standardise like the data layer (so values are not small integers).
         for mut c in x.column_iter_mut() {
             let mean = c.mean();
-            let sd = (c.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64).sqrt().max(1e-12);
+            let sd = (c.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64)
+                .sqrt()
+                .max(1e-12);
             c.iter_mut().for_each(|v| *v = (*v - mean) / sd);
         }
         let f32s = LinearScores::new(&x, n_pos, ScorePrecision::Auto);
@@ -211,7 +223,11 @@ mod tests {
         f32s.risks(&thetas, &mut a, &mut f32s.scratch());
         f64s.risks(&thetas, &mut b, &mut f64s.scratch());
         let pairs = (n_pos * (n - n_pos)) as f64;
-        let flipped: Vec<f64> = a.iter().zip(&b).map(|(u, v)| ((u - v) * pairs).abs()).collect();
+        let flipped: Vec<f64> = a
+            .iter()
+            .zip(&b)
+            .map(|(u, v)| ((u - v) * pairs).abs())
+            .collect();
         let differ = flipped.iter().filter(|&&f| f > 0.0).count();
         let most = flipped.iter().copied().fold(0.0, f64::max);
         eprintln!("f32 vs f64: {differ} of {m} risks differ, by at most {most} pairs");
