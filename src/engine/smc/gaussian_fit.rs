@@ -73,8 +73,9 @@ impl FoldSums {
         }
     }
 
-    /// The fit of these sums (relative to `centre`).
-    fn fit(&self, centre: &[f64]) -> GaussianFit {
+    /// The fit of these sums (relative to `centre`); `redundancy` ≥ 1 states
+    /// carry the information of one independent draw (correlated snapshots).
+    fn fit(&self, centre: &[f64], redundancy: f64) -> GaussianFit {
         let d = centre.len();
         let shift: Vec<f64> = self.s1.iter().map(|v| v / self.w).collect();
         let mut cov = &self.s2 / self.w;
@@ -84,7 +85,7 @@ impl FoldSums {
             }
         }
         let mean = centre.iter().zip(&shift).map(|(c, s)| c + s).collect();
-        let lambda = self.shrinkage(&cov);
+        let lambda = self.shrinkage(&cov, redundancy);
         GaussianFit::from_moments(mean, cov, lambda)
     }
 
@@ -94,9 +95,9 @@ impl FoldSums {
     /// `Var̂(s_ij) ≈ (E_w[x_i²x_j²] − s_ij²)/ESS`. On DNA (d = 180, 7 500
     /// particles) it is ≈ 0.77 — most sample correlations are noise there —
     /// and lifts the independence acceptance from 0.29 to 0.57.
-    fn shrinkage(&self, cov: &DMatrix<f64>) -> f64 {
+    fn shrinkage(&self, cov: &DMatrix<f64>, redundancy: f64) -> f64 {
         let d = cov.nrows();
-        let inv_ess = self.w2 / (self.w * self.w);
+        let inv_ess = redundancy * self.w2 / (self.w * self.w);
         let (mut noise, mut size) = (0.0, 0.0);
         for j in 0..d {
             for i in 0..d {
@@ -120,7 +121,7 @@ impl GaussianFit {
     pub fn of(theta: &[f64], d: usize, weights: &[f64]) -> GaussianFit {
         let rows: Vec<&[f64]> = theta.chunks_exact(d).collect();
         let centre = weighted_mean(&rows, weights, d);
-        FoldSums::of(&rows, weights, &centre).fit(&centre)
+        FoldSums::of(&rows, weights, &centre).fit(&centre, 1.0)
     }
 
     /// The covariance shrunk towards its diagonal by λ (more if it is not
@@ -243,8 +244,16 @@ pub struct CrossFit {
 }
 
 impl CrossFit {
-    /// Fits of the weighted rows of `theta` (n × d, row-major), `folds` ≥ 2.
-    pub fn of(theta: &[f64], d: usize, weights: &[f64], families: usize, folds: usize) -> CrossFit {
+    /// Fits of the weighted rows of `theta` (n × d, row-major), `folds` ≥ 2;
+    /// `redundancy` ≥ 1 rows carry the information of one independent draw.
+    pub fn of(
+        theta: &[f64],
+        d: usize,
+        weights: &[f64],
+        families: usize,
+        folds: usize,
+        redundancy: f64,
+    ) -> CrossFit {
         assert!(
             folds >= 2 && families >= folds,
             "a cross-fit needs ≥ 2 folds of families"
@@ -284,9 +293,9 @@ impl CrossFit {
                 // A fold holding nearly all the weight leaves too little for
                 // the others: fit them on everything (in-sample, but defined).
                 if rest.w > 1e-3 * all.w && rest.w * rest.w / rest.w2 >= 2.0 {
-                    rest.fit(&centre)
+                    rest.fit(&centre, redundancy)
                 } else {
-                    all.fit(&centre)
+                    all.fit(&centre, redundancy)
                 }
             })
             .collect();
@@ -359,7 +368,7 @@ mod tests {
             })
             .collect();
         let weights: Vec<f64> = (0..n).map(|i| 1.0 + (i % 7) as f64).collect();
-        let cf = CrossFit::of(&theta, d, &weights, n, 4);
+        let cf = CrossFit::of(&theta, d, &weights, n, 4, 1.0);
         for g in 0..4 {
             let kept: Vec<usize> = (0..n).filter(|&i| cf.fold_of(i) != g).collect();
             let rows: Vec<f64> = kept

@@ -486,7 +486,7 @@ mod tests {
                 t.sample_prior(&mut r, row);
             }
             // Two folds: the chains of each move with the other's fit.
-            let cf = CrossFit::of(&theta, d, &vec![1.0 / m as f64; m], m, 2);
+            let cf = CrossFit::of(&theta, d, &vec![1.0 / m as f64; m], m, 2, 1.0);
             let mut chains = Chains {
                 d,
                 risk: vec![0.0; m],

@@ -8,7 +8,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::gaussian_fit::{CrossFit, FIT_FOLDS, GaussianFit};
+use super::fit_pool::{Snapshots, stage_fits};
 use super::moves::{self, Chains, Kernel, Proposals, StepSpec};
 use super::settings::{Moves, SmcSettings};
 use super::target::Target;
@@ -142,6 +142,9 @@ pub fn run<T: Target + ?Sized>(
     // Particle i of the cloud descends from chain `i mod families` (prior
     // draws: each its own).
     let mut families = n;
+    // Snapshots of the last stage's chains (θ, risk) for the next fits.
+    let mut pool: (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+    let mut prev_steps = 0;
     while gamma < gamma_target {
         ctl.checkpoint()?;
         stage += 1;
@@ -176,7 +179,7 @@ pub fn run<T: Target + ?Sized>(
         let (fits, fold_of) = if kernel == Kernel::Pcn {
             (Vec::new(), vec![0; theta.len() / d])
         } else {
-            stage_fits(&theta, d, &rw.weights, families)
+            stage_fits((&theta, &risk), (&pool.0, &pool.1), delta, d, families)
         };
 
         let chains_n = match s.waste_free {
@@ -222,6 +225,7 @@ pub fn run<T: Target + ?Sized>(
             },
             chains,
             &ancestors,
+            Snapshots::plan(prev_steps, chains_n, d),
             &mut buf,
             ctl,
             &mut MoveProgress {
@@ -238,6 +242,8 @@ pub fn run<T: Target + ?Sized>(
         families = chains_n;
         theta = mv.theta;
         risk = mv.risk;
+        pool = mv.snapshots;
+        prev_steps = mv.steps;
         let (steps, max_corr, unmoved) = (mv.steps, mv.max_corr, mv.unmoved);
         let (accepted, proposed, esjd_sum) = (mv.accepted, mv.steps * chains_n, mv.esjd_sum);
         if max_corr > s.decorrelation || mv.duplicated > s.max_duplicated {
@@ -294,6 +300,8 @@ struct Moved {
     unmoved: f64,
     duplicated: f64,
     decorrelated_at: Option<usize>,
+    /// Snapshots of the chains for the next stage's fits (θ, risk).
+    snapshots: (Vec<f64>, Vec<f64>),
     /// Step size after adaptation.
     scale: f64,
 }
@@ -336,6 +344,7 @@ fn move_stage<T: Target + ?Sized>(
     mut spec: StepSpec<'_>,
     mut chains: Chains,
     ancestors: &[usize],
+    mut snapshots: Snapshots,
     buf: &mut Proposals,
     ctl: &Control,
     progress: &mut MoveProgress<'_>,
@@ -383,7 +392,10 @@ fn move_stage<T: Target + ?Sized>(
         if s.waste_free.is_some() {
             cloud.extend_from_slice(&chains.theta);
             cloud_risk.extend_from_slice(&chains.risk);
-        } else if steps >= min_steps {
+        } else {
+            snapshots.offer(steps, &chains.theta, &chains.risk);
+        }
+        if s.waste_free.is_none() && steps >= min_steps {
             max_corr = max_correlation(&start_theta, &start_risk, &chains.theta, &chains.risk, d);
             measured = Some(max_corr);
             if max_corr <= s.decorrelation && decorrelated_at.is_none() {
@@ -413,6 +425,7 @@ fn move_stage<T: Target + ?Sized>(
         unmoved,
         duplicated,
         decorrelated_at,
+        snapshots: snapshots.finish(steps),
         scale: spec.scale,
     })
 }
@@ -435,27 +448,6 @@ fn duplicated_share(ancestors: &[usize], moved: &[bool]) -> f64 {
         i = j;
     }
     excess as f64 / m.max(1) as f64
-}
-
-/// Particles per fold below which the stage uses one fit of every particle.
-const MIN_FOLD: usize = 64;
-
-/// The stage's Gaussian fits and the fit index of every particle of the cloud:
-/// a cross-fit (see `gaussian_fit`) when the families fill the folds, else one
-/// fit of everything.
-fn stage_fits(
-    theta: &[f64],
-    d: usize,
-    weights: &[f64],
-    families: usize,
-) -> (Vec<GaussianFit>, Vec<usize>) {
-    let n = weights.len();
-    if families < MIN_FOLD * FIT_FOLDS {
-        return (vec![GaussianFit::of(theta, d, weights)], vec![0; n]);
-    }
-    let cf = CrossFit::of(theta, d, weights, families, FIT_FOLDS);
-    let fold = (0..n).map(|i| cf.fold_of(i)).collect();
-    (cf.fits, fold)
 }
 
 /// The particles as model parameters.
