@@ -1,10 +1,12 @@
 //! pacauc: PAC-Bayesian AUC scoring. `engine` is the pure inference library;
+//! `spec` says what to run (the run specification and the method registry);
 //! `cli` is the command line; `worker`, `app` and `tui` are the terminal
 //! explorer (engine thread, pure UI state, drawing and the frame loop).
 
 pub mod app;
 pub mod cli;
 pub mod engine;
+pub mod spec;
 #[doc(hidden)]
 pub mod testkit;
 pub mod tui;

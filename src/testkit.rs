@@ -241,32 +241,15 @@ impl Engine for ScriptedEngine {
 pub fn demo() -> (
     crate::engine::data::Dataset,
     crate::engine::data::Prepared,
-    crate::cli::DataArgs,
+    crate::spec::DataSpec,
 ) {
-    use crate::engine::data::{Dataset, LoadOptions, TestSource, prepare};
-    let args = crate::cli::DataArgs {
-        data: std::path::PathBuf::from(crate::cli::DEMO_FILE),
-        target: None,
-        positive: None,
-        drop: Vec::new(),
-        missing: crate::cli::MissingArg::Drop,
-        test_frac: 0.25,
-        seed: 0,
-        test: None,
-    };
-    let ds = Dataset::load(&args.data, &LoadOptions::default()).expect("demo data loads");
-    let p = prepare(
-        &ds,
-        TestSource::Split {
-            frac: 0.25,
-            seed: 0,
-        },
-    )
-    .expect("demo data splits");
-    (ds, p, args)
+    let spec = crate::spec::DataSpec::of(crate::cli::DEMO_FILE);
+    let (ds, p) = spec.load().expect("demo data loads");
+    (ds, p, spec)
 }
 
-/// The record of a scripted run, with fixed timings (deterministic screens).
+/// The record of a scripted run, with fixed timings (deterministic screens);
+/// its spec is the default of the fit's method on the demo data.
 pub fn record(
     ds: &crate::engine::data::Dataset,
     p: &crate::engine::data::Prepared,
@@ -284,5 +267,17 @@ pub fn record(
         fit: 0.5,
         total: 0.51,
     };
-    crate::engine::record::RunRecord::new(ds, p, &fit, serde_json::json!({"scripted": true}), s)
+    let spec = crate::spec::RunSpec::for_method(
+        crate::spec::DataSpec::of(crate::cli::DEMO_FILE),
+        &fit.engine,
+    )
+    .unwrap_or_default();
+    crate::engine::record::RunRecord::new(
+        ds,
+        p,
+        &fit,
+        spec.to_value(),
+        serde_json::json!({"scripted": true}),
+        s,
+    )
 }

@@ -15,6 +15,7 @@ use crate::engine::data::{Dataset, Prepared};
 use crate::engine::event::Histogram;
 use crate::engine::record::{RunRecord, Seconds};
 use crate::engine::{Control, Engine, EngineError, Event, Observer, Problem};
+use crate::spec::RunSpec;
 
 pub type RunId = u64;
 
@@ -75,9 +76,7 @@ impl Observer for ChannelObserver {
         if let Event::SmcStage(s) = &mut event {
             snapshot = std::mem::take(&mut s.histograms);
         }
-        if !matches!(event, Event::SmcMove(_)) {
-            self.trace.push(event.clone()); // in-stage progress is not part of the record
-        }
+        self.trace.extend(event.for_trace());
         if !snapshot.is_empty() {
             let now = Instant::now();
             let due = self
@@ -106,6 +105,8 @@ impl Observer for ChannelObserver {
 /// One run for the worker.
 pub struct Job {
     pub run: RunId,
+    /// What runs (stored in the record).
+    pub spec: RunSpec,
     pub engine: Box<dyn Engine>,
     pub problem: Problem,
     pub dataset: Arc<Dataset>,
@@ -193,6 +194,7 @@ fn execute(job: Job, ctl: &Control, tx: Sender<WorkerMsg>) -> WorkerEvent {
                     &job.dataset,
                     &job.prepared,
                     &fit,
+                    job.spec.to_value(),
                     job.engine.params(),
                     seconds,
                 )

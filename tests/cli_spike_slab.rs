@@ -322,10 +322,7 @@ fn an_active_fix_is_released_at_convergence() {
     let rel = &released["details"]["fix_release"];
     assert_eq!(rel["status"], "released");
     assert_eq!(rel["negative_prior_sites"], 2);
-    assert_eq!(
-        kept["details"]["fix_release"]["status"],
-        "off (--keep-fixes)"
-    );
+    assert_eq!(kept["details"]["fix_release"]["status"], "off (keep_fixes)");
     let mean = |v: &serde_json::Value, k: usize| v["coefficients"][k]["mean"].as_f64().unwrap();
     for k in [2, 6, 11, 17] {
         let ratio = mean(&released, k) / mean(&kept, k);

@@ -387,3 +387,124 @@ fn row_number_column_is_flagged() {
         ds.report.warnings
     );
 }
+
+#[test]
+fn default_target_is_announced_and_a_likelier_one_named() {
+    // The last column is a yes/no feature; the real target sits in the middle.
+    let mut text = String::from("age,outcome,smoker\n");
+    for i in 0..30 {
+        let smoker = if i % 3 == 0 { "yes" } else { "no" };
+        text.push_str(&format!("{},{},{smoker}\n", 20 + i, i % 2));
+    }
+    let ds = load(&text).unwrap();
+    assert!(
+        ds.report.target_rule.contains("'smoker' (the last column"),
+        "{}",
+        ds.report.target_rule
+    );
+    assert!(
+        ds.report.warnings.iter().any(
+            |w| w.contains("'outcome' looks more like one") && w.contains("--target 'outcome'")
+        ),
+        "{:?}",
+        ds.report.warnings
+    );
+    // Named explicitly: said so, and no second-guessing.
+    let ds = load_with(
+        &text,
+        LoadOptions {
+            target: Some("outcome".into()),
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert!(ds.report.target_rule.contains("given by --target"));
+    assert!(
+        !ds.report
+            .warnings
+            .iter()
+            .any(|w| w.contains("looks more like"))
+    );
+    // A target-like last column raises nothing.
+    assert!(
+        !load(GOOD)
+            .unwrap()
+            .report
+            .warnings
+            .iter()
+            .any(|w| w.contains("looks more like"))
+    );
+}
+
+#[test]
+fn unordered_unique_integer_id_is_flagged() {
+    let mut text = String::from("patient,x,y\n");
+    for i in 0..40u64 {
+        let id = (i * 7919 + 104_729) % 100_003; // distinct, not increasing
+        text.push_str(&format!("{id},{},{}\n", (i * 7) % 5, i % 2));
+    }
+    let ds = load(&text).unwrap();
+    assert_eq!(ds.report.id_like, vec!["patient".to_string()]);
+    assert!(
+        ds.report
+            .warnings
+            .iter()
+            .any(|w| w.contains("a different integer on every row")
+                && w.contains("--drop 'patient'")),
+        "{:?}",
+        ds.report.warnings
+    );
+    // A small integer feature with repeats is not an ID.
+    assert!(ds.report.warnings.iter().all(|w| !w.contains("column 'x'")));
+}
+
+#[test]
+fn continuous_last_column_gives_a_short_error_with_the_hint() {
+    let mut text = String::from("group,sick,price\n");
+    for i in 0..10_000 {
+        text.push_str(&format!("{},{},{}.{}\n", i % 3, i % 2, 100 + i, i % 7));
+    }
+    let (k, m) = err(&text, opts());
+    assert_eq!(k, K::TooManyClasses);
+    assert!(m.len() < 600, "{} bytes: {m}", m.len());
+    assert!(m.contains("looks like a continuous number"), "{m}");
+    assert!(m.contains("and 9994 more"), "{m}");
+    assert!(
+        m.contains("the last column ('price') unless --target") && m.contains("two values: 'sick'"),
+        "{m}"
+    );
+}
+
+#[test]
+fn extreme_magnitudes_standardise_like_ordinary_ones() {
+    use pacauc::engine::data::{TestSource, prepare};
+    let base: Vec<f64> = (0..40).map(|i| ((i * 37) % 23) as f64 - 11.0).collect();
+    let standardised = |scale: &str| {
+        let mut text = String::from("a,b,y\n");
+        for (i, v) in base.iter().enumerate() {
+            text.push_str(&format!("{v}{scale},{},{}\n", (i * 3) % 7, i % 2));
+        }
+        let ds = load(&text).unwrap();
+        let p = prepare(
+            &ds,
+            TestSource::Split {
+                frac: 0.25,
+                seed: 1,
+            },
+        )
+        .unwrap();
+        assert_eq!(p.names.len(), 2, "no column may be dropped as constant");
+        (
+            p.train.x.column(0).iter().copied().collect::<Vec<f64>>(),
+            p.test.unwrap().x,
+        )
+    };
+    let (plain, _) = standardised("");
+    for scale in ["e300", "e160", "e-200", "e-300"] {
+        let (z, test) = standardised(scale);
+        for (a, b) in z.iter().zip(&plain) {
+            assert!((a - b).abs() < 1e-12, "{scale}: {a} vs {b}");
+        }
+        assert!(test.iter().all(|v| v.is_finite()), "{scale}");
+    }
+}

@@ -43,7 +43,7 @@ fn live() -> App {
     let names = p.names.clone();
     let ep = testkit::ep_with(&names, testkit::posterior_of(&p), 449.0, 12, true);
     let smc = testkit::smc_with(&names, testkit::posterior_of(&p), 449.0, 8, 1);
-    let cfg = |m: &str| pacauc::app::run_config::RunConfig::new(m);
+    let cfg = |m: &str| pacauc::spec::RunSpec::for_method(testkit::demo().2, m).unwrap();
     app.enqueue(cfg("ep"));
     app.enqueue(cfg("logit"));
     app.enqueue(cfg("smc"));

@@ -20,6 +20,7 @@ fn job(run: u64, engine: ScriptedEngine) -> Job {
     .unwrap();
     Job {
         run,
+        spec: pacauc::spec::RunSpec::for_method(pacauc::spec::DataSpec::of("demo"), "smc").unwrap(),
         engine: Box::new(engine),
         problem,
         dataset: std::sync::Arc::new(ds),

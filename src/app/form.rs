@@ -1,165 +1,21 @@
-//! The run form: a method and the few settings worth changing interactively.
-//! Only fields whose flag `pacauc fit` accepts are shown, and only for the
-//! methods they apply to.
+//! The run form: a method and the settings the registry marks for the form,
+//! only those that apply to the method and prior, with the registry's labels,
+//! hints (`auto` offered only where it works) and help. It edits a `RunSpec`:
+//! the session's data options plus the fields' text, checked by the spec layer
+//! exactly as `pacauc fit` checks its flags.
 
 use super::keys::Key;
-use super::run_config::{self, RunConfig};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Applies {
-    All,
-    Bayesian,
-    /// Gaussian or ARD prior.
-    ScaledPrior,
-    SpikeSlab,
-    Method(&'static str),
-}
-
-#[derive(Debug)]
-pub struct FieldSpec {
-    /// The `pacauc fit` flag (without `--`).
-    pub flag: &'static str,
-    pub label: &'static str,
-    /// What an empty field means / what to type.
-    pub hint: &'static str,
-    /// Fixed choices (cycled with ←→); empty = free text.
-    pub choices: &'static [&'static str],
-    applies: Applies,
-}
-
-macro_rules! field {
-    ($flag:expr, $label:expr, $hint:expr, $choices:expr, $applies:expr) => {
-        FieldSpec {
-            flag: $flag,
-            label: $label,
-            hint: $hint,
-            choices: $choices,
-            applies: $applies,
-        }
-    };
-}
-
-/// Every field the form knows; `method` is handled separately.
-pub const FIELDS: &[FieldSpec] = &[
-    field!(
-        "prior",
-        "prior",
-        "",
-        &["gaussian", "ard", "spike-slab"],
-        Applies::Bayesian
-    ),
-    field!(
-        "prior-var",
-        "prior variance ϑ",
-        "default 1 (AUCs do not depend on it)",
-        &[],
-        Applies::ScaledPrior
-    ),
-    field!(
-        "spike-var",
-        "spike variance v0",
-        "default 1e-4·v1",
-        &[],
-        Applies::SpikeSlab
-    ),
-    field!(
-        "slab-var",
-        "slab variance v1",
-        "number or auto; default 1",
-        &[],
-        Applies::SpikeSlab
-    ),
-    field!(
-        "inclusion-prior",
-        "inclusion prior p",
-        "number or auto; default 1−e^(−1/d)",
-        &[],
-        Applies::SpikeSlab
-    ),
-    field!(
-        "gamma",
-        "γ",
-        "number, Kn (e.g. 2n) or auto; default n",
-        &[],
-        Applies::Bayesian
-    ),
-    field!(
-        "particles",
-        "particles N",
-        "default of the engine",
-        &[],
-        Applies::Method("smc")
-    ),
-    field!(
-        "moves",
-        "moves per stage K",
-        "default adaptive",
-        &[],
-        Applies::Method("smc")
-    ),
-    field!(
-        "waste-free",
-        "waste-free chain P",
-        "empty = standard SMC",
-        &[],
-        Applies::Method("smc")
-    ),
-    field!(
-        "ess",
-        "ESS target τ",
-        "default 0.5",
-        &[],
-        Applies::Method("smc")
-    ),
-    field!(
-        "kernel",
-        "move kernel",
-        "",
-        &["default", "rw", "pcn", "gpcn"],
-        Applies::Method("smc")
-    ),
-    field!(
-        "damping",
-        "damping η",
-        "default 0.7",
-        &[],
-        Applies::Method("ep")
-    ),
-    field!(
-        "tol",
-        "tolerance",
-        "default 1e-4 (relative change)",
-        &[],
-        Applies::Method("ep")
-    ),
-    field!(
-        "lambda",
-        "penalty λ",
-        "empty = by cross-validation",
-        &[],
-        Applies::Method("logit")
-    ),
-    field!(
-        "rounds",
-        "rounds",
-        "empty = by cross-validation",
-        &[],
-        Applies::Method("rankboost")
-    ),
-    field!(
-        "seed",
-        "seed",
-        "default: the explorer's --seed",
-        &[],
-        Applies::All
-    ),
-];
+use crate::spec::registry::{self, Kind, Setting};
+use crate::spec::text::explicit_text;
+use crate::spec::{DataSpec, PriorKind, RunSpec, SpecError, from_given};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Form {
-    pub methods: Vec<String>,
+    /// The session's data options (the seed excepted: a field).
+    pub data: DataSpec,
+    pub methods: Vec<&'static str>,
     pub method: usize,
-    /// Values by flag (choices hold their current choice).
+    /// Text by setting key (choices hold their current choice).
     pub values: Vec<(&'static str, String)>,
     /// Row under the cursor: 0 = method, i ≥ 1 = `visible()[i - 1]`.
     pub cursor: usize,
@@ -171,28 +27,51 @@ pub struct Form {
 pub enum FormOutcome {
     Stay,
     Close,
-    Submit(RunConfig),
+    Submit(Box<RunSpec>),
+}
+
+/// A setting's name in the form's words (its label).
+pub fn label_of(key: &str) -> String {
+    registry::setting_of(key).map_or(key.to_string(), |s| s.label.to_string())
+}
+
+/// A spec error in the form's words.
+pub fn render_error(e: &SpecError) -> String {
+    e.render(&label_of)
+}
+
+fn form_settings() -> impl Iterator<Item = &'static Setting> {
+    registry::SETTINGS.iter().filter(|s| s.form)
 }
 
 impl Form {
-    /// A form preset to `config` (or to the first method).
-    pub fn new(config: Option<&RunConfig>) -> Form {
-        let methods = run_config::methods();
-        let method = config
-            .and_then(|c| methods.iter().position(|m| *m == c.method))
-            .unwrap_or(0);
-        let values = FIELDS
+    /// A form preset to `preset`'s method and settings, on the session's `data`.
+    pub fn new(preset: Option<&RunSpec>, data: &DataSpec) -> Form {
+        let methods = registry::method_names();
+        let first = RunSpec::for_method(data.clone(), methods[0]).expect("a registered method");
+        let preset = preset.unwrap_or(&first);
+        let method = methods
             .iter()
-            .map(|f| {
-                let v = config
-                    .and_then(|c| c.get(f.flag))
-                    .map(String::from)
-                    .or_else(|| f.choices.first().map(|c| c.to_string()))
-                    .unwrap_or_default();
-                (f.flag, v)
+            .position(|m| *m == preset.method_name())
+            .unwrap_or(0);
+        let values = form_settings()
+            .map(|s| {
+                let text = match s.kind {
+                    // A switch is a choice of off and on in the form.
+                    Kind::Switch => if explicit_text(preset, s).is_some() {
+                        "on"
+                    } else {
+                        "off"
+                    }
+                    .into(),
+                    Kind::Choice(_) => explicit_text(preset, s).unwrap_or_else(|| s.default.into()),
+                    _ => explicit_text(preset, s).unwrap_or_default(),
+                };
+                (s.key, text)
             })
             .collect();
         Form {
+            data: data.clone(),
             methods,
             method,
             values,
@@ -201,91 +80,114 @@ impl Form {
         }
     }
 
-    pub fn method(&self) -> &str {
-        self.methods.get(self.method).map_or("", |s| s.as_str())
+    pub fn method(&self) -> &'static str {
+        self.methods.get(self.method).copied().unwrap_or("")
     }
 
-    pub fn value(&self, flag: &str) -> &str {
+    pub fn value(&self, key: &str) -> &str {
         self.values
             .iter()
-            .find(|(f, _)| *f == flag)
+            .find(|(k, _)| *k == key)
             .map_or("", |(_, v)| v.as_str())
     }
 
-    fn value_mut(&mut self, flag: &str) -> Option<&mut String> {
+    fn value_mut(&mut self, key: &str) -> Option<&mut String> {
         self.values
             .iter_mut()
-            .find(|(f, _)| *f == flag)
+            .find(|(k, _)| *k == key)
             .map(|(_, v)| v)
     }
 
-    fn applies(&self, f: &FieldSpec) -> bool {
-        let m = self.method();
-        let bayes = run_config::is_bayesian(m);
-        let prior = self.value("prior");
-        let ok = match f.applies {
-            Applies::All => true,
-            Applies::Bayesian => bayes,
-            Applies::ScaledPrior => bayes && prior != "spike-slab",
-            Applies::SpikeSlab => bayes && prior == "spike-slab",
-            Applies::Method(name) => m == name,
-        };
-        ok && run_config::cli_flags().contains(f.flag)
+    /// The prior the fields apply to (None for the baselines).
+    pub fn prior(&self) -> Option<PriorKind> {
+        let info = registry::method(self.method())?;
+        let chosen = serde_json::from_value(serde_json::json!(self.value("prior"))).ok();
+        info.bayesian
+            .then(|| chosen.filter(|p| info.priors.contains(p)))
+            .flatten()
+            .or_else(|| info.priors.first().copied())
     }
 
-    /// The fields shown for the current method.
-    pub fn visible(&self) -> Vec<&'static FieldSpec> {
-        FIELDS.iter().filter(|f| self.applies(f)).collect()
+    /// The choices of a choice field (the priors the method accepts, for
+    /// `prior`; off and on for a switch); empty for a text field.
+    pub fn choices(&self, s: &Setting) -> Vec<&'static str> {
+        match (s.kind, s.key, registry::method(self.method())) {
+            (Kind::Switch, ..) => vec!["off", "on"],
+            (Kind::Choice(_), "prior", Some(m)) => m.priors.iter().map(|p| p.name()).collect(),
+            (Kind::Choice(names), ..) => names.to_vec(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The fields shown for the current method and prior.
+    pub fn visible(&self) -> Vec<&'static Setting> {
+        let (m, p) = (self.method(), self.prior());
+        form_settings().filter(|s| s.applies(m, p)).collect()
     }
 
     pub fn rows(&self) -> usize {
         1 + self.visible().len()
     }
 
-    /// The run these settings describe (empty fields are left to the defaults).
-    pub fn config(&self) -> RunConfig {
-        let mut c = RunConfig::new(self.method());
-        for f in self.visible() {
-            let v = self.value(f.flag).trim();
-            let is_default_choice = f.choices.first() == Some(&v);
-            if !v.is_empty() && !is_default_choice {
-                c.settings.push((f.flag.to_string(), v.to_string()));
-            }
-        }
-        c
+    /// The setting under the cursor (None on the method row).
+    pub fn focused(&self) -> Option<&'static Setting> {
+        self.visible().get(self.cursor.checked_sub(1)?).copied()
+    }
+
+    /// The run these fields describe (empty fields keep the defaults).
+    pub fn spec(&self) -> Result<RunSpec, SpecError> {
+        let given: Vec<(&str, &str)> = self
+            .visible()
+            .into_iter()
+            .filter_map(|s| {
+                let v = self.value(s.key).trim();
+                match s.kind {
+                    Kind::Switch => (v == "on").then_some((s.key, "")),
+                    Kind::Choice(_) if v == s.default => None,
+                    _ => (!v.is_empty()).then_some((s.key, v)),
+                }
+            })
+            .collect();
+        let mut spec = from_given(self.data.path.clone(), self.method(), &given)?;
+        spec.data = DataSpec {
+            seed: spec.data.seed,
+            ..self.data.clone()
+        };
+        crate::spec::check(&spec)?;
+        Ok(spec)
     }
 
     fn cycle(&mut self, step: isize) {
         if self.cursor == 0 {
             let n = self.methods.len().max(1) as isize;
             self.method = (self.method as isize + step).rem_euclid(n) as usize;
-        } else if let Some(f) = self.visible().get(self.cursor - 1).copied()
-            && !f.choices.is_empty()
-        {
-            let n = f.choices.len() as isize;
-            let i = f
-                .choices
-                .iter()
-                .position(|c| *c == self.value(f.flag))
-                .unwrap_or(0) as isize;
-            let next = f.choices[(i + step).rem_euclid(n) as usize].to_string();
-            if let Some(v) = self.value_mut(f.flag) {
-                *v = next;
+        } else if let Some(s) = self.focused() {
+            let choices = self.choices(s);
+            if !choices.is_empty() {
+                let n = choices.len() as isize;
+                let i = choices
+                    .iter()
+                    .position(|c| *c == self.value(s.key))
+                    .unwrap_or(0) as isize;
+                let next = choices[(i + step).rem_euclid(n) as usize].to_string();
+                if let Some(v) = self.value_mut(s.key) {
+                    *v = next;
+                }
             }
         }
         self.cursor = self.cursor.min(self.rows() - 1);
     }
 
     fn text_field(&self) -> Option<&'static str> {
-        let f = self.visible().get(self.cursor.checked_sub(1)?).copied()?;
-        f.choices.is_empty().then_some(f.flag)
+        let s = self.focused()?;
+        self.choices(s).is_empty().then_some(s.key)
     }
 
-    /// Handles a key; `validate` checks a config before it is submitted.
+    /// Handles a key; `validate` checks a spec (against the data) before it is submitted.
     pub fn key(
         &mut self,
         key: Key,
-        validate: impl Fn(&RunConfig) -> Result<(), String>,
+        validate: impl Fn(&RunSpec) -> Result<(), String>,
     ) -> FormOutcome {
         let rows = self.rows();
         match key {
@@ -295,23 +197,25 @@ impl Form {
             Key::Left => self.cycle(-1),
             Key::Right => self.cycle(1),
             Key::Enter => {
-                let c = self.config();
-                match validate(&c) {
-                    Ok(()) => return FormOutcome::Submit(c),
+                match self.spec().map_err(|e| render_error(&e)).and_then(|s| {
+                    validate(&s)?;
+                    Ok(s)
+                }) {
+                    Ok(s) => return FormOutcome::Submit(Box::new(s)),
                     Err(e) => self.error = Some(e),
                 }
                 return FormOutcome::Stay;
             }
             Key::Backspace => {
-                if let Some(flag) = self.text_field()
-                    && let Some(v) = self.value_mut(flag)
+                if let Some(k) = self.text_field()
+                    && let Some(v) = self.value_mut(k)
                 {
                     v.pop();
                 }
             }
             Key::Char(c) if !c.is_control() => match self.text_field() {
-                Some(flag) => {
-                    if let Some(v) = self.value_mut(flag)
+                Some(k) => {
+                    if let Some(v) = self.value_mut(k)
                         && v.chars().count() < 24
                     {
                         v.push(c);
@@ -334,51 +238,115 @@ impl Form {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::{Gamma, MethodSpec};
 
-    fn ok(_: &RunConfig) -> Result<(), String> {
+    fn ok(_: &RunSpec) -> Result<(), String> {
         Ok(())
+    }
+
+    fn data() -> DataSpec {
+        DataSpec {
+            drop: vec!["id".into()],
+            seed: 3,
+            ..DataSpec::of("demo-data/sparse_linear.csv")
+        }
+    }
+
+    fn choose(f: &mut Form, method: &str) {
+        while f.method() != method {
+            f.key(Key::Right, ok);
+        }
+    }
+
+    fn type_into(f: &mut Form, key: &str, text: &str) {
+        f.cursor = 1 + f.visible().iter().position(|s| s.key == key).unwrap();
+        for c in text.chars() {
+            f.key(Key::Char(c), ok);
+        }
     }
 
     #[test]
     fn choose_method_edit_and_submit() {
-        let mut f = Form::new(None);
-        let logit = f.methods.iter().position(|m| m == "logit").unwrap();
-        while f.method != logit {
-            f.key(Key::Right, ok);
-        }
-        // The first field below the method of logit is λ (when the CLI has it).
+        let mut f = Form::new(None, &data());
+        choose(&mut f, "logit");
+        // The first field of logit is λ.
         f.key(Key::Down, ok);
-        let flag = f.visible()[0].flag;
-        assert_eq!(flag, "lambda");
+        assert_eq!(f.focused().unwrap().key, "lambda");
         for c in "0.5".chars() {
             f.key(Key::Char(c), ok);
         }
         f.key(Key::Backspace, ok);
         f.key(Key::Char('1'), ok);
-        let FormOutcome::Submit(c) = f.key(Key::Enter, ok) else {
+        let FormOutcome::Submit(s) = f.key(Key::Enter, ok) else {
             panic!()
         };
-        assert_eq!(c.method, "logit");
-        assert_eq!(c.get("lambda"), Some("0.1"));
+        let s = *s;
+        let MethodSpec::Logit(l) = &s.method else {
+            panic!()
+        };
+        assert_eq!(l.lambda, Some(0.1));
+        assert_eq!(s.data, data(), "the session's data options, the seed kept");
+        let again = Form::new(Some(&s), &data());
         assert_eq!(
-            Form::new(Some(&c)).config(),
-            c,
+            again.spec().unwrap(),
+            s,
             "a form reopens with a run's settings"
         );
     }
 
     #[test]
-    fn validation_errors_keep_the_form_open() {
-        let mut f = Form::new(None);
-        let out = f.key(Key::Enter, |_| Err("nope".into()));
-        assert_eq!(out, FormOutcome::Stay);
+    fn fields_and_hints_follow_the_method_and_prior() {
+        let mut f = Form::new(None, &data());
+        choose(&mut f, "smc");
+        let keys: Vec<&str> = f.visible().iter().map(|s| s.key).collect();
+        assert!(keys.contains(&"particles") && keys.contains(&"prior_var"));
+        assert!(!keys.contains(&"damping") && !keys.contains(&"lambda"));
+        let gamma = registry::setting_of("gamma").unwrap();
+        assert!(!gamma.hint(f.method(), f.prior()).contains("auto"));
+        choose(&mut f, "ep");
+        assert!(gamma.hint(f.method(), f.prior()).contains("auto"));
+        f.cursor = 1 + f.visible().iter().position(|s| s.key == "prior").unwrap();
+        while f.value("prior") != "spike-slab" {
+            f.key(Key::Right, ok);
+        }
+        let keys: Vec<&str> = f.visible().iter().map(|s| s.key).collect();
+        assert!(keys.contains(&"slab_var") && !keys.contains(&"prior_var"));
+        assert!(!gamma.hint("ep", f.prior()).contains("auto"));
+        type_into(&mut f, "gamma", "2n");
+        let s = f.spec().unwrap();
+        assert_eq!(s.gamma, Some(Gamma::PerN(2.0)));
+        assert_eq!(s.prior_kind(), Some(PriorKind::SpikeSlab));
+        // A switch is off/on; typing does not edit it.
+        assert_eq!(f.value("keep_fixes"), "off");
+        type_into(&mut f, "keep_fixes", "x");
+        f.key(Key::Right, ok);
+        let s = f.spec().unwrap();
+        let MethodSpec::Ep(ep) = &s.method else {
+            panic!()
+        };
+        assert!(ep.keep_fixes);
+        assert_eq!(Form::new(Some(&s), &data()).value("keep_fixes"), "on");
+    }
+
+    #[test]
+    fn errors_are_in_the_forms_words_and_keep_it_open() {
+        let mut f = Form::new(None, &data());
+        choose(&mut f, "ep");
+        type_into(&mut f, "damping", "2");
+        assert_eq!(f.key(Key::Enter, ok), FormOutcome::Stay);
+        assert_eq!(
+            f.error.as_deref(),
+            Some("damping η must be in (0, 1]; got 2")
+        );
+        let mut f = Form::new(None, &data());
+        assert_eq!(f.key(Key::Enter, |_| Err("nope".into())), FormOutcome::Stay);
         assert_eq!(f.error.as_deref(), Some("nope"));
         assert_eq!(f.key(Key::Esc, ok), FormOutcome::Close);
     }
 
     #[test]
     fn cursor_wraps() {
-        let mut f = Form::new(None);
+        let mut f = Form::new(None, &data());
         let rows = f.rows();
         f.key(Key::Up, ok);
         assert_eq!(f.cursor, rows - 1);

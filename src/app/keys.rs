@@ -1,5 +1,5 @@
-//! The one key table: it maps keys to actions and feeds both the footer and the
-//! `?` help overlay, so they can never disagree with what the keys do.
+//! The one key table: dispatch (`action`), the footer and the `?` help overlay
+//! all read it, so they can never disagree with what the keys do.
 
 /// A key press, independent of the terminal library.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,13 +74,13 @@ pub struct Binding {
     pub group: Group,
     /// Footer priority: 0 = not in the footer, lower shows first.
     pub footer: u8,
-    pub keys: &'static [Key],
-    pub action: Action,
+    /// The keys and what each does (one row may pair opposites: ↑ and ↓).
+    pub keys: &'static [(Key, Action)],
 }
 
 macro_rules! bind {
-    ($label:expr, $short:expr, $help:expr, $group:ident, $footer:expr, [$($k:expr),*], $action:expr) => {
-        Binding { label: $label, short: $short, help: $help, group: Group::$group, footer: $footer, keys: &[$($k),*], action: $action }
+    ($label:expr, $short:expr, $help:expr, $group:ident, $footer:expr, [$(($k:expr, $a:expr)),*]) => {
+        Binding { label: $label, short: $short, help: $help, group: Group::$group, footer: $footer, keys: &[$(($k, $a)),*] }
     };
 }
 
@@ -94,8 +94,7 @@ pub const BINDINGS: &[Binding] = &[
         "quit (Ctrl-C too); a running engine is cancelled",
         General,
         1,
-        [Char('q'), CtrlC],
-        Action::Quit
+        [(Char('q'), Action::Quit), (CtrlC, Action::Quit)]
     ),
     bind!(
         "?",
@@ -103,8 +102,7 @@ pub const BINDINGS: &[Binding] = &[
         "show or hide this help",
         General,
         2,
-        [Char('?')],
-        Action::Help
+        [(Char('?'), Action::Help)]
     ),
     bind!(
         "Esc",
@@ -112,8 +110,7 @@ pub const BINDINGS: &[Binding] = &[
         "close the help or the run form",
         General,
         0,
-        [Esc],
-        Action::CloseOverlay
+        [(Esc, Action::CloseOverlay)]
     ),
     bind!(
         "n",
@@ -121,8 +118,7 @@ pub const BINDINGS: &[Binding] = &[
         "open the run form (method, prior, γ, particles, …)",
         Runs,
         3,
-        [Char('n')],
-        Action::NewRun
+        [(Char('n'), Action::NewRun)]
     ),
     bind!(
         "space",
@@ -130,8 +126,7 @@ pub const BINDINGS: &[Binding] = &[
         "pause or resume the running engine",
         Runs,
         4,
-        [Char(' ')],
-        Action::PauseResume
+        [(Char(' '), Action::PauseResume)]
     ),
     bind!(
         "c",
@@ -139,8 +134,7 @@ pub const BINDINGS: &[Binding] = &[
         "cancel the running engine (finished runs stay)",
         Runs,
         5,
-        [Char('c')],
-        Action::Cancel
+        [(Char('c'), Action::Cancel)]
     ),
     bind!(
         "r",
@@ -148,8 +142,7 @@ pub const BINDINGS: &[Binding] = &[
         "run the selected run's settings again",
         Runs,
         6,
-        [Char('r')],
-        Action::Rerun
+        [(Char('r'), Action::Rerun)]
     ),
     bind!(
         "e",
@@ -157,8 +150,7 @@ pub const BINDINGS: &[Binding] = &[
         "write the selected run's record (JSON) to the current folder",
         Runs,
         7,
-        [Char('e')],
-        Action::Export
+        [(Char('e'), Action::Export)]
     ),
     bind!(
         "[ ]",
@@ -166,8 +158,7 @@ pub const BINDINGS: &[Binding] = &[
         "select the previous / next run",
         Runs,
         8,
-        [Char('['), Char(']')],
-        Action::PrevRun
+        [(Char('['), Action::PrevRun), (Char(']'), Action::NextRun)]
     ),
     bind!(
         "Tab",
@@ -175,8 +166,7 @@ pub const BINDINGS: &[Binding] = &[
         "focus the next pane (Shift-Tab: previous)",
         Navigation,
         9,
-        [Tab, BackTab],
-        Action::FocusNext
+        [(Tab, Action::FocusNext), (BackTab, Action::FocusPrev)]
     ),
     bind!(
         "1-6",
@@ -184,8 +174,14 @@ pub const BINDINGS: &[Binding] = &[
         "focus pane 1–6 (Dataset … Results)",
         Navigation,
         0,
-        [],
-        Action::Pane(0)
+        [
+            (Char('1'), Action::Pane(0)),
+            (Char('2'), Action::Pane(1)),
+            (Char('3'), Action::Pane(2)),
+            (Char('4'), Action::Pane(3)),
+            (Char('5'), Action::Pane(4)),
+            (Char('6'), Action::Pane(5))
+        ]
     ),
     bind!(
         "↑↓ jk",
@@ -193,8 +189,12 @@ pub const BINDINGS: &[Binding] = &[
         "move the selection (coefficient, feature, run)",
         Navigation,
         10,
-        [Up, Down, Char('k'), Char('j')],
-        Action::Up
+        [
+            (Up, Action::Up),
+            (Down, Action::Down),
+            (Char('k'), Action::Up),
+            (Char('j'), Action::Down)
+        ]
     ),
     bind!(
         "←→ hl",
@@ -202,8 +202,12 @@ pub const BINDINGS: &[Binding] = &[
         "previous / next pane in tabbed layout",
         Navigation,
         0,
-        [Left, Right, Char('h'), Char('l')],
-        Action::Left
+        [
+            (Left, Action::Left),
+            (Right, Action::Right),
+            (Char('h'), Action::Left),
+            (Char('l'), Action::Right)
+        ]
     ),
     bind!(
         "PgUp PgDn",
@@ -211,8 +215,7 @@ pub const BINDINGS: &[Binding] = &[
         "scroll a page",
         Navigation,
         0,
-        [PageUp, PageDown],
-        Action::PageUp
+        [(PageUp, Action::PageUp), (PageDown, Action::PageDown)]
     ),
     bind!(
         "Enter z",
@@ -220,8 +223,7 @@ pub const BINDINGS: &[Binding] = &[
         "zoom the focused pane (again to restore)",
         Navigation,
         11,
-        [Enter, Char('z')],
-        Action::Zoom
+        [(Enter, Action::Zoom), (Char('z'), Action::Zoom)]
     ),
 ];
 
@@ -234,56 +236,34 @@ pub const FORM_KEYS: &[(&str, &str)] = &[
     ("Esc", "close"),
 ];
 
-/// The action of a key on the main screen.
+/// The action of a key on the main screen: its row in the table.
 pub fn action(key: Key) -> Option<Action> {
-    Some(match key {
-        Char('q') | CtrlC => Action::Quit,
-        Char('?') => Action::Help,
-        Esc => Action::CloseOverlay,
-        Char('n') => Action::NewRun,
-        Char(' ') => Action::PauseResume,
-        Char('c') => Action::Cancel,
-        Char('r') => Action::Rerun,
-        Char('e') => Action::Export,
-        Char('[') => Action::PrevRun,
-        Char(']') => Action::NextRun,
-        Tab => Action::FocusNext,
-        BackTab => Action::FocusPrev,
-        Up | Char('k') => Action::Up,
-        Down | Char('j') => Action::Down,
-        Left | Char('h') => Action::Left,
-        Right | Char('l') => Action::Right,
-        PageUp => Action::PageUp,
-        PageDown => Action::PageDown,
-        Enter | Char('z') => Action::Zoom,
-        Char(c @ '1'..='6') => Action::Pane(c as usize - '1' as usize),
-        _ => return None,
-    })
+    BINDINGS
+        .iter()
+        .flat_map(|b| b.keys)
+        .find(|(k, _)| *k == key)
+        .map(|&(_, a)| a)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The table and the dispatcher agree: every listed key does what its row says.
+    /// No key is bound twice, and the pane keys reach every pane.
     #[test]
-    fn table_matches_dispatch() {
-        for b in BINDINGS {
-            for (i, &k) in b.keys.iter().enumerate() {
-                let got = action(k).unwrap_or_else(|| panic!("{k:?} unbound"));
-                let same_family = match (b.action, got) {
-                    (Action::FocusNext, Action::FocusPrev) => i == 1,
-                    (Action::Up, Action::Down) => i % 2 == 1,
-                    (Action::Left, Action::Right) => i % 2 == 1,
-                    (Action::PageUp, Action::PageDown) => i == 1,
-                    (Action::PrevRun, Action::NextRun) => i == 1,
-                    (a, g) => a == g,
-                };
-                assert!(same_family, "{} lists {k:?} but it does {got:?}", b.label);
-            }
+    fn every_key_has_one_action() {
+        let keys: Vec<Key> = BINDINGS
+            .iter()
+            .flat_map(|b| b.keys)
+            .map(|&(k, _)| k)
+            .collect();
+        for (i, k) in keys.iter().enumerate() {
+            assert!(!keys[..i].contains(k), "{k:?} is bound twice");
         }
-        for c in '1'..='6' {
-            assert!(matches!(action(Char(c)), Some(Action::Pane(_))));
+        for (i, c) in ('1'..='6').enumerate() {
+            assert_eq!(action(Char(c)), Some(Action::Pane(i)));
         }
+        assert_eq!(action(BackTab), Some(Action::FocusPrev));
+        assert_eq!(action(Char('x')), None);
     }
 }

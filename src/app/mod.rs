@@ -3,23 +3,21 @@
 //! (`Command`). No terminal, no threads: unit-tested directly.
 
 pub mod form;
-mod keyboard;
+mod handle_key;
 pub mod keys;
 pub mod ring;
-pub mod run;
-pub mod run_config;
+pub mod run_view;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
 
-use crate::cli::DataArgs;
 use crate::engine::data::{Dataset, Prepared, SplitInfo};
 use crate::engine::record::{DatasetReport, RunRecord};
+use crate::spec::{DataSpec, RunSpec, registry};
 use crate::worker::{RunId, WorkerEvent, WorkerMsg};
 use form::Form;
 use keys::Key;
-use run::{RunStatus, RunView};
-use run_config::RunConfig;
+use run_view::{RunStatus, RunView};
 
 /// The panes, in focus order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +65,7 @@ impl Pane {
 pub enum Overlay {
     None,
     Help,
-    Form(Form),
+    Form(Box<Form>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -101,16 +99,16 @@ pub struct DataInfo {
     /// Feature names after preparation (the coefficients' order).
     pub names: Vec<String>,
     /// How the data was loaded (None when replaying: nothing to re-run on).
-    pub args: Option<DataArgs>,
+    pub spec: Option<DataSpec>,
 }
 
 impl DataInfo {
-    pub fn of(ds: &Dataset, prepared: &Prepared, args: DataArgs) -> DataInfo {
+    pub fn of(ds: &Dataset, prepared: &Prepared, spec: DataSpec) -> DataInfo {
         DataInfo {
             report: DatasetReport::of(ds),
             split: prepared.info.clone(),
             names: prepared.names.clone(),
-            args: Some(args),
+            spec: Some(spec),
         }
     }
 }
@@ -152,7 +150,7 @@ pub enum Msg {
 /// Side effects for the terminal loop.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
-    Start { run: RunId, config: RunConfig },
+    Start { run: RunId, spec: Box<RunSpec> },
     Pause { run: RunId, paused: bool },
     Cancel { run: RunId },
     Export { run: RunId },
@@ -181,8 +179,8 @@ pub struct App {
     pub quit: bool,
     pub ticks: u64,
     pub options: ViewOptions,
-    /// The settings of the last run started from the form (its next preset).
-    last_form: Option<RunConfig>,
+    /// The spec of the last run started from the form (its next preset).
+    last_form: Option<RunSpec>,
 }
 
 impl App {
@@ -225,7 +223,7 @@ impl App {
                 report: r.dataset.clone(),
                 split: r.split.clone(),
                 names: r.coefficients.iter().map(|c| c.name.clone()).collect(),
-                args: None,
+                spec: None,
             })),
             None => DataState::Failed {
                 path: String::new(),
@@ -270,8 +268,8 @@ impl App {
     }
 
     /// Data to run engines on (None when replaying or after a load error).
-    pub fn data_args(&self) -> Option<&DataArgs> {
-        self.data_info()?.args.as_ref()
+    pub fn data_spec(&self) -> Option<&DataSpec> {
+        self.data_info()?.spec.as_ref()
     }
 
     pub fn run(&self, id: RunId) -> Option<&RunView> {
@@ -310,23 +308,25 @@ impl App {
         });
     }
 
-    /// Queues the default runs (EP then SMC when available).
+    /// Queues the default runs (the registry's autorun methods, EP then SMC).
     pub fn autorun(&mut self) -> Vec<Command> {
         let mut cmds = Vec::new();
-        if self.data_args().is_none() {
+        let Some(data) = self.data_spec().cloned() else {
             return cmds;
-        }
-        for m in run_config::autorun_methods() {
-            cmds.extend(self.enqueue(RunConfig::new(&m)));
+        };
+        for m in registry::AUTORUN_ORDER {
+            if let Some(spec) = RunSpec::for_method(data.clone(), m) {
+                cmds.extend(self.enqueue(spec));
+            }
         }
         cmds
     }
 
     /// Adds a run; starts it now if nothing is running.
-    pub fn enqueue(&mut self, config: RunConfig) -> Vec<Command> {
+    pub fn enqueue(&mut self, spec: RunSpec) -> Vec<Command> {
         let id = self.next_id;
         self.next_id += 1;
-        self.runs.push(RunView::new(id, config));
+        self.runs.push(RunView::new(id, spec));
         self.queue.push_back(id);
         if self.follow {
             self.selected = Some(id);
@@ -346,9 +346,9 @@ impl App {
                 && r.status == RunStatus::Queued
             {
                 r.status = RunStatus::Running;
-                let config = r.config.clone();
+                let spec = Box::new(r.spec.clone());
                 self.active = Some(id);
-                return vec![Command::Start { run: id, config }];
+                return vec![Command::Start { run: id, spec }];
             }
         }
         Vec::new()

@@ -20,6 +20,11 @@ fn record(ds: &Dataset, p: &Prepared, script: &testkit::Script) -> Box<RunRecord
     Box::new(testkit::record(ds, p, script))
 }
 
+/// The default run of `method` on the demo data.
+fn spec(method: &str) -> crate::spec::RunSpec {
+    crate::spec::RunSpec::for_method(testkit::demo().2, method).unwrap()
+}
+
 fn msg(run: RunId, event: WorkerEvent) -> Msg {
     Msg::Worker(WorkerMsg { run, event })
 }
@@ -37,7 +42,7 @@ fn started(cmds: &[Command]) -> Vec<RunId> {
 fn autorun_runs_one_method_at_a_time() {
     let (mut app, ds, p) = app();
     let cmds = app.autorun();
-    let methods = run_config::autorun_methods();
+    let methods = crate::spec::registry::AUTORUN_ORDER;
     assert_eq!(app.runs.len(), methods.len());
     assert_eq!(started(&cmds), vec![1], "only the first starts");
     assert_eq!(app.active, Some(1));
@@ -116,13 +121,13 @@ fn events_fill_the_traces_and_stale_events_are_ignored() {
 #[test]
 fn cancel_keeps_previous_results() {
     let (mut app, ds, p) = app();
-    let a = started(&app.enqueue(RunConfig::new("logit")))[0];
+    let a = started(&app.enqueue(spec("logit")))[0];
     let script = testkit::ep(&p.names, 450.0, 5, true);
     update(
         &mut app,
         msg(a, WorkerEvent::Finished(record(&ds, &p, &script))),
     );
-    let b = started(&app.enqueue(RunConfig::new("logit")))[0];
+    let b = started(&app.enqueue(spec("logit")))[0];
     update(&mut app, Msg::Key(Key::Char('c')));
     update(&mut app, msg(b, WorkerEvent::Cancelled));
     let first = app.run(a).unwrap();
@@ -133,15 +138,15 @@ fn cancel_keeps_previous_results() {
 #[test]
 fn queued_runs_wait_and_cancel_without_active_drops_the_queue() {
     let (mut app, _, _) = app();
-    let a = started(&app.enqueue(RunConfig::new("logit")))[0];
-    assert!(started(&app.enqueue(RunConfig::new("rankboost"))).is_empty());
+    let a = started(&app.enqueue(spec("logit")))[0];
+    assert!(started(&app.enqueue(spec("rankboost"))).is_empty());
     assert!(app.status.as_ref().unwrap().text.contains("queued"));
     update(&mut app, msg(a, WorkerEvent::Failed("boom".into())));
     assert!(matches!(app.run(a).unwrap().status, RunStatus::Failed(_)));
     assert!(app.status.as_ref().unwrap().error);
     assert_eq!(app.active, Some(a + 1), "a failure starts the next run");
     // A run that cannot start also lets the queue go on.
-    let c = app.enqueue(RunConfig::new("logit"));
+    let c = app.enqueue(spec("logit"));
     assert!(c.is_empty());
     let cmds = update(
         &mut app,
@@ -160,7 +165,7 @@ fn pause_resume_and_export() {
         update(&mut app, Msg::Key(Key::Char(' '))).is_empty(),
         "nothing to pause"
     );
-    let a = started(&app.enqueue(RunConfig::new("logit")))[0];
+    let a = started(&app.enqueue(spec("logit")))[0];
     assert_eq!(
         update(&mut app, Msg::Key(Key::Char(' '))),
         vec![Command::Pause {
@@ -205,7 +210,7 @@ fn pause_resume_and_export() {
     // Re-run: same settings, new id.
     let cmds = update(&mut app, Msg::Key(Key::Char('r')));
     assert_eq!(started(&cmds), vec![a + 1]);
-    assert_eq!(app.run(a + 1).unwrap().config, app.run(a).unwrap().config);
+    assert_eq!(app.run(a + 1).unwrap().spec, app.run(a).unwrap().spec);
 }
 
 #[test]
@@ -262,6 +267,7 @@ fn replay_fills_every_run_from_its_record() {
     let (_, ds, p) = app();
     let smc = record(&ds, &p, &testkit::smc(&p.names, 450.0, 6, 2));
     let ep = record(&ds, &p, &testkit::ep(&p.names, 450.0, 9, true));
+    let ep_spec = ep.spec.clone();
     let app = App::replay(
         vec![
             (PathBuf::from("a.json"), *smc),
@@ -275,7 +281,10 @@ fn replay_fills_every_run_from_its_record() {
     assert_eq!(app.run(2).unwrap().ep.len(), 9);
     assert!(app.run_for(|r| r.inclusion(&[]).is_some()).is_some());
     assert_eq!(app.names(), p.names.as_slice());
-    assert!(app.data_args().is_none(), "nothing to re-run on");
+    assert!(app.data_spec().is_none(), "nothing to re-run on");
+    // A replayed run's spec is its record's (the form's preset, its EP tolerance).
+    assert_eq!(app.run(2).unwrap().spec.to_value(), ep_spec);
+    assert_eq!(app.run(2).unwrap().spec.method_name(), "ep");
     let mut app = app;
     assert!(update(&mut app, Msg::Key(Key::Char('r'))).is_empty());
     assert!(app.status.as_ref().unwrap().error);
@@ -299,7 +308,7 @@ fn load_failure_is_a_state_not_a_crash() {
 #[test]
 fn sweeps_without_sds_still_give_means() {
     let (mut app, _, p) = app();
-    let id = started(&app.enqueue(RunConfig::new("logit")))[0];
+    let id = started(&app.enqueue(spec("logit")))[0];
     let mut script = testkit::ep(&p.names, 450.0, 3, false);
     for e in &mut script.events {
         if let crate::engine::Event::EpSweep(s) = e {

@@ -9,10 +9,11 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::json;
 
-use super::fit::{self, CliError, FitArgs, Format, Loaded, Method};
+use super::fit::{self, CliError, FitArgs, Format, Loaded};
 use crate::engine::record::write_atomic;
 use crate::engine::smc::{self, LinearAuc, SmcRun, SmcSettings, Target};
 use crate::engine::{Control, NoObserver};
+use crate::spec::{MethodSpec, RunSpec};
 
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
@@ -50,13 +51,14 @@ impl Timing {
     }
 }
 
-pub fn run(args: &BenchArgs) -> Result<(), CliError> {
+pub fn run(args: &BenchArgs, threads: Option<usize>) -> Result<(), CliError> {
     if args.repeat == 0 {
         return Err(CliError::Input("--repeat must be ≥ 1".into()));
     }
-    let loaded = fit::load(&args.fit, false)?;
-    let report = match args.fit.method {
-        Method::Smc => bench_smc(args, &loaded)?,
+    let spec = args.fit.spec(threads)?;
+    let loaded = fit::load(&spec, false)?;
+    let report = match &spec.method {
+        MethodSpec::Smc(_) => bench_smc(args, &spec, &loaded)?,
         _ => bench_engine(args, &loaded)?,
     };
     let text = serde_json::to_string_pretty(&report).unwrap_or_default() + "\n";
@@ -75,7 +77,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
 fn header(args: &BenchArgs, l: &Loaded) -> serde_json::Value {
     json!({
         "method": l.engine.name(),
-        "data": args.fit.data.data.display().to_string(),
+        "data": args.fit.data.display().to_string(),
         "n": l.problem.n(),
         "d": l.problem.d(),
         "gamma": l.problem.gamma,
@@ -99,8 +101,11 @@ fn bench_engine(args: &BenchArgs, l: &Loaded) -> Result<serde_json::Value, CliEr
 }
 
 /// SMC: the sampler alone, the whole fit (with summaries), and the floor.
-fn bench_smc(args: &BenchArgs, l: &Loaded) -> Result<serde_json::Value, CliError> {
-    let settings: SmcSettings = args.fit.smc.settings(args.fit.data.seed);
+fn bench_smc(args: &BenchArgs, spec: &RunSpec, l: &Loaded) -> Result<serde_json::Value, CliError> {
+    let MethodSpec::Smc(smc_spec) = &spec.method else {
+        unreachable!("called for SMC runs")
+    };
+    let settings: SmcSettings = crate::spec::build::smc_settings(smc_spec, spec.data.seed);
     let p = &l.problem;
     let (mut smc_t, mut fit_t, mut log_z) = (Vec::new(), Vec::new(), Vec::new());
     let mut last: Option<SmcRun> = None;

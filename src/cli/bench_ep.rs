@@ -11,12 +11,11 @@ use std::time::Instant;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use super::bayes_args::GammaChoice;
-use super::data_args::{DataArgs, MissingArg};
-use super::ep_args::EpArgs;
 use super::fit::CliError;
+use super::settings_args::{EpOnly, SettingArgs};
 use crate::engine::ep::kernel::{Isa, detected_isa, site_throughput};
-use crate::engine::{Control, Engine, NoObserver, Prior, Problem};
+use crate::engine::{Control, NoObserver};
+use crate::spec::{self, DataSpec, Gamma, RunSpec};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BenchPrior {
@@ -55,7 +54,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub ep: EpArgs,
+    pub ep: SettingArgs<EpOnly>,
     /// Internal: run one data set in this process and print its JSON line.
     #[arg(long, hide = true)]
     pub child: bool,
@@ -115,39 +114,33 @@ fn peak_mb() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
-fn child(args: &BenchArgs) -> Result<BenchRow, CliError> {
-    let path = args.data.first().expect("one data set");
-    let data = DataArgs {
-        data: path.clone(),
-        target: None,
-        positive: None,
-        drop: Vec::new(),
-        missing: MissingArg::Drop,
+/// The EP run of `args` on `path` with γ = `gamma` (auto: the CV fit).
+fn ep_spec(args: &BenchArgs, path: &std::path::Path, gamma: Gamma) -> Result<RunSpec, CliError> {
+    let prior = clap::ValueEnum::to_possible_value(&args.prior).expect("named");
+    let folds = args.folds.to_string();
+    let mut given = args.ep.pairs();
+    given.push(("prior", prior.get_name()));
+    if gamma == Gamma::Auto {
+        given.extend([("gamma", "auto"), ("folds", folds.as_str())]);
+    } else {
+        given.retain(|(k, _)| *k != "gamma_grid"); // the CV runs' grid
+    }
+    let mut spec = spec::from_given(path.to_path_buf(), "ep", &given)?;
+    spec.data = DataSpec {
         test_frac: args.test_frac,
         seed: args.seed,
-        test: None,
+        ..DataSpec::of(path)
     };
-    let (_, prepared) = data.load().map_err(CliError::Input)?;
+    spec.gamma = Some(gamma);
+    Ok(spec)
+}
+
+fn child(args: &BenchArgs) -> Result<BenchRow, CliError> {
+    let path = args.data.first().expect("one data set");
+    let spec_fixed = ep_spec(args, path, Gamma::Value(args.gamma))?;
+    let (_, prepared) = spec_fixed.data.load().map_err(CliError::Input)?;
     let d = prepared.names.len();
-    let prior = match args.prior {
-        BenchPrior::Gaussian => Prior::Gaussian { var: 1.0 },
-        BenchPrior::Ard => Prior::Ard { vars: vec![1.0; d] },
-        BenchPrior::SpikeSlab => Prior::SpikeSlab {
-            spike_var: 1e-4,
-            slab_var: 1.0,
-            incl: Prior::theory_inclusion(d),
-        },
-    };
-    let problem = Problem::new(
-        prepared.names.clone(),
-        prepared.train.x.clone(),
-        prepared.train.y.clone(),
-        args.gamma,
-        prior,
-    )?;
-    let engine = args
-        .ep
-        .engine(GammaChoice::Fixed(args.gamma), args.folds, args.seed);
+    let spec::Built { engine, problem } = spec::build(&spec_fixed, &prepared)?;
     let mut walls = Vec::new();
     let mut cpu = 0.0;
     let mut last = None;
@@ -165,7 +158,7 @@ fn child(args: &BenchArgs) -> Result<BenchRow, CliError> {
     let sites = det["sites"].as_u64().unwrap_or(0) as f64;
     let ep_cpu_s = cpu / walls.len() as f64;
     let (cv_s, cv_gamma_over_n) = if args.cv {
-        let engine = args.ep.engine(GammaChoice::Auto, args.folds, args.seed);
+        let engine = spec::build::engine(&ep_spec(args, path, Gamma::Auto)?);
         let t = Instant::now();
         let fit = engine.run(&problem, &Control::new(), &mut NoObserver)?;
         (
@@ -291,6 +284,11 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         let row = child(args)?;
         println!("{}", serde_json::to_string(&row).unwrap_or_default());
         return Ok(());
+    }
+    if !args.cv && args.ep.get("gamma_grid").is_some() {
+        return Err(CliError::Input(
+            "--gamma-grid is the grid of the --cv runs: give --cv too".into(),
+        ));
     }
     if args.cv && args.prior == BenchPrior::SpikeSlab {
         return Err(CliError::Input(

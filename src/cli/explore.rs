@@ -4,8 +4,10 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::data_args::DataArgs;
+use super::fit::CliError;
+use super::settings_args::{DataOnly, SettingArgs};
 use crate::app::{MarkerKind, ViewOptions};
+use crate::spec;
 use crate::tui::{self, Options};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -67,8 +69,10 @@ impl ViewArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ExploreArgs {
+    /// CSV file with a header row; the target is the last column unless --target.
+    pub data: PathBuf,
     #[command(flatten)]
-    pub data: DataArgs,
+    pub settings: SettingArgs<DataOnly>,
     /// Do not start the default runs (EP then SMC) on start.
     #[arg(long)]
     pub no_autorun: bool,
@@ -85,8 +89,11 @@ pub struct ReplayArgs {
     pub view: ViewArgs,
 }
 
-pub fn explore(args: &ExploreArgs) -> Result<(), String> {
-    tui::explore(args.data.clone(), !args.no_autorun, args.view.options()?)
+pub fn explore(args: &ExploreArgs, threads: Option<usize>) -> Result<(), CliError> {
+    // The data options checked as a run's (its method is the form's to choose).
+    let spec = spec::from_given(args.data.clone(), "logit", &args.settings.pairs())?;
+    let options = args.view.options().map_err(CliError::Input)?;
+    tui::explore(spec.data, threads, !args.no_autorun, options).map_err(CliError::Input)
 }
 
 pub fn replay(args: &ReplayArgs) -> Result<(), String> {

@@ -1,34 +1,20 @@
-//! `pacauc fit`: load, split, run one method headless, print the run record.
+//! `pacauc fit`: the flags become a `RunSpec` (checked before any data is
+//! read), then load, split, run one method headless, print the run record.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, ValueEnum};
 
-use super::bayes_args::{BayesArgs, GammaChoice, PriorKind, Tunable};
-use super::data_args::DataArgs;
-use super::ep_args::EpArgs;
 use super::progress::Progress;
-use super::smc_args::SmcArgs;
+use super::settings_args::{self, All, SettingArgs};
 use super::table::print_table;
-use crate::engine::baseline::{Logit, RankBoost};
 use crate::engine::data::{Dataset, Prepared};
-use crate::engine::record::{RunRecord, Seconds, write_atomic};
-use crate::engine::smc::Smc;
-use crate::engine::{Control, Engine, EngineError, Prior, Problem};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Method {
-    /// L2 logistic regression, penalty by CV (baseline).
-    Logit,
-    /// RankBoost.B with threshold rankers, rounds by CV (baseline).
-    Rankboost,
-    /// Adaptive tempering SMC: samples the Gibbs posterior (the gold standard).
-    Smc,
-    /// Expectation Propagation: Gaussian approximation of the Gibbs posterior and its evidence.
-    Ep,
-}
+use crate::engine::record::{RunRecord, Seconds, check_writable, write_atomic};
+use crate::engine::{Control, Engine, EngineError, Problem};
+use crate::spec::{self, RunSpec, SpecError, registry};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -36,34 +22,39 @@ pub enum Format {
     Table,
 }
 
+/// The methods as clap's possible values, with the registry's help.
+pub fn method_parser() -> PossibleValuesParser {
+    PossibleValuesParser::new(
+        registry::METHODS
+            .iter()
+            .map(|m| PossibleValue::new(m.name).help(m.help)),
+    )
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct FitArgs {
-    #[command(flatten)]
-    pub data: DataArgs,
+    /// CSV file with a header row; the target is the last column unless --target.
+    pub data: PathBuf,
     /// Inference method.
-    #[arg(long, value_enum, default_value = "logit")]
-    pub method: Method,
+    #[arg(long, default_value = "logit", value_parser = method_parser())]
+    pub method: String,
     #[command(flatten)]
-    pub bayes: BayesArgs,
-    #[command(flatten)]
-    pub smc: SmcArgs,
-    #[command(flatten)]
-    pub ep: EpArgs,
-    /// Folds of the cross-validations that choose hyper-parameters.
-    #[arg(long, default_value_t = 5)]
-    pub folds: usize,
-    /// Logit: fixed L2 penalty λ instead of CV.
-    #[arg(long)]
-    pub lambda: Option<f64>,
-    /// RankBoost: fixed number of rounds instead of CV.
-    #[arg(long)]
-    pub rounds: Option<usize>,
+    pub settings: SettingArgs<All>,
     /// Output format on stdout.
     #[arg(long, value_enum, default_value = "json")]
     pub format: Format,
-    /// Also write the JSON run record to this file (atomically).
+    /// Also write the JSON run record to this file (atomically; checked before the fit).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+}
+
+impl FitArgs {
+    /// The run specification of these flags (`threads`: the global option).
+    pub fn spec(&self, threads: Option<usize>) -> Result<RunSpec, CliError> {
+        let mut spec = spec::from_given(self.data.clone(), &self.method, &self.settings.pairs())?;
+        spec.threads = threads;
+        Ok(spec)
+    }
 }
 
 /// Errors of a command, with the exit status they map to.
@@ -75,81 +66,31 @@ pub enum CliError {
     Engine(String),
 }
 
+impl From<SpecError> for CliError {
+    fn from(e: SpecError) -> Self {
+        CliError::Input(settings_args::render(&e))
+    }
+}
+
 impl From<EngineError> for CliError {
     fn from(e: EngineError) -> Self {
+        let m = settings_args::render_message;
         match e {
-            EngineError::InvalidParams(m) => CliError::Input(m),
+            EngineError::InvalidParams(msg) => CliError::Input(m(&msg)),
             EngineError::NotConverged {
                 message,
                 diagnostics,
             } => CliError::Engine(format!(
-                "{message}\ndiagnostics: {}",
+                "{}\ndiagnostics: {}",
+                m(&message),
                 serde_json::to_string_pretty(&diagnostics).unwrap_or_default()
             )),
-            other => CliError::Engine(other.to_string()),
+            other => CliError::Engine(m(&other.to_string())),
         }
     }
 }
 
-impl Method {
-    /// Whether the method samples or approximates a Gibbs posterior (uses γ and the prior).
-    pub fn is_bayesian(self) -> bool {
-        match self {
-            Method::Logit | Method::Rankboost => false,
-            Method::Smc | Method::Ep => true,
-        }
-    }
-}
-
-/// The engine for `args`; `gamma` is what the command line asked for (engines
-/// that support `auto` tune it, the others get a fixed value in the `Problem`).
-pub fn build_engine(args: &FitArgs, gamma: GammaChoice) -> Result<Box<dyn Engine>, CliError> {
-    Ok(match args.method {
-        Method::Logit => Box::new(Logit {
-            lambda: args.lambda,
-            folds: args.folds,
-            seed: args.data.seed,
-            ..Logit::default()
-        }),
-        Method::Rankboost => Box::new(RankBoost {
-            rounds: args.rounds,
-            folds: args.folds,
-            seed: args.data.seed,
-        }),
-        Method::Smc => {
-            if gamma == GammaChoice::Auto {
-                return Err(CliError::Input(
-                    "--gamma auto is not supported by smc (its γ path is in the record's details); \
-                     give a number or a multiple of n"
-                        .into(),
-                ));
-            }
-            if args.bayes.prior == PriorKind::SpikeSlab
-                && (args.bayes.slab_var() == Ok(Tunable::Auto)
-                    || args.bayes.inclusion_prior(1) == Ok(Tunable::Auto))
-            {
-                return Err(CliError::Input(
-                    "`auto` for --slab-var or --inclusion-prior (evidence maximisation) is done by \
-                     --method ep; give numbers for smc (e.g. the values an EP run with `auto` \
-                     chose: its record's details.slab_var and details.inclusion_prior)"
-                        .into(),
-                ));
-            }
-            Box::new(Smc {
-                settings: args.smc.settings(args.data.seed),
-            })
-        }
-        Method::Ep => {
-            let spike_slab = args.bayes.prior == PriorKind::SpikeSlab;
-            let mut ep = args.ep.engine(gamma, args.folds, args.data.seed);
-            ep.tune_inclusion = spike_slab && args.bayes.inclusion_prior(1) == Ok(Tunable::Auto);
-            ep.tune_slab = spike_slab && args.bayes.slab_var() == Ok(Tunable::Auto);
-            Box::new(ep)
-        }
-    })
-}
-
-/// A loaded data set and the problem and engine a command line asks for.
+/// A loaded data set and the problem and engine a spec asks for.
 pub struct Loaded {
     pub ds: Dataset,
     pub prepared: Prepared,
@@ -159,43 +100,21 @@ pub struct Loaded {
     pub load_seconds: f64,
 }
 
-/// Loads the data and builds the problem and the engine of `args`.
-pub fn load(args: &FitArgs, show_progress: bool) -> Result<Loaded, CliError> {
+/// Loads the data of `spec` and builds its problem and engine. `announce`: say
+/// on stderr which target and positive class were chosen and what the data
+/// raised (every output format: JSON on stdout stays clean).
+pub fn load(spec: &RunSpec, announce: bool) -> Result<Loaded, CliError> {
     let t0 = Instant::now();
-    let (ds, prepared) = args.data.load().map_err(CliError::Input)?;
+    let (ds, prepared) = spec.data.load().map_err(CliError::Input)?;
     let load_seconds = t0.elapsed().as_secs_f64();
-    if show_progress {
+    if announce {
+        eprintln!("target: {}", ds.report.target_rule);
+        eprintln!("positive class: {}", ds.report.positive_rule);
         for w in ds.report.warnings.iter() {
             eprintln!("warning: {w}");
         }
-        eprintln!("positive class: {}", ds.report.positive_rule);
     }
-    let (gamma, prior) = if args.method.is_bayesian() {
-        let g = args
-            .bayes
-            .gamma(prepared.train.rows())
-            .map_err(CliError::Input)?;
-        let prior = args
-            .bayes
-            .prior(prepared.names.len())
-            .map_err(CliError::Input)?;
-        (g, prior)
-    } else {
-        // Baselines ignore γ and the prior.
-        (GammaChoice::Fixed(0.0), Prior::Gaussian { var: 1.0 })
-    };
-    let engine = build_engine(args, gamma)?;
-    let fixed_gamma = match gamma {
-        GammaChoice::Fixed(g) => g,
-        GammaChoice::Auto => prepared.train.rows() as f64, // the starting point of the tuning
-    };
-    let problem = Problem::new(
-        prepared.names.clone(),
-        prepared.train.x.clone(),
-        prepared.train.y.clone(),
-        fixed_gamma,
-        prior,
-    )?;
+    let spec::Built { engine, problem } = spec::build(spec, &prepared)?;
     Ok(Loaded {
         ds,
         prepared,
@@ -205,8 +124,14 @@ pub fn load(args: &FitArgs, show_progress: bool) -> Result<Loaded, CliError> {
     })
 }
 
-pub fn run(args: &FitArgs) -> Result<(), CliError> {
+pub fn run(args: &FitArgs, threads: Option<usize>) -> Result<(), CliError> {
     let t0 = Instant::now();
+    let spec = args.spec(threads)?;
+    if let Some(path) = &args.out {
+        check_writable(path).map_err(|e| {
+            CliError::Input(format!("{}: cannot write the record: {e}", path.display()))
+        })?;
+    }
     let show_progress = std::io::stderr().is_terminal();
     let Loaded {
         ds,
@@ -214,19 +139,30 @@ pub fn run(args: &FitArgs) -> Result<(), CliError> {
         problem,
         engine,
         load_seconds: load_s,
-    } = load(args, show_progress)?;
+    } = load(&spec, true)?;
     let ctl = Control::new();
     let t1 = Instant::now();
     let mut progress = Progress::new(show_progress);
-    let fit = engine.run(&problem, &ctl, &mut progress)?;
+    let mut fit = engine.run(&problem, &ctl, &mut progress)?;
     progress.finish();
+    if fit.trace.is_empty() {
+        // As the explorer's worker does: the observed events.
+        fit.trace = std::mem::take(&mut progress.trace);
+    }
     let fit_s = t1.elapsed().as_secs_f64();
     let seconds = Seconds {
         load: load_s,
         fit: fit_s,
         total: t0.elapsed().as_secs_f64(),
     };
-    let record = RunRecord::new(&ds, &prepared, &fit, engine.params(), seconds);
+    let record = RunRecord::new(
+        &ds,
+        &prepared,
+        &fit,
+        spec.to_value(),
+        engine.params(),
+        seconds,
+    );
     let json = record.to_json();
     if let Some(path) = &args.out {
         write_atomic(path, json.as_bytes()).map_err(|e| {

@@ -1,16 +1,14 @@
 //! The command line: a thin client of the engine library.
 
-mod bayes_args;
 mod bench;
 mod bench_ep;
-mod data_args;
-mod ep_args;
 mod explore;
 pub mod fit;
 mod gen_demo;
 mod path;
+mod predict;
 mod progress;
-mod smc_args;
+mod settings_args;
 mod table;
 
 use std::path::PathBuf;
@@ -18,11 +16,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-pub use bayes_args::GammaChoice;
-pub use data_args::{DataArgs, MissingArg};
 use explore::{ExploreArgs, ReplayArgs, ViewArgs};
 use fit::{CliError, FitArgs};
 use gen_demo::GenDemoArgs;
+use predict::PredictArgs;
+use settings_args::SettingArgs;
 
 /// The bundled demo file opened when pacauc runs without arguments.
 pub const DEMO_FILE: &str = "demo-data/sparse_linear.csv";
@@ -45,6 +43,8 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Fit one method headless and print the run record (JSON) or a table.
     Fit(Box<FitArgs>),
+    /// Score the rows of a CSV file with a run record's model.
+    Predict(PredictArgs),
     /// The spike-and-slab regularisation path: EP over a grid of spike variances v0.
     Path(Box<path::PathArgs>),
     /// Regenerate the synthetic demo data.
@@ -57,18 +57,9 @@ pub enum Command {
 
 /// With no command: the explorer on the bundled demo data.
 fn default_demo() -> Command {
-    let data = DataArgs {
-        data: PathBuf::from(DEMO_FILE),
-        target: None,
-        positive: None,
-        drop: Vec::new(),
-        missing: data_args::MissingArg::Drop,
-        test_frac: 0.25,
-        seed: 0,
-        test: None,
-    };
     Command::Explore(Box::new(ExploreArgs {
-        data,
+        data: PathBuf::from(DEMO_FILE),
+        settings: SettingArgs::new(Vec::new()),
         no_autorun: false,
         view: ViewArgs::defaults(),
     }))
@@ -95,12 +86,13 @@ pub fn main() -> ExitCode {
         _ => {
             let command = cli.command.unwrap_or_else(default_demo);
             match &command {
-                Command::Explore(args) => explore::explore(args).map_err(CliError::Input),
+                Command::Explore(args) => explore::explore(args, cli.threads),
                 Command::Replay(args) => explore::replay(args).map_err(CliError::Input),
-                Command::Fit(args) => fit::run(args),
+                Command::Fit(args) => fit::run(args, cli.threads),
+                Command::Predict(args) => predict::run(args),
                 Command::Path(args) => path::run(args),
                 Command::GenDemo(args) => gen_demo::run(args).map_err(CliError::Input),
-                Command::Bench(args) => bench::run(args),
+                Command::Bench(args) => bench::run(args, cli.threads),
                 Command::BenchEp(args) => bench_ep::run(args),
             }
         }
@@ -117,3 +109,6 @@ pub fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -8,15 +8,14 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
-use super::bayes_args::{BayesArgs, PriorKind, Tunable};
-use super::data_args::DataArgs;
-use super::ep_args::EpArgs;
 use super::fit::CliError;
+use super::settings_args::{EpRun, SettingArgs};
 use crate::engine::ep::spike_slab::engine::{SELECTED, selected_score};
 use crate::engine::ep::spike_slab::{PathPoint, SsSettings, path, spike_var_grid};
 use crate::engine::metrics::auc;
 use crate::engine::record::write_atomic;
 use crate::engine::{Control, Prior, ScoreModel};
+use crate::spec::{self, MethodSpec, PriorKind, Tunable};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PathFormat {
@@ -27,12 +26,10 @@ pub enum PathFormat {
 
 #[derive(Debug, Clone, Args)]
 pub struct PathArgs {
+    /// CSV file with a header row; the target is the last column unless --target.
+    pub data: PathBuf,
     #[command(flatten)]
-    pub data: DataArgs,
-    #[command(flatten)]
-    pub bayes: BayesArgs,
-    #[command(flatten)]
-    pub ep: EpArgs,
+    pub settings: SettingArgs<EpRun>,
     /// Spike variances v0 (comma-separated; each in [1e-6, 1)·v1). Default:
     /// --grid-size values log-spaced over [1e-6, 0.1]·v1.
     #[arg(long, value_delimiter = ',', value_name = "V0,V0,…")]
@@ -49,47 +46,43 @@ pub struct PathArgs {
 }
 
 pub fn run(args: &PathArgs) -> Result<(), CliError> {
-    if args.bayes.prior != PriorKind::SpikeSlab {
-        return Err(CliError::Input(
-            "pacauc path runs the spike-and-slab path: give --prior spike-slab".into(),
-        ));
+    let spec = spec::from_given(args.data.clone(), "ep", &args.settings.pairs())?;
+    let refuse = |m: &str| Err(CliError::Input(m.into()));
+    let Some(p) = spec
+        .prior
+        .as_ref()
+        .filter(|p| p.kind == PriorKind::SpikeSlab)
+    else {
+        return refuse("pacauc path runs the spike-and-slab path: give --prior spike-slab");
+    };
+    if p.spike_var.is_some() {
+        return refuse(
+            "pacauc path varies the spike variance: give --spike-var-grid, not --spike-var",
+        );
     }
-    if args.bayes.spike_var.is_some() {
-        return Err(CliError::Input(
-            "pacauc path varies the spike variance: give --spike-var-grid, not --spike-var".into(),
-        ));
+    let Tunable::Value(slab_var) = p.slab_var else {
+        return refuse("--slab-var auto is not supported by path");
+    };
+    if p.inclusion_prior == Some(Tunable::Auto) {
+        return refuse("--inclusion-prior auto is not supported by path");
     }
+    if spec.gamma == Some(spec::Gamma::Auto) {
+        return refuse("--gamma auto is not supported by path; give γ");
+    }
+    let MethodSpec::Ep(ep) = &spec.method else {
+        unreachable!("built as an EP spec")
+    };
     let show_progress = std::io::stderr().is_terminal();
-    let (ds, prepared) = args.data.load().map_err(CliError::Input)?;
+    let (ds, prepared) = spec.data.load().map_err(CliError::Input)?;
     let d = prepared.names.len();
-    let slab_var = match args.bayes.slab_var().map_err(CliError::Input)? {
-        Tunable::Fixed(v) => v,
-        Tunable::Auto => {
-            return Err(CliError::Input(
-                "--slab-var auto is not supported by path".into(),
-            ));
-        }
-    };
-    let incl = match args.bayes.inclusion_prior(d).map_err(CliError::Input)? {
-        Tunable::Fixed(p) => p,
-        Tunable::Auto => {
-            return Err(CliError::Input(
-                "--inclusion-prior auto is not supported by path".into(),
-            ));
-        }
-    };
-    let gamma = match args
-        .bayes
-        .gamma(prepared.train.rows())
-        .map_err(CliError::Input)?
-    {
-        super::GammaChoice::Fixed(g) => g,
-        super::GammaChoice::Auto => {
-            return Err(CliError::Input(
-                "--gamma auto is not supported by path; give γ".into(),
-            ));
-        }
-    };
+    let incl = p
+        .inclusion_prior
+        .and_then(Tunable::value)
+        .unwrap_or_else(|| Prior::theory_inclusion(d));
+    let gamma = spec
+        .gamma
+        .and_then(|g| g.resolve(prepared.train.rows()))
+        .expect("γ is a number here");
     let grid = match &args.spike_var_grid {
         Some(g) => g.clone(),
         None => spike_var_grid(slab_var, args.grid_size),
@@ -101,11 +94,9 @@ pub fn run(args: &PathArgs) -> Result<(), CliError> {
             incl,
         }
         .validate(d)
-        .map_err(CliError::Input)?;
+        .map_err(|m| CliError::Input(super::settings_args::render_message(&m)))?;
     }
-    let engine = args
-        .ep
-        .engine(super::GammaChoice::Fixed(gamma), 5, args.data.seed);
+    let engine = spec::build::ep_engine(ep, spec.gamma, spec.prior.as_ref(), spec.data.seed);
     let settings = SsSettings {
         ep: engine.settings,
         evidence_every_sweep: false,

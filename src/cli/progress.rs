@@ -2,12 +2,15 @@
 
 use std::io::Write;
 
+use super::settings_args::render_message;
 use crate::engine::event::LogLevel;
 use crate::engine::{Event, Observer};
 
 pub struct Progress {
     enabled: bool,
     open_line: bool,
+    /// The events as a record's trace keeps them (for engines without their own).
+    pub trace: Vec<Event>,
 }
 
 impl Progress {
@@ -15,6 +18,7 @@ impl Progress {
         Progress {
             enabled,
             open_line: false,
+            trace: Vec::new(),
         }
     }
 
@@ -44,6 +48,7 @@ impl Progress {
 
 impl Observer for Progress {
     fn observe(&mut self, event: Event) {
+        self.trace.extend(event.for_trace());
         if !self.enabled {
             // Warnings are not progress: a script's stderr log gets them too.
             if let Event::Log {
@@ -51,7 +56,7 @@ impl Observer for Progress {
                 message,
             } = event
             {
-                eprintln!("warning: {message}");
+                eprintln!("warning: {}", render_message(&message));
             }
             return;
         }
@@ -98,7 +103,7 @@ impl Observer for Progress {
             ),
             Event::Log { level, message } => {
                 let tag = if level == LogLevel::Warn { "warning: " } else { "" };
-                self.line(&format!("{tag}{message}"), false)
+                self.line(&format!("{tag}{}", render_message(&message)), false)
             }
         }
     }

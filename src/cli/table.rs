@@ -15,6 +15,9 @@ pub fn print_table(r: &RunRecord) {
         "data      {}  ({} rows, {} features, {} positive / {} negative)",
         d.path, d.rows, d.features, d.positives, d.negatives
     );
+    if !d.target_rule.is_empty() {
+        println!("target    {}", d.target_rule);
+    }
     println!("positive  {}", d.positive_rule);
     if d.dropped_rows > 0 {
         println!("dropped   {} row(s) with missing values", d.dropped_rows);

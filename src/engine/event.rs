@@ -133,3 +133,18 @@ pub enum Event {
         message: String,
     },
 }
+
+impl Event {
+    /// What a run record's trace keeps of this event: not the in-stage progress
+    /// of SMC, not particle histograms (the record has the final ones).
+    pub fn for_trace(&self) -> Option<Event> {
+        match self {
+            Event::SmcMove(_) => None,
+            Event::SmcStage(s) if !s.histograms.is_empty() => Some(Event::SmcStage(SmcStage {
+                histograms: Vec::new(),
+                ..s.clone()
+            })),
+            e => Some(e.clone()),
+        }
+    }
+}

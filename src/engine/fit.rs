@@ -45,6 +45,16 @@ impl ScoreModel {
     }
 }
 
+/// A covariance of θ kept in factored form, `diag(diag) + factor · core · factorᵀ`
+/// (`factor` d × k, `core` k × k symmetric, possibly indefinite): exact for
+/// EP's reduced (d ≥ n) form, where the full d × d matrix would be large.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LowRankCov {
+    pub diag: Vec<f64>,
+    pub factor: DMatrix<f64>,
+    pub core: DMatrix<f64>,
+}
+
 /// Weighted particles (rows of `theta`); `weights` None = equal weights.
 #[derive(Debug, Clone)]
 pub struct Particles {
@@ -85,6 +95,9 @@ pub struct Fit {
     pub details: serde_json::Value,
     #[serde(skip)]
     pub covariance: Option<DMatrix<f64>>,
+    /// The covariance in factored form, where `covariance` would be large.
+    #[serde(skip)]
+    pub low_rank_covariance: Option<LowRankCov>,
     #[serde(skip)]
     pub particles: Option<Particles>,
 }
@@ -109,6 +122,7 @@ impl Fit {
             trace: Vec::new(),
             details: serde_json::Value::Null,
             covariance: None,
+            low_rank_covariance: None,
             particles: None,
         }
     }

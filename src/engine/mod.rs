@@ -1,5 +1,5 @@
 //! The inference library: no terminal code. Data, metrics, priors, engines,
-//! baselines and run records.
+//! baselines, run records and the models they hold (`model`, `predict`).
 
 pub mod baseline;
 pub mod data;
@@ -9,11 +9,14 @@ pub mod fast_risk;
 pub mod fit;
 pub mod linalg;
 pub mod metrics;
+pub mod model;
+pub mod predict;
 pub mod prior;
 pub mod problem;
 pub mod record;
 pub mod rng;
 pub mod run;
+pub mod select;
 pub mod smc;
 
 pub use event::Event;

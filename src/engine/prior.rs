@@ -74,7 +74,7 @@ impl Prior {
                 if *spike_var < 1e-6 * slab_var {
                     return Err(format!(
                         "the spike variance {spike_var:e} is below 1e-6 × the slab variance ({:e}): a near-Dirac \
-                         spike breaks EP's natural parameters; use --spike-var ≥ {:e}",
+                         spike breaks EP's natural parameters; use a `spike_var` ≥ {:e}",
                         1e-6 * slab_var,
                         1e-6 * slab_var
                     ));
@@ -91,19 +91,6 @@ impl Prior {
                 }
                 Ok(())
             }
-        }
-    }
-
-    /// Prior variance of coordinate k (marginal, for spike-and-slab the mixture's).
-    pub fn marginal_var(&self, k: usize) -> f64 {
-        match self {
-            Prior::Gaussian { var } => *var,
-            Prior::Ard { vars } => vars[k],
-            Prior::SpikeSlab {
-                spike_var,
-                slab_var,
-                incl,
-            } => incl * slab_var + (1.0 - incl) * spike_var,
         }
     }
 

@@ -75,23 +75,4 @@ impl Problem {
     pub fn pairs(&self) -> usize {
         self.n_pos() * self.n_neg()
     }
-    pub fn positive_rows(&self) -> Vec<usize> {
-        (0..self.n()).filter(|&i| self.y[i]).collect()
-    }
-    pub fn negative_rows(&self) -> Vec<usize> {
-        (0..self.n()).filter(|&i| !self.y[i]).collect()
-    }
-    /// X_P (n+ × d) and X_N (n− × d).
-    pub fn split_by_class(&self) -> (DMatrix<f64>, DMatrix<f64>) {
-        (
-            self.x.select_rows(&self.positive_rows()),
-            self.x.select_rows(&self.negative_rows()),
-        )
-    }
-    pub fn with_gamma(&self, gamma: f64) -> Problem {
-        Problem {
-            gamma,
-            ..self.clone()
-        }
-    }
 }

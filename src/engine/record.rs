@@ -1,5 +1,6 @@
 //! The run record: the JSON document `fit` prints and the explorer exports and
-//! replays. Its top-level keys are a stable interface for scripts.
+//! replays. Its top-level keys are a stable interface for scripts. It is also
+//! the model: `spec` says how to run it again, `model` how to score new rows.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -11,10 +12,12 @@ use super::data::{Dataset, DroppedColumn, EncodedColumn, FeatureSummary, Prepare
 use super::event::{Event, Histogram};
 use super::fit::{Fit, ScoreModel};
 use super::metrics::{RocPoint, auc, roc_curve, thin_curve};
+use super::model::Model;
 use super::prior::Prior;
 
-/// Version of the record format (bump on incompatible changes).
-pub const RECORD_VERSION: u32 = 1;
+/// Version of the record format (bump on incompatible changes). 2: the run's
+/// `spec` and the `model` section (schema, standardisation, score, spread).
+pub const RECORD_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DatasetReport {
@@ -29,9 +32,15 @@ pub struct DatasetReport {
     pub dropped_rows: usize,
     pub dropped_columns: Vec<DroppedColumn>,
     pub target: String,
+    /// Which column is the target and why.
+    #[serde(default)]
+    pub target_rule: String,
     pub positive_label: String,
     pub positive_rule: String,
     pub encoded: Vec<EncodedColumn>,
+    /// Columns that look like identifiers (kept as features, warned).
+    #[serde(default)]
+    pub id_like: Vec<String>,
     pub warnings: Vec<String>,
     pub summary: Vec<FeatureSummary>,
 }
@@ -48,9 +57,11 @@ impl DatasetReport {
             dropped_rows: ds.report.dropped_rows,
             dropped_columns: ds.report.dropped_columns.clone(),
             target: ds.schema.target.clone(),
+            target_rule: ds.report.target_rule.clone(),
             positive_label: ds.schema.positive_label.clone(),
             positive_rule: ds.report.positive_rule.clone(),
             encoded: ds.report.encoded.clone(),
+            id_like: ds.report.id_like.clone(),
             warnings: ds.report.warnings.clone(),
             summary: ds.summary.clone(),
         }
@@ -145,7 +156,10 @@ pub struct RunRecord {
     pub roc: Roc,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub histograms: Vec<Histogram>,
-    pub model: ScoreModel,
+    /// The run specification (the spec layer's `RunSpec`; opaque here).
+    pub spec: serde_json::Value,
+    /// How to score new rows.
+    pub model: Model,
 }
 
 /// Most points kept per ROC curve in a record.
@@ -192,10 +206,12 @@ pub fn evaluate(fit: &Fit, data: &Prepared) -> (AucReport, Roc) {
 }
 
 impl RunRecord {
+    /// The record of `fit` on `data`, run as `spec` says.
     pub fn new(
         ds: &Dataset,
         data: &Prepared,
         fit: &Fit,
+        spec: serde_json::Value,
         parameters: serde_json::Value,
         seconds: Seconds,
     ) -> RunRecord {
@@ -238,7 +254,8 @@ impl RunRecord {
             trace: fit.trace.clone(),
             roc,
             histograms: fit.histograms.clone(),
-            model: fit.model.clone(),
+            spec,
+            model: Model::of(ds, data, fit),
             details: fit.details.clone(),
         }
     }
@@ -252,8 +269,22 @@ impl RunRecord {
         s
     }
 
+    /// Reads a record of this version; older (or newer) ones are refused with
+    /// the version found.
     pub fn from_json(text: &str) -> Result<RunRecord, String> {
-        serde_json::from_str(text).map_err(|e| format!("not a pacauc run record: {e}"))
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not a pacauc run record: {e}"))?;
+        let Some(version) = v.get("record_version").and_then(|x| x.as_u64()) else {
+            return Err("not a pacauc run record (no record_version)".into());
+        };
+        if version != u64::from(RECORD_VERSION) {
+            return Err(format!(
+                "this run record has format version {version}; this pacauc ({}) reads version \
+                 {RECORD_VERSION}: fit the model again to get a new record",
+                env!("CARGO_PKG_VERSION")
+            ));
+        }
+        serde_json::from_value(v).map_err(|e| format!("not a pacauc run record: {e}"))
     }
 }
 
@@ -311,9 +342,17 @@ fn f64_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same folder,
-/// flushed, then renamed over the target. A failure leaves the old file intact.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Checks that `path` can be written (a temporary file created in its folder,
+/// then removed) — before a long computation whose result would be lost.
+pub fn check_writable(path: &Path) -> std::io::Result<()> {
+    let (dir, name) = temp_sibling(path)?;
+    let tmp = dir.join(format!(".{name}.check-{}", std::process::id()));
+    std::fs::File::create(&tmp)?;
+    std::fs::remove_file(&tmp)
+}
+
+/// The folder of `path` and its file name.
+fn temp_sibling(path: &Path) -> std::io::Result<(&Path, String)> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -321,11 +360,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let name = path
         .file_name()
         .ok_or_else(|| std::io::Error::other("the output path has no file name"))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    Ok((dir, name.to_string_lossy().into_owned()))
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same folder,
+/// flushed, then renamed over the target. A failure leaves the old file intact.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let (dir, name) = temp_sibling(path)?;
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;

@@ -72,10 +72,6 @@ impl Control {
         self.wake.notify_all();
     }
 
-    pub fn is_paused(&self) -> bool {
-        *self.paused.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Blocks while paused; `Err(Cancelled)` once cancelled.
     pub fn checkpoint(&self) -> Result<(), EngineError> {
         let mut paused = self.paused.lock().unwrap_or_else(|e| e.into_inner());

@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, bounded, select};
 
-use crate::app::{App, Command, DataInfo, DataState, Msg, ViewOptions, run_config, update};
-use crate::cli::DataArgs;
+use crate::app::{App, Command, DataInfo, DataState, Msg, ViewOptions, update};
 use crate::engine::data::{Dataset, Prepared};
 use crate::engine::record::{RunRecord, write_atomic};
+use crate::spec::{self, DataSpec, RunSpec};
 use crate::worker::{self, CHANNEL_CAPACITY, Job, RunHandle, SNAPSHOT_INTERVAL, WorkerMsg};
 use input::Input;
 use terminal::TerminalGuard;
@@ -49,8 +49,14 @@ fn require_terminal() -> Result<(), String> {
 }
 
 /// `pacauc explore`: loads the data (a failure is shown in the UI) and, unless
-/// `autorun` is false, starts the default runs.
-pub fn explore(data: DataArgs, autorun: bool, options: Options) -> Result<(), String> {
+/// `autorun` is false, starts the default runs (`threads`: as asked for, kept
+/// in the runs' specs).
+pub fn explore(
+    data: DataSpec,
+    threads: Option<usize>,
+    autorun: bool,
+    options: Options,
+) -> Result<(), String> {
     require_terminal()?;
     let t0 = Instant::now();
     let loaded = data.load();
@@ -59,14 +65,16 @@ pub fn explore(data: DataArgs, autorun: bool, options: Options) -> Result<(), St
         Ok((ds, prepared)) => (
             DataState::Loaded(Box::new(DataInfo::of(&ds, &prepared, data.clone()))),
             Some(SessionData {
+                spec: data.clone(),
                 dataset: Arc::new(ds),
                 prepared: Arc::new(prepared),
                 load_s,
+                threads,
             }),
         ),
         Err(error) => (
             DataState::Failed {
-                path: data.data.display().to_string(),
+                path: data.path.display().to_string(),
                 error,
             },
             None,
@@ -91,9 +99,30 @@ pub fn replay(files: &[PathBuf], options: Options) -> Result<(), String> {
 }
 
 struct SessionData {
+    /// How the data were loaded.
+    spec: DataSpec,
     dataset: Arc<Dataset>,
     prepared: Arc<Prepared>,
     load_s: f64,
+    threads: Option<usize>,
+}
+
+impl SessionData {
+    /// The split a run's data options ask for: the session's, or another seed's.
+    fn prepared_for(&self, data: &DataSpec) -> Result<Arc<Prepared>, String> {
+        if *data == self.spec {
+            return Ok(Arc::clone(&self.prepared));
+        }
+        let same_file = DataSpec {
+            seed: self.spec.seed,
+            test_frac: self.spec.test_frac,
+            ..data.clone()
+        } == self.spec;
+        if !same_file {
+            return Err("the run's data options differ from the explorer's".into());
+        }
+        data.prepare(&self.dataset).map(Arc::new)
+    }
 }
 
 /// Carries out `Command`s: the engine threads and the files.
@@ -108,29 +137,14 @@ impl Session {
     fn execute(&mut self, app: &App, cmd: Command) -> Option<Msg> {
         self.handles.retain(|h| !h.is_finished());
         match cmd {
-            Command::Start { run, config } => {
-                let (Some(data), Some(args)) = (&self.data, app.data_args()) else {
+            Command::Start { run, spec } => {
+                let Some(data) = &self.data else {
                     return Some(Msg::StartFailed {
                         run,
                         error: "no data loaded".into(),
                     });
                 };
-                let started = run_config::build(&config, args, &data.prepared).and_then(
-                    |(engine, problem)| {
-                        let job = Job {
-                            run,
-                            engine,
-                            problem,
-                            dataset: Arc::clone(&data.dataset),
-                            prepared: Arc::clone(&data.prepared),
-                            load_seconds: data.load_s,
-                            snapshot_interval: SNAPSHOT_INTERVAL,
-                        };
-                        worker::spawn(job, self.tx.clone())
-                            .map_err(|e| format!("cannot start a thread: {e}"))
-                    },
-                );
-                match started {
+                match start(run, *spec, data, self.tx.clone()) {
                     Ok(h) => {
                         self.handles.push(h);
                         None
@@ -179,6 +193,30 @@ impl Session {
             }
         }
     }
+}
+
+/// Builds the run of `spec` on the session's data and starts it on its thread.
+fn start(
+    run: u64,
+    mut spec: RunSpec,
+    data: &SessionData,
+    tx: Sender<WorkerMsg>,
+) -> Result<RunHandle, String> {
+    spec.threads = data.threads;
+    let prepared = data.prepared_for(&spec.data)?;
+    let spec::Built { engine, problem } =
+        spec::build(&spec, &prepared).map_err(|e| crate::app::form::render_error(&e))?;
+    let job = Job {
+        run,
+        spec,
+        engine,
+        problem,
+        dataset: Arc::clone(&data.dataset),
+        prepared,
+        load_seconds: data.load_s,
+        snapshot_interval: SNAPSHOT_INTERVAL,
+    };
+    worker::spawn(job, tx).map_err(|e| format!("cannot start a thread: {e}"))
 }
 
 /// `pacauc-<method>-<run>-<UTC yyyymmdd-hhmmss>.json`, never overwriting.

@@ -14,14 +14,8 @@ pub(super) fn choose_positive(
     target_name: &str,
     counts: &BTreeMap<String, usize>,
     positive: Option<&str>,
+    target_hint: &dyn Fn() -> String,
 ) -> Result<(String, String), DataError> {
-    let listing = || {
-        counts
-            .iter()
-            .map(|(l, c)| format!("'{l}' ({c} row{})", if *c == 1 { "" } else { "s" }))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     if let Some(p) = positive {
         let p = canonical_label(p.trim());
         if !counts.contains_key(&p) {
@@ -31,7 +25,7 @@ pub(super) fn choose_positive(
                 format!("--positive '{p}' is not a value of the target"),
             )
             .column(target, target_name)
-            .hint(format!("the target's values are {}", listing())));
+            .hint(format!("the target's values are {}", list_labels(counts))));
         }
         let rule = if counts.len() == 2 {
             format!("'{p}' (given by --positive)")
@@ -47,10 +41,13 @@ pub(super) fn choose_positive(
         0 | 1 => Err(DataError::new(
             K::OneClass,
             path,
-            format!("the target has only one class: {}", listing()),
+            format!("the target has only one class: {}", list_labels(counts)),
         )
         .column(target, target_name)
-        .hint("ranking needs positive and negative rows; check --target (default: the last column)")),
+        .hint(format!(
+            "ranking needs positive and negative rows; {}",
+            target_hint()
+        ))),
         2 => {
             let keys: Vec<&String> = counts.keys().collect();
             let set: BTreeSet<&str> = keys.iter().map(|s| s.as_str()).collect();
@@ -60,15 +57,64 @@ pub(super) fn choose_positive(
                 // The rarer class; on a tie the one sorting last ("yes" over "no").
                 let (a, b) = (keys[0], keys[1]);
                 let pos = if counts[a] < counts[b] { a } else { b };
-                Ok((pos.clone(), format!("'{pos}' (the rarer of the two values; override with --positive)")))
+                Ok((
+                    pos.clone(),
+                    format!("'{pos}' (the rarer of the two values; override with --positive)"),
+                ))
             }
         }
-        _ => Err(DataError::new(
-            K::TooManyClasses,
-            path,
-            format!("the target has {} distinct values: {}", counts.len(), listing()),
-        )
-        .column(target, target_name)
-        .hint("name the positive class with --positive VALUE (the others become negatives), or pick another --target")),
+        k => {
+            let numeric = counts.keys().all(|l| l.parse::<f64>().is_ok());
+            let (what, hint) = if numeric && k > 10 {
+                (
+                    "it looks like a continuous number, not a class label",
+                    target_hint(),
+                )
+            } else {
+                (
+                    "ranking needs two classes",
+                    format!(
+                        "name the positive class with --positive VALUE (the others become negatives); or: {}",
+                        target_hint()
+                    ),
+                )
+            };
+            Err(DataError::new(
+                K::TooManyClasses,
+                path,
+                format!(
+                    "the target has {k} distinct values: {what} ({})",
+                    list_labels(counts)
+                ),
+            )
+            .column(target, target_name)
+            .hint(hint))
+        }
     }
+}
+
+/// Most label values listed in a message; the rest are counted.
+const LISTED: usize = 6;
+
+/// "'a' (3 rows), 'b' (1 row)", the most frequent first, at most `LISTED`
+/// values and then how many more (a continuous target has thousands).
+fn list_labels(counts: &BTreeMap<String, usize>) -> String {
+    let mut v: Vec<(&String, &usize)> = counts.iter().collect();
+    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    // Counts say nothing when every value occurs once (a continuous column).
+    let counted = v.first().is_some_and(|(_, c)| **c > 1);
+    let mut s = v
+        .iter()
+        .take(LISTED)
+        .map(|(l, c)| match (counted, **c) {
+            (false, _) => format!("'{l}'"),
+            (true, 1) => format!("'{l}' (1 row)"),
+            (true, c) => format!("'{l}' ({c} rows)"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    if v.len() > LISTED {
+        s.push_str(&format!(", … and {} more", v.len() - LISTED));
+    }
+    s
 }

@@ -12,7 +12,7 @@ use super::error::{DataError, DataErrorKind as K};
 use super::labels::choose_positive;
 use super::schema::{ColumnRule, Schema, canonical_label};
 use super::summary::{FeatureSummary, summarize};
-use super::typing::{ColumnKind, TypedColumns, column_kinds, row_number_columns};
+use super::typing::{ColumnKind, TypedColumns, column_kinds, id_like_columns};
 
 /// What to do with rows that have a missing cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -74,8 +74,14 @@ pub struct CleaningReport {
     pub missing_by_column: BTreeMap<String, usize>,
     pub dropped_columns: Vec<DroppedColumn>,
     pub encoded: Vec<EncodedColumn>,
+    /// Which column is the target and why, in words.
+    #[serde(default)]
+    pub target_rule: String,
     /// How the positive class was chosen, in words.
     pub positive_rule: String,
+    /// Columns that look like identifiers (kept as features; warned).
+    #[serde(default)]
+    pub id_like: Vec<String>,
     /// Label value → number of kept rows.
     pub label_counts: BTreeMap<String, usize>,
     pub warnings: Vec<String>,
@@ -136,7 +142,12 @@ impl Dataset {
     }
 }
 
-fn find_column(path: &Path, header: &[String], name: &str, what: &str) -> Result<usize, DataError> {
+pub(super) fn find_column(
+    path: &Path,
+    header: &[String],
+    name: &str,
+    what: &str,
+) -> Result<usize, DataError> {
     header.iter().position(|h| h == name).ok_or_else(|| {
         let close: Vec<&String> = header
             .iter()
@@ -234,22 +245,28 @@ fn build(path: &Path, raw: RawTable, opts: &LoadOptions) -> Result<Dataset, Data
             raw.n_rows(),
         ));
     }
+    let given = opts.target.is_some();
     let (positive_label, positive_rule) = choose_positive(
         path,
         target,
         target_name,
         &label_counts,
         opts.positive.as_deref(),
+        &|| super::target::hint(&raw, target, given, &is_dropped),
     )?;
+    let (target_rule, mut warnings) = super::target::describe(&raw, target, given);
     let y: Vec<bool> = labels.iter().map(|l| *l == positive_label).collect();
 
     // Column types, checked over the kept rows.
     let TypedColumns {
         kinds,
         parsed,
-        mut warnings,
+        warnings: typing_warnings,
     } = column_kinds(path, &raw, &kept, &feature_cols)?;
-    warnings.extend(row_number_columns(header, &feature_cols, &kinds, &parsed));
+    warnings.extend(typing_warnings);
+    let id_like = id_like_columns(header, &feature_cols, &kinds, &parsed);
+    warnings.extend(id_like.iter().map(|c| c.warning()));
+    let id_like: Vec<String> = id_like.into_iter().map(|c| c.name).collect();
     let mut rules = Vec::new();
     for (&j, kind) in feature_cols.iter().zip(&kinds) {
         let name = header[j].clone();
@@ -383,7 +400,9 @@ fn build(path: &Path, raw: RawTable, opts: &LoadOptions) -> Result<Dataset, Data
         missing_by_column,
         dropped_columns,
         encoded,
+        target_rule,
         positive_rule,
+        id_like,
         label_counts,
         warnings,
     };
@@ -645,7 +664,9 @@ fn build_with_schema(
         missing_by_column,
         dropped_columns: Vec::new(),
         encoded: Vec::new(),
+        target_rule: format!("'{}' (from the training file)", schema.target),
         positive_rule: format!("'{}' (from the training file)", schema.positive_label),
+        id_like: Vec::new(),
         label_counts,
         warnings,
     };

@@ -1,19 +1,24 @@
 //! Data: CSV → typed `Dataset` (schema inference, cleaning report, summaries),
 //! standardisation, stratified splits and folds, demo data.
 
+mod apply;
 mod csv_read;
 pub mod demo;
 mod error;
 mod labels;
 mod load;
+mod moments;
 pub mod prepare;
 mod schema;
 mod summary;
+mod target;
 mod typing;
 
+pub use apply::{RowsToScore, read_rows_to_score};
 pub use csv_read::is_missing;
 pub use error::{DataError, DataErrorDetails, DataErrorKind};
 pub use load::{CleaningReport, Dataset, DroppedColumn, EncodedColumn, LoadOptions, MissingPolicy};
+pub use moments::{max_abs, mean_sd, standardize};
 pub use prepare::{Labeled, Prepared, SplitInfo, Standardizer, TestSource, prepare};
 pub use schema::{ColumnRule, Schema, canonical_label};
 pub use summary::{FeatureSummary, HIST_BINS};

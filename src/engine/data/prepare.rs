@@ -6,6 +6,7 @@ use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 
 use super::Dataset;
+use super::moments::{max_abs, mean_sd, standardize};
 use crate::engine::rng;
 
 /// Rows and labels (true = positive).
@@ -49,21 +50,14 @@ pub struct Standardizer {
 
 impl Standardizer {
     pub fn fit(x: &DMatrix<f64>) -> Standardizer {
-        column_stats(x, &(0..x.nrows()).collect::<Vec<_>>())
-    }
-
-    /// Columns with zero training spread (they would divide by zero).
-    pub fn constant_columns(&self) -> Vec<usize> {
-        (0..self.sd.len())
-            .filter(|&k| self.sd[k] <= 1e-12 * self.mean[k].abs().max(1.0))
-            .collect()
+        column_stats(x, &(0..x.nrows()).collect::<Vec<_>>()).0
     }
 
     pub fn apply(&self, x: &DMatrix<f64>) -> DMatrix<f64> {
         let mut z = x.clone();
         for (k, mut col) in z.column_iter_mut().enumerate() {
             let (m, s) = (self.mean[k], self.sd[k]);
-            col.iter_mut().for_each(|v| *v = (*v - m) / s);
+            col.iter_mut().for_each(|v| *v = standardize(*v, m, s));
         }
         z
     }
@@ -174,27 +168,29 @@ fn extract(
     for (c, &k) in cols.iter().enumerate() {
         let (src, (m, s)) = (x.column(k), (scaler.mean[c], scaler.sd[c]));
         for (o, &r) in out.column_mut(c).iter_mut().zip(rows) {
-            *o = (src[r] - m) / s;
+            *o = standardize(src[r], m, s);
         }
     }
     out
 }
 
-/// Means and population sds of the given rows, per column.
-fn column_stats(x: &DMatrix<f64>, rows: &[usize]) -> Standardizer {
-    let n = rows.len().max(1) as f64;
+/// Means and population sds of the given rows, per column, and the columns
+/// without spread there (they would divide by zero). "No spread" is relative
+/// to the column's own magnitude: a column of values near 1e-20 that vary is
+/// not constant.
+fn column_stats(x: &DMatrix<f64>, rows: &[usize]) -> (Standardizer, Vec<usize>) {
     let (mut mean, mut sd) = (Vec::with_capacity(x.ncols()), Vec::with_capacity(x.ncols()));
-    for col in x.column_iter() {
-        let m = rows.iter().map(|&r| col[r]).sum::<f64>() / n;
-        let v = rows
-            .iter()
-            .map(|&r| (col[r] - m) * (col[r] - m))
-            .sum::<f64>()
-            / n;
+    let mut constant = Vec::new();
+    for (k, col) in x.column_iter().enumerate() {
+        let values = rows.iter().map(|&r| col[r]);
+        let (m, s) = mean_sd(values.clone());
+        if s <= 1e-12 * max_abs(values) {
+            constant.push(k);
+        }
         mean.push(m);
-        sd.push(v.sqrt());
+        sd.push(s);
     }
-    Standardizer { mean, sd }
+    (Standardizer { mean, sd }, constant)
 }
 
 pub fn prepare(ds: &Dataset, source: TestSource<'_>) -> Result<Prepared, String> {
@@ -230,8 +226,7 @@ pub fn prepare(ds: &Dataset, source: TestSource<'_>) -> Result<Prepared, String>
             )
         }
     };
-    let stats = column_stats(&ds.x, &train_rows);
-    let constant = stats.constant_columns();
+    let (stats, constant) = column_stats(&ds.x, &train_rows);
     let keep: Vec<usize> = (0..ds.names.len())
         .filter(|k| !constant.contains(k))
         .collect();

@@ -24,16 +24,16 @@ pub fn summarize(names: &[String], x: &DMatrix<f64>) -> Vec<FeatureSummary> {
         .enumerate()
         .map(|(k, name)| {
             let col = x.column(k);
-            let n = col.len().max(1) as f64;
-            let mean = col.iter().sum::<f64>() / n;
-            let var = col.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+            let (mean, sd) = super::moments::mean_sd(col.iter().copied());
             let min = col.iter().copied().fold(f64::INFINITY, f64::min);
             let max = col.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let mut hist = vec![0u32; HIST_BINS];
-            let width = (max - min) / HIST_BINS as f64;
+            // Bin on scaled values: max − min overflows for a column spanning ±1e308.
+            let (lo, hi) = (min / 2.0, max / 2.0);
+            let width = (hi - lo) / HIST_BINS as f64;
             for &v in col.iter() {
                 let b = if width > 0.0 {
-                    ((v - min) / width) as usize
+                    ((v / 2.0 - lo) / width) as usize
                 } else {
                     0
                 };
@@ -42,7 +42,7 @@ pub fn summarize(names: &[String], x: &DMatrix<f64>) -> Vec<FeatureSummary> {
             FeatureSummary {
                 name: name.clone(),
                 mean,
-                sd: var.sqrt(),
+                sd,
                 min,
                 max,
                 hist,

@@ -109,26 +109,56 @@ pub(super) fn column_kinds(
     })
 }
 
-/// Warnings for numeric columns that look like row numbers or IDs (distinct
-/// integers in increasing order): a silent leak or noise feature otherwise.
-pub(super) fn row_number_columns(
+/// A numeric column that looks like a row number or an identifier.
+pub(super) struct IdLike {
+    pub name: String,
+    /// Distinct integers in increasing order (a row number) rather than in any order.
+    increasing: bool,
+}
+
+impl IdLike {
+    pub fn warning(&self) -> String {
+        let name = &self.name;
+        let what = if self.increasing {
+            "distinct increasing integers, like a row number"
+        } else {
+            "a different integer on every row, like an ID"
+        };
+        format!(
+            "column '{name}' holds {what}; it is used as a feature: if it is an identifier, exclude it with --drop '{name}'"
+        )
+    }
+}
+
+/// Numeric columns whose values are distinct integers: row numbers and IDs are
+/// a silent leak or noise feature otherwise. In any order from 20 rows (fewer
+/// rows of a genuine integer feature are distinct by chance), increasing from 10.
+pub(super) fn id_like_columns(
     header: &[String],
     cols: &[usize],
     kinds: &[ColumnKind],
     parsed: &DMatrix<f64>,
-) -> Vec<String> {
+) -> Vec<IdLike> {
     let mut out = Vec::new();
     for (f, (&j, kind)) in cols.iter().zip(kinds).enumerate() {
         let c = parsed.column(f);
-        let looks_like_ids = matches!(kind, ColumnKind::Numeric)
-            && c.len() >= 10
-            && c.iter().all(|v| v.fract() == 0.0)
-            && c.as_slice().windows(2).all(|w| w[1] > w[0]);
-        if looks_like_ids {
-            let name = &header[j];
-            out.push(format!(
-                "column '{name}' holds distinct increasing integers: if it is a row number or an ID, exclude it with --drop '{name}'"
-            ));
+        if !matches!(kind, ColumnKind::Numeric)
+            || c.len() < 10
+            || c.iter().any(|v| v.fract() != 0.0)
+        {
+            continue;
+        }
+        let increasing = c.as_slice().windows(2).all(|w| w[1] > w[0]);
+        let distinct = increasing || {
+            let mut v = c.as_slice().to_vec();
+            v.sort_by(f64::total_cmp);
+            c.len() >= 20 && v.windows(2).all(|w| w[1] > w[0])
+        };
+        if distinct {
+            out.push(IdLike {
+                name: header[j].clone(),
+                increasing,
+            });
         }
     }
     out

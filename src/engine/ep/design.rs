@@ -17,6 +17,7 @@ use nalgebra::DMatrix;
 
 use super::kernel::Excluded;
 use super::posterior::{Posterior, PriorTerms};
+use crate::engine::fit::LowRankCov;
 use crate::engine::linalg::{a_b, a_bt};
 
 /// Which form EP runs in.
@@ -119,6 +120,16 @@ impl Design {
         mean.iter().zip(&self.scale).map(|(m, s)| m * s).collect()
     }
 
+    /// θ's factored covariance from one in EP's coordinates (primal form).
+    pub fn theta_low_rank_of(&self, mut c: LowRankCov) -> LowRankCov {
+        debug_assert!(self.w.is_none());
+        for (k, mut row) in c.factor.row_iter_mut().enumerate() {
+            row *= self.scale[k];
+            c.diag[k] *= self.scale[k] * self.scale[k];
+        }
+        c
+    }
+
     /// θ's sds from EP-coordinate variances (primal form).
     pub fn theta_sd_of(&self, var: &[f64]) -> Vec<f64> {
         debug_assert!(self.w.is_none());
@@ -163,6 +174,25 @@ impl Design {
                 }
             }
             c
+        })
+    }
+
+    /// The covariance in the reduced form, factored: `D^{½}(I + W (V_w − I) Wᵀ) D^{½}`
+    /// = diag(D) + (D^{½}W)(V_w − I)(D^{½}W)ᵀ, O(d r) numbers instead of d².
+    pub fn theta_cov_low_rank(&self, q: &Posterior) -> Option<LowRankCov> {
+        let w = self.w.as_ref()?;
+        let mut core = q.v.clone();
+        for a in 0..core.nrows() {
+            core[(a, a)] -= 1.0;
+        }
+        let mut factor = w.clone();
+        for (k, mut row) in factor.row_iter_mut().enumerate() {
+            row *= self.scale[k];
+        }
+        Some(LowRankCov {
+            diag: self.scale.iter().map(|s| s * s).collect(),
+            factor,
+            core,
         })
     }
 

@@ -119,4 +119,9 @@ impl LinearEp {
         self.design
             .theta_cov(self.ep.posterior().expect("run first"))
     }
+    /// Posterior covariance of θ, factored (reduced form).
+    pub fn cov_low_rank(&self) -> Option<crate::engine::fit::LowRankCov> {
+        self.design
+            .theta_cov_low_rank(self.ep.posterior().expect("run first"))
+    }
 }

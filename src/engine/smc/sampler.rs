@@ -90,7 +90,7 @@ pub fn run<T: Target + ?Sized>(
     let kernel = s.kernel.resolve(target.dim(), target.prior_is_gaussian());
     if kernel == Kernel::Pcn && !target.prior_is_gaussian() {
         return Err(EngineError::InvalidParams(
-            "the pcn kernel needs a Gaussian prior (gaussian or ard); use --kernel rw or gpcn"
+            "the pcn kernel needs a Gaussian prior (gaussian or ard); use `kernel` rw or gpcn"
                 .into(),
         ));
     }
@@ -152,7 +152,7 @@ pub fn run<T: Target + ?Sized>(
             return Err(EngineError::NotConverged {
                 message: format!(
                     "SMC reached its cap of {} stages at γ = {gamma:.6} of γ_T = {gamma_target}: \
-                     raise --max-stages, or use more particles or a smaller --gamma",
+                     raise `max_stages`, or use more `particles` or a smaller `gamma`",
                     s.max_stages
                 ),
                 diagnostics: serde_json::to_value(&path).unwrap_or_default(),

@@ -86,26 +86,24 @@ impl SmcSettings {
             return bad("SMC needs at least one parameter".into());
         }
         if self.particles < 2 {
-            return bad(format!("--particles must be ≥ 2; got {}", self.particles));
+            return bad(format!("`particles` must be ≥ 2; got {}", self.particles));
         }
         if !(self.ess > 0.0 && self.ess < 1.0) {
-            return bad(format!("--ess must be in (0, 1); got {}", self.ess));
+            return bad(format!("`ess` must be in (0, 1); got {}", self.ess));
         }
         if let Some(p) = self.waste_free {
             if p < 2 {
-                return bad(format!(
-                    "--waste-free P needs chains of ≥ 2 states; got {p}"
-                ));
+                return bad(format!("`waste_free` needs chains of ≥ 2 states; got {p}"));
             }
             if !self.particles.is_multiple_of(p) || self.particles / p < 2 {
                 return bad(format!(
-                    "--waste-free {p}: --particles ({}) must be a multiple of P with ≥ 2 chains",
+                    "`waste_free` {p}: `particles` ({}) must be a multiple of P with ≥ 2 chains",
                     self.particles
                 ));
             }
         }
         match self.moves {
-            Moves::Fixed(0) => return bad("--moves must be ≥ 1".into()),
+            Moves::Fixed(0) => return bad("`moves` must be ≥ 1".into()),
             Moves::Adaptive { min, max } if min == 0 || max < min => {
                 return bad(format!(
                     "adaptive moves need 1 ≤ min ≤ max; got {min}..{max}"
@@ -132,7 +130,7 @@ impl SmcSettings {
             ));
         }
         if self.max_stages == 0 {
-            return bad("--max-stages must be ≥ 1".into());
+            return bad("`max_stages` must be ≥ 1".into());
         }
         Ok(())
     }

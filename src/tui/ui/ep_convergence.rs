@@ -10,7 +10,7 @@ use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 
 use super::common::{bounds, finite, num, pane_block, placeholder, seconds};
 use super::theme::Theme;
-use crate::app::run::RunView;
+use crate::app::run_view::RunView;
 use crate::app::{App, Pane};
 
 pub fn render(app: &App, area: Rect, frame: &mut Frame) {

@@ -9,7 +9,7 @@ use ratatui::widgets::Paragraph;
 use super::common::fit;
 use super::theme::Theme;
 use crate::app::keys::{BINDINGS, FORM_KEYS};
-use crate::app::run::RunStatus;
+use crate::app::run_view::RunStatus;
 use crate::app::{App, DataState, Overlay};
 
 pub fn header(app: &App, area: Rect, frame: &mut Frame) {

@@ -1,5 +1,5 @@
-//! The run form overlay: the method, its settings, and the equivalent
-//! `pacauc fit` command.
+//! The run form overlay: the method, its settings (labels, hints and help from
+//! the method registry), and the equivalent `pacauc fit` command.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -8,8 +8,9 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::help::centered;
 use super::theme::Theme;
-use crate::app::form::Form;
-use crate::app::{App, run_config};
+use crate::app::App;
+use crate::app::form::{Form, render_error};
+use crate::spec::registry;
 
 pub fn render(app: &App, form: &Form, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
@@ -36,15 +37,16 @@ pub fn render(app: &App, form: &Form, area: Rect, frame: &mut Frame) {
             theme.title(),
         )],
     )];
-    for (i, f) in fields.iter().enumerate() {
-        let v = form.value(f.flag);
+    let (method, prior) = (form.method(), form.prior());
+    for (i, s) in fields.iter().enumerate() {
+        let v = form.value(s.key);
         let focused = form.cursor == i + 1;
-        let value = if !f.choices.is_empty() {
+        let value = if !form.choices(s).is_empty() {
             vec![Span::raw(format!("◀ {v} ▶"))]
         } else if v.is_empty() {
             vec![
                 Span::raw(if focused { "▏" } else { "" }),
-                Span::styled(f.hint, theme.dim()),
+                Span::styled(s.hint(method, prior), theme.dim()),
             ]
         } else {
             vec![
@@ -52,22 +54,25 @@ pub fn render(app: &App, form: &Form, area: Rect, frame: &mut Frame) {
                 Span::raw(if focused { "▏" } else { "" }),
             ]
         };
-        lines.push(row(i + 1, f.label, value));
+        lines.push(row(i + 1, s.label, value));
     }
     lines.push(Line::raw(""));
-    match &form.error {
-        Some(e) => lines.push(Line::styled(format!(" {e}"), theme.bad())),
-        None => {
-            if let Some(args) = app.data_args() {
-                lines.push(Line::styled(
-                    format!(" {}", run_config::command_line(&form.config(), args)),
-                    theme.dim(),
-                ));
-            }
-        }
+    // What the row under the cursor does.
+    let help = match form.focused() {
+        Some(s) => s.help,
+        None => registry::method(method).map_or("", |m| m.help),
+    };
+    lines.push(Line::styled(format!(" {help}"), theme.dim()));
+    match (&form.error, form.spec()) {
+        (Some(e), _) => lines.push(Line::styled(format!(" {e}"), theme.bad())),
+        (None, Ok(spec)) => lines.push(Line::styled(
+            format!(" {}", crate::spec::command_line(&spec)),
+            theme.dim(),
+        )),
+        (None, Err(e)) => lines.push(Line::styled(format!(" {}", render_error(&e)), theme.warn())),
     }
     let w = 84u16.min(area.width);
-    // Height after wrapping (the error and the command can be long).
+    // Height after wrapping (the help, the error and the command can be long).
     let inner_w = usize::from(w.saturating_sub(2)).max(1);
     let rows: usize = lines
         .iter()

@@ -13,7 +13,7 @@ use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 
 use super::common::{bounds, finite, fit, num, pane_block, placeholder};
 use super::theme::Theme;
-use crate::app::run::{Coef, RunView};
+use crate::app::run_view::{Coef, RunView};
 use crate::app::{App, Pane};
 use crate::engine::event::Histogram;
 

@@ -10,7 +10,7 @@ pub mod form;
 pub mod help;
 pub mod inclusion;
 pub mod marginals;
-pub mod roc;
+pub mod results;
 pub mod smc_trace;
 pub mod theme;
 
@@ -39,7 +39,7 @@ pub fn render_pane(app: &App, pane: Pane, area: Rect, frame: &mut Frame) {
         Pane::Ep => ep_convergence::render(app, area, frame),
         Pane::Marginals => marginals::render(app, area, frame),
         Pane::Inclusion => inclusion::render(app, area, frame),
-        Pane::Results => roc::render(app, area, frame),
+        Pane::Results => results::render(app, area, frame),
     }
 }
 

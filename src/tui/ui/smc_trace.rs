@@ -9,7 +9,7 @@ use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 
 use super::common::{finite, num, pane_block, placeholder, seconds, si};
 use super::theme::Theme;
-use crate::app::run::RunView;
+use crate::app::run_view::RunView;
 use crate::app::{App, Pane};
 use ratatui::style::Color;
 

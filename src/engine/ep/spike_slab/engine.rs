@@ -45,7 +45,7 @@ pub fn selected_score(mean: &[f64], inclusion: &[f64]) -> Option<Vec<f64>> {
 /// What releasing the negative-site fix did (`details.fix_release`).
 fn release_report(status: &ReleaseStatus, on: bool, reduced: bool) -> serde_json::Value {
     let what = match status {
-        _ if !on => "off (--keep-fixes)",
+        _ if !on => "off (keep_fixes)",
         _ if reduced => "not available in the reduced form",
         ReleaseStatus::NotNeeded => "not needed (no fix active at convergence)",
         ReleaseStatus::Skipped => {
@@ -95,8 +95,8 @@ pub fn run(
     };
     if !matches!(ep.gamma, GammaMode::Fixed) {
         return Err(EngineError::InvalidParams(
-            "--gamma auto (cross-validation) is not supported with --prior spike-slab; give γ \
-             (a number or a multiple of n)"
+            "γ by cross-validation is not available with the spike-and-slab prior; give \
+             `gamma` as a number or a multiple of n"
                 .into(),
         ));
     }
@@ -247,6 +247,7 @@ pub fn run(
         incl,
     });
     fit.covariance = model.cov();
+    fit.low_rank_covariance = model.cov_low_rank();
     fit.converged = true;
     fit.details = json!({
         "prior": "spike-slab",

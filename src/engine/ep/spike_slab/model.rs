@@ -320,6 +320,11 @@ impl SpikeSlabEp {
             Some(_) => self.design.theta_sd_of(&self.moments().var),
         }
     }
+    /// Posterior covariance of θ, factored (reduced form only).
+    pub fn cov_low_rank(&self) -> Option<crate::engine::fit::LowRankCov> {
+        let r = self.lik.reduction.as_ref()?;
+        Some(self.design.theta_low_rank_of(r.cov_low_rank(self.q())))
+    }
     /// Posterior covariance of θ (primal form only: d × d would be large).
     pub fn cov(&self) -> Option<DMatrix<f64>> {
         self.lik

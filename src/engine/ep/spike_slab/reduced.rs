@@ -24,6 +24,7 @@ use nalgebra::{DMatrix, DVector};
 use super::sweep::ThetaMoments;
 use crate::engine::ep::pair_ep::PairEp;
 use crate::engine::ep::posterior::{Posterior, PriorTerms};
+use crate::engine::fit::LowRankCov;
 use crate::engine::linalg::a_b;
 
 /// The map between θ (EP's coordinates, d) and the reduced coordinates w (r).
@@ -120,6 +121,24 @@ impl Reduction {
             var,
             log_det_q: self.u.iter().map(|u| u.ln()).sum::<f64>() + q.log_det_q,
             r_v_r: q.r_v_r + resid.norm_squared(),
+        }
+    }
+
+    /// θ's covariance in EP's coordinates from q_w, factored:
+    /// `S(I + W(V_w − I)Wᵀ)S` = diag(s²) + (SW)(V_w − I)(SW)ᵀ, S = D^{-½}.
+    pub fn cov_low_rank(&self, q: &Posterior) -> LowRankCov {
+        let mut core = q.v.clone();
+        for a in 0..core.nrows() {
+            core[(a, a)] -= 1.0;
+        }
+        let mut factor = self.w.clone();
+        for (k, mut row) in factor.row_iter_mut().enumerate() {
+            row *= self.s[k];
+        }
+        LowRankCov {
+            diag: self.s.iter().map(|s| s * s).collect(),
+            factor,
+            core,
         }
     }
 

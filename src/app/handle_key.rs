@@ -1,10 +1,11 @@
-//! What keys do on the main screen, in the run form and in the help overlay.
+//! What keys do on the main screen, in the run form and in the help overlay
+//! (the key table itself is `keys`).
 
-use super::form::{Form, FormOutcome};
+use super::form::{Form, FormOutcome, render_error};
 use super::keys::{self, Action, Key};
-use super::run::RunStatus;
-use super::run_config::{self, RunConfig};
+use super::run_view::RunStatus;
 use super::{App, Command, Overlay, Pane};
+use crate::spec::{Dims, RunSpec, validate};
 use crate::worker::RunId;
 
 impl App {
@@ -43,27 +44,27 @@ impl App {
             self.quit = true;
             return Vec::new();
         }
-        let (data, n, d) = match self.data_info() {
-            Some(info) => (info.args.clone(), info.split.train_rows, info.names.len()),
-            None => (None, 0, 0),
-        };
+        let dims = self.data_info().map(|info| Dims {
+            n: info.split.train_rows,
+            d: info.names.len(),
+        });
         match &mut self.overlay {
             Overlay::Form(form) => {
-                let validate = |c: &RunConfig| match &data {
-                    Some(a) => run_config::check(c, a, n, d),
+                let check = |s: &RunSpec| match dims {
+                    Some(dims) => validate(s, dims).map_err(|e| render_error(&e)),
                     None => Err("no data to run on".into()),
                 };
-                return match form.key(key, validate) {
+                return match form.key(key, check) {
                     FormOutcome::Stay => Vec::new(),
                     FormOutcome::Close => {
                         self.overlay = Overlay::None;
                         Vec::new()
                     }
-                    FormOutcome::Submit(config) => {
+                    FormOutcome::Submit(spec) => {
                         self.overlay = Overlay::None;
-                        self.last_form = Some(config.clone());
+                        self.last_form = Some((*spec).clone());
                         self.follow = true;
-                        self.enqueue(config)
+                        self.enqueue(*spec)
                     }
                 };
             }
@@ -98,12 +99,12 @@ impl App {
             Action::PrevRun => self.select_step(-1),
             Action::NextRun => self.select_step(1),
             Action::NewRun => {
-                if self.data_args().is_some() {
+                if let Some(data) = self.data_spec() {
                     let preset = self
                         .last_form
-                        .clone()
-                        .or_else(|| self.selected_run().map(|r| r.config.clone()));
-                    self.overlay = Overlay::Form(Form::new(preset.as_ref()));
+                        .as_ref()
+                        .or_else(|| self.selected_run().map(|r| &r.spec));
+                    self.overlay = Overlay::Form(Box::new(Form::new(preset, data)));
                 } else {
                     self.say(
                         "no data to run on (replay, or the data failed to load)",
@@ -114,11 +115,12 @@ impl App {
             Action::PauseResume => return self.toggle_pause(),
             Action::Cancel => return self.cancel(),
             Action::Rerun => {
-                let Some(config) = self.selected_run().map(|r| r.config.clone()) else {
+                // The run's own spec (a finished run's is its record's).
+                let Some(spec) = self.selected_run().map(|r| r.spec.clone()) else {
                     self.say("no run selected", true);
                     return Vec::new();
                 };
-                if self.data_args().is_none() {
+                if self.data_spec().is_none() {
                     self.say(
                         "replay: re-running needs the data (pacauc explore FILE)",
                         true,
@@ -126,7 +128,7 @@ impl App {
                     return Vec::new();
                 }
                 self.follow = true;
-                return self.enqueue(config);
+                return self.enqueue(spec);
             }
             Action::Export => {
                 return match self.selected_run() {

@@ -8,7 +8,7 @@ use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 
 use super::common::{fit, opt_num, pane_block, placeholder, seconds};
 use super::theme::Theme;
-use crate::app::run::RunStatus;
+use crate::app::run_view::RunStatus;
 use crate::app::{App, Pane};
 
 fn auc(v: Option<f64>) -> String {

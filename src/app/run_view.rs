@@ -1,13 +1,13 @@
-//! One run as the explorer sees it: settings, status, live traces (ring
+//! One run as the explorer sees it: its spec, status, live traces (ring
 //! buffers) and, once finished, its record.
 
 use std::path::PathBuf;
 
 use super::ring::Ring;
-use super::run_config::RunConfig;
 use crate::engine::Event;
 use crate::engine::event::{EpSweep, Histogram, LogLevel, SmcMove, SmcStage};
 use crate::engine::record::RunRecord;
+use crate::spec::{DataSpec, MethodSpec, RunSpec};
 use crate::worker::RunId;
 
 /// Points kept per live trace.
@@ -55,7 +55,8 @@ pub struct StartInfo {
 #[derive(Debug, Clone)]
 pub struct RunView {
     pub id: RunId,
-    pub config: RunConfig,
+    /// What runs (a replayed run: its record's spec).
+    pub spec: RunSpec,
     pub status: RunStatus,
     pub start: Option<StartInfo>,
     /// SMC stages without their histograms.
@@ -80,10 +81,10 @@ pub struct Coef {
 }
 
 impl RunView {
-    pub fn new(id: RunId, config: RunConfig) -> RunView {
+    pub fn new(id: RunId, spec: RunSpec) -> RunView {
         RunView {
             id,
-            config,
+            spec,
             status: RunStatus::Queued,
             start: None,
             smc: Ring::new(TRACE_CAPACITY),
@@ -99,7 +100,11 @@ impl RunView {
     /// A finished run read back from its record: the trace is replayed through
     /// the same path as live events, so every pane looks as it did.
     pub fn from_record(id: RunId, record: RunRecord, file: Option<PathBuf>) -> RunView {
-        let mut v = RunView::new(id, RunConfig::new(&record.method));
+        let spec = RunSpec::from_value(&record.spec)
+            .ok()
+            .or_else(|| RunSpec::for_method(DataSpec::of(&record.dataset.path), &record.method))
+            .unwrap_or_default();
+        let mut v = RunView::new(id, spec);
         v.status = RunStatus::Finished;
         for e in &record.trace {
             v.apply(e.clone());
@@ -114,7 +119,7 @@ impl RunView {
         match (&self.record, &self.start) {
             (Some(r), _) => &r.method,
             (None, Some(s)) => &s.engine,
-            (None, None) => &self.config.method,
+            (None, None) => self.spec.method_name(),
         }
     }
 
@@ -235,28 +240,19 @@ impl RunView {
         a.into_iter().chain(b).reduce(f64::max)
     }
 
-    /// EP's convergence tolerance (its settings, else the default 1e-4).
+    /// EP's convergence tolerance (its spec's, else the default).
     pub fn ep_tol(&self) -> f64 {
-        let from_record = self
-            .record
-            .as_ref()
-            .and_then(|r| r.parameters.get("tol")?.as_f64());
-        from_record
-            .or_else(|| self.config.get("tol")?.parse().ok())
-            .filter(|t: &f64| t.is_finite() && *t > 0.0)
-            .unwrap_or(1e-4)
+        match &self.spec.method {
+            MethodSpec::Ep(e) => e.tol,
+            _ => crate::spec::EpSpec::default().tol,
+        }
     }
 
-    /// The target ESS fraction τ of an SMC run (its settings, else 0.5).
+    /// The target ESS fraction τ of an SMC run (its spec's, else the default).
     pub fn ess_target(&self) -> f64 {
-        let from_record = self.record.as_ref().and_then(|r| {
-            ["ess", "ess_target", "tau"]
-                .iter()
-                .find_map(|k| r.parameters.get(*k)?.as_f64())
-        });
-        from_record
-            .or_else(|| self.config.get("ess")?.parse().ok())
-            .filter(|t: &f64| t.is_finite() && *t > 0.0 && *t < 1.0)
-            .unwrap_or(0.5)
+        match &self.spec.method {
+            MethodSpec::Smc(s) => s.ess,
+            _ => crate::spec::SmcSpec::default().ess,
+        }
     }
 }

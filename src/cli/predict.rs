@@ -1,0 +1,122 @@
+//! `pacauc predict RUN.json DATA.csv`: scores every row of a file with a run
+//! record's model — one line per input row, in input order: the row's line
+//! number, its score (the posterior-mean score), its posterior sd where the
+//! method has a posterior, and a status naming why a row could not be scored.
+//! With the target column present, the AUC goes to stderr (and into JSON).
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use serde_json::json;
+
+use super::fit::CliError;
+use crate::engine::predict::{Predictions, predict_file};
+use crate::engine::record::{RunRecord, check_writable, write_atomic};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PredictFormat {
+    /// row,score[,score_sd],status
+    Csv,
+    /// One document: the rows, the AUC, counts.
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PredictArgs {
+    /// A run record (`pacauc fit --out`, or the explorer's `e`).
+    #[arg(value_name = "RUN.json")]
+    pub record: PathBuf,
+    /// CSV file to score: the training columns by name, in any order (others
+    /// ignored; the target column optional).
+    #[arg(value_name = "DATA.csv")]
+    pub data: PathBuf,
+    /// Write the scores to this file (atomically; checked first) instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "csv")]
+    pub format: PredictFormat,
+}
+
+pub fn run(args: &PredictArgs) -> Result<(), CliError> {
+    let text = std::fs::read_to_string(&args.record)
+        .map_err(|e| CliError::Input(format!("{}: {e}", args.record.display())))?;
+    let record = RunRecord::from_json(&text)
+        .map_err(|e| CliError::Input(format!("{}: {e}", args.record.display())))?;
+    if let Some(path) = &args.out {
+        check_writable(path).map_err(|e| {
+            CliError::Input(format!("{}: cannot write the scores: {e}", path.display()))
+        })?;
+    }
+    let p = predict_file(&record.model, &args.data).map_err(CliError::Input)?;
+    let out = match args.format {
+        PredictFormat::Csv => csv_text(&p)?,
+        PredictFormat::Json => {
+            let v = json!({
+                "record": args.record.display().to_string(),
+                "data": args.data.display().to_string(),
+                "method": record.method,
+                "scored": p.scored(),
+                "not_scored": p.rows.len() - p.scored(),
+                "auc": p.auc,
+                "rows": p.rows,
+            });
+            serde_json::to_string_pretty(&v).expect("json") + "\n"
+        }
+    };
+    match &args.out {
+        Some(path) => write_atomic(path, out.as_bytes()).map_err(|e| {
+            CliError::Input(format!("{}: cannot write the scores: {e}", path.display()))
+        })?,
+        None => print!("{out}"),
+    }
+    eprintln!("{}", summary(&p));
+    Ok(())
+}
+
+fn csv_text(p: &Predictions) -> Result<String, CliError> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let num = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+    let mut header = vec!["row", "score"];
+    if p.has_sd {
+        header.push("score_sd");
+    }
+    header.push("status");
+    let err = |e: csv::Error| CliError::Engine(format!("cannot write CSV: {e}"));
+    w.write_record(&header).map_err(err)?;
+    for r in &p.rows {
+        let mut rec = vec![r.row.to_string(), num(r.score)];
+        if p.has_sd {
+            rec.push(num(r.score_sd));
+        }
+        rec.push(r.status.clone());
+        w.write_record(&rec).map_err(err)?;
+    }
+    let bytes = w
+        .into_inner()
+        .map_err(|e| CliError::Engine(format!("cannot write CSV: {e}")))?;
+    Ok(String::from_utf8(bytes).expect("UTF-8 in, UTF-8 out"))
+}
+
+/// One line for stderr: how many rows were scored, and the AUC.
+fn summary(p: &Predictions) -> String {
+    let n = p.rows.len();
+    let scored = p.scored();
+    let mut s = format!("scored {scored} of {n} row(s)");
+    if scored < n {
+        s.push_str(&format!(" ({} not scored: see their status)", n - scored));
+    }
+    if let Some(a) = &p.auc {
+        s.push_str(&match a.auc {
+            Some(v) => format!(
+                "; AUC {v:.4} on {} labelled row(s) (target '{}', positive '{}')",
+                a.rows, a.target, a.positive_label
+            ),
+            None => format!(
+                "; no AUC: the {} labelled row(s) are all of one class (target '{}')",
+                a.rows, a.target
+            ),
+        });
+    }
+    s
+}

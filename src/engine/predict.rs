@@ -1,0 +1,114 @@
+//! Scoring a file with a fitted model (a run record's `model`): the rows are
+//! encoded with the training schema, standardised with the training means and
+//! sds, and scored exactly as the fit scored its test rows (same arithmetic,
+//! so the same bits). Rows that cannot be encoded get a status instead.
+
+use std::path::Path;
+
+use nalgebra::DMatrix;
+use serde::Serialize;
+
+use super::data::read_rows_to_score;
+use super::metrics::auc;
+use super::model::Model;
+
+/// One input row's result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Prediction {
+    /// Line of the row in the file (the header is line 1).
+    pub row: u64,
+    pub score: Option<f64>,
+    /// The posterior sd of the score (methods with a posterior).
+    pub score_sd: Option<f64>,
+    /// `ok`, or why the row was not scored.
+    pub status: String,
+}
+
+/// The AUC on the rows that have a label and a score.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LabelledAuc {
+    /// None when the labelled rows are all of one class.
+    pub auc: Option<f64>,
+    pub rows: usize,
+    pub positives: usize,
+    pub target: String,
+    pub positive_label: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Predictions {
+    pub rows: Vec<Prediction>,
+    /// Present when the file has the target column.
+    pub auc: Option<LabelledAuc>,
+    /// Whether `score_sd` is given.
+    pub has_sd: bool,
+}
+
+impl Predictions {
+    pub fn scored(&self) -> usize {
+        self.rows.iter().filter(|r| r.score.is_some()).count()
+    }
+}
+
+/// Scores the rows of `path` with `model`.
+pub fn predict_file(model: &Model, path: &Path) -> Result<Predictions, String> {
+    let t = read_rows_to_score(path, &model.schema).map_err(|e| e.to_string())?;
+    let names = model.schema.feature_names();
+    let cols = model
+        .features
+        .iter()
+        .map(|f| names.iter().position(|n| n == f))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or("the record's model is inconsistent: a feature is not in its schema")?;
+    if model.scaler.mean.len() != cols.len() || model.scaler.sd.len() != cols.len() {
+        return Err("the record's model is inconsistent: scaler and features differ".into());
+    }
+    // (v − mean)/sd column by column: the arithmetic of `prepare`.
+    let mut x = DMatrix::<f64>::zeros(t.x.nrows(), cols.len());
+    for (c, &k) in cols.iter().enumerate() {
+        let (m, s) = (model.scaler.mean[c], model.scaler.sd[c]);
+        for (o, &v) in x.column_mut(c).iter_mut().zip(t.x.column(k).iter()) {
+            *o = (v - m) / s;
+        }
+    }
+    let (scores, sds) = model.predict(&x);
+    let rows: Vec<Prediction> = t
+        .rows
+        .iter()
+        .zip(&t.lines)
+        .map(|(r, &line)| match r {
+            Ok(i) => Prediction {
+                row: line,
+                score: Some(scores[*i]),
+                score_sd: sds.as_ref().map(|s| s[*i]),
+                status: "ok".into(),
+            },
+            Err(why) => Prediction {
+                row: line,
+                score: None,
+                score_sd: None,
+                status: why.clone(),
+            },
+        })
+        .collect();
+    let auc = t.labels.as_ref().map(|labels| {
+        let (s, y): (Vec<f64>, Vec<bool>) = rows
+            .iter()
+            .zip(labels)
+            .filter_map(|(p, l)| Some((p.score?, (*l)?)))
+            .unzip();
+        let positives = y.iter().filter(|&&b| b).count();
+        LabelledAuc {
+            auc: (positives > 0 && positives < y.len()).then(|| auc(&s, &y)),
+            rows: y.len(),
+            positives,
+            target: model.schema.target.clone(),
+            positive_label: model.schema.positive_label.clone(),
+        }
+    });
+    Ok(Predictions {
+        rows,
+        auc,
+        has_sd: sds.is_some(),
+    })
+}

@@ -1,0 +1,218 @@
+//! From a spec to what runs: the data (loaded and split), the engine, and the
+//! `Problem` (standardised training rows, γ, the prior). One arm per method in
+//! `engine` and one per prior in `prior`: the only places that know how spec
+//! settings become engine settings.
+
+use crate::engine::baseline::{Logit, RankBoost};
+use crate::engine::data::{Dataset, LoadOptions, MissingPolicy, Prepared, TestSource, prepare};
+use crate::engine::ep::spike_slab::SiteStepRule;
+use crate::engine::ep::{ArdSettings, Ep, EpSettings, Form, GammaMode, Precision};
+use crate::engine::smc::{Kernel, Moves, Smc, SmcSettings};
+use crate::engine::{Engine, Prior, Problem};
+
+use super::error::SpecError;
+use super::run_spec::{
+    DataSpec, EpForm, EpSpec, Missing, PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps,
+    SmcKernel, SmcSpec,
+};
+use super::validate::{Dims, validate};
+use super::values::{Gamma, Tunable};
+
+impl DataSpec {
+    pub fn load_options(&self) -> LoadOptions {
+        LoadOptions {
+            target: self.target.clone(),
+            positive: self.positive.clone(),
+            drop: self.drop.clone(),
+            missing: match self.missing {
+                Missing::Drop => MissingPolicy::DropRows,
+                Missing::Error => MissingPolicy::Error,
+            },
+            ..LoadOptions::default()
+        }
+    }
+
+    /// Loads the file(s) and prepares the standardised split (messages name the
+    /// file, and where they can the line and column).
+    pub fn load(&self) -> Result<(Dataset, Prepared), String> {
+        let ds = Dataset::load(&self.path, &self.load_options()).map_err(|e| e.to_string())?;
+        let prepared = self.prepare(&ds)?;
+        Ok((ds, prepared))
+    }
+
+    /// The split of a loaded training file (its test file read here).
+    pub fn prepare(&self, ds: &Dataset) -> Result<Prepared, String> {
+        match &self.test {
+            Some(path) => {
+                let test = Dataset::load_with_schema(path, &ds.schema, self.load_options().missing)
+                    .map_err(|e| e.to_string())?;
+                prepare(ds, TestSource::File(&test))
+            }
+            None => prepare(
+                ds,
+                TestSource::Split {
+                    frac: self.test_frac,
+                    seed: self.seed,
+                },
+            ),
+        }
+        .map_err(|e| format!("{}: {e}", self.path.display()))
+    }
+}
+
+/// The engine of `spec` (its settings checked by `validate`).
+pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
+    let seed = spec.data.seed;
+    match &spec.method {
+        super::MethodSpec::Logit(s) => Box::new(Logit {
+            lambda: s.lambda,
+            folds: s.folds,
+            seed,
+            ..Logit::default()
+        }),
+        super::MethodSpec::Rankboost(s) => Box::new(RankBoost {
+            rounds: s.rounds,
+            folds: s.folds,
+            seed,
+        }),
+        super::MethodSpec::Smc(s) => Box::new(Smc {
+            settings: smc_settings(s, seed),
+        }),
+        super::MethodSpec::Ep(s) => Box::new(ep_engine(s, spec.gamma, spec.prior.as_ref(), seed)),
+    }
+}
+
+pub fn smc_kernel(k: SmcKernel) -> Kernel {
+    match k {
+        SmcKernel::Auto => Kernel::Auto,
+        SmcKernel::Gpcn => Kernel::Gpcn,
+        SmcKernel::Rw => Kernel::Rw,
+        SmcKernel::Pcn => Kernel::Pcn,
+    }
+}
+
+pub fn smc_settings(s: &SmcSpec, seed: u64) -> SmcSettings {
+    let d = SmcSettings::default();
+    SmcSettings {
+        particles: s.particles,
+        waste_free: s.waste_free,
+        moves: s.moves.map_or(d.moves, Moves::Fixed),
+        ess: s.ess,
+        kernel: smc_kernel(s.kernel),
+        scale: s.scale,
+        adapt_scale: !s.fixed_scale,
+        radial: !s.no_radial,
+        max_stages: s.max_stages,
+        seed: s.smc_seed.unwrap_or(seed),
+        ..d
+    }
+}
+
+/// The EP engine; γ = auto is cross-validation over the spec's grid, and the
+/// spike-and-slab scales given as auto are tuned by evidence.
+pub fn ep_engine(s: &EpSpec, gamma: Option<Gamma>, prior: Option<&PriorSpec>, seed: u64) -> Ep {
+    let spike_slab = prior.filter(|p| p.kind == PriorKind::SpikeSlab);
+    Ep {
+        settings: EpSettings {
+            eta: s.damping,
+            tol: s.tol,
+            max_sweeps: s.max_sweeps,
+            min_eta: 1e-4_f64.min(s.damping),
+            ..EpSettings::default()
+        },
+        gamma: match gamma {
+            Some(Gamma::Auto) => GammaMode::Cv {
+                grid_over_n: s.gamma_grid.clone(),
+                folds: s.folds,
+                seed,
+            },
+            _ => GammaMode::Fixed,
+        },
+        form: match s.ep_form {
+            EpForm::Auto => Form::Auto,
+            EpForm::Primal => Form::Primal,
+            EpForm::Reduced => Form::Reduced,
+        },
+        precision: match s.site_precision {
+            SitePrecision::Auto => Precision::Auto,
+            SitePrecision::F64 => Precision::F64,
+            SitePrecision::F32 => Precision::F32,
+        },
+        ard: ArdSettings {
+            max_iter: s.ard_iters,
+            ..ArdSettings::default()
+        },
+        evidence_every_sweep: !s.final_evidence_only,
+        tune_inclusion: spike_slab.is_some_and(|p| p.inclusion_prior == Some(Tunable::Auto)),
+        tune_slab: spike_slab.is_some_and(|p| p.slab_var.is_auto()),
+        site_steps: match s.site_steps {
+            SiteSteps::Adaptive => SiteStepRule::Adaptive,
+            SiteSteps::Strict => SiteStepRule::Strict,
+        },
+        release_fixes: !s.keep_fixes,
+    }
+}
+
+/// The prior for `d` features; scales given as auto start where the tuning does.
+pub fn prior(p: &PriorSpec, d: usize) -> Prior {
+    match p.kind {
+        PriorKind::Gaussian => Prior::Gaussian { var: p.var },
+        PriorKind::Ard => Prior::Ard {
+            vars: vec![p.var; d],
+        },
+        PriorKind::SpikeSlab => {
+            let slab_var = p.slab_var.value().unwrap_or(1.0);
+            let incl = p
+                .inclusion_prior
+                .and_then(Tunable::value)
+                .unwrap_or_else(|| Prior::theory_inclusion(d));
+            Prior::SpikeSlab {
+                spike_var: p.spike_var.unwrap_or(1e-4 * slab_var),
+                slab_var,
+                incl,
+            }
+        }
+    }
+}
+
+/// The problem of `spec` on prepared data: γ resolved for the training size
+/// (γ = auto starts at n), the prior for its dimension.
+pub fn problem(spec: &RunSpec, prepared: &Prepared) -> Result<Problem, SpecError> {
+    let n = prepared.train.rows();
+    let d = prepared.names.len();
+    let gamma = spec.gamma.map_or(0.0, |g| g.resolve(n).unwrap_or(n as f64));
+    let prior = spec
+        .prior
+        .as_ref()
+        // The baselines ignore the prior; the problem still carries one.
+        .map_or(Prior::Gaussian { var: 1.0 }, |p| prior(p, d));
+    Problem::new(
+        prepared.names.clone(),
+        prepared.train.x.clone(),
+        prepared.train.y.clone(),
+        gamma,
+        prior,
+    )
+    .map_err(|e| SpecError::other(e.to_string()))
+}
+
+/// What a run needs: the checked engine and problem.
+pub struct Built {
+    pub engine: Box<dyn Engine>,
+    pub problem: Problem,
+}
+
+/// Validates `spec` for the prepared data and builds its engine and problem.
+pub fn build(spec: &RunSpec, prepared: &Prepared) -> Result<Built, SpecError> {
+    validate(
+        spec,
+        Dims {
+            n: prepared.train.rows(),
+            d: prepared.names.len(),
+        },
+    )?;
+    Ok(Built {
+        engine: engine(spec),
+        problem: problem(spec, prepared)?,
+    })
+}

@@ -1,0 +1,27 @@
+//! What to run: a typed, serde-able `RunSpec` (data options, method and its
+//! settings, γ as one type, the prior, threads), the method `registry` that
+//! every front end reads, `check`/`validate` (every refusal in one place), and
+//! `build` (spec + prepared data → engine + problem). No clap and no terminal
+//! here: `pacauc fit`, the explorer's run form and replay all go through it.
+
+pub mod build;
+pub mod error;
+pub mod registry;
+pub mod run_spec;
+pub mod setting;
+pub mod text;
+pub mod validate;
+pub mod values;
+
+pub use build::{Built, build};
+pub use error::{SpecError, name_settings};
+pub use run_spec::{
+    DataSpec, EpSpec, LogitSpec, MethodSpec, Missing, PriorKind, PriorSpec, RankBoostSpec, RunSpec,
+    SmcKernel, SmcSpec,
+};
+pub use text::{command_line, from_given, to_args};
+pub use validate::{Dims, check, validate};
+pub use values::{Gamma, Tunable};
+
+#[cfg(test)]
+mod tests;

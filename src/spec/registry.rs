@@ -1,0 +1,453 @@
+//! The method registry: the methods, the priors and γ modes each accepts, and
+//! every setting with its type, default, range or choices, the methods and
+//! priors it applies to, and its help. The CLI's flags and their validation,
+//! the run form's fields and hints, and the help text all read these tables.
+//!
+//! # How to add …
+//! - **a method** (say `vb`): a `MethodInfo` row in `METHODS`; its settings
+//!   struct in `run_spec.rs` with a `MethodSpec` variant (and its arms in
+//!   `MethodSpec::name`/`default_of`); one arm in `build::engine`; a `Setting`
+//!   row per setting with `methods: Only(&["vb"])` and `path: "method.<field>"`.
+//!   A shared setting (`folds`, `gamma_grid`, next `pairs`, `is_draws`) applies to
+//!   the new method by listing it in the row and giving the struct that field.
+//!   `auto` for γ (or a scale) is allowed by listing the method in the row's
+//!   `auto_for`.
+//! - **a prior** (say `gp`): a `PriorKind` variant and its scales in `PriorSpec`
+//!   (`Tunable` where `auto` makes sense), `Setting` rows with
+//!   `priors: &[PriorKind::Gp]`, the methods that take it in their
+//!   `MethodInfo::priors`, and its arm in `build::prior`.
+//! - **a setting**: one `Setting` row (the CLI flag is `--` + the key with `-`
+//!   for `_`; `form: true` shows it in the run form; the range or choices give its
+//!   validation and hints) and the field at `path`. Rules between settings go in
+//!   `validate.rs`. Tests check every row against the structs' fields, the CLI's
+//!   flags and the defaults.
+
+use super::run_spec::PriorKind;
+use super::setting::range;
+pub use super::setting::{Group, Kind, Methods, Range, Requires, Setting};
+
+/// A method the program can run.
+#[derive(Debug)]
+pub struct MethodInfo {
+    pub name: &'static str,
+    /// One line for the help and the run form.
+    pub help: &'static str,
+    /// Samples or approximates a Gibbs posterior (takes γ and a prior).
+    pub bayesian: bool,
+    /// Priors it accepts (the first is the default); empty for the baselines.
+    pub priors: &'static [PriorKind],
+}
+
+use PriorKind::{Ard, Gaussian, SpikeSlab};
+
+pub const METHODS: &[MethodInfo] = &[
+    MethodInfo {
+        name: "logit",
+        help: "L2 logistic regression, penalty by cross-validation (baseline)",
+        bayesian: false,
+        priors: &[],
+    },
+    MethodInfo {
+        name: "rankboost",
+        help: "RankBoost.B with threshold rankers, rounds by cross-validation (baseline)",
+        bayesian: false,
+        priors: &[],
+    },
+    MethodInfo {
+        name: "smc",
+        help: "adaptive tempering SMC: samples the Gibbs posterior (the gold standard)",
+        bayesian: true,
+        priors: &[Gaussian, Ard, SpikeSlab],
+    },
+    MethodInfo {
+        name: "ep",
+        help: "Expectation Propagation: a Gaussian approximation of the Gibbs posterior and its evidence",
+        bayesian: true,
+        priors: &[Gaussian, Ard, SpikeSlab],
+    },
+];
+
+/// The methods the explorer starts when it opens, in order (EP first: it is quick).
+pub const AUTORUN_ORDER: &[&str] = &["ep", "smc"];
+
+pub fn method(name: &str) -> Option<&'static MethodInfo> {
+    METHODS.iter().find(|m| m.name == name)
+}
+
+pub fn method_names() -> Vec<&'static str> {
+    METHODS.iter().map(|m| m.name).collect()
+}
+
+/// A setting with the common defaults (data options: every method, any prior).
+const fn setting(key: &'static str, path: &'static str, kind: Kind) -> Setting {
+    Setting {
+        key,
+        path,
+        label: key,
+        help: "",
+        kind,
+        default: "",
+        unset: "",
+        methods: Methods::All,
+        priors: &[],
+        auto_for: &[],
+        requires: Requires::Nothing,
+        form: false,
+        group: Group::Data,
+    }
+}
+
+const SMC: Methods = Methods::Only(&["smc"]);
+const EP: Methods = Methods::Only(&["ep"]);
+
+/// Every setting, in the order of the help and the run form.
+pub const SETTINGS: &[Setting] = &[
+    // Data.
+    Setting {
+        help: "Target column (default: the last column).",
+        unset: "the last column",
+        ..setting("target", "data.target", Kind::Text)
+    },
+    Setting {
+        help: "Label of the positive class (default: 1 for 0/1 or -1/1 labels, else the rarer of two values).",
+        unset: "1 for 0/1 or -1/1 labels, else the rarer value",
+        ..setting("positive", "data.positive", Kind::Text)
+    },
+    Setting {
+        help: "Column to exclude, e.g. an ID (repeatable).",
+        ..setting("drop", "data.drop", Kind::TextList)
+    },
+    Setting {
+        help: "Rows with missing cells (empty, NA, NaN, ?, null): drop them, or stop at the first.",
+        default: "drop",
+        ..setting("missing", "data.missing", Kind::Choice(&["drop", "error"]))
+    },
+    Setting {
+        help: "Share of rows held out (stratified) for the test AUC; 0 = no test set.",
+        default: "0.25",
+        ..setting(
+            "test_frac",
+            "data.test_frac",
+            Kind::Number(range(0.0, 1.0, false, true)),
+        )
+    },
+    Setting {
+        help: "Test file (same columns) used instead of a split; the training file's encoding and standardisation apply.",
+        unset: "a split of the data file",
+        ..setting("test", "data.test", Kind::Text)
+    },
+    // The Gibbs posterior.
+    Setting {
+        label: "prior",
+        help: "Prior on the coefficients: gaussian (θ ~ N(0, ϑI); the posterior's direction does not depend on ϑ), ard (θ_k ~ N(0, ϑ_k), the ϑ_k chosen by evidence), spike-slab (θ_k ~ p N(0, v1) + (1 − p) N(0, v0): feature selection).",
+        default: "gaussian",
+        methods: Methods::Bayesian,
+        form: true,
+        group: Group::Posterior,
+        ..setting(
+            "prior",
+            "prior.kind",
+            Kind::Choice(&["gaussian", "ard", "spike-slab"]),
+        )
+    },
+    Setting {
+        label: "prior variance ϑ",
+        help: "Gaussian prior variance ϑ (ARD: every variance's starting value); the AUC posterior's direction does not depend on it.",
+        default: "1",
+        methods: Methods::Bayesian,
+        priors: &[Gaussian, Ard],
+        form: true,
+        group: Group::Posterior,
+        ..setting("prior_var", "prior.var", Kind::Number(Range::POSITIVE))
+    },
+    Setting {
+        label: "spike variance v0",
+        help: "Spike-and-slab: spike variance v0 (≥ 1e-6·v1; a near-Dirac spike breaks EP).",
+        unset: "1e-4·v1 (1e-4 when v1 is auto)",
+        methods: Methods::Bayesian,
+        priors: &[SpikeSlab],
+        form: true,
+        group: Group::Posterior,
+        ..setting(
+            "spike_var",
+            "prior.spike_var",
+            Kind::Number(Range::POSITIVE),
+        )
+    },
+    Setting {
+        label: "slab variance v1",
+        help: "Spike-and-slab: slab variance v1, or auto (EP: the v1 of largest log Z_EP with v0 fixed; only v0/v1 ∈ [1e-6, 0.1] matters).",
+        default: "1",
+        methods: Methods::Bayesian,
+        priors: &[SpikeSlab],
+        auto_for: &[("ep", &[])],
+        form: true,
+        group: Group::Posterior,
+        ..setting("slab_var", "prior.slab_var", Kind::Tunable(Range::POSITIVE))
+    },
+    Setting {
+        label: "inclusion prior p",
+        help: "Spike-and-slab: prior inclusion probability p, or auto (EP: the p of largest log Z_EP).",
+        unset: "1−e^(−1/d) (RACL14 Thm 2.5)",
+        methods: Methods::Bayesian,
+        priors: &[SpikeSlab],
+        auto_for: &[("ep", &[])],
+        form: true,
+        group: Group::Posterior,
+        ..setting(
+            "inclusion_prior",
+            "prior.inclusion_prior",
+            Kind::Tunable(range(0.0, 1.0, true, false)),
+        )
+    },
+    Setting {
+        label: "γ",
+        help: "Inverse temperature γ of the Gibbs posterior: a number, a multiple of the training size like 2n, or auto (cross-validation, EP with a Gaussian or ARD prior). RACL14 Thm 2.3 gives γ ∝ n.",
+        default: "n",
+        methods: Methods::Bayesian,
+        auto_for: &[("ep", &[Gaussian, Ard])],
+        form: true,
+        group: Group::Posterior,
+        ..setting("gamma", "gamma", Kind::Gamma)
+    },
+    // SMC.
+    Setting {
+        label: "particles N",
+        help: "Size N of the particle cloud.",
+        default: "10000",
+        methods: SMC,
+        form: true,
+        group: Group::Smc,
+        ..setting("particles", "method.particles", Kind::Count(2))
+    },
+    Setting {
+        label: "moves per stage K",
+        help: "Move steps per stage (default: adaptive, until the particles have decorrelated from their stage-start values).",
+        unset: "adaptive",
+        methods: SMC,
+        form: true,
+        group: Group::Smc,
+        ..setting("moves", "method.moves", Kind::Count(1))
+    },
+    Setting {
+        label: "waste-free chain P",
+        help: "Waste-free SMC (Dau & Chopin): N/P ancestors, each a chain of P states, all kept.",
+        unset: "standard SMC",
+        methods: SMC,
+        form: true,
+        group: Group::Smc,
+        ..setting("waste_free", "method.waste_free", Kind::Count(2))
+    },
+    Setting {
+        label: "ESS target τ",
+        help: "ESS target τ of each tempering step, as a share of N.",
+        default: "0.5",
+        methods: SMC,
+        form: true,
+        group: Group::Smc,
+        ..setting(
+            "ess",
+            "method.ess",
+            Kind::Number(range(0.0, 1.0, true, true)),
+        )
+    },
+    Setting {
+        label: "move kernel",
+        help: "Metropolis kernel of the moves: auto (gpcn, or pcn for a Gaussian prior above 400 dimensions), gpcn (pCN around the particles' Gaussian fit), rw (random walk, c = 2.38/√d, adapted), pcn (prior-preserving; Gaussian priors only).",
+        default: "auto",
+        methods: SMC,
+        form: true,
+        group: Group::Smc,
+        ..setting(
+            "kernel",
+            "method.kernel",
+            Kind::Choice(&["auto", "gpcn", "rw", "pcn"]),
+        )
+    },
+    Setting {
+        label: "initial step size",
+        help: "Initial step size (random walk: c, default 2.38/√d; pcn/gpcn: √(1−ρ²)).",
+        unset: "the kernel's default",
+        methods: SMC,
+        group: Group::Smc,
+        ..setting("scale", "method.scale", Kind::Number(Range::POSITIVE))
+    },
+    Setting {
+        label: "fixed step size",
+        help: "Keep the step size fixed instead of adapting it to the acceptance rate.",
+        methods: SMC,
+        group: Group::Smc,
+        ..setting("fixed_scale", "method.fixed_scale", Kind::Switch)
+    },
+    Setting {
+        label: "no radial moves",
+        help: "No free radial moves (they rescale θ, which leaves the AUC risk unchanged).",
+        methods: SMC,
+        group: Group::Smc,
+        ..setting("no_radial", "method.no_radial", Kind::Switch)
+    },
+    Setting {
+        label: "most stages",
+        help: "Cap on the number of tempering stages.",
+        default: "1000",
+        methods: SMC,
+        group: Group::Smc,
+        ..setting("max_stages", "method.max_stages", Kind::Count(1))
+    },
+    Setting {
+        label: "sampler seed",
+        help: "Seed of the sampler alone (default: the run's seed), to compare SMC seeds on one split.",
+        unset: "the run's seed",
+        methods: SMC,
+        group: Group::Smc,
+        ..setting("smc_seed", "method.smc_seed", Kind::Count(0))
+    },
+    // EP.
+    Setting {
+        label: "damping η",
+        help: "Initial damping step η; halved (and kept halved) when a sweep is rejected.",
+        default: "0.7",
+        methods: EP,
+        form: true,
+        group: Group::Ep,
+        ..setting(
+            "damping",
+            "method.damping",
+            Kind::Number(range(0.0, 1.0, true, false)),
+        )
+    },
+    Setting {
+        label: "tolerance",
+        help: "Converged when the largest relative change of a mean (in sds) or sd is below tol·η.",
+        default: "0.0001",
+        methods: EP,
+        form: true,
+        group: Group::Ep,
+        ..setting("tol", "method.tol", Kind::Number(Range::POSITIVE))
+    },
+    Setting {
+        label: "most sweeps",
+        help: "Most sweeps before reporting non-convergence.",
+        default: "1000",
+        methods: EP,
+        group: Group::Ep,
+        ..setting("max_sweeps", "method.max_sweeps", Kind::Count(1))
+    },
+    Setting {
+        label: "γ grid (×n)",
+        help: "With γ = auto: the grid of the cross-validation, as multiples of the training size n (comma-separated).",
+        default: "0.0625,0.125,0.25,0.5,1,2,4,8,16",
+        methods: EP,
+        requires: Requires::GammaAuto,
+        group: Group::Ep,
+        ..setting(
+            "gamma_grid",
+            "method.gamma_grid",
+            Kind::Numbers(Range::POSITIVE),
+        )
+    },
+    Setting {
+        label: "form",
+        help: "auto: the reduced (thin SVD) form when d ≥ n, else the primal one; or force primal or reduced.",
+        default: "auto",
+        methods: EP,
+        group: Group::Ep,
+        ..setting(
+            "ep_form",
+            "method.ep_form",
+            Kind::Choice(&["auto", "primal", "reduced"]),
+        )
+    },
+    Setting {
+        label: "site storage",
+        help: "Storage of the pair sites: auto (f64 unless they would need more than 1 GiB), f64, or f32 (half the memory).",
+        default: "auto",
+        methods: EP,
+        group: Group::Ep,
+        ..setting(
+            "site_precision",
+            "method.site_precision",
+            Kind::Choice(&["auto", "f64", "f32"]),
+        )
+    },
+    Setting {
+        label: "ARD iterations",
+        help: "ARD prior: most evidence iterations (each a warm-started EP run).",
+        default: "100",
+        methods: EP,
+        priors: &[Ard],
+        group: Group::Ep,
+        ..setting("ard_iters", "method.ard_iters", Kind::Count(1))
+    },
+    Setting {
+        label: "evidence at the end only",
+        help: "Report log Z_EP only at the end instead of at every sweep (~15% faster sweeps).",
+        methods: EP,
+        group: Group::Ep,
+        ..setting(
+            "final_evidence_only",
+            "method.final_evidence_only",
+            Kind::Switch,
+        )
+    },
+    Setting {
+        label: "prior-site steps",
+        help: "Spike-and-slab: steps of prior sites whose negative-site fix recurs: adaptive (a site capped at 0.2 grows back while its change keeps its sign) or strict (ALGORITHMS.md §5 to the letter).",
+        default: "adaptive",
+        methods: EP,
+        priors: &[SpikeSlab],
+        group: Group::Ep,
+        ..setting(
+            "site_steps",
+            "method.site_steps",
+            Kind::Choice(&["adaptive", "strict"]),
+        )
+    },
+    Setting {
+        label: "keep the fixes",
+        help: "Spike-and-slab: keep §5's negative-site fix in the answer (default: when still active at convergence, EP continues without it to a true fixed point; primal form only).",
+        methods: EP,
+        priors: &[SpikeSlab],
+        form: true,
+        group: Group::Ep,
+        ..setting("keep_fixes", "method.keep_fixes", Kind::Switch)
+    },
+    // Baselines and cross-validation.
+    Setting {
+        label: "penalty λ",
+        help: "Logit: fixed L2 penalty λ instead of cross-validation.",
+        unset: "by cross-validation",
+        methods: Methods::Only(&["logit"]),
+        form: true,
+        group: Group::Baselines,
+        ..setting("lambda", "method.lambda", Kind::Number(Range::POSITIVE))
+    },
+    Setting {
+        label: "rounds",
+        help: "RankBoost: fixed number of rounds instead of cross-validation.",
+        unset: "by cross-validation",
+        methods: Methods::Only(&["rankboost"]),
+        form: true,
+        group: Group::Baselines,
+        ..setting("rounds", "method.rounds", Kind::Count(1))
+    },
+    Setting {
+        label: "folds",
+        help: "Folds of the cross-validations that choose hyper-parameters (logit's λ, RankBoost's rounds, EP's γ = auto).",
+        default: "5",
+        methods: Methods::Only(&["logit", "rankboost", "ep"]),
+        group: Group::Baselines,
+        ..setting("folds", "method.folds", Kind::Count(2))
+    },
+    Setting {
+        label: "seed",
+        help: "Seed of the split and of every random choice of the run.",
+        default: "0",
+        form: true,
+        ..setting("seed", "data.seed", Kind::Count(0))
+    },
+];
+
+pub fn setting_of(key: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|s| s.key == key)
+}

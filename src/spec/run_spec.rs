@@ -1,0 +1,360 @@
+//! `RunSpec`: everything that defines one run — the data options, the method
+//! and its settings, γ and the prior — as plain serde data. Every front end
+//! (`pacauc fit`, the run form, replay, a record) produces or reads one.
+//!
+//! The field names are the registry's setting keys (`registry::SETTINGS`),
+//! so a setting is applied by its path in the JSON form of the spec and a
+//! method's settings struct gains a shared setting (`folds`, later `pairs`) by
+//! having a field of that name.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::values::{Gamma, Tunable};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunSpec {
+    pub data: DataSpec,
+    pub method: MethodSpec,
+    /// γ of the Gibbs posterior (Bayesian methods; None for the baselines).
+    pub gamma: Option<Gamma>,
+    /// The prior on the score's parameters (Bayesian methods; None for the baselines).
+    pub prior: Option<PriorSpec>,
+    /// Worker threads asked for (None: all cores). Results do not depend on it.
+    pub threads: Option<usize>,
+}
+
+impl Default for RunSpec {
+    fn default() -> Self {
+        RunSpec::new(DataSpec::default(), MethodSpec::default())
+    }
+}
+
+impl RunSpec {
+    /// A spec with the method's defaults (γ = n and the Gaussian prior for the
+    /// Bayesian methods).
+    pub fn new(data: DataSpec, method: MethodSpec) -> RunSpec {
+        let bayesian = super::registry::method(method.name()).is_some_and(|m| m.bayesian);
+        RunSpec {
+            data,
+            method,
+            gamma: bayesian.then(Gamma::default),
+            prior: bayesian.then(PriorSpec::default),
+            threads: None,
+        }
+    }
+
+    /// The defaults of the method named `name` (None if there is no such method).
+    pub fn for_method(data: DataSpec, name: &str) -> Option<RunSpec> {
+        MethodSpec::default_of(name).map(|m| RunSpec::new(data, m))
+    }
+
+    pub fn method_name(&self) -> &'static str {
+        self.method.name()
+    }
+
+    pub fn prior_kind(&self) -> Option<PriorKind> {
+        self.prior.as_ref().map(|p| p.kind)
+    }
+
+    /// The spec stored in a run record (an error if it is not a spec of this version).
+    pub fn from_value(v: &serde_json::Value) -> Result<RunSpec, String> {
+        serde_json::from_value(v.clone()).map_err(|e| format!("not a run specification: {e}"))
+    }
+
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("specs serialise")
+    }
+}
+
+/// Which file, which rows and columns, how to split.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DataSpec {
+    /// CSV file with a header row.
+    pub path: PathBuf,
+    /// Target column (None: the last column).
+    pub target: Option<String>,
+    /// Label of the positive class (None: 1 for 0/1 or −1/1 labels, else the rarer value).
+    pub positive: Option<String>,
+    /// Columns to exclude.
+    pub drop: Vec<String>,
+    pub missing: Missing,
+    /// Share of rows held out (stratified) when there is no test file; 0 = no test set.
+    pub test_frac: f64,
+    /// A test file with the same columns instead of a split.
+    pub test: Option<PathBuf>,
+    /// Seed of the split and of every random choice of the run.
+    pub seed: u64,
+}
+
+impl Default for DataSpec {
+    fn default() -> Self {
+        DataSpec {
+            path: PathBuf::new(),
+            target: None,
+            positive: None,
+            drop: Vec::new(),
+            missing: Missing::Drop,
+            test_frac: 0.25,
+            test: None,
+            seed: 0,
+        }
+    }
+}
+
+impl DataSpec {
+    /// The default options for the file at `path`.
+    pub fn of(path: impl Into<PathBuf>) -> DataSpec {
+        DataSpec {
+            path: path.into(),
+            ..DataSpec::default()
+        }
+    }
+}
+
+/// Rows with a missing cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Missing {
+    /// Dropped (and counted in the report).
+    #[default]
+    Drop,
+    /// An error at the first one.
+    Error,
+}
+
+/// The method and its own settings; serialised as `{"name": "ep", …settings}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "kebab-case")]
+pub enum MethodSpec {
+    Logit(LogitSpec),
+    Rankboost(RankBoostSpec),
+    Smc(SmcSpec),
+    Ep(EpSpec),
+}
+
+impl Default for MethodSpec {
+    fn default() -> Self {
+        MethodSpec::Logit(LogitSpec::default())
+    }
+}
+
+impl MethodSpec {
+    /// The registry name of the method.
+    pub fn name(&self) -> &'static str {
+        match self {
+            MethodSpec::Logit(_) => "logit",
+            MethodSpec::Rankboost(_) => "rankboost",
+            MethodSpec::Smc(_) => "smc",
+            MethodSpec::Ep(_) => "ep",
+        }
+    }
+
+    /// The method named `name` with its default settings.
+    pub fn default_of(name: &str) -> Option<MethodSpec> {
+        Some(match name {
+            "logit" => MethodSpec::Logit(LogitSpec::default()),
+            "rankboost" => MethodSpec::Rankboost(RankBoostSpec::default()),
+            "smc" => MethodSpec::Smc(SmcSpec::default()),
+            "ep" => MethodSpec::Ep(EpSpec::default()),
+            _ => return None,
+        })
+    }
+}
+
+/// L2 logistic regression (a baseline).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LogitSpec {
+    /// Fixed penalty λ (None: by cross-validation).
+    pub lambda: Option<f64>,
+    pub folds: usize,
+}
+
+impl Default for LogitSpec {
+    fn default() -> Self {
+        LogitSpec {
+            lambda: None,
+            folds: 5,
+        }
+    }
+}
+
+/// RankBoost.B (a baseline).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RankBoostSpec {
+    /// Fixed number of rounds (None: by cross-validation).
+    pub rounds: Option<usize>,
+    pub folds: usize,
+}
+
+impl Default for RankBoostSpec {
+    fn default() -> Self {
+        RankBoostSpec {
+            rounds: None,
+            folds: 5,
+        }
+    }
+}
+
+/// Metropolis kernel of SMC's moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SmcKernel {
+    #[default]
+    Auto,
+    Gpcn,
+    Rw,
+    Pcn,
+}
+
+/// Adaptive tempering SMC.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SmcSpec {
+    pub particles: usize,
+    /// Move steps per stage (None: adaptive, until the particles decorrelate).
+    pub moves: Option<usize>,
+    /// Waste-free chains of P states (None: standard SMC).
+    pub waste_free: Option<usize>,
+    pub ess: f64,
+    pub kernel: SmcKernel,
+    /// Initial step size (None: the kernel's default).
+    pub scale: Option<f64>,
+    pub fixed_scale: bool,
+    pub no_radial: bool,
+    pub max_stages: usize,
+    /// Seed of the sampler alone (None: the run's seed), to compare SMC seeds on one split.
+    pub smc_seed: Option<u64>,
+}
+
+impl Default for SmcSpec {
+    fn default() -> Self {
+        SmcSpec {
+            particles: 10_000,
+            moves: None,
+            waste_free: None,
+            ess: 0.5,
+            kernel: SmcKernel::Auto,
+            scale: None,
+            fixed_scale: false,
+            no_radial: false,
+            max_stages: 1000,
+            smc_seed: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EpForm {
+    #[default]
+    Auto,
+    Primal,
+    Reduced,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SitePrecision {
+    #[default]
+    Auto,
+    F64,
+    F32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SiteSteps {
+    #[default]
+    Adaptive,
+    Strict,
+}
+
+/// Expectation Propagation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EpSpec {
+    pub damping: f64,
+    pub tol: f64,
+    pub max_sweeps: usize,
+    /// γ grid of the cross-validation, as multiples of n (γ = auto).
+    pub gamma_grid: Vec<f64>,
+    pub folds: usize,
+    pub ep_form: EpForm,
+    pub site_precision: SitePrecision,
+    pub ard_iters: usize,
+    pub final_evidence_only: bool,
+    pub site_steps: SiteSteps,
+    pub keep_fixes: bool,
+}
+
+impl Default for EpSpec {
+    fn default() -> Self {
+        EpSpec {
+            damping: 0.7,
+            tol: 1e-4,
+            max_sweeps: 1000,
+            gamma_grid: vec![0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0],
+            folds: 5,
+            ep_form: EpForm::Auto,
+            site_precision: SitePrecision::Auto,
+            ard_iters: 100,
+            final_evidence_only: false,
+            site_steps: SiteSteps::Adaptive,
+            keep_fixes: false,
+        }
+    }
+}
+
+/// The family of the prior.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PriorKind {
+    #[default]
+    Gaussian,
+    Ard,
+    SpikeSlab,
+}
+
+impl PriorKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            PriorKind::Gaussian => "gaussian",
+            PriorKind::Ard => "ard",
+            PriorKind::SpikeSlab => "spike-slab",
+        }
+    }
+}
+
+/// The prior and its scales; the scales that do not belong to `kind` keep
+/// their defaults (the registry refuses them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PriorSpec {
+    pub kind: PriorKind,
+    /// Gaussian: the variance ϑ; ARD: every variance's starting value.
+    pub var: f64,
+    /// Spike-and-slab: v0 (None: 1e-4·v1, or 1e-4 when v1 is tuned).
+    pub spike_var: Option<f64>,
+    /// Spike-and-slab: v1.
+    pub slab_var: Tunable,
+    /// Spike-and-slab: p (None: 1 − e^{−1/d}, RACL14 Thm 2.5).
+    pub inclusion_prior: Option<Tunable>,
+}
+
+impl Default for PriorSpec {
+    fn default() -> Self {
+        PriorSpec {
+            kind: PriorKind::Gaussian,
+            var: 1.0,
+            spike_var: None,
+            slab_var: Tunable::Value(1.0),
+            inclusion_prior: None,
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! The registry against the spec's structs: every setting lives where its row
+//! says, every field of a settings struct is a setting, every default as typed
+//! is the struct's default, every choice is a value of its enum.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use super::registry::{METHODS, Methods, SETTINGS, Setting};
+use super::run_spec::{DataSpec, MethodSpec, PriorKind, RunSpec};
+use super::text::{from_given, value_at};
+use super::{build, registry};
+use crate::engine::Prior;
+
+const PRIORS: [PriorKind; 3] = [PriorKind::Gaussian, PriorKind::Ard, PriorKind::SpikeSlab];
+
+fn defaults(method: &str, prior: Option<PriorKind>) -> RunSpec {
+    let mut s = RunSpec::for_method(DataSpec::of("d.csv"), method).unwrap();
+    if let (Some(p), Some(k)) = (s.prior.as_mut(), prior) {
+        p.kind = k;
+    }
+    s
+}
+
+/// (method, prior) pairs a setting applies to.
+fn uses(s: &Setting) -> Vec<(&'static str, Option<PriorKind>)> {
+    let mut out = Vec::new();
+    for m in METHODS {
+        let priors: Vec<Option<PriorKind>> = if m.bayesian {
+            m.priors.iter().copied().map(Some).collect()
+        } else {
+            vec![None]
+        };
+        for p in priors {
+            if s.applies(m.name, p) {
+                out.push((m.name, p));
+            }
+        }
+    }
+    out
+}
+
+fn has_path(spec: &RunSpec, path: &str) -> bool {
+    let v = spec.to_value();
+    path.split('.').try_fold(&v, |v, k| v.get(k)).is_some()
+}
+
+#[test]
+fn every_setting_lives_at_its_path_for_every_use() {
+    for s in SETTINGS {
+        let uses = uses(s);
+        assert!(!uses.is_empty(), "{} applies to nothing", s.key);
+        for (m, p) in uses {
+            assert!(
+                has_path(&defaults(m, p), s.path),
+                "{}: no {} for {m}",
+                s.key,
+                s.path
+            );
+        }
+    }
+}
+
+#[test]
+fn every_field_of_the_settings_structs_is_a_setting() {
+    let paths: BTreeSet<&str> = SETTINGS.iter().map(|s| s.path).collect();
+    for m in METHODS {
+        let spec = defaults(m.name, m.priors.first().copied());
+        let v = spec.to_value();
+        for (group, skip) in [("method", "name"), ("data", "path"), ("prior", "")] {
+            let Some(obj) = v[group].as_object() else {
+                continue;
+            };
+            for field in obj.keys().filter(|k| *k != skip) {
+                let path = format!("{group}.{field}");
+                assert!(
+                    paths.contains(path.as_str()),
+                    "{}: {path} has no registry row",
+                    m.name
+                );
+                let s = SETTINGS.iter().find(|s| s.path == path).unwrap();
+                if group == "method" {
+                    assert!(
+                        s.applies_to_method(m.name),
+                        "{path} is a field of {} but not its setting",
+                        m.name
+                    );
+                }
+            }
+        }
+    }
+    assert!(paths.contains("gamma"));
+}
+
+#[test]
+fn defaults_as_typed_are_the_structs_defaults_and_choices_parse() {
+    for s in SETTINGS {
+        for (m, p) in uses(s) {
+            let mut given: Vec<(&str, &str)> = Vec::new();
+            if let Some(p) = p {
+                given.push(("prior", p.name()));
+            }
+            if s.requires == registry::Requires::GammaAuto {
+                let gamma = registry::setting_of("gamma").unwrap();
+                if !gamma.auto_allowed(m, p) {
+                    continue; // never given there: γ cannot be auto
+                }
+                given.push(("gamma", "auto"));
+            }
+            let base = from_given(PathBuf::from("d.csv"), m, &given).unwrap();
+            if !s.default.is_empty() && s.key != "prior" {
+                let mut with = given.clone();
+                with.push((s.key, s.default));
+                let typed = from_given(PathBuf::from("d.csv"), m, &with)
+                    .unwrap_or_else(|e| panic!("{} default for {m}: {e}", s.key));
+                assert_eq!(value_at(&typed, s), value_at(&base, s), "{} for {m}", s.key);
+            }
+            if let registry::Kind::Choice(names) = s.kind {
+                for c in names {
+                    if s.key == "prior"
+                        && !registry::method(m)
+                            .unwrap()
+                            .priors
+                            .iter()
+                            .any(|p| p.name() == *c)
+                    {
+                        continue;
+                    }
+                    let mut with: Vec<(&str, &str)> =
+                        given.iter().filter(|(k, _)| *k != s.key).copied().collect();
+                    with.push((s.key, c));
+                    if (s.key, *c) == ("kernel", "pcn") && p == Some(PriorKind::SpikeSlab) {
+                        continue; // refused: pcn needs a Gaussian prior
+                    }
+                    from_given(PathBuf::from("d.csv"), m, &with)
+                        .unwrap_or_else(|e| panic!("{} = {c} for {m}: {e}", s.key));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn methods_and_priors_are_consistent() {
+    for m in METHODS {
+        let spec = MethodSpec::default_of(m.name).expect("a settings struct per method");
+        assert_eq!(spec.name(), m.name);
+        assert_eq!(m.bayesian, !m.priors.is_empty(), "{}", m.name);
+        for p in m.priors {
+            assert!(PRIORS.contains(p));
+        }
+    }
+    for m in registry::AUTORUN_ORDER {
+        assert!(registry::method(m).is_some(), "{m}");
+    }
+    let keys: BTreeSet<&str> = SETTINGS.iter().map(|s| s.key).collect();
+    assert_eq!(keys.len(), SETTINGS.len(), "a key is used twice");
+    for s in SETTINGS {
+        assert!(!s.help.is_empty(), "{} has no help", s.key);
+        for (m, _) in s.auto_for {
+            assert!(
+                matches!(s.methods, Methods::All | Methods::Bayesian) || s.applies_to_method(m)
+            );
+        }
+    }
+}
+
+#[test]
+fn spike_slab_defaults_follow_theory() {
+    let s = from_given(PathBuf::from("d.csv"), "ep", &[("prior", "spike-slab")]).unwrap();
+    let Prior::SpikeSlab {
+        spike_var,
+        slab_var,
+        incl,
+    } = build::prior(s.prior.as_ref().unwrap(), 180)
+    else {
+        panic!()
+    };
+    assert_eq!((spike_var, slab_var), (1e-4, 1.0));
+    assert!((incl - (1.0 - (-1.0f64 / 180.0).exp())).abs() < 1e-15);
+    let s = from_given(
+        PathBuf::from("d.csv"),
+        "ep",
+        &[("prior", "spike-slab"), ("slab_var", "auto")],
+    )
+    .unwrap();
+    let Prior::SpikeSlab { spike_var, .. } = build::prior(s.prior.as_ref().unwrap(), 5) else {
+        panic!()
+    };
+    assert_eq!(spike_var, 1e-4, "v1 tuned: v0 stays at 1e-4");
+}

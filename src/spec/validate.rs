@@ -1,0 +1,239 @@
+//! Every refusal of a run specification, in one place: `check` before the data
+//! are read (ranges, settings that do not apply, rules between settings), and
+//! `validate` once the training size n and the dimension d are known. Engines
+//! check again (they are a library of their own), but a spec that passes here
+//! never gets an engine's refusal.
+
+use serde_json::Value;
+
+use super::error::SpecError;
+use super::registry::{self, Kind, Requires, Setting};
+use super::run_spec::{DataSpec, MethodSpec, PriorKind, RunSpec, SmcKernel};
+use super::text::value_at;
+use super::values::{Gamma, Tunable};
+
+/// Smallest spike variance as a share of the slab variance (ALGORITHMS.md §5).
+pub const MIN_SPIKE_OVER_SLAB: f64 = 1e-6;
+
+/// The checks that need no data.
+pub fn check(spec: &RunSpec) -> Result<(), SpecError> {
+    let method = spec.method_name();
+    let prior = spec.prior_kind();
+    let bayesian = registry::method(method).is_some_and(|m| m.bayesian);
+    if bayesian != spec.gamma.is_some() || bayesian != spec.prior.is_some() {
+        let what = if bayesian {
+            "needs γ and a prior"
+        } else {
+            "takes no γ and no prior"
+        };
+        return Err(SpecError::field("method", format!("{method} {what}")));
+    }
+    let mut defaults = RunSpec::for_method(DataSpec::of(&spec.data.path), method)
+        .expect("a spec's method is registered");
+    if let (Some(d), Some(k)) = (defaults.prior.as_mut(), prior) {
+        d.kind = k;
+    }
+    for s in registry::SETTINGS {
+        let value = value_at(spec, s);
+        let is_default = value == value_at(&defaults, s);
+        if !s.applies(method, prior) {
+            if !is_default {
+                return Err(SpecError::field(
+                    s.key,
+                    s.not_applicable_reason(method, prior),
+                ));
+            }
+            continue;
+        }
+        if s.requires == Requires::GammaAuto && !is_default && spec.gamma != Some(Gamma::Auto) {
+            return Err(SpecError::field(
+                s.key,
+                "applies only when `gamma` is auto (it is the cross-validation's grid)",
+            ));
+        }
+        check_value(s, &value, method, prior).map_err(|m| SpecError::field(s.key, m))?;
+    }
+    if let Some(p) = &spec.prior
+        && p.kind == PriorKind::SpikeSlab
+    {
+        let slab = p.slab_var.value().unwrap_or(1.0);
+        if let Some(v0) = p.spike_var {
+            let min = MIN_SPIKE_OVER_SLAB * slab;
+            if v0 < min {
+                return Err(SpecError::field(
+                    "spike_var",
+                    format!(
+                        "({v0:e}) must be ≥ 1e-6 × the slab variance, {min:e}: a near-Dirac spike breaks EP's natural parameters"
+                    ),
+                ));
+            }
+            if v0 >= slab && !p.slab_var.is_auto() {
+                return Err(SpecError::field(
+                    "spike_var",
+                    format!("({v0}) must be below the slab variance `slab_var` ({slab})"),
+                ));
+            }
+        }
+    }
+    if let MethodSpec::Smc(smc) = &spec.method {
+        if let Some(p) = smc.waste_free
+            && (!smc.particles.is_multiple_of(p) || smc.particles / p < 2)
+        {
+            return Err(SpecError::field(
+                "waste_free",
+                format!(
+                    "({p}): `particles` ({}) must be a multiple of P with at least 2 chains",
+                    smc.particles
+                ),
+            ));
+        }
+        if smc.kernel == SmcKernel::Pcn && prior == Some(PriorKind::SpikeSlab) {
+            return Err(SpecError::field(
+                "kernel",
+                "pcn needs a Gaussian prior (gaussian or ard); use rw or gpcn",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A value against its registry row: range, and `auto` only where allowed.
+fn check_value(
+    s: &Setting,
+    v: &Value,
+    method: &str,
+    prior: Option<PriorKind>,
+) -> Result<(), String> {
+    let in_range = |x: f64, r: registry::Range| {
+        if r.contains(x) {
+            Ok(())
+        } else {
+            Err(format!("must be {}; got {x}", r.describe()))
+        }
+    };
+    let auto_ok = || {
+        if s.auto_allowed(method, prior) {
+            Ok(())
+        } else {
+            Err(format!("cannot be auto for {method}"))
+        }
+    };
+    match (s.kind, v) {
+        (_, Value::Null) => Ok(()),
+        (Kind::Number(r), Value::Number(n)) => in_range(n.as_f64().unwrap_or(f64::NAN), r),
+        (Kind::Count(min), Value::Number(n)) => match n.as_u64() {
+            Some(x) if x >= min => Ok(()),
+            _ => Err(format!("must be a whole number ≥ {min}; got {n}")),
+        },
+        (Kind::Numbers(r), Value::Array(items)) => {
+            if items.is_empty() {
+                return Err("must list at least one number".into());
+            }
+            items
+                .iter()
+                .try_for_each(|x| in_range(x.as_f64().unwrap_or(f64::NAN), r))
+        }
+        (Kind::Gamma, v) => match serde_json::from_value::<Gamma>(v.clone()) {
+            Ok(Gamma::Auto) => auto_ok(),
+            Ok(Gamma::Value(g) | Gamma::PerN(g)) if g.is_finite() && g >= 0.0 => Ok(()),
+            Ok(g) => Err(format!("must be a number ≥ 0 or a multiple of n; got {g}")),
+            Err(e) => Err(e.to_string()),
+        },
+        (Kind::Tunable(r), v) => match serde_json::from_value::<Tunable>(v.clone()) {
+            Ok(Tunable::Auto) => auto_ok(),
+            Ok(Tunable::Value(x)) => in_range(x, r),
+            Err(e) => Err(e.to_string()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// The sizes the data-dependent checks need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dims {
+    /// Training rows.
+    pub n: usize,
+    /// Features (after encoding and dropping).
+    pub d: usize,
+}
+
+/// `check` and the checks that need the training size and dimension.
+pub fn validate(spec: &RunSpec, dims: Dims) -> Result<(), SpecError> {
+    check(spec)?;
+    if let MethodSpec::Smc(smc) = &spec.method
+        && let Some(c) = smc.scale
+    {
+        let gaussian = matches!(
+            spec.prior_kind(),
+            Some(PriorKind::Gaussian | PriorKind::Ard)
+        );
+        let max = super::build::smc_kernel(smc.kernel)
+            .resolve(dims.d, gaussian)
+            .max_scale(dims.d);
+        if c > max {
+            return Err(SpecError::field(
+                "scale",
+                format!(
+                    "must be in (0, {max}] for this kernel and d = {}; got {c}",
+                    dims.d
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::run_spec::{PriorSpec, SmcSpec};
+
+    #[test]
+    fn programmatic_specs_get_the_same_refusals() {
+        let data = DataSpec::of("d.csv");
+        let mut s = RunSpec::for_method(data.clone(), "smc").unwrap();
+        assert_eq!(check(&s), Ok(()));
+        s.method = MethodSpec::Smc(SmcSpec {
+            particles: 100,
+            waste_free: Some(30),
+            ..SmcSpec::default()
+        });
+        assert_eq!(check(&s).unwrap_err().field.as_deref(), Some("waste_free"));
+        let mut s = RunSpec::for_method(data.clone(), "ep").unwrap();
+        s.prior = Some(PriorSpec {
+            kind: PriorKind::SpikeSlab,
+            spike_var: Some(1e-9),
+            ..PriorSpec::default()
+        });
+        assert!(check(&s).unwrap_err().message.contains("1e-6"));
+        s.prior = Some(PriorSpec {
+            var: 4.0,
+            kind: PriorKind::SpikeSlab,
+            ..PriorSpec::default()
+        });
+        assert!(
+            check(&s)
+                .unwrap_err()
+                .message
+                .contains("only with the gaussian or ard prior")
+        );
+        let mut s = RunSpec::for_method(data.clone(), "smc").unwrap();
+        s.gamma = Some(Gamma::Auto);
+        assert!(check(&s).unwrap_err().message.contains("cannot be auto"));
+        let mut s = RunSpec::for_method(data, "logit").unwrap();
+        s.gamma = Some(Gamma::Value(1.0));
+        assert_eq!(check(&s).unwrap_err().field.as_deref(), Some("method"));
+    }
+
+    #[test]
+    fn the_step_size_cap_depends_on_the_dimension() {
+        let mut s = RunSpec::for_method(DataSpec::of("d.csv"), "smc").unwrap();
+        s.method = MethodSpec::Smc(SmcSpec {
+            kernel: SmcKernel::Rw,
+            scale: Some(3.0),
+            ..SmcSpec::default()
+        });
+        assert!(validate(&s, Dims { n: 100, d: 4 }).is_ok()); // cap 10·2.38/2
+        assert!(validate(&s, Dims { n: 100, d: 400 }).is_err()); // cap 1.19
+    }
+}
