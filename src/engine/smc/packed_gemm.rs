@@ -385,13 +385,13 @@ mod x86 {
                         for (j, aj) in acc.iter().enumerate().take(cols) {
                             let o = out.add((t * NR + j) * ld + row0);
                             if valid == h {
-                                for v in 0..V {
-                                    aj[v].store(o.add(v * S::W));
+                                for (v, a) in aj.iter().enumerate() {
+                                    a.store(o.add(v * S::W));
                                 }
                             } else {
                                 let mut tmp = [T::default(); 64];
-                                for v in 0..V {
-                                    aj[v].store(tmp.as_mut_ptr().add(v * S::W));
+                                for (v, a) in aj.iter().enumerate() {
+                                    a.store(tmp.as_mut_ptr().add(v * S::W));
                                 }
                                 std::ptr::copy_nonoverlapping(tmp.as_ptr(), o, valid);
                             }

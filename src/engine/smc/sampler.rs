@@ -223,9 +223,11 @@ pub fn run<T: Target + ?Sized>(
                 fits: &fits,
                 radial: s.radial,
             },
-            chains,
-            &ancestors,
-            Snapshots::plan(prev_steps, chains_n, d),
+            StageStart {
+                chains,
+                ancestors: &ancestors,
+                snapshots: Snapshots::plan(prev_steps, chains_n, d),
+            },
             &mut buf,
             ctl,
             &mut MoveProgress {
@@ -335,6 +337,15 @@ impl MoveProgress<'_> {
     }
 }
 
+/// A stage's chains at their start, with what the moves track besides them:
+/// the resampled ancestors (for the duplicated-copies rule) and the snapshots
+/// for the next fits.
+struct StageStart<'a> {
+    chains: Chains,
+    ancestors: &'a [usize],
+    snapshots: Snapshots,
+}
+
 /// The moves of one stage: standard SMC moves every chain until it has
 /// decorrelated from its start (or a fixed number of steps); waste-free keeps
 /// every state of N/P chains of P.
@@ -342,13 +353,16 @@ fn move_stage<T: Target + ?Sized>(
     target: &T,
     s: &SmcSettings,
     mut spec: StepSpec<'_>,
-    mut chains: Chains,
-    ancestors: &[usize],
-    mut snapshots: Snapshots,
+    start: StageStart<'_>,
     buf: &mut Proposals,
     ctl: &Control,
     progress: &mut MoveProgress<'_>,
 ) -> Result<Moved, EngineError> {
+    let StageStart {
+        mut chains,
+        ancestors,
+        mut snapshots,
+    } = start;
     let (d, m) = (chains.d, chains.len());
     let kernel = spec.kernel;
     let start_theta = chains.theta.clone();
