@@ -167,7 +167,7 @@ pub fn smc_settings(s: &SmcSpec, seed: u64) -> SmcSettings {
         adapt_scale: !s.fixed_scale,
         radial: !s.no_radial,
         max_stages: s.max_stages,
-        seed,
+        seed: s.smc_seed.unwrap_or(seed),
         ..d
     }
 }

@@ -305,6 +305,14 @@ pub const SETTINGS: &[Setting] = &[
         group: Group::Smc,
         ..setting("max_stages", "method.max_stages", Kind::Count(1))
     },
+    Setting {
+        label: "sampler seed",
+        help: "Seed of the sampler alone (default: the run's seed), to compare SMC seeds on one split.",
+        unset: "the run's seed",
+        methods: SMC,
+        group: Group::Smc,
+        ..setting("smc_seed", "method.smc_seed", Kind::Count(0))
+    },
     // EP.
     Setting {
         label: "damping η",

@@ -255,6 +255,8 @@ pub struct SmcSpec {
     pub fixed_scale: bool,
     pub no_radial: bool,
     pub max_stages: usize,
+    /// Seed of the sampler alone (None: the run's seed), to compare SMC seeds on one split.
+    pub smc_seed: Option<u64>,
     /// The PAC-Bayes certificate's ε (confidence 1 − ε).
     pub epsilon: f64,
 }
@@ -271,6 +273,7 @@ impl Default for SmcSpec {
             fixed_scale: false,
             no_radial: false,
             max_stages: 1000,
+            smc_seed: None,
             epsilon: DEFAULT_EPSILON,
         }
     }
