@@ -1,0 +1,293 @@
+//! Which figures a set of records supports: run records (`fit`, the
+//! explorer's export) and the `path` command's output.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::marginals::{GaussianSource, HistogramSource, marginals};
+use super::roc::{RocSource, roc};
+use super::selection::{CvCurve, cv_curve, inclusion, spike_slab_path};
+use super::traces::{ep_convergence, smc_trace};
+use super::Figure;
+use crate::engine::event::{EpSweep, Event, SmcStage};
+use crate::engine::record::RunRecord;
+
+/// The `path` command's JSON (the fields the figures use).
+#[derive(Debug, Clone, Deserialize)]
+pub struct PathRecord {
+    pub gamma: f64,
+    pub slab_var: f64,
+    pub inclusion_prior: f64,
+    pub points: Vec<PathPoint>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct PathPoint {
+    pub spike_over_slab: f64,
+    pub converged: bool,
+    pub log_evidence: Option<f64>,
+    pub coefficients: Vec<PathCoefficient>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct PathCoefficient {
+    pub name: String,
+    #[serde(deserialize_with = "num_or_nan")]
+    pub mean: f64,
+    #[serde(deserialize_with = "num_or_nan")]
+    pub inclusion: f64,
+}
+
+fn num_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// A record read from a file, with the name its series carry.
+pub enum Source {
+    Run { label: String, record: Box<RunRecord> },
+    Path { label: String, path: PathRecord },
+}
+
+/// Reads a run record or a `path` output; the error says what the file is not.
+pub fn load(file: &Path) -> Result<Source, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read it: {e}"))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("not JSON ({e})"))?;
+    let stem = file
+        .file_stem()
+        .map_or("run".into(), |s| s.to_string_lossy().into_owned());
+    if v.get("record_version").is_some() {
+        let record = RunRecord::from_json(&text)?;
+        return Ok(Source::Run {
+            label: stem,
+            record: Box::new(record),
+        });
+    }
+    if v.get("points").is_some() && v.get("slab_var").is_some() {
+        let path = serde_json::from_value(v)
+            .map_err(|e| format!("looks like a `pacauc path` output but is not one: {e}"))?;
+        return Ok(Source::Path { label: stem, path });
+    }
+    Err("neither a run record (pacauc fit --out) nor a regularisation path (pacauc path --out)"
+        .into())
+}
+
+/// A short name for a run: its method and prior ("ep ard", "smc"), made unique
+/// with the file name when two runs would share it.
+fn run_names(sources: &[Source]) -> Vec<String> {
+    let base: Vec<String> = sources
+        .iter()
+        .map(|s| match s {
+            Source::Run { record, .. } => {
+                let prior = record.prior.as_ref().map(|p| {
+                    serde_json::to_value(p)
+                        .ok()
+                        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(String::from))
+                        .unwrap_or_default()
+                });
+                match prior.as_deref() {
+                    None | Some("gaussian") | Some("") => record.method.clone(),
+                    Some(k) => format!("{} {}", record.method, k.replace('_', "-")),
+                }
+            }
+            Source::Path { .. } => "path".into(),
+        })
+        .collect();
+    base.iter()
+        .zip(sources)
+        .map(|(b, s)| {
+            let file = match s {
+                Source::Run { label, .. } | Source::Path { label, .. } => label,
+            };
+            if base.iter().filter(|x| *x == b).count() > 1 {
+                format!("{b} ({file})")
+            } else {
+                b.clone()
+            }
+        })
+        .collect()
+}
+
+/// File-name-safe form of a run name.
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+/// Every figure the sources support, and why the others were skipped.
+pub fn from_records(sources: &[Source]) -> (Vec<Figure>, Vec<String>) {
+    let names = run_names(sources);
+    let runs: Vec<(&str, &RunRecord)> = sources
+        .iter()
+        .zip(&names)
+        .filter_map(|(s, n)| match s {
+            Source::Run { record, .. } => Some((n.as_str(), record.as_ref())),
+            Source::Path { .. } => None,
+        })
+        .collect();
+    let mut figs = Vec::new();
+    let mut skipped = Vec::new();
+    let many = runs.len() > 1;
+    let id = |kind: &str, name: &str| {
+        if many {
+            format!("{kind}-{}", slug(name))
+        } else {
+            kind.to_string()
+        }
+    };
+    if !runs.is_empty() {
+        figs.push(roc_of(&runs));
+    }
+    marginals_of(&runs, &mut figs, &mut skipped);
+    for &(name, r) in &runs {
+        let stages: Vec<SmcStage> = r
+            .trace
+            .iter()
+            .filter_map(|e| match e {
+                Event::SmcStage(s) => Some(s.clone()),
+                _ => None,
+            })
+            .collect();
+        let sweeps: Vec<EpSweep> = r
+            .trace
+            .iter()
+            .filter_map(|e| match e {
+                Event::EpSweep(s) => Some(s.clone()),
+                _ => None,
+            })
+            .collect();
+        let num = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_f64());
+        if let Some(f) = smc_trace(&stages, num(&r.parameters, "ess"), name, &id("smc-trace", name)) {
+            figs.push(f);
+        }
+        if let Some(f) = ep_convergence(&sweeps, num(&r.details, "tol"), name, &id("ep-convergence", name))
+        {
+            figs.push(f);
+        }
+        if stages.is_empty() && sweeps.is_empty() && r.prior.is_some() {
+            skipped.push(format!("trace ({name}): the record has no SMC stages or EP sweeps"));
+        }
+        match r.details.get("cv").filter(|c| !c.is_null()) {
+            Some(cv) => match serde_json::from_value::<CvCurve>(cv.clone()) {
+                Ok(cv) => figs.extend(cv_curve(&cv, name, &id("cv", name))),
+                Err(e) => skipped.push(format!("cv ({name}): unreadable details.cv: {e}")),
+            },
+            None => skipped.push(format!(
+                "cv ({name}): nothing was chosen by cross-validation in this run"
+            )),
+        }
+        match &r.inclusion {
+            Some(p) => figs.extend(inclusion(p, name, &id("inclusion", name))),
+            None => skipped.push(format!(
+                "inclusion ({name}): only spike-and-slab runs have inclusion probabilities"
+            )),
+        }
+    }
+    for (s, name) in sources.iter().zip(&names) {
+        if let Source::Path { path, .. } = s {
+            let pid = if many || sources.len() > 1 {
+                format!("path-{}", slug(name))
+            } else {
+                "path".into()
+            };
+            match spike_slab_path(path, &pid) {
+                Some(f) => figs.push(f),
+                None => skipped.push(format!("path ({name}): no grid point converged")),
+            }
+        }
+    }
+    (figs, skipped)
+}
+
+fn roc_of(runs: &[(&str, &RunRecord)]) -> Figure {
+    // Test curves when every run has one (the same held-out rows), else training.
+    let test = runs.iter().all(|(_, r)| !r.roc.test.fpr.is_empty());
+    let srcs: Vec<RocSource> = runs
+        .iter()
+        .map(|&(name, r)| RocSource {
+            label: name.to_string(),
+            curve: if test { &r.roc.test } else { &r.roc.train },
+            auc: if test {
+                r.auc.test.unwrap_or(f64::NAN)
+            } else {
+                r.auc.train
+            },
+        })
+        .collect();
+    let r0 = runs[0].1;
+    let rows = if test {
+        format!(
+            "test set: {} rows, {} positive",
+            r0.split.test_rows, r0.split.test_positives
+        )
+    } else {
+        format!(
+            "training set: {} rows, {} positive (no test set in {})",
+            r0.split.train_rows,
+            r0.split.train_positives,
+            if runs.len() > 1 { "every record" } else { "the record" }
+        )
+    };
+    roc(&srcs, &format!("{} · {rows}", r0.dataset.path))
+}
+
+fn marginals_of(runs: &[(&str, &RunRecord)], figs: &mut Vec<Figure>, skipped: &mut Vec<String>) {
+    let sample = runs
+        .iter()
+        .find(|(_, r)| !r.histograms.is_empty())
+        .map(|&(name, r)| HistogramSource {
+            label: name.to_string(),
+            coefficients: &r.coefficients,
+            histograms: &r.histograms,
+        });
+    // Gaussian approximations of a Gibbs posterior (not a baseline's Laplace sds,
+    // which live on another scale).
+    let same_data = |r: &RunRecord| {
+        runs.iter()
+            .find(|(_, s)| !s.histograms.is_empty())
+            .is_none_or(|(_, s)| s.dataset.fingerprint == r.dataset.fingerprint)
+    };
+    for (name, r) in runs {
+        if r.prior.is_some() && r.histograms.is_empty() && !same_data(r) {
+            skipped.push(format!(
+                "marginals ({name}): another data set than the SMC record's; not overlaid"
+            ));
+        }
+    }
+    let gaussians: Vec<GaussianSource> = runs
+        .iter()
+        .filter(|(_, r)| r.prior.is_some() && r.histograms.is_empty() && same_data(r))
+        .filter(|(_, r)| r.coefficients.iter().any(|c| c.sd.is_finite() && c.sd > 0.0))
+        .map(|&(name, r)| GaussianSource {
+            label: name.to_string(),
+            coefficients: &r.coefficients,
+        })
+        .collect();
+    let data = runs.first().map_or(String::new(), |(_, r)| r.dataset.path.clone());
+    match (&sample, gaussians.is_empty()) {
+        (None, true) => {
+            skipped.push(
+                "marginals: needs a Gibbs-posterior record (smc, ep); baselines have no posterior"
+                    .into(),
+            );
+            return;
+        }
+        (None, false) => skipped.push(
+            "marginals: needs an SMC record for the histogram; drawing the Gaussian only".into(),
+        ),
+        (Some(_), true) => skipped.push(
+            "marginals: no EP record of the same data to overlay; drawing the SMC histogram only"
+                .into(),
+        ),
+        _ => {}
+    }
+    figs.extend(marginals(sample.as_ref(), &gaussians, &data));
+}
