@@ -101,7 +101,7 @@ fn run_names(sources: &[Source]) -> Vec<String> {
                 Source::Run { label, .. } | Source::Path { label, .. } => label,
             };
             if base.iter().filter(|x| *x == b).count() > 1 {
-                format!("{b} ({file})")
+                format!("{b} · {file}")
             } else {
                 b.clone()
             }
@@ -122,87 +122,126 @@ fn slug(s: &str) -> String {
     out.trim_matches('-').to_string()
 }
 
-/// Every figure the sources support, and why the others were skipped.
+/// File-name suffixes: the file stems, made unique.
+fn suffixes(sources: &[Source]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in sources {
+        let file = match s {
+            Source::Run { label, .. } | Source::Path { label, .. } => slug(label),
+        };
+        let mut name = if file.is_empty() { "run".to_string() } else { file };
+        let mut i = 2;
+        while out.contains(&name) {
+            name = format!("{}-{i}", name.trim_end_matches(char::is_numeric).trim_end_matches('-'));
+            i += 1;
+        }
+        out.push(name);
+    }
+    out
+}
+
+fn of_kind<T: Clone>(trace: &[Event], pick: impl Fn(&Event) -> Option<&T>) -> Vec<T> {
+    trace.iter().filter_map(|e| pick(e).cloned()).collect()
+}
+
+/// Every figure the sources support, and why the others were skipped (one
+/// line per figure kind that no source supports, or per source that fails).
 pub fn from_records(sources: &[Source]) -> (Vec<Figure>, Vec<String>) {
     let names = run_names(sources);
-    let runs: Vec<(&str, &RunRecord)> = sources
-        .iter()
-        .zip(&names)
-        .filter_map(|(s, n)| match s {
-            Source::Run { record, .. } => Some((n.as_str(), record.as_ref())),
-            Source::Path { .. } => None,
-        })
-        .collect();
-    let mut figs = Vec::new();
-    let mut skipped = Vec::new();
-    let many = runs.len() > 1;
-    let id = |kind: &str, name: &str| {
+    let ids = suffixes(sources);
+    let many = sources.len() > 1;
+    let id = |kind: &str, i: usize| {
         if many {
-            format!("{kind}-{}", slug(name))
+            format!("{kind}-{}", ids[i])
         } else {
             kind.to_string()
         }
     };
-    if !runs.is_empty() {
-        figs.push(roc_of(&runs));
+    let runs: Vec<(usize, &str, &RunRecord)> = sources
+        .iter()
+        .zip(&names)
+        .enumerate()
+        .filter_map(|(i, (s, n))| match s {
+            Source::Run { record, .. } => Some((i, n.as_str(), record.as_ref())),
+            Source::Path { .. } => None,
+        })
+        .collect();
+    let named: Vec<(&str, &RunRecord)> = runs.iter().map(|&(_, n, r)| (n, r)).collect();
+    let mut figs = Vec::new();
+    let mut skipped = Vec::new();
+    if runs.is_empty() {
+        skipped.push("roc: needs a run record (pacauc fit --out)".into());
+    } else {
+        figs.push(roc_of(&named));
     }
-    marginals_of(&runs, &mut figs, &mut skipped);
-    for &(name, r) in &runs {
-        let stages: Vec<SmcStage> = r
-            .trace
-            .iter()
-            .filter_map(|e| match e {
-                Event::SmcStage(s) => Some(s.clone()),
-                _ => None,
-            })
-            .collect();
-        let sweeps: Vec<EpSweep> = r
-            .trace
-            .iter()
-            .filter_map(|e| match e {
-                Event::EpSweep(s) => Some(s.clone()),
-                _ => None,
-            })
-            .collect();
+    marginals_of(&named, &mut figs, &mut skipped);
+    let (mut smc, mut ep, mut cv, mut incl) = (0, 0, 0, 0);
+    for &(i, name, r) in &runs {
+        let stages: Vec<SmcStage> = of_kind(&r.trace, |e| match e {
+            Event::SmcStage(s) => Some(s),
+            _ => None,
+        });
+        let sweeps: Vec<EpSweep> = of_kind(&r.trace, |e| match e {
+            Event::EpSweep(s) => Some(s),
+            _ => None,
+        });
         let num = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_f64());
-        if let Some(f) = smc_trace(&stages, num(&r.parameters, "ess"), name, &id("smc-trace", name)) {
+        if let Some(f) = smc_trace(&stages, num(&r.parameters, "ess"), name, &id("smc-trace", i)) {
             figs.push(f);
+            smc += 1;
         }
-        if let Some(f) = ep_convergence(&sweeps, num(&r.details, "tol"), name, &id("ep-convergence", name))
-        {
+        let tol = num(&r.details, "tol");
+        if let Some(f) = ep_convergence(&sweeps, tol, name, &id("ep-convergence", i)) {
             figs.push(f);
+            ep += 1;
         }
-        if stages.is_empty() && sweeps.is_empty() && r.prior.is_some() {
-            skipped.push(format!("trace ({name}): the record has no SMC stages or EP sweeps"));
-        }
-        match r.details.get("cv").filter(|c| !c.is_null()) {
-            Some(cv) => match serde_json::from_value::<CvCurve>(cv.clone()) {
-                Ok(cv) => figs.extend(cv_curve(&cv, name, &id("cv", name))),
+        if let Some(c) = r.details.get("cv").filter(|c| !c.is_null()) {
+            match serde_json::from_value::<CvCurve>(c.clone()) {
+                Ok(c) => {
+                    let f = cv_curve(&c, name, &id("cv", i));
+                    cv += usize::from(f.is_some());
+                    figs.extend(f);
+                }
                 Err(e) => skipped.push(format!("cv ({name}): unreadable details.cv: {e}")),
-            },
-            None => skipped.push(format!(
-                "cv ({name}): nothing was chosen by cross-validation in this run"
-            )),
+            }
         }
-        match &r.inclusion {
-            Some(p) => figs.extend(inclusion(p, name, &id("inclusion", name))),
-            None => skipped.push(format!(
-                "inclusion ({name}): only spike-and-slab runs have inclusion probabilities"
-            )),
+        if let Some(p) = &r.inclusion {
+            let f = inclusion(p, name, &id("inclusion", i));
+            incl += usize::from(f.is_some());
+            figs.extend(f);
         }
     }
-    for (s, name) in sources.iter().zip(&names) {
+    if smc == 0 {
+        skipped.push("smc-trace: needs a record of an SMC run (pacauc fit --method smc)".into());
+    }
+    if ep == 0 {
+        skipped.push("ep-convergence: needs a record of an EP run (pacauc fit --method ep)".into());
+    }
+    if cv == 0 {
+        skipped.push(
+            "cv: no record chose a parameter by cross-validation (logit, rankboost, or ep with \
+             γ auto)"
+                .into(),
+        );
+    }
+    if incl == 0 {
+        skipped.push(
+            "inclusion: needs a spike-and-slab record (pacauc fit --method ep --prior spike-slab)"
+                .into(),
+        );
+    }
+    let mut paths = 0;
+    for (i, (s, name)) in sources.iter().zip(&names).enumerate() {
         if let Source::Path { path, .. } = s {
-            let pid = if many || sources.len() > 1 {
-                format!("path-{}", slug(name))
-            } else {
-                "path".into()
-            };
-            match spike_slab_path(path, &pid) {
+            paths += 1;
+            match spike_slab_path(path, &id("path", i)) {
                 Some(f) => figs.push(f),
                 None => skipped.push(format!("path ({name}): no grid point converged")),
             }
         }
+    }
+    if paths == 0 {
+        skipped.push("path: needs the output of pacauc path".into());
     }
     (figs, skipped)
 }

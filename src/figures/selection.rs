@@ -189,7 +189,10 @@ pub fn spike_slab_path(path: &PathRecord, id: &str) -> Option<Figure> {
         Axis::linear("P(z_k = 1 | D)").range(0.0, 1.0),
     );
     // Grey lines first, so the named features are drawn over them.
-    for &k in by_peak.iter().rev() {
+    let drawn = by_peak[PATH_NAMED.min(by_peak.len())..]
+        .iter()
+        .chain(&by_peak[..PATH_NAMED.min(by_peak.len())]);
+    for &k in drawn {
         let (style, name) = style_name(k);
         let along = |f: &dyn Fn(&super::records::PathCoefficient) -> f64| {
             finite(

@@ -80,8 +80,10 @@ pub fn smc_trace(stages: &[SmcStage], tau: Option<f64>, label: &str, id: &str) -
         id: id.to_string(),
         title: format!("SMC trace: {label}"),
         subtitle: Some(format!(
-            "{} stages to γ = {:.4}, log Z = {:.3}",
-            last.stage, last.gamma, last.log_z
+            "{} stages to γ = {}, log Z = {:.3}",
+            last.stage,
+            (last.gamma * 1e4).round() / 1e4,
+            last.log_z
         )),
         panels: vec![gamma, mix, moves, log_z],
         columns: 2,
