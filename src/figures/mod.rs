@@ -234,4 +234,4 @@ pub fn finite(points: impl IntoIterator<Item = [f64; 2]>) -> Vec<[f64; 2]> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -278,55 +278,68 @@ fn roc_of(runs: &[(&str, &RunRecord)]) -> Figure {
     roc(&srcs, &format!("{} · {rows}", r0.dataset.path))
 }
 
-fn marginals_of(runs: &[(&str, &RunRecord)], figs: &mut Vec<Figure>, skipped: &mut Vec<String>) {
-    let sample = runs
-        .iter()
-        .find(|(_, r)| !r.histograms.is_empty())
-        .map(|&(name, r)| HistogramSource {
-            label: name.to_string(),
-            coefficients: &r.coefficients,
-            histograms: &r.histograms,
-        });
-    // Gaussian approximations of a Gibbs posterior (not a baseline's Laplace sds,
-    // which live on another scale).
-    let same_data = |r: &RunRecord| {
-        runs.iter()
-            .find(|(_, s)| !s.histograms.is_empty())
-            .is_none_or(|(_, s)| s.dataset.fingerprint == r.dataset.fingerprint)
+/// Whether two records sample the same Gibbs posterior: same data, prior and
+/// γ. The AUC risk is scale-free, so the prior alone sets the posterior's
+/// scale (ALGORITHMS.md §2): marginals under different priors are not comparable.
+fn same_posterior(a: &RunRecord, b: &RunRecord) -> bool {
+    let prior = |r: &RunRecord| serde_json::to_value(&r.prior).ok();
+    let gamma = match (a.gamma, b.gamma) {
+        (Some(x), Some(y)) => (x - y).abs() <= 1e-9 * x.abs().max(y.abs()),
+        _ => false,
     };
-    for (name, r) in runs {
-        if r.prior.is_some() && r.histograms.is_empty() && !same_data(r) {
+    a.dataset.fingerprint == b.dataset.fingerprint && prior(a) == prior(b) && gamma
+}
+
+fn marginals_of(runs: &[(&str, &RunRecord)], figs: &mut Vec<Figure>, skipped: &mut Vec<String>) {
+    // Gibbs posteriors only: a baseline's Laplace sds live on another scale.
+    let gibbs = |r: &RunRecord| {
+        r.prior.is_some() && r.coefficients.iter().any(|c| c.sd.is_finite() && c.sd > 0.0)
+    };
+    let smc = runs.iter().find(|(_, r)| !r.histograms.is_empty());
+    let Some(&(_, reference)) = smc.or_else(|| runs.iter().find(|(_, r)| gibbs(r))) else {
+        skipped.push(
+            "marginals: needs a Gibbs-posterior record (smc, ep); baselines have no posterior"
+                .into(),
+        );
+        return;
+    };
+    let sample = smc.map(|&(name, r)| HistogramSource {
+        label: name.to_string(),
+        coefficients: &r.coefficients,
+        histograms: &r.histograms,
+    });
+    let mut gaussians = Vec::new();
+    for &(name, r) in runs {
+        if !r.histograms.is_empty() || !gibbs(r) {
+            continue;
+        }
+        if same_posterior(r, reference) {
+            gaussians.push(GaussianSource {
+                label: name.to_string(),
+                coefficients: &r.coefficients,
+            });
+        } else {
             skipped.push(format!(
-                "marginals ({name}): another data set than the SMC record's; not overlaid"
+                "marginals ({name}): another data set, prior or γ than the reference run's \
+                 (the prior sets the posterior's scale); not overlaid"
             ));
         }
     }
-    let gaussians: Vec<GaussianSource> = runs
-        .iter()
-        .filter(|(_, r)| r.prior.is_some() && r.histograms.is_empty() && same_data(r))
-        .filter(|(_, r)| r.coefficients.iter().any(|c| c.sd.is_finite() && c.sd > 0.0))
-        .map(|&(name, r)| GaussianSource {
-            label: name.to_string(),
-            coefficients: &r.coefficients,
-        })
-        .collect();
-    let data = runs.first().map_or(String::new(), |(_, r)| r.dataset.path.clone());
     match (&sample, gaussians.is_empty()) {
-        (None, true) => {
-            skipped.push(
-                "marginals: needs a Gibbs-posterior record (smc, ep); baselines have no posterior"
-                    .into(),
-            );
-            return;
-        }
-        (None, false) => skipped.push(
+        (None, _) => skipped.push(
             "marginals: needs an SMC record for the histogram; drawing the Gaussian only".into(),
         ),
         (Some(_), true) => skipped.push(
-            "marginals: no EP record of the same data to overlay; drawing the SMC histogram only"
+            "marginals: no Gaussian approximation (ep) of the same posterior to overlay; \
+             drawing the SMC histogram only"
                 .into(),
         ),
         _ => {}
     }
+    let data = format!(
+        "{} · γ = {}",
+        reference.dataset.path,
+        reference.gamma.map_or("-".into(), |g| format!("{g}"))
+    );
     figs.extend(marginals(sample.as_ref(), &gaussians, &data));
 }
