@@ -89,9 +89,8 @@ pub fn run(args: &PlotArgs) -> Result<(), CliError> {
     })?;
     let mut count = 0;
     for f in figs.iter().filter(|f| wanted(f)) {
-        let paths = plot::write(f, &args.out, formats).map_err(|e| {
-            CliError::Input(format!("{e}; choose a writable folder with --out"))
-        })?;
+        let paths = plot::write(f, &args.out, formats)
+            .map_err(|e| CliError::Input(format!("{e}; choose a writable folder with --out")))?;
         for p in paths {
             println!("{}", p.display());
             count += 1;

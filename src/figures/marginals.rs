@@ -40,7 +40,11 @@ pub fn density_steps(h: &Histogram) -> Vec<Bar> {
         .map(|(i, &c)| Bar {
             x0: h.lo + i as f64 * width,
             x1: h.lo + (i + 1) as f64 * width,
-            y: if c.is_finite() { c / (total * width) } else { 0.0 },
+            y: if c.is_finite() {
+                c / (total * width)
+            } else {
+                0.0
+            },
         })
         .collect()
 }

@@ -5,11 +5,11 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use super::Figure;
 use super::marginals::{GaussianSource, HistogramSource, marginals};
 use super::roc::{RocSource, roc};
 use super::selection::{CvCurve, cv_curve, inclusion, spike_slab_path};
 use super::traces::{ep_convergence, smc_trace};
-use super::Figure;
 use crate::engine::event::{EpSweep, Event, SmcStage};
 use crate::engine::record::RunRecord;
 
@@ -45,8 +45,14 @@ fn num_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 
 /// A record read from a file, with the name its series carry.
 pub enum Source {
-    Run { label: String, record: Box<RunRecord> },
-    Path { label: String, path: PathRecord },
+    Run {
+        label: String,
+        record: Box<RunRecord>,
+    },
+    Path {
+        label: String,
+        path: PathRecord,
+    },
 }
 
 /// Reads a run record or a `path` output; the error says what the file is not.
@@ -69,8 +75,10 @@ pub fn load(file: &Path) -> Result<Source, String> {
             .map_err(|e| format!("looks like a `pacauc path` output but is not one: {e}"))?;
         return Ok(Source::Path { label: stem, path });
     }
-    Err("neither a run record (pacauc fit --out) nor a regularisation path (pacauc path --out)"
-        .into())
+    Err(
+        "neither a run record (pacauc fit --out) nor a regularisation path (pacauc path --out)"
+            .into(),
+    )
 }
 
 /// A short name for a run: its method and prior ("ep ard", "smc"), made unique
@@ -129,10 +137,18 @@ fn suffixes(sources: &[Source]) -> Vec<String> {
         let file = match s {
             Source::Run { label, .. } | Source::Path { label, .. } => slug(label),
         };
-        let mut name = if file.is_empty() { "run".to_string() } else { file };
+        let mut name = if file.is_empty() {
+            "run".to_string()
+        } else {
+            file
+        };
         let mut i = 2;
         while out.contains(&name) {
-            name = format!("{}-{i}", name.trim_end_matches(char::is_numeric).trim_end_matches('-'));
+            name = format!(
+                "{}-{i}",
+                name.trim_end_matches(char::is_numeric)
+                    .trim_end_matches('-')
+            );
             i += 1;
         }
         out.push(name);
@@ -186,7 +202,12 @@ pub fn from_records(sources: &[Source]) -> (Vec<Figure>, Vec<String>) {
             _ => None,
         });
         let num = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_f64());
-        if let Some(f) = smc_trace(&stages, num(&r.parameters, "ess"), name, &id("smc-trace", i)) {
+        if let Some(f) = smc_trace(
+            &stages,
+            num(&r.parameters, "ess"),
+            name,
+            &id("smc-trace", i),
+        ) {
             figs.push(f);
             smc += 1;
         }
@@ -272,7 +293,11 @@ fn roc_of(runs: &[(&str, &RunRecord)]) -> Figure {
             "training set: {} rows, {} positive (no test set in {})",
             r0.split.train_rows,
             r0.split.train_positives,
-            if runs.len() > 1 { "every record" } else { "the record" }
+            if runs.len() > 1 {
+                "every record"
+            } else {
+                "the record"
+            }
         )
     };
     roc(&srcs, &format!("{} · {rows}", r0.dataset.path))
@@ -293,7 +318,10 @@ fn same_posterior(a: &RunRecord, b: &RunRecord) -> bool {
 fn marginals_of(runs: &[(&str, &RunRecord)], figs: &mut Vec<Figure>, skipped: &mut Vec<String>) {
     // Gibbs posteriors only: a baseline's Laplace sds live on another scale.
     let gibbs = |r: &RunRecord| {
-        r.prior.is_some() && r.coefficients.iter().any(|c| c.sd.is_finite() && c.sd > 0.0)
+        r.prior.is_some()
+            && r.coefficients
+                .iter()
+                .any(|c| c.sd.is_finite() && c.sd > 0.0)
     };
     let smc = runs.iter().find(|(_, r)| !r.histograms.is_empty());
     let Some(&(_, reference)) = smc.or_else(|| runs.iter().find(|(_, r)| gibbs(r))) else {

@@ -1,6 +1,6 @@
 //! ROC curves of one or more runs (RACL14 Fig. 2).
 
-use super::{Axis, Data, Dash, Figure, Panel, Series, Style, finite};
+use super::{Axis, Dash, Data, Figure, Panel, Series, Style, finite};
 use crate::engine::record::Curve;
 
 /// One run's curve for the ROC figure.

@@ -102,7 +102,10 @@ pub fn cv_curve(cv: &CvCurve, label: &str, id: &str) -> Option<Figure> {
     Some(Figure::single(
         id,
         format!("Cross-validation: {label}"),
-        Some(format!("{} folds; the grid point with the best mean is chosen", cv.fold_auc.len())),
+        Some(format!(
+            "{} folds; the grid point with the best mean is chosen",
+            cv.fold_auc.len()
+        )),
         p,
     ))
 }
@@ -230,7 +233,9 @@ pub fn spike_slab_path(path: &PathRecord, id: &str) -> Option<Figure> {
         path.gamma, path.slab_var, path.inclusion_prior
     );
     if failed > 0 {
-        sub.push_str(&format!(" · {failed} grid point(s) did not converge (left out)"));
+        sub.push_str(&format!(
+            " · {failed} grid point(s) did not converge (left out)"
+        ));
     }
     Some(Figure {
         id: id.to_string(),

@@ -166,7 +166,11 @@ fn smc_trace_leaves_the_prior_stage_out_of_log_and_move_panels() {
     let stages: Vec<SmcStage> = (0..5).map(|t| stage(t, t as f64 * 10.0)).collect();
     let f = smc_trace(&stages, Some(0.5), "smc", "smc-trace").unwrap();
     assert_eq!(f.panels.len(), 4);
-    assert_eq!(f.panels[0].series[0].data.len(), 4, "γ_0 = 0 is off a log axis");
+    assert_eq!(
+        f.panels[0].series[0].data.len(),
+        4,
+        "γ_0 = 0 is off a log axis"
+    );
     assert_eq!(f.panels[1].series[0].data.len(), 4);
     assert_eq!(f.panels[3].series[0].data.len(), 5, "log Z_0 = 0 is shown");
     assert_eq!(f.panels[1].marks.len(), 1);
@@ -189,7 +193,13 @@ fn ep_convergence_has_an_evidence_panel_only_when_recorded() {
     };
     let with: Vec<EpSweep> = (1..6).map(|i| sweep(i, Some(-1.0))).collect();
     let without: Vec<EpSweep> = (1..6).map(|i| sweep(i, None)).collect();
-    assert_eq!(ep_convergence(&with, Some(1e-4), "ep", "e").unwrap().panels.len(), 3);
+    assert_eq!(
+        ep_convergence(&with, Some(1e-4), "ep", "e")
+            .unwrap()
+            .panels
+            .len(),
+        3
+    );
     let f = ep_convergence(&without, Some(1e-4), "ep", "e").unwrap();
     assert_eq!(f.panels.len(), 2);
     assert!(f.panels[0].y.log);
@@ -219,8 +229,15 @@ fn cv_curve_marks_the_chosen_point_and_spans_the_folds() {
     let Data::Band { lo, hi, .. } = &p.series[0].data else {
         panic!()
     };
-    assert_eq!((lo.as_slice(), hi.as_slice()), (&[0.7, 0.8][..], &[0.9, 0.9][..]));
-    assert_eq!(p.series[1].data.len(), 2, "a point without a mean is left out");
+    assert_eq!(
+        (lo.as_slice(), hi.as_slice()),
+        (&[0.7, 0.8][..], &[0.9, 0.9][..])
+    );
+    assert_eq!(
+        p.series[1].data.len(),
+        2,
+        "a point without a mean is left out"
+    );
     assert_eq!(p.series[2].data, Data::Points(vec![[1.0, 0.85]]));
     assert_eq!(p.marks.len(), 1);
 }

@@ -94,7 +94,12 @@ pub fn smc_trace(stages: &[SmcStage], tau: Option<f64>, label: &str, id: &str) -
 /// tolerance line tol·η_t, log Z_EP when recorded, and the damping η and the
 /// share of negative sites. x is the sweep's position in the run: tuning loops
 /// (ARD, γ by CV) restart the engine's sweep count. None without sweeps.
-pub fn ep_convergence(sweeps: &[EpSweep], tol: Option<f64>, label: &str, id: &str) -> Option<Figure> {
+pub fn ep_convergence(
+    sweeps: &[EpSweep],
+    tol: Option<f64>,
+    label: &str,
+    id: &str,
+) -> Option<Figure> {
     if sweeps.is_empty() {
         return None;
     }

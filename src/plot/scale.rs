@@ -102,7 +102,11 @@ fn resolve(axis: &Axis, values: &[f64]) -> Scale {
         (lo, hi) = if axis.log { (0.0, 1.0) } else { (0.0, 1.0) };
     }
     if hi - lo <= 1e-12 * lo.abs().max(1.0) {
-        let w = if axis.log { 0.5 } else { lo.abs().max(1.0) * 0.1 };
+        let w = if axis.log {
+            0.5
+        } else {
+            lo.abs().max(1.0) * 0.1
+        };
         (lo, hi) = (lo - w, hi + w);
     }
     // A little room around data-driven ends, none at fixed ends.

@@ -172,7 +172,11 @@ fn panel(out: &mut String, p: &Panel, id: usize, [bx, by, bw, bh]: [f64; 4]) {
     let left = bx + 22.0 + ytick_w + 8.0;
     let right = bx + bw - 18.0;
     let top = by + title_h + 6.0;
-    let x_labels_h = if cat { xcat_w * 0.72 + 10.0 } else { TICK + 6.0 };
+    let x_labels_h = if cat {
+        xcat_w * 0.72 + 10.0
+    } else {
+        TICK + 6.0
+    };
     let bottom = by + bh - (x_labels_h + SMALL + 14.0);
     let (pw, ph) = (right - left, bottom - top);
     let px = |v: f64| sx.frac(v).map(|f| left + f * pw);
@@ -281,11 +285,7 @@ fn series(
 ) {
     let c = color(s.style.color);
     let wgt = if s.style.color == REFERENCE { 1.4 } else { 2.2 };
-    let _ = writeln!(
-        out,
-        r#"<g class="series" data-name="{}">"#,
-        escape(&s.name)
-    );
+    let _ = writeln!(out, r#"<g class="series" data-name="{}">"#, escape(&s.name));
     let xy = |q: &[f64; 2]| Some((px(q[0])?, py(q[1])?));
     match &s.data {
         Data::Line(pts) => {
@@ -358,7 +358,8 @@ fn series(
 }
 
 fn mark(out: &mut String, m: &Mark, sx: &Scale, sy: &Scale, [l, t, r, b]: [f64; 4]) {
-    let halo = r##"class="mark-label" fill="#222" stroke="white" stroke-width="3" paint-order="stroke""##;
+    let halo =
+        r##"class="mark-label" fill="#222" stroke="white" stroke-width="3" paint-order="stroke""##;
     match m {
         Mark::HLine { y, label } => {
             let Some(f) = sy.frac(*y) else { return };

@@ -123,10 +123,25 @@ fn every_figure_kind_has_axes_ticks_series_and_legend() {
     for fig in every_kind() {
         let (size, svg) = to_svg(&fig);
         let id = &fig.id;
-        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{id}");
-        assert_eq!(count(&svg, r#"<g class="panel">"#), fig.panels.len(), "{id}");
-        assert_eq!(count(&svg, r#"<g class="axis x">"#), fig.panels.len(), "{id}");
-        assert_eq!(count(&svg, r#"<g class="axis y">"#), fig.panels.len(), "{id}");
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{id}"
+        );
+        assert_eq!(
+            count(&svg, r#"<g class="panel">"#),
+            fig.panels.len(),
+            "{id}"
+        );
+        assert_eq!(
+            count(&svg, r#"<g class="axis x">"#),
+            fig.panels.len(),
+            "{id}"
+        );
+        assert_eq!(
+            count(&svg, r#"<g class="axis y">"#),
+            fig.panels.len(),
+            "{id}"
+        );
         assert_eq!(count(&svg, r#"class="frame""#), fig.panels.len(), "{id}");
         // Every axis has at least two tick labels and its label.
         for axis in svg.split(r#"<g class="axis "#).skip(1) {
@@ -136,9 +151,16 @@ fn every_figure_kind_has_axes_ticks_series_and_legend() {
         }
         let series: usize = fig.panels.iter().map(|p| p.series.len()).sum();
         assert_eq!(count(&svg, r#"<g class="series""#), series, "{id}");
-        assert_eq!(count(&svg, r#"<g class="legend-entry">"#), fig.legend().len(), "{id}");
+        assert_eq!(
+            count(&svg, r#"<g class="legend-entry">"#),
+            fig.legend().len(),
+            "{id}"
+        );
         for (name, ..) in fig.legend() {
-            assert!(svg.contains(&format!(">{}</text>", text::escape(&name))), "{id}: {name}");
+            assert!(
+                svg.contains(&format!(">{}</text>", text::escape(&name))),
+                "{id}: {name}"
+            );
         }
         for p in &fig.panels {
             assert!(svg.contains(&text::escape(&p.x.label)), "{id}");
@@ -163,7 +185,10 @@ fn png_decodes_to_the_stated_size() {
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
         let img = resvg::tiny_skia::Pixmap::decode_png(&png).unwrap();
         assert_eq!(img.width(), (size.width as f32 * PNG_SCALE).round() as u32);
-        assert_eq!(img.height(), (size.height as f32 * PNG_SCALE).round() as u32);
+        assert_eq!(
+            img.height(),
+            (size.height as f32 * PNG_SCALE).round() as u32
+        );
         // Text and lines were drawn: many pixels are not white.
         let inked = img.pixels().iter().filter(|p| p.red() < 128).count();
         assert!(inked > 1000, "{inked}");
