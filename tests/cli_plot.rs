@@ -58,6 +58,19 @@ fn smc_and_ep_records_give_every_figure_as_png_and_svg() {
             }
         }
     }
+    // The area under each record's test ROC polyline is its test AUC (150
+    // test rows: the curve is stored whole, ties as diagonal segments).
+    for rec in [&smc, &ep] {
+        let r =
+            pacauc::engine::record::RunRecord::from_json(&std::fs::read_to_string(rec).unwrap())
+                .unwrap();
+        let area = pacauc::figures::auc_under(&r.roc.test);
+        assert!(
+            (area - r.auc.test.unwrap()).abs() < 1e-12,
+            "{area} vs {:?}",
+            r.auc.test
+        );
+    }
     let svg = std::fs::read_to_string(out.join("marginals.svg")).unwrap();
     assert!(svg.contains(">smc particles</text>") && svg.contains(">ep Gaussian</text>"));
     assert!(err.contains("skipped inclusion:"), "{err}");

@@ -99,7 +99,8 @@ fn resolve(axis: &Axis, values: &[f64]) -> Scale {
     let (flo, fhi) = (fixed(0), fixed(1));
     let (mut lo, mut hi) = (flo.unwrap_or(dlo), fhi.unwrap_or(dhi));
     if !(lo.is_finite() && hi.is_finite()) {
-        (lo, hi) = if axis.log { (0.0, 1.0) } else { (0.0, 1.0) };
+        // Nothing to show: a unit range (one decade on a log axis).
+        (lo, hi) = (0.0, 1.0);
     }
     if hi - lo <= 1e-12 * lo.abs().max(1.0) {
         let w = if axis.log {
