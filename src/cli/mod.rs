@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_ep;
+mod bound;
 mod explore;
 pub mod fit;
 mod gen_demo;
@@ -50,6 +51,8 @@ pub enum Command {
     Path(Box<path::PathArgs>),
     /// Write the figures of run records (ROC, marginals, traces, CV, inclusion, path) as PNG/SVG.
     Plot(Box<plot::PlotArgs>),
+    /// Recompute a run record's PAC-Bayes certificate at another confidence level.
+    Bound(bound::BoundArgs),
     /// Regenerate the synthetic demo data.
     GenDemo(GenDemoArgs),
     /// Time a method (best of several runs) against the floor of its hot path.
@@ -95,6 +98,7 @@ pub fn main() -> ExitCode {
                 Command::Predict(args) => predict::run(args),
                 Command::Path(args) => path::run(args),
                 Command::Plot(args) => plot::run(args),
+                Command::Bound(args) => bound::run(args),
                 Command::GenDemo(args) => gen_demo::run(args).map_err(CliError::Input),
                 Command::Bench(args) => bench::run(args, cli.threads),
                 Command::BenchEp(args) => bench_ep::run(args),
