@@ -7,6 +7,7 @@ mod explore;
 pub mod fit;
 mod gen_demo;
 mod path;
+mod plot;
 mod predict;
 mod progress;
 mod settings_args;
@@ -48,6 +49,8 @@ pub enum Command {
     Predict(PredictArgs),
     /// The spike-and-slab regularisation path: EP over a grid of spike variances v0.
     Path(Box<path::PathArgs>),
+    /// Write the figures of run records (ROC, marginals, traces, CV, inclusion, path) as PNG/SVG.
+    Plot(Box<plot::PlotArgs>),
     /// Recompute a run record's PAC-Bayes certificate at another confidence level.
     Bound(bound::BoundArgs),
     /// Regenerate the synthetic demo data.
@@ -94,6 +97,7 @@ pub fn main() -> ExitCode {
                 Command::Fit(args) => fit::run(args, cli.threads),
                 Command::Predict(args) => predict::run(args),
                 Command::Path(args) => path::run(args),
+                Command::Plot(args) => plot::run(args),
                 Command::Bound(args) => bound::run(args),
                 Command::GenDemo(args) => gen_demo::run(args).map_err(CliError::Input),
                 Command::Bench(args) => bench::run(args, cli.threads),

@@ -15,6 +15,7 @@ pub mod linalg;
 pub mod mcmc_diag;
 pub mod metrics;
 pub mod model;
+pub mod pairs;
 pub mod predict;
 pub mod prior;
 pub mod problem;

@@ -195,7 +195,7 @@ pub fn smc_settings(s: &SmcSpec, seed: u64) -> SmcSettings {
         adapt_scale: !s.fixed_scale,
         radial: !s.no_radial,
         max_stages: s.max_stages,
-        seed,
+        seed: s.smc_seed.unwrap_or(seed),
         ..d
     }
 }
@@ -242,6 +242,9 @@ pub fn ep_engine(s: &EpSpec, gamma: Option<Gamma>, prior: Option<&PriorSpec>, se
             SiteSteps::Strict => SiteStepRule::Strict,
         },
         release_fixes: !s.keep_fixes,
+        pairs: s
+            .pairs
+            .map(|pairs| crate::engine::pairs::PairSampling { pairs, seed }),
     }
 }
 

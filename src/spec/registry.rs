@@ -330,6 +330,14 @@ pub const SETTINGS: &[Setting] = &[
         group: Group::Smc,
         ..setting("max_stages", "method.max_stages", Kind::Count(1))
     },
+    Setting {
+        label: "sampler seed",
+        help: "Seed of the sampler alone (default: the run's seed), to compare SMC seeds on one split.",
+        unset: "the run's seed",
+        methods: SMC,
+        group: Group::Smc,
+        ..setting("smc_seed", "method.smc_seed", Kind::Count(0))
+    },
     // EP.
     Setting {
         label: "damping η",
@@ -439,6 +447,15 @@ pub const SETTINGS: &[Setting] = &[
         form: true,
         group: Group::Ep,
         ..setting("keep_fixes", "method.keep_fixes", Kind::Switch)
+    },
+    Setting {
+        label: "pairs B",
+        help: "EP: sites on B positive/negative pairs drawn uniformly (with replacement, seeded by the seed; one sample for the run, each CV fold its share) instead of all of them; needs B ≫ γ²·R(1 − R) (Gaussian and ARD priors).",
+        unset: "all pairs",
+        methods: EP,
+        priors: &[Gaussian, Ard],
+        group: Group::Ep,
+        ..setting("pairs", "method.pairs", Kind::Count(1))
     },
     // VB.
     Setting {

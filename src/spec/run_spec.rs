@@ -259,6 +259,8 @@ pub struct SmcSpec {
     pub fixed_scale: bool,
     pub no_radial: bool,
     pub max_stages: usize,
+    /// Seed of the sampler alone (None: the run's seed), to compare SMC seeds on one split.
+    pub smc_seed: Option<u64>,
     /// The PAC-Bayes certificate's ε (confidence 1 − ε).
     pub epsilon: f64,
 }
@@ -275,6 +277,7 @@ impl Default for SmcSpec {
             fixed_scale: false,
             no_radial: false,
             max_stages: 1000,
+            smc_seed: None,
             epsilon: DEFAULT_EPSILON,
         }
     }
@@ -322,6 +325,8 @@ pub struct EpSpec {
     pub final_evidence_only: bool,
     pub site_steps: SiteSteps,
     pub keep_fixes: bool,
+    /// Sites on a uniform sample of this many pairs (None: all pairs).
+    pub pairs: Option<usize>,
     /// The PAC-Bayes certificate's ε (confidence 1 − ε).
     pub epsilon: f64,
     /// Importance draws checking the Gaussian against the Gibbs posterior (0: none).
@@ -342,6 +347,7 @@ impl Default for EpSpec {
             final_evidence_only: false,
             site_steps: SiteSteps::Adaptive,
             keep_fixes: false,
+            pairs: None,
             epsilon: DEFAULT_EPSILON,
             is_draws: DEFAULT_IS_DRAWS,
         }

@@ -42,4 +42,6 @@ pub use site::{Natural, Site, StepFactor, Tilted};
 pub use store::Precision;
 
 #[cfg(test)]
+mod sampled_tests;
+#[cfg(test)]
 mod tests;
