@@ -13,6 +13,7 @@ pub mod model;
 pub mod predict;
 pub mod prior;
 pub mod problem;
+pub mod quality;
 pub mod record;
 pub mod rng;
 pub mod run;

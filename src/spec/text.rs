@@ -13,6 +13,7 @@ use super::error::SpecError;
 use super::registry::{self, Kind, Requires, Setting};
 use super::run_spec::{DataSpec, MethodSpec, PriorKind, RunSpec};
 use super::values::{Gamma, Tunable};
+use crate::engine::smc::settings::particles_floor_reason;
 
 /// The spec of a run of `method` on the file `data` with the settings `given`
 /// as typed (registry key, text); a repeatable setting may appear several times.
@@ -138,7 +139,12 @@ fn parse_text(
                 .parse()
                 .map_err(|_| format!("must be a whole number ≥ {min}; got '{t}'"))?;
             if v < min {
-                return Err(format!("must be ≥ {min}; got {v}"));
+                // The particle floor says why (evidence in its docs).
+                return Err(if s.key == "particles" {
+                    particles_floor_reason(v as usize)
+                } else {
+                    format!("must be ≥ {min}; got {v}")
+                });
             }
             json!(v)
         }
