@@ -113,6 +113,7 @@ pub fn smc_with(
             acceptance: 0.45 - 0.2 * frac,
             scale: 2.38 / (d as f64).sqrt(),
             moves: 5 + t,
+            max_correlation: Some(0.5 / t as f64),
             log_z,
             mean: m,
             sd: s,

@@ -96,6 +96,7 @@ pub fn assess(fit: &Fit, data_warnings: &[String]) -> Vec<Warning> {
     if let Some(cv) = fit.details.get("cv").filter(|c| c.is_object()) {
         derived.extend(cv_grid(cv));
     }
+    derived.extend(baseline_cv_edge(fit));
     for m in engine_warnings {
         if spike.is_none() || Some(m.as_str()) != spike_words {
             out.push(Warning::new(code::ENGINE, m.clone()));
@@ -312,6 +313,45 @@ fn cv_grid(cv: &Value) -> Vec<Warning> {
     out
 }
 
+/// A baseline's hyper-parameter by cross-validation at the end of its grid
+/// where going further could help: RankBoost's rounds at either end, logit's
+/// penalty at its largest (its smallest is as good as unpenalised).
+fn baseline_cv_edge(fit: &Fit) -> Option<Warning> {
+    let (grid_key, chosen_key, what) = match fit.engine.as_str() {
+        "rankboost" => ("rounds", "rounds", "number of rounds"),
+        "logit" => ("grid", "lambda", "penalty λ"),
+        _ => return None,
+    };
+    let grid: Vec<f64> = fit
+        .details
+        .get("cv")?
+        .get(grid_key)?
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_f64)
+        .collect();
+    let chosen = num(&fit.details, chosen_key)?;
+    let lo = grid.iter().copied().reduce(f64::min)?;
+    let hi = grid.iter().copied().reduce(f64::max)?;
+    let side = if grid.len() < 2 {
+        return None;
+    } else if chosen >= hi {
+        "largest"
+    } else if chosen <= lo && fit.engine == "rankboost" {
+        "smallest"
+    } else {
+        return None;
+    };
+    Some(Warning::new(
+        code::CV_CHOICE_AT_EDGE,
+        format!(
+            "{} by cross-validation: the chosen {what} = {chosen} is the {side} of its grid \
+             ({lo} … {hi}): the held-out AUC may improve beyond it",
+            fit.engine
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,5 +509,27 @@ mod tests {
         assert!(w[0].message.contains("largest point of the grid"));
         let w = assess(&cv(&[0.5, 1.0, 2.0], &[Some(0.9), a, a], 0.5, 0), &[]);
         assert!(w[0].message.contains("smallest usable point"));
+    }
+
+    #[test]
+    fn baselines_chosen_at_an_end_of_their_grid() {
+        let mut f = fit("rankboost");
+        f.details =
+            json!({ "rounds": 800, "cv": { "rounds": [25, 100, 800], "auc": [0.7, 0.8, 0.9] } });
+        assert_eq!(codes(&assess(&f, &[])), [code::CV_CHOICE_AT_EDGE]);
+        f.details["rounds"] = json!(100);
+        assert!(assess(&f, &[]).is_empty());
+        let mut f = fit("logit");
+        f.details = json!({ "lambda": 0.001, "cv": { "grid": [0.001, 1.0, 1000.0] } });
+        assert!(
+            assess(&f, &[]).is_empty(),
+            "the smallest penalty is not doubtful"
+        );
+        f.details["lambda"] = json!(1000.0);
+        assert!(
+            assess(&f, &[])[0]
+                .message
+                .contains("penalty λ = 1000 is the largest")
+        );
     }
 }

@@ -362,7 +362,9 @@ mod tests {
         let e = spec("smc", &[("ess", "1.5")]).unwrap_err();
         assert_eq!(e.to_string(), "ess must be in (0, 1); got 1.5");
         let e = spec("smc", &[("particles", "-3")]).unwrap_err();
-        assert!(e.message.contains("whole number ≥ 2"), "{e}");
+        assert!(e.message.contains("whole number ≥ 100"), "{e}");
+        let e = spec("smc", &[("particles", "2")]).unwrap_err();
+        assert!(e.message.contains("in one step"), "the floor says why: {e}");
         let e = spec("logit", &[("test", "t.csv"), ("test_frac", "0.3")]).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("test_frac"));
         assert!(spec("nonsense", &[]).is_err());

@@ -20,7 +20,7 @@ pub enum Moves {
 /// every tempering step keeps an ESS ≥ τN (one particle), so γ jumps from 0 to
 /// γ_T in one step (N = 2: log Z off by ~100 on the sparse demo, reported
 /// converged), and the decorrelation check compares correlations whose noise,
-/// ≈ 1/√N, exceeds its threshold: no run with N ≤ 50 passed it on Pima (d = 7)
+/// ≈ 1/√N, exceeds its threshold: no run with 3 ≤ N ≤ 50 passed it on Pima (d = 7)
 /// or the sparse demo (d = 20), five and three seeds (docs/BENCHMARKS.md).
 pub const MIN_PARTICLES: usize = 100;
 

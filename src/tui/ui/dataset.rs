@@ -22,7 +22,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
             text.extend(error.lines().map(|l| Line::raw(l.to_string())));
             text.push(Line::raw(""));
             text.push(Line::styled(
-                "Fix the options and start again: pacauc explore FILE.csv [--target COL] [--positive VALUE] [--drop COL]…",
+                "Fix the options and start again: pacauc explore FILE.csv [--target COL] [--positive VALUE] [--drop COL]… (m: the message log has this error in full)",
                 theme.dim(),
             ));
             frame.render_widget(
@@ -43,7 +43,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let mut block = pane_block(app, Pane::Dataset, detail, &theme);
     let inner = block.inner(area);
     let head_lines =
-        3 + usize::from(
+        5 + usize::from(
             !info.report.dropped_columns.is_empty()
                 || !info.report.encoded.is_empty()
                 || !info.split.dropped_constant_in_train.is_empty(),
@@ -89,6 +89,22 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         Line::from(vec![
             Span::styled(format!("{} split ", s.kind), theme.dim()),
             Span::raw(format!("{} train / {} test", s.train_rows, s.test_rows)),
+        ]),
+        // Which column is the target and which class is positive, and why, with
+        // the flag that changes each (in full in the message log, m).
+        Line::from(vec![
+            Span::styled("target ", theme.dim()),
+            Span::raw(fit(
+                &r.target_rule,
+                (inner.width as usize).saturating_sub(7),
+            )),
+        ]),
+        Line::from(vec![
+            Span::styled("positive ", theme.dim()),
+            Span::raw(fit(
+                &r.positive_rule,
+                (inner.width as usize).saturating_sub(9),
+            )),
         ]),
     ];
     let mut notes: Vec<String> = Vec::new();
@@ -158,7 +174,13 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let offset = app.dataset_scroll.min(total.saturating_sub(visible));
     for f in r.summary.iter().skip(offset).take(visible) {
         let hist: Vec<f64> = f.hist.iter().map(|&c| c as f64).collect();
-        let name = fit(&f.name, name_w);
+        // An ID-like column is marked (its warning says which flag drops it).
+        let id_like = r.id_like.contains(&f.name);
+        let name = if id_like {
+            format!("{}ID?", fit(&f.name, name_w.saturating_sub(3)))
+        } else {
+            fit(&f.name, name_w)
+        };
         let text = if show_minmax {
             format!(
                 "{name:<name_w$} {:>numw$} {:>numw$} {:>numw$} {:>numw$} ",
@@ -175,7 +197,11 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
             )
         };
         rows.push(Line::from(vec![
-            Span::raw(text),
+            if id_like {
+                Span::styled(text, theme.warn())
+            } else {
+                Span::raw(text)
+            },
             Span::styled(sparkline(&hist), theme.series(0)),
         ]));
     }
