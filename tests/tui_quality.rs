@@ -243,3 +243,41 @@ fn the_ep_axis_never_reads_1e_minus_0() {
     key(&mut app, Key::Char('z'));
     assert!(!screen(&app, 120, 40).contains("1e-0 "));
 }
+
+#[test]
+fn a_replayed_doubtful_record_is_marked_and_its_warnings_logged() {
+    let (ds, p, _) = testkit::demo();
+    let mut smc = testkit::smc_with(&p.names, testkit::posterior_of(&p), 449.0, 8, 1);
+    smc.fit.converged = false;
+    let record = testkit::record(&ds, &p, &smc);
+    assert!(!record.converged);
+    let app = App::replay(
+        vec![(std::path::PathBuf::from("smc.json"), record)],
+        ViewOptions {
+            color: false,
+            ..ViewOptions::default()
+        },
+    );
+    let status = &app.status.as_ref().unwrap();
+    assert!(
+        status.error && status.text.contains("#1 not conv."),
+        "{}",
+        status.text
+    );
+    assert!(
+        app.messages
+            .warnings()
+            .any(|w| w.text.contains("[not_converged]")),
+        "{:?}",
+        app.messages.entries
+    );
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("⚠ 1 m") && s.contains("not conv."), "{s}");
+}
+
+/// A long run's time still fits the results table's column.
+#[test]
+fn minutes_fit_the_time_column() {
+    assert_eq!(pacauc::tui::ui::common::seconds(144.4), "2m 24s");
+    assert_eq!(pacauc::tui::ui::common::seconds(725.0), "12m 05s");
+}

@@ -272,6 +272,12 @@ impl App {
             app.next_id += 1;
             app.messages
                 .push(Level::Info, format!("#{id}: replaying {}", path.display()));
+            // The record's doubts, as the live run logged them (the data's
+            // warnings are the dataset's, logged once above).
+            for w in record.warnings.iter().filter(|w| w.code != code::DATA) {
+                app.messages
+                    .push(Level::Warn, format!("#{id} [{}]: {}", w.code, w.message));
+            }
             app.runs.push(RunView::from_record(id, record, Some(path)));
             app.selected = Some(id);
         }
@@ -283,9 +289,24 @@ impl App {
                 error: true,
             }
         } else {
+            // Doubtful records are named first: the line is cut on the right.
+            let doubtful: Vec<String> = app
+                .runs
+                .iter()
+                .filter(|r| r.is_doubtful())
+                .map(|r| format!("#{} {}", r.id, r.status_text()))
+                .collect();
+            let n = app.runs.len();
             StatusLine {
-                text: format!("replaying {} run record(s)", app.runs.len()),
-                error: false,
+                text: if doubtful.is_empty() {
+                    format!("replaying {n} run record(s)")
+                } else {
+                    format!(
+                        "replaying {n} run record(s): {} (m: messages)",
+                        doubtful.join(", ")
+                    )
+                },
+                error: !doubtful.is_empty(),
             }
         });
         app

@@ -27,9 +27,9 @@ pub const MIN_PARTICLES: usize = 100;
 /// Why `MIN_PARTICLES`, for refusals (after the setting's name).
 pub fn particles_floor_reason(n: usize) -> String {
     format!(
-        "must be ≥ {MIN_PARTICLES}; got {n}: with fewer particles the tempering steps \
-         (an ESS of one particle already meets τN when N ≤ 1/τ, so γ jumps to its target in one \
-         step) and the decorrelation check (a correlation's noise ≈ 1/√N) cannot work"
+        "must be ≥ {MIN_PARTICLES}; got {n}: with fewer particles SMC cannot work (when \
+         N ≤ 1/τ one particle already meets the ESS target τN, so γ jumps to its target in one \
+         step; and a correlation's noise, ≈ 1/√N, swamps the decorrelation check)"
     )
 }
 
