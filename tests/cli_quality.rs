@@ -170,3 +170,21 @@ fn options_are_checked_before_the_data() {
         assert!(!e.contains(missing), "the data were not read yet: {e}");
     }
 }
+
+/// Point 8: the export folder is checked when the explorer starts, not when
+/// the first export fails (before the terminal is needed).
+#[test]
+fn an_unwritable_export_folder_is_refused_up_front() {
+    for cmd in [
+        &["explore", DEMO][..],
+        &["replay", "no-such-record.json"][..],
+    ] {
+        let out = pacauc(&[cmd, &["--export-dir", "/nonexistent/exports"]].concat());
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}");
+        let e = stderr(&out);
+        assert!(
+            e.contains("--export-dir /nonexistent/exports: cannot write"),
+            "{e}"
+        );
+    }
+}

@@ -50,6 +50,14 @@ impl ViewArgs {
         if !(self.fps.is_finite() && self.fps > 0.0) {
             return Err(format!("--fps must be a positive number; got {}", self.fps));
         }
+        // Where `e` writes: checked now, not when the first export fails.
+        let probe = self.export_dir.join("pacauc-export");
+        crate::engine::record::check_writable(&probe).map_err(|e| {
+            format!(
+                "--export-dir {}: cannot write run records there: {e}",
+                self.export_dir.display()
+            )
+        })?;
         let no_color_env = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         Ok(Options {
             view: ViewOptions {
