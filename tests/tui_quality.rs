@@ -9,23 +9,9 @@ use pacauc::app::{App, DataInfo, DataState, Msg, ViewOptions, update};
 use pacauc::engine::Event;
 use pacauc::engine::event::LogLevel;
 use pacauc::testkit;
-use pacauc::tui::ui;
 use pacauc::worker::{WorkerEvent, WorkerMsg};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
-fn screen(app: &App, w: u16, h: u16) -> String {
-    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| ui::render(app, f)).unwrap();
-    let buf = t.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buf.area.height {
-        let line: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
+use pacauc::testkit::screen;
 
 fn feed(app: &mut App, run: u64, event: WorkerEvent) {
     update(app, Msg::Worker(WorkerMsg { run, event }));

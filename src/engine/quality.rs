@@ -288,10 +288,11 @@ fn cv_grid(cv: &Value) -> Vec<Warning> {
     let top = grid.iter().copied().fold(f64::MIN, f64::max);
     let bottom = grid.iter().copied().fold(f64::MAX, f64::min);
     let edge = if chosen >= hi && hi < top {
-        Some(format!(
+        Some(
             "is the largest γ at which EP converged in every fold (the larger points failed): the \
              held-out AUC may rise beyond it"
-        ))
+                .to_string(),
+        )
     } else if chosen >= hi && usable.len() > 1 {
         Some(
             "is the largest point of the grid: a larger γ may do better (extend `gamma_grid`)"
