@@ -268,5 +268,5 @@ fn a_long_stage_shows_its_moves() {
         WorkerEvent::Event(pacauc::engine::Event::SmcMove(mv)),
     );
     let s = screen(&app, 120, 40);
-    assert!(s.contains("stage 6: move 17 acc 31% corr 0.42"), "{s}");
+    assert!(s.contains("stage 6 move 17/200 |corr| 0.42→0.1"), "{s}");
 }

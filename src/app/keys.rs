@@ -108,7 +108,7 @@ pub const BINDINGS: &[Binding] = &[
     bind!(
         "m",
         "messages",
-        "the message log: every warning, error, status line and export path in full (↑↓ PgUp PgDn scroll, Esc closes)",
+        "the message log: every warning and error in full",
         General,
         3,
         [(Char('m'), Action::Messages)]
@@ -156,7 +156,7 @@ pub const BINDINGS: &[Binding] = &[
     bind!(
         "e",
         "export",
-        "write the selected run's record (JSON) to the export folder (--export-dir; named below and in the status line)",
+        "write the selected run's record (JSON) into the export folder",
         Runs,
         7,
         [(Char('e'), Action::Export)]

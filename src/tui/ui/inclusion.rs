@@ -110,7 +110,11 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let mut head_spans = vec![Span::raw(format!("{:<name_w$} ", ""))];
     for (i, r) in run.into_iter().chain(second).enumerate() {
         // Each column's bars are headed by its run (and colour).
-        let tag = format!("#{} ", r.id);
+        let tag = if columns == 2 {
+            format!("#{} ", r.id)
+        } else {
+            String::new()
+        };
         let rest: String = head.chars().skip(tag.chars().count()).collect();
         head_spans.push(Span::styled(tag, theme.series(i)));
         head_spans.push(Span::styled(format!("{rest}       "), theme.dim()));

@@ -191,13 +191,15 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let second = match moving {
         // A long stage: show its moves progressing rather than a frozen line.
         Some(m) => Line::from(vec![
-            Span::styled(format!("stage {}: move ", m.stage), theme.dim()),
+            // The correlation first: it says how far the stage is from done
+            // (the moves stop at ≤ `stop`); the narrow pane cuts the end.
+            Span::styled(format!("stage {} move ", m.stage), theme.dim()),
             Span::raw(format!("{}/{cap}", m.step)),
-            Span::styled(" acc ", theme.dim()),
-            Span::raw(format!("{:.0}%", 100.0 * m.acceptance)),
             Span::styled(" |corr| ", theme.dim()),
             Span::raw(m.max_correlation.map_or("-".into(), |c| format!("{c:.2}"))),
-            Span::styled(format!(" (stops ≤ {stop})"), theme.dim()),
+            Span::styled(format!("→{stop}"), theme.dim()),
+            Span::styled(" acc ", theme.dim()),
+            Span::raw(format!("{:.0}%", 100.0 * m.acceptance)),
         ]),
         None => Line::from(vec![
             Span::styled("ESS ", theme.dim()),
