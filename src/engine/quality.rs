@@ -96,7 +96,6 @@ pub fn assess(fit: &Fit, data_warnings: &[String]) -> Vec<Warning> {
     if let Some(cv) = fit.details.get("cv").filter(|c| c.is_object()) {
         derived.extend(cv_grid(cv));
     }
-    derived.extend(baseline_cv_edge(fit));
     for m in engine_warnings {
         if spike.is_none() || Some(m.as_str()) != spike_words {
             out.push(Warning::new(code::ENGINE, m.clone()));
@@ -223,54 +222,91 @@ fn all_spike(fit: &Fit, words: Option<&str>) -> Option<Warning> {
     ))
 }
 
-/// γ by cross-validation (`details.cv`: `grid_over_n`, `mean_auc`,
-/// `chosen_over_n`, `dropped`, `extended_below`): points dropped, and a choice
-/// at an end of the points that converged in every fold.
+/// What a cross-validated parameter is called in messages, how its values
+/// read, and which ends of its grid make a choice doubtful (a logit penalty at
+/// its smallest is as good as none, so only its largest is).
+struct CvParameter {
+    what: &'static str,
+    unit: &'static str,
+    method: &'static str,
+    low_end_doubtful: bool,
+    /// How to widen the grid, where a setting can (named as a setting: the
+    /// CLI shows its flag).
+    extend: &'static str,
+}
+
+fn cv_parameter(name: &str) -> CvParameter {
+    let (what, unit, method, low, extend) = match name {
+        "gamma_over_n" => ("γ", "n", "EP", true, " (extend `gamma_grid`)"),
+        "lambda" => ("penalty λ", "", "the fit", false, ""),
+        "rounds" => ("number of rounds", "", "the fit", true, ""),
+        _ => ("parameter", "", "the fit", true, ""),
+    };
+    CvParameter {
+        what,
+        unit,
+        method,
+        low_end_doubtful: low,
+        extend,
+    }
+}
+
+/// The cross-validation every tuned method records (`details.cv`:
+/// `parameter`, `grid` ascending, `mean_auc`, `dropped`, `extended_below`,
+/// `chosen`): points dropped, and a choice at an end of the points scored in
+/// every fold.
 fn cv_grid(cv: &Value) -> Vec<Warning> {
     let mut out = Vec::new();
+    let p = cv_parameter(cv.get("parameter").and_then(Value::as_str).unwrap_or(""));
     let floats = |key: &str| -> Vec<f64> {
         cv.get(key)
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_f64).collect())
             .unwrap_or_default()
     };
-    let grid = floats("grid_over_n");
+    let grid = floats("grid");
     let mean: Vec<Option<f64>> = cv
         .get("mean_auc")
         .and_then(Value::as_array)
         .map(|a| a.iter().map(Value::as_f64).collect())
         .unwrap_or_default();
+    if grid.len() != mean.len() {
+        return out;
+    }
     let dropped = cv
         .get("dropped")
         .and_then(Value::as_array)
         .map_or(0, Vec::len);
     let extended = floats("extended_below");
+    let u = p.unit;
     if dropped > 0 || !extended.is_empty() {
         let failed: Vec<String> = grid
             .iter()
             .zip(&mean)
             .filter(|(_, a)| a.is_none())
-            .map(|(g, _)| format!("{g}n"))
+            .map(|(g, _)| format!("{g}{u}"))
             .collect();
         let ext = extended
             .iter()
             .copied()
             .reduce(f64::min)
             .map_or(String::new(), |m| {
-                format!("; the grid was extended down to {m}n to find two usable points")
+                format!("; the grid was extended down to {m}{u} to find two usable points")
             });
         out.push(Warning::new(
             code::CV_GRID_TRUNCATED,
             format!(
-                "γ by cross-validation: EP failed in some fold at {} of {} grid points ({}), which \
-                 were dropped{ext}; the record's details.cv.dropped says why",
+                "{} by cross-validation: {} failed in some fold at {} of {} grid points ({}), \
+                 which were dropped{ext}; the record's details.cv.dropped says why",
+                p.what,
+                p.method,
                 failed.len(),
                 grid.len(),
                 failed.join(", ")
             ),
         ));
     }
-    let Some(chosen) = num(cv, "chosen_over_n") else {
+    let Some(chosen) = num(cv, "chosen") else {
         return out;
     };
     let usable: Vec<f64> = grid
@@ -287,70 +323,35 @@ fn cv_grid(cv: &Value) -> Vec<Warning> {
     };
     let top = grid.iter().copied().fold(f64::MIN, f64::max);
     let bottom = grid.iter().copied().fold(f64::MAX, f64::min);
+    let what = p.what;
     let edge = if chosen >= hi && hi < top {
-        Some(
-            "is the largest γ at which EP converged in every fold (the larger points failed): the \
-             held-out AUC may rise beyond it"
-                .to_string(),
-        )
+        Some(format!(
+            "is the largest {what} at which {} ran in every fold (the larger points failed): the \
+             held-out AUC may rise beyond it",
+            p.method
+        ))
     } else if chosen >= hi && usable.len() > 1 {
-        Some(
-            "is the largest point of the grid: a larger γ may do better (extend `gamma_grid`)"
-                .into(),
-        )
-    } else if chosen <= lo && (usable.len() > 1 || lo > bottom) {
-        Some("is the smallest usable point of the grid: a smaller γ may do better (extend `gamma_grid`)".into())
+        Some(format!(
+            "is the largest point of the grid: a larger {what} may do better{}",
+            p.extend
+        ))
+    } else if chosen <= lo && p.low_end_doubtful && (usable.len() > 1 || lo > bottom) {
+        Some(format!(
+            "is the smallest usable point of the grid: a smaller {what} may do better{}",
+            p.extend
+        ))
     } else if usable.len() == 1 {
-        Some("is the only point that converged in every fold: nothing was compared".into())
+        Some("is the only point scored in every fold: nothing was compared".into())
     } else {
         None
     };
     if let Some(why) = edge {
         out.push(Warning::new(
             code::CV_CHOICE_AT_EDGE,
-            format!("γ by cross-validation: the chosen γ = {chosen}n {why}"),
+            format!("{what} by cross-validation: the chosen {what} = {chosen}{u} {why}"),
         ));
     }
     out
-}
-
-/// A baseline's hyper-parameter by cross-validation at the end of its grid
-/// where going further could help: RankBoost's rounds at either end, logit's
-/// penalty at its largest (its smallest is as good as unpenalised).
-fn baseline_cv_edge(fit: &Fit) -> Option<Warning> {
-    let (grid_key, chosen_key, what) = match fit.engine.as_str() {
-        "rankboost" => ("rounds", "rounds", "number of rounds"),
-        "logit" => ("grid", "lambda", "penalty λ"),
-        _ => return None,
-    };
-    let grid: Vec<f64> = fit
-        .details
-        .get("cv")?
-        .get(grid_key)?
-        .as_array()?
-        .iter()
-        .filter_map(Value::as_f64)
-        .collect();
-    let chosen = num(&fit.details, chosen_key)?;
-    let lo = grid.iter().copied().reduce(f64::min)?;
-    let hi = grid.iter().copied().reduce(f64::max)?;
-    let side = if grid.len() < 2 {
-        return None;
-    } else if chosen >= hi {
-        "largest"
-    } else if chosen <= lo && fit.engine == "rankboost" {
-        "smallest"
-    } else {
-        return None;
-    };
-    Some(Warning::new(
-        code::CV_CHOICE_AT_EDGE,
-        format!(
-            "{} by cross-validation: the chosen {what} = {chosen} is the {side} of its grid \
-             ({lo} … {hi}): the held-out AUC may improve beyond it",
-            fit.engine
-        ),
-    ))
 }
 
 #[cfg(test)]
@@ -477,7 +478,7 @@ mod tests {
     fn cv(grid: &[f64], mean: &[Option<f64>], chosen: f64, dropped: usize) -> Fit {
         let mut f = fit("ep");
         f.details = json!({ "cv": {
-            "grid_over_n": grid, "mean_auc": mean, "chosen_over_n": chosen,
+            "parameter": "gamma_over_n", "grid": grid, "mean_auc": mean, "chosen": chosen,
             "dropped": vec!["why"; dropped], "extended_below": [],
         }});
         f
@@ -514,23 +515,41 @@ mod tests {
 
     #[test]
     fn baselines_chosen_at_an_end_of_their_grid() {
-        let mut f = fit("rankboost");
-        f.details =
-            json!({ "rounds": 800, "cv": { "rounds": [25, 100, 800], "auc": [0.7, 0.8, 0.9] } });
-        assert_eq!(codes(&assess(&f, &[])), [code::CV_CHOICE_AT_EDGE]);
-        f.details["rounds"] = json!(100);
-        assert!(assess(&f, &[]).is_empty());
-        let mut f = fit("logit");
-        f.details = json!({ "lambda": 0.001, "cv": { "grid": [0.001, 1.0, 1000.0] } });
+        let curve = |parameter: &str, chosen: f64| {
+            let mut f = fit(if parameter == "lambda" {
+                "logit"
+            } else {
+                "rankboost"
+            });
+            let grid = if parameter == "lambda" {
+                [0.001, 1.0, 1000.0]
+            } else {
+                [25.0, 100.0, 800.0]
+            };
+            f.details = json!({ "cv": {
+                "parameter": parameter, "grid": grid, "mean_auc": [0.7, 0.8, 0.75],
+                "chosen": chosen, "dropped": [], "extended_below": [],
+            }});
+            f
+        };
+        assert_eq!(
+            codes(&assess(&curve("rounds", 800.0), &[])),
+            [code::CV_CHOICE_AT_EDGE]
+        );
+        assert_eq!(
+            codes(&assess(&curve("rounds", 25.0), &[])),
+            [code::CV_CHOICE_AT_EDGE]
+        );
+        assert!(assess(&curve("rounds", 100.0), &[]).is_empty());
         assert!(
-            assess(&f, &[]).is_empty(),
+            assess(&curve("lambda", 0.001), &[]).is_empty(),
             "the smallest penalty is not doubtful"
         );
-        f.details["lambda"] = json!(1000.0);
+        let w = assess(&curve("lambda", 1000.0), &[]);
         assert!(
-            assess(&f, &[])[0]
-                .message
-                .contains("penalty λ = 1000 is the largest")
+            w[0].message.contains("penalty λ = 1000 is the largest"),
+            "{}",
+            w[0].message
         );
     }
 }
