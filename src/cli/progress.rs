@@ -184,6 +184,18 @@ impl Observer for Progress {
                 ),
                 true,
             ),
+            Event::VbIter(v) => self.line(
+                &format!(
+                    "vb iteration {:>5}  F = {:<12.6}{}  ‖∇‖∞ = {:<9.2e}  step {:.3e}  {:.2}s",
+                    v.iteration,
+                    v.objective,
+                    if v.estimate { " (held-out)" } else { "" },
+                    v.grad_norm,
+                    v.step,
+                    v.elapsed
+                ),
+                true,
+            ),
             Event::Log { message, .. } => {
                 let text = render_message(&message);
                 self.line(&text, is_cv_step(&message))

@@ -19,13 +19,14 @@ pub mod cv;
 pub mod design;
 pub mod driver;
 mod engine;
-mod gemm;
+/// (Shared with `vb`: its pair pass uses the same GEMM views and SIMD types.)
+pub(crate) mod gemm;
 pub mod kernel;
 pub mod linear;
 pub mod normal;
 pub mod pair_ep;
 pub mod posterior;
-mod simd;
+pub(crate) mod simd;
 pub mod site;
 pub mod spike_slab;
 mod store;

@@ -1,8 +1,10 @@
-//! Results pane: ROC curves and a table (train/test AUC, log Z, γ, time) of
-//! every run on this split.
+//! Results pane: ROC curves and a table (train/test AUC, the PAC-Bayes bound
+//! and the importance-sampling k̂ where they fit, log Z, γ, time) of every run
+//! on this split.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 
@@ -10,6 +12,7 @@ use super::common::{fit, opt_num, pane_block, placeholder, seconds};
 use super::theme::Theme;
 use crate::app::run_view::RunStatus;
 use crate::app::{App, Pane};
+use crate::engine::record::RunRecord;
 
 fn auc(v: Option<f64>) -> String {
     v.filter(|a| a.is_finite())
@@ -130,7 +133,7 @@ struct Column {
     left: bool,
 }
 
-const COLUMNS: [Column; 9] = [
+const COLUMNS: [Column; 11] = [
     Column {
         head: "#",
         width: 3,
@@ -146,7 +149,7 @@ const COLUMNS: [Column; 9] = [
     Column {
         head: "prior",
         width: 6,
-        rank: 6,
+        rank: 5,
         left: true,
     },
     Column {
@@ -165,6 +168,18 @@ const COLUMNS: [Column; 9] = [
         head: "test",
         width: 6,
         rank: 2,
+        left: false,
+    },
+    Column {
+        head: "bound",
+        width: 8,
+        rank: 6,
+        left: false,
+    },
+    Column {
+        head: "k̂",
+        width: 5,
+        rank: 9,
         left: false,
     },
     Column {
@@ -267,26 +282,19 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
                 "method" => (r.method().to_string(), theme.series(i)),
                 "prior" => (prior_word(r).to_string(), theme.dim()),
                 "status" => (status.clone(), status_style),
-                "train" => (auc(rec.map(|x| x.auc.train)), ratatui::style::Style::new()),
-                "test" => (
-                    auc(rec.and_then(|x| x.auc.test)),
-                    ratatui::style::Style::new(),
-                ),
-                "log Z" => (
-                    opt_num(rec.and_then(|x| x.log_evidence)),
-                    ratatui::style::Style::new(),
-                ),
+                "train" => (auc(rec.map(|x| x.auc.train)), Style::new()),
+                "test" => (auc(rec.and_then(|x| x.auc.test)), Style::new()),
+                "log Z" => (opt_num(rec.and_then(|x| x.log_evidence)), Style::new()),
+                "bound" => certificate_cell(rec, false, theme),
+                "k̂" => certificate_cell(rec, true, theme),
                 "γ" => (
                     opt_num(
                         rec.and_then(|x| x.gamma)
                             .or(r.start.as_ref().map(|s| s.gamma)),
                     ),
-                    ratatui::style::Style::new(),
+                    Style::new(),
                 ),
-                _ => (
-                    time.map_or("-".into(), seconds),
-                    ratatui::style::Style::new(),
-                ),
+                _ => (time.map_or("-".into(), seconds), Style::new()),
             };
             spans.push(Span::styled(cell(c, &text), style));
         }
@@ -323,12 +331,33 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
     frame.render_widget(Paragraph::new(lines), area);
 }
 
+/// The record's bound on 1 − AUC (marked when vacuous, ≥ ½) or its
+/// importance-sampling k̂ (marked above its threshold); "-" where there is none.
+fn certificate_cell(rec: Option<&RunRecord>, khat: bool, theme: &Theme) -> (String, Style) {
+    if khat {
+        let c = rec
+            .and_then(|r| r.details.get("is_check"))
+            .filter(|c| c.is_object());
+        let k = c.and_then(|c| c["khat"].as_f64());
+        let trusted = c.and_then(|c| c["trusted"].as_bool()).unwrap_or(true);
+        let text = k.map_or("-".into(), |k| format!("{k:.2}"));
+        return (text, if trusted { Style::new() } else { theme.warn() });
+    }
+    let b = rec.and_then(|r| r.bound.as_ref()).map(|b| b.risk);
+    let text = b.map_or("-".into(), |b| format!("{b:.4}"));
+    match b {
+        Some(b) if b >= 0.5 => (text, theme.warn()),
+        _ => (text, Style::new()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// At 80 columns (78 inside the pane) every column fits; narrower, the
-    /// train AUC and the time go before status, log Z and γ.
+    /// At 80 columns (78 inside the pane) all but the time and k̂ fit; narrower,
+    /// the bound, train AUC and time go before status, log Z and γ; at 120
+    /// every column fits.
     #[test]
     fn status_log_z_and_gamma_outlast_train_and_time() {
         let heads = |w| {
@@ -337,7 +366,9 @@ mod tests {
                 .map(|i| COLUMNS[i].head)
                 .collect::<Vec<_>>()
         };
-        assert_eq!(heads(78).len(), COLUMNS.len());
+        assert_eq!(heads(118).len(), COLUMNS.len());
+        let h = heads(78);
+        assert!(h.contains(&"prior") && h.contains(&"bound"), "{h:?}");
         let h = heads(60);
         for keep in ["#", "method", "status", "test", "log Z", "γ"] {
             assert!(h.contains(&keep), "{h:?}");

@@ -485,7 +485,14 @@ pub(crate) fn pass<S: SiteScalar>(
 
 /// Adds the block's rows to the column sums, columns split over threads
 /// (each column sums its rows in order).
-fn column_sums(kb: &[f64], hb: &[f64], b: usize, nn: usize, k_col: &mut [f64], h_col: &mut [f64]) {
+pub(crate) fn column_sums(
+    kb: &[f64],
+    hb: &[f64],
+    b: usize,
+    nn: usize,
+    k_col: &mut [f64],
+    h_col: &mut [f64],
+) {
     const SLAB: usize = 512;
     k_col
         .par_chunks_mut(SLAB)
