@@ -161,7 +161,7 @@ const COLUMNS: [Column; 11] = [
     Column {
         head: "train",
         width: 6,
-        rank: 7,
+        rank: 8,
         left: false,
     },
     Column {
@@ -179,7 +179,7 @@ const COLUMNS: [Column; 11] = [
     Column {
         head: "k̂",
         width: 5,
-        rank: 9,
+        rank: 7,
         left: false,
     },
     Column {
@@ -197,7 +197,7 @@ const COLUMNS: [Column; 11] = [
     Column {
         head: "time",
         width: 8,
-        rank: 8,
+        rank: 9,
         left: false,
     },
 ];
