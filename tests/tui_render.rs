@@ -11,18 +11,7 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::style::Color;
 
-fn screen(app: &App, w: u16, h: u16) -> String {
-    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| ui::render(app, f)).unwrap();
-    let buf = t.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buf.area.height {
-        let line: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
+use pacauc::testkit::screen;
 
 fn feed(app: &mut App, run: u64, event: WorkerEvent) {
     update(app, Msg::Worker(WorkerMsg { run, event }));
@@ -279,5 +268,5 @@ fn a_long_stage_shows_its_moves() {
         WorkerEvent::Event(pacauc::engine::Event::SmcMove(mv)),
     );
     let s = screen(&app, 120, 40);
-    assert!(s.contains("stage 6: move 17 acc 31% corr 0.42"), "{s}");
+    assert!(s.contains("stage 6 move 17/200 |corr| 0.42→0.1"), "{s}");
 }

@@ -10,6 +10,7 @@ pub mod form;
 pub mod help;
 pub mod inclusion;
 pub mod marginals;
+pub mod messages;
 pub mod results;
 pub mod smc_trace;
 pub mod theme;
@@ -123,5 +124,6 @@ pub fn render(app: &App, frame: &mut Frame) {
         Overlay::None => {}
         Overlay::Help => help::render(app, body, frame),
         Overlay::Form(f) => form::render(app, f, body, frame),
+        Overlay::Messages => messages::render(app, body, frame),
     }
 }
