@@ -114,6 +114,7 @@ pub fn smc_with(
             acceptance: 0.45 - 0.2 * frac,
             scale: 2.38 / (d as f64).sqrt(),
             moves: 5 + t,
+            max_correlation: Some(0.5 / t as f64),
             log_z,
             mean: m,
             sd: s,
@@ -281,4 +282,20 @@ pub fn record(
         serde_json::json!({"scripted": true}),
         s,
     )
+}
+
+/// The explorer drawn at `w`×`h` as text, one line per row (right-trimmed),
+/// for tests that read the screen.
+pub fn screen(app: &crate::app::App, w: u16, h: u16) -> String {
+    use ratatui::{Terminal, backend::TestBackend};
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("a test terminal");
+    t.draw(|f| crate::tui::ui::render(app, f)).expect("a frame");
+    let buf = t.backend().buffer();
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        let line: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
 }

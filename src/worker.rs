@@ -226,6 +226,7 @@ mod tests {
             acceptance: 0.3,
             scale: 1.0,
             moves: 5,
+            max_correlation: Some(0.05),
             log_z: -1.0,
             mean: vec![0.0],
             sd: vec![1.0],

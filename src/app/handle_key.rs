@@ -68,6 +68,20 @@ impl App {
                     }
                 };
             }
+            Overlay::Messages => {
+                match key {
+                    Key::Char('q') => self.quit = true,
+                    Key::Esc | Key::Char('m') | Key::Enter => self.overlay = Overlay::None,
+                    Key::Up | Key::Char('k') => self.messages.scroll(1),
+                    Key::Down | Key::Char('j') => self.messages.scroll(-1),
+                    Key::PageUp => self.messages.scroll(10),
+                    Key::PageDown => self.messages.scroll(-10),
+                    Key::Home => self.messages.scroll(isize::MAX),
+                    Key::End => self.messages.from_end = 0,
+                    _ => {}
+                }
+                return Vec::new();
+            }
             Overlay::Help => {
                 match key {
                     Key::Char('q') => self.quit = true,
@@ -84,6 +98,11 @@ impl App {
         match action {
             Action::Quit => self.quit = true,
             Action::Help => self.overlay = Overlay::Help,
+            Action::Messages => {
+                self.messages.from_end = 0;
+                self.messages.unseen = 0;
+                self.overlay = Overlay::Messages;
+            }
             Action::CloseOverlay => {
                 self.zoom = false;
                 self.status = None;

@@ -41,6 +41,7 @@ pub enum Action {
     Rerun,
     Export,
     Zoom,
+    Messages,
     PrevRun,
     NextRun,
     /// Jump to pane i (0-based).
@@ -105,6 +106,14 @@ pub const BINDINGS: &[Binding] = &[
         [(Char('?'), Action::Help)]
     ),
     bind!(
+        "m",
+        "messages",
+        "the message log: every warning and error in full",
+        General,
+        3,
+        [(Char('m'), Action::Messages)]
+    ),
+    bind!(
         "Esc",
         "close",
         "close the help or the run form",
@@ -147,7 +156,7 @@ pub const BINDINGS: &[Binding] = &[
     bind!(
         "e",
         "export",
-        "write the selected run's record (JSON) to the current folder",
+        "write the selected run's record (JSON) into the export folder",
         Runs,
         7,
         [(Char('e'), Action::Export)]

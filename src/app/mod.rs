@@ -5,6 +5,7 @@
 pub mod form;
 mod handle_key;
 pub mod keys;
+pub mod messages;
 pub mod ring;
 pub mod run_view;
 
@@ -12,11 +13,14 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 
 use crate::engine::data::{Dataset, Prepared, SplitInfo};
+use crate::engine::event::{Event, LogLevel};
+use crate::engine::quality::code;
 use crate::engine::record::{DatasetReport, RunRecord};
 use crate::spec::{DataSpec, RunSpec, registry};
 use crate::worker::{RunId, WorkerEvent, WorkerMsg};
 use form::Form;
 use keys::Key;
+use messages::{Level, Messages};
 use run_view::{RunStatus, RunView};
 
 /// The panes, in focus order.
@@ -67,6 +71,8 @@ pub enum Overlay {
     None,
     Help,
     Form(Box<Form>),
+    /// The message log (its scroll position is `App::messages`).
+    Messages,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -182,17 +188,42 @@ pub struct App {
     pub options: ViewOptions,
     /// The spec of the last run started from the form (its next preset).
     last_form: Option<RunSpec>,
+    /// Every message of the session in full (the `m` overlay).
+    pub messages: Messages,
+    /// Where `e` writes run records (absolute when known).
+    pub export_dir: Option<PathBuf>,
 }
 
 impl App {
     pub fn new(data: DataState, options: ViewOptions) -> App {
         let status = match &data {
             DataState::Failed { .. } => Some(StatusLine {
-                text: "the data could not be loaded: see the Dataset pane".into(),
+                text: "the data could not be loaded: see the Dataset pane or the message log (m)"
+                    .into(),
                 error: true,
             }),
             DataState::Loaded(_) => None,
         };
+        let mut messages = Messages::default();
+        match &data {
+            DataState::Failed { path, error } => {
+                messages.push(Level::Error, format!("could not load {path}: {error}"))
+            }
+            DataState::Loaded(d) => {
+                let r = &d.report;
+                messages.push(Level::Info, format!("data: {}", r.path));
+                messages.push(Level::Info, format!("target: {}", r.target_rule));
+                messages.push(Level::Info, format!("positive class: {}", r.positive_rule));
+                // The panes cut long names; here they are whole.
+                messages.push(
+                    Level::Info,
+                    format!("features ({}): {}", d.names.len(), d.names.join(", ")),
+                );
+                for w in &r.warnings {
+                    messages.push(Level::Warn, format!("data: {w}"));
+                }
+            }
+        }
         App {
             data,
             runs: Vec::new(),
@@ -213,6 +244,8 @@ impl App {
             ticks: 0,
             options,
             last_form: None,
+            messages,
+            export_dir: None,
         }
     }
 
@@ -238,6 +271,14 @@ impl App {
             mixed |= Some(&record.dataset.fingerprint) != first.as_ref();
             let id = app.next_id;
             app.next_id += 1;
+            app.messages
+                .push(Level::Info, format!("#{id}: replaying {}", path.display()));
+            // The record's doubts, as the live run logged them (the data's
+            // warnings are the dataset's, logged once above).
+            for w in record.warnings.iter().filter(|w| w.code != code::DATA) {
+                app.messages
+                    .push(Level::Warn, format!("#{id} [{}]: {}", w.code, w.message));
+            }
             app.runs.push(RunView::from_record(id, record, Some(path)));
             app.selected = Some(id);
         }
@@ -249,12 +290,39 @@ impl App {
                 error: true,
             }
         } else {
+            // Doubtful records are named first: the line is cut on the right.
+            let doubtful: Vec<String> = app
+                .runs
+                .iter()
+                .filter(|r| r.is_doubtful())
+                .map(|r| format!("#{} {}", r.id, r.status_text()))
+                .collect();
+            let n = app.runs.len();
             StatusLine {
-                text: format!("replaying {} run record(s)", app.runs.len()),
-                error: false,
+                text: if doubtful.is_empty() {
+                    format!("replaying {n} run record(s)")
+                } else {
+                    format!(
+                        "replaying {n} run record(s): {} (m: messages)",
+                        doubtful.join(", ")
+                    )
+                },
+                error: !doubtful.is_empty(),
             }
         });
         app
+    }
+
+    /// Names the export folder in the status line (unless it says something
+    /// else already) and the message log.
+    pub fn announce_exports(&mut self, dir: PathBuf) {
+        let text = format!("e exports a run's record to {}", dir.display());
+        if self.status.is_none() {
+            self.say(text, false);
+        } else {
+            self.messages.push(Level::Info, text);
+        }
+        self.export_dir = Some(dir);
     }
 
     pub fn data_info(&self) -> Option<&DataInfo> {
@@ -303,9 +371,17 @@ impl App {
     }
 
     fn say(&mut self, text: impl Into<String>, error: bool) {
+        let level = if error { Level::Error } else { Level::Info };
+        self.say_level(text, level);
+    }
+
+    /// Sets the status line and logs it (a warning shows like an error).
+    fn say_level(&mut self, text: impl Into<String>, level: Level) {
+        let text = text.into();
+        self.messages.push(level, text.clone());
         self.status = Some(StatusLine {
-            text: text.into(),
-            error,
+            text,
+            error: level != Level::Info,
         });
     }
 
@@ -374,37 +450,63 @@ impl App {
         match msg.event {
             WorkerEvent::Event(e) => {
                 if run.status.is_live() && !stale {
+                    if let Event::Log { level, message } = &e {
+                        let l = match level {
+                            LogLevel::Warn => Level::Warn,
+                            LogLevel::Info => Level::Info,
+                        };
+                        self.messages.push(l, format!("{}: {message}", run.title()));
+                    }
                     run.apply(e);
                 }
                 Vec::new()
             }
             WorkerEvent::Finished(record) => {
-                if stale || !run.status.is_live() {
-                    // Finished before the cancel took effect: keep the result.
-                }
+                // A result that arrives after a cancel request is kept.
                 let auc = record
                     .auc
                     .test
                     .filter(|a| a.is_finite())
                     .map_or(String::new(), |a| format!(": test AUC {a:.4}"));
-                // The engine's last warning, if any, belongs in the status line: the
-                // explorer has no log pane and a warning qualifies the result.
-                let warning = run
-                    .logs
+                let title = run.title();
+                let heard: Vec<String> = run.logs.iter().map(|(_, m)| m.clone()).collect();
+                // The record's doubts the live events did not already log.
+                let doubts: Vec<String> = record
+                    .warnings
                     .iter()
-                    .rfind(|(level, _)| *level == crate::engine::event::LogLevel::Warn)
-                    .map_or(String::new(), |(_, m)| format!(" — warning: {m}"));
-                let t = format!(
-                    "{} finished in {:.2} s{auc}{warning}",
-                    run.title(),
-                    record.seconds.fit
-                );
+                    .filter(|w| w.code != code::DATA && !heard.contains(&w.message))
+                    .map(|w| format!("{title} [{}]: {}", w.code, w.message))
+                    .collect();
+                let n_doubts = record
+                    .warnings
+                    .iter()
+                    .filter(|w| w.code != code::DATA)
+                    .count();
+                // The doubt first: a narrow header cuts the end of the line.
+                let mark = if !record.converged {
+                    " NOT CONVERGED (m: messages):".to_string()
+                } else if n_doubts > 0 {
+                    format!(" with {n_doubts} warning(s) (m: messages):")
+                } else {
+                    String::new()
+                };
+                let t = format!("{title} finished{mark} in {:.2} s{auc}", record.seconds.fit);
                 if !record.histograms.is_empty() {
                     run.histograms = record.histograms.clone();
                 }
                 run.record = Some(record);
                 run.status = RunStatus::Finished;
-                self.say(t, false);
+                for d in doubts {
+                    self.messages.push(Level::Warn, d);
+                }
+                self.say_level(
+                    t,
+                    if mark.is_empty() {
+                        Level::Info
+                    } else {
+                        Level::Warn
+                    },
+                );
                 self.ended(msg.run)
             }
             WorkerEvent::Failed(e) => {
@@ -414,7 +516,13 @@ impl App {
                 self.ended(msg.run)
             }
             WorkerEvent::Cancelled => {
-                let t = format!("{} cancelled", run.title());
+                let at = run
+                    .progress_text()
+                    .map_or(String::new(), |p| format!(" at {p}"));
+                let t = format!(
+                    "{} cancelled{at}: its panes show a partial posterior, not an answer",
+                    run.title()
+                );
                 run.status = RunStatus::Cancelled;
                 self.say(t, false);
                 self.ended(msg.run)

@@ -300,6 +300,71 @@ impl RunView {
         a.into_iter().chain(b).chain(c).chain(d).reduce(f64::max)
     }
 
+    /// Where a live or cancelled run got to: "stage 5, γ 12.3 of 449", "sweep 30".
+    pub fn progress_text(&self) -> Option<String> {
+        let gamma_t = self.start.as_ref().map(|s| s.gamma);
+        if let Some(s) = self.smc.last() {
+            let of = gamma_t.map_or(String::new(), |g| format!(" of {g}"));
+            return Some(format!("stage {}, γ {:.4}{of}", s.stage, s.gamma));
+        }
+        self.ep.last().map(|s| format!("sweep {}", s.sweep))
+    }
+
+    /// The record's warnings about the result (not the data's).
+    pub fn doubts(&self) -> Vec<&crate::engine::quality::Warning> {
+        self.record.as_ref().map_or(Vec::new(), |r| {
+            r.warnings
+                .iter()
+                .filter(|w| w.code != crate::engine::quality::code::DATA)
+                .collect()
+        })
+    }
+
+    /// The status as the results table and pane titles show it: a finished
+    /// run that did not converge or carries warnings says so; a cancelled one
+    /// that its posterior is partial.
+    pub fn status_text(&self) -> String {
+        match (&self.status, &self.record) {
+            (RunStatus::Finished, Some(r)) if !r.converged => "not conv.".into(),
+            (RunStatus::Finished, Some(_)) if !self.doubts().is_empty() => "done ⚠".into(),
+            (RunStatus::Cancelled, _) if self.is_partial() => "cancelled ⚠".into(),
+            (s, _) => s.word().into(),
+        }
+    }
+
+    /// A cancelled run that left moments in the panes.
+    fn is_partial(&self) -> bool {
+        !self.smc.is_empty() || !self.ep.is_empty()
+    }
+
+    /// What a pane title adds to the run's name when its numbers are not a
+    /// final, trusted answer (None when they are).
+    pub fn status_note(&self) -> Option<String> {
+        match &self.status {
+            RunStatus::Finished => match &self.record {
+                Some(r) if !r.converged => Some("NOT CONVERGED".into()),
+                _ => match self.doubts().len() {
+                    0 => None,
+                    k => Some(format!("{k} warning(s), m")),
+                },
+            },
+            RunStatus::Cancelled if self.is_partial() => {
+                Some("cancelled: partial posterior".into())
+            }
+            s => Some(s.word().into()),
+        }
+    }
+
+    /// Whether the run's result should not be read as final.
+    pub fn is_doubtful(&self) -> bool {
+        match &self.status {
+            RunStatus::Finished => {
+                self.record.as_ref().is_some_and(|r| !r.converged) || !self.doubts().is_empty()
+            }
+            s => !s.is_live(),
+        }
+    }
+
     /// EP's convergence tolerance (its spec's, else the default).
     pub fn ep_tol(&self) -> f64 {
         match &self.spec.method {

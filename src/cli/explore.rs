@@ -50,6 +50,14 @@ impl ViewArgs {
         if !(self.fps.is_finite() && self.fps > 0.0) {
             return Err(format!("--fps must be a positive number; got {}", self.fps));
         }
+        // Where `e` writes: checked now, not when the first export fails.
+        let probe = self.export_dir.join("pacauc-export");
+        crate::engine::record::check_writable(&probe).map_err(|e| {
+            format!(
+                "--export-dir {}: cannot write run records there: {e}",
+                self.export_dir.display()
+            )
+        })?;
         let no_color_env = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         Ok(Options {
             view: ViewOptions {
@@ -93,9 +101,19 @@ pub fn explore(args: &ExploreArgs, threads: Option<usize>) -> Result<(), CliErro
     // The data options checked as a run's (its method is the form's to choose).
     let spec = spec::from_given(args.data.clone(), "logit", &args.settings.pairs())?;
     let options = args.view.options().map_err(CliError::Input)?;
-    tui::explore(spec.data, threads, !args.no_autorun, options).map_err(CliError::Input)
+    ended(tui::explore(spec.data, threads, !args.no_autorun, options))
 }
 
-pub fn replay(args: &ReplayArgs) -> Result<(), String> {
-    tui::replay(&args.files, args.view.options()?)
+pub fn replay(args: &ReplayArgs) -> Result<(), CliError> {
+    let options = args.view.options().map_err(CliError::Input)?;
+    ended(tui::replay(&args.files, options))
+}
+
+/// A signal that ended the explorer becomes the exit status 128 + signal, as
+/// for `fit` (the terminal is restored and the engines stopped by now).
+fn ended(r: Result<tui::Ended, String>) -> Result<(), CliError> {
+    match r.map_err(CliError::Input)? {
+        Some(sig) => std::process::exit(super::signal_status(sig).into()),
+        None => Ok(()),
+    }
 }

@@ -12,6 +12,7 @@ use super::progress::Progress;
 use super::settings_args::{self, All, SettingArgs};
 use super::table::print_table;
 use crate::engine::data::{Dataset, Prepared};
+use crate::engine::quality;
 use crate::engine::record::{RunRecord, Seconds, check_writable, write_atomic};
 use crate::engine::{Control, Engine, EngineError, Problem};
 use crate::spec::{self, RunSpec, SpecError, registry};
@@ -171,6 +172,15 @@ pub fn run(args: &FitArgs, threads: Option<usize>) -> Result<(), CliError> {
         engine.params(),
         seconds,
     );
+    // The doubtful results the record lists, in every format (the data's and
+    // the engine's own warnings were printed as they came).
+    for w in record
+        .warnings
+        .iter()
+        .filter(|w| w.code != quality::code::DATA)
+    {
+        progress.warn_coded(Some(&w.code), &w.message);
+    }
     let json = record.to_json();
     if let Some(path) = &args.out {
         write_atomic(path, json.as_bytes()).map_err(|e| {

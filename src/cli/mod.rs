@@ -93,7 +93,7 @@ pub fn main() -> ExitCode {
             let command = cli.command.unwrap_or_else(default_demo);
             match &command {
                 Command::Explore(args) => explore::explore(args, cli.threads),
-                Command::Replay(args) => explore::replay(args).map_err(CliError::Input),
+                Command::Replay(args) => explore::replay(args),
                 Command::Fit(args) => fit::run(args, cli.threads),
                 Command::Predict(args) => predict::run(args),
                 Command::Path(args) => path::run(args),
@@ -116,6 +116,11 @@ pub fn main() -> ExitCode {
             ExitCode::from(3)
         }
     }
+}
+
+/// The exit status of a process ended by signal `sig`, as shells report it.
+pub fn signal_status(sig: i32) -> u8 {
+    (128 + sig).clamp(0, 255) as u8
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
 //! `--format table`: the run record as a short human summary.
 
+use super::settings_args::render_message;
+use crate::engine::quality;
 use crate::engine::record::RunRecord;
 
 fn num(v: Option<f64>, digits: usize) -> String {
@@ -41,6 +43,9 @@ pub fn print_table(r: &RunRecord) {
         r.method,
         if r.converged { "" } else { "  (NOT CONVERGED)" }
     );
+    for w in r.warnings.iter().filter(|w| w.code != quality::code::DATA) {
+        println!("warning   [{}] {}", w.code, render_message(&w.message));
+    }
     if let Some(g) = r.gamma {
         println!("gamma     {g}");
     }

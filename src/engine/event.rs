@@ -62,6 +62,10 @@ pub struct SmcStage {
     pub scale: f64,
     /// Move steps run in this stage.
     pub moves: usize,
+    /// Largest |correlation| of a coordinate (or the risk) with its stage-start
+    /// value after the moves (the decorrelation check's measure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_correlation: Option<f64>,
     pub log_z: f64,
     pub mean: Vec<f64>,
     pub sd: Vec<f64>,

@@ -19,6 +19,7 @@ pub mod pairs;
 pub mod predict;
 pub mod prior;
 pub mod problem;
+pub mod quality;
 pub mod record;
 pub mod rng;
 pub mod run;

@@ -15,6 +15,7 @@ use super::fit::{Fit, ScoreModel};
 use super::metrics::{RocPoint, auc, roc_curve, thin_curve};
 use super::model::Model;
 use super::prior::Prior;
+use super::quality::{self, Warning};
 
 /// Version of the record format (bump on incompatible changes). 2: the run's
 /// `spec` and the `model` section (schema, standardisation, score, spread).
@@ -138,7 +139,11 @@ pub struct RunRecord {
     pub record_version: u32,
     pub pacauc_version: String,
     pub method: String,
+    /// The engine's convergence check passed and no warning undermines it.
     pub converged: bool,
+    /// Every reason to doubt the result (`quality`): data, engine, diagnostics.
+    #[serde(default)]
+    pub warnings: Vec<Warning>,
     pub gamma: Option<f64>,
     pub prior: Option<Prior>,
     pub auc: AucReport,
@@ -242,11 +247,13 @@ impl RunRecord {
                 })
                 .collect()
         });
+        let warnings = quality::assess(fit, &ds.report.warnings);
         RunRecord {
             record_version: RECORD_VERSION,
             pacauc_version: env!("CARGO_PKG_VERSION").to_string(),
             method: fit.engine.clone(),
-            converged: fit.converged,
+            converged: fit.converged && !warnings.iter().any(Warning::undermines_convergence),
+            warnings,
             dataset: DatasetReport::of(ds),
             split: data.info.clone(),
             parameters,

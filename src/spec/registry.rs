@@ -25,6 +25,7 @@
 use super::run_spec::PriorKind;
 use super::setting::range;
 pub use super::setting::{Group, Kind, Methods, Range, Requires, Setting};
+use crate::engine::smc::settings::MIN_PARTICLES;
 
 /// A method the program can run.
 #[derive(Debug)]
@@ -249,12 +250,16 @@ pub const SETTINGS: &[Setting] = &[
     // SMC.
     Setting {
         label: "particles N",
-        help: "Size N of the particle cloud.",
+        help: "Size N of the particle cloud (at least 100: below it the tempering steps and the decorrelation check cannot work).",
         default: "10000",
         methods: SMC,
         form: true,
         group: Group::Smc,
-        ..setting("particles", "method.particles", Kind::Count(2))
+        ..setting(
+            "particles",
+            "method.particles",
+            Kind::Count(MIN_PARTICLES as u64),
+        )
     },
     Setting {
         label: "moves per stage K",

@@ -13,6 +13,7 @@ use super::error::SpecError;
 use super::registry::{self, Kind, Requires, Setting};
 use super::run_spec::{DataSpec, MethodSpec, PriorKind, RunSpec};
 use super::values::{Gamma, Tunable};
+use crate::engine::smc::settings::particles_floor_reason;
 
 /// The spec of a run of `method` on the file `data` with the settings `given`
 /// as typed (registry key, text); a repeatable setting may appear several times.
@@ -138,7 +139,12 @@ fn parse_text(
                 .parse()
                 .map_err(|_| format!("must be a whole number ≥ {min}; got '{t}'"))?;
             if v < min {
-                return Err(format!("must be ≥ {min}; got {v}"));
+                // The particle floor says why (evidence in its docs).
+                return Err(if s.key == "particles" {
+                    particles_floor_reason(v as usize)
+                } else {
+                    format!("must be ≥ {min}; got {v}")
+                });
             }
             json!(v)
         }
@@ -368,7 +374,9 @@ mod tests {
         let e = spec("smc", &[("ess", "1.5")]).unwrap_err();
         assert_eq!(e.to_string(), "ess must be in (0, 1); got 1.5");
         let e = spec("smc", &[("particles", "-3")]).unwrap_err();
-        assert!(e.message.contains("whole number ≥ 2"), "{e}");
+        assert!(e.message.contains("whole number ≥ 100"), "{e}");
+        let e = spec("smc", &[("particles", "2")]).unwrap_err();
+        assert!(e.message.contains("in one step"), "the floor says why: {e}");
         let e = spec("logit", &[("test", "t.csv"), ("test_frac", "0.3")]).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("test_frac"));
         assert!(spec("nonsense", &[]).is_err());

@@ -11,6 +11,7 @@ use super::registry::{self, Kind, Requires, Setting};
 use super::run_spec::{DataSpec, GcsLoss, GcsSpec, MethodSpec, PriorKind, RunSpec, SmcKernel};
 use super::text::value_at;
 use super::values::{Gamma, Tunable};
+use crate::engine::smc::settings::{MIN_PARTICLES, particles_floor_reason};
 
 /// Smallest spike variance as a share of the slab variance (ALGORITHMS.md §5).
 pub const MIN_SPIKE_OVER_SLAB: f64 = 1e-6;
@@ -27,6 +28,14 @@ pub fn check(spec: &RunSpec) -> Result<(), SpecError> {
             "takes no γ and no prior"
         };
         return Err(SpecError::field("method", format!("{method} {what}")));
+    }
+    if let MethodSpec::Smc(smc) = &spec.method
+        && smc.particles < MIN_PARTICLES
+    {
+        return Err(SpecError::field(
+            "particles",
+            particles_floor_reason(smc.particles),
+        ));
     }
     let mut defaults = RunSpec::for_method(DataSpec::of(&spec.data.path), method)
         .expect("a spec's method is registered");

@@ -11,8 +11,9 @@ pub enum Input {
     /// A key and when it was read (for the latency log).
     Key(Key, std::time::Instant),
     Resize,
-    /// SIGTERM, SIGHUP, SIGINT or SIGQUIT: leave cleanly.
-    Quit,
+    /// SIGTERM, SIGHUP, SIGINT or SIGQUIT (its number): leave cleanly, then
+    /// exit with 128 + the signal as a shell expects.
+    Signal(i32),
 }
 
 /// The app's key for a terminal key event (None for releases and unknown keys).
@@ -67,7 +68,7 @@ pub fn spawn(tx: Sender<Input>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Turns termination signals into `Input::Quit`, so the terminal is restored
+/// Turns termination signals into `Input::Signal`, so the terminal is restored
 /// and engines cancelled as on `q`.
 #[cfg(unix)]
 pub fn spawn_signals(tx: Sender<Input>) -> std::io::Result<()> {
@@ -76,8 +77,8 @@ pub fn spawn_signals(tx: Sender<Input>) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("pacauc-signals".into())
         .spawn(move || {
-            if signals.forever().next().is_some() {
-                let _ = tx.send(Input::Quit);
+            if let Some(sig) = signals.forever().next() {
+                let _ = tx.send(Input::Signal(sig));
             }
         })?;
     Ok(())

@@ -48,6 +48,10 @@ fn require_terminal() -> Result<(), String> {
     }
 }
 
+/// How the explorer ended: `q`, or a termination signal (its number; the
+/// process should exit with 128 + it, as after SIGTERM without the explorer).
+pub type Ended = Option<i32>;
+
 /// `pacauc explore`: loads the data (a failure is shown in the UI) and, unless
 /// `autorun` is false, starts the default runs (`threads`: as asked for, kept
 /// in the runs' specs).
@@ -56,7 +60,7 @@ pub fn explore(
     threads: Option<usize>,
     autorun: bool,
     options: Options,
-) -> Result<(), String> {
+) -> Result<Ended, String> {
     require_terminal()?;
     let t0 = Instant::now();
     let loaded = data.load();
@@ -86,7 +90,7 @@ pub fn explore(
 }
 
 /// `pacauc replay`: reads run records and shows them.
-pub fn replay(files: &[PathBuf], options: Options) -> Result<(), String> {
+pub fn replay(files: &[PathBuf], options: Options) -> Result<Ended, String> {
     let mut records = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
@@ -272,7 +276,10 @@ fn run(
     data: Option<SessionData>,
     initial: Vec<Command>,
     options: &Options,
-) -> Result<(), String> {
+) -> Result<Ended, String> {
+    // Exports land here: said up front (status line, help, message log).
+    let dir = std::fs::canonicalize(&options.export_dir).unwrap_or(options.export_dir.clone());
+    app.announce_exports(dir);
     let (wtx, wrx) = bounded::<WorkerMsg>(CHANNEL_CAPACITY);
     let mut session = Session {
         data,
@@ -303,7 +310,7 @@ fn frame_loop(
     input: &Receiver<Input>,
     worker: &Receiver<WorkerMsg>,
     options: &Options,
-) -> Result<(), String> {
+) -> Result<Ended, String> {
     let frame = Duration::from_secs_f64(1.0 / options.fps.clamp(0.5, 60.0));
     let tick = Duration::from_millis(500);
     let mut dirty = true;
@@ -321,7 +328,7 @@ fn frame_loop(
     });
     loop {
         if app.quit {
-            return Ok(());
+            return Ok(None);
         }
         let now = Instant::now();
         if app.is_busy() && now >= next_tick {
@@ -359,10 +366,7 @@ fn frame_loop(
                         key_read.get_or_insert(t);
                         Msg::Key(k)
                     }
-                    Input::Quit => {
-                        app.quit = true;
-                        continue;
-                    }
+                    Input::Signal(sig) => return Ok(Some(sig)),
                     Input::Resize => {
                         terminal.autoresize().map_err(draw_err)?;
                         Msg::Resize

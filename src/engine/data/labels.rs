@@ -52,7 +52,10 @@ pub(super) fn choose_positive(
             let keys: Vec<&String> = counts.keys().collect();
             let set: BTreeSet<&str> = keys.iter().map(|s| s.as_str()).collect();
             if set == BTreeSet::from(["0", "1"]) || set == BTreeSet::from(["-1", "1"]) {
-                Ok(("1".into(), "'1' (numeric labels)".into()))
+                Ok((
+                    "1".into(),
+                    "'1' (numeric labels 0/1 or -1/1; override with --positive)".into(),
+                ))
             } else {
                 // The rarer class; on a tie the one sorting last ("yes" over "no").
                 let (a, b) = (keys[0], keys[1]);

@@ -105,14 +105,18 @@ impl Sink<'_> {
         self.obs.observe(e);
     }
 
-    /// Forgets the sweep events of EP runs before the current one.
+    /// Strips the moments (means, sds, inclusion) of the sweep events of EP runs
+    /// before the current one (ARD iterations, spike-and-slab tuning): the
+    /// record keeps every sweep's Δ, log Z and η — a replay shows the sweeps the
+    /// live view showed — and the moments of the final run only.
     pub(crate) fn drop_earlier_sweeps(&mut self) {
-        let mut i = 0;
-        let from = self.kept_from;
-        self.trace.retain(|e| {
-            i += 1;
-            i > from || !matches!(e, Event::EpSweep(_))
-        });
+        for e in &mut self.trace[..self.kept_from] {
+            if let Event::EpSweep(s) = e {
+                s.mean = Vec::new();
+                s.sd = Vec::new();
+                s.inclusion = None;
+            }
+        }
         self.kept_from = self.trace.len();
     }
 }

@@ -491,6 +491,7 @@ fn emit<T: Target + ?Sized>(
         acceptance: info.acceptance,
         scale: info.scale,
         moves: info.moves,
+        max_correlation: (info.stage > 0).then_some(info.max_correlation),
         log_z: info.log_z,
         mean,
         sd,

@@ -16,6 +16,23 @@ pub enum Moves {
     Adaptive { min: usize, max: usize },
 }
 
+/// Fewest particles SMC accepts. Below it the sampler cannot work: with N ≤ 1/τ
+/// every tempering step keeps an ESS ≥ τN (one particle), so γ jumps from 0 to
+/// γ_T in one step (N = 2: log Z off by ~100 on the sparse demo, reported
+/// converged), and the decorrelation check compares correlations whose noise,
+/// ≈ 1/√N, exceeds its threshold: no run with 3 ≤ N ≤ 50 passed it on Pima (d = 7)
+/// or the sparse demo (d = 20), five and three seeds (docs/BENCHMARKS.md).
+pub const MIN_PARTICLES: usize = 100;
+
+/// Why `MIN_PARTICLES`, for refusals (after the setting's name).
+pub fn particles_floor_reason(n: usize) -> String {
+    format!(
+        "must be ≥ {MIN_PARTICLES}; got {n}: with fewer particles SMC cannot work (when \
+         N ≤ 1/τ one particle already meets the ESS target τN, so γ jumps to its target in one \
+         step; and a correlation's noise, ≈ 1/√N, swamps the decorrelation check)"
+    )
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SmcSettings {
     /// N: the size of the particle cloud.
@@ -85,8 +102,11 @@ impl SmcSettings {
         if d == 0 {
             return bad("SMC needs at least one parameter".into());
         }
-        if self.particles < 2 {
-            return bad(format!("`particles` must be ≥ 2; got {}", self.particles));
+        if self.particles < MIN_PARTICLES {
+            return bad(format!(
+                "`particles` {}",
+                particles_floor_reason(self.particles)
+            ));
         }
         if !(self.ess > 0.0 && self.ess < 1.0) {
             return bad(format!("`ess` must be in (0, 1); got {}", self.ess));

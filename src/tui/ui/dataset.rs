@@ -8,6 +8,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::common::{fit, num, pane_block, sparkline};
 use super::theme::Theme;
+use crate::app::messages::wrap;
 use crate::app::{App, DataState, Pane};
 
 pub fn render(app: &App, area: Rect, frame: &mut Frame) {
@@ -22,7 +23,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
             text.extend(error.lines().map(|l| Line::raw(l.to_string())));
             text.push(Line::raw(""));
             text.push(Line::styled(
-                "Fix the options and start again: pacauc explore FILE.csv [--target COL] [--positive VALUE] [--drop COL]…",
+                "Fix the options and start again: pacauc explore FILE.csv [--target COL] [--positive VALUE] [--drop COL]… (m: the message log has this error in full)",
                 theme.dim(),
             ));
             frame.render_widget(
@@ -42,12 +43,18 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     };
     let mut block = pane_block(app, Pane::Dataset, detail, &theme);
     let inner = block.inner(area);
-    let head_lines =
-        3 + usize::from(
-            !info.report.dropped_columns.is_empty()
-                || !info.report.encoded.is_empty()
-                || !info.split.dropped_constant_in_train.is_empty(),
-        ) + info.report.warnings.len();
+    let base_lines = 5 + usize::from(
+        !info.report.dropped_columns.is_empty()
+            || !info.report.encoded.is_empty()
+            || !info.split.dropped_constant_in_train.is_empty(),
+    );
+    let warnings = warning_lines(
+        &info.report.warnings,
+        inner.width as usize,
+        // Room left after the table's head and three of its rows.
+        (inner.height as usize).saturating_sub(base_lines + 4),
+    );
+    let head_lines = base_lines + warnings.len();
     let visible = (inner.height as usize).saturating_sub(head_lines.min(inner.height as usize) + 1);
     let total = info.report.summary.len();
     if total > visible && visible > 0 {
@@ -90,6 +97,22 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
             Span::styled(format!("{} split ", s.kind), theme.dim()),
             Span::raw(format!("{} train / {} test", s.train_rows, s.test_rows)),
         ]),
+        // Which column is the target and which class is positive, and why, with
+        // the flag that changes each (in full in the message log, m).
+        Line::from(vec![
+            Span::styled("target ", theme.dim()),
+            Span::raw(fit(
+                &r.target_rule,
+                (inner.width as usize).saturating_sub(7),
+            )),
+        ]),
+        Line::from(vec![
+            Span::styled("positive ", theme.dim()),
+            Span::raw(fit(
+                &r.positive_rule,
+                (inner.width as usize).saturating_sub(9),
+            )),
+        ]),
     ];
     let mut notes: Vec<String> = Vec::new();
     for c in &r.dropped_columns {
@@ -108,8 +131,8 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     if !notes.is_empty() {
         lines.push(Line::styled(notes.join("; "), theme.dim()));
     }
-    for w in &r.warnings {
-        lines.push(Line::styled(format!("warning: {w}"), theme.warn()));
+    for w in warnings {
+        lines.push(Line::styled(w, theme.warn()));
     }
     let head_h = (lines.len() as u16).min(inner.height);
     frame.render_widget(
@@ -158,7 +181,13 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let offset = app.dataset_scroll.min(total.saturating_sub(visible));
     for f in r.summary.iter().skip(offset).take(visible) {
         let hist: Vec<f64> = f.hist.iter().map(|&c| c as f64).collect();
-        let name = fit(&f.name, name_w);
+        // An ID-like column is marked (its warning says which flag drops it).
+        let id_like = r.id_like.contains(&f.name);
+        let name = if id_like {
+            format!("{} ID?", fit(&f.name, name_w.saturating_sub(4)))
+        } else {
+            fit(&f.name, name_w)
+        };
         let text = if show_minmax {
             format!(
                 "{name:<name_w$} {:>numw$} {:>numw$} {:>numw$} {:>numw$} ",
@@ -175,9 +204,50 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
             )
         };
         rows.push(Line::from(vec![
-            Span::raw(text),
+            if id_like {
+                Span::styled(text, theme.warn())
+            } else {
+                Span::raw(text)
+            },
             Span::styled(sparkline(&hist), theme.series(0)),
         ]));
     }
     frame.render_widget(Paragraph::new(rows), table);
+}
+
+/// The data's warnings wrapped to `width`, in at most `room` lines (at least
+/// one each): a warning cut short ends "… (m)", the message log having it whole.
+pub fn warning_lines(warnings: &[String], width: usize, room: usize) -> Vec<String> {
+    let each = (room / warnings.len().max(1)).max(1);
+    let mut out = Vec::new();
+    for w in warnings {
+        let mut lines = wrap(&format!("warning: {w}"), width);
+        if lines.len() > each {
+            lines.truncate(each);
+            let last = lines.pop().unwrap_or_default();
+            let cut: String = last.chars().take(width.saturating_sub(5)).collect();
+            lines.push(format!("{}… (m)", cut.trim_end()));
+        }
+        out.extend(lines);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_wrap_where_there_is_room_and_point_to_the_log_where_not() {
+        let w = vec!["column 'patient' holds a different integer on every row, like an ID".into()];
+        let all = warning_lines(&w, 30, 10);
+        assert!(all.len() > 1 && all.iter().all(|l| l.chars().count() <= 30));
+        assert!(all.concat().contains("like an ID"), "{all:?}");
+        let one = warning_lines(&w, 30, 1);
+        assert_eq!(one.len(), 1);
+        assert!(
+            one[0].ends_with("… (m)") && one[0].chars().count() <= 30,
+            "{one:?}"
+        );
+    }
 }

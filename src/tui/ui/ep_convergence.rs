@@ -18,7 +18,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
     let run = app.run_for(RunView::is_gaussian);
     let detail = run.map_or(String::new(), |r| {
-        format!("{} {}", r.title(), r.status.word())
+        format!("{} {}", r.title(), r.status_text())
     });
     let block = pane_block(app, Pane::Ep, detail, &theme);
     let inner = block.inner(area);
@@ -56,8 +56,9 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
             .map(|(i, s)| ((i + 1) as f64, s.delta.log10())),
     );
     let [mut lo, mut hi] = bounds(delta.iter().map(|p| p.1).chain([tol_v.log10()]));
-    lo = lo.floor();
-    hi = hi.ceil().max(lo + 1.0);
+    // `+ 0.0` turns −0 into 0: the axis says 1e0, not 1e-0.
+    lo = lo.floor() + 0.0;
+    hi = hi.ceil().max(lo + 1.0) + 0.0;
     let tol = [(first, tol_v.log10()), (x_hi, tol_v.log10())];
     if delta_area.height >= 3 && delta_area.width >= 12 {
         let chart = Chart::new(vec![

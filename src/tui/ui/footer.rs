@@ -49,10 +49,16 @@ pub fn header(app: &App, area: Rect, frame: &mut Frame) {
         }
         spans.push(Span::raw(" "));
     }
+    // Warnings not yet read in the log: a mark that survives any status text.
+    let unseen = app.messages.unseen;
+    if unseen > 0 {
+        spans.push(Span::styled(format!("⚠ {unseen} m "), theme.bad()));
+    }
     if let Some(s) = &app.status {
         let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
         let room = (area.width as usize).saturating_sub(used + 2);
         spans.push(Span::styled("│ ", theme.dim()));
+        // Cut text stays readable in full in the message log (m).
         spans.push(Span::styled(
             fit(&s.text, room),
             if s.error { theme.bad() } else { theme.good() },
@@ -66,6 +72,11 @@ pub fn footer(app: &App, area: Rect, frame: &mut Frame) {
     let mut items: Vec<(&str, &str)> = match app.overlay {
         Overlay::Form(_) => FORM_KEYS.to_vec(),
         Overlay::Help => vec![("Esc ?", "close"), ("q", "quit")],
+        Overlay::Messages => vec![
+            ("↑↓ PgUp PgDn", "scroll"),
+            ("Esc m", "close"),
+            ("q", "quit"),
+        ],
         Overlay::None => {
             let mut b: Vec<_> = BINDINGS.iter().filter(|b| b.footer > 0).collect();
             b.sort_by_key(|b| b.footer);

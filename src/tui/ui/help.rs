@@ -41,10 +41,17 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         Span::styled("Run form ", theme.title()),
         Span::raw(form.join(" · ")),
     ]));
+    if let Some(dir) = &app.export_dir {
+        lines.push(Line::from(vec![
+            Span::styled("Exports ", theme.title()),
+            Span::raw(format!("e writes to {}", dir.display())),
+        ]));
+    }
     // Notes only where there is room.
     let notes = [
         "Run form: the settings that apply to the method and prior; under them the focused one's help (as in pacauc fit --help).",
         "Marginals: mean ± 2 sd per coefficient; the selected one's SMC particle histogram with the EP or VB Gaussian overlaid.",
+        "SMC: K = move steps per stage (adaptive: until |correlation| with the stage start ≤ 0.1, at most 200).",
         "Esc or ? closes this help.",
     ];
     let room = (area.height as usize).saturating_sub(lines.len() + 2);

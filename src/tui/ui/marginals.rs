@@ -79,7 +79,9 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         });
     let mut detail = String::new();
     for r in primary.iter().chain(others.iter()) {
-        detail.push_str(&format!("{} ", r.title()));
+        // A running or cancelled run's moments are not an answer: say so.
+        let status = r.status_note().map_or(String::new(), |n| format!(" ({n})"));
+        detail.push_str(&format!("{}{status} ", r.title()));
     }
     let block = pane_block(app, Pane::Marginals, detail.trim_end().to_string(), &theme);
     let inner = block.inner(area);

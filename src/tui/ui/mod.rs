@@ -11,6 +11,7 @@ pub mod gcs_trace;
 pub mod help;
 pub mod inclusion;
 pub mod marginals;
+pub mod messages;
 pub mod results;
 pub mod smc_trace;
 pub mod theme;
@@ -124,5 +125,6 @@ pub fn render(app: &App, frame: &mut Frame) {
         Overlay::None => {}
         Overlay::Help => help::render(app, body, frame),
         Overlay::Form(f) => form::render(app, f, body, frame),
+        Overlay::Messages => messages::render(app, body, frame),
     }
 }

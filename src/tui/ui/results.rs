@@ -4,6 +4,7 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 
@@ -33,7 +34,8 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         placeholder(frame, inner, "no runs yet: press n to start one", &theme);
         return;
     }
-    let (roc_area, table_area) = if inner.width >= 70 {
+    // The ROC curves sit beside the table only where the whole table still fits.
+    let (roc_area, table_area) = if inner.width >= 104 {
         // Roughly square in the terminal's 1:2 cells, at most 45% of the width.
         let w = inner
             .height
@@ -122,35 +124,128 @@ fn roc(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
     frame.render_widget(chart, area);
 }
 
+/// A column of the runs table: header, width, and its rank when the width is
+/// short (lower ranks stay; status, log Z and γ outrank the train AUC and time).
+struct Column {
+    head: &'static str,
+    width: usize,
+    rank: u8,
+    left: bool,
+}
+
+const COLUMNS: [Column; 11] = [
+    Column {
+        head: "#",
+        width: 3,
+        rank: 0,
+        left: true,
+    },
+    Column {
+        head: "method",
+        width: 9,
+        rank: 0,
+        left: true,
+    },
+    Column {
+        head: "prior",
+        width: 6,
+        rank: 5,
+        left: true,
+    },
+    Column {
+        head: "status",
+        width: 11,
+        rank: 1,
+        left: true,
+    },
+    Column {
+        head: "train",
+        width: 6,
+        rank: 8,
+        left: false,
+    },
+    Column {
+        head: "test",
+        width: 6,
+        rank: 2,
+        left: false,
+    },
+    Column {
+        head: "bound",
+        width: 8,
+        rank: 6,
+        left: false,
+    },
+    Column {
+        head: "k̂",
+        width: 5,
+        rank: 7,
+        left: false,
+    },
+    Column {
+        head: "log Z",
+        width: 9,
+        rank: 3,
+        left: false,
+    },
+    Column {
+        head: "γ",
+        width: 8,
+        rank: 4,
+        left: false,
+    },
+    Column {
+        head: "time",
+        width: 8,
+        rank: 9,
+        left: false,
+    },
+];
+
+/// The columns that fit in `width` (2 cells of selection marker, 1 between).
+fn visible_columns(width: usize) -> Vec<usize> {
+    let mut by_rank: Vec<usize> = (0..COLUMNS.len()).collect();
+    by_rank.sort_by_key(|&i| COLUMNS[i].rank);
+    let mut used = 2;
+    let mut keep = Vec::new();
+    for i in by_rank {
+        let w = COLUMNS[i].width + 1;
+        if used + w <= width || COLUMNS[i].rank == 0 {
+            used += w;
+            keep.push(i);
+        }
+    }
+    keep.sort_unstable();
+    keep
+}
+
+/// The prior of a run in a few letters ("-" for the baselines).
+fn prior_word(r: &crate::app::run_view::RunView) -> &'static str {
+    match r.spec.prior.as_ref().map(|p| p.kind) {
+        Some(crate::spec::PriorKind::Gaussian) => "gauss",
+        Some(crate::spec::PriorKind::Ard) => "ard",
+        Some(crate::spec::PriorKind::SpikeSlab) => "s-slab",
+        None => "-",
+    }
+}
+
 fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
     if area.height < 2 || area.width < 20 {
         return;
     }
     let w = area.width as usize;
-    let wide = w >= 64;
-    // The certificate's columns where they fit: the bound on 1 − AUC, then k̂.
-    let (show_bound, show_khat) = (w >= 81, w >= 88);
-    let head = if wide {
-        format!(
-            "  {:<3} {:<10} {:<9} {:>8} {:>8}{}{} {:>9} {:>8} {:>8}",
-            "#",
-            "method",
-            "status",
-            "train",
-            "test",
-            if show_bound { "    bound" } else { "" },
-            if show_khat { "     k̂" } else { "" },
-            "log Z",
-            "γ",
-            "time"
-        )
-    } else {
-        format!(
-            "  {:<3} {:<9} {:>7} {:>7} {:>7}",
-            "#", "method", "train", "test", "time"
-        )
+    let cols = visible_columns(w);
+    let cell = |i: usize, text: &str| {
+        let c = &COLUMNS[i];
+        let t = fit(text, c.width);
+        if c.left {
+            format!("{t:<width$} ", width = c.width)
+        } else {
+            format!("{t:>width$} ", width = c.width)
+        }
     };
-    let mut lines = vec![Line::styled(fit(&head, w), theme.dim())];
+    let head: String = cols.iter().map(|&i| cell(i, COLUMNS[i].head)).collect();
+    let mut lines = vec![Line::styled(fit(&format!("  {head}"), w), theme.dim())];
     let visible = (area.height as usize).saturating_sub(1);
     let sel = app
         .selected
@@ -162,12 +257,14 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
         let spin = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'][(app.ticks % 10) as usize];
         let status = match &r.status {
             RunStatus::Running => format!("{spin} running"),
-            s => s.word().to_string(),
+            _ => r.status_text(),
         };
         let status_style = match &r.status {
             RunStatus::Failed(_) => theme.bad(),
+            RunStatus::Finished if r.is_doubtful() => theme.bad(),
             RunStatus::Finished => theme.good(),
             RunStatus::Running | RunStatus::Paused => theme.warn(),
+            RunStatus::Cancelled => theme.warn(),
             _ => theme.dim(),
         };
         let time = rec
@@ -178,43 +275,28 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
         } else {
             "  "
         };
-        let mut spans = vec![
-            Span::raw(marker),
-            Span::styled(format!("{:<3} ", r.id), theme.series(i)),
-            Span::styled(
-                format!("{:<10} ", fit(r.method(), if wide { 10 } else { 9 })),
-                theme.series(i),
-            ),
-        ];
-        if wide {
-            spans.push(Span::styled(
-                format!("{:<9} ", fit(&status, 9)),
-                status_style,
-            ));
-            spans.push(Span::raw(format!(
-                "{:>8} {:>8}",
-                auc(rec.map(|x| x.auc.train)),
-                auc(rec.and_then(|x| x.auc.test)),
-            )));
-            if show_bound {
-                spans.push(certificate_cell(rec, false, theme));
-            }
-            if show_khat {
-                spans.push(certificate_cell(rec, true, theme));
-            }
-            spans.push(Span::raw(format!(
-                " {:>9} {:>8} {:>8}",
-                opt_num(rec.and_then(|x| x.log_evidence)),
-                opt_num(rec.and_then(|x| x.gamma)),
-                time.map_or("-".into(), seconds),
-            )));
-        } else {
-            spans.push(Span::raw(format!(
-                "{:>7} {:>7} {:>7}",
-                auc(rec.map(|x| x.auc.train)),
-                auc(rec.and_then(|x| x.auc.test)),
-                time.map_or("-".into(), seconds),
-            )));
+        let mut spans = vec![Span::raw(marker)];
+        for &c in &cols {
+            let (text, style) = match COLUMNS[c].head {
+                "#" => (r.id.to_string(), theme.series(i)),
+                "method" => (r.method().to_string(), theme.series(i)),
+                "prior" => (prior_word(r).to_string(), theme.dim()),
+                "status" => (status.clone(), status_style),
+                "train" => (auc(rec.map(|x| x.auc.train)), Style::new()),
+                "test" => (auc(rec.and_then(|x| x.auc.test)), Style::new()),
+                "log Z" => (opt_num(rec.and_then(|x| x.log_evidence)), Style::new()),
+                "bound" => certificate_cell(rec, false, theme),
+                "k̂" => certificate_cell(rec, true, theme),
+                "γ" => (
+                    opt_num(
+                        rec.and_then(|x| x.gamma)
+                            .or(r.start.as_ref().map(|s| s.gamma)),
+                    ),
+                    Style::new(),
+                ),
+                _ => (time.map_or("-".into(), seconds), Style::new()),
+            };
+            spans.push(Span::styled(cell(c, &text), style));
         }
         let line = Line::from(spans);
         lines.push(if Some(r.id) == app.selected {
@@ -222,11 +304,19 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
         } else {
             line
         });
-        if let RunStatus::Failed(e) = &r.status
-            && Some(r.id) == app.selected
+        // The selected run's failure or first doubt, cut to a line (in full: m).
+        let note = match &r.status {
+            RunStatus::Failed(e) => Some((e.clone(), theme.bad())),
+            _ => r
+                .doubts()
+                .first()
+                .map(|d| (format!("[{}] {}", d.code, d.message), theme.warn())),
+        };
+        if Some(r.id) == app.selected
             && lines.len() < area.height as usize
+            && let Some((text, style)) = note
         {
-            lines.push(Line::styled(fit(&format!("      {e}"), w), theme.bad()));
+            lines.push(Line::styled(fit(&format!("      {text}"), w), style));
         }
     }
     if let Some(r) = app.selected_run()
@@ -243,24 +333,46 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
 
 /// The record's bound on 1 − AUC (marked when vacuous, ≥ ½) or its
 /// importance-sampling k̂ (marked above its threshold); "-" where there is none.
-fn certificate_cell(rec: Option<&RunRecord>, khat: bool, theme: &Theme) -> Span<'static> {
+fn certificate_cell(rec: Option<&RunRecord>, khat: bool, theme: &Theme) -> (String, Style) {
     if khat {
         let c = rec
             .and_then(|r| r.details.get("is_check"))
             .filter(|c| c.is_object());
         let k = c.and_then(|c| c["khat"].as_f64());
         let trusted = c.and_then(|c| c["trusted"].as_bool()).unwrap_or(true);
-        let text = format!(" {:>5}", k.map_or("-".into(), |k| format!("{k:.2}")));
-        return if trusted {
-            Span::raw(text)
-        } else {
-            Span::styled(text, theme.warn())
-        };
+        let text = k.map_or("-".into(), |k| format!("{k:.2}"));
+        return (text, if trusted { Style::new() } else { theme.warn() });
     }
     let b = rec.and_then(|r| r.bound.as_ref()).map(|b| b.risk);
-    let text = format!(" {:>8}", b.map_or("-".into(), |b| format!("{b:.4}")));
+    let text = b.map_or("-".into(), |b| format!("{b:.4}"));
     match b {
-        Some(b) if b >= 0.5 => Span::styled(text, theme.warn()),
-        _ => Span::raw(text),
+        Some(b) if b >= 0.5 => (text, theme.warn()),
+        _ => (text, Style::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// At 80 columns (78 inside the pane) all but the time and k̂ fit; narrower,
+    /// the bound, train AUC and time go before status, log Z and γ; at 120
+    /// every column fits.
+    #[test]
+    fn status_log_z_and_gamma_outlast_train_and_time() {
+        let heads = |w| {
+            visible_columns(w)
+                .into_iter()
+                .map(|i| COLUMNS[i].head)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(heads(118).len(), COLUMNS.len());
+        let h = heads(78);
+        assert!(h.contains(&"prior") && h.contains(&"bound"), "{h:?}");
+        let h = heads(60);
+        for keep in ["#", "method", "status", "test", "log Z", "γ"] {
+            assert!(h.contains(&keep), "{h:?}");
+        }
+        assert!(!h.contains(&"time"), "{h:?}");
     }
 }

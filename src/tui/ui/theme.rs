@@ -16,6 +16,17 @@ const SERIES: [Color; 6] = [
     Color::Red,
 ];
 
+/// A legend glyph that looks like a chart drawn with `m`.
+pub fn glyph(m: Marker) -> &'static str {
+    match m {
+        Marker::Dot => "•",
+        Marker::Bar => "▄",
+        Marker::Block => "█",
+        Marker::HalfBlock => "▀",
+        _ => "⠒",
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Theme {
     pub color: bool,
@@ -81,6 +92,20 @@ impl Theme {
 
     pub fn selected(&self) -> Style {
         Style::new().add_modifier(Modifier::REVERSED)
+    }
+
+    /// Markers for the series of one chart, all different, the chosen marker
+    /// first: series stay apart without colour (`--no-color`, `NO_COLOR`).
+    pub fn series_markers(&self) -> [Marker; 3] {
+        let mut out = [self.marker; 3];
+        let mut k = 1;
+        for m in [Marker::Dot, Marker::Bar, Marker::Block, Marker::Braille] {
+            if k < 3 && m != self.marker {
+                out[k] = m;
+                k += 1;
+            }
+        }
+        out
     }
 
     /// The colour of run or series `i`.
