@@ -51,6 +51,7 @@ fn particles(mean: &[f64], sd: &[f64], n: usize, seed: u64) -> (Particles, Vec<H
         Particles {
             theta,
             weights: None,
+            thresholds: None,
         },
         hists,
     )

@@ -102,6 +102,11 @@ fn round_trip_for_every_method_and_prior() {
             &["--method", "vb", "--loss", "hinge", "--is-draws", "0"],
             true,
         ),
+        (
+            "gcs",
+            &["--method", "gcs", "--min-ess", "100", "--max-steps", "400"],
+            true,
+        ),
     ];
     for (name, args, has_sd) in cases {
         let rec = dir.join(format!("{name}.json")).display().to_string();
@@ -130,13 +135,16 @@ fn round_trip_for_every_method_and_prior() {
         );
         let csv = std::fs::read_to_string(&scores).unwrap();
         let header = csv.lines().next().unwrap();
+        // Sample-based records also hold the posterior's vote.
+        let sampled = matches!(*name, "smc" | "gcs");
         assert_eq!(
             header,
-            if *has_sd {
-                "row,score,score_sd,status"
-            } else {
-                "row,score,status"
-            }
+            match (*has_sd, sampled) {
+                (true, true) => "row,score,score_sd,vote,agreement,status",
+                (true, false) => "row,score,score_sd,status",
+                _ => "row,score,status",
+            },
+            "{name}"
         );
         let want = v["auc"]["test"].as_f64().unwrap();
         let got = auc_of(&csv, &test);
@@ -429,5 +437,113 @@ fn reduced_form_score_sds_match_the_primal_form() {
             );
         }
     }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A sample-based record's vote: each kept draw calls positive as many training
+/// rows as there are positives, so on the training file the votes add up to the
+/// positives (exactly, barring ties); the agreement is the majority's share;
+/// `--rank-uncertain` lists only the unlabelled rows, highest entropy first.
+#[test]
+fn sampled_records_vote_and_rank_unlabelled_rows_by_uncertainty() {
+    let dir = tmp("votes");
+    let (train, test, _) = split_demo(&dir);
+    let rec = dir.join("gcs.json").display().to_string();
+    let fit = [
+        "fit",
+        train.as_str(),
+        "--test",
+        test.as_str(),
+        "--out",
+        rec.as_str(),
+        "--method",
+        "gcs",
+        "--min-ess",
+        "100",
+        "--max-steps",
+        "400",
+    ];
+    assert!(pacauc(&fit).status.success());
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    let votes = &r["model"]["votes"];
+    let positives = votes["rule"]["positives"].as_u64().unwrap();
+    assert_eq!(votes["rule"]["kind"], "training_positives");
+    // Every draw kept up to 1000 (here 4 chains × 200 after the warm-up).
+    let draws = r["details"]["draws"].as_u64().unwrap() as usize;
+    assert_eq!(votes["theta"].as_array().unwrap().len(), draws.min(1000));
+
+    let j = json(&pacauc(&["predict", &rec, &train, "--format", "json"]));
+    let rows = j["rows"].as_array().unwrap();
+    let total: f64 = rows.iter().map(|r| r["vote"].as_f64().unwrap()).sum();
+    assert!(
+        (total - positives as f64).abs() < 1e-6,
+        "votes add up to {total}, not {positives}"
+    );
+    for r in rows {
+        let (v, a) = (
+            r["vote"].as_f64().unwrap(),
+            r["agreement"].as_f64().unwrap(),
+        );
+        assert!((a - v.max(1.0 - v)).abs() < 1e-12 && (0.5..=1.0).contains(&a));
+    }
+
+    // The test rows with the labels of every other row blanked out.
+    let text = std::fs::read_to_string(&test).unwrap();
+    let mut lines = text.lines();
+    let mut body = vec![lines.next().unwrap().to_string()];
+    for (i, l) in lines.enumerate() {
+        body.push(if i % 2 == 0 {
+            format!("{},", l.rsplit_once(',').unwrap().0)
+        } else {
+            l.to_string()
+        });
+    }
+    let half = dir.join("half.csv");
+    std::fs::write(&half, body.join("\n") + "\n").unwrap();
+    let half = half.display().to_string();
+    let out = pacauc(&["predict", &rec, &half, "--rank-uncertain"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = String::from_utf8_lossy(&out.stdout).to_string();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "rank,row,score,score_sd,vote,agreement,entropy,status"
+    );
+    let ranked: Vec<Vec<String>> = lines
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect();
+    assert_eq!(ranked.len(), 75, "the 75 unlabelled rows only");
+    let all = json(&pacauc(&["predict", &rec, &half, "--format", "json"]));
+    for (k, r) in ranked.iter().enumerate() {
+        assert_eq!(r[0], (k + 1).to_string());
+        let line: usize = r[1].parse().unwrap();
+        assert_eq!(line % 2, 0, "row {line} is labelled");
+        let h: f64 = r[6].parse().unwrap();
+        // The same vote as without ranking; entropies fall down the list.
+        let same = &all["rows"][line - 2];
+        assert_eq!(same["vote"].as_f64().unwrap(), r[4].parse::<f64>().unwrap());
+        if k > 0 {
+            assert!(h <= ranked[k - 1][6].parse::<f64>().unwrap());
+        }
+    }
+    // A record without draws cannot rank.
+    let ep = dir.join("ep.json").display().to_string();
+    let fit = [
+        "fit",
+        train.as_str(),
+        "--out",
+        ep.as_str(),
+        "--method",
+        "ep",
+    ];
+    assert!(pacauc(&fit).status.success());
+    let out = pacauc(&["predict", &ep, &half, "--rank-uncertain"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("posterior draws"));
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -132,6 +132,7 @@ fn the_form_and_fit_make_the_same_record() {
             ],
         ),
         ("smc", &[("particles", "600"), ("kernel", "rw")]),
+        ("gcs", &[("max_steps", "600"), ("min_ess", "50")]),
     ];
     for (method, fields) in cases {
         let spec = from_form(method, fields);

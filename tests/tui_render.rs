@@ -270,3 +270,80 @@ fn a_long_stage_shows_its_moves() {
     let s = screen(&app, 120, 40);
     assert!(s.contains("stage 6 move 17/200 |corr| 0.42→0.1"), "{s}");
 }
+
+/// A real great-circle run on the demo data, fed event by event: the sampler
+/// pane shows its chains (R-hat and ESS against steps with their targets, the
+/// per-chain risk), the marginals show its coefficients, and the finished run
+/// keeps them (replayed from its trace).
+#[test]
+fn a_great_circle_run_in_the_sampler_pane() {
+    use pacauc::engine::record::{RunRecord, Seconds};
+    use pacauc::engine::{Control, Event};
+    use pacauc::spec::{MethodSpec, RunSpec, build};
+
+    let (ds, p, data) = testkit::demo();
+    let mut spec = RunSpec::for_method(data, "gcs").unwrap();
+    if let MethodSpec::Gcs(g) = &mut spec.method {
+        (g.warmup, g.max_steps, g.min_ess) = (50, 400, 100.0);
+    }
+    let problem = build::problem(&spec, &p).unwrap();
+    let mut events = Vec::new();
+    let mut fit = build::engine(&spec)
+        .run(&problem, &Control::new(), &mut |e: Event| events.push(e))
+        .unwrap();
+    let batches = events
+        .iter()
+        .filter(|e| matches!(e, Event::GcsBatch(_)))
+        .count();
+    assert!(batches >= 2, "{batches} batches");
+
+    let mut app = empty();
+    app.enqueue(spec.clone());
+    for e in &events {
+        feed(&mut app, 1, WorkerEvent::Event(e.clone()));
+    }
+    key(&mut app, Key::Char('2'));
+    for (w, h) in [(120, 40), (80, 24)] {
+        let s = screen(&app, w, h);
+        for want in [
+            "Sampler",
+            "#1 gcs running",
+            "R-hat",
+            "ESS bulk",
+            "risk/chain",
+        ] {
+            assert!(s.contains(want), "{w}×{h}: no '{want}' in\n{s}");
+        }
+    }
+    key(&mut app, Key::Char('4'));
+    assert!(screen(&app, 120, 40).contains("#1 gcs"));
+
+    fit.trace = events.iter().filter_map(Event::for_trace).collect();
+    let seconds = Seconds {
+        load: 0.0,
+        fit: 1.0,
+        total: 1.0,
+    };
+    let rec = RunRecord::new(
+        &ds,
+        &p,
+        &fit,
+        spec.to_value(),
+        serde_json::json!({}),
+        seconds,
+    );
+    feed(&mut app, 1, WorkerEvent::Finished(Box::new(rec)));
+    key(&mut app, Key::Char('2'));
+    let s = screen(&app, 120, 40);
+    // A run stopped at its step cap is marked as such (issue 16's marks).
+    let status = if fit.converged {
+        "#1 gcs done"
+    } else {
+        "#1 gcs not conv."
+    };
+    assert!(s.contains(status) && s.contains("R-hat"), "{s}");
+    // Tiny terminals do not panic.
+    for (w, h) in [(60, 16), (20, 5)] {
+        screen(&app, w, h);
+    }
+}

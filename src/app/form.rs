@@ -114,7 +114,7 @@ impl Form {
         match (s.kind, s.key, registry::method(self.method())) {
             (Kind::Switch, ..) => vec!["off", "on"],
             (Kind::Choice(_), "prior", Some(m)) => m.priors.iter().map(|p| p.name()).collect(),
-            (Kind::Choice(names), ..) => names.to_vec(),
+            (Kind::Choice(_), ..) => s.choices(self.method()).to_vec(),
             _ => Vec::new(),
         }
     }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::ring::Ring;
 use crate::engine::Event;
-use crate::engine::event::{EpSweep, Histogram, LogLevel, SmcMove, SmcStage, VbIter};
+use crate::engine::event::{EpSweep, GcsBatch, Histogram, LogLevel, SmcMove, SmcStage, VbIter};
 use crate::engine::record::RunRecord;
 use crate::spec::{DataSpec, MethodSpec, RunSpec};
 use crate::worker::RunId;
@@ -64,6 +64,8 @@ pub struct RunView {
     /// Progress of the moves of the stage under way (cleared when it ends).
     pub smc_move: Option<SmcMove>,
     pub ep: Ring<EpSweep>,
+    /// Great-circle sampler batches (R-hat, ESS, per-chain risk).
+    pub gcs: Ring<GcsBatch>,
     /// VB's iterations (L-BFGS steps, or the stochastic optimiser's checks).
     pub vb: Ring<VbIter>,
     /// The latest particle histograms (live snapshot, then the final ones).
@@ -72,6 +74,17 @@ pub struct RunView {
     pub record: Option<Box<RunRecord>>,
     /// Where the record was exported or replayed from.
     pub file: Option<PathBuf>,
+}
+
+/// The latest event of every live series a run can report, by engine (the
+/// coefficients, the elapsed time): named, so that a new engine is one more
+/// field rather than one more tuple slot.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Latest<'a> {
+    pub smc: Option<&'a SmcStage>,
+    pub ep: Option<&'a EpSweep>,
+    pub gcs: Option<&'a GcsBatch>,
+    pub vb: Option<&'a VbIter>,
 }
 
 /// Posterior summaries of one coefficient.
@@ -92,6 +105,7 @@ impl RunView {
             smc: Ring::new(TRACE_CAPACITY),
             smc_move: None,
             ep: Ring::new(TRACE_CAPACITY),
+            gcs: Ring::new(TRACE_CAPACITY),
             vb: Ring::new(TRACE_CAPACITY),
             histograms: Vec::new(),
             logs: Ring::new(LOG_CAPACITY),
@@ -158,6 +172,7 @@ impl RunView {
             }
             Event::SmcMove(m) => self.smc_move = Some(m),
             Event::EpSweep(s) => self.ep.push(s),
+            Event::GcsBatch(b) => self.gcs.push(b),
             Event::VbIter(it) => self.vb.push(it),
             Event::Log { level, message } => self.logs.push((level, message)),
         }
@@ -165,6 +180,15 @@ impl RunView {
 
     pub fn is_smc(&self) -> bool {
         !self.smc.is_empty() || self.method() == "smc"
+    }
+
+    pub fn is_gcs(&self) -> bool {
+        !self.gcs.is_empty() || self.method() == "gcs"
+    }
+
+    /// A sampler's run (the sampler pane shows SMC and gcs runs).
+    pub fn is_sampler(&self) -> bool {
+        self.is_smc() || self.is_gcs()
     }
 
     pub fn is_ep(&self) -> bool {
@@ -181,8 +205,19 @@ impl RunView {
         self.is_ep() || self.is_vb()
     }
 
+    /// The latest event of each live series (a run of one engine fills one).
+    pub fn latest(&self) -> Latest<'_> {
+        Latest {
+            smc: self.smc.last(),
+            ep: self.ep.last(),
+            gcs: self.gcs.last(),
+            vb: self.vb.last(),
+        }
+    }
+
     /// Posterior means and sds: the record's when finished, else the latest
-    /// stage's or sweep's.
+    /// SMC stage's, EP sweep's, gcs batch's (once draws are kept) or VB
+    /// iteration's.
     pub fn coefficients(&self, names: &[String]) -> Vec<Coef> {
         if let Some(r) = &self.record {
             return r
@@ -195,11 +230,18 @@ impl RunView {
                 })
                 .collect();
         }
-        let (mean, sd) = match (self.smc.last(), self.ep.last(), self.vb.last()) {
-            (Some(s), _, _) => (&s.mean, &s.sd),
-            (None, Some(e), _) => (&e.mean, &e.sd),
-            (None, None, Some(v)) => (&v.mean, &v.sd),
-            (None, None, None) => return Vec::new(),
+        let latest = self.latest();
+        let (mean, sd) = if let Some(s) = latest.smc {
+            (&s.mean, &s.sd)
+        } else if let Some(e) = latest.ep {
+            (&e.mean, &e.sd)
+        } else if let Some(g) = latest.gcs.filter(|g| !g.mean.is_empty()) {
+            // No draws kept yet during warm-up: nothing to show until then.
+            (&g.mean, &g.sd)
+        } else if let Some(v) = latest.vb {
+            (&v.mean, &v.sd)
+        } else {
+            return Vec::new();
         };
         // An engine may leave out the sds of intermediate sweeps (costly to form).
         mean.iter()
@@ -250,10 +292,12 @@ impl RunView {
         if let Some(r) = &self.record {
             return Some(r.seconds.fit);
         }
-        let a = self.smc.last().map(|s| s.elapsed);
-        let b = self.ep.last().map(|s| s.elapsed);
-        let c = self.vb.last().map(|s| s.elapsed);
-        a.into_iter().chain(b).chain(c).reduce(f64::max)
+        let latest = self.latest();
+        let a = latest.smc.map(|s| s.elapsed);
+        let b = latest.ep.map(|s| s.elapsed);
+        let c = latest.gcs.map(|s| s.elapsed);
+        let d = latest.vb.map(|s| s.elapsed);
+        a.into_iter().chain(b).chain(c).chain(d).reduce(f64::max)
     }
 
     /// Where a live or cancelled run got to: "stage 5, γ 12.3 of 449", "sweep 30".
@@ -326,6 +370,18 @@ impl RunView {
         match &self.spec.method {
             MethodSpec::Ep(e) => e.tol,
             _ => crate::spec::EpSpec::default().tol,
+        }
+    }
+
+    /// A gcs run's stopping targets: (smallest ESS, largest R-hat) (its spec's,
+    /// else the defaults).
+    pub fn gcs_targets(&self) -> (f64, f64) {
+        match &self.spec.method {
+            MethodSpec::Gcs(g) => (g.min_ess, g.max_rhat),
+            _ => {
+                let g = crate::spec::GcsSpec::default();
+                (g.min_ess, g.max_rhat)
+            }
         }
     }
 

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::fit::CliError;
+use crate::engine::Event;
 use crate::engine::bounds::{DEFAULT_EPSILON, recompute};
 use crate::engine::record::RunRecord;
 
@@ -32,11 +33,21 @@ pub fn run(args: &BoundArgs) -> Result<(), CliError> {
     let record =
         RunRecord::from_json(&text).map_err(|e| CliError::Input(format!("{path}: {e}")))?;
     let b = record.bound.as_ref().ok_or_else(|| {
-        CliError::Input(format!(
-            "{path}: the record of this {} run has no PAC-Bayes certificate (only the Bayesian \
-             methods' fits have one)",
-            record.method
-        ))
+        // A Bayesian fit without one says why in its trace (gcs without its evidence).
+        let why = record.trace.iter().find_map(|e| match e {
+            Event::Log { message, .. } if message.starts_with("no PAC-Bayes certificate") => {
+                Some(message.clone())
+            }
+            _ => None,
+        });
+        CliError::Input(match why {
+            Some(why) => format!("{path}: the record of this {} run has {why}", record.method),
+            None => format!(
+                "{path}: the record of this {} run has no PAC-Bayes certificate (only the \
+                 Bayesian methods' fits have one)",
+                record.method
+            ),
+        })
     })?;
     let out = recompute(b, args.epsilon);
     println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());

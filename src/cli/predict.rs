@@ -3,6 +3,9 @@
 //! number, its score (the posterior-mean score), its posterior sd where the
 //! method has a posterior, and a status naming why a row could not be scored.
 //! With the target column present, the AUC goes to stderr (and into JSON).
+//! A sample-based record (gcs, smc) adds the posterior's vote on each row and
+//! its agreement; `--rank-uncertain` lists the unlabelled rows by the entropy
+//! of their vote instead (GH00's active learning: most uncertain first).
 
 use std::path::PathBuf;
 
@@ -10,12 +13,12 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 
 use super::fit::CliError;
-use crate::engine::predict::{Predictions, predict_file};
+use crate::engine::predict::{Prediction, Predictions, predict_file};
 use crate::engine::record::{RunRecord, check_writable, write_atomic};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PredictFormat {
-    /// row,score[,score_sd],status
+    /// row,score[,score_sd][,vote,agreement],status
     Csv,
     /// One document: the rows, the AUC, counts.
     Json,
@@ -36,6 +39,11 @@ pub struct PredictArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "csv")]
     pub format: PredictFormat,
+    /// Only the unlabelled rows (no target column, or its cell empty), ranked
+    /// by the entropy of the posterior's vote, most uncertain first, with a
+    /// `rank` and an `entropy` column (records of gcs and smc runs).
+    #[arg(long)]
+    pub rank_uncertain: bool,
 }
 
 pub fn run(args: &PredictArgs) -> Result<(), CliError> {
@@ -48,10 +56,34 @@ pub fn run(args: &PredictArgs) -> Result<(), CliError> {
             CliError::Input(format!("{}: cannot write the scores: {e}", path.display()))
         })?;
     }
+    if args.rank_uncertain && record.model.votes.is_none() {
+        return Err(CliError::Input(format!(
+            "{}: --rank-uncertain needs posterior draws, which a {} record does not keep \
+             (fit with --method gcs or smc)",
+            args.record.display(),
+            record.method
+        )));
+    }
     let p = predict_file(&record.model, &args.data).map_err(CliError::Input)?;
+    let order = if args.rank_uncertain {
+        uncertain_first(&p.rows)
+    } else {
+        (0..p.rows.len()).collect()
+    };
     let out = match args.format {
-        PredictFormat::Csv => csv_text(&p)?,
+        PredictFormat::Csv => csv_text(&p, &order, args.rank_uncertain)?,
         PredictFormat::Json => {
+            let rows: Vec<serde_json::Value> = order
+                .iter()
+                .enumerate()
+                .map(|(rank, &i)| {
+                    let mut r = json!(p.rows[i]);
+                    if args.rank_uncertain {
+                        r["rank"] = json!(rank + 1);
+                    }
+                    r
+                })
+                .collect();
             let v = json!({
                 "record": args.record.display().to_string(),
                 "data": args.data.display().to_string(),
@@ -59,7 +91,9 @@ pub fn run(args: &PredictArgs) -> Result<(), CliError> {
                 "scored": p.scored(),
                 "not_scored": p.rows.len() - p.scored(),
                 "auc": p.auc,
-                "rows": p.rows,
+                "votes": p.votes,
+                "ranked_by_uncertainty": args.rank_uncertain,
+                "rows": rows,
             });
             serde_json::to_string_pretty(&v).expect("json") + "\n"
         }
@@ -71,23 +105,69 @@ pub fn run(args: &PredictArgs) -> Result<(), CliError> {
         None => print!("{out}"),
     }
     eprintln!("{}", summary(&p));
+    if let Some(v) = &p.votes {
+        eprintln!("vote and agreement: {v}");
+    }
+    if args.rank_uncertain {
+        let labelled = p.rows.iter().filter(|r| r.labelled).count();
+        let unscored = p
+            .rows
+            .iter()
+            .filter(|r| !r.labelled && r.score.is_none())
+            .count();
+        eprintln!(
+            "ranked {} unlabelled row(s) by the entropy of their vote, most uncertain first \
+             (left out: {labelled} labelled, {unscored} not scored)",
+            order.len()
+        );
+    }
     Ok(())
 }
 
-fn csv_text(p: &Predictions) -> Result<String, CliError> {
+/// The scored, unlabelled rows, highest vote entropy first (ties by line).
+fn uncertain_first(rows: &[Prediction]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..rows.len())
+        .filter(|&i| !rows[i].labelled && rows[i].entropy.is_some())
+        .collect();
+    let h = |i: usize| rows[i].entropy.unwrap_or(f64::NAN);
+    order.sort_by(|&a, &b| h(b).total_cmp(&h(a)).then(a.cmp(&b)));
+    order
+}
+
+fn csv_text(p: &Predictions, order: &[usize], ranked: bool) -> Result<String, CliError> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let num = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+    let has_votes = p.votes.is_some();
     let mut header = vec!["row", "score"];
+    if ranked {
+        header.insert(0, "rank");
+    }
     if p.has_sd {
         header.push("score_sd");
+    }
+    if has_votes {
+        header.extend(["vote", "agreement"]);
+    }
+    if ranked {
+        header.push("entropy");
     }
     header.push("status");
     let err = |e: csv::Error| CliError::Engine(format!("cannot write CSV: {e}"));
     w.write_record(&header).map_err(err)?;
-    for r in &p.rows {
+    for (rank, &i) in order.iter().enumerate() {
+        let r = &p.rows[i];
         let mut rec = vec![r.row.to_string(), num(r.score)];
+        if ranked {
+            rec.insert(0, (rank + 1).to_string());
+        }
         if p.has_sd {
             rec.push(num(r.score_sd));
+        }
+        if has_votes {
+            rec.extend([num(r.vote), num(r.agreement)]);
+        }
+        if ranked {
+            rec.push(num(r.entropy));
         }
         rec.push(r.status.clone());
         w.write_record(&rec).map_err(err)?;

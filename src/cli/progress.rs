@@ -184,6 +184,20 @@ impl Observer for Progress {
                 ),
                 true,
             ),
+            Event::GcsBatch(b) => self.line(
+                &format!(
+                    "gcs step {:>7}{}  draws {:>7}  R-hat {}  ESS bulk {}  tail {}  proposals/step {:.2}  {:.1}s",
+                    b.steps,
+                    if b.steps <= b.warmup { " (warm-up)" } else { "" },
+                    b.draws,
+                    b.rhat.map_or("-".into(), |r| format!("{r:.4}")),
+                    b.ess_bulk.map_or("-".into(), |e| format!("{e:.0}")),
+                    b.ess_tail.map_or("-".into(), |e| format!("{e:.0}")),
+                    b.proposals.iter().sum::<f64>() / b.proposals.len().max(1) as f64,
+                    b.elapsed
+                ),
+                true,
+            ),
             Event::VbIter(v) => self.line(
                 &format!(
                     "vb iteration {:>5}  F = {:<12.6}{}  ‖∇‖∞ = {:<9.2e}  step {:.3e}  {:.2}s",

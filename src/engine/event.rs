@@ -119,6 +119,35 @@ pub struct EpSweep {
     pub inclusion: Option<Vec<f64>>,
 }
 
+/// A batch of steps of the great-circle sampler's chains (all chains advance
+/// the same number of steps per batch).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GcsBatch {
+    pub batch: usize,
+    /// Steps of every chain so far, warm-up included, and the warm-up length.
+    pub steps: usize,
+    pub warmup: usize,
+    /// Draws kept so far (all chains).
+    pub draws: usize,
+    /// Over the coefficients and the risk, on the kept draws (None during
+    /// warm-up): the largest rank-normalised split R-hat, the smallest bulk and
+    /// tail ESS.
+    pub rhat: Option<f64>,
+    pub ess_bulk: Option<f64>,
+    pub ess_tail: Option<f64>,
+    /// Per chain, over this batch: mean risk, proposals per step (1 = every
+    /// first proposal accepted), mean |jump| along the circle (radians).
+    pub risk: Vec<f64>,
+    pub proposals: Vec<f64>,
+    pub jump: Vec<f64>,
+    /// Arcs on each circle (2 per compared pair): what one step sweeps over.
+    pub arcs: u64,
+    /// Pooled posterior mean and sd of every coefficient so far (after warm-up).
+    pub mean: Vec<f64>,
+    pub sd: Vec<f64>,
+    pub elapsed: f64,
+}
+
 /// One iteration of variational Bayes: an accepted L-BFGS step, or a check of
 /// the stochastic optimiser (then `objective` is a held-out estimate).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -151,6 +180,7 @@ pub enum Event {
     SmcStage(SmcStage),
     SmcMove(SmcMove),
     EpSweep(EpSweep),
+    GcsBatch(GcsBatch),
     VbIter(VbIter),
     Log {
         level: LogLevel,

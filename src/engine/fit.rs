@@ -60,6 +60,9 @@ pub struct LowRankCov {
 pub struct Particles {
     pub theta: DMatrix<f64>,
     pub weights: Option<Vec<f64>>,
+    /// Each particle's own decision threshold on the score, where the model has
+    /// one (the label-noise loss: minus its intercept); None: none of their own.
+    pub thresholds: Option<Vec<f64>>,
 }
 
 /// The result of a run.

@@ -9,8 +9,10 @@ pub mod ep;
 pub mod event;
 pub mod fast_risk;
 pub mod fit;
+pub mod gcs;
 pub mod is_check;
 pub mod linalg;
+pub mod mcmc_diag;
 pub mod metrics;
 pub mod model;
 pub mod pairs;
@@ -24,6 +26,7 @@ pub mod run;
 pub mod select;
 pub mod smc;
 pub mod vb;
+pub mod votes;
 
 pub use event::Event;
 pub use fit::{Fit, ScoreModel};

@@ -15,6 +15,7 @@ use super::data::{Dataset, DroppedColumn, Prepared, Schema, Standardizer};
 use super::fit::{Fit, LowRankCov, ScoreModel};
 use super::linalg::{a_b, at_b};
 use super::rng;
+use super::votes::{Vote, Votes};
 
 /// Largest dimension whose full covariance a record stores (d(d+1)/2 numbers:
 /// 16 290 for DNA's 180 features, ~0.4 MB of JSON); above it a factored form.
@@ -38,6 +39,10 @@ pub struct Model {
     /// The posterior spread of a linear score: `score_sd(x)² = xᵀ V x`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spread: Option<Spread>,
+    /// Sample-based runs (gcs, smc): thinned posterior draws with one threshold
+    /// each, for every new row's vote (`agreement`, `--rank-uncertain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub votes: Option<Votes>,
 }
 
 /// The posterior covariance V of a linear score's θ, as stored.
@@ -79,7 +84,14 @@ impl Model {
             scaler: prepared.scaler.clone(),
             score: fit.model.clone(),
             spread: spread_of(fit),
+            votes: votes_of(prepared, fit),
         }
+    }
+
+    /// The posterior's vote on rows of standardised features (None: the model
+    /// keeps no draws).
+    pub fn vote(&self, x: &DMatrix<f64>) -> Option<Vec<Vote>> {
+        self.votes.as_ref().map(|v| v.vote(x))
     }
 
     /// Point scores and, where the model has a posterior, their sds, for rows of
@@ -168,6 +180,22 @@ fn to_columns(m: &DMatrix<f64>) -> Vec<Vec<f64>> {
     m.column_iter()
         .map(|c| c.iter().copied().collect())
         .collect()
+}
+
+/// What a record keeps of a sampler's draws: a linear score's draws, thinned,
+/// each with its threshold.
+fn votes_of(prepared: &Prepared, fit: &Fit) -> Option<Votes> {
+    let p = fit.particles.as_ref()?;
+    if !matches!(fit.model, ScoreModel::Linear { .. }) {
+        return None;
+    }
+    Votes::of(
+        &p.theta,
+        p.weights.as_deref(),
+        p.thresholds.as_deref(),
+        &prepared.train.x,
+        &prepared.train.y,
+    )
 }
 
 /// What a record keeps of a fit's posterior covariance.

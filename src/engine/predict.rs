@@ -1,7 +1,8 @@
 //! Scoring a file with a fitted model (a run record's `model`): the rows are
 //! encoded with the training schema, standardised with the training means and
 //! sds, and scored exactly as the fit scored its test rows (same arithmetic,
-//! so the same bits). Rows that cannot be encoded get a status instead.
+//! so the same bits). Rows that cannot be encoded get a status instead. A
+//! sample-based model (gcs, smc) also gives each row the posterior's vote.
 
 use std::path::Path;
 
@@ -20,6 +21,19 @@ pub struct Prediction {
     pub score: Option<f64>,
     /// The posterior sd of the score (methods with a posterior).
     pub score_sd: Option<f64>,
+    /// Share of the model's posterior draws that call the row positive, each
+    /// at its own threshold (sample-based models).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vote: Option<f64>,
+    /// Share of the draws on the majority side, in [½, 1].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agreement: Option<f64>,
+    /// Binary entropy of the vote in bits (1 = the posterior is split evenly).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entropy: Option<f64>,
+    /// The row has a label (the target column is present and filled in).
+    #[serde(skip)]
+    pub labelled: bool,
     /// `ok`, or why the row was not scored.
     pub status: String,
 }
@@ -42,6 +56,8 @@ pub struct Predictions {
     pub auc: Option<LabelledAuc>,
     /// Whether `score_sd` is given.
     pub has_sd: bool,
+    /// How the votes were made (sample-based models), e.g. how many draws.
+    pub votes: Option<String>,
 }
 
 impl Predictions {
@@ -72,21 +88,39 @@ pub fn predict_file(model: &Model, path: &Path) -> Result<Predictions, String> {
         }
     }
     let (scores, sds) = model.predict(&x);
+    let votes = model.vote(&x);
+    let labelled = |k: usize| {
+        t.labels
+            .as_ref()
+            .is_some_and(|l| l.get(k).copied().flatten().is_some())
+    };
     let rows: Vec<Prediction> = t
         .rows
         .iter()
         .zip(&t.lines)
-        .map(|(r, &line)| match r {
-            Ok(i) => Prediction {
-                row: line,
-                score: Some(scores[*i]),
-                score_sd: sds.as_ref().map(|s| s[*i]),
-                status: "ok".into(),
-            },
+        .enumerate()
+        .map(|(k, (r, &line))| match r {
+            Ok(i) => {
+                let v = votes.as_ref().map(|v| v[*i]);
+                Prediction {
+                    row: line,
+                    score: Some(scores[*i]),
+                    score_sd: sds.as_ref().map(|s| s[*i]),
+                    vote: v.map(|v| v.positive_share),
+                    agreement: v.map(|v| v.agreement),
+                    entropy: v.map(|v| v.entropy),
+                    labelled: labelled(k),
+                    status: "ok".into(),
+                }
+            }
             Err(why) => Prediction {
                 row: line,
                 score: None,
                 score_sd: None,
+                vote: None,
+                agreement: None,
+                entropy: None,
+                labelled: labelled(k),
                 status: why.clone(),
             },
         })
@@ -110,5 +144,6 @@ pub fn predict_file(model: &Model, path: &Path) -> Result<Predictions, String> {
         rows,
         auc,
         has_sd: sds.is_some(),
+        votes: model.votes.as_ref().map(|v| v.describe()),
     })
 }

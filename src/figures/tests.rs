@@ -158,6 +158,7 @@ fn stage(t: usize, gamma: f64) -> SmcStage {
         elapsed: 0.0,
         histograms: vec![],
         inclusion: None,
+        max_correlation: None,
     }
 }
 

@@ -39,6 +39,7 @@ fn every_kind() -> Vec<Figure> {
             elapsed: 0.0,
             histograms: vec![],
             inclusion: None,
+            max_correlation: None,
         })
         .collect();
     let sweeps: Vec<EpSweep> = (1..8)

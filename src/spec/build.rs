@@ -8,15 +8,18 @@ use crate::engine::certify::{Certified, CertifySettings};
 use crate::engine::data::{Dataset, LoadOptions, MissingPolicy, Prepared, TestSource, prepare};
 use crate::engine::ep::spike_slab::SiteStepRule;
 use crate::engine::ep::{ArdSettings, Ep, EpSettings, Form, GammaMode, Precision};
+use crate::engine::gcs::{Gcs, GcsSettings, Loss as GcsEngineLoss};
 use crate::engine::smc::{Kernel, Moves, Smc, SmcSettings};
 use crate::engine::vb::cv::VbCv;
-use crate::engine::vb::{AdamSettings, Family, Loss, Optimizer, Vb, VbSettings, theory_gamma};
+use crate::engine::vb::{
+    AdamSettings, Family, Loss as VbEngineLoss, Optimizer, Vb, VbSettings, theory_gamma,
+};
 use crate::engine::{Engine, Prior, Problem};
 
 use super::error::SpecError;
 use super::run_spec::{
-    DataSpec, EpForm, EpSpec, Missing, PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps,
-    SmcKernel, SmcSpec, VbFamily, VbLoss, VbOptimizer, VbSpec,
+    DataSpec, EpForm, EpSpec, GcsLoss, GcsSpec, Missing, PriorKind, PriorSpec, RunSpec,
+    SitePrecision, SiteSteps, SmcKernel, SmcSpec, VbFamily, VbLoss, VbOptimizer, VbSpec,
 };
 use super::validate::{Dims, validate};
 use super::values::{Gamma, Tunable};
@@ -82,6 +85,9 @@ pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
             settings: smc_settings(s, seed),
         }),
         super::MethodSpec::Ep(s) => Box::new(ep_engine(s, spec.gamma, spec.prior.as_ref(), seed)),
+        super::MethodSpec::Gcs(s) => Box::new(Gcs {
+            settings: gcs_settings(s, seed),
+        }),
         super::MethodSpec::Vb(s) => Box::new(vb_engine(s, spec.gamma, seed)),
     }
 }
@@ -104,12 +110,12 @@ pub fn certified_engine(spec: &RunSpec) -> Box<dyn Engine> {
     }
 }
 
-pub fn vb_loss(l: VbLoss) -> Loss {
+pub fn vb_loss(l: VbLoss) -> VbEngineLoss {
     match l {
-        VbLoss::Auc => Loss::Auc,
-        VbLoss::ZeroOne => Loss::ZeroOne,
-        VbLoss::Hinge => Loss::Hinge,
-        VbLoss::Exp => Loss::Exp,
+        VbLoss::Auc => VbEngineLoss::Auc,
+        VbLoss::ZeroOne => VbEngineLoss::ZeroOne,
+        VbLoss::Hinge => VbEngineLoss::Hinge,
+        VbLoss::Exp => VbEngineLoss::Exp,
     }
 }
 
@@ -143,6 +149,28 @@ pub fn vb_engine(s: &VbSpec, gamma: Option<Gamma>, seed: u64) -> Vb {
             seed,
         }),
         theory_gamma: gamma == Some(Gamma::Theory),
+    }
+}
+
+/// The great-circle sampler's settings; the label-noise loss fits an intercept
+/// (a classifier through the training mean is poor for unbalanced classes).
+pub fn gcs_settings(s: &GcsSpec, seed: u64) -> GcsSettings {
+    GcsSettings {
+        chains: s.chains,
+        warmup: s.warmup,
+        min_ess: s.min_ess,
+        max_rhat: s.max_rhat,
+        max_steps: s.max_steps,
+        loss: match s.loss {
+            GcsLoss::Auc => GcsEngineLoss::Auc,
+            GcsLoss::LabelNoise => GcsEngineLoss::LabelNoise {
+                noise: s.noise,
+                intercept: true,
+            },
+        },
+        evidence: s.evidence,
+        seed,
+        ..GcsSettings::default()
     }
 }
 

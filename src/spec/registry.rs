@@ -73,6 +73,12 @@ pub const METHODS: &[MethodInfo] = &[
         // The KL to a spike-and-slab prior has no closed form.
         priors: &[Gaussian, Ard],
     },
+    MethodInfo {
+        name: "gcs",
+        help: "great-circle sampler: exact hit-and-run chains on directions, with R-hat and ESS (Gaussian priors)",
+        bayesian: true,
+        priors: &[Gaussian, Ard],
+    },
 ];
 
 /// The methods that accept `gamma = theory` (vb: ARC16's λ, as this program's γ).
@@ -102,6 +108,7 @@ const fn setting(key: &'static str, path: &'static str, kind: Kind) -> Setting {
         methods: Methods::All,
         priors: &[],
         auto_for: &[],
+        choices_for: &[],
         requires: Requires::Nothing,
         form: false,
         group: Group::Data,
@@ -111,6 +118,7 @@ const fn setting(key: &'static str, path: &'static str, kind: Kind) -> Setting {
 const SMC: Methods = Methods::Only(&["smc"]);
 const EP: Methods = Methods::Only(&["ep"]);
 const VB: Methods = Methods::Only(&["vb"]);
+const GCS: Methods = Methods::Only(&["gcs"]);
 
 /// Every setting, in the order of the help and the run form.
 pub const SETTINGS: &[Setting] = &[
@@ -221,6 +229,23 @@ pub const SETTINGS: &[Setting] = &[
         form: true,
         group: Group::Posterior,
         ..setting("gamma", "gamma", Kind::Gamma)
+    },
+    Setting {
+        label: "loss",
+        help: "What the Gibbs posterior penalises. vb: auc (share of discordant pairs) or a classification loss of the same linear score, zero-one, hinge or exp (ARC16's theory prior variance for them is 1/d: set prior_var). gcs: auc (the AUC risk with γ) or label-noise (GH00: each training error costs q/(1 − q), with an intercept; γ follows from `noise`).",
+        default: "auc",
+        methods: Methods::Only(&["vb", "gcs"]),
+        choices_for: &[
+            ("vb", &["auc", "zero-one", "hinge", "exp"]),
+            ("gcs", &["auc", "label-noise"]),
+        ],
+        form: true,
+        group: Group::Posterior,
+        ..setting(
+            "loss",
+            "method.loss",
+            Kind::Choice(&["auc", "zero-one", "hinge", "exp", "label-noise"]),
+        )
     },
     // SMC.
     Setting {
@@ -452,19 +477,6 @@ pub const SETTINGS: &[Setting] = &[
         )
     },
     Setting {
-        label: "loss",
-        help: "Risk of the Gibbs posterior: auc (share of discordant pairs) or a classification loss of the same linear score, zero-one, hinge or exp (ARC16's theory prior variance for them is 1/d: set prior_var).",
-        default: "auc",
-        methods: VB,
-        form: true,
-        group: Group::Vb,
-        ..setting(
-            "loss",
-            "method.loss",
-            Kind::Choice(&["auc", "zero-one", "hinge", "exp"]),
-        )
-    },
-    Setting {
         label: "optimizer",
         help: "full-batch: L-BFGS with a strong-Wolfe line search over every item; stochastic: Adam on random mini-batches (unbiased); auto: full batch up to 4 million items (pairs, or rows for a classification loss).",
         default: "auto",
@@ -484,6 +496,76 @@ pub const SETTINGS: &[Setting] = &[
         methods: VB,
         group: Group::Vb,
         ..setting("batch_pairs", "method.batch_pairs", Kind::Count(1))
+    },
+    // The great-circle sampler.
+    Setting {
+        label: "chains",
+        help: "Independent chains (on threads), each from its own prior draw; R-hat compares them.",
+        default: "4",
+        methods: GCS,
+        form: true,
+        group: Group::Gcs,
+        ..setting("chains", "method.chains", Kind::Count(2))
+    },
+    Setting {
+        label: "warm-up steps",
+        help: "Steps of each chain discarded before draws are kept.",
+        default: "200",
+        methods: GCS,
+        form: true,
+        group: Group::Gcs,
+        ..setting("warmup", "method.warmup", Kind::Count(0))
+    },
+    Setting {
+        label: "ESS target",
+        help: "Stop once every coefficient's (and the risk's) bulk and tail ESS reach this and R-hat is at most `max_rhat`.",
+        default: "400",
+        methods: GCS,
+        form: true,
+        group: Group::Gcs,
+        ..setting("min_ess", "method.min_ess", Kind::Number(Range::POSITIVE))
+    },
+    Setting {
+        label: "R-hat target",
+        help: "Largest rank-normalised split R-hat accepted by the stopping rule.",
+        default: "1.01",
+        methods: GCS,
+        group: Group::Gcs,
+        ..setting(
+            "max_rhat",
+            "method.max_rhat",
+            Kind::Number(range(1.0, f64::INFINITY, true, true)),
+        )
+    },
+    Setting {
+        label: "most steps",
+        help: "Cap on the steps of each chain (warm-up included); reaching it before the targets is reported as not converged.",
+        default: "200000",
+        methods: GCS,
+        form: true,
+        group: Group::Gcs,
+        ..setting("max_steps", "method.max_steps", Kind::Count(1))
+    },
+    Setting {
+        label: "label-noise level q",
+        help: "With loss label-noise: the probability q that a training label is flipped.",
+        default: "0.1",
+        methods: GCS,
+        form: true,
+        group: Group::Gcs,
+        ..setting(
+            "noise",
+            "method.noise",
+            Kind::Number(range(0.0, 0.5, true, true)),
+        )
+    },
+    Setting {
+        label: "evidence",
+        help: "Also estimate log Z by stepping stones from γ = 0 (label-noise loss: the evidence of every noise level on the way).",
+        methods: GCS,
+        form: true,
+        group: Group::Gcs,
+        ..setting("evidence", "method.evidence", Kind::Switch)
     },
     // Certificates.
     Setting {

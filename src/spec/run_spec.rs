@@ -139,6 +139,7 @@ pub enum MethodSpec {
     Rankboost(RankBoostSpec),
     Smc(SmcSpec),
     Ep(EpSpec),
+    Gcs(GcsSpec),
     Vb(VbSpec),
 }
 
@@ -156,6 +157,7 @@ impl MethodSpec {
             MethodSpec::Rankboost(_) => "rankboost",
             MethodSpec::Smc(_) => "smc",
             MethodSpec::Ep(_) => "ep",
+            MethodSpec::Gcs(_) => "gcs",
             MethodSpec::Vb(_) => "vb",
         }
     }
@@ -175,6 +177,7 @@ impl MethodSpec {
             MethodSpec::Logit(_) | MethodSpec::Rankboost(_) => None,
             MethodSpec::Smc(s) => Some((s.epsilon, 0)),
             MethodSpec::Ep(s) => Some((s.epsilon, s.is_draws)),
+            MethodSpec::Gcs(s) => Some((s.epsilon, 0)),
             MethodSpec::Vb(s) => Some((s.epsilon, s.is_draws)),
         }
     }
@@ -186,6 +189,7 @@ impl MethodSpec {
             "rankboost" => MethodSpec::Rankboost(RankBoostSpec::default()),
             "smc" => MethodSpec::Smc(SmcSpec::default()),
             "ep" => MethodSpec::Ep(EpSpec::default()),
+            "gcs" => MethodSpec::Gcs(GcsSpec::default()),
             "vb" => MethodSpec::Vb(VbSpec::default()),
             _ => return None,
         })
@@ -413,6 +417,51 @@ impl Default for VbSpec {
             folds: 5,
             epsilon: DEFAULT_EPSILON,
             is_draws: DEFAULT_IS_DRAWS,
+        }
+    }
+}
+
+/// What the great-circle sampler's posterior penalises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GcsLoss {
+    /// The AUC risk with γ (RACL14's Gibbs posterior).
+    #[default]
+    Auc,
+    /// GH00's label-noise likelihood on the training errors, with an intercept.
+    LabelNoise,
+}
+
+/// The great-circle sampler (exact hit-and-run on directions, ALGORITHMS.md §10).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GcsSpec {
+    pub chains: usize,
+    pub warmup: usize,
+    pub min_ess: f64,
+    pub max_rhat: f64,
+    pub max_steps: usize,
+    pub loss: GcsLoss,
+    /// Label-noise level q (loss = label-noise).
+    pub noise: f64,
+    /// Also estimate log Z by stepping stones from γ = 0 (the certificate needs it).
+    pub evidence: bool,
+    /// The PAC-Bayes certificate's ε (confidence 1 − ε).
+    pub epsilon: f64,
+}
+
+impl Default for GcsSpec {
+    fn default() -> Self {
+        GcsSpec {
+            chains: 4,
+            warmup: 200,
+            min_ess: 400.0,
+            max_rhat: 1.01,
+            max_steps: 200_000,
+            loss: GcsLoss::Auc,
+            noise: 0.1,
+            evidence: false,
+            epsilon: DEFAULT_EPSILON,
         }
     }
 }

@@ -112,6 +112,7 @@ pub enum Group {
     Smc,
     Ep,
     Vb,
+    Gcs,
     Certificates,
 }
 
@@ -119,12 +120,13 @@ impl Group {
     pub fn heading(self) -> &'static str {
         match self {
             Group::Data => "Data",
-            Group::Posterior => "Gibbs posterior (smc, ep, vb)",
+            Group::Posterior => "Gibbs posterior (smc, ep, vb, gcs)",
             Group::Baselines => "Baselines (logit, rankboost) and cross-validation",
             Group::Smc => "SMC",
             Group::Ep => "EP",
             Group::Vb => "VB",
-            Group::Certificates => "Certificates (smc, ep, vb)",
+            Group::Gcs => "Great-circle sampler (gcs)",
+            Group::Certificates => "Certificates (smc, ep, vb, gcs)",
         }
     }
 }
@@ -150,6 +152,9 @@ pub struct Setting {
     pub priors: &'static [PriorKind],
     /// Where `auto` is accepted: (method, priors; empty = any prior).
     pub auto_for: &'static [(&'static str, &'static [PriorKind])],
+    /// A choice shared by methods whose enums differ (`loss`): each method's
+    /// own names (a method not listed takes every name of the kind).
+    pub choices_for: &'static [(&'static str, &'static [&'static str])],
     pub requires: Requires,
     /// Shown in the run form.
     pub form: bool,
@@ -184,12 +189,31 @@ impl Setting {
         })
     }
 
+    /// The names a choice accepts for `method` (empty for other kinds).
+    pub fn choices(&self, method: &str) -> &'static [&'static str] {
+        let Kind::Choice(all) = self.kind else {
+            return &[];
+        };
+        self.choices_for
+            .iter()
+            .find(|(m, _)| *m == method)
+            .map_or(all, |(_, names)| names)
+    }
+
     /// Why the setting does not apply to `method` with `prior` (for the message).
     pub fn not_applicable_reason(&self, method: &str, prior: Option<PriorKind>) -> String {
         if !self.applies_to_method(method) {
             let to = match self.methods {
                 Methods::All => "every method".to_string(),
-                Methods::Bayesian => "the Bayesian methods (smc, ep, vb)".to_string(),
+                Methods::Bayesian => format!(
+                    "the Bayesian methods ({})",
+                    registry::METHODS
+                        .iter()
+                        .filter(|m| m.bayesian)
+                        .map(|m| m.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
                 Methods::Only(names) => names.join(", "),
             };
             let baseline = registry::method(method).is_some_and(|m| !m.bayesian);

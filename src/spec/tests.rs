@@ -124,8 +124,8 @@ fn defaults_as_typed_are_the_structs_defaults_and_choices_parse() {
                     .unwrap_or_else(|e| panic!("{} default for {m}: {e}", s.key));
                 assert_eq!(value_at(&typed, s), value_at(&base, s), "{} for {m}", s.key);
             }
-            if let registry::Kind::Choice(names) = s.kind {
-                for c in names {
+            if let registry::Kind::Choice(_) = s.kind {
+                for c in s.choices(m) {
                     if s.key == "prior"
                         && !registry::method(m)
                             .unwrap()
@@ -221,4 +221,16 @@ fn vb_defaults_to_the_theory_gamma_and_only_vb_takes_it() {
     let s = from_given(PathBuf::from("d.csv"), "smc", &[("epsilon", "0.01")]).unwrap();
     assert_eq!(s.method.certificate(), Some((0.01, 0)));
     assert!(from_given(PathBuf::from("d.csv"), "logit", &[("epsilon", "0.01")]).is_err());
+}
+
+/// `loss` is one setting of vb and gcs with each method's own choices.
+#[test]
+fn a_shared_choice_takes_each_methods_own_names() {
+    let loss = registry::setting_of("loss").unwrap();
+    assert_eq!(loss.choices("gcs"), ["auc", "label-noise"]);
+    assert_eq!(loss.choices("vb"), ["auc", "zero-one", "hinge", "exp"]);
+    for (m, bad) in [("gcs", "hinge"), ("vb", "label-noise")] {
+        let e = from_given(PathBuf::from("d.csv"), m, &[("loss", bad)]).unwrap_err();
+        assert!(e.to_string().contains("must be one of"), "{m}: {e}");
+    }
 }

@@ -148,7 +148,8 @@ fn parse_text(
             }
             json!(v)
         }
-        Kind::Choice(names) => {
+        Kind::Choice(_) => {
+            let names = s.choices(method);
             if !names.contains(&t) {
                 return Err(format!("must be one of {}; got '{t}'", names.join(", ")));
             }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::error::SpecError;
 use super::registry::{self, Kind, Requires, Setting};
-use super::run_spec::{DataSpec, MethodSpec, PriorKind, RunSpec, SmcKernel};
+use super::run_spec::{DataSpec, GcsLoss, GcsSpec, MethodSpec, PriorKind, RunSpec, SmcKernel};
 use super::text::value_at;
 use super::values::{Gamma, Tunable};
 use crate::engine::smc::settings::{MIN_PARTICLES, particles_floor_reason};
@@ -102,6 +102,37 @@ pub fn check(spec: &RunSpec) -> Result<(), SpecError> {
                 "pcn needs a Gaussian prior (gaussian or ard); use rw or gpcn",
             ));
         }
+    }
+    if let MethodSpec::Gcs(gcs) = &spec.method {
+        check_gcs(gcs, spec.gamma)?;
+    }
+    Ok(())
+}
+
+/// The great-circle sampler's rules between settings.
+fn check_gcs(gcs: &GcsSpec, gamma: Option<Gamma>) -> Result<(), SpecError> {
+    let defaults = GcsSpec::default();
+    if gcs.loss == GcsLoss::Auc && gcs.noise != defaults.noise {
+        return Err(SpecError::field(
+            "noise",
+            "applies only with `loss` label-noise",
+        ));
+    }
+    if gcs.loss == GcsLoss::LabelNoise && gamma.is_some_and(|g| g != Gamma::default()) {
+        return Err(SpecError::field(
+            "gamma",
+            "does not apply with `loss` label-noise: its γ on the error rate is n·ln((1 − q)/q), set by `noise`",
+        ));
+    }
+    // The engine keeps every draw after warm-up (no thinning): 8 per chain at least.
+    if gcs.max_steps < gcs.warmup + 8 {
+        return Err(SpecError::field(
+            "max_steps",
+            format!(
+                "({}) must leave at least 8 kept draws per chain after `warmup` ({} steps)",
+                gcs.max_steps, gcs.warmup
+            ),
+        ));
     }
     Ok(())
 }

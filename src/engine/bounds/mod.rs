@@ -300,9 +300,48 @@ pub fn certify_gibbs(log_z: f64, gamma: f64, mean_risk: f64, sizes: Sizes, epsil
     b
 }
 
+const GCS_NOTE: &str = "KL(π_γ‖π) = −log Z_γ − γ·E[R_n] from the great-circle sampler's stepping-stone log Z (its MCSE in details.log_evidence_mcse) and the mean risk of its draws (Monte Carlo error not included)";
+
+/// The great-circle sampler's certificate: the Gibbs posterior's, as for SMC,
+/// from its stepping-stone log Z_γ (only with `evidence`) and its draws' mean
+/// risk (`details.risk.mean`), with the draws' Gaussian fit in `others`. The
+/// label-noise posterior is not the AUC risk's Gibbs posterior: no certificate.
+fn certify_gcs(
+    fit: &Fit,
+    sizes: Sizes,
+    epsilon: f64,
+    gaussian: impl Fn(&str) -> Result<Bound, String>,
+) -> Result<Bound, String> {
+    let loss = fit.details["loss"]["kind"]
+        .as_str()
+        .unwrap_or("auc")
+        .replace('_', "-");
+    if loss != "auc" {
+        return Err(format!(
+            "the gcs posterior of the {loss} loss is not the Gibbs posterior of the AUC risk \
+             (its γ is on the training error rate): the certificate is for `loss` auc"
+        ));
+    }
+    let gamma = fit.gamma.ok_or("the fit has no γ")?;
+    let log_z = fit.log_evidence.ok_or(
+        "gcs estimates log Z_γ only with `evidence` (stepping stones from γ = 0), and the \
+         Gibbs posterior's KL needs it",
+    )?;
+    let mean_risk = fit.details["risk"]["mean"]
+        .as_f64()
+        .ok_or("the gcs fit has no mean risk (details.risk.mean)")?;
+    let mut b = certify_gibbs(log_z, gamma, mean_risk, sizes, epsilon);
+    b.approximate = Some(GCS_NOTE.into());
+    if fit.covariance.is_some() {
+        b.others.push(gaussian("draws_gaussian")?);
+    }
+    Ok(b)
+}
+
 /// The certificate of a fit (`Fit.mean` + `Fit.covariance` for Gaussian
 /// approximations; for SMC the Gibbs posterior through its log Z, with the
-/// best stage of its path and the particles' Gaussian fit in `others`).
+/// best stage of its path and the particles' Gaussian fit in `others`; for gcs
+/// the same from its stepping stones, when it has them: `certify_gcs`).
 pub fn certify(fit: &Fit, pb: &Problem, epsilon: f64) -> Result<Bound, String> {
     if !(epsilon > 0.0 && epsilon < 1.0) {
         return Err(format!("ε must be in (0, 1); got {epsilon}"));
@@ -319,6 +358,9 @@ pub fn certify(fit: &Fit, pb: &Problem, epsilon: f64) -> Result<Bound, String> {
             )),
         }
     };
+    if fit.engine == "gcs" {
+        return certify_gcs(fit, sizes, epsilon, gaussian);
+    }
     if fit.particles.is_some() || fit.engine == "smc" {
         let gamma = fit.gamma.ok_or("the fit has no γ")?;
         let log_z = fit.log_evidence.ok_or("the SMC fit has no log evidence")?;

@@ -167,3 +167,66 @@ fn a_factored_covariance_gets_the_dense_certificate() {
     assert!((b.empirical_risk - want.empirical_risk).abs() < 1e-10);
     assert!((b.risk - want.risk).abs() < 1e-9);
 }
+
+/// gcs is certified like SMC through the Gibbs posterior, from its
+/// stepping-stone log Z_γ and its draws' mean risk, with the draws' Gaussian
+/// fit beside; without the evidence, or for the label-noise posterior, there
+/// is no certificate and the error says why.
+#[test]
+fn gcs_is_certified_through_its_evidence_only() {
+    use crate::engine::gcs::{Gcs, GcsSettings, Loss as GcsLoss};
+    use crate::engine::run::{Control, Engine, NoObserver};
+    let mut r = stream(9, &[4]);
+    let (n, d) = (60, 3);
+    let x = DMatrix::from_fn(n, d, |_, _| normal(&mut r));
+    let y: Vec<bool> = (0..n)
+        .map(|i| x[(i, 0)] - 0.5 * x[(i, 1)] + normal(&mut r) > 0.0)
+        .collect();
+    let pb = Problem::new(
+        (0..d).map(|k| format!("x{k}")).collect(),
+        x,
+        y,
+        n as f64,
+        Prior::Gaussian { var: 1.0 },
+    )
+    .unwrap();
+    let run = |loss, evidence| {
+        let gcs = Gcs {
+            settings: GcsSettings {
+                min_ess: 50.0,
+                max_steps: 600,
+                loss,
+                evidence,
+                ..GcsSettings::default()
+            },
+        };
+        gcs.run(&pb, &Control::new(), &mut NoObserver).unwrap()
+    };
+    let fit = run(GcsLoss::Auc, true);
+    let log_z = fit.log_evidence.expect("evidence");
+    let mean_risk = fit.details["risk"]["mean"].as_f64().unwrap();
+    let b = certify(&fit, &pb, 0.05).unwrap();
+    assert_eq!(b.rho, "gibbs");
+    assert!(b.approximate.as_deref().unwrap().contains("stepping-stone"));
+    let kl = (-log_z - pb.gamma * mean_risk).max(0.0);
+    assert!((b.kl - kl).abs() < 1e-12 && (b.empirical_risk - mean_risk).abs() < 1e-15);
+    assert!(b.risk > b.empirical_risk);
+    assert_eq!(b.others.len(), 1);
+    assert_eq!(b.others[0].rho, "draws_gaussian");
+    let mut without = fit.clone();
+    without.log_evidence = None;
+    let e = certify(&without, &pb, 0.05).unwrap_err();
+    assert!(e.contains("only with `evidence`"), "{e}");
+    let noise = run(
+        GcsLoss::LabelNoise {
+            noise: 0.2,
+            intercept: true,
+        },
+        true,
+    );
+    let e = certify(&noise, &pb, 0.05).unwrap_err();
+    assert!(
+        e.contains("label-noise") && e.contains("not the Gibbs posterior"),
+        "{e}"
+    );
+}

@@ -112,6 +112,7 @@ pub fn build_fit(problem: &Problem, settings: &SmcSettings, run: SmcRun) -> Fit 
     fit.particles = Some(Particles {
         theta,
         weights: None,
+        thresholds: None,
     });
     fit
 }

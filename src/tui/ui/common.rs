@@ -10,9 +10,20 @@ use crate::app::{App, Pane};
 
 /// The bordered block of a pane; the focused pane's border stands out.
 pub fn pane_block<'a>(app: &App, pane: Pane, detail: String, theme: &Theme) -> Block<'a> {
+    titled_block(app, pane, pane.title(), detail, theme)
+}
+
+/// A pane's block under another name (a pane showing another kind of run).
+pub fn titled_block<'a>(
+    app: &App,
+    pane: Pane,
+    name: &str,
+    detail: String,
+    theme: &Theme,
+) -> Block<'a> {
     let focused = app.focus == pane;
     let mut title = vec![Span::styled(
-        format!(" {} {} ", pane.index() + 1, pane.title()),
+        format!(" {} {} ", pane.index() + 1, name),
         theme.title(),
     )];
     if !detail.is_empty() {

@@ -1,8 +1,10 @@
 //! Marginals pane: a forest plot (mean ± 2 sd per coefficient, sorted by
-//! |mean/sd|; SMC and a Gaussian approximation, EP or VB, side by side when
-//! both exist) and, for the selected coefficient, the SMC particle histogram
-//! with the Gaussian density overlaid (RACL14 Fig. 1).
+//! |mean/sd|; every kind of posterior that has a run side by side: SMC, the
+//! great-circle sampler, EP and VB) and, for the selected coefficient, the
+//! sampler's histogram with the Gaussian densities (EP's, VB's) overlaid
+//! (RACL14 Fig. 1).
 
+use std::cmp::Reverse;
 use std::collections::HashMap;
 
 use ratatui::Frame;
@@ -26,7 +28,15 @@ struct Series<'a> {
     glyph: char,
 }
 
-const GLYPHS: [char; 2] = ['●', '◆'];
+const GLYPHS: [char; 4] = ['●', '◆', '▲', '■'];
+
+/// The kinds of posterior the pane compares, one run of each.
+const KINDS: [fn(&RunView) -> bool; 4] = [
+    RunView::is_smc,
+    RunView::is_gcs,
+    RunView::is_ep,
+    RunView::is_vb,
+];
 
 fn color_index(app: &App, run: &RunView) -> usize {
     app.runs.iter().position(|r| r.id == run.id).unwrap_or(0)
@@ -50,17 +60,25 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let names = app.names();
     let has = |r: &RunView| !r.coefficients(names).is_empty();
     let primary = app.run_for(has);
-    let secondary = primary.and_then(|p| {
-        if p.is_smc() {
-            app.run_for(|r| r.is_gaussian() && has(r))
-        } else if p.is_gaussian() {
-            app.run_for(|r| r.is_smc() && has(r))
-        } else {
-            None
-        }
-    });
+    // One run of every other kind of posterior (the newest, or the selected
+    // one): the other family's first (Gaussians beside a sampler, samplers
+    // beside a Gaussian), newest first within a family.
+    let others: Vec<&RunView> = primary
+        .filter(|p| p.is_sampler() || p.is_gaussian())
+        .map_or(Vec::new(), |p| {
+            let position = |r: &RunView| app.runs.iter().position(|x| x.id == r.id);
+            let mut others: Vec<&RunView> = KINDS
+                .iter()
+                .filter(|kind| !kind(p))
+                .filter_map(|kind| app.run_for(|r| kind(r) && has(r)))
+                .filter(|r| r.id != p.id)
+                .collect();
+            others.sort_by_key(|r| (r.is_sampler() == p.is_sampler(), Reverse(position(r))));
+            others.dedup_by_key(|r| r.id);
+            others
+        });
     let mut detail = String::new();
-    for r in primary.iter().chain(secondary.iter()) {
+    for r in primary.iter().chain(others.iter()) {
         // A running or cancelled run's moments are not an answer: say so.
         let status = r.status_note().map_or(String::new(), |n| format!(" ({n})"));
         detail.push_str(&format!("{}{status} ", r.title()));
@@ -77,9 +95,8 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         );
         return;
     };
-    let series: Vec<Series> = [Some(primary), secondary]
-        .into_iter()
-        .flatten()
+    let series: Vec<Series> = std::iter::once(primary)
+        .chain(others)
         .enumerate()
         .map(|(i, r)| Series {
             run: r,
@@ -112,16 +129,15 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     forest(&series, &order, sel, forest_area, frame, &theme);
     let smc = series
         .iter()
-        .find(|s| s.run.is_smc() && !s.run.histograms.is_empty());
-    let gaussian = series.iter().find(|s| s.run.is_gaussian());
-    histogram(
-        &sel_name,
-        smc,
-        gaussian.or(series.first()),
-        hist_area,
-        frame,
-        &theme,
-    );
+        .find(|s| s.run.is_sampler() && !s.run.histograms.is_empty());
+    let gaussians: Vec<&Series> = series.iter().filter(|s| s.run.is_gaussian()).collect();
+    // Without a Gaussian approximation, the primary run's mean ± sd as one.
+    let gaussians = if gaussians.is_empty() {
+        series.first().into_iter().collect()
+    } else {
+        gaussians
+    };
+    histogram(&sel_name, smc, &gaussians, hist_area, frame, &theme);
 }
 
 fn forest(
@@ -340,7 +356,7 @@ fn density_steps(h: &Histogram) -> Vec<(f64, f64)> {
 fn histogram(
     name: &str,
     smc: Option<&Series>,
-    gauss: Option<&Series>,
+    gaussians: &[&Series],
     area: Rect,
     frame: &mut Frame,
     theme: &Theme,
@@ -352,10 +368,11 @@ fn histogram(
         let k = s.coefs.iter().position(|c| c.name == name)?;
         s.run.histograms.get(k).map(|h| (density_steps(h), s.style))
     });
-    // The Gaussian overlay: EP's or VB's marginal (or, without one, the primary run's).
-    let normal = gauss
+    // The Gaussian overlays: EP's and VB's marginals (or, without one, the primary run's).
+    let normals: Vec<(f64, f64, Style, String)> = gaussians
+        .iter()
         .filter(|g| smc.is_none_or(|s| s.run.id != g.run.id))
-        .and_then(|g| {
+        .filter_map(|g| {
             let c = g.coefs.iter().find(|c| c.name == name)?;
             (c.sd.is_finite() && c.sd > 0.0 && c.mean.is_finite()).then_some((
                 c.mean,
@@ -363,18 +380,24 @@ fn histogram(
                 g.style,
                 g.run.title(),
             ))
-        });
+        })
+        .collect();
     let [title_area, chart_area] =
         Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
     let mut title = vec![Span::styled(format!(" {name} "), theme.title())];
     if let (Some((_, style)), Some(s)) = (&hist, smc) {
         title.push(Span::styled(format!("▇ {} ", s.run.title()), *style));
     }
-    if let Some((_, _, style, t)) = &normal {
-        title.push(Span::styled(format!("━ {t} Gaussian"), *style));
+    for (i, (_, _, style, t)) in normals.iter().enumerate() {
+        let label = if i == 0 {
+            format!("━ {t} Gaussian")
+        } else {
+            format!("  ━ {t}")
+        };
+        title.push(Span::styled(label, *style));
     }
     frame.render_widget(Paragraph::new(Line::from(title)), title_area);
-    if hist.is_none() && normal.is_none() {
+    if hist.is_none() && normals.is_empty() {
         placeholder(
             frame,
             chart_area,
@@ -389,20 +412,23 @@ fn histogram(
         lo = f64::INFINITY;
         hi = f64::NEG_INFINITY;
     }
-    if let Some((m, s, ..)) = normal {
+    for &(m, s, ..) in &normals {
         lo = lo.min(m - 3.5 * s);
         hi = hi.max(m + 3.5 * s);
     }
     let [lo, hi] = bounds([lo, hi]);
-    let curve: Vec<(f64, f64)> = normal.as_ref().map_or(Vec::new(), |&(m, s, ..)| {
-        finite((0..=120).map(|i| {
-            let x = lo + (hi - lo) * i as f64 / 120.0;
-            (x, normal_pdf(x, m, s))
-        }))
-    });
+    let curves: Vec<Vec<(f64, f64)>> = normals
+        .iter()
+        .map(|&(m, s, ..)| {
+            finite((0..=120).map(|i| {
+                let x = lo + (hi - lo) * i as f64 / 120.0;
+                (x, normal_pdf(x, m, s))
+            }))
+        })
+        .collect();
     let ymax = hist_pts
         .iter()
-        .chain(&curve)
+        .chain(curves.iter().flatten())
         .map(|p| p.1)
         .fold(0.0, f64::max);
     let ymax = if ymax > 0.0 && ymax.is_finite() {
@@ -420,10 +446,10 @@ fn histogram(
                 .style(*style),
         );
     }
-    if let Some((_, _, style, _)) = &normal {
+    for (curve, (_, _, style, _)) in curves.iter().zip(&normals) {
         ds.push(
             Dataset::default()
-                .data(&curve)
+                .data(curve)
                 .graph_type(GraphType::Line)
                 .marker(theme.marker)
                 .style(*style),

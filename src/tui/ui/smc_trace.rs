@@ -2,7 +2,8 @@
 //! rate on one [0, 1] chart; below it, when there is room, the move steps per
 //! stage (as a share of their cap) and the largest |correlation| with the
 //! stage start (with the 0.1 stop line); log Z_t, stage count, elapsed and
-//! evaluations/s as text. Series differ by marker as well as colour.
+//! evaluations/s as text. Series differ by marker as well as colour. A
+//! great-circle run is drawn by `gcs_trace` in the same pane.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -11,7 +12,8 @@ use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 
-use super::common::{finite, num, pane_block, placeholder, seconds, si};
+use super::common::{finite, num, pane_block, placeholder, seconds, si, titled_block};
+use super::gcs_trace;
 use super::theme::{Theme, glyph};
 use crate::app::run_view::RunView;
 use crate::app::{App, Pane};
@@ -88,10 +90,19 @@ fn unit_chart<'a>(ds: Vec<Dataset<'a>>, x: [f64; 2], theme: &Theme, x_label: boo
 
 pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
-    let run = app.run_for(RunView::is_smc);
+    let run = app.run_for(RunView::is_sampler);
     let detail = run.map_or(String::new(), |r| {
         format!("{} {}", r.title(), r.status_text())
     });
+    // The pane shows the sampler of the chosen run: SMC's stages, or the
+    // great-circle sampler's chains.
+    if let Some(gcs) = run.filter(|r| r.is_gcs()) {
+        let block = titled_block(app, Pane::Smc, "Sampler", detail, &theme);
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        gcs_trace::render(gcs, inner, frame, &theme);
+        return;
+    }
     let block = pane_block(app, Pane::Smc, detail, &theme);
     let inner = block.inner(area);
     frame.render_widget(block, area);

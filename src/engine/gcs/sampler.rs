@@ -1,0 +1,216 @@
+//! The chains' driver: independent chains advance in batches on rayon's
+//! threads (each chain's stream is its own, so the draws do not depend on the
+//! thread count); after every batch the diagnostics of the kept draws decide
+//! whether to stop: the smallest bulk and tail ESS over the coefficients and the
+//! risk at least the target and the largest R-hat at most its target, or the
+//! step cap (not converged).
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use super::chain::{Chain, Work};
+use super::design::Design;
+use super::settings::GcsSettings;
+use crate::engine::event::{Event, GcsBatch};
+use crate::engine::mcmc_diag::{Convergence, Diagnostics, convergence, diagnose};
+use crate::engine::run::{Control, EngineError, Observer};
+
+/// Smallest and largest batch (steps per chain); batches grow with the run (a
+/// quarter of the steps so far), so the diagnostics cost O(S log S) in total.
+const MIN_BATCH: usize = 50;
+const MAX_BATCH: usize = 5000;
+
+/// A finished run: the chains with their kept draws and the diagnostics.
+#[derive(Debug, Clone)]
+pub struct GcsRun {
+    pub d: usize,
+    pub chains: Vec<Chain>,
+    /// Per coordinate of θ, then the risk (last).
+    pub diagnostics: Vec<Diagnostics>,
+    pub converged: bool,
+    /// Steps per chain, warm-up included.
+    pub steps: usize,
+    pub work: Work,
+    pub elapsed: f64,
+    pub trace: Vec<Event>,
+}
+
+impl GcsRun {
+    /// All kept draws, chain after chain (rows of d).
+    pub fn pooled(&self) -> Vec<f64> {
+        self.chains
+            .iter()
+            .flat_map(|c| c.draws.iter().copied())
+            .collect()
+    }
+
+    pub fn largest_rhat(&self) -> f64 {
+        self.diagnostics
+            .iter()
+            .map(|d| d.rhat)
+            .fold(f64::NAN, f64::max)
+    }
+
+    pub fn smallest_ess(&self) -> (f64, f64) {
+        let min =
+            |f: fn(&Diagnostics) -> f64| self.diagnostics.iter().map(f).fold(f64::NAN, f64::min);
+        (min(|d| d.ess_bulk), min(|d| d.ess_tail))
+    }
+}
+
+/// The kept draws of coordinate k (k = d: the risk), chain by chain.
+fn columns(chains: &[Chain], d: usize, k: usize) -> Vec<Vec<f64>> {
+    chains
+        .iter()
+        .map(|c| {
+            if k < d {
+                c.column(k, d)
+            } else {
+                c.risks.clone()
+            }
+        })
+        .collect()
+}
+
+/// Diagnostics of every coordinate and of the risk over the chains' kept draws.
+pub fn diagnostics(chains: &[Chain], d: usize) -> Vec<Diagnostics> {
+    (0..=d)
+        .into_par_iter()
+        .map(|k| {
+            let cols = columns(chains, d, k);
+            diagnose(&cols.iter().map(Vec::as_slice).collect::<Vec<_>>())
+        })
+        .collect()
+}
+
+/// What the stopping rule reads, per coordinate and the risk, with the pooled
+/// mean and sd of each (for the progress events).
+fn check(chains: &[Chain], d: usize) -> Vec<(Convergence, f64, f64)> {
+    (0..=d)
+        .into_par_iter()
+        .map(|k| {
+            let cols = columns(chains, d, k);
+            let all: Vec<f64> = cols.iter().flatten().copied().collect();
+            let n = all.len() as f64;
+            let mean = all.iter().sum::<f64>() / n;
+            let var = all.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
+            let conv = convergence(&cols.iter().map(Vec::as_slice).collect::<Vec<_>>());
+            (conv, mean, var.sqrt())
+        })
+        .collect()
+}
+
+pub fn run(
+    design: &Design,
+    settings: &GcsSettings,
+    ctl: &Control,
+    obs: &mut dyn Observer,
+) -> Result<GcsRun, EngineError> {
+    settings.validate()?;
+    let t0 = Instant::now();
+    let d = design.d();
+    let mut chains: Vec<Chain> = (0..settings.chains as u64)
+        .map(|c| Chain::new(design, settings.seed, c))
+        .collect();
+    let mut trace = Vec::new();
+    let mut diag: Vec<(Convergence, f64, f64)> = Vec::new();
+    let mut converged = false;
+    for batch in 1.. {
+        ctl.checkpoint()?;
+        let steps = chains[0].steps;
+        let len = if steps < settings.warmup {
+            (settings.warmup - steps).min(MIN_BATCH.max(settings.warmup / 4))
+        } else {
+            ((steps - settings.warmup) / 4).clamp(MIN_BATCH, MAX_BATCH)
+        }
+        .min(settings.max_steps - steps);
+        let before: Vec<Work> = chains.iter().map(|c| c.work).collect();
+        chains.par_iter_mut().for_each(|c| {
+            for _ in 0..len {
+                if ctl.is_cancelled() {
+                    return;
+                }
+                c.step(design, settings.warmup, settings.thin);
+            }
+        });
+        if ctl.is_cancelled() {
+            return Err(EngineError::Cancelled);
+        }
+        let steps = chains[0].steps;
+        let kept = chains[0].kept(d);
+        let ready = kept >= 8;
+        if ready {
+            diag = check(&chains, d);
+        }
+        let worst = |f: fn(&(Convergence, f64, f64)) -> f64, max: bool| {
+            let it = diag.iter().map(f);
+            if max {
+                it.fold(f64::NAN, f64::max)
+            } else {
+                it.fold(f64::NAN, f64::min)
+            }
+        };
+        let (rhat, bulk, tail) = (
+            worst(|x| x.0.rhat, true),
+            worst(|x| x.0.ess_bulk, false),
+            worst(|x| x.0.ess_tail, false),
+        );
+        let per_chain = |f: &dyn Fn(&Work, &Work) -> f64| -> Vec<f64> {
+            chains
+                .iter()
+                .zip(&before)
+                .map(|(c, b)| f(&c.work, b))
+                .collect()
+        };
+        let n_steps = |w: &Work, b: &Work| (w.steps - b.steps).max(1) as f64;
+        let event = Event::GcsBatch(GcsBatch {
+            batch,
+            steps,
+            warmup: settings.warmup,
+            draws: kept * chains.len(),
+            rhat: ready.then_some(rhat),
+            ess_bulk: ready.then_some(bulk),
+            ess_tail: ready.then_some(tail),
+            risk: per_chain(&|w, b| (w.risk - b.risk) / n_steps(w, b)),
+            proposals: per_chain(&|w, b| (w.proposals - b.proposals) as f64 / n_steps(w, b)),
+            jump: per_chain(&|w, b| (w.jump - b.jump) / n_steps(w, b)),
+            arcs: 2 * design.pairs(),
+            mean: diag.iter().take(d).map(|x| x.1).collect(),
+            sd: diag.iter().take(d).map(|x| x.2).collect(),
+            elapsed: t0.elapsed().as_secs_f64(),
+        });
+        trace.push(event.clone());
+        obs.observe(event);
+        if ready
+            && bulk >= settings.min_ess
+            && tail >= settings.min_ess
+            && rhat <= settings.max_rhat
+        {
+            converged = true;
+            break;
+        }
+        if steps >= settings.max_steps {
+            break;
+        }
+    }
+    let mut work = Work::default();
+    for c in &chains {
+        let w = c.work;
+        work.steps += w.steps;
+        work.proposals += w.proposals;
+        work.envelope_misses += w.envelope_misses;
+        work.jump += w.jump;
+        work.risk += w.risk;
+    }
+    Ok(GcsRun {
+        d,
+        steps: chains[0].steps,
+        diagnostics: diagnostics(&chains, d),
+        chains,
+        converged,
+        work,
+        elapsed: t0.elapsed().as_secs_f64(),
+        trace,
+    })
+}

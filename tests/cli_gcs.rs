@@ -1,0 +1,158 @@
+//! `pacauc fit --method gcs` as scripts use it: the record's diagnostics, the
+//! label-noise loss with its intercept, and the errors of unusable options.
+
+mod common;
+use common::{events, json, pacauc};
+
+const DATA: &str = "demo-data/sparse_linear.csv";
+
+#[test]
+fn gcs_fit_prints_diagnostics_and_draw_summaries() {
+    let v = json(&pacauc(&[
+        "fit",
+        DATA,
+        "--method",
+        "gcs",
+        "--min-ess",
+        "100",
+        "--max-steps",
+        "3000",
+        "--seed",
+        "3",
+    ]));
+    assert_eq!(v["method"], "gcs");
+    let d = &v["details"];
+    assert!(d["rhat"].as_f64().unwrap() <= 1.01 || v["converged"] == false);
+    assert!(d["steps_per_chain"].as_u64().unwrap() <= 3000);
+    assert!(d["ess_bulk_min"].as_f64().unwrap() > 0.0);
+    let diags = d["diagnostics"].as_array().unwrap();
+    assert_eq!(diags.len(), 20);
+    for key in ["rhat", "ess_bulk", "ess_tail", "mcse_mean", "mcse_sd"] {
+        assert!(diags[0][key].is_number(), "diagnostics.{key}");
+    }
+    assert_eq!(
+        v["coefficients"][0]["quantiles"].as_array().unwrap().len(),
+        5
+    );
+    assert!(!events(&v, "gcs_batch").is_empty());
+    assert!(v["auc"]["test"].as_f64().unwrap() > 0.7);
+}
+
+#[test]
+fn label_noise_loss_reports_its_intercept() {
+    let v = json(&pacauc(&[
+        "fit",
+        DATA,
+        "--method",
+        "gcs",
+        "--loss",
+        "label-noise",
+        "--noise",
+        "0.2",
+        "--max-steps",
+        "600",
+    ]));
+    assert_eq!(v["details"]["loss"]["kind"], "label_noise");
+    assert!(v["details"]["intercept"]["mean"].is_number());
+    assert_eq!(v["coefficients"].as_array().unwrap().len(), 20);
+}
+
+#[test]
+fn unusable_options_are_refused() {
+    for (args, needle) in [
+        (
+            vec!["--prior", "spike-slab", "--gamma", "100"],
+            "spike-slab is not available for gcs",
+        ),
+        (vec!["--chains", "1"], "--chains must be ≥ 2; got 1"),
+        (vec!["--gamma", "auto"], "--gamma cannot be auto for gcs"),
+        (
+            vec!["--loss", "label-noise", "--noise", "0.7"],
+            "--noise must be in (0, 0.5)",
+        ),
+        (
+            vec!["--noise", "0.2"],
+            "--noise applies only with --loss label-noise",
+        ),
+        (
+            vec!["--loss", "label-noise", "--gamma", "2n"],
+            "--gamma does not apply with --loss label-noise",
+        ),
+        (
+            vec!["--warmup", "500", "--max-steps", "505"],
+            "--max-steps (505) must leave at least 8 kept draws",
+        ),
+        (
+            vec!["--particles", "100"],
+            "--particles does not apply to gcs",
+        ),
+    ] {
+        let mut all = vec!["fit", DATA, "--method", "gcs"];
+        all.extend(args);
+        let out = pacauc(&all);
+        assert_eq!(out.status.code(), Some(2), "{all:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{all:?}: {err}");
+    }
+}
+
+/// With `--evidence` a gcs record carries the Gibbs posterior's certificate,
+/// as SMC's does (`--epsilon` applies); without it the record has no `bound`,
+/// a warning in its trace and on stderr says why, and `pacauc bound` repeats it.
+#[test]
+fn gcs_is_certified_with_its_evidence() {
+    let dir = std::env::temp_dir().join(format!("pacauc-gcs-bound-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fit = |extra: &[&str], out: &str| {
+        let mut args = vec![
+            "fit",
+            DATA,
+            "--method",
+            "gcs",
+            "--min-ess",
+            "50",
+            "--max-steps",
+            "400",
+            "--out",
+            out,
+        ];
+        args.extend(extra);
+        pacauc(&args)
+    };
+    let with = dir.join("with.json");
+    let v = json(&fit(
+        &["--evidence", "--epsilon", "0.01"],
+        with.to_str().unwrap(),
+    ));
+    let b = &v["bound"];
+    assert_eq!(b["rho"], "gibbs");
+    assert_eq!(b["epsilon"], 0.01);
+    assert_eq!(b["others"][0]["rho"], "draws_gaussian");
+    assert!(b["risk"].as_f64().unwrap() > b["empirical_risk"].as_f64().unwrap());
+    assert!(b["kl"].as_f64().unwrap() > 0.0);
+    let same = json(&pacauc(&[
+        "bound",
+        with.to_str().unwrap(),
+        "--epsilon",
+        "0.01",
+    ]));
+    assert_eq!(same["risk"], b["risk"]);
+    let without = dir.join("without.json");
+    let out = fit(&[], without.to_str().unwrap());
+    let v = json(&out);
+    assert!(v.get("bound").is_none_or(|b| b.is_null()));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no PAC-Bayes certificate") && err.contains("--evidence"),
+        "{err}"
+    );
+    assert!(events(&v, "log").iter().any(|e| {
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("only with `evidence`"))
+    }));
+    let e = pacauc(&["bound", without.to_str().unwrap()]);
+    assert_eq!(e.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&e.stderr).contains("evidence"));
+    std::fs::remove_dir_all(&dir).ok();
+}
