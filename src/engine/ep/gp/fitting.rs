@@ -1,0 +1,232 @@
+//! One GP-EP fit at a given kernel: exact (precision or whitened form,
+//! `gp::factor`) or through a feature approximation (Nyström, random Fourier
+//! features) that turns the GP into linear EP on D features, run by the
+//! unchanged `LinearEp`. Each returns the score model and what the record
+//! reports.
+
+use nalgebra::DMatrix;
+
+use super::basis::{Basis, Form};
+use super::sweep::{GpEp, GpSweep};
+use crate::engine::ep::design::Form as LinearForm;
+use crate::engine::ep::linear::LinearEp;
+use crate::engine::ep::pair_ep::EpSettings;
+use crate::engine::ep::store::Precision as SitePrecision;
+use crate::engine::gp::dense;
+use crate::engine::gp::factor::{self, Distinct};
+use crate::engine::gp::model::{FeatureBasis, GpModel, pack_lower};
+use crate::engine::gp::{GpApprox, Kernel};
+use crate::engine::run::{Control, EngineError};
+
+/// Relative residual prior variance at which the exact whitened form stops
+/// its pivoted Cholesky (directions of smaller prior variance are dropped).
+pub const EXACT_TOL: f64 = 1e-10;
+
+/// The exact basis of the GP prior on the rows `x` with labels `y`.
+pub fn exact_basis(kernel: &Kernel, x: &DMatrix<f64>, y: &[bool]) -> Basis {
+    let distinct = Distinct::of(x);
+    let xu = x.select_rows(&distinct.reps);
+    let up: Vec<usize> = (0..y.len()).filter(|&i| y[i]).map(|i| distinct.map[i]).collect();
+    let un: Vec<usize> = (0..y.len()).filter(|&i| !y[i]).map(|i| distinct.map[i]).collect();
+    let form = match factor::precision(kernel, &xu) {
+        Some(p) => Form::Precision(p),
+        None => {
+            let f = factor::pivoted_cholesky(kernel, &xu, EXACT_TOL, xu.nrows());
+            Form::Whitened {
+                zp: f.z.select_rows(&up),
+                zn: f.z.select_rows(&un),
+                factor: f,
+            }
+        }
+    };
+    Basis {
+        form,
+        distinct,
+        up,
+        un,
+    }
+}
+
+/// What one fit reports besides the model.
+#[derive(Debug, Clone)]
+pub struct FitOutcome {
+    pub log_z: Option<f64>,
+    pub sweeps: usize,
+    pub eta: f64,
+    pub delta: f64,
+    pub negative_share: f64,
+    pub skipped: usize,
+    pub identical_pairs: usize,
+    pub cold_restart: bool,
+    /// "precision", "whitened", "nystrom", "rff".
+    pub form: &'static str,
+    /// Features of the model (distinct rows, pivots, D).
+    pub rank: usize,
+    /// Training scores' posterior means and sds (every row).
+    pub mean: Vec<f64>,
+    pub sd: Vec<f64>,
+    pub seconds: f64,
+}
+
+/// The posterior of the basis weights as a landmark model.
+fn landmark_model(kernel: &Kernel, ep: &GpEp, x: &DMatrix<f64>) -> GpModel {
+    let b = &ep.basis;
+    let q = ep.posterior().expect("a converged run");
+    let xu = x.select_rows(&b.distinct.reps);
+    let d = x.ncols();
+    let (rows, mean, cov) = match &b.form {
+        Form::Precision(p) => {
+            // w = L⁻¹ s_u: m_w = L⁻¹ m, V_w = L⁻¹ V L⁻ᵀ.
+            let mut m = DMatrix::from_column_slice(q.m.len(), 1, q.m.as_slice());
+            dense::solve_lower(&p.chol, &mut m);
+            let mut t = q.v.clone();
+            dense::solve_lower(&p.chol, &mut t);
+            let mut vw = t.transpose();
+            dense::solve_lower(&p.chol, &mut vw);
+            (xu, m.as_slice().to_vec(), vw)
+        }
+        Form::Whitened { factor, .. } => (
+            xu.select_rows(&factor.pivots),
+            q.m.as_slice().to_vec(),
+            q.v.clone(),
+        ),
+    };
+    GpModel {
+        kernel: kernel.clone(),
+        basis: FeatureBasis::Landmarks {
+            d,
+            rows: rows.transpose().as_slice().to_vec(),
+        },
+        mean,
+        cov: pack_lower(&cov),
+    }
+}
+
+/// Exact GP-EP at `kernel`, warm-started from `state` when given (its sites
+/// are kept; the basis is replaced).
+pub fn fit_exact(
+    kernel: &Kernel,
+    x: &DMatrix<f64>,
+    y: &[bool],
+    gamma: f64,
+    settings: &EpSettings,
+    state: &mut Option<GpEp>,
+    ctl: &Control,
+    on_sweep: &mut dyn FnMut(GpSweep<'_>),
+) -> Result<(GpModel, FitOutcome), EngineError> {
+    let basis = exact_basis(kernel, x, y);
+    let ep = match state {
+        Some(ep) => {
+            ep.set_basis(basis);
+            ep
+        }
+        None => state.insert(GpEp::new(basis)),
+    };
+    let out = ep.run(gamma, settings, ctl, on_sweep)?;
+    let q = ep.posterior().expect("converged");
+    let map = &ep.basis.distinct.map;
+    let model = landmark_model(kernel, ep, x);
+    Ok((
+        model,
+        FitOutcome {
+            log_z: out.log_z,
+            sweeps: out.sweeps,
+            eta: out.eta,
+            delta: out.delta,
+            negative_share: out.negative_share,
+            skipped: out.skipped,
+            identical_pairs: ep.identical_pairs(),
+            cold_restart: out.cold_restart,
+            form: ep.basis.form_name(),
+            rank: ep.basis.dim(),
+            mean: map.iter().map(|&u| q.mean[u]).collect(),
+            sd: map.iter().map(|&u| q.var[u].sqrt()).collect(),
+            seconds: out.seconds,
+        },
+    ))
+}
+
+/// GP-EP through `approx` features: linear EP with prior N(0, I) on them.
+#[allow(clippy::too_many_arguments)]
+pub fn fit_features(
+    kernel: &Kernel,
+    approx: GpApprox,
+    x: &DMatrix<f64>,
+    y: &[bool],
+    gamma: f64,
+    settings: &EpSettings,
+    precision: SitePrecision,
+    ctl: &Control,
+) -> Result<(GpModel, FitOutcome), EngineError> {
+    let d = x.ncols();
+    let (phi, basis, form) = match approx {
+        GpApprox::Nystrom { landmarks } => {
+            let distinct = Distinct::of(x);
+            let xu = x.select_rows(&distinct.reps);
+            let f = factor::pivoted_cholesky(kernel, &xu, 0.0, landmarks);
+            let rows = xu.select_rows(&f.pivots);
+            (
+                f.z.select_rows(&distinct.map),
+                FeatureBasis::Landmarks {
+                    d,
+                    rows: rows.transpose().as_slice().to_vec(),
+                },
+                "nystrom",
+            )
+        }
+        GpApprox::Rff { features, seed } => {
+            let Kernel::Se { lengthscale } = kernel else {
+                return Err(EngineError::InvalidParams(
+                    "random Fourier features approximate the SE kernel only".into(),
+                ));
+            };
+            let (w, b) = factor::fourier_frequencies(d, features, *lengthscale, seed);
+            (
+                factor::fourier_features(x, &w, &b),
+                FeatureBasis::Fourier { d, w, b },
+                "rff",
+            )
+        }
+        GpApprox::Exact | GpApprox::Auto => unreachable!("resolved before"),
+    };
+    let r = phi.ncols();
+    if r >= y.len() {
+        return Err(EngineError::InvalidParams(format!(
+            "the GP feature approximation has {r} features for {} training rows: use the exact GP",
+            y.len()
+        )));
+    }
+    let mut lep = LinearEp::new(&phi, y, &vec![1.0; r], LinearForm::Primal, precision)?;
+    let out = lep.run(gamma, settings, ctl, &mut |_, _| {})?;
+    let mean = lep.mean();
+    let cov = lep.cov().expect("primal form");
+    let model = GpModel {
+        kernel: kernel.clone(),
+        basis,
+        mean: mean.clone(),
+        cov: pack_lower(&cov),
+    };
+    let s_mean = crate::engine::linalg::a_b(&phi, &DMatrix::from_column_slice(r, 1, &mean));
+    let pv = crate::engine::linalg::a_b(&phi, &cov);
+    let sd = (0..phi.nrows())
+        .map(|i| phi.row(i).dot(&pv.row(i)).max(0.0).sqrt())
+        .collect();
+    Ok((
+        model,
+        FitOutcome {
+            log_z: out.evidence.log_z(),
+            sweeps: out.sweeps,
+            eta: out.eta,
+            delta: out.delta,
+            negative_share: out.negative_share,
+            skipped: out.stats.skipped,
+            identical_pairs: lep.state().identical_pairs(),
+            cold_restart: out.cold_restart,
+            form,
+            rank: r,
+            mean: s_mean.as_slice().to_vec(),
+            sd,
+            seconds: out.seconds,
+        },
+    ))
+}

@@ -1,0 +1,151 @@
+//! The fitted GP score model (ALGORITHMS.md §6): everything `predict` needs,
+//! serialisable into the run record.
+//!
+//! Every GP fit is stored in one shape: features `φ(x) ∈ R^r` with the
+//! posterior `w ~ N(m, V)` of their weights, so that the score of a new row is
+//! `s(x) = φ(x)ᵀw`:
+//! - landmarks (exact GP-EP, Nyström): `φ(x) = L⁻¹ k_I(x)` with `K_II = LLᵀ` on
+//!   the landmark rows I; the GP's conditional variance `k(x, x) − ‖φ(x)‖²`
+//!   (0 at the landmarks, and for the linear kernel) is added to the
+//!   predictive variance. With all distinct training rows as landmarks this is
+//!   §6's `k*ᵀ(I + BK)⁻¹r` and `k** − k*ᵀ(I + BK)⁻¹Bk*`, in a stable form.
+//! - Fourier: `φ(x) = √(2/D) cos(Wx + b)` (the model is the feature model).
+
+use nalgebra::{DMatrix, DVector};
+use serde::{Deserialize, Serialize};
+
+use super::dense;
+use super::factor::fourier_features;
+use super::kernel::Kernel;
+use crate::engine::linalg::{a_b, at_b};
+
+/// How the features of a row are computed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FeatureBasis {
+    /// Landmark rows (r × d, row-major, standardised).
+    Landmarks { d: usize, rows: Vec<f64> },
+    /// Random Fourier features: frequencies W (D × d, row-major) and phases b.
+    Fourier { d: usize, w: Vec<f64>, b: Vec<f64> },
+}
+
+/// A GP score model: kernel, feature basis and the posterior of the weights.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpModel {
+    pub kernel: Kernel,
+    pub basis: FeatureBasis,
+    /// Posterior mean of the weights (r).
+    pub mean: Vec<f64>,
+    /// Posterior covariance of the weights, lower triangle packed by rows
+    /// (r(r + 1)/2 numbers: row i holds V_i0 … V_ii).
+    pub cov: Vec<f64>,
+}
+
+/// Lower triangle of a symmetric matrix, packed by rows.
+pub fn pack_lower(v: &DMatrix<f64>) -> Vec<f64> {
+    let r = v.nrows();
+    let mut out = Vec::with_capacity(r * (r + 1) / 2);
+    for i in 0..r {
+        for j in 0..=i {
+            out.push(v[(i, j)]);
+        }
+    }
+    out
+}
+
+/// The symmetric matrix of a packed lower triangle.
+pub fn unpack_lower(p: &[f64], r: usize) -> DMatrix<f64> {
+    assert_eq!(p.len(), r * (r + 1) / 2, "packed size");
+    let mut v = DMatrix::zeros(r, r);
+    let mut k = 0;
+    for i in 0..r {
+        for j in 0..=i {
+            v[(i, j)] = p[k];
+            v[(j, i)] = p[k];
+            k += 1;
+        }
+    }
+    v
+}
+
+impl GpModel {
+    /// Number of features r.
+    pub fn rank(&self) -> usize {
+        self.mean.len()
+    }
+
+    /// Features of every row of `x` as columns (r × n), and the residual prior
+    /// variance of each row (0 for Fourier features).
+    pub fn features(&self, x: &DMatrix<f64>) -> (DMatrix<f64>, Vec<f64>) {
+        match &self.basis {
+            FeatureBasis::Landmarks { d, rows } => {
+                let r = self.rank();
+                let land = DMatrix::from_row_slice(r, *d, rows);
+                let l = dense::cholesky(self.kernel.gram(&land))
+                    .expect("the landmarks' Gram matrix was positive definite when fitted");
+                let mut phi = self.kernel.cross(&land, x);
+                dense::solve_lower(&l, &mut phi);
+                let kxx = self.kernel.diag(x);
+                let resid = (0..x.nrows())
+                    .map(|j| (kxx[j] - phi.column(j).norm_squared()).max(0.0))
+                    .collect();
+                (phi, resid)
+            }
+            FeatureBasis::Fourier { w, b, .. } => {
+                (fourier_features(x, w, b).transpose(), vec![0.0; x.nrows()])
+            }
+        }
+    }
+
+    /// Predictive mean and variance of the score at every row of `x`
+    /// (standardised like the training rows).
+    pub fn predict(&self, x: &DMatrix<f64>) -> (Vec<f64>, Vec<f64>) {
+        let (phi, resid) = self.features(x);
+        let m = DVector::from_column_slice(&self.mean);
+        let mean = phi.tr_mul(&m).iter().copied().collect();
+        let v = unpack_lower(&self.cov, self.rank());
+        let vphi = a_b(&v, &phi);
+        let var = (0..x.nrows())
+            .map(|j| resid[j] + phi.column(j).dot(&vphi.column(j)).max(0.0))
+            .collect();
+        (mean, var)
+    }
+
+    /// Predictive means only.
+    pub fn predict_mean(&self, x: &DMatrix<f64>) -> Vec<f64> {
+        let (phi, _) = self.features(x);
+        let m = DMatrix::from_column_slice(self.rank(), 1, &self.mean);
+        at_b(&phi, &m).iter().copied().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packing_round_trips() {
+        let v = DMatrix::from_fn(4, 4, |i, j| (i + j) as f64 + 0.5 * (i * j) as f64);
+        assert_eq!(unpack_lower(&pack_lower(&v), 4), v);
+    }
+
+    /// GP regression identities: with the prior as posterior (m = 0, V = I) the
+    /// predictive variance is k(x, x), whatever the landmarks.
+    #[test]
+    fn prior_model_predicts_the_prior() {
+        let land = DMatrix::from_fn(5, 2, |i, j| (i as f64 - 2.0) * (1.0 + j as f64) * 0.4);
+        let model = GpModel {
+            kernel: Kernel::Se { lengthscale: 0.9 },
+            basis: FeatureBasis::Landmarks {
+                d: 2,
+                rows: land.transpose().as_slice().to_vec(),
+            },
+            mean: vec![0.0; 5],
+            cov: pack_lower(&DMatrix::identity(5, 5)),
+        };
+        let x = DMatrix::from_fn(7, 2, |i, j| (i as f64 * 0.3 - 1.0) * (1.0 - j as f64 * 0.5));
+        let (m, v) = model.predict(&x);
+        assert!(m.iter().all(|&a| a == 0.0));
+        assert!(v.iter().all(|&a| (a - 1.0).abs() < 1e-10), "{v:?}");
+    }
+}
