@@ -286,11 +286,133 @@ unsafe fn syrk_lower_t(alpha: f64, a: View, c: View) {
     }
 }
 
-/// `l ← L⁻¹` in place (lower, zero upper triangle required: the GEMMs read it).
+/// `b ← b·L` (L lower n × n; b m × n).
 ///
 /// # Safety
-/// Valid square view with a zero upper triangle.
-unsafe fn trtri_lower(l: View, scratch: &mut Vec<f64>) {
+/// Valid, non-overlapping views.
+unsafe fn trmm_right_lower(b: View, l: View) {
+    let n = l.rows;
+    if n <= LEAF {
+        // Column j of the product needs columns k ≥ j of b: ascending j.
+        for j in 0..n {
+            unsafe {
+                let ljj = *l.at(j, j);
+                for i in 0..b.rows {
+                    *b.at(i, j) *= ljj;
+                }
+                for k in j + 1..n {
+                    let lkj = *l.at(k, j);
+                    if lkj != 0.0 {
+                        for i in 0..b.rows {
+                            *b.at(i, j) += *b.at(i, k) * lkj;
+                        }
+                    }
+                }
+            }
+        }
+        return;
+    }
+    let n1 = n / 2;
+    let n2 = n - n1;
+    let m = b.rows;
+    unsafe {
+        trmm_right_lower(b.sub(0, 0, m, n1), l.sub(0, 0, n1, n1));
+        gemm(
+            1.0,
+            b.sub(0, n1, m, n2),
+            false,
+            l.sub(n1, 0, n2, n1),
+            false,
+            1.0,
+            b.sub(0, 0, m, n1),
+        );
+        trmm_right_lower(b.sub(0, n1, m, n2), l.sub(n1, n1, n2, n2));
+    }
+}
+
+/// `b ← alpha·L·b` (L lower n × n; b n × m).
+///
+/// # Safety
+/// Valid, non-overlapping views.
+unsafe fn trmm_left_lower(alpha: f64, l: View, b: View) {
+    let n = l.rows;
+    if n <= LEAF {
+        // Row i of the product needs rows k ≤ i of b: descending i.
+        for col in 0..b.cols {
+            for i in (0..n).rev() {
+                unsafe {
+                    let mut s = 0.0;
+                    for k in 0..=i {
+                        s += *l.at(i, k) * *b.at(k, col);
+                    }
+                    *b.at(i, col) = alpha * s;
+                }
+            }
+        }
+        return;
+    }
+    let n1 = n / 2;
+    let n2 = n - n1;
+    let m = b.cols;
+    unsafe {
+        trmm_left_lower(alpha, l.sub(n1, n1, n2, n2), b.sub(n1, 0, n2, m));
+        gemm(
+            alpha,
+            l.sub(n1, 0, n2, n1),
+            false,
+            b.sub(0, 0, n1, m),
+            false,
+            1.0,
+            b.sub(n1, 0, n2, m),
+        );
+        trmm_left_lower(alpha, l.sub(0, 0, n1, n1), b.sub(0, 0, n1, m));
+    }
+}
+
+/// `b ← Lᵀ·b` (L lower n × n; b n × m).
+///
+/// # Safety
+/// Valid, non-overlapping views.
+unsafe fn trmm_left_lower_t(l: View, b: View) {
+    let n = l.rows;
+    if n <= LEAF {
+        // Row i of the product needs rows k ≥ i of b: ascending i.
+        for col in 0..b.cols {
+            for i in 0..n {
+                unsafe {
+                    let mut s = 0.0;
+                    for k in i..n {
+                        s += *l.at(k, i) * *b.at(k, col);
+                    }
+                    *b.at(i, col) = s;
+                }
+            }
+        }
+        return;
+    }
+    let n1 = n / 2;
+    let n2 = n - n1;
+    let m = b.cols;
+    unsafe {
+        trmm_left_lower_t(l.sub(0, 0, n1, n1), b.sub(0, 0, n1, m));
+        gemm(
+            1.0,
+            l.sub(n1, 0, n2, n1),
+            true,
+            b.sub(n1, 0, n2, m),
+            false,
+            1.0,
+            b.sub(0, 0, n1, m),
+        );
+        trmm_left_lower_t(l.sub(n1, n1, n2, n2), b.sub(n1, 0, n2, m));
+    }
+}
+
+/// `l ← L⁻¹` in place (lower triangle; the upper one is not read).
+///
+/// # Safety
+/// Valid square view.
+unsafe fn trtri_lower(l: View) {
     let n = l.rows;
     if n <= LEAF {
         for j in 0..n {
@@ -313,27 +435,20 @@ unsafe fn trtri_lower(l: View, scratch: &mut Vec<f64>) {
     let n2 = n - n1;
     let (w11, w21, w22) = (l.sub(0, 0, n1, n1), l.sub(n1, 0, n2, n1), l.sub(n1, n1, n2, n2));
     unsafe {
-        trtri_lower(w11, scratch);
-        trtri_lower(w22, scratch);
+        trtri_lower(w11);
+        trtri_lower(w22);
         // W21 = −W22·L21·W11.
-        scratch.clear();
-        scratch.resize(n2 * n1, 0.0);
-        let t = View {
-            p: scratch.as_mut_ptr(),
-            rows: n2,
-            cols: n1,
-            ld: n2,
-        };
-        gemm(1.0, w21, false, w11, false, 0.0, t);
-        gemm(-1.0, w22, false, t, false, 0.0, w21);
+        trmm_right_lower(w21, w11);
+        trmm_left_lower(-1.0, w22, w21);
     }
 }
 
-/// Lower triangle of `WᵀW` in place of the lower triangular W.
+/// Lower triangle of `WᵀW` in place of the lower triangular W (its upper
+/// triangle is not read).
 ///
 /// # Safety
-/// Valid square view with a zero upper triangle.
-unsafe fn lauum_lower(w: View, scratch: &mut Vec<f64>) {
+/// Valid square view.
+unsafe fn lauum_lower(w: View) {
     let n = w.rows;
     if n <= LEAF {
         // V_ij = Σ_{k ≥ i} W_ki W_kj for i ≥ j, in increasing i (row i of V needs rows ≥ i of W).
@@ -352,24 +467,11 @@ unsafe fn lauum_lower(w: View, scratch: &mut Vec<f64>) {
     let n2 = n - n1;
     let (w11, w21, w22) = (w.sub(0, 0, n1, n1), w.sub(n1, 0, n2, n1), w.sub(n1, n1, n2, n2));
     unsafe {
-        lauum_lower(w11, scratch);
+        lauum_lower(w11);
         syrk_lower_t(1.0, w21, w11);
-        // V21 = W22ᵀ·W21 (from a copy of W21).
-        scratch.clear();
-        scratch.reserve(n2 * n1);
-        for j in 0..n1 {
-            for i in 0..n2 {
-                scratch.push(*w21.at(i, j));
-            }
-        }
-        let t = View {
-            p: scratch.as_mut_ptr(),
-            rows: n2,
-            cols: n1,
-            ld: n2,
-        };
-        gemm(1.0, w22, true, t, false, 0.0, w21);
-        lauum_lower(w22, scratch);
+        // V21 = W22ᵀ·W21.
+        trmm_left_lower_t(w22, w21);
+        lauum_lower(w22);
     }
 }
 
@@ -412,37 +514,88 @@ pub fn log_det(l: &DMatrix<f64>) -> f64 {
 /// `L⁻¹` of a lower triangular matrix (zero upper triangle).
 pub fn lower_inverse(mut l: DMatrix<f64>) -> DMatrix<f64> {
     assert!(l.is_square());
+    // SAFETY: the view covers the owned square matrix.
+    unsafe { trtri_lower(View::of(&mut l)) };
     zero_upper(&mut l);
-    let mut scratch = Vec::new();
-    // SAFETY: the view covers the owned square matrix, whose upper triangle is zero.
-    unsafe { trtri_lower(View::of(&mut l), &mut scratch) };
     l
 }
 
 /// `A⁻¹ = L⁻ᵀL⁻¹` from the lower Cholesky factor L of A (symmetric result).
 pub fn inverse_from_cholesky(l: &DMatrix<f64>) -> DMatrix<f64> {
-    let mut w = lower_inverse(l.clone());
-    let mut scratch = Vec::new();
-    // SAFETY: as above; W = L⁻¹ is lower with a zero upper triangle.
-    unsafe { lauum_lower(View::of(&mut w), &mut scratch) };
+    let mut w = l.clone();
+    // SAFETY: the view covers the owned square matrix.
+    unsafe {
+        trtri_lower(View::of(&mut w));
+        lauum_lower(View::of(&mut w));
+    }
     mirror_lower(&mut w);
     w
 }
 
-/// `b ← L⁻¹b` for every column of b.
-pub fn solve_lower(l: &DMatrix<f64>, b: &mut DMatrix<f64>) {
-    assert_eq!(l.nrows(), b.nrows());
-    let mut l = l.clone();
-    // SAFETY: two distinct owned matrices of matching shapes.
-    unsafe { trsm_left_lower(View::of(&mut l), View::of(b)) };
+/// Cholesky in place: the lower triangle of `a` becomes L (its upper triangle
+/// is left as it was); Err(j) at a non-positive pivot.
+pub fn cholesky_in_place(a: &mut DMatrix<f64>) -> Result<(), usize> {
+    assert!(a.is_square());
+    // SAFETY: the view covers exactly the owned square matrix.
+    unsafe { chol(View::of(a)) }
 }
 
-/// `b ← L⁻ᵀb` for every column of b.
+/// The blocks of `A⁻¹` that GP-EP reads, in place of A's lower Cholesky
+/// factor L, for the split `[0, n1) ∪ [n1, n)`: afterwards the lower triangle
+/// holds `(A⁻¹)_21` (rows n1.., columns ..n1) and `(A⁻¹)_22`, and the returned
+/// vector is the diagonal of `(A⁻¹)_11`. About n³/3 + n1³/3 + n1²n2 + 2n1n2²
+/// flops instead of the full inverse's n³.
+pub fn partial_inverse(l: &mut DMatrix<f64>, n1: usize) -> Vec<f64> {
+    assert!(l.is_square() && n1 <= l.nrows());
+    let n = l.nrows();
+    let n2 = n - n1;
+    let v = View::of(l);
+    let (w11, w21, w22) = (v.sub(0, 0, n1, n1), v.sub(n1, 0, n2, n1), v.sub(n1, n1, n2, n2));
+    // SAFETY: disjoint blocks of the owned square matrix.
+    unsafe {
+        trtri_lower(w11);
+        trtri_lower(w22);
+        trmm_right_lower(w21, w11);
+        trmm_left_lower(-1.0, w22, w21);
+    }
+    // diag(V11) = column norms² of W11 (lower) and W21.
+    let diag = (0..n1)
+        .map(|k| {
+            let col = l.column(k);
+            col.rows(k, n - k).norm_squared()
+        })
+        .collect();
+    // SAFETY: as above.
+    unsafe {
+        trmm_left_lower_t(w22, w21);
+        lauum_lower(w22);
+    }
+    diag
+}
+
+/// A view of a matrix the routine only reads.
+fn read_only(m: &DMatrix<f64>) -> View {
+    View {
+        p: m.as_ptr() as *mut f64,
+        rows: m.nrows(),
+        cols: m.ncols(),
+        ld: m.nrows(),
+    }
+}
+
+/// `b ← L⁻¹b` for every column of b (only L's lower triangle is read).
+pub fn solve_lower(l: &DMatrix<f64>, b: &mut DMatrix<f64>) {
+    assert!(l.is_square() && l.nrows() == b.nrows());
+    // SAFETY: trsm_left_lower never writes its first argument; `b` is a
+    // distinct, uniquely borrowed matrix of matching shape.
+    unsafe { trsm_left_lower(read_only(l), View::of(b)) };
+}
+
+/// `b ← L⁻ᵀb` for every column of b (only L's lower triangle is read).
 pub fn solve_lower_t(l: &DMatrix<f64>, b: &mut DMatrix<f64>) {
-    assert_eq!(l.nrows(), b.nrows());
-    let mut l = l.clone();
-    // SAFETY: two distinct owned matrices of matching shapes.
-    unsafe { trsm_left_lower_t(View::of(&mut l), View::of(b)) };
+    assert!(l.is_square() && l.nrows() == b.nrows());
+    // SAFETY: as in `solve_lower`.
+    unsafe { trsm_left_lower_t(read_only(l), View::of(b)) };
 }
 
 #[cfg(test)]
@@ -476,6 +629,25 @@ mod tests {
             assert!((&a * &b - &b0).amax() < 1e-9, "solve_t n={n}");
             let want_ld = 2.0 * want.diagonal().iter().map(|d| d.ln()).sum::<f64>();
             assert!((log_det(&l) - want_ld).abs() < 1e-9 * want_ld.abs().max(1.0));
+        }
+    }
+
+    #[test]
+    fn partial_inverse_matches_the_inverse() {
+        for (n, n1) in [(10, 3), (130, 97), (131, 0), (60, 60)] {
+            let a = spd(n);
+            let inv = a.clone().try_inverse().unwrap();
+            let mut l = a.clone();
+            cholesky_in_place(&mut l).unwrap();
+            let diag = partial_inverse(&mut l, n1);
+            for k in 0..n1 {
+                assert!((diag[k] - inv[(k, k)]).abs() < 1e-10, "diag {k}");
+            }
+            for j in 0..n {
+                for i in n1.max(j)..n {
+                    assert!((l[(i, j)] - inv[(i, j)]).abs() < 1e-10, "({i}, {j})");
+                }
+            }
         }
     }
 

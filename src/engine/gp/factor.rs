@@ -133,7 +133,7 @@ pub struct Precision {
 /// precision form is used. Below it some score is nearly determined by the
 /// others, K_u⁻¹ has huge entries, and the rebuild `K_u⁻¹ + B` would lose B's
 /// digits to cancellation: the whitened form is used instead.
-pub const MIN_RELATIVE_PIVOT: f64 = 1e-4;
+pub const MIN_RELATIVE_PIVOT: f64 = 1e-7;
 
 /// K_u's Cholesky factor and inverse when every squared pivot is at least
 /// `MIN_RELATIVE_PIVOT`·max k(x, x); None otherwise.

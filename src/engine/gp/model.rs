@@ -4,12 +4,18 @@
 //! Every GP fit is stored in one shape: features `φ(x) ∈ R^r` with the
 //! posterior `w ~ N(m, V)` of their weights, so that the score of a new row is
 //! `s(x) = φ(x)ᵀw`:
-//! - landmarks (exact GP-EP, Nyström): `φ(x) = L⁻¹ k_I(x)` with `K_II = LLᵀ` on
-//!   the landmark rows I; the GP's conditional variance `k(x, x) − ‖φ(x)‖²`
-//!   (0 at the landmarks, and for the linear kernel) is added to the
-//!   predictive variance. With all distinct training rows as landmarks this is
-//!   §6's `k*ᵀ(I + BK)⁻¹r` and `k** − k*ᵀ(I + BK)⁻¹Bk*`, in a stable form.
+//! - landmarks, whitened (exact GP-EP's whitened form, Nyström):
+//!   `φ(x) = L⁻¹ k_I(x)` with `K_II = LLᵀ` on the landmark rows I, stable for
+//!   any K_II; the GP's conditional variance `k(x, x) − ‖φ(x)‖²` (0 at the
+//!   landmarks, and for the linear kernel) is added to the predictive variance.
+//! - landmark scores (exact GP-EP's precision form, K_II well conditioned):
+//!   the weights are the scores at the landmarks and `φ(x) = K_II⁻¹ k_I(x)`;
+//!   with every distinct training row as a landmark this is §6's
+//!   `k*ᵀ(I + BK)⁻¹r` and `k** − k*ᵀ(I + BK)⁻¹Bk*` (no conversion at the end).
 //! - Fourier: `φ(x) = √(2/D) cos(Wx + b)` (the model is the feature model).
+//!
+//! The predictive mean of landmark models is `k_I(x)ᵀα` with α stored: scoring
+//! a file costs a kernel evaluation per landmark, no factorisation.
 
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
@@ -23,8 +29,10 @@ use crate::engine::linalg::{a_b, at_b};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum FeatureBasis {
-    /// Landmark rows (r × d, row-major, standardised).
+    /// Landmark rows (r × d, row-major, standardised); whitened weights.
     Landmarks { d: usize, rows: Vec<f64> },
+    /// Landmark rows; the weights are the scores at them.
+    LandmarkScores { d: usize, rows: Vec<f64> },
     /// Random Fourier features: frequencies W (D × d, row-major) and phases b.
     Fourier { d: usize, w: Vec<f64>, b: Vec<f64> },
 }
@@ -39,6 +47,9 @@ pub struct GpModel {
     /// Posterior covariance of the weights, lower triangle packed by rows
     /// (r(r + 1)/2 numbers: row i holds V_i0 … V_ii).
     pub cov: Vec<f64>,
+    /// Landmark models: the predictive mean is `k_I(x)ᵀ alpha`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alpha: Vec<f64>,
 }
 
 /// Lower triangle of a symmetric matrix, packed by rows.
@@ -74,21 +85,63 @@ impl GpModel {
         self.mean.len()
     }
 
+    /// How many numbers the model stores (its size in a record is ~20 bytes each).
+    pub fn numbers(&self) -> usize {
+        self.mean.len()
+            + self.cov.len()
+            + self.alpha.len()
+            + match &self.basis {
+                FeatureBasis::Landmarks { rows, .. } | FeatureBasis::LandmarkScores { rows, .. } => {
+                    rows.len()
+                }
+                FeatureBasis::Fourier { w, b, .. } => w.len() + b.len(),
+            }
+    }
+
+    /// The landmark rows (r × d), if any.
+    fn landmarks(&self) -> Option<DMatrix<f64>> {
+        match &self.basis {
+            FeatureBasis::Landmarks { d, rows } | FeatureBasis::LandmarkScores { d, rows } => {
+                Some(DMatrix::from_row_slice(self.rank(), *d, rows))
+            }
+            FeatureBasis::Fourier { .. } => None,
+        }
+    }
+
+    /// `alpha` of a landmark model from its weights' mean.
+    pub fn with_alpha(mut self) -> GpModel {
+        let Some(land) = self.landmarks() else {
+            return self;
+        };
+        let l = dense::cholesky(self.kernel.gram(&land))
+            .expect("the landmarks' Gram matrix is positive definite");
+        let mut a = DMatrix::from_column_slice(self.rank(), 1, &self.mean);
+        if matches!(self.basis, FeatureBasis::LandmarkScores { .. }) {
+            dense::solve_lower(&l, &mut a);
+        }
+        dense::solve_lower_t(&l, &mut a);
+        self.alpha = a.as_slice().to_vec();
+        self
+    }
+
     /// Features of every row of `x` as columns (r × n), and the residual prior
     /// variance of each row (0 for Fourier features).
     pub fn features(&self, x: &DMatrix<f64>) -> (DMatrix<f64>, Vec<f64>) {
         match &self.basis {
-            FeatureBasis::Landmarks { d, rows } => {
-                let r = self.rank();
-                let land = DMatrix::from_row_slice(r, *d, rows);
+            FeatureBasis::Landmarks { .. } | FeatureBasis::LandmarkScores { .. } => {
+                let land = self.landmarks().expect("landmarks");
                 let l = dense::cholesky(self.kernel.gram(&land))
                     .expect("the landmarks' Gram matrix was positive definite when fitted");
                 let mut phi = self.kernel.cross(&land, x);
-                dense::solve_lower(&l, &mut phi);
                 let kxx = self.kernel.diag(x);
+                dense::solve_lower(&l, &mut phi);
+                // ‖L⁻¹k‖² = kᵀK_II⁻¹k: the prior variance the landmarks explain.
                 let resid = (0..x.nrows())
                     .map(|j| (kxx[j] - phi.column(j).norm_squared()).max(0.0))
                     .collect();
+                if matches!(self.basis, FeatureBasis::LandmarkScores { .. }) {
+                    dense::solve_lower_t(&l, &mut phi);
+                }
                 (phi, resid)
             }
             FeatureBasis::Fourier { w, b, .. } => {
@@ -111,8 +164,13 @@ impl GpModel {
         (mean, var)
     }
 
-    /// Predictive means only.
+    /// Predictive means only (landmark models: one kernel row per landmark).
     pub fn predict_mean(&self, x: &DMatrix<f64>) -> Vec<f64> {
+        if let Some(land) = self.landmarks().filter(|_| self.alpha.len() == self.rank()) {
+            let k = self.kernel.cross(&land, x);
+            let a = DMatrix::from_column_slice(self.rank(), 1, &self.alpha);
+            return at_b(&k, &a).iter().copied().collect();
+        }
         let (phi, _) = self.features(x);
         let m = DMatrix::from_column_slice(self.rank(), 1, &self.mean);
         at_b(&phi, &m).iter().copied().collect()
@@ -142,7 +200,9 @@ mod tests {
             },
             mean: vec![0.0; 5],
             cov: pack_lower(&DMatrix::identity(5, 5)),
-        };
+            alpha: Vec::new(),
+        }
+        .with_alpha();
         let x = DMatrix::from_fn(7, 2, |i, j| (i as f64 * 0.3 - 1.0) * (1.0 - j as f64 * 0.5));
         let (m, v) = model.predict(&x);
         assert!(m.iter().all(|&a| a == 0.0));

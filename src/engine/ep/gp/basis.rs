@@ -34,8 +34,14 @@ pub enum Form {
 }
 
 /// The coordinates of the score vector and the class structure of the pairs.
+/// Distinct rows are ordered with the rows of negatives only first (`n_neg_only`
+/// of them), so that the blocks of q the sites read are those
+/// `dense::partial_inverse` computes.
 pub struct Basis {
     pub form: Form,
+    pub n_neg_only: usize,
+    /// The precision form's n × n workspace (reused: no page faults per sweep).
+    pub work: DMatrix<f64>,
     /// Distinct training rows.
     pub distinct: Distinct,
     /// Distinct-row index of each positive and of each negative.
@@ -45,8 +51,10 @@ pub struct Basis {
 
 /// q in the basis's coordinates and its marginals at the distinct rows.
 pub struct Q {
-    /// A⁻¹ (dimension: distinct rows or r).
-    pub v: DMatrix<f64>,
+    /// A⁻¹ (dimension: distinct rows or r); the precision form computes it
+    /// only when asked (`Basis::rebuild(.., full = true)`): the sweeps need
+    /// just its blocks.
+    pub v: Option<DMatrix<f64>>,
     pub m: DVector<f64>,
     pub log_det_a: f64,
     /// bᵀA⁻¹b (b: the sites' linear term in these coordinates).
@@ -102,7 +110,7 @@ impl Basis {
 
     /// q from the sites `k`, `h` (n+ × n−, row-major); None when A is not
     /// positive definite (or not finite).
-    pub fn rebuild(&self, k: &[f64], h: &[f64]) -> Option<Q> {
+    pub fn rebuild(&mut self, k: &[f64], h: &[f64], full: bool) -> Option<Q> {
         let (np, nn) = (self.n_pos(), self.n_neg());
         let row_sums = |s: &[f64]| -> Vec<f64> { s.par_chunks(nn).map(|r| r.iter().sum()).collect() };
         let col_sums = |s: &[f64]| -> Vec<f64> {
@@ -115,10 +123,15 @@ impl Basis {
             c
         };
         let (kp, kn, hp, hn) = (row_sums(k), col_sums(k), row_sums(h), col_sums(h));
-        let (a, b) = match &self.form {
+        match &self.form {
             Form::Precision(p) => {
                 let nu = p.prec.nrows();
-                let mut a = p.prec.clone();
+                let mut a = std::mem::take(&mut self.work);
+                if a.shape() != (nu, nu) {
+                    a = p.prec.clone();
+                } else {
+                    a.copy_from(&p.prec);
+                }
                 let mut b = DVector::zeros(nu);
                 for i in 0..np {
                     a[(self.up[i], self.up[i])] += kp[i];
@@ -128,22 +141,18 @@ impl Basis {
                     a[(self.un[j], self.un[j])] += kn[j];
                     b[self.un[j]] -= hn[j];
                 }
-                // −[0 K; Kᵀ 0]: both triangles, one column of A per positive.
-                for i in 0..np {
-                    let ui = self.up[i];
-                    let row = &k[i * nn..(i + 1) * nn];
-                    let col = &mut a.as_mut_slice()[ui * nu..(ui + 1) * nu];
-                    for (j, &kij) in row.iter().enumerate() {
-                        col[self.un[j]] -= kij;
-                    }
-                }
+                // −[0 K; Kᵀ 0] in the lower triangle (positives' rows come
+                // after the negatives-only ones; shared rows may be either side).
                 for i in 0..np {
                     let ui = self.up[i];
                     for (j, &kij) in k[i * nn..(i + 1) * nn].iter().enumerate() {
-                        a[(ui, self.un[j])] -= kij;
+                        let uj = self.un[j];
+                        a[(ui.max(uj), ui.min(uj))] -= kij;
                     }
                 }
-                (a, b)
+                let q = self.solve_precision(&mut a, &b, full);
+                self.work = a;
+                q
             }
             Form::Whitened { zp, zn, .. } => {
                 let r = zp.ncols();
@@ -160,61 +169,114 @@ impl Basis {
                 for d in 0..r {
                     a[(d, d)] += 1.0;
                 }
-                (a, b)
+                if !a.iter().all(|v| v.is_finite()) || !b.iter().all(|v| v.is_finite()) {
+                    return None;
+                }
+                let l = dense::cholesky(a).ok()?;
+                let log_det_a = dense::log_det(&l);
+                let v = dense::inverse_from_cholesky(&l);
+                let m = &v * &b;
+                let b_m = b.dot(&m);
+                if !log_det_a.is_finite() || !v.iter().all(|x| x.is_finite()) {
+                    return None;
+                }
+                let (mean, var, cross) = self.whitened_marginals(&v, &m);
+                Some(Q {
+                    v: Some(v),
+                    m,
+                    log_det_a,
+                    b_m,
+                    mean,
+                    var,
+                    cross,
+                })
             }
-        };
-        if !a.iter().all(|v| v.is_finite()) || !b.iter().all(|v| v.is_finite()) {
+        }
+    }
+
+    /// The precision form's q from `A` (lower triangle; overwritten).
+    fn solve_precision(&self, a: &mut DMatrix<f64>, b: &DVector<f64>, full: bool) -> Option<Q> {
+        if !b.iter().all(|v| v.is_finite()) {
             return None;
         }
-        let l = dense::cholesky(a).ok()?;
-        let log_det_a = dense::log_det(&l);
-        let v = dense::inverse_from_cholesky(&l);
-        let m = &v * &b;
+        let nu = a.nrows();
+        for j in 0..nu {
+            if !a.column(j).rows(j, nu - j).iter().all(|v| v.is_finite()) {
+                return None;
+            }
+        }
+        dense::cholesky_in_place(a).ok()?;
+        let log_det_a = 2.0 * a.diagonal().iter().map(|d| d.ln()).sum::<f64>();
+        let mut m = DMatrix::from_column_slice(nu, 1, b.as_slice());
+        dense::solve_lower(a, &mut m);
+        dense::solve_lower_t(a, &mut m);
+        let m = DVector::from_column_slice(m.as_slice());
         let b_m = b.dot(&m);
-        if !log_det_a.is_finite() || !v.iter().all(|x| x.is_finite()) {
+        if !log_det_a.is_finite() {
             return None;
         }
-        let (mean, var, cross) = self.marginals(&v, &m);
+        let (np, nn) = (self.n_pos(), self.n_neg());
+        let mut cross = vec![0.0; np * nn];
+        if full {
+            let v = dense::inverse_from_cholesky(a);
+            let var = v.diagonal().iter().copied().collect();
+            cross.par_chunks_mut(nn).enumerate().for_each(|(i, row)| {
+                let col = v.column(self.up[i]);
+                for (c, &u) in row.iter_mut().zip(&self.un) {
+                    *c = col[u];
+                }
+            });
+            return Some(Q {
+                mean: m.iter().copied().collect(),
+                v: Some(v),
+                m,
+                log_det_a,
+                b_m,
+                var,
+                cross,
+            });
+        }
+        let n1 = self.n_neg_only;
+        let mut var = dense::partial_inverse(a, n1);
+        var.extend((n1..nu).map(|u| a[(u, u)]));
+        let a = &*a;
+        cross.par_chunks_mut(nn).enumerate().for_each(|(i, row)| {
+            let ui = self.up[i];
+            for (c, &uj) in row.iter_mut().zip(&self.un) {
+                *c = a[(ui.max(uj), ui.min(uj))];
+            }
+        });
+        if !var.iter().all(|v| v.is_finite() && *v > 0.0) {
+            return None;
+        }
         Some(Q {
-            v,
+            mean: m.iter().copied().collect(),
+            v: None,
             m,
             log_det_a,
             b_m,
-            mean,
             var,
             cross,
         })
     }
 
-    /// Means and variances of the distinct rows' scores and `V_s[P, N]`.
-    fn marginals(&self, v: &DMatrix<f64>, m: &DVector<f64>) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    /// Means and variances of the distinct rows' scores and `V_s[P, N]`
+    /// (whitened form).
+    fn whitened_marginals(&self, v: &DMatrix<f64>, m: &DVector<f64>) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
         let (np, nn) = (self.n_pos(), self.n_neg());
         let mut cross = vec![0.0; np * nn];
-        match &self.form {
-            Form::Precision(_) => {
-                let mean = m.iter().copied().collect();
-                let var = v.diagonal().iter().copied().collect();
-                // V is symmetric: row up_i is column up_i, contiguous.
-                cross.par_chunks_mut(nn).enumerate().for_each(|(i, row)| {
-                    let col = v.column(self.up[i]);
-                    for (c, &u) in row.iter_mut().zip(&self.un) {
-                        *c = col[u];
-                    }
-                });
-                (mean, var, cross)
-            }
-            Form::Whitened { factor, zp, zn } => {
-                let z = &factor.z;
-                let mean = (z * m).iter().copied().collect();
-                let zv = z * v;
-                let var = (0..z.nrows()).map(|a| z.row(a).dot(&zv.row(a))).collect();
-                // (Z_P V) Z_Nᵀ into the row-major n+ × n− buffer: its transpose
-                // is Z_N (Z_P V)ᵀ in column-major order.
-                let zvp = zp * v;
-                let ct = crate::engine::linalg::a_bt(zn, &zvp);
-                cross.copy_from_slice(ct.as_slice());
-                (mean, var, cross)
-            }
-        }
+        let Form::Whitened { factor, zp, zn } = &self.form else {
+            unreachable!("whitened form")
+        };
+        let z = &factor.z;
+        let mean = (z * m).iter().copied().collect();
+        let zv = z * v;
+        let var = (0..z.nrows()).map(|a| z.row(a).dot(&zv.row(a))).collect();
+        // (Z_P V) Z_Nᵀ into the row-major n+ × n− buffer: its transpose
+        // is Z_N (Z_P V)ᵀ in column-major order.
+        let zvp = zp * v;
+        let ct = crate::engine::linalg::a_bt(zn, &zvp);
+        cross.copy_from_slice(ct.as_slice());
+        (mean, var, cross)
     }
 }

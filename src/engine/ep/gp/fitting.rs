@@ -12,7 +12,6 @@ use crate::engine::ep::design::Form as LinearForm;
 use crate::engine::ep::linear::LinearEp;
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::store::Precision as SitePrecision;
-use crate::engine::gp::dense;
 use crate::engine::gp::factor::{self, Distinct};
 use crate::engine::gp::model::{FeatureBasis, GpModel, pack_lower};
 use crate::engine::gp::{GpApprox, Kernel};
@@ -24,7 +23,10 @@ pub const EXACT_TOL: f64 = 1e-10;
 
 /// The exact basis of the GP prior on the rows `x` with labels `y`.
 pub fn exact_basis(kernel: &Kernel, x: &DMatrix<f64>, y: &[bool]) -> Basis {
-    let distinct = Distinct::of(x);
+    let Ordered {
+        inner: distinct,
+        n_neg_only,
+    } = negatives_first(Distinct::of(x), y);
     let xu = x.select_rows(&distinct.reps);
     let up: Vec<usize> = (0..y.len()).filter(|&i| y[i]).map(|i| distinct.map[i]).collect();
     let un: Vec<usize> = (0..y.len()).filter(|&i| !y[i]).map(|i| distinct.map[i]).collect();
@@ -41,9 +43,41 @@ pub fn exact_basis(kernel: &Kernel, x: &DMatrix<f64>, y: &[bool]) -> Basis {
     };
     Basis {
         form,
+        n_neg_only,
+        work: DMatrix::zeros(0, 0),
         distinct,
         up,
         un,
+    }
+}
+
+/// Distinct rows reordered: those of negatives only first.
+struct Ordered {
+    inner: Distinct,
+    /// Distinct rows with no positive (they come first).
+    n_neg_only: usize,
+}
+
+fn negatives_first(d: Distinct, y: &[bool]) -> Ordered {
+    let nu = d.len();
+    let mut has_pos = vec![false; nu];
+    for (i, &u) in d.map.iter().enumerate() {
+        has_pos[u] |= y[i];
+    }
+    let order: Vec<usize> = (0..nu)
+        .filter(|&u| !has_pos[u])
+        .chain((0..nu).filter(|&u| has_pos[u]))
+        .collect();
+    let mut new_of = vec![0; nu];
+    for (new, &old) in order.iter().enumerate() {
+        new_of[old] = new;
+    }
+    Ordered {
+        n_neg_only: has_pos.iter().filter(|&&p| !p).count(),
+        inner: Distinct {
+            map: d.map.iter().map(|&u| new_of[u]).collect(),
+            reps: order.iter().map(|&u| d.reps[u]).collect(),
+        },
     }
 }
 
@@ -69,37 +103,30 @@ pub struct FitOutcome {
 }
 
 /// The posterior of the basis weights as a landmark model.
-fn landmark_model(kernel: &Kernel, ep: &GpEp, x: &DMatrix<f64>) -> GpModel {
+fn landmark_model(kernel: &Kernel, ep: &mut GpEp, x: &DMatrix<f64>) -> GpModel {
+    let q = ep.full_posterior().expect("a converged run");
     let b = &ep.basis;
-    let q = ep.posterior().expect("a converged run");
+    let v = q.v.as_ref().expect("full");
     let xu = x.select_rows(&b.distinct.reps);
     let d = x.ncols();
-    let (rows, mean, cov) = match &b.form {
-        Form::Precision(p) => {
-            // w = L⁻¹ s_u: m_w = L⁻¹ m, V_w = L⁻¹ V L⁻ᵀ.
-            let mut m = DMatrix::from_column_slice(q.m.len(), 1, q.m.as_slice());
-            dense::solve_lower(&p.chol, &mut m);
-            let mut t = q.v.clone();
-            dense::solve_lower(&p.chol, &mut t);
-            let mut vw = t.transpose();
-            dense::solve_lower(&p.chol, &mut vw);
-            (xu, m.as_slice().to_vec(), vw)
-        }
-        Form::Whitened { factor, .. } => (
-            xu.select_rows(&factor.pivots),
-            q.m.as_slice().to_vec(),
-            q.v.clone(),
-        ),
+    let (basis, rows) = match &b.form {
+        // The weights are the distinct rows' scores (K_u is well conditioned).
+        Form::Precision(_) => (true, xu),
+        Form::Whitened { factor, .. } => (false, xu.select_rows(&factor.pivots)),
     };
+    let rows = rows.transpose().as_slice().to_vec();
     GpModel {
         kernel: kernel.clone(),
-        basis: FeatureBasis::Landmarks {
-            d,
-            rows: rows.transpose().as_slice().to_vec(),
+        basis: if basis {
+            FeatureBasis::LandmarkScores { d, rows }
+        } else {
+            FeatureBasis::Landmarks { d, rows }
         },
-        mean,
-        cov: pack_lower(&cov),
+        mean: q.m.as_slice().to_vec(),
+        cov: pack_lower(v),
+        alpha: Vec::new(),
     }
+    .with_alpha()
 }
 
 /// Exact GP-EP at `kernel`, warm-started from `state` when given (its sites
@@ -123,9 +150,9 @@ pub fn fit_exact(
         None => state.insert(GpEp::new(basis)),
     };
     let out = ep.run(gamma, settings, ctl, on_sweep)?;
+    let model = landmark_model(kernel, ep, x);
     let q = ep.posterior().expect("converged");
     let map = &ep.basis.distinct.map;
-    let model = landmark_model(kernel, ep, x);
     Ok((
         model,
         FitOutcome {
@@ -205,7 +232,9 @@ pub fn fit_features(
         basis,
         mean: mean.clone(),
         cov: pack_lower(&cov),
-    };
+        alpha: Vec::new(),
+    }
+    .with_alpha();
     let s_mean = crate::engine::linalg::a_b(&phi, &DMatrix::from_column_slice(r, 1, &mean));
     let pv = crate::engine::linalg::a_b(&phi, &cov);
     let sd = (0..phi.nrows())

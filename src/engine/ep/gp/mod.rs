@@ -173,12 +173,7 @@ pub(crate) fn run(
         });
     }
     let rank = model.rank();
-    let model_numbers = model.mean.len()
-        + model.cov.len()
-        + match &model.basis {
-            crate::engine::gp::FeatureBasis::Landmarks { rows, .. } => rows.len(),
-            crate::engine::gp::FeatureBasis::Fourier { w, b, .. } => w.len() + b.len(),
-        };
+    let model_numbers = model.numbers();
     let resolved = GpPrior {
         kernel: gp.kernel,
         lengthscale: if gp.kernel == KernelKind::Linear {
@@ -206,6 +201,7 @@ pub(crate) fn run(
         "tol": ep.settings.tol,
         "negative_share": out.negative_share,
         "pairs": pb.pairs(),
+        "sites": pb.pairs() - out.identical_pairs,
         "identical_pairs": out.identical_pairs,
         "skipped_sites": out.skipped,
         "cold_restart": out.cold_restart,

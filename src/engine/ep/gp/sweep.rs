@@ -121,8 +121,13 @@ impl GpEp {
     }
 
     fn rebuild(&mut self) -> bool {
-        self.q = self.basis.rebuild(&self.k, &self.h);
+        self.q = self.basis.rebuild(&self.k, &self.h, false);
         self.q.is_some()
+    }
+
+    /// q of the current sites with the whole A⁻¹ (for the score model).
+    pub fn full_posterior(&mut self) -> Option<Q> {
+        self.basis.rebuild(&self.k, &self.h, true)
     }
 
     /// Checks the current sites under q and sums their log C; with `eta`,
