@@ -12,6 +12,8 @@ pub enum PriorKind {
     Ard,
     /// θ_k ~ p N(0, v1) + (1 − p) N(0, v0): feature selection.
     SpikeSlab,
+    /// A Gaussian process on the scores (non-linear; see --gp-kernel, --lengthscale, --gp-approx).
+    Gp,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -129,6 +131,12 @@ impl BayesArgs {
                     incl,
                 }
             }
+            // Built from the GP options (`GpArgs::prior`); the defaults here.
+            PriorKind::Gp => Prior::Gp(crate::engine::gp::GpPrior {
+                kernel: crate::engine::gp::KernelKind::Se,
+                lengthscale: crate::engine::gp::LengthScale::Median,
+                approx: crate::engine::gp::GpApprox::Auto,
+            }),
         };
         prior.validate(d)?;
         Ok(prior)

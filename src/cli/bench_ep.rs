@@ -24,6 +24,8 @@ pub enum BenchPrior {
     Ard,
     /// The defaults of `fit --prior spike-slab`: v1 = 1, v0 = 1e-4, p = 1 − e^{−1/d}.
     SpikeSlab,
+    /// The defaults of `fit --prior gp`: SE kernel, ℓ = median distance, exact up to 4000 rows.
+    Gp,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -137,6 +139,11 @@ fn child(args: &BenchArgs) -> Result<BenchRow, CliError> {
             slab_var: 1.0,
             incl: Prior::theory_inclusion(d),
         },
+        BenchPrior::Gp => Prior::Gp(crate::engine::gp::GpPrior {
+            kernel: crate::engine::gp::KernelKind::Se,
+            lengthscale: crate::engine::gp::LengthScale::Median,
+            approx: crate::engine::gp::GpApprox::Auto,
+        }),
     };
     let problem = Problem::new(
         prepared.names.clone(),
@@ -292,9 +299,9 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         println!("{}", serde_json::to_string(&row).unwrap_or_default());
         return Ok(());
     }
-    if args.cv && args.prior == BenchPrior::SpikeSlab {
+    if args.cv && matches!(args.prior, BenchPrior::SpikeSlab | BenchPrior::Gp) {
         return Err(CliError::Input(
-            "--cv times --gamma auto, which spike-and-slab EP does not support; drop --cv".into(),
+            "--cv times --gamma auto, which spike-and-slab and GP EP do not support; drop --cv".into(),
         ));
     }
     let kernel: Vec<String> = [Isa::Avx512, Isa::Avx2, Isa::Plain]

@@ -9,6 +9,7 @@ use clap::{Args, ValueEnum};
 use super::bayes_args::{BayesArgs, GammaChoice, PriorKind, Tunable};
 use super::data_args::DataArgs;
 use super::ep_args::EpArgs;
+use super::gp_args::GpArgs;
 use super::progress::Progress;
 use super::smc_args::SmcArgs;
 use super::table::print_table;
@@ -49,6 +50,8 @@ pub struct FitArgs {
     pub smc: SmcArgs,
     #[command(flatten)]
     pub ep: EpArgs,
+    #[command(flatten)]
+    pub gp: GpArgs,
     /// Folds of the cross-validations that choose hyper-parameters.
     #[arg(long, default_value_t = 5)]
     pub folds: usize,
@@ -175,10 +178,12 @@ pub fn load(args: &FitArgs, show_progress: bool) -> Result<Loaded, CliError> {
             .bayes
             .gamma(prepared.train.rows())
             .map_err(CliError::Input)?;
-        let prior = args
-            .bayes
-            .prior(prepared.names.len())
-            .map_err(CliError::Input)?;
+        let prior = if args.bayes.prior == PriorKind::Gp {
+            args.gp.prior(args.data.seed)
+        } else {
+            args.bayes.prior(prepared.names.len())
+        }
+        .map_err(CliError::Input)?;
         (g, prior)
     } else {
         // Baselines ignore γ and the prior.

@@ -8,6 +8,7 @@ mod ep_args;
 mod explore;
 pub mod fit;
 mod gen_demo;
+mod gp_args;
 mod path;
 mod progress;
 mod smc_args;
