@@ -194,7 +194,11 @@ def main():
     ap.add_argument("--only", default=",".join(CONFIG))
     ap.add_argument("--table", action="store_true", help="only summarise saved records")
     ap.add_argument("--gp-only", action="store_true", help="only the GP-EP runs (and the EP runs they need)")
+    ap.add_argument("--max-seeds", type=int, default=0, help="at most this many splits per data set (0 = all)")
     a = ap.parse_args()
+    if a.max_seeds > 0:
+        for cfg in CONFIG.values():
+            cfg["seeds"] = min(cfg["seeds"], a.max_seeds)
     names = [n for n in a.only.split(",") if n]
     os.makedirs(a.out, exist_ok=True)
     if not a.table:

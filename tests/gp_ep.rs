@@ -46,10 +46,7 @@ fn gp(kernel: KernelKind, lengthscale: LengthScale, approx: GpApprox) -> Prior {
 /// to tol = 1e-9 here, where that no longer shows.
 #[test]
 fn linear_kernel_equals_linear_ep_on_pima() {
-    let Some(train) = load(
-        "../shared/datasets/splits/pima_train.csv",
-        TestSource::None,
-    ) else {
+    let Some(train) = load("../shared/datasets/splits/pima_train.csv", TestSource::None) else {
         return;
     };
     let test_ds = Dataset::load(
@@ -97,7 +94,10 @@ fn linear_kernel_equals_linear_ep_on_pima() {
     assert_eq!(fit.details["form"], "whitened");
     assert_eq!(fit.details["rank"], p.names.len());
     let gp_z = fit.log_evidence.unwrap();
-    assert!((gp_z - lin_z).abs() < 1e-6, "log Z: GP {gp_z} vs linear {lin_z}");
+    assert!(
+        (gp_z - lin_z).abs() < 1e-6,
+        "log Z: GP {gp_z} vs linear {lin_z}"
+    );
     let gp_scores = fit.model.score(test_x);
     let scale = lin_scores.iter().fold(0.0f64, |a, v| a.max(v.abs()));
     for (a, b) in gp_scores.iter().zip(&lin_scores) {
@@ -183,11 +183,23 @@ fn prediction_at_training_rows_is_the_posterior() {
         panic!("a GP model")
     };
     let (mean, var) = model.predict(&x);
-    let want_m: Vec<f64> = serde_json::from_value(fit.details["training_scores"]["mean"].clone()).unwrap();
-    let want_sd: Vec<f64> = serde_json::from_value(fit.details["training_scores"]["sd"].clone()).unwrap();
+    let want_m: Vec<f64> =
+        serde_json::from_value(fit.details["training_scores"]["mean"].clone()).unwrap();
+    let want_sd: Vec<f64> =
+        serde_json::from_value(fit.details["training_scores"]["sd"].clone()).unwrap();
     for i in 0..120 {
-        assert!((mean[i] - want_m[i]).abs() < 1e-8, "{i}: {} vs {}", mean[i], want_m[i]);
-        assert!((var[i].sqrt() - want_sd[i]).abs() < 1e-6, "{i}: {} vs {}", var[i].sqrt(), want_sd[i]);
+        assert!(
+            (mean[i] - want_m[i]).abs() < 1e-8,
+            "{i}: {} vs {}",
+            mean[i],
+            want_m[i]
+        );
+        assert!(
+            (var[i].sqrt() - want_sd[i]).abs() < 1e-6,
+            "{i}: {} vs {}",
+            var[i].sqrt(),
+            want_sd[i]
+        );
     }
     let far = DMatrix::from_element(1, x.ncols(), 50.0);
     let (m_far, v_far) = model.predict(&far);

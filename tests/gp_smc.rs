@@ -59,7 +59,14 @@ fn agreement(rows: usize, particles: usize) {
         lengthscale: LengthScale::Value(1.0),
         approx: GpApprox::Exact,
     });
-    let pb = Problem::new(vec!["x1".into(), "x2".into()], x.clone(), y, n as f64, prior).unwrap();
+    let pb = Problem::new(
+        vec!["x1".into(), "x2".into()],
+        x.clone(),
+        y,
+        n as f64,
+        prior,
+    )
+    .unwrap();
     let ctl = Control::new();
     let ep = Ep::default().run(&pb, &ctl, &mut NoObserver).unwrap();
     // Evaluation points: the training rows and a grid around the ring.
@@ -67,7 +74,11 @@ fn agreement(rows: usize, particles: usize) {
         let (a, b) = ((i / 7) as f64 * 0.6 - 1.8, (i % 7) as f64 * 0.6 - 1.8);
         if j == 0 { a } else { b }
     });
-    let pts = DMatrix::from_fn(n + 49, 2, |i, j| if i < n { x[(i, j)] } else { grid[(i - n, j)] });
+    let pts = DMatrix::from_fn(
+        n + 49,
+        2,
+        |i, j| if i < n { x[(i, j)] } else { grid[(i - n, j)] },
+    );
     let smc = |seed| {
         Smc {
             settings: SmcSettings {
@@ -101,8 +112,19 @@ fn agreement(rows: usize, particles: usize) {
         "log Z: EP {ze:.4}, SMC {za:.4} / {zb:.4}; EP means ≤ {:.3} sd off; sd ratio [{:.3}, {:.3}]; seeds ≤ {:.3} sd apart",
         worst.0, worst.1, worst.2, worst.3
     );
-    assert!(worst.3 <= 0.1 && (za - zb).abs() <= 0.3, "the SMC seeds disagree");
+    assert!(
+        worst.3 <= 0.1 && (za - zb).abs() <= 0.3,
+        "the SMC seeds disagree"
+    );
     assert!(worst.0 <= 0.15, "EP means {} sd from SMC's", worst.0);
-    assert!(worst.1 >= 0.65 && worst.2 <= 1.05, "sd ratio [{}, {}]", worst.1, worst.2);
-    assert!((ze - 0.5 * (za + zb)).abs() <= 0.6, "log Z {ze} vs {za}, {zb}");
+    assert!(
+        worst.1 >= 0.65 && worst.2 <= 1.05,
+        "sd ratio [{}, {}]",
+        worst.1,
+        worst.2
+    );
+    assert!(
+        (ze - 0.5 * (za + zb)).abs() <= 0.6,
+        "log Z {ze} vs {za}, {zb}"
+    );
 }

@@ -301,7 +301,8 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     }
     if args.cv && matches!(args.prior, BenchPrior::SpikeSlab | BenchPrior::Gp) {
         return Err(CliError::Input(
-            "--cv times --gamma auto, which spike-and-slab and GP EP do not support; drop --cv".into(),
+            "--cv times --gamma auto, which spike-and-slab and GP EP do not support; drop --cv"
+                .into(),
         ));
     }
     let kernel: Vec<String> = [Isa::Avx512, Isa::Avx2, Isa::Plain]

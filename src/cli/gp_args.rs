@@ -26,7 +26,11 @@ pub struct GpArgs {
     pub lengthscale: Option<String>,
     /// GP prior: `exact` (O(n³) per EP sweep), `nystrom:D` (D landmark rows), `rff:D` (D random
     /// Fourier features), or `auto` (exact up to 4000 training rows, else nystrom:512).
-    #[arg(long, default_value = "auto", value_name = "exact|rff:D|nystrom:D|auto")]
+    #[arg(
+        long,
+        default_value = "auto",
+        value_name = "exact|rff:D|nystrom:D|auto"
+    )]
     pub gp_approx: String,
 }
 
@@ -73,9 +77,8 @@ impl GpArgs {
             lengthscale,
             approx,
         };
-        gp.validate().map_err(|m| {
-            m.replace("random Fourier features", "--gp-approx rff")
-        })?;
+        gp.validate()
+            .map_err(|m| m.replace("random Fourier features", "--gp-approx rff"))?;
         Ok(Prior::Gp(gp))
     }
 }
@@ -98,13 +101,29 @@ mod tests {
             panic!()
         };
         assert_eq!(g.lengthscale, LengthScale::Auto);
-        assert_eq!(g.approx, GpApprox::Rff { features: 300, seed: 7 });
+        assert_eq!(
+            g.approx,
+            GpApprox::Rff {
+                features: 300,
+                seed: 7
+            }
+        );
         let Prior::Gp(g) = args(Some("2.5"), "nystrom:64").prior(0).unwrap() else {
             panic!()
         };
         assert_eq!(g.lengthscale, LengthScale::Value(2.5));
         assert_eq!(g.approx, GpApprox::Nystrom { landmarks: 64 });
-        assert!(args(None, "rff:0").prior(0).unwrap_err().contains("--gp-approx"));
-        assert!(args(Some("-1"), "exact").prior(0).unwrap_err().contains("--lengthscale"));
+        assert!(
+            args(None, "rff:0")
+                .prior(0)
+                .unwrap_err()
+                .contains("--gp-approx")
+        );
+        assert!(
+            args(Some("-1"), "exact")
+                .prior(0)
+                .unwrap_err()
+                .contains("--lengthscale")
+        );
     }
 }

@@ -78,7 +78,20 @@ unsafe fn gemm(alpha: f64, a: View, ta: bool, b: View, tb: bool, beta: f64, c: V
     }
     unsafe {
         matrixmultiply::dgemm(
-            m, k, n, alpha, a.p, rsa, csa, b.p, rsb, csb, beta, c.p, 1, c.ld as isize,
+            m,
+            k,
+            n,
+            alpha,
+            a.p,
+            rsa,
+            csa,
+            b.p,
+            rsb,
+            csb,
+            beta,
+            c.p,
+            1,
+            c.ld as isize,
         );
     }
 }
@@ -115,7 +128,11 @@ unsafe fn chol(a: View) -> Result<(), usize> {
     }
     let n1 = n / 2;
     let n2 = n - n1;
-    let (a11, a21, a22) = (a.sub(0, 0, n1, n1), a.sub(n1, 0, n2, n1), a.sub(n1, n1, n2, n2));
+    let (a11, a21, a22) = (
+        a.sub(0, 0, n1, n1),
+        a.sub(n1, 0, n2, n1),
+        a.sub(n1, n1, n2, n2),
+    );
     unsafe {
         chol(a11)?;
         trsm_right_lower_t(a11, a21);
@@ -433,7 +450,11 @@ unsafe fn trtri_lower(l: View) {
     }
     let n1 = n / 2;
     let n2 = n - n1;
-    let (w11, w21, w22) = (l.sub(0, 0, n1, n1), l.sub(n1, 0, n2, n1), l.sub(n1, n1, n2, n2));
+    let (w11, w21, w22) = (
+        l.sub(0, 0, n1, n1),
+        l.sub(n1, 0, n2, n1),
+        l.sub(n1, n1, n2, n2),
+    );
     unsafe {
         trtri_lower(w11);
         trtri_lower(w22);
@@ -465,7 +486,11 @@ unsafe fn lauum_lower(w: View) {
     }
     let n1 = n / 2;
     let n2 = n - n1;
-    let (w11, w21, w22) = (w.sub(0, 0, n1, n1), w.sub(n1, 0, n2, n1), w.sub(n1, n1, n2, n2));
+    let (w11, w21, w22) = (
+        w.sub(0, 0, n1, n1),
+        w.sub(n1, 0, n2, n1),
+        w.sub(n1, n1, n2, n2),
+    );
     unsafe {
         lauum_lower(w11);
         syrk_lower_t(1.0, w21, w11);
@@ -550,7 +575,11 @@ pub fn partial_inverse(l: &mut DMatrix<f64>, n1: usize) -> Vec<f64> {
     let n = l.nrows();
     let n2 = n - n1;
     let v = View::of(l);
-    let (w11, w21, w22) = (v.sub(0, 0, n1, n1), v.sub(n1, 0, n2, n1), v.sub(n1, n1, n2, n2));
+    let (w11, w21, w22) = (
+        v.sub(0, 0, n1, n1),
+        v.sub(n1, 0, n2, n1),
+        v.sub(n1, n1, n2, n2),
+    );
     // SAFETY: disjoint blocks of the owned square matrix.
     unsafe {
         trtri_lower(w11);
@@ -617,9 +646,15 @@ mod tests {
             let want = a.clone().cholesky().unwrap().l();
             assert!((&l - &want).amax() < 1e-10 * want.amax(), "chol n={n}");
             let li = lower_inverse(l.clone());
-            assert!((&li * &l - DMatrix::identity(n, n)).amax() < 1e-10, "trtri n={n}");
+            assert!(
+                (&li * &l - DMatrix::identity(n, n)).amax() < 1e-10,
+                "trtri n={n}"
+            );
             let inv = inverse_from_cholesky(&l);
-            assert!((&inv * &a - DMatrix::identity(n, n)).amax() < 1e-9, "inv n={n}");
+            assert!(
+                (&inv * &a - DMatrix::identity(n, n)).amax() < 1e-9,
+                "inv n={n}"
+            );
             assert_eq!(inv, inv.transpose());
             let mut b = DMatrix::from_fn(n, 3, |i, j| (i + j) as f64 * 0.1 - 1.0);
             let b0 = b.clone();

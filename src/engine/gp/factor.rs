@@ -73,7 +73,11 @@ pub struct Pivoted {
 pub fn pivoted_cholesky(kernel: &Kernel, x: &DMatrix<f64>, tol: f64, max_rank: usize) -> Pivoted {
     let n = x.nrows();
     let mut resid = kernel.diag(x);
-    let top = resid.iter().copied().fold(0.0, f64::max).max(f64::MIN_POSITIVE);
+    let top = resid
+        .iter()
+        .copied()
+        .fold(0.0, f64::max)
+        .max(f64::MIN_POSITIVE);
     let max_rank = max_rank.min(n);
     let mut z = DMatrix::<f64>::zeros(n, max_rank);
     let mut pivots = Vec::new();
@@ -141,8 +145,12 @@ pub fn precision(kernel: &Kernel, xu: &DMatrix<f64>) -> Option<Precision> {
     let k = kernel.gram(xu);
     let top = kernel.diag(xu).iter().copied().fold(0.0, f64::max);
     let chol = dense::cholesky(k).ok()?;
-    let min_pivot = chol.diagonal().iter().map(|d| d * d).fold(f64::INFINITY, f64::min);
-    if !(min_pivot >= MIN_RELATIVE_PIVOT * top) {
+    let min_pivot = chol
+        .diagonal()
+        .iter()
+        .map(|d| d * d)
+        .fold(f64::INFINITY, f64::min);
+    if min_pivot.is_nan() || min_pivot < MIN_RELATIVE_PIVOT * top {
         return None;
     }
     let prec = dense::inverse_from_cholesky(&chol);
@@ -158,7 +166,9 @@ pub fn precision(kernel: &Kernel, xu: &DMatrix<f64>) -> Option<Precision> {
 /// frequencies W (D × d, row-major) and phases b.
 pub fn fourier_frequencies(d: usize, features: usize, ell: f64, seed: u64) -> (Vec<f64>, Vec<f64>) {
     let mut r = rng::stream(seed, &[0x6666_0001]);
-    let w: Vec<f64> = (0..features * d).map(|_| rng::normal(&mut r) / ell).collect();
+    let w: Vec<f64> = (0..features * d)
+        .map(|_| rng::normal(&mut r) / ell)
+        .collect();
     let b: Vec<f64> = (0..features)
         .map(|_| rand::RngExt::random::<f64>(&mut r) * std::f64::consts::TAU)
         .collect();
@@ -184,7 +194,9 @@ mod tests {
     use super::*;
 
     fn data(n: usize, d: usize) -> DMatrix<f64> {
-        DMatrix::from_fn(n, d, |i, j| ((i * 7 + j * 3) as f64 * 0.91 + (i * j) as f64 * 0.13).sin() * 1.5)
+        DMatrix::from_fn(n, d, |i, j| {
+            ((i * 7 + j * 3) as f64 * 0.91 + (i * j) as f64 * 0.13).sin() * 1.5
+        })
     }
 
     #[test]

@@ -195,7 +195,9 @@ mod tests {
     use super::*;
 
     fn rows() -> DMatrix<f64> {
-        DMatrix::from_fn(7, 3, |i, j| ((i * 3 + j) as f64 * 0.7).sin() * (1.0 + j as f64))
+        DMatrix::from_fn(7, 3, |i, j| {
+            ((i * 3 + j) as f64 * 0.7).sin() * (1.0 + j as f64)
+        })
     }
 
     #[test]

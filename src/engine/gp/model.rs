@@ -91,9 +91,8 @@ impl GpModel {
             + self.cov.len()
             + self.alpha.len()
             + match &self.basis {
-                FeatureBasis::Landmarks { rows, .. } | FeatureBasis::LandmarkScores { rows, .. } => {
-                    rows.len()
-                }
+                FeatureBasis::Landmarks { rows, .. }
+                | FeatureBasis::LandmarkScores { rows, .. } => rows.len(),
                 FeatureBasis::Fourier { w, b, .. } => w.len() + b.len(),
             }
     }

@@ -29,6 +29,7 @@ use serde_json::json;
 
 use super::settings::{Moves, SmcSettings};
 use super::tempering::{next_delta, reweight, systematic};
+use crate::engine::Prior;
 use crate::engine::event::{Event, SmcStage};
 use crate::engine::fit::{Fit, ScoreModel};
 use crate::engine::gp::factor::{Distinct, pivoted_cholesky};
@@ -38,7 +39,6 @@ use crate::engine::metrics::auc_risk;
 use crate::engine::problem::Problem;
 use crate::engine::rng::{self, Rng};
 use crate::engine::run::{Control, EngineError, Observer};
-use crate::engine::Prior;
 
 /// Largest number of pairs for the exact ellipse move (O(M log M) per move).
 pub const EXACT_MAX_PAIRS: usize = 20_000;
@@ -78,7 +78,7 @@ impl Space {
     }
 
     /// One move of particle (w, s, risk) at inverse temperature γ.
-    fn step(&self, w: &mut [f64], s: &mut Vec<f64>, risk: &mut f64, gamma: f64, rng: &mut Rng) -> u64 {
+    fn step(&self, w: &mut [f64], s: &mut [f64], risk: &mut f64, gamma: f64, rng: &mut Rng) -> u64 {
         let nu: Vec<f64> = (0..self.r()).map(|_| rng::normal(rng)).collect();
         let v = self.scores(&nu);
         let (phi, new_risk, evals) = if self.exact {
@@ -156,7 +156,14 @@ impl Space {
     }
 
     /// Elliptical slice sampling of φ; returns (φ, risk, evaluations).
-    fn slice_angle(&self, s: &[f64], v: &[f64], risk: f64, gamma: f64, rng: &mut Rng) -> (f64, f64, u64) {
+    fn slice_angle(
+        &self,
+        s: &[f64],
+        v: &[f64],
+        risk: f64,
+        gamma: f64,
+        rng: &mut Rng,
+    ) -> (f64, f64, u64) {
         let log_y = -gamma * risk + rng.random::<f64>().ln();
         let mut phi = rng.random::<f64>() * TAU;
         let (mut lo, mut hi) = (phi - TAU, phi);
@@ -212,7 +219,8 @@ pub fn run(
     }
     if !matches!(gp.approx, GpApprox::Exact | GpApprox::Auto) {
         return Err(EngineError::InvalidParams(
-            "score-space SMC samples the exact GP prior; feature approximations are for GP-EP".into(),
+            "score-space SMC samples the exact GP prior; feature approximations are for GP-EP"
+                .into(),
         ));
     }
     let median = median_distance(&pb.x);
@@ -224,8 +232,14 @@ pub fn run(
     let distinct = Distinct::of(&pb.x);
     let xu = pb.x.select_rows(&distinct.reps);
     let factor = pivoted_cholesky(&kernel, &xu, FACTOR_TOL, xu.nrows());
-    let up: Vec<usize> = (0..pb.n()).filter(|&i| pb.y[i]).map(|i| distinct.map[i]).collect();
-    let un: Vec<usize> = (0..pb.n()).filter(|&i| !pb.y[i]).map(|i| distinct.map[i]).collect();
+    let up: Vec<usize> = (0..pb.n())
+        .filter(|&i| pb.y[i])
+        .map(|i| distinct.map[i])
+        .collect();
+    let un: Vec<usize> = (0..pb.n())
+        .filter(|&i| !pb.y[i])
+        .map(|i| distinct.map[i])
+        .collect();
     let space = Space {
         exact: up.len() * un.len() <= EXACT_MAX_PAIRS,
         z: factor.z.clone(),
@@ -253,7 +267,9 @@ pub fn run(
         .collect();
     let mut sc: Vec<Vec<f64>> = w.par_iter().map(|wi| space.scores(wi)).collect();
     let mut risk: Vec<f64> = sc.par_iter().map(|si| space.risk(si)).collect();
-    let watched: Vec<usize> = (0..WATCHED.min(nu)).map(|k| k * nu / WATCHED.min(nu)).collect();
+    let watched: Vec<usize> = (0..WATCHED.min(nu))
+        .map(|k| k * nu / WATCHED.min(nu))
+        .collect();
     let (min_moves, max_moves) = match s.moves {
         Moves::Fixed(k) => (k, k),
         Moves::Adaptive { min, max } => (min, max),
@@ -266,7 +282,10 @@ pub fn run(
         ctl.checkpoint()?;
         if stage >= s.max_stages {
             return Err(EngineError::NotConverged {
-                message: format!("SMC reached {} stages at γ = {gamma} < {}", s.max_stages, pb.gamma),
+                message: format!(
+                    "SMC reached {} stages at γ = {gamma} < {}",
+                    s.max_stages, pb.gamma
+                ),
                 diagnostics: json!({ "gamma": gamma, "stages": stage }),
             });
         }
@@ -274,13 +293,24 @@ pub fn run(
         let delta = next_delta(&risk, pb.gamma - gamma, s.ess);
         let rw = reweight(&risk, delta);
         log_z += rw.log_z_increment;
-        gamma = if delta >= pb.gamma - gamma { pb.gamma } else { gamma + delta };
-        let idx = systematic(&rw.weights, n_part, &mut rng::stream(s.seed, &[KEY_RESAMPLE, stage as u64]));
+        gamma = if delta >= pb.gamma - gamma {
+            pb.gamma
+        } else {
+            gamma + delta
+        };
+        let idx = systematic(
+            &rw.weights,
+            n_part,
+            &mut rng::stream(s.seed, &[KEY_RESAMPLE, stage as u64]),
+        );
         w = idx.iter().map(|&i| w[i].clone()).collect();
         sc = idx.iter().map(|&i| sc[i].clone()).collect();
         risk = idx.iter().map(|&i| risk[i]).collect();
         let start_risk = risk.clone();
-        let start_watch: Vec<Vec<f64>> = watched.iter().map(|&a| sc.iter().map(|p| p[a]).collect()).collect();
+        let start_watch: Vec<Vec<f64>> = watched
+            .iter()
+            .map(|&a| sc.iter().map(|p| p[a]).collect())
+            .collect();
         let (mut moves, mut max_corr) = (0usize, 1.0f64);
         while moves < max_moves && (moves < min_moves || max_corr > s.decorrelation) {
             ctl.checkpoint()?;
@@ -291,7 +321,8 @@ pub fn run(
                 .zip(risk.par_iter_mut())
                 .enumerate()
                 .map(|(i, ((wi, si), ri))| {
-                    let mut rg = rng::stream(s.seed, &[KEY_MOVE, stage as u64, moves as u64, i as u64]);
+                    let mut rg =
+                        rng::stream(s.seed, &[KEY_MOVE, stage as u64, moves as u64, i as u64]);
                     space.step(wi, si, ri, g, &mut rg)
                 })
                 .sum();
@@ -308,7 +339,11 @@ pub fn run(
         }
         let mean_risk = risk.iter().sum::<f64>() / n_part as f64;
         let small = nu <= 200;
-        let (mean, sd) = if small { moments(&sc, nu) } else { (Vec::new(), Vec::new()) };
+        let (mean, sd) = if small {
+            moments(&sc, nu)
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let ev = Event::SmcStage(SmcStage {
             stage,
             gamma,
@@ -336,8 +371,7 @@ pub fn run(
     let wm = DMatrix::from_fn(n_part, r, |i, k| w[i][k]);
     let mean_w: Vec<f64> = (0..r).map(|k| wm.column(k).mean()).collect();
     let mut centred = wm.clone();
-    for k in 0..r {
-        let m = mean_w[k];
+    for (k, &m) in mean_w.iter().enumerate() {
         centred.column_mut(k).add_scalar_mut(-m);
     }
     let cov = crate::engine::linalg::at_b(&centred, &centred) / n_part as f64;
@@ -346,7 +380,11 @@ pub fn run(
         kernel: kernel.clone(),
         basis: FeatureBasis::Landmarks {
             d: pb.d(),
-            rows: xu.select_rows(&factor.pivots).transpose().as_slice().to_vec(),
+            rows: xu
+                .select_rows(&factor.pivots)
+                .transpose()
+                .as_slice()
+                .to_vec(),
         },
         mean: mean_w,
         cov: pack_lower(&cov),
@@ -358,7 +396,11 @@ pub fn run(
     fit.gamma = Some(pb.gamma);
     fit.prior = Some(Prior::Gp(GpPrior {
         kernel: gp.kernel,
-        lengthscale: if gp.kernel == KernelKind::Linear { gp.lengthscale } else { LengthScale::Value(ell) },
+        lengthscale: if gp.kernel == KernelKind::Linear {
+            gp.lengthscale
+        } else {
+            LengthScale::Value(ell)
+        },
         approx: GpApprox::Exact,
     }));
     fit.converged = decorrelated;

@@ -112,7 +112,8 @@ impl Basis {
     /// positive definite (or not finite).
     pub fn rebuild(&mut self, k: &[f64], h: &[f64], full: bool) -> Option<Q> {
         let (np, nn) = (self.n_pos(), self.n_neg());
-        let row_sums = |s: &[f64]| -> Vec<f64> { s.par_chunks(nn).map(|r| r.iter().sum()).collect() };
+        let row_sums =
+            |s: &[f64]| -> Vec<f64> { s.par_chunks(nn).map(|r| r.iter().sum()).collect() };
         let col_sums = |s: &[f64]| -> Vec<f64> {
             let mut c = vec![0.0; nn];
             for r in s.chunks(nn) {
@@ -262,7 +263,11 @@ impl Basis {
 
     /// Means and variances of the distinct rows' scores and `V_s[P, N]`
     /// (whitened form).
-    fn whitened_marginals(&self, v: &DMatrix<f64>, m: &DVector<f64>) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    fn whitened_marginals(
+        &self,
+        v: &DMatrix<f64>,
+        m: &DVector<f64>,
+    ) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
         let (np, nn) = (self.n_pos(), self.n_neg());
         let mut cross = vec![0.0; np * nn];
         let Form::Whitened { factor, zp, zn } = &self.form else {

@@ -21,16 +21,33 @@ use crate::engine::run::{Control, EngineError};
 /// its pivoted Cholesky (directions of smaller prior variance are dropped).
 pub const EXACT_TOL: f64 = 1e-10;
 
-/// The exact basis of the GP prior on the rows `x` with labels `y`.
+/// The exact basis of the GP prior on the rows `x` with labels `y`: the
+/// precision form when K is well conditioned, else the whitened form.
 pub fn exact_basis(kernel: &Kernel, x: &DMatrix<f64>, y: &[bool]) -> Basis {
+    exact_basis_with(kernel, x, y, false)
+}
+
+/// `exact_basis`, or the whitened form whatever K (`whitened`; tests compare them).
+pub fn exact_basis_with(kernel: &Kernel, x: &DMatrix<f64>, y: &[bool], whitened: bool) -> Basis {
     let Ordered {
         inner: distinct,
         n_neg_only,
     } = negatives_first(Distinct::of(x), y);
     let xu = x.select_rows(&distinct.reps);
-    let up: Vec<usize> = (0..y.len()).filter(|&i| y[i]).map(|i| distinct.map[i]).collect();
-    let un: Vec<usize> = (0..y.len()).filter(|&i| !y[i]).map(|i| distinct.map[i]).collect();
-    let form = match factor::precision(kernel, &xu) {
+    let up: Vec<usize> = (0..y.len())
+        .filter(|&i| y[i])
+        .map(|i| distinct.map[i])
+        .collect();
+    let un: Vec<usize> = (0..y.len())
+        .filter(|&i| !y[i])
+        .map(|i| distinct.map[i])
+        .collect();
+    let precision = if whitened {
+        None
+    } else {
+        factor::precision(kernel, &xu)
+    };
+    let form = match precision {
         Some(p) => Form::Precision(p),
         None => {
             let f = factor::pivoted_cholesky(kernel, &xu, EXACT_TOL, xu.nrows());
@@ -131,6 +148,7 @@ fn landmark_model(kernel: &Kernel, ep: &mut GpEp, x: &DMatrix<f64>) -> GpModel {
 
 /// Exact GP-EP at `kernel`, warm-started from `state` when given (its sites
 /// are kept; the basis is replaced).
+#[allow(clippy::too_many_arguments)]
 pub fn fit_exact(
     kernel: &Kernel,
     x: &DMatrix<f64>,

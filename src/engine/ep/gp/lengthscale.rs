@@ -67,7 +67,11 @@ pub fn search(
     }
     // Extend past a winning end.
     loop {
-        let best = grid.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1)).expect("grid");
+        let best = grid
+            .iter()
+            .copied()
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .expect("grid");
         let (lo, hi) = (grid[0].0, grid[grid.len() - 1].0);
         if best.0 == hi && hi < MAX_STEPS && best.1.is_finite() {
             grid.push((hi + 1, f(at(hi + 1), &mut curve)?));

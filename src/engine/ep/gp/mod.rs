@@ -12,20 +12,22 @@ pub mod basis;
 pub mod fitting;
 pub mod lengthscale;
 pub mod sweep;
+#[cfg(test)]
+mod tests;
 
 use std::time::Instant;
 
 use serde_json::json;
 
 use super::engine::{Ep, GammaMode, Sink};
+use crate::engine::Prior;
 use crate::engine::event::{EpSweep, Event, LogLevel};
 use crate::engine::fit::{Fit, ScoreModel};
 use crate::engine::gp::{
-    EXACT_MAX_ROWS, AUTO_LANDMARKS, GpApprox, GpPrior, KernelKind, LengthScale, median_distance,
+    AUTO_LANDMARKS, EXACT_MAX_ROWS, GpApprox, GpPrior, KernelKind, LengthScale, median_distance,
 };
 use crate::engine::problem::Problem;
 use crate::engine::run::{Control, EngineError, Observer};
-use crate::engine::Prior;
 
 pub use fitting::{FitOutcome, exact_basis, fit_exact, fit_features};
 pub use sweep::{GpEp, GpOutcome, GpSweep};
@@ -99,16 +101,30 @@ pub(crate) fn run(
 
     let mut state: Option<GpEp> = None;
     let fit_at = |ell: f64,
-                      state: &mut Option<GpEp>,
-                      on_sweep: &mut dyn FnMut(GpSweep<'_>)|
+                  state: &mut Option<GpEp>,
+                  on_sweep: &mut dyn FnMut(GpSweep<'_>)|
      -> Result<_, EngineError> {
         let kernel = gp.kernel_at(ell);
         match approx {
             GpApprox::Exact => fitting::fit_exact(
-                &kernel, &pb.x, &pb.y, gamma, &ep.settings, state, ctl, on_sweep,
+                &kernel,
+                &pb.x,
+                &pb.y,
+                gamma,
+                &ep.settings,
+                state,
+                ctl,
+                on_sweep,
             ),
             a => fitting::fit_features(
-                &kernel, a, &pb.x, &pb.y, gamma, &ep.settings, ep.precision, ctl,
+                &kernel,
+                a,
+                &pb.x,
+                &pb.y,
+                gamma,
+                &ep.settings,
+                ep.precision,
+                ctl,
             ),
         }
     };
@@ -118,7 +134,10 @@ pub(crate) fn run(
         let s = lengthscale::search(start, &mut |ell| {
             let (_, out) = fit_at(ell, &mut state, &mut |_| {})?;
             let z = out.log_z.ok_or_else(|| EngineError::NotConverged {
-                message: format!("GP-EP at ℓ = {ell}: {} degenerate sites, no evidence", out.skipped),
+                message: format!(
+                    "GP-EP at ℓ = {ell}: {} degenerate sites, no evidence",
+                    out.skipped
+                ),
                 diagnostics: serde_json::Value::Null,
             })?;
             sink.emit(info(format!(

@@ -103,7 +103,10 @@ impl GpEp {
 
     /// A new basis for the same pairs (another kernel); the sites are kept.
     pub fn set_basis(&mut self, basis: Basis) {
-        assert_eq!((basis.up.len(), basis.un.len()), (self.basis.up.len(), self.basis.un.len()));
+        assert_eq!(
+            (basis.up.len(), basis.un.len()),
+            (self.basis.up.len(), self.basis.un.len())
+        );
         self.basis = basis;
         self.q = None;
     }
@@ -147,7 +150,10 @@ impl GpEp {
                 let mut log_c = 0.0;
                 for j in 0..nn {
                     let idx = i * nn + j;
-                    let cur = Site { k: k[idx], h: h[idx] };
+                    let cur = Site {
+                        k: k[idx],
+                        h: h[idx],
+                    };
                     let (mut nk, mut nh) = (cur.k, cur.h);
                     if b.up[i] != b.un[j] {
                         let (mu, s2, u) = q.pair(b, i, j);
@@ -155,7 +161,7 @@ impl GpEp {
                             st.skipped += 1;
                         } else {
                             let cav = site::cavity(mu, s2, cur);
-                            if !(cav.tau > 0.0) {
+                            if cav.tau.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
                                 st.bad += 1;
                             } else {
                                 let (new, t) = site::site_update(cav, step);
@@ -177,12 +183,13 @@ impl GpEp {
                 st
             })
             .collect();
-        rows.iter().fold(GpPassStats::default(), |a, r| GpPassStats {
-            sum_log_c: a.sum_log_c + r.sum_log_c,
-            negative: a.negative + r.negative,
-            skipped: a.skipped + r.skipped,
-            bad: a.bad + r.bad,
-        })
+        rows.iter()
+            .fold(GpPassStats::default(), |a, r| GpPassStats {
+                sum_log_c: a.sum_log_c + r.sum_log_c,
+                negative: a.negative + r.negative,
+                skipped: a.skipped + r.skipped,
+                bad: a.bad + r.bad,
+            })
     }
 
     /// `cur ← (prev + cur)/2`: the last step again with η halved.
@@ -211,8 +218,7 @@ impl GpEp {
     fn log_z(&self, stats: &GpPassStats, step: StepFactor) -> Option<f64> {
         let q = self.q.as_ref()?;
         (stats.skipped == 0).then(|| {
-            stats.sum_log_c + self.basis.half_log_det_prior_prec() - 0.5 * q.log_det_a
-                + 0.5 * q.b_m
+            stats.sum_log_c + self.basis.half_log_det_prior_prec() - 0.5 * q.log_det_a + 0.5 * q.b_m
                 - 0.5 * step.g * self.identical as f64
         })
     }
@@ -227,7 +233,7 @@ impl GpEp {
         on_sweep: &mut dyn FnMut(GpSweep<'_>),
     ) -> Result<GpOutcome, EngineError> {
         let g = gamma / self.pairs() as f64;
-        if !(g <= site::MAX_G) {
+        if g.is_nan() || g > site::MAX_G {
             return Err(EngineError::InvalidParams(format!(
                 "γ = {gamma} is {g:.3e} per pair; EP supports at most {} per pair",
                 site::MAX_G
@@ -273,7 +279,9 @@ impl GpEp {
         let (mut best_delta, mut since_best, mut stall_halvings) = (f64::INFINITY, 0usize, 0usize);
         let fail = |why: &str, sweep: usize, eta: f64, delta: f64, extra: serde_json::Value| {
             EngineError::NotConverged {
-                message: format!("GP-EP {why} (after {sweep} sweeps, η = {eta:.3e}, Δ = {delta:.3e})"),
+                message: format!(
+                    "GP-EP {why} (after {sweep} sweeps, η = {eta:.3e}, Δ = {delta:.3e})"
+                ),
                 diagnostics: json!({
                     "sweeps": sweep, "eta": eta, "delta": delta, "tol": s.tol,
                     "gamma_over_pairs": g, "detail": extra,
