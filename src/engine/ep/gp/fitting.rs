@@ -253,11 +253,10 @@ pub fn fit_features(
         alpha: Vec::new(),
     }
     .with_alpha();
-    let s_mean = crate::engine::linalg::a_b(&phi, &DMatrix::from_column_slice(r, 1, &mean));
-    let pv = crate::engine::linalg::a_b(&phi, &cov);
-    let sd = (0..phi.nrows())
-        .map(|i| phi.row(i).dot(&pv.row(i)).max(0.0).sqrt())
-        .collect();
+    // The model's predictive moments at the training rows (Nyström's include
+    // the prior variance its landmarks leave out).
+    let (s_mean, s_var) = model.predict(x);
+    let sd = s_var.iter().map(|v| v.sqrt()).collect();
     Ok((
         model,
         FitOutcome {
@@ -271,7 +270,7 @@ pub fn fit_features(
             cold_restart: out.cold_restart,
             form,
             rank: r,
-            mean: s_mean.as_slice().to_vec(),
+            mean: s_mean,
             sd,
             seconds: out.seconds,
         },
