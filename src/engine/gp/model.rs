@@ -186,6 +186,35 @@ mod tests {
         assert_eq!(unpack_lower(&pack_lower(&v), 4), v);
     }
 
+    /// The model survives the run record's JSON (as `ScoreModel::Gp`, tag "gp").
+    #[test]
+    fn record_round_trip() {
+        let model = GpModel {
+            kernel: Kernel::Se { lengthscale: 0.9 },
+            basis: FeatureBasis::LandmarkScores {
+                d: 1,
+                rows: vec![0.0, 1.0],
+            },
+            mean: vec![0.3, -0.2],
+            cov: vec![1.0, 0.1, 0.8],
+            alpha: Vec::new(),
+        }
+        .with_alpha();
+        let sm = crate::engine::ScoreModel::Gp(Box::new(model));
+        let json = serde_json::to_string(&sm).unwrap();
+        assert!(
+            json.starts_with(r#"{"kind":"gp","kernel":{"kind":"se""#),
+            "{json}"
+        );
+        let back: crate::engine::ScoreModel = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, sm);
+        let x = DMatrix::from_row_slice(3, 1, &[0.0, 0.5, 1.0]);
+        assert_eq!(back.score(&x), sm.score(&x));
+        // At the landmarks the mean is the landmark scores.
+        let s = sm.score(&x);
+        assert!((s[0] - 0.3).abs() < 1e-12 && (s[2] + 0.2).abs() < 1e-12);
+    }
+
     /// GP regression identities: with the prior as posterior (m = 0, V = I) the
     /// predictive variance is k(x, x), whatever the landmarks.
     #[test]
