@@ -25,7 +25,7 @@ pub struct GpArgs {
     #[arg(long, value_name = "L|auto")]
     pub lengthscale: Option<String>,
     /// GP prior: `exact` (O(n³) per EP sweep), `nystrom:D` (D landmark rows), `rff:D` (D random
-    /// Fourier features), or `auto` (exact up to 4000 training rows, else nystrom:512).
+    /// Fourier features), or `auto` (exact up to 4000 training rows, else nystrom:128).
     #[arg(
         long,
         default_value = "auto",

@@ -60,7 +60,7 @@ pub enum GpApprox {
 /// DNA's 2 389 rows take a few seconds).
 pub const EXACT_MAX_ROWS: usize = 4000;
 /// Landmarks of `GpApprox::Auto` above `EXACT_MAX_ROWS`.
-pub const AUTO_LANDMARKS: usize = 512;
+pub const AUTO_LANDMARKS: usize = 128;
 
 /// The GP prior of a problem.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
