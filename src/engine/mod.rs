@@ -7,6 +7,7 @@ pub mod ep;
 pub mod event;
 pub mod fast_risk;
 pub mod fit;
+pub mod gp;
 pub mod linalg;
 pub mod metrics;
 pub mod model;

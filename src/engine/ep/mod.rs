@@ -17,6 +17,7 @@ pub mod cv;
 pub mod design;
 mod engine;
 mod gemm;
+pub mod gp;
 pub mod kernel;
 pub mod linear;
 pub mod normal;

@@ -4,6 +4,7 @@
 //! loop), `summary` (quantiles, modes, inclusion), `settings`.
 
 pub mod fast_prior;
+pub mod gp_score;
 pub mod moves;
 pub mod reparam;
 pub mod sampler;
@@ -46,6 +47,9 @@ impl Engine for Smc {
         ctl: &Control,
         obs: &mut dyn Observer,
     ) -> Result<Fit, EngineError> {
+        if let crate::engine::Prior::Gp(gp) = &problem.prior {
+            return gp_score::run(&self.settings, problem, gp, ctl, obs);
+        }
         obs.observe(Event::Started {
             engine: "smc".into(),
             n: problem.n(),

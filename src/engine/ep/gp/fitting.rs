@@ -1,0 +1,278 @@
+//! One GP-EP fit at a given kernel: exact (precision or whitened form,
+//! `gp::factor`) or through a feature approximation (Nyström, random Fourier
+//! features) that turns the GP into linear EP on D features, run by the
+//! unchanged `LinearEp`. Each returns the score model and what the record
+//! reports.
+
+use nalgebra::DMatrix;
+
+use super::basis::{Basis, Form};
+use super::sweep::{GpEp, GpSweep};
+use crate::engine::ep::design::Form as LinearForm;
+use crate::engine::ep::linear::LinearEp;
+use crate::engine::ep::pair_ep::EpSettings;
+use crate::engine::ep::store::Precision as SitePrecision;
+use crate::engine::gp::factor::{self, Distinct};
+use crate::engine::gp::model::{FeatureBasis, GpModel, pack_lower};
+use crate::engine::gp::{GpApprox, Kernel};
+use crate::engine::run::{Control, EngineError};
+
+/// Relative residual prior variance at which the exact whitened form stops
+/// its pivoted Cholesky (directions of smaller prior variance are dropped).
+pub const EXACT_TOL: f64 = 1e-10;
+
+/// The exact basis of the GP prior on the rows `x` with labels `y`: the
+/// precision form when K is well conditioned, else the whitened form.
+pub fn exact_basis(kernel: &Kernel, x: &DMatrix<f64>, y: &[bool]) -> Basis {
+    exact_basis_with(kernel, x, y, false)
+}
+
+/// `exact_basis`, or the whitened form whatever K (`whitened`; tests compare them).
+pub fn exact_basis_with(kernel: &Kernel, x: &DMatrix<f64>, y: &[bool], whitened: bool) -> Basis {
+    let Ordered {
+        inner: distinct,
+        n_neg_only,
+    } = negatives_first(Distinct::of(x), y);
+    let xu = x.select_rows(&distinct.reps);
+    let up: Vec<usize> = (0..y.len())
+        .filter(|&i| y[i])
+        .map(|i| distinct.map[i])
+        .collect();
+    let un: Vec<usize> = (0..y.len())
+        .filter(|&i| !y[i])
+        .map(|i| distinct.map[i])
+        .collect();
+    let precision = if whitened {
+        None
+    } else {
+        factor::precision(kernel, &xu)
+    };
+    let form = match precision {
+        Some(p) => Form::Precision(p),
+        None => {
+            let f = factor::pivoted_cholesky(kernel, &xu, EXACT_TOL, xu.nrows());
+            Form::Whitened {
+                zp: f.z.select_rows(&up),
+                zn: f.z.select_rows(&un),
+                factor: f,
+            }
+        }
+    };
+    Basis {
+        form,
+        n_neg_only,
+        work: DMatrix::zeros(0, 0),
+        distinct,
+        up,
+        un,
+    }
+}
+
+/// Distinct rows reordered: those of negatives only first.
+struct Ordered {
+    inner: Distinct,
+    /// Distinct rows with no positive (they come first).
+    n_neg_only: usize,
+}
+
+fn negatives_first(d: Distinct, y: &[bool]) -> Ordered {
+    let nu = d.len();
+    let mut has_pos = vec![false; nu];
+    for (i, &u) in d.map.iter().enumerate() {
+        has_pos[u] |= y[i];
+    }
+    let order: Vec<usize> = (0..nu)
+        .filter(|&u| !has_pos[u])
+        .chain((0..nu).filter(|&u| has_pos[u]))
+        .collect();
+    let mut new_of = vec![0; nu];
+    for (new, &old) in order.iter().enumerate() {
+        new_of[old] = new;
+    }
+    Ordered {
+        n_neg_only: has_pos.iter().filter(|&&p| !p).count(),
+        inner: Distinct {
+            map: d.map.iter().map(|&u| new_of[u]).collect(),
+            reps: order.iter().map(|&u| d.reps[u]).collect(),
+        },
+    }
+}
+
+/// What one fit reports besides the model.
+#[derive(Debug, Clone)]
+pub struct FitOutcome {
+    pub log_z: Option<f64>,
+    pub sweeps: usize,
+    pub eta: f64,
+    pub delta: f64,
+    pub negative_share: f64,
+    pub skipped: usize,
+    pub identical_pairs: usize,
+    pub cold_restart: bool,
+    /// "precision", "whitened", "nystrom", "rff".
+    pub form: &'static str,
+    /// Features of the model (distinct rows, pivots, D).
+    pub rank: usize,
+    /// Training scores' posterior means and sds (every row).
+    pub mean: Vec<f64>,
+    pub sd: Vec<f64>,
+    pub seconds: f64,
+}
+
+/// The posterior of the basis weights as a landmark model.
+fn landmark_model(kernel: &Kernel, ep: &mut GpEp, x: &DMatrix<f64>) -> GpModel {
+    let q = ep.full_posterior().expect("a converged run");
+    let b = &ep.basis;
+    let v = q.v.as_ref().expect("full");
+    let xu = x.select_rows(&b.distinct.reps);
+    let d = x.ncols();
+    let (basis, rows) = match &b.form {
+        // The weights are the distinct rows' scores (K_u is well conditioned).
+        Form::Precision(_) => (true, xu),
+        Form::Whitened { factor, .. } => (false, xu.select_rows(&factor.pivots)),
+    };
+    let rows = rows.transpose().as_slice().to_vec();
+    GpModel {
+        kernel: kernel.clone(),
+        basis: if basis {
+            FeatureBasis::LandmarkScores { d, rows }
+        } else {
+            FeatureBasis::Landmarks { d, rows }
+        },
+        mean: q.m.as_slice().to_vec(),
+        cov: pack_lower(v),
+        alpha: Vec::new(),
+    }
+    .with_alpha()
+}
+
+/// Exact GP-EP at `kernel`, warm-started from `state` when given (its sites
+/// are kept; the basis is replaced).
+#[allow(clippy::too_many_arguments)]
+pub fn fit_exact(
+    kernel: &Kernel,
+    x: &DMatrix<f64>,
+    y: &[bool],
+    gamma: f64,
+    settings: &EpSettings,
+    state: &mut Option<GpEp>,
+    ctl: &Control,
+    on_sweep: &mut dyn FnMut(GpSweep<'_>),
+) -> Result<(GpModel, FitOutcome), EngineError> {
+    let basis = exact_basis(kernel, x, y);
+    let ep = match state {
+        Some(ep) => {
+            ep.set_basis(basis);
+            ep
+        }
+        None => state.insert(GpEp::new(basis)),
+    };
+    let out = ep.run(gamma, settings, ctl, on_sweep)?;
+    let model = landmark_model(kernel, ep, x);
+    let q = ep.posterior().expect("converged");
+    let map = &ep.basis.distinct.map;
+    Ok((
+        model,
+        FitOutcome {
+            log_z: out.log_z,
+            sweeps: out.sweeps,
+            eta: out.eta,
+            delta: out.delta,
+            negative_share: out.negative_share,
+            skipped: out.skipped,
+            identical_pairs: ep.identical_pairs(),
+            cold_restart: out.cold_restart,
+            form: ep.basis.form_name(),
+            rank: ep.basis.dim(),
+            mean: map.iter().map(|&u| q.mean[u]).collect(),
+            sd: map.iter().map(|&u| q.var[u].sqrt()).collect(),
+            seconds: out.seconds,
+        },
+    ))
+}
+
+/// GP-EP through `approx` features: linear EP with prior N(0, I) on them.
+#[allow(clippy::too_many_arguments)]
+pub fn fit_features(
+    kernel: &Kernel,
+    approx: GpApprox,
+    x: &DMatrix<f64>,
+    y: &[bool],
+    gamma: f64,
+    settings: &EpSettings,
+    precision: SitePrecision,
+    ctl: &Control,
+) -> Result<(GpModel, FitOutcome), EngineError> {
+    let d = x.ncols();
+    let (phi, basis, form) = match approx {
+        GpApprox::Nystrom { landmarks } => {
+            let distinct = Distinct::of(x);
+            let xu = x.select_rows(&distinct.reps);
+            let f = factor::pivoted_cholesky(kernel, &xu, 0.0, landmarks);
+            let rows = xu.select_rows(&f.pivots);
+            (
+                f.z.select_rows(&distinct.map),
+                FeatureBasis::Landmarks {
+                    d,
+                    rows: rows.transpose().as_slice().to_vec(),
+                },
+                "nystrom",
+            )
+        }
+        GpApprox::Rff { features, seed } => {
+            let Kernel::Se { lengthscale } = kernel else {
+                return Err(EngineError::InvalidParams(
+                    "random Fourier features approximate the SE kernel only".into(),
+                ));
+            };
+            let (w, b) = factor::fourier_frequencies(d, features, *lengthscale, seed);
+            (
+                factor::fourier_features(x, &w, &b),
+                FeatureBasis::Fourier { d, w, b },
+                "rff",
+            )
+        }
+        GpApprox::Exact | GpApprox::Auto => unreachable!("resolved before"),
+    };
+    let r = phi.ncols();
+    if r >= y.len() {
+        return Err(EngineError::InvalidParams(format!(
+            "the GP feature approximation has {r} features for {} training rows: use the exact GP",
+            y.len()
+        )));
+    }
+    let mut lep = LinearEp::new(&phi, y, &vec![1.0; r], LinearForm::Primal, precision)?;
+    let out = lep.run(gamma, settings, ctl, &mut |_, _| {})?;
+    let mean = lep.mean();
+    let cov = lep.cov().expect("primal form");
+    let model = GpModel {
+        kernel: kernel.clone(),
+        basis,
+        mean: mean.clone(),
+        cov: pack_lower(&cov),
+        alpha: Vec::new(),
+    }
+    .with_alpha();
+    // The model's predictive moments at the training rows (Nyström's include
+    // the prior variance its landmarks leave out).
+    let (s_mean, s_var) = model.predict(x);
+    let sd = s_var.iter().map(|v| v.sqrt()).collect();
+    Ok((
+        model,
+        FitOutcome {
+            log_z: out.evidence.log_z(),
+            sweeps: out.sweeps,
+            eta: out.eta,
+            delta: out.delta,
+            negative_share: out.negative_share,
+            skipped: out.stats.skipped,
+            identical_pairs: lep.state().identical_pairs(),
+            cold_restart: out.cold_restart,
+            form,
+            rank: r,
+            mean: s_mean,
+            sd,
+            seconds: out.seconds,
+        },
+    ))
+}
