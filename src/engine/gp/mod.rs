@@ -8,6 +8,7 @@
 //!   a relative tolerance) or by its precision on the distinct rows; random
 //!   Fourier and Nyström feature maps for large n.
 //! - `model`: the serialisable score model: predictive mean and variance.
+//! - `spread`: the predictive variance of landmark models in reduced form.
 //!
 //! Engines that sample or approximate the GP posterior (GP-EP in `ep::gp`,
 //! score-space SMC in `smc::gp_score`) build on these.
@@ -16,11 +17,13 @@ pub mod dense;
 pub mod factor;
 pub mod kernel;
 pub mod model;
+pub mod spread;
 
 use serde::{Deserialize, Serialize};
 
 pub use kernel::{Kernel, median_distance};
 pub use model::{FeatureBasis, GpModel};
+pub use spread::GpSpread;
 
 /// Which covariance function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

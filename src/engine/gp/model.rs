@@ -15,7 +15,10 @@
 //! - Fourier: `φ(x) = √(2/D) cos(Wx + b)` (the model is the feature model).
 //!
 //! The predictive mean of landmark models is `k_I(x)ᵀα` with α stored: scoring
-//! a file costs a kernel evaluation per landmark, no factorisation.
+//! a file costs a kernel evaluation per landmark, no factorisation. The
+//! variance is either the weights' covariance (feature models, small r) or,
+//! for exact GP-EP, the reduced form of `spread` (k eigenpairs to a stated
+//! accuracy instead of r(r + 1)/2 numbers).
 
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
@@ -23,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::dense;
 use super::factor::fourier_features;
 use super::kernel::Kernel;
+use super::spread::GpSpread;
 use crate::engine::linalg::{a_b, at_b};
 
 /// How the features of a row are computed.
@@ -44,9 +48,8 @@ pub struct GpModel {
     pub basis: FeatureBasis,
     /// Posterior mean of the weights (r).
     pub mean: Vec<f64>,
-    /// Posterior covariance of the weights, lower triangle packed by rows
-    /// (r(r + 1)/2 numbers: row i holds V_i0 … V_ii).
-    pub cov: Vec<f64>,
+    /// The posterior spread of the score.
+    pub spread: GpSpread,
     /// Landmark models: the predictive mean is `k_I(x)ᵀ alpha`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alpha: Vec<f64>,
@@ -88,7 +91,7 @@ impl GpModel {
     /// How many numbers the model stores (its size in a record is ~20 bytes each).
     pub fn numbers(&self) -> usize {
         self.mean.len()
-            + self.cov.len()
+            + self.spread.numbers()
             + self.alpha.len()
             + match &self.basis {
                 FeatureBasis::Landmarks { rows, .. }
@@ -152,10 +155,35 @@ impl GpModel {
     /// Predictive mean and variance of the score at every row of `x`
     /// (standardised like the training rows).
     pub fn predict(&self, x: &DMatrix<f64>) -> (Vec<f64>, Vec<f64>) {
+        let packed = match &self.spread {
+            GpSpread::Covariance { packed } => packed,
+            GpSpread::Reduced { lambda, g, .. } => {
+                let land = self
+                    .landmarks()
+                    .expect("a reduced spread belongs to a landmark model");
+                let k = self.kernel.cross(&land, x);
+                let a = DMatrix::from_column_slice(self.rank(), 1, &self.alpha);
+                let mean = at_b(&k, &a).iter().copied().collect();
+                let gm = DMatrix::from_fn(self.rank(), g.len(), |i, j| g[j][i]);
+                let t = at_b(&gm, &k); // k × rows
+                let kxx = self.kernel.diag(x);
+                let var = (0..x.nrows())
+                    .map(|c| {
+                        let reduction: f64 = lambda
+                            .iter()
+                            .zip(t.column(c).iter())
+                            .map(|(l, v)| l * v * v)
+                            .sum();
+                        (kxx[c] - reduction).max(0.0)
+                    })
+                    .collect();
+                return (mean, var);
+            }
+        };
         let (phi, resid) = self.features(x);
         let m = DVector::from_column_slice(&self.mean);
         let mean = phi.tr_mul(&m).iter().copied().collect();
-        let v = unpack_lower(&self.cov, self.rank());
+        let v = unpack_lower(packed, self.rank());
         let vphi = a_b(&v, &phi);
         let var = (0..x.nrows())
             .map(|j| resid[j] + phi.column(j).dot(&vphi.column(j)).max(0.0))
@@ -196,7 +224,9 @@ mod tests {
                 rows: vec![0.0, 1.0],
             },
             mean: vec![0.3, -0.2],
-            cov: vec![1.0, 0.1, 0.8],
+            spread: GpSpread::Covariance {
+                packed: vec![1.0, 0.1, 0.8],
+            },
             alpha: Vec::new(),
         }
         .with_alpha();
@@ -227,7 +257,9 @@ mod tests {
                 rows: land.transpose().as_slice().to_vec(),
             },
             mean: vec![0.0; 5],
-            cov: pack_lower(&DMatrix::identity(5, 5)),
+            spread: GpSpread::Covariance {
+                packed: pack_lower(&DMatrix::identity(5, 5)),
+            },
             alpha: Vec::new(),
         }
         .with_alpha();

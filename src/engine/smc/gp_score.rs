@@ -387,7 +387,9 @@ pub fn run(
                 .to_vec(),
         },
         mean: mean_w,
-        cov: pack_lower(&cov),
+        spread: crate::engine::gp::GpSpread::Covariance {
+            packed: pack_lower(&cov),
+        },
         alpha: Vec::new(),
     }
     .with_alpha();

@@ -195,6 +195,32 @@ impl Basis {
         }
     }
 
+    /// `B Y` for the sites `k` (n+ × n−, row-major) and Y on the distinct rows
+    /// (distinct rows × p): two GEMMs with the site matrix, O(M p). A pair of
+    /// identical rows adds `k (y − y) = 0`.
+    pub fn laplacian_times(&self, k: &[f64], y: &DMatrix<f64>) -> DMatrix<f64> {
+        let (np, nn) = (self.n_pos(), self.n_neg());
+        let km = DMatrix::from_row_slice(np, nn, k);
+        let yp = y.select_rows(&self.up);
+        let yn = y.select_rows(&self.un);
+        let to_pos = crate::engine::linalg::a_b(&km, &yn); // n+ × p
+        let to_neg = crate::engine::linalg::at_b(&km, &yp); // n− × p
+        let (kp, kn): (Vec<f64>, Vec<f64>) = (
+            km.row_iter().map(|r| r.sum()).collect(),
+            km.column_iter().map(|c| c.sum()).collect(),
+        );
+        let mut out = DMatrix::zeros(y.nrows(), y.ncols());
+        for i in 0..np {
+            let mut row = out.row_mut(self.up[i]);
+            row += yp.row(i) * kp[i] - to_pos.row(i);
+        }
+        for j in 0..nn {
+            let mut row = out.row_mut(self.un[j]);
+            row += yn.row(j) * kn[j] - to_neg.row(j);
+        }
+        out
+    }
+
     /// The precision form's q from `A` (lower triangle; overwritten).
     fn solve_precision(&self, a: &mut DMatrix<f64>, b: &DVector<f64>, full: bool) -> Option<Q> {
         if !b.iter().all(|v| v.is_finite()) {

@@ -13,7 +13,10 @@ use crate::engine::ep::linear::LinearEp;
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::store::Precision as SitePrecision;
 use crate::engine::gp::factor::{self, Distinct};
+use crate::engine::gp::dense;
 use crate::engine::gp::model::{FeatureBasis, GpModel, pack_lower};
+use crate::engine::gp::spread::{self, GpSpread, Reduction, TrainingRows};
+use crate::engine::linalg::{a_b, at_b};
 use crate::engine::gp::{GpApprox, Kernel};
 use crate::engine::run::{Control, EngineError};
 
@@ -117,33 +120,91 @@ pub struct FitOutcome {
     pub mean: Vec<f64>,
     pub sd: Vec<f64>,
     pub seconds: f64,
+    /// How the model stores the score's spread (for the record).
+    pub spread: serde_json::Value,
 }
 
-/// The posterior of the basis weights as a landmark model.
-fn landmark_model(kernel: &Kernel, ep: &mut GpEp, x: &DMatrix<f64>) -> GpModel {
-    let q = ep.full_posterior().expect("a converged run");
+/// The posterior of the basis weights as a landmark model, its spread reduced
+/// (`gp::spread`) to the training rows' sds within `spread::SD_TOL`: no n³
+/// inverse, and O(k n) numbers instead of n²/2 in the record.
+fn landmark_model(kernel: &Kernel, ep: &GpEp, x: &DMatrix<f64>) -> (GpModel, Reduction) {
+    let q = ep.posterior().expect("a converged run");
     let b = &ep.basis;
-    let v = q.v.as_ref().expect("full");
     let xu = x.select_rows(&b.distinct.reps);
     let d = x.ncols();
-    let (basis, rows) = match &b.form {
+    // Z: the distinct rows' scores from whitened weights (s_u = Z w), and the
+    // landmarks' Cholesky factor L_I (φ(x) = L_I⁻¹ k_I(x)).
+    let (z, l_i, scores, rows) = match &b.form {
         // The weights are the distinct rows' scores (K_u is well conditioned).
-        Form::Precision(_) => (true, xu),
-        Form::Whitened { factor, .. } => (false, xu.select_rows(&factor.pivots)),
+        Form::Precision(p) => (&p.chol, p.chol.clone(), true, xu.clone()),
+        Form::Whitened { factor, .. } => (
+            &factor.z,
+            factor.z.select_rows(&factor.pivots),
+            false,
+            xu.select_rows(&factor.pivots),
+        ),
     };
+    let prior_var = kernel.diag(&xu);
+    let rows_side = TrainingRows {
+        prior_var: &prior_var,
+        exact_var: &q.var,
+    };
+    let apply = |w: &DMatrix<f64>| {
+        let zw = a_b(z, w);
+        let s = at_b(z, &ep.laplacian_times(&zw));
+        (zw, s)
+    };
+    let red = spread::reduce(z.ncols(), &apply, &rows_side, spread::SD_TOL);
+    let mut g = red.u.clone();
+    dense::solve_lower_t(&l_i, &mut g);
     let rows = rows.transpose().as_slice().to_vec();
-    GpModel {
+    let model = GpModel {
         kernel: kernel.clone(),
-        basis: if basis {
+        basis: if scores {
             FeatureBasis::LandmarkScores { d, rows }
         } else {
             FeatureBasis::Landmarks { d, rows }
         },
         mean: q.m.as_slice().to_vec(),
-        cov: pack_lower(v),
+        spread: GpSpread::Reduced {
+            lambda: red.lambda.clone(),
+            g: g.column_iter().map(|c| c.iter().copied().collect()).collect(),
+            sd_tol: spread::SD_TOL,
+            max_sd_error: red.max_sd_error,
+        },
         alpha: Vec::new(),
     }
-    .with_alpha()
+    .with_alpha();
+    (model, red)
+}
+
+/// The landmark model of the current sites with the weights' whole
+/// covariance (an n³ inverse, n²/2 numbers): the reference the reduced spread
+/// is measured against.
+pub fn full_model(kernel: &Kernel, ep: &mut GpEp, x: &DMatrix<f64>) -> Option<GpModel> {
+    let q = ep.full_posterior()?;
+    let b = &ep.basis;
+    let xu = x.select_rows(&b.distinct.reps);
+    let d = x.ncols();
+    let (scores, rows) = match &b.form {
+        Form::Precision(_) => (true, xu),
+        Form::Whitened { factor, .. } => (false, xu.select_rows(&factor.pivots)),
+    };
+    let rows = rows.transpose().as_slice().to_vec();
+    let model = GpModel {
+        kernel: kernel.clone(),
+        basis: if scores {
+            FeatureBasis::LandmarkScores { d, rows }
+        } else {
+            FeatureBasis::Landmarks { d, rows }
+        },
+        mean: q.m.as_slice().to_vec(),
+        spread: GpSpread::Covariance {
+            packed: pack_lower(q.v.as_ref()?),
+        },
+        alpha: Vec::new(),
+    };
+    Some(model.with_alpha())
 }
 
 /// Exact GP-EP at `kernel`, warm-started from `state` when given (its sites
@@ -168,7 +229,8 @@ pub fn fit_exact(
         None => state.insert(GpEp::new(basis)),
     };
     let out = ep.run(gamma, settings, ctl, on_sweep)?;
-    let model = landmark_model(kernel, ep, x);
+    let t_spread = std::time::Instant::now();
+    let (model, red) = landmark_model(kernel, ep, x);
     let q = ep.posterior().expect("converged");
     let map = &ep.basis.distinct.map;
     Ok((
@@ -187,6 +249,14 @@ pub fn fit_exact(
             mean: map.iter().map(|&u| q.mean[u]).collect(),
             sd: map.iter().map(|&u| q.var[u].sqrt()).collect(),
             seconds: out.seconds,
+            spread: serde_json::json!({
+                "kind": "reduced",
+                "eigenpairs": red.lambda.len(),
+                "krylov": red.krylov,
+                "sd_tol": spread::SD_TOL,
+                "max_sd_error": red.max_sd_error,
+                "seconds": t_spread.elapsed().as_secs_f64(),
+            }),
         },
     ))
 }
@@ -249,7 +319,9 @@ pub fn fit_features(
         kernel: kernel.clone(),
         basis,
         mean: mean.clone(),
-        cov: pack_lower(&cov),
+        spread: GpSpread::Covariance {
+            packed: pack_lower(&cov),
+        },
         alpha: Vec::new(),
     }
     .with_alpha();
@@ -273,6 +345,7 @@ pub fn fit_features(
             mean: s_mean,
             sd,
             seconds: out.seconds,
+            spread: serde_json::json!({ "kind": "covariance" }),
         },
     ))
 }

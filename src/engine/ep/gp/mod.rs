@@ -29,7 +29,7 @@ use crate::engine::gp::{
 use crate::engine::problem::Problem;
 use crate::engine::run::{Control, EngineError, Observer};
 
-pub use fitting::{FitOutcome, exact_basis, fit_exact, fit_features};
+pub use fitting::{FitOutcome, exact_basis, fit_exact, fit_features, full_model};
 pub use sweep::{GpEp, GpOutcome, GpSweep};
 
 /// Most training rows whose per-sweep score means and sds go into the events.
@@ -214,6 +214,7 @@ pub(crate) fn run(
         "form": out.form,
         "rank": rank,
         "model_numbers": model_numbers,
+        "spread": out.spread,
         "sweeps": out.sweeps,
         "eta": out.eta,
         "delta": out.delta,

@@ -14,6 +14,7 @@
 
 use std::time::Instant;
 
+use nalgebra::DMatrix;
 use rayon::prelude::*;
 use serde_json::json;
 
@@ -126,6 +127,11 @@ impl GpEp {
     fn rebuild(&mut self) -> bool {
         self.q = self.basis.rebuild(&self.k, &self.h, false);
         self.q.is_some()
+    }
+
+    /// The sites' Laplacian times Y (distinct rows × p).
+    pub fn laplacian_times(&self, y: &DMatrix<f64>) -> DMatrix<f64> {
+        self.basis.laplacian_times(&self.k, y)
     }
 
     /// q of the current sites with the whole A⁻¹ (for the score model).
