@@ -62,6 +62,7 @@ fn auc_of(scores_csv: &str, data: &str) -> f64 {
 
 #[test]
 fn round_trip_for_every_method_and_prior() {
+    // (The GP prior's reduced variance against the whole covariance: tests/gp_spread.rs.)
     let dir = tmp("round");
     let (train, test, shuffled) = split_demo(&dir);
     let cases: &[(&str, &[&str], bool)] = &[
@@ -92,6 +93,27 @@ fn round_trip_for_every_method_and_prior() {
             true,
         ),
         ("smc", &["--method", "smc", "--particles", "1000"], true),
+        // GP records: exact (the reduced predictive variance) and Nyström
+        // (the weights' covariance).
+        (
+            "gp",
+            &["--method", "ep", "--prior", "gp", "--gamma", "400"],
+            true,
+        ),
+        (
+            "gp-nystrom",
+            &[
+                "--method",
+                "ep",
+                "--prior",
+                "gp",
+                "--gamma",
+                "400",
+                "--gp-approx",
+                "nystrom:40",
+            ],
+            true,
+        ),
     ];
     for (name, args, has_sd) in cases {
         let rec = dir.join(format!("{name}.json")).display().to_string();

@@ -164,7 +164,7 @@ impl GpModel {
                 let k = self.kernel.cross(&land, x);
                 let a = DMatrix::from_column_slice(self.rank(), 1, &self.alpha);
                 let mean = at_b(&k, &a).iter().copied().collect();
-                let gm = DMatrix::from_fn(self.rank(), g.len(), |i, j| g[j][i]);
+                let gm = DMatrix::from_fn(self.rank(), g.len(), |i, j| f64::from(g[j][i]));
                 let t = at_b(&gm, &k); // k × rows
                 let kxx = self.kernel.diag(x);
                 let var = (0..x.nrows())

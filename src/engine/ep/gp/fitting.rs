@@ -168,7 +168,10 @@ fn landmark_model(kernel: &Kernel, ep: &GpEp, x: &DMatrix<f64>) -> (GpModel, Red
         mean: q.m.as_slice().to_vec(),
         spread: GpSpread::Reduced {
             lambda: red.lambda.clone(),
-            g: g.column_iter().map(|c| c.iter().copied().collect()).collect(),
+            g: g
+                .column_iter()
+                .map(|c| c.iter().map(|&v| v as f32).collect())
+                .collect(),
             sd_tol: spread::SD_TOL,
             max_sd_error: red.max_sd_error,
         },
