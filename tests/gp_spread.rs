@@ -23,7 +23,16 @@ fn load(name: &str) -> Option<Prepared> {
         return None;
     }
     let ds = Dataset::load(Path::new(&p), &LoadOptions::default()).unwrap();
-    Some(prepare(&ds, TestSource::Split { frac: 0.25, seed: 0 }).unwrap())
+    Some(
+        prepare(
+            &ds,
+            TestSource::Split {
+                frac: 0.25,
+                seed: 0,
+            },
+        )
+        .unwrap(),
+    )
 }
 
 struct Compared {

@@ -88,7 +88,10 @@ impl Model {
         if let ScoreModel::Gp(gp) = &self.score {
             // The predictive mean and variance (the GP model keeps its own spread).
             let (mean, var) = gp.predict(x);
-            return (mean, Some(var.into_iter().map(|v| v.max(0.0).sqrt()).collect()));
+            return (
+                mean,
+                Some(var.into_iter().map(|v| v.max(0.0).sqrt()).collect()),
+            );
         }
         let score = self.score.score(x);
         let sd = match (&self.score, &self.spread) {

@@ -204,7 +204,9 @@ pub fn problem(spec: &RunSpec, prepared: &Prepared) -> Result<Problem, SpecError
         .prior
         .as_ref()
         // The baselines ignore the prior; the problem still carries one.
-        .map_or(Prior::Gaussian { var: 1.0 }, |p| prior(p, d, spec.data.seed));
+        .map_or(Prior::Gaussian { var: 1.0 }, |p| {
+            prior(p, d, spec.data.seed)
+        });
     Problem::new(
         prepared.names.clone(),
         prepared.train.x.clone(),

@@ -16,8 +16,8 @@ pub mod values;
 pub use build::{Built, build};
 pub use error::{SpecError, name_settings};
 pub use run_spec::{
-    DataSpec, EpSpec, GpKernel, LogitSpec, MethodSpec, Missing, PriorKind, PriorSpec, RankBoostSpec, RunSpec,
-    SmcKernel, SmcSpec,
+    DataSpec, EpSpec, GpKernel, LogitSpec, MethodSpec, Missing, PriorKind, PriorSpec,
+    RankBoostSpec, RunSpec, SmcKernel, SmcSpec,
 };
 pub use text::{command_line, from_given, to_args};
 pub use validate::{Dims, check, validate};

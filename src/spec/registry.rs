@@ -24,8 +24,8 @@
 
 use super::run_spec::PriorKind;
 use super::setting::range;
-use super::values::GpApproxSpec;
 pub use super::setting::{Group, Kind, Methods, Range, Requires, Setting};
+use super::values::GpApproxSpec;
 
 /// A method the program can run.
 #[derive(Debug)]
@@ -212,7 +212,11 @@ pub const SETTINGS: &[Setting] = &[
         priors: &[Gp],
         form: true,
         group: Group::Posterior,
-        ..setting("gp_kernel", "prior.gp_kernel", Kind::Choice(&["se", "linear"]))
+        ..setting(
+            "gp_kernel",
+            "prior.gp_kernel",
+            Kind::Choice(&["se", "linear"]),
+        )
     },
     Setting {
         label: "length-scale ℓ",

@@ -233,19 +233,39 @@ fn gp_settings_build_the_gp_prior_and_are_refused_elsewhere() {
     };
     refused("ep", &[("lengthscale", "2")], "lengthscale"); // not the gp prior
     refused("logit", &[("prior", "gp")], "prior");
-    refused("smc", &[("prior", "gp"), ("lengthscale", "auto")], "lengthscale");
-    refused("smc", &[("prior", "gp"), ("gp_approx", "nystrom:8")], "gp_approx");
+    refused(
+        "smc",
+        &[("prior", "gp"), ("lengthscale", "auto")],
+        "lengthscale",
+    );
+    refused(
+        "smc",
+        &[("prior", "gp"), ("gp_approx", "nystrom:8")],
+        "gp_approx",
+    );
     refused("smc", &[("prior", "gp"), ("kernel", "rw")], "kernel");
     refused("ep", &[("prior", "gp"), ("ep_form", "reduced")], "ep_form");
     refused(
         "ep",
-        &[("prior", "gp"), ("gp_kernel", "linear"), ("lengthscale", "1")],
+        &[
+            ("prior", "gp"),
+            ("gp_kernel", "linear"),
+            ("lengthscale", "1"),
+        ],
         "lengthscale",
     );
     refused(
         "ep",
-        &[("prior", "gp"), ("gp_kernel", "linear"), ("gp_approx", "rff:8")],
+        &[
+            ("prior", "gp"),
+            ("gp_kernel", "linear"),
+            ("gp_approx", "rff:8"),
+        ],
         "gp_approx",
     );
-    refused("ep", &[("prior", "gp"), ("gp_approx", "nystrom:0")], "gp_approx");
+    refused(
+        "ep",
+        &[("prior", "gp"), ("gp_approx", "nystrom:0")],
+        "gp_approx",
+    );
 }

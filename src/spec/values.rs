@@ -245,7 +245,10 @@ mod tests {
             assert_eq!(serde_json::from_value::<GpApproxSpec>(json).unwrap(), a);
         }
         for bad in ["rff:0", "nystrom", "rff:x", "svd:3", ""] {
-            assert!(GpApproxSpec::parse(bad).unwrap_err().contains("must be"), "{bad}");
+            assert!(
+                GpApproxSpec::parse(bad).unwrap_err().contains("must be"),
+                "{bad}"
+            );
         }
     }
 }

@@ -111,17 +111,26 @@ impl GpModel {
     }
 
     /// `alpha` of a landmark model from its weights' mean.
-    pub fn with_alpha(mut self) -> GpModel {
+    pub fn with_alpha(self) -> GpModel {
         let Some(land) = self.landmarks() else {
             return self;
         };
         let l = dense::cholesky(self.kernel.gram(&land))
             .expect("the landmarks' Gram matrix is positive definite");
+        self.with_alpha_from(&l)
+    }
+
+    /// `with_alpha` given the Cholesky factor of the landmarks' Gram matrix
+    /// (the fit has it: no second factorisation).
+    pub fn with_alpha_from(mut self, l: &DMatrix<f64>) -> GpModel {
+        if self.landmarks().is_none() {
+            return self;
+        }
         let mut a = DMatrix::from_column_slice(self.rank(), 1, &self.mean);
         if matches!(self.basis, FeatureBasis::LandmarkScores { .. }) {
-            dense::solve_lower(&l, &mut a);
+            dense::solve_lower(l, &mut a);
         }
-        dense::solve_lower_t(&l, &mut a);
+        dense::solve_lower_t(l, &mut a);
         self.alpha = a.as_slice().to_vec();
         self
     }
@@ -164,7 +173,7 @@ impl GpModel {
                 let k = self.kernel.cross(&land, x);
                 let a = DMatrix::from_column_slice(self.rank(), 1, &self.alpha);
                 let mean = at_b(&k, &a).iter().copied().collect();
-                let gm = DMatrix::from_fn(self.rank(), g.len(), |i, j| f64::from(g[j][i]));
+                let gm = DMatrix::from_fn(self.rank(), g.len(), |i, j| g[j][i]);
                 let t = at_b(&gm, &k); // k × rows
                 let kxx = self.kernel.diag(x);
                 let var = (0..x.nrows())

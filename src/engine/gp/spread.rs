@@ -41,13 +41,13 @@ pub enum GpSpread {
     /// (r(r + 1)/2 numbers: row i holds V_i0 … V_ii).
     Covariance { packed: Vec<f64> },
     /// Landmark models: `var(x) = k(x, x) − Σ_j lambda_j (g_jᵀ k_I(x))²`,
-    /// `g` the k columns g_j (each of the landmarks' length), in single
-    /// precision: a relative rounding of 6e-8 moves a variance of prior scale 1
-    /// by ~1e-7, an sd by at most 3e-4 (where the sd is ~0), far inside the
-    /// accuracy asked for — and halves the record.
+    /// `g` the k columns g_j (each of the landmarks' length). Not in single
+    /// precision: `g = L_I⁻ᵀu` has entries up to 1/(smallest pivot) ~ 3e3 and
+    /// `gᵀk_I(x)` cancels them: f32 rounding moved training sds past the
+    /// stated accuracy (tests/gp_ep.rs on the ring).
     Reduced {
         lambda: Vec<f64>,
-        g: Vec<Vec<f32>>,
+        g: Vec<Vec<f64>>,
         /// The accuracy asked for, and the largest sd error at the training
         /// rows (both relative to the prior sd √k(x, x)).
         sd_tol: f64,

@@ -12,12 +12,12 @@ use crate::engine::ep::design::Form as LinearForm;
 use crate::engine::ep::linear::LinearEp;
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::store::Precision as SitePrecision;
-use crate::engine::gp::factor::{self, Distinct};
 use crate::engine::gp::dense;
+use crate::engine::gp::factor::{self, Distinct};
 use crate::engine::gp::model::{FeatureBasis, GpModel, pack_lower};
 use crate::engine::gp::spread::{self, GpSpread, Reduction, TrainingRows};
-use crate::engine::linalg::{a_b, at_b};
 use crate::engine::gp::{GpApprox, Kernel};
+use crate::engine::linalg::{a_b, at_b};
 use crate::engine::run::{Control, EngineError};
 
 /// Relative residual prior variance at which the exact whitened form stops
@@ -168,16 +168,15 @@ fn landmark_model(kernel: &Kernel, ep: &GpEp, x: &DMatrix<f64>) -> (GpModel, Red
         mean: q.m.as_slice().to_vec(),
         spread: GpSpread::Reduced {
             lambda: red.lambda.clone(),
-            g: g
-                .column_iter()
-                .map(|c| c.iter().map(|&v| v as f32).collect())
+            g: g.column_iter()
+                .map(|c| c.iter().copied().collect())
                 .collect(),
             sd_tol: spread::SD_TOL,
             max_sd_error: red.max_sd_error,
         },
         alpha: Vec::new(),
     }
-    .with_alpha();
+    .with_alpha_from(&l_i);
     (model, red)
 }
 
@@ -223,6 +222,34 @@ pub fn fit_exact(
     ctl: &Control,
     on_sweep: &mut dyn FnMut(GpSweep<'_>),
 ) -> Result<(GpModel, FitOutcome), EngineError> {
+    let mut out = run_exact(kernel, x, y, gamma, settings, state, ctl, on_sweep)?;
+    let t_spread = std::time::Instant::now();
+    let ep = state.as_ref().expect("run_exact leaves its state");
+    let (model, red) = landmark_model(kernel, ep, x);
+    out.spread = serde_json::json!({
+        "kind": "reduced",
+        "eigenpairs": red.lambda.len(),
+        "krylov": red.krylov,
+        "sd_tol": spread::SD_TOL,
+        "max_sd_error": red.max_sd_error,
+        "seconds": t_spread.elapsed().as_secs_f64(),
+    });
+    Ok((model, out))
+}
+
+/// `fit_exact` without the score model (the length-scale search needs only
+/// the evidence; `state` keeps the sites).
+#[allow(clippy::too_many_arguments)]
+pub fn run_exact(
+    kernel: &Kernel,
+    x: &DMatrix<f64>,
+    y: &[bool],
+    gamma: f64,
+    settings: &EpSettings,
+    state: &mut Option<GpEp>,
+    ctl: &Control,
+    on_sweep: &mut dyn FnMut(GpSweep<'_>),
+) -> Result<FitOutcome, EngineError> {
     let basis = exact_basis(kernel, x, y);
     let ep = match state {
         Some(ep) => {
@@ -232,36 +259,24 @@ pub fn fit_exact(
         None => state.insert(GpEp::new(basis)),
     };
     let out = ep.run(gamma, settings, ctl, on_sweep)?;
-    let t_spread = std::time::Instant::now();
-    let (model, red) = landmark_model(kernel, ep, x);
     let q = ep.posterior().expect("converged");
     let map = &ep.basis.distinct.map;
-    Ok((
-        model,
-        FitOutcome {
-            log_z: out.log_z,
-            sweeps: out.sweeps,
-            eta: out.eta,
-            delta: out.delta,
-            negative_share: out.negative_share,
-            skipped: out.skipped,
-            identical_pairs: ep.identical_pairs(),
-            cold_restart: out.cold_restart,
-            form: ep.basis.form_name(),
-            rank: ep.basis.dim(),
-            mean: map.iter().map(|&u| q.mean[u]).collect(),
-            sd: map.iter().map(|&u| q.var[u].sqrt()).collect(),
-            seconds: out.seconds,
-            spread: serde_json::json!({
-                "kind": "reduced",
-                "eigenpairs": red.lambda.len(),
-                "krylov": red.krylov,
-                "sd_tol": spread::SD_TOL,
-                "max_sd_error": red.max_sd_error,
-                "seconds": t_spread.elapsed().as_secs_f64(),
-            }),
-        },
-    ))
+    Ok(FitOutcome {
+        log_z: out.log_z,
+        sweeps: out.sweeps,
+        eta: out.eta,
+        delta: out.delta,
+        negative_share: out.negative_share,
+        skipped: out.skipped,
+        identical_pairs: ep.identical_pairs(),
+        cold_restart: out.cold_restart,
+        form: ep.basis.form_name(),
+        rank: ep.basis.dim(),
+        mean: map.iter().map(|&u| q.mean[u]).collect(),
+        sd: map.iter().map(|&u| q.var[u].sqrt()).collect(),
+        seconds: out.seconds,
+        spread: serde_json::Value::Null,
+    })
 }
 
 /// GP-EP through `approx` features: linear EP with prior N(0, I) on them.

@@ -29,7 +29,7 @@ use crate::engine::gp::{
 use crate::engine::problem::Problem;
 use crate::engine::run::{Control, EngineError, Observer};
 
-pub use fitting::{FitOutcome, exact_basis, fit_exact, fit_features, full_model};
+pub use fitting::{FitOutcome, exact_basis, fit_exact, fit_features, full_model, run_exact};
 pub use sweep::{GpEp, GpOutcome, GpSweep};
 
 /// Most training rows whose per-sweep score means and sds go into the events.
@@ -132,7 +132,20 @@ pub(crate) fn run(
     let t_search = Instant::now();
     let search = if tuned {
         let s = lengthscale::search(start, &mut |ell| {
-            let (_, out) = fit_at(ell, &mut state, &mut |_| {})?;
+            // The evidence only: no score model at the points of the curve.
+            let out = match approx {
+                GpApprox::Exact => fitting::run_exact(
+                    &gp.kernel_at(ell),
+                    &pb.x,
+                    &pb.y,
+                    gamma,
+                    &ep.settings,
+                    &mut state,
+                    ctl,
+                    &mut |_| {},
+                )?,
+                _ => fit_at(ell, &mut state, &mut |_| {})?.1,
+            };
             let z = out.log_z.ok_or_else(|| EngineError::NotConverged {
                 message: format!(
                     "GP-EP at ℓ = {ell}: {} degenerate sites, no evidence",
@@ -149,10 +162,21 @@ pub(crate) fn run(
         if s.at_edge {
             sink.emit(Event::Log {
                 level: LogLevel::Warn,
-                message: format!(
-                    "gp: the evidence is largest at the end of the searched length-scales (ℓ = {:.4}, median distance {median:.4}): the search range may be too narrow",
-                    s.best
-                ),
+                message: if s.best > s.start {
+                    // As ℓ → ∞ the SE prior on score differences tends to the
+                    // linear kernel's (ALGORITHMS.md §6): a curve rising to
+                    // the longest ℓ is the evidence preferring a linear score.
+                    format!(
+                        "gp: the evidence is largest at the longest length-scale searched (ℓ = {:.4}, {:.0}× the median distance {median:.4}): it prefers a near-linear score (the linear kernel is the limit ℓ → ∞)",
+                        s.best,
+                        s.best / median
+                    )
+                } else {
+                    format!(
+                        "gp: the evidence is largest at the shortest length-scale searched (ℓ = {:.4}, median distance {median:.4}): the search range may be too narrow",
+                        s.best
+                    )
+                },
             });
         }
         Some(s)
