@@ -7,6 +7,7 @@ pub mod dataset;
 pub mod ep_convergence;
 pub mod footer;
 pub mod form;
+pub mod gp_scores;
 pub mod help;
 pub mod inclusion;
 pub mod marginals;
