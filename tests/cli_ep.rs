@@ -67,9 +67,9 @@ fn gamma_auto_chooses_from_the_stated_grid() {
         "3",
     ]));
     let cv = &v["details"]["cv"];
-    assert_eq!(cv["grid_over_n"], serde_json::json!([0.25, 1.0, 4.0]));
+    assert_eq!(cv["grid"], serde_json::json!([0.25, 1.0, 4.0]));
     assert_eq!(cv["fold_auc"].as_array().unwrap().len(), 3);
-    let c = cv["chosen_over_n"].as_f64().unwrap();
+    let c = cv["chosen"].as_f64().unwrap();
     assert!([0.25, 1.0, 4.0].contains(&c));
     assert_eq!(
         v["gamma"].as_f64().unwrap(),

@@ -153,3 +153,73 @@ fn same_seed_same_output() {
     assert_eq!(a["coefficients"], b["coefficients"]);
     assert_eq!(a["auc"], b["auc"]);
 }
+
+/// Logit's λ, RankBoost's rounds and EP's γ come from one cross-validation:
+/// the same `details.cv` keys, the chosen point is on the grid with the best
+/// mean AUC, and the record says which parameter was tuned.
+#[test]
+fn every_cross_validated_method_records_the_same_cv() {
+    for (method, parameter, extra) in [
+        ("logit", "lambda", vec![]),
+        ("rankboost", "rounds", vec![]),
+        (
+            "ep",
+            "gamma_over_n",
+            vec!["--gamma", "auto", "--gamma-grid", "0.5,2"],
+        ),
+    ] {
+        let mut args = vec![
+            "fit",
+            "demo-data/sparse_linear.csv",
+            "--method",
+            method,
+            "--folds",
+            "3",
+        ];
+        args.extend(extra);
+        let v = json(&pacauc(&args));
+        let cv = &v["details"]["cv"];
+        assert_eq!(cv["parameter"], parameter, "{method}");
+        assert_eq!(cv["folds"], 3);
+        let grid: Vec<f64> = cv["grid"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g.as_f64().unwrap())
+            .collect();
+        assert!(
+            grid.windows(2).all(|w| w[0] < w[1]),
+            "{method}: grid ascending"
+        );
+        for key in ["fold_auc", "fold_iterations"] {
+            let rows = cv[key].as_array().unwrap();
+            assert_eq!(rows.len(), 3, "{method}: {key}");
+            assert!(
+                rows.iter()
+                    .all(|r| r.as_array().unwrap().len() == grid.len())
+            );
+        }
+        assert!(
+            cv["failures"].is_array()
+                && cv["dropped"].is_array()
+                && cv["extended_below"].is_array()
+        );
+        let means: Vec<f64> = cv["mean_auc"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_f64().unwrap())
+            .collect();
+        let chosen = cv["chosen"].as_f64().unwrap();
+        let i = grid
+            .iter()
+            .position(|&g| g == chosen)
+            .expect("chosen on the grid");
+        let best = means.iter().cloned().fold(f64::MIN, f64::max);
+        assert!(
+            means[i] >= best - 1e-9,
+            "{method}: chosen mean {} < best {best}",
+            means[i]
+        );
+    }
+}

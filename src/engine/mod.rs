@@ -17,6 +17,7 @@ pub mod problem;
 pub mod record;
 pub mod rng;
 pub mod run;
+pub mod select;
 pub mod smc;
 
 pub use event::Event;

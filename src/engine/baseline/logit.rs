@@ -1,17 +1,18 @@
 //! L2-penalised logistic regression by Newton/IRLS (RACL14's "Logit" column),
-//! the penalty chosen by stratified k-fold cross-validated AUC.
+//! the penalty chosen by stratified k-fold cross-validated AUC (`select::kfold`:
+//! λ walked from large to small, warm-started; ties go to the larger λ).
 
 use nalgebra::{DMatrix, DVector};
-use rayon::prelude::*;
 use serde_json::json;
 
-use crate::engine::data::prepare::{fold_indices, stratified_folds};
 use crate::engine::event::{Event, LogLevel};
 use crate::engine::fit::{Fit, ScoreModel};
 use crate::engine::linalg::at_b;
-use crate::engine::metrics::auc;
 use crate::engine::problem::Problem;
 use crate::engine::run::{Control, Engine, EngineError, Observer};
+use crate::engine::select::{
+    CvMethod, CvNames, CvSpec, FoldData, GridWalker, MEMORY_BUDGET, PointFit, Walk, cross_validate,
+};
 
 /// Penalty grid λ = 10^(−3 … 3) in half decades (λ multiplies ½‖β‖²; the
 /// log-likelihood is a sum over rows, so large n needs small λ less often).
@@ -226,62 +227,53 @@ fn small_inverse_block(us: &DMatrix<f64>, lambda: f64, f: &LogitFit) -> DMatrix<
         .unwrap_or_else(|| DMatrix::identity(r, r) / lambda)
 }
 
-/// Mean CV AUC of each λ in `grid` (large to small, warm-started within a fold).
-pub fn cv_curve(
-    x: &DMatrix<f64>,
-    y: &[bool],
-    grid: &[f64],
-    folds: usize,
-    seed: u64,
-    ctl: &Control,
-) -> Result<Vec<f64>, EngineError> {
-    let assignment = stratified_folds(y, folds, seed);
-    let mut order: Vec<usize> = (0..grid.len()).collect();
-    order.sort_by(|&a, &b| grid[b].total_cmp(&grid[a]));
-    let per_fold: Vec<Result<Vec<f64>, EngineError>> = (0..folds)
-        .into_par_iter()
-        .map(|f| {
-            let (tr, te) = fold_indices(&assignment, f);
-            let xtr = x.select_rows(&tr);
-            let ytr: Vec<bool> = tr.iter().map(|&i| y[i]).collect();
-            let xte = x.select_rows(&te);
-            let yte: Vec<bool> = te.iter().map(|&i| y[i]).collect();
-            let mut aucs = vec![f64::NAN; grid.len()];
-            let mut warm: Option<LogitFit> = None;
-            for &g in &order {
-                ctl.checkpoint()?;
-                let m = fit_logit(&xtr, &ytr, grid[g], warm.as_ref());
-                let s: Vec<f64> = (&xte * &m.beta).iter().copied().collect();
-                aucs[g] = auc(&s, &yte);
-                warm = Some(m);
-            }
-            Ok(aucs)
-        })
-        .collect();
-    let per_fold: Vec<Vec<f64>> = per_fold.into_iter().collect::<Result<_, _>>()?;
-    Ok((0..grid.len())
-        .map(|g| {
-            let v: Vec<f64> = per_fold
-                .iter()
-                .map(|a| a[g])
-                .filter(|a| a.is_finite())
-                .collect();
-            v.iter().sum::<f64>() / v.len().max(1) as f64
-        })
-        .collect())
+/// Logistic regression as a cross-validated method: λ walked from large to
+/// small, each fit warm-started from the last.
+struct LogitCv;
+
+/// One fold's last fit (the warm start of the next λ).
+struct LogitWalker {
+    warm: Option<LogitFit>,
 }
 
-/// The λ with the best CV AUC; ties (within 1e-9) go to the larger λ.
-pub fn best_lambda(grid: &[f64], cv: &[f64]) -> f64 {
-    let mut best = 0;
-    for g in 1..grid.len() {
-        let better = cv[g] > cv[best] + 1e-9;
-        let tie = (cv[g] - cv[best]).abs() <= 1e-9 && grid[g] > grid[best];
-        if better || tie {
-            best = g;
+impl CvMethod for LogitCv {
+    type Walker = LogitWalker;
+
+    fn names(&self) -> CvNames {
+        CvNames {
+            prefix: "logit",
+            parameter: "lambda",
+            unit: "Newton iterations",
         }
     }
-    grid[best]
+
+    fn label(&self, lambda: f64) -> String {
+        format!("λ = {lambda:.3e}")
+    }
+
+    fn start(&self, _fold: &FoldData) -> Result<LogitWalker, EngineError> {
+        Ok(LogitWalker { warm: None })
+    }
+
+    fn fold_bytes(&self, positives: usize, negatives: usize, d: usize) -> usize {
+        // The rows with an intercept, their weighted copy, the Hessian.
+        8 * (2 * (positives + negatives) * (d + 1) + (d + 1) * (d + 1))
+    }
+}
+
+impl GridWalker for LogitWalker {
+    fn fit(
+        &mut self,
+        lambda: f64,
+        fold: &FoldData,
+        _ctl: &Control,
+    ) -> Result<PointFit, EngineError> {
+        let m = fit_logit(&fold.xtr, &fold.ytr, lambda, self.warm.as_ref());
+        let scores = (&fold.xte * &m.beta).iter().copied().collect();
+        let iterations = m.iterations;
+        self.warm = Some(m);
+        Ok(PointFit::Scored { scores, iterations })
+    }
 }
 
 impl Engine for Logit {
@@ -309,18 +301,25 @@ impl Engine for Logit {
                 )));
             }
             None => {
-                if self.folds < 2 {
-                    return Err(EngineError::InvalidParams(
-                        "cross-validation needs `folds` ≥ 2".into(),
-                    ));
-                }
-                let cv = cv_curve(&pb.x, &pb.y, &self.grid, self.folds, self.seed, ctl)?;
-                let l = best_lambda(&self.grid, &cv);
+                let spec = CvSpec {
+                    folds: self.folds,
+                    seed: self.seed,
+                    grid: self.grid.clone(),
+                    walk: Walk::Descending,
+                    extend_below_to: None,
+                    memory_budget: MEMORY_BUDGET,
+                };
+                let cv = cross_validate(&pb.x, &pb.y, &spec, &LogitCv, ctl, &mut |m| {
+                    obs.observe(Event::Log {
+                        level: LogLevel::Info,
+                        message: m,
+                    })
+                })?;
                 obs.observe(Event::Log {
                     level: LogLevel::Info,
-                    message: format!("logit: λ = {l:.3e} by {}-fold CV AUC", self.folds),
+                    message: format!("logit: λ = {:.3e} by {}-fold CV AUC", cv.chosen, self.folds),
                 });
-                (l, Some(cv))
+                (cv.chosen, Some(cv))
             }
         };
         ctl.checkpoint()?;
@@ -340,7 +339,7 @@ impl Engine for Logit {
             "intercept": m.intercept,
             "newton_iterations": m.iterations,
             "sd_kind": "Laplace (inverse Hessian of the penalised log-likelihood)",
-            "cv": curve.map(|c| json!({ "folds": self.folds, "grid": self.grid, "auc": c })),
+            "cv": curve,
         });
         Ok(fit)
     }

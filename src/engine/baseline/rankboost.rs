@@ -1,18 +1,19 @@
 //! RankBoost.B (Freund, Iyer, Schapire & Singer 2003), RACL14's "Rankboost":
 //! bipartite weights, threshold weak rankers `1{x_k > t}`, O(n·d) per round after
 //! one sort per feature. The number of rounds is chosen by stratified CV AUC
-//! unless given.
+//! unless given (`select::kfold`, one resumed boosting run per fold).
 
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 use serde_json::json;
 
-use crate::engine::data::prepare::{fold_indices, stratified_folds};
 use crate::engine::event::{Event, LogLevel};
 use crate::engine::fit::{Fit, ScoreModel, Stump};
-use crate::engine::metrics::auc;
 use crate::engine::problem::Problem;
 use crate::engine::run::{Control, Engine, EngineError, Observer};
+use crate::engine::select::{
+    CvMethod, CvNames, CvSpec, FoldData, GridWalker, MEMORY_BUDGET, PointFit, Walk, cross_validate,
+};
 
 /// Round counts compared by cross-validation (one boosting run per fold gives all).
 pub const ROUND_GRID: [usize; 6] = [25, 50, 100, 200, 400, 800];
@@ -72,70 +73,173 @@ fn best_threshold(col: &[f64], order: &[usize], signed_v: &[f64]) -> (f64, f64) 
     (best_r, best_t)
 }
 
+/// RankBoost's state between rounds: boosting can be resumed (the CV walks
+/// its grid of round counts on one run per fold).
+pub struct Booster {
+    sorted: SortedFeatures,
+    /// Signed weights: +v_i on positives, −v_j on negatives; each side sums to 1.
+    sv: Vec<f64>,
+    stumps: Vec<Stump>,
+    /// No ranker separates anything any more.
+    stopped: bool,
+}
+
+impl Booster {
+    pub fn new(x: &DMatrix<f64>, y: &[bool]) -> Booster {
+        let n_pos = y.iter().filter(|&&b| b).count() as f64;
+        let n_neg = y.len() as f64 - n_pos;
+        Booster {
+            sorted: SortedFeatures::new(x),
+            sv: y
+                .iter()
+                .map(|&b| if b { 1.0 / n_pos } else { -1.0 / n_neg })
+                .collect(),
+            stumps: Vec::new(),
+            stopped: false,
+        }
+    }
+
+    pub fn stumps(&self) -> &[Stump] {
+        &self.stumps
+    }
+
+    /// Boosts on the same `x`, `y` until `rounds` rounds in all (fewer when
+    /// nothing is left to separate); `on_round(t, stumps)` after each.
+    pub fn run_to(
+        &mut self,
+        x: &DMatrix<f64>,
+        y: &[bool],
+        rounds: usize,
+        ctl: &Control,
+        mut on_round: impl FnMut(usize, &[Stump]),
+    ) -> Result<(), EngineError> {
+        while self.stumps.len() < rounds && !self.stopped {
+            let t = self.stumps.len();
+            if t.is_multiple_of(16) {
+                ctl.checkpoint()?;
+            }
+            let sv = &self.sv;
+            let sorted = &self.sorted;
+            let best = (0..x.ncols())
+                .into_par_iter()
+                .map(|k| {
+                    let (r, thr) = best_threshold(x.column(k).as_slice(), &sorted.order[k], sv);
+                    (k, r, thr)
+                })
+                .reduce(
+                    || (usize::MAX, 0.0, f64::INFINITY),
+                    |a, b| {
+                        // Deterministic whatever the split: larger |r|, then smaller feature index.
+                        if b.1.abs() > a.1.abs() || (b.1.abs() == a.1.abs() && b.0 < a.0) {
+                            b
+                        } else {
+                            a
+                        }
+                    },
+                );
+            let (k, r, thr) = best;
+            if k == usize::MAX || r == 0.0 {
+                self.stopped = true; // no ranker separates anything any more
+                break;
+            }
+            let r = r.clamp(-1.0 + 1e-12, 1.0 - 1e-12);
+            let alpha = 0.5 * ((1.0 + r) / (1.0 - r)).ln();
+            // v_i ← v_i e^{−α h} on positives, v_j ← v_j e^{α h} on negatives; renormalise each side.
+            let col = x.column(k);
+            let (mut sp, mut sn) = (0.0, 0.0);
+            for (i, v) in self.sv.iter_mut().enumerate() {
+                if col[i] > thr {
+                    *v *= if y[i] { (-alpha).exp() } else { alpha.exp() };
+                }
+                if y[i] { sp += *v } else { sn -= *v }
+            }
+            for (i, v) in self.sv.iter_mut().enumerate() {
+                *v /= if y[i] { sp } else { sn };
+            }
+            self.stumps.push(Stump {
+                feature: k,
+                threshold: thr,
+                alpha,
+            });
+            on_round(t + 1, &self.stumps);
+        }
+        Ok(())
+    }
+}
+
 /// Runs `rounds` rounds; `on_round(t, stumps)` is called after each.
 pub fn boost(
     x: &DMatrix<f64>,
     y: &[bool],
     rounds: usize,
     ctl: &Control,
-    mut on_round: impl FnMut(usize, &[Stump]),
+    on_round: impl FnMut(usize, &[Stump]),
 ) -> Result<Vec<Stump>, EngineError> {
-    let sorted = SortedFeatures::new(x);
-    let n_pos = y.iter().filter(|&&b| b).count() as f64;
-    let n_neg = y.len() as f64 - n_pos;
-    // Signed weights: +v_i on positives, −v_j on negatives; each side sums to 1.
-    let mut sv: Vec<f64> = y
-        .iter()
-        .map(|&b| if b { 1.0 / n_pos } else { -1.0 / n_neg })
-        .collect();
-    let mut stumps = Vec::with_capacity(rounds);
-    for t in 0..rounds {
-        if t % 16 == 0 {
-            ctl.checkpoint()?;
+    let mut b = Booster::new(x, y);
+    b.run_to(x, y, rounds, ctl, on_round)?;
+    Ok(b.stumps)
+}
+
+/// RankBoost as a cross-validated method: one boosting run per fold, its
+/// held-out scores read at every round count of the grid.
+struct RankBoostCv;
+
+/// One fold's boosting run and its held-out scores.
+struct RankBoostWalker {
+    booster: Booster,
+    scores: Vec<f64>,
+}
+
+impl CvMethod for RankBoostCv {
+    type Walker = RankBoostWalker;
+
+    fn names(&self) -> CvNames {
+        CvNames {
+            prefix: "rankboost",
+            parameter: "rounds",
+            unit: "rounds run",
         }
-        let best = (0..x.ncols())
-            .into_par_iter()
-            .map(|k| {
-                let (r, thr) = best_threshold(x.column(k).as_slice(), &sorted.order[k], &sv);
-                (k, r, thr)
-            })
-            .reduce(
-                || (usize::MAX, 0.0, f64::INFINITY),
-                |a, b| {
-                    // Deterministic whatever the split: larger |r|, then smaller feature index.
-                    if b.1.abs() > a.1.abs() || (b.1.abs() == a.1.abs() && b.0 < a.0) {
-                        b
-                    } else {
-                        a
-                    }
-                },
-            );
-        let (k, r, thr) = best;
-        if k == usize::MAX || r == 0.0 {
-            break; // no ranker separates anything any more
-        }
-        let r = r.clamp(-1.0 + 1e-12, 1.0 - 1e-12);
-        let alpha = 0.5 * ((1.0 + r) / (1.0 - r)).ln();
-        // v_i ← v_i e^{−α h} on positives, v_j ← v_j e^{α h} on negatives; renormalise each side.
-        let col = x.column(k);
-        let (mut sp, mut sn) = (0.0, 0.0);
-        for (i, v) in sv.iter_mut().enumerate() {
-            if col[i] > thr {
-                *v *= if y[i] { (-alpha).exp() } else { alpha.exp() };
-            }
-            if y[i] { sp += *v } else { sn -= *v }
-        }
-        for (i, v) in sv.iter_mut().enumerate() {
-            *v /= if y[i] { sp } else { sn };
-        }
-        stumps.push(Stump {
-            feature: k,
-            threshold: thr,
-            alpha,
-        });
-        on_round(t + 1, &stumps);
     }
-    Ok(stumps)
+
+    fn label(&self, rounds: f64) -> String {
+        format!("{rounds} rounds")
+    }
+
+    fn start(&self, fold: &FoldData) -> Result<RankBoostWalker, EngineError> {
+        Ok(RankBoostWalker {
+            booster: Booster::new(&fold.xtr, &fold.ytr),
+            scores: vec![0.0; fold.yte.len()],
+        })
+    }
+
+    fn fold_bytes(&self, positives: usize, negatives: usize, d: usize) -> usize {
+        // The rows and one sorted order per feature.
+        16 * (positives + negatives) * d
+    }
+}
+
+impl GridWalker for RankBoostWalker {
+    fn fit(
+        &mut self,
+        rounds: f64,
+        fold: &FoldData,
+        ctl: &Control,
+    ) -> Result<PointFit, EngineError> {
+        let scores = &mut self.scores;
+        self.booster
+            .run_to(&fold.xtr, &fold.ytr, rounds as usize, ctl, |t, st| {
+                let s = &st[t - 1];
+                for (i, sc) in scores.iter_mut().enumerate() {
+                    if fold.xte[(i, s.feature)] > s.threshold {
+                        *sc += s.alpha;
+                    }
+                }
+            })?;
+        Ok(PointFit::Scored {
+            scores: self.scores.clone(),
+            iterations: self.booster.stumps().len(),
+        })
+    }
 }
 
 impl Engine for RankBoost {
@@ -159,22 +263,26 @@ impl Engine for RankBoost {
             Some(0) => return Err(EngineError::InvalidParams("`rounds` must be ≥ 1".into())),
             Some(r) => (r, None),
             None => {
-                if self.folds < 2 {
-                    return Err(EngineError::InvalidParams(
-                        "cross-validation needs `folds` ≥ 2".into(),
-                    ));
-                }
-                let cv = cv_rounds(&pb.x, &pb.y, self.folds, self.seed, ctl)?;
-                let best =
-                    (0..ROUND_GRID.len()).fold(0, |b, g| if cv[g] > cv[b] + 1e-9 { g } else { b });
+                let spec = CvSpec {
+                    folds: self.folds,
+                    seed: self.seed,
+                    grid: ROUND_GRID.iter().map(|&r| r as f64).collect(),
+                    walk: Walk::Ascending,
+                    extend_below_to: None,
+                    memory_budget: MEMORY_BUDGET,
+                };
+                let cv = cross_validate(&pb.x, &pb.y, &spec, &RankBoostCv, ctl, &mut |m| {
+                    obs.observe(Event::Log {
+                        level: LogLevel::Info,
+                        message: m,
+                    })
+                })?;
+                let rounds = cv.chosen as usize;
                 obs.observe(Event::Log {
                     level: LogLevel::Info,
-                    message: format!(
-                        "rankboost: {} rounds by {}-fold CV AUC",
-                        ROUND_GRID[best], self.folds
-                    ),
+                    message: format!("rankboost: {rounds} rounds by {}-fold CV AUC", self.folds),
                 });
-                (ROUND_GRID[best], Some(cv))
+                (rounds, Some(cv))
             }
         };
         let stumps = boost(&pb.x, &pb.y, rounds, ctl, |_, _| {})?;
@@ -194,63 +302,10 @@ impl Engine for RankBoost {
             "rounds": rounds,
             "rounds_run": stumps.len(),
             "importance": pb.names.iter().zip(&importance).map(|(n, v)| json!({"name": n, "sum_abs_alpha": v})).collect::<Vec<_>>(),
-            "cv": cv.map(|c| json!({ "folds": self.folds, "rounds": ROUND_GRID, "auc": c })),
+            "cv": cv,
         });
         Ok(fit)
     }
-}
-
-/// Mean CV AUC after each number of rounds in `ROUND_GRID`.
-fn cv_rounds(
-    x: &DMatrix<f64>,
-    y: &[bool],
-    folds: usize,
-    seed: u64,
-    ctl: &Control,
-) -> Result<Vec<f64>, EngineError> {
-    let assignment = stratified_folds(y, folds, seed);
-    let max_rounds = *ROUND_GRID.last().expect("non-empty");
-    let per_fold: Vec<Vec<f64>> = (0..folds)
-        .map(|f| {
-            let (tr, te) = fold_indices(&assignment, f);
-            let xtr = x.select_rows(&tr);
-            let ytr: Vec<bool> = tr.iter().map(|&i| y[i]).collect();
-            let xte = x.select_rows(&te);
-            let yte: Vec<bool> = te.iter().map(|&i| y[i]).collect();
-            let mut aucs = vec![f64::NAN; ROUND_GRID.len()];
-            let mut scores = vec![0.0; te.len()];
-            let mut done = 0;
-            let stumps = boost(&xtr, &ytr, max_rounds, ctl, |t, st| {
-                let s = &st[t - 1];
-                for (i, sc) in scores.iter_mut().enumerate() {
-                    if xte[(i, s.feature)] > s.threshold {
-                        *sc += s.alpha;
-                    }
-                }
-                if let Some(g) = ROUND_GRID.iter().position(|&r| r == t) {
-                    aucs[g] = auc(&scores, &yte);
-                    done = g + 1;
-                }
-            })?;
-            // Boosting stops early when nothing is left to separate: later grid points equal the last.
-            let last = auc(&scores, &yte);
-            for a in aucs.iter_mut().skip(done) {
-                *a = last;
-            }
-            debug_assert!(stumps.len() <= max_rounds);
-            Ok(aucs)
-        })
-        .collect::<Result<_, EngineError>>()?;
-    Ok((0..ROUND_GRID.len())
-        .map(|g| {
-            let v: Vec<f64> = per_fold
-                .iter()
-                .map(|a| a[g])
-                .filter(|a| a.is_finite())
-                .collect();
-            v.iter().sum::<f64>() / v.len().max(1) as f64
-        })
-        .collect())
 }
 
 #[cfg(test)]

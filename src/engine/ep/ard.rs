@@ -2,7 +2,7 @@
 //! maximising log Z_EP (ALGORITHMS.md §4, §8). At an EP fixed point
 //! `∂ log Z_EP/∂ log ϑ_k = ½((V_kk + m_k²)/ϑ_k − 1)`; we iterate MacKay's
 //! fixed point `ϑ_k ← m_k²/(1 − V_kk/ϑ_k)` (EM's `ϑ_k ← V_kk + m_k²` where that
-//! is undefined), each step a warm-started EP run. A common rescaling of all
+//! is undefined; `select::fixed_point`), each step a warm-started EP run. A common rescaling of all
 //! ϑ_k leaves the evidence unchanged (§2), so the mean of the ϑ_k is held at
 //! its starting value.
 
@@ -12,6 +12,7 @@ use super::design::Design;
 use super::linear::LinearEp;
 use super::pair_ep::{EpOutcome, EpSettings, SweepInfo};
 use crate::engine::run::{Control, EngineError};
+use crate::engine::select::{FixedPointRule, fixed_point};
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct ArdSettings {
@@ -81,9 +82,10 @@ pub fn update_vars(vars: &[f64], mean: &[f64], sd: &[f64], level: f64) -> Vec<f6
     new.iter().map(|v| v * scale).collect()
 }
 
-/// Runs EP and the evidence iterations at γ, warm-starting every EP run. A
-/// step whose EP run does not converge is halved (in log ϑ) up to four times;
-/// after that the last converged variances are kept (`converged = false`).
+/// Runs EP and the evidence iterations at γ (`select::fixed_point`),
+/// warm-starting every EP run. A step whose EP run does not converge is halved
+/// (in log ϑ) up to four times; after that the last converged variances are
+/// kept (`converged = false`).
 pub fn optimise(
     lep: &mut LinearEp,
     gamma: f64,
@@ -95,67 +97,57 @@ pub fn optimise(
 ) -> Result<ArdResult, EngineError> {
     let level = lep.vars().iter().sum::<f64>() / lep.vars().len() as f64;
     let mut trace: Vec<ArdStep> = Vec::new();
-    let mut outcome = lep.run(gamma, s, ctl, on_sweep)?;
-    let mut good = lep.vars().to_vec();
-    for iteration in 1..=a.max_iter.max(1) {
-        let new = update_vars(&good, &lep.mean(), &lep.sd(), level);
-        let top = new.iter().cloned().fold(0.0, f64::max);
-        let max_change = new
-            .iter()
-            .zip(&good)
-            .filter(|(n, o)| **n > PRUNED * top || **o > PRUNED * top)
-            .map(|(n, o)| (n / o).ln().abs())
-            .fold(0.0, f64::max);
-        let step = ArdStep {
-            iteration,
-            log_z: outcome.evidence.log_z(),
-            max_change,
-            sweeps: outcome.sweeps,
-        };
-        let flat = match (trace.last().and_then(|s| s.log_z), step.log_z) {
-            (Some(z0), Some(z1)) => (z1 - z0).abs() < a.evidence_tol,
-            _ => false,
-        };
-        on_step(&step);
-        trace.push(step);
-        let converged = max_change < a.tol || flat;
-        if converged || iteration == a.max_iter.max(1) {
-            return Ok(ArdResult {
-                outcome,
-                vars: good,
-                trace,
-                converged,
-            });
-        }
-        // The step, halved in log ϑ while EP fails to converge.
-        let mut t = 1.0;
-        loop {
-            let trial: Vec<f64> = good
-                .iter()
-                .zip(&new)
-                .map(|(o, n)| (o.ln() + t * (n.ln() - o.ln())).exp())
-                .collect();
-            lep.set_vars(&trial);
-            match lep.run(gamma, s, ctl, on_sweep) {
-                Ok(o) => {
-                    outcome = o;
-                    good = trial;
-                    break;
-                }
-                Err(EngineError::NotConverged { .. }) if t > 0.1 => t *= 0.5,
-                Err(EngineError::NotConverged { .. }) => {
-                    lep.set_vars(&good);
-                    let outcome = lep.run(gamma, s, ctl, on_sweep)?;
-                    return Ok(ArdResult {
-                        outcome,
-                        vars: good,
-                        trace,
-                        converged: false,
-                    });
-                }
-                Err(e) => return Err(e),
+    let rule = FixedPointRule {
+        max_iter: a.max_iter,
+        halvings: 4,
+        reevaluate: true,
+    };
+    let start = lep.vars().to_vec();
+    // An evaluation: EP's outcome and θ's moments at the variances.
+    let fp = fixed_point(
+        start,
+        &rule,
+        &mut |vars: &Vec<f64>| {
+            if lep.vars() != vars.as_slice() {
+                lep.set_vars(vars);
             }
-        }
-    }
-    unreachable!("the loop returns")
+            let o = lep.run(gamma, s, ctl, on_sweep)?;
+            Ok((o, lep.mean(), lep.sd()))
+        },
+        &mut |vars, (outcome, mean, sd), iteration| {
+            let new = update_vars(vars, mean, sd, level);
+            let top = new.iter().cloned().fold(0.0, f64::max);
+            let max_change = new
+                .iter()
+                .zip(vars)
+                .filter(|(n, o)| **n > PRUNED * top || **o > PRUNED * top)
+                .map(|(n, o)| (n / o).ln().abs())
+                .fold(0.0, f64::max);
+            let step = ArdStep {
+                iteration,
+                log_z: outcome.evidence.log_z(),
+                max_change,
+                sweeps: outcome.sweeps,
+            };
+            let flat = match (trace.last().and_then(|s| s.log_z), step.log_z) {
+                (Some(z0), Some(z1)) => (z1 - z0).abs() < a.evidence_tol,
+                _ => false,
+            };
+            on_step(&step);
+            trace.push(step);
+            (new, max_change < a.tol || flat)
+        },
+        &|old: &Vec<f64>, new: &Vec<f64>, t| {
+            old.iter()
+                .zip(new)
+                .map(|(o, n)| (o.ln() + t * (n.ln() - o.ln())).exp())
+                .collect()
+        },
+    )?;
+    Ok(ArdResult {
+        outcome: fp.eval.0,
+        vars: fp.point,
+        trace,
+        converged: fp.settled,
+    })
 }

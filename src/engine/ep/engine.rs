@@ -181,10 +181,10 @@ impl Engine for Ep {
                 let r = cv::cross_validate(&pb.x, &pb.y, &vars, &cvs, ctl, &mut |m| {
                     sink.borrow_mut().emit(log(m))
                 })?;
-                let g = r.chosen_over_n * pb.n() as f64;
+                let g = r.chosen * pb.n() as f64;
                 sink.borrow_mut().emit(log(format!(
                     "ep: γ = {}n = {g} by {folds}-fold CV",
-                    r.chosen_over_n
+                    r.chosen
                 )));
                 (g, Some(r))
             }
@@ -244,23 +244,10 @@ impl Engine for Ep {
         } else if let Some(r) = &cv_result {
             // A cold start at the chosen γ can cycle where the CV's warm path
             // converged (EEG): fail fast, then climb the converged grid points.
-            let s = EpSettings {
-                cycle_stalls: if self.settings.cycle_stalls == 0 {
-                    cv::CYCLE_STALLS
-                } else {
-                    self.settings.cycle_stalls
-                },
-                ..self.settings
-            };
+            let s = cv::cv_settings(&self.settings);
             match lep.run(gamma, &s, ctl, &mut on_sweep) {
                 Err(EngineError::NotConverged { message, .. }) => {
-                    let path: Vec<f64> = r
-                        .grid_over_n
-                        .iter()
-                        .zip(&r.mean_auc)
-                        .filter(|(c, a)| a.is_some() && **c < r.chosen_over_n)
-                        .map(|(c, _)| *c)
-                        .collect();
+                    let path = r.eligible_below_chosen();
                     {
                         let mut sk = sink.borrow_mut();
                         sk.drop_earlier_sweeps();

@@ -6,7 +6,9 @@
 //!   shared with spike-and-slab EP (§5) and GP-EP (§6).
 //! - `kernel`: one pass over all n+ × n− sites (GEMM blocks + SIMD + rayon).
 //! - `posterior`: Q, r, V, m from the sites by matrix products; Δ_t.
-//! - `pair_ep`: the sweep loop with the acceptance rule and η back-off.
+//! - `driver`: the one sweep loop of every EP flavour (acceptance, η back-off,
+//!   stall/cycle/drift rules, convergence, diagnostics).
+//! - `pair_ep`: the pair sites' state with a Gaussian prior, run on the driver.
 //! - `design`: primal and reduced (SVD) forms, the map back to θ.
 //! - `linear`, `ard`, `cv`, `engine`: warm-started runs, ARD evidence
 //!   maximisation, γ by cross-validation, the `Engine` (`--method ep`).
@@ -15,6 +17,7 @@
 pub mod ard;
 pub mod cv;
 pub mod design;
+pub mod driver;
 mod engine;
 mod gemm;
 pub mod gp;

@@ -1,19 +1,16 @@
 //! Parallel EP over the pair sites of a design `Z` (rows split by class) with a
-//! Gaussian prior part (ALGORITHMS.md §4), to the letter of the spec:
-//! every sweep updates all sites from the same q, damps by η, rebuilds Q and r;
-//! the new state is accepted only if Q is positive definite and every site's new
-//! cavity has τ₋ > 0 — otherwise η is halved (and kept halved) and the step
-//! retried; η < `min_eta` ends the run as a non-convergence with diagnostics.
-//! Converged when `Δ_t < tol·η_t` (relative changes of means and sds).
+//! Gaussian prior part (ALGORITHMS.md §4): the site state (three buffers for
+//! the rollback of §4's acceptance rule), the rebuild of q, the evidence, and
+//! the sweep run on the shared driver (`driver`: acceptance, η back-off,
+//! stall and cycle rules, convergence when `Δ_t < tol·η_t`).
 //!
 //! The state persists between runs: a run warm-starts from the previous one
 //! (another γ, new prior variances, new Z of the same pairs).
 
-use std::time::Instant;
-
 use nalgebra::DMatrix;
 use serde_json::json;
 
+use super::driver::{self, Marginal, Rules, SweepState};
 use super::kernel::{
     self, Aggregates, Excluded, Isa, Marginals, Op, PassInput, PassStats, Workspace,
 };
@@ -207,6 +204,16 @@ impl PairEp {
             zp,
             zn,
         })
+    }
+
+    /// Bytes a state of these dimensions holds: the sites (three buffers),
+    /// the pass's scratch, the rows with their marginals and aggregates, q.
+    pub fn memory_bytes(n_pos: usize, n_neg: usize, p: usize, precision: Precision) -> usize {
+        let pairs = n_pos * n_neg;
+        pairs * Precision::bytes_per_pair(precision.use_f64(pairs))
+            + kernel::workspace_bytes(n_pos, n_neg)
+            + 8 * 5 * (n_pos + n_neg) * p
+            + 8 * 4 * p * p
     }
 
     pub fn n_pos(&self) -> usize {
@@ -423,11 +430,10 @@ impl PairEp {
         self.is_cold()
     }
 
-    /// Runs EP to convergence from the current state with step factor g = γ/M.
-    /// `on_sweep` sees every accepted sweep. A warm start that does not converge
-    /// (it can sit in a slow mode of the iteration) is retried once from the
-    /// prior. Errors: `Cancelled`, or `NotConverged` with diagnostics (η too
-    /// small, too many sweeps).
+    /// Runs EP to convergence from the current state with step factor g = γ/M
+    /// (`driver::run`: a warm start that does not converge is retried once
+    /// from the prior). `on_sweep` sees every accepted sweep. Errors:
+    /// `Cancelled`, or `NotConverged` with diagnostics.
     pub fn run(
         &mut self,
         g: f64,
@@ -435,217 +441,91 @@ impl PairEp {
         ctl: &Control,
         on_sweep: &mut dyn FnMut(SweepInfo<'_>),
     ) -> Result<EpOutcome, EngineError> {
-        let warm = !self.is_cold();
-        match self.run_once(g, s, ctl, on_sweep) {
-            Err(EngineError::NotConverged { diagnostics, .. })
-                if warm && diagnostics["detail"]["reason"] != "cycle" =>
-            {
-                self.reset();
-                let mut out = self.run_once(g, s, ctl, on_sweep)?;
-                out.cold_restart = true;
-                Ok(out)
-            }
-            r => r,
-        }
+        let step = StepFactor::new(g);
+        let rules = Rules {
+            evidence_every_sweep: self.evidence_every_sweep,
+            drift: false,
+        };
+        let mut st = GaussianSweep { ep: self, step };
+        let out = driver::run(&mut st, s, rules, ctl, &mut |st, status| {
+            let ep = &*st.ep;
+            on_sweep(SweepInfo {
+                sweep: status.sweep,
+                delta: status.delta,
+                log_z: ep
+                    .evidence(&status.stats, step)
+                    .log_z()
+                    .filter(|_| status.evidence_known),
+                eta: status.eta,
+                negative_share: status.stats.negative as f64 / ep.sites().max(1) as f64,
+                skipped: status.stats.skipped,
+                elapsed: status.elapsed,
+                q: ep.q.as_ref().expect("rebuilt"),
+            })
+        })?;
+        Ok(EpOutcome {
+            sweeps: out.sweeps,
+            eta: out.eta,
+            delta: out.delta,
+            stats: out.stats,
+            evidence: self.evidence(&out.stats, step),
+            negative_share: out.stats.negative as f64 / self.sites().max(1) as f64,
+            cold_restart: out.cold_restart,
+            seconds: out.seconds,
+        })
     }
 
     /// Whether every site is zero (q = prior).
     fn is_cold(&self) -> bool {
         with_store!(&self.store, st => st.is_zero())
     }
+}
 
-    fn run_once(
-        &mut self,
-        g: f64,
-        s: &EpSettings,
-        ctl: &Control,
-        on_sweep: &mut dyn FnMut(SweepInfo<'_>),
-    ) -> Result<EpOutcome, EngineError> {
-        s.validate().map_err(EngineError::InvalidParams)?;
-        let t0 = Instant::now();
-        let step = StepFactor::new(g);
-        let mut cold_restart = false;
-        if self.q.is_none() && !self.rebuild(step) {
-            // The kept sites do not fit the new prior or design: start afresh.
-            self.reset();
-            cold_restart = true;
-            if !self.rebuild(step) {
-                return Err(EngineError::Numerical(
-                    "the prior precision is not positive definite".into(),
-                ));
-            }
+/// Gaussian EP as the driver's state: pair sites and the Gaussian prior.
+struct GaussianSweep<'a> {
+    ep: &'a mut PairEp,
+    step: StepFactor,
+}
+
+impl SweepState for GaussianSweep<'_> {
+    fn label(&self) -> &'static str {
+        "EP"
+    }
+    fn ensure_q(&mut self) -> bool {
+        self.ep.q.is_some() || self.ep.rebuild(self.step)
+    }
+    fn reset(&mut self) {
+        self.ep.reset();
+    }
+    fn is_cold(&self) -> bool {
+        self.ep.is_cold()
+    }
+    fn pass(&mut self, eta: Option<f64>, evidence: bool) -> PassStats {
+        self.ep.pass_from_q(self.step.g, eta, evidence)
+    }
+    fn accept(&mut self) {
+        self.ep.accept_trial();
+    }
+    fn shrink(&mut self) {
+        self.ep.shrink_current(self.step.g);
+    }
+    fn can_roll_back(&self) -> bool {
+        self.ep.has_prev()
+    }
+    fn forget_rollback(&mut self) {
+        self.ep.forget_rollback();
+    }
+    fn complete_sweep(&mut self, _eta: f64, _warmup: bool) -> bool {
+        self.ep.rebuild(self.step)
+    }
+    fn marginal(&self) -> Marginal {
+        let q = self.ep.q.as_ref().expect("rebuilt");
+        Marginal {
+            mean: q.m.iter().copied().collect(),
+            var: (0..q.m.len()).map(|k| q.v[(k, k)]).collect(),
         }
-        with_store!(&mut self.store, st => st.forget_prev());
-        let mut q_prev: Option<Posterior> = None;
-        // `eta`: the step of the next update; `cur_eta`: the step that made the
-        // current trial (a stall lowers the first only, a rejection both).
-        let (mut eta, mut cur_eta) = (s.eta, s.eta);
-        let (mut sweep, mut delta, mut candidate) = (0usize, f64::INFINITY, false);
-        let mut halvings = 0usize;
-        let (mut best_delta, mut since_best, mut stall_halvings) = (f64::INFINITY, 0usize, 0usize);
-        // Smallest Δ/η of each stall window, and how many stalls in a row did not halve it.
-        let (mut stall_ratios, mut flat_stalls) = (Vec::<f64>::new(), 0usize);
-        let fail = |why: &str, sweep: usize, eta: f64, delta: f64, extra: serde_json::Value| {
-            EngineError::NotConverged {
-                message: format!("EP {why} (after {sweep} sweeps, η = {eta:.3e}, Δ = {delta:.3e})"),
-                diagnostics: json!({
-                    "sweeps": sweep, "eta": eta, "delta": delta, "tol": s.tol,
-                    "gamma_over_pairs": g, "detail": extra,
-                }),
-            }
-        };
-        loop {
-            ctl.checkpoint()?;
-            let op = if candidate {
-                Op::Check
-            } else {
-                Op::Update {
-                    eta,
-                    evidence: self.evidence_every_sweep,
-                }
-            };
-            let stats = self.run_pass(op, step);
-            if stats.bad > 0 {
-                if !self.has_prev() {
-                    if cold_restart {
-                        return Err(fail(
-                            "found invalid cavities at the prior",
-                            sweep,
-                            eta,
-                            delta,
-                            json!({ "bad_sites": stats.bad }),
-                        ));
-                    }
-                    self.reset();
-                    cold_restart = true;
-                    if !self.rebuild(step) {
-                        return Err(EngineError::Numerical(
-                            "the prior precision is not positive definite".into(),
-                        ));
-                    }
-                    continue;
-                }
-                // Reject the current state: the same step with η halved, kept halved.
-                let bad = stats.bad;
-                loop {
-                    cur_eta *= 0.5;
-                    eta = eta.min(cur_eta);
-                    halvings += 1;
-                    if cur_eta < s.min_eta {
-                        return Err(fail(
-                            "did not converge: η fell below its minimum",
-                            sweep,
-                            cur_eta,
-                            delta,
-                            json!({ "reason": "invalid cavities", "bad_sites": bad, "halvings": halvings }),
-                        ));
-                    }
-                    self.run_pass(Op::Shrink, step);
-                    self.agg_valid = true;
-                    if self.rebuild(step) {
-                        break;
-                    }
-                }
-                delta = posterior::delta(self.q.as_ref().unwrap(), q_prev.as_ref().unwrap());
-                candidate = delta < s.tol * cur_eta;
-                continue;
-            }
-            // The current state is valid: report it.
-            let sites = self.sites().max(1) as f64;
-            let negative_share = stats.negative as f64 / sites;
-            if sweep > 0 {
-                let ev = self.evidence(&stats, step);
-                let evidence_known = candidate || self.evidence_every_sweep;
-                on_sweep(SweepInfo {
-                    sweep,
-                    delta,
-                    log_z: ev.log_z().filter(|_| evidence_known),
-                    eta: cur_eta,
-                    negative_share,
-                    skipped: stats.skipped,
-                    elapsed: t0.elapsed().as_secs_f64(),
-                    q: self.q.as_ref().unwrap(),
-                });
-            }
-            if candidate {
-                return Ok(EpOutcome {
-                    sweeps: sweep,
-                    eta: cur_eta,
-                    delta,
-                    stats,
-                    evidence: self.evidence(&stats, step),
-                    negative_share,
-                    cold_restart,
-                    seconds: t0.elapsed().as_secs_f64(),
-                });
-            }
-            if sweep >= s.max_sweeps {
-                return Err(fail(
-                    "did not converge within --max-sweeps",
-                    sweep,
-                    eta,
-                    delta,
-                    json!({ "reason": "max sweeps", "halvings": halvings, "stall_halvings": stall_halvings }),
-                ));
-            }
-            // Accept the pass's output as the next trial state.
-            with_store!(&mut self.store, st => st.rotate());
-            self.agg_valid = true;
-            q_prev = self.q.take();
-            cur_eta = eta;
-            while !self.rebuild(step) {
-                cur_eta *= 0.5;
-                eta = cur_eta;
-                halvings += 1;
-                if cur_eta < s.min_eta {
-                    return Err(fail(
-                        "did not converge: η fell below its minimum",
-                        sweep,
-                        cur_eta,
-                        delta,
-                        json!({ "reason": "Q not positive definite", "halvings": halvings }),
-                    ));
-                }
-                self.run_pass(Op::Shrink, step);
-            }
-            sweep += 1;
-            delta = posterior::delta(self.q.as_ref().unwrap(), q_prev.as_ref().unwrap());
-            candidate = delta < s.tol * cur_eta;
-            if delta < best_delta {
-                (best_delta, since_best) = (delta, 0);
-            } else {
-                since_best += 1;
-                if s.stall_sweeps > 0 && since_best >= s.stall_sweeps && !candidate {
-                    // A cycle: smaller steps from the current (valid) state.
-                    let ratio = best_delta / cur_eta;
-                    match stall_ratios.last() {
-                        Some(&r0) if ratio > 0.5 * r0 => flat_stalls += 1,
-                        _ => flat_stalls = 0,
-                    }
-                    stall_ratios.push(ratio);
-                    if s.cycle_stalls > 0 && flat_stalls >= s.cycle_stalls {
-                        return Err(fail(
-                            "did not converge: a cycle (Δ/η does not fall as η halves)",
-                            sweep,
-                            cur_eta,
-                            delta,
-                            json!({ "reason": "cycle", "halvings": halvings, "stall_halvings": stall_halvings, "delta_over_eta": stall_ratios }),
-                        ));
-                    }
-                    eta *= 0.5;
-                    stall_halvings += 1;
-                    (best_delta, since_best) = (f64::INFINITY, 0);
-                    if eta < s.min_eta {
-                        return Err(fail(
-                            "did not converge: η fell below its minimum",
-                            sweep,
-                            eta,
-                            delta,
-                            json!({ "reason": "Δ stalled", "halvings": halvings, "stall_halvings": stall_halvings, "delta_over_eta": stall_ratios }),
-                        ));
-                    }
-                }
-            }
-        }
+    }
+    fn context(&self) -> serde_json::Value {
+        json!({ "gamma_over_pairs": self.step.g })
     }
 }

@@ -221,6 +221,12 @@ impl Workspace {
     }
 }
 
+/// Bytes of a `Workspace::new(n_pos, n_neg)`: the block's C, K and h.
+pub fn workspace_bytes(n_pos: usize, n_neg: usize) -> usize {
+    let rows = (BLOCK_SITES / n_neg.max(1)).clamp(1, n_pos.max(1));
+    3 * 8 * rows * n_neg + 48 * n_pos
+}
+
 /// What a pass does.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Op {

@@ -21,7 +21,11 @@
 //! only: the reduced form whitens by the prior sites' precisions (> 0).
 
 use super::prior_sites::{MixturePrior, PriorSites, tilted};
-use super::sweep::{LikelihoodSites, SsEvidence, SsOutcome, SsSettings, SsSweepInfo, ThetaMoments};
+use super::sweep::{
+    LikelihoodSites, Mode, SsOutcome, SsSettings, SsSweep, SsSweepInfo, ThetaMoments,
+};
+use crate::engine::ep::driver::{self, Rules};
+use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::run::{Control, EngineError};
 
 /// What the release did in a run.
@@ -93,11 +97,12 @@ pub fn worth_releasing(sites: &PriorSites, q: &ThetaMoments, prior: &MixturePrio
 
 /// From a converged state `out` of `sweep::run` whose last sweep still needed
 /// the fix: EP without the fix, every site (pair and prior) at step
-/// `s.fix_eta`, converged when `Δ_t < tol·η`. Returns the new outcome, or
-/// None when the released iteration failed a check (Q not positive definite,
-/// an invalid cavity) or did not converge within `s.ep.max_sweeps`: then the
-/// sites are left in an arbitrary state and the caller must rerun the fixed
-/// iteration (`sweep::run`, which restarts from the prior if need be).
+/// `s.fix_eta`, converged when `Δ_t < tol·η` (the driver, with no back-off: η
+/// may not fall below `fix_eta`). Returns the new outcome, or None when the
+/// released iteration failed a check (Q not positive definite, an invalid
+/// cavity) or did not converge within `s.ep.max_sweeps`: then the sites are
+/// left in an arbitrary state and the caller must rerun the fixed iteration
+/// (`sweep::run`, which restarts from the prior if need be).
 pub fn release_fixes<L: LikelihoodSites>(
     lik: &mut L,
     sites: &mut PriorSites,
@@ -107,83 +112,37 @@ pub fn release_fixes<L: LikelihoodSites>(
     ctl: &Control,
     on_sweep: &mut dyn FnMut(SsSweepInfo<'_>),
 ) -> Result<Option<(SsOutcome, Released)>, EngineError> {
-    let t0 = std::time::Instant::now();
     let eta = s.fix_eta;
-    let mut prev = lik.moments().clone();
-    let (mut sweep, mut delta, mut converged, mut negative) = (0, f64::INFINITY, false, 0);
-    loop {
-        ctl.checkpoint()?;
-        // Checks the current state (its pair cavities, its evidence) and,
-        // unless converged, writes the damped pair update as the trial.
-        let stats = lik.pass(
-            (!converged).then_some(eta),
-            converged || s.evidence_every_sweep,
-        );
-        if stats.bad > 0 {
-            return Ok(None);
-        }
-        let q = lik.moments();
-        let check = sites.check(q, prior);
-        let evidence = SsEvidence::of(lik, &stats, check.sum_log_c);
-        let negative_share = stats.negative as f64 / lik.sites().max(1) as f64;
-        let seconds = out.seconds + t0.elapsed().as_secs_f64();
-        if sweep > 0 {
-            on_sweep(SsSweepInfo {
-                sweep: out.sweeps + sweep,
-                delta,
-                log_z: evidence
-                    .log_z()
-                    .filter(|_| converged || s.evidence_every_sweep),
-                eta,
-                negative_share,
-                skipped: stats.skipped,
-                fixes: 0,
-                inclusion: &check.inclusion,
-                elapsed: seconds,
-                moments: q,
-            });
-        }
-        if converged {
-            let outcome = SsOutcome {
-                sweeps: out.sweeps + sweep,
-                eta: out.eta.min(eta),
-                eta_prior: eta,
-                delta,
-                evidence,
-                negative_share,
-                skipped: stats.skipped,
-                inclusion: check.inclusion,
-                fixes_total: out.fixes_total,
-                fixes_last: 0,
-                cold_restart: out.cold_restart,
-                seconds,
-            };
-            let released = Released {
-                sweeps: sweep,
-                negative_prior_sites: negative,
-            };
-            return Ok(Some((outcome, released)));
-        }
-        if sweep >= s.ep.max_sweeps {
-            return Ok(None);
-        }
-        lik.accept();
-        if !lik.rebuild(&sites.terms()) {
-            return Ok(None);
-        }
-        let Some(neg) = update_unfixed(sites, lik.moments(), prior, eta) else {
-            return Ok(None);
-        };
-        negative = neg;
-        if !lik.rebuild(&sites.terms()) || !sites.cavities_valid(lik.moments()) {
-            return Ok(None);
-        }
-        sweep += 1;
-        delta = lik.moments().delta(&prev);
-        if !delta.is_finite() {
-            return Ok(None);
-        }
-        prev.clone_from(lik.moments());
-        converged = delta < s.ep.tol * eta;
-    }
+    let ep = EpSettings {
+        eta,
+        min_eta: eta,
+        stall_sweeps: 0,
+        cycle_stalls: 0,
+        ..s.ep
+    };
+    let rules = Rules {
+        evidence_every_sweep: s.evidence_every_sweep,
+        drift: false,
+    };
+    let mut st = SsSweep::new(lik, sites, prior, s, Mode::Released);
+    let res = driver::run_once(&mut st, &ep, rules, ctl, &mut |st, status| {
+        st.report(status, out.sweeps, out.seconds, on_sweep)
+    });
+    let done = match res {
+        Ok(done) => done,
+        Err(EngineError::NotConverged { .. } | EngineError::Numerical(_)) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut outcome = st.outcome(&done);
+    outcome.sweeps += out.sweeps;
+    outcome.eta = out.eta.min(eta);
+    outcome.fixes_total = out.fixes_total;
+    outcome.fixes_last = 0;
+    outcome.cold_restart = out.cold_restart;
+    outcome.seconds += out.seconds;
+    let released = Released {
+        sweeps: done.sweeps,
+        negative_prior_sites: st.negative,
+    };
+    Ok(Some((outcome, released)))
 }

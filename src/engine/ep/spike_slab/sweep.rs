@@ -1,6 +1,7 @@
-//! The spike-and-slab EP sweep loop (ALGORITHMS.md §5), generic over the
-//! likelihood's sites so that the prior-site machinery can be driven by the AUC
-//! pair sites (`PairSites`) or, in tests, by an exact Gaussian likelihood.
+//! The spike-and-slab EP sweep (ALGORITHMS.md §5) as a state of the shared
+//! driver (`ep::driver`), generic over the likelihood's sites so that the
+//! prior-site machinery can be driven by the AUC pair sites (`PairSites`) or,
+//! in tests, by an exact Gaussian likelihood.
 //!
 //! One sweep from an accepted state t: parallel update of every likelihood site
 //! → rebuild (Q positive definite, valid prior cavities) → parallel update of
@@ -16,15 +17,18 @@
 //! under the initial prior sites: the first pair updates from the prior are
 //! huge (Δ ≈ 25 on DNA) and moving the prior sites on them fed ~25 sweeps of
 //! oscillation. Converged when `Δ_t < tol·η_t`, η_t the smallest step of any
-//! site (never during the warm-up); never on absolute changes.
-
-use std::time::Instant;
+//! site (never during the warm-up); never on absolute changes. A stall whose
+//! mean keeps its direction is a drift, not a cycle (the driver's drift rule).
 
 use serde_json::json;
 
 pub use super::moments::ThetaMoments;
 use super::prior_sites::{MixturePrior, PriorSites};
+use super::release::update_unfixed;
 use super::site_steps::{SiteStepRule, SiteSteps};
+use crate::engine::ep::driver::{
+    self, Converged, Failure, Marginal, Rules, SweepState, SweepStatus,
+};
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::posterior::{Posterior, PriorTerms};
@@ -186,8 +190,8 @@ pub struct SsOutcome {
     pub seconds: f64,
 }
 
-/// Runs spike-and-slab EP to convergence from the current state; a warm start
-/// that does not converge is retried once from the prior.
+/// Runs spike-and-slab EP to convergence from the current state (`driver::run`:
+/// a warm start that does not converge is retried once from the prior).
 pub fn run<L: LikelihoodSites>(
     lik: &mut L,
     sites: &mut PriorSites,
@@ -196,17 +200,21 @@ pub fn run<L: LikelihoodSites>(
     ctl: &Control,
     on_sweep: &mut dyn FnMut(SsSweepInfo<'_>),
 ) -> Result<SsOutcome, EngineError> {
-    let warm = !lik.is_cold() || *sites != PriorSites::init(sites.u.len(), prior);
-    match run_once(lik, sites, prior, s, ctl, on_sweep) {
-        Err(EngineError::NotConverged { .. }) if warm => {
-            lik.reset();
-            *sites = PriorSites::init(sites.u.len(), prior);
-            let mut out = run_once(lik, sites, prior, s, ctl, on_sweep)?;
-            out.cold_restart = true;
-            Ok(out)
-        }
-        r => r,
+    if !(s.fix_eta > 0.0 && s.fix_eta <= 1.0) {
+        return Err(EngineError::InvalidParams(format!(
+            "the η cap under recurring fixes must be in (0, 1]; got {}",
+            s.fix_eta
+        )));
     }
+    let rules = Rules {
+        evidence_every_sweep: s.evidence_every_sweep,
+        drift: true,
+    };
+    let mut st = SsSweep::new(lik, sites, prior, s, Mode::Fixed);
+    let out = driver::run(&mut st, &s.ep, rules, ctl, &mut |st, status| {
+        st.report(status, 0, 0.0, on_sweep)
+    })?;
+    Ok(st.outcome(&out))
 }
 
 /// Rebuilds q and checks the prior cavities.
@@ -247,249 +255,220 @@ fn prior_half<L: LikelihoodSites>(
     rebuild_checked(lik, sites).then_some(up?.fixes)
 }
 
-fn run_once<L: LikelihoodSites>(
-    lik: &mut L,
-    sites: &mut PriorSites,
-    prior: &MixturePrior,
-    s: &SsSettings,
-    ctl: &Control,
-    on_sweep: &mut dyn FnMut(SsSweepInfo<'_>),
-) -> Result<SsOutcome, EngineError> {
-    s.ep.validate().map_err(EngineError::InvalidParams)?;
-    if !(s.fix_eta > 0.0 && s.fix_eta <= 1.0) {
-        return Err(EngineError::InvalidParams(format!(
-            "the η cap under recurring fixes must be in (0, 1]; got {}",
-            s.fix_eta
-        )));
+/// How the prior sites are updated.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Mode {
+    /// §5: with the negative-site fix, recurring fixes capping a site's step.
+    Fixed,
+    /// Without the fix, every site at one step (`release`).
+    Released,
+}
+
+/// Spike-and-slab EP as the driver's state: the likelihood sites, the prior
+/// sites and their per-site steps.
+pub(super) struct SsSweep<'a, L: LikelihoodSites> {
+    lik: &'a mut L,
+    sites: &'a mut PriorSites,
+    prior: &'a MixturePrior,
+    s: &'a SsSettings,
+    mode: Mode,
+    init: PriorSites,
+    /// The prior sites at the start of the sweep (what a rejection restores).
+    sites_prev: PriorSites,
+    steps: SiteSteps,
+    fixes_last: usize,
+    fixes_total: usize,
+    /// Prior sites with u_k < 0 after the last released update.
+    pub(super) negative: usize,
+}
+
+impl<'a, L: LikelihoodSites> SsSweep<'a, L> {
+    pub(super) fn new(
+        lik: &'a mut L,
+        sites: &'a mut PriorSites,
+        prior: &'a MixturePrior,
+        s: &'a SsSettings,
+        mode: Mode,
+    ) -> Self {
+        let d = sites.u.len();
+        SsSweep {
+            init: PriorSites::init(d, prior),
+            sites_prev: sites.clone(),
+            steps: SiteSteps::new(d, s),
+            lik,
+            sites,
+            prior,
+            s,
+            mode,
+            fixes_last: 0,
+            fixes_total: 0,
+            negative: 0,
+        }
     }
-    let t0 = Instant::now();
-    let d = sites.u.len();
-    let mut cold_restart = false;
-    // At the prior the prior sites' cavities are flat (τ₋ = 0): only Q is
-    // checked here; prior cavities are checked from the first pair update on.
-    let cold = |lik: &mut L, sites: &mut PriorSites| {
-        lik.reset();
-        *sites = PriorSites::init(d, prior);
-        if lik.rebuild(&sites.terms()) {
-            Ok(())
-        } else {
-            Err(EngineError::Numerical(
-                "the prior precision is not positive definite".into(),
-            ))
-        }
-    };
-    if !lik.rebuild(&sites.terms()) {
-        // The kept sites do not fit the new prior: start afresh.
-        cold(lik, sites)?;
-        cold_restart = true;
+
+    /// The current state's evidence and inclusion probabilities.
+    fn check(&self, stats: &PassStats) -> (SsEvidence, Vec<f64>) {
+        let check = self.sites.check(self.lik.moments(), self.prior);
+        let evidence = SsEvidence::of(&*self.lik, stats, check.sum_log_c);
+        (evidence, check.inclusion)
     }
-    let warmup = if lik.is_cold() && *sites == PriorSites::init(d, prior) {
-        s.warmup_sweeps
-    } else {
-        0
-    };
-    lik.forget_rollback();
-    let mut q_prev: Option<ThetaMoments> = None;
-    let mut sites_prev = sites.clone();
-    let (mut eta, mut cur_eta) = (s.ep.eta, s.ep.eta);
-    // Prior sites whose fixes recur get their own (smaller, adapted) steps.
-    let mut steps = SiteSteps::new(d, s);
-    let (mut sweep, mut delta, mut candidate) = (0usize, f64::INFINITY, false);
-    let (mut halvings, mut stall_halvings) = (0usize, 0usize);
-    let (mut best_delta, mut since_best) = (f64::INFINITY, 0usize);
-    // Sweeps since the best Δ whose mean moved against the previous sweep's.
-    let (mut last_step_m, mut reversals, mut drift_windows) = (None, 0usize, 0usize);
-    let (mut fixes_last, mut fixes_total) = (0usize, 0usize);
-    let fail = |why: &str, sweep: usize, eta: f64, delta: f64, extra: serde_json::Value| {
-        EngineError::NotConverged {
-            message: format!(
-                "spike-and-slab EP {why} (after {sweep} sweeps, η = {eta:.3e}, Δ = {delta:.3e})"
-            ),
-            diagnostics: json!({
-                "sweeps": sweep, "eta": eta, "delta": delta, "tol": s.ep.tol, "detail": extra,
-            }),
+
+    /// Reports an accepted sweep, numbered from `sweeps_before`.
+    pub(super) fn report(
+        &self,
+        status: &SweepStatus,
+        sweeps_before: usize,
+        seconds_before: f64,
+        on_sweep: &mut dyn FnMut(SsSweepInfo<'_>),
+    ) {
+        let (evidence, inclusion) = self.check(&status.stats);
+        on_sweep(SsSweepInfo {
+            sweep: sweeps_before + status.sweep,
+            delta: status.delta,
+            log_z: evidence.log_z().filter(|_| status.evidence_known),
+            eta: status.eta,
+            negative_share: status.stats.negative as f64 / self.lik.sites().max(1) as f64,
+            skipped: status.stats.skipped,
+            fixes: self.fixes_last,
+            inclusion: &inclusion,
+            elapsed: seconds_before + status.elapsed,
+            moments: self.lik.moments(),
+        });
+    }
+
+    /// The outcome of a converged run.
+    pub(super) fn outcome(&self, out: &Converged) -> SsOutcome {
+        let (evidence, inclusion) = self.check(&out.stats);
+        SsOutcome {
+            sweeps: out.sweeps,
+            eta: out.eta,
+            eta_prior: out.step,
+            delta: out.delta,
+            evidence,
+            negative_share: out.stats.negative as f64 / self.lik.sites().max(1) as f64,
+            skipped: out.stats.skipped,
+            inclusion,
+            fixes_total: self.fixes_total,
+            fixes_last: self.fixes_last,
+            cold_restart: out.cold_restart,
+            seconds: out.seconds,
         }
-    };
-    loop {
-        ctl.checkpoint()?;
-        let stats = lik.pass((!candidate).then_some(eta), s.evidence_every_sweep);
-        if stats.bad > 0 {
-            if !lik.can_roll_back() {
-                if cold_restart {
-                    return Err(fail(
-                        "found invalid cavities at the prior",
-                        sweep,
-                        eta,
-                        delta,
-                        json!({ "bad_sites": stats.bad }),
-                    ));
+    }
+}
+
+impl<L: LikelihoodSites> SweepState for SsSweep<'_, L> {
+    fn label(&self) -> &'static str {
+        "spike-and-slab EP"
+    }
+    fn begin_run(&mut self) {
+        self.steps = SiteSteps::new(self.sites.u.len(), self.s);
+        (self.fixes_last, self.fixes_total) = (0, 0);
+    }
+    /// At the prior the prior sites' cavities are flat (τ₋ = 0): only Q is
+    /// checked here; prior cavities are checked from the first pair update on.
+    fn ensure_q(&mut self) -> bool {
+        self.lik.rebuild(&self.sites.terms())
+    }
+    fn reset(&mut self) {
+        self.lik.reset();
+        self.sites.clone_from(&self.init);
+    }
+    fn can_reset(&self) -> bool {
+        self.mode == Mode::Fixed
+    }
+    fn is_cold(&self) -> bool {
+        self.lik.is_cold() && *self.sites == self.init
+    }
+    fn warmup_sweeps(&self) -> usize {
+        match self.mode {
+            Mode::Fixed => self.s.warmup_sweeps,
+            Mode::Released => 0,
+        }
+    }
+    fn pass(&mut self, eta: Option<f64>, evidence: bool) -> PassStats {
+        self.lik.pass(eta, evidence)
+    }
+    fn accept(&mut self) {
+        self.lik.accept();
+    }
+    fn shrink(&mut self) {
+        self.lik.shrink();
+        self.sites.clone_from(&self.sites_prev);
+    }
+    fn can_roll_back(&self) -> bool {
+        self.lik.can_roll_back()
+    }
+    fn forget_rollback(&mut self) {
+        self.lik.forget_rollback();
+    }
+    fn begin_sweep(&mut self) {
+        self.sites_prev.clone_from(self.sites);
+    }
+    fn complete_sweep(&mut self, eta: f64, warmup: bool) -> bool {
+        match self.mode {
+            Mode::Fixed => {
+                let (lik, sites) = (&mut *self.lik, &mut *self.sites);
+                match prior_half(lik, sites, self.prior, eta, &mut self.steps, warmup) {
+                    Some(f) => {
+                        self.fixes_last = f;
+                        true
+                    }
+                    None => false,
                 }
-                cold(lik, sites)?;
-                cold_restart = true;
-                continue;
             }
-            // Reject the sweep: again from the previous state with η halved, kept halved.
-            loop {
-                cur_eta *= 0.5;
-                eta = eta.min(cur_eta);
-                halvings += 1;
-                if cur_eta < s.ep.min_eta {
-                    return Err(fail(
-                        "did not converge: η fell below its minimum",
-                        sweep,
-                        cur_eta,
-                        delta,
-                        json!({ "reason": "invalid cavities", "bad_sites": stats.bad, "halvings": halvings }),
-                    ));
+            Mode::Released => {
+                if !self.lik.rebuild(&self.sites.terms()) {
+                    return false;
                 }
-                lik.shrink();
-                sites.clone_from(&sites_prev);
-                let warming = sweep < warmup;
-                if let Some(f) = prior_half(lik, sites, prior, cur_eta, &mut steps, warming) {
-                    fixes_last = f;
-                    break;
-                }
+                let q = self.lik.moments();
+                let Some(neg) = update_unfixed(self.sites, q, self.prior, eta) else {
+                    return false;
+                };
+                self.negative = neg;
+                self.lik.rebuild(&self.sites.terms())
+                    && self.sites.cavities_valid(self.lik.moments())
             }
-            delta = lik.moments().delta(q_prev.as_ref().expect("previous"));
-            candidate = sweep > warmup && delta < s.ep.tol * steps.min_step(cur_eta);
-            continue;
         }
-        // The current state is valid: its evidence and inclusion probabilities.
-        let q = lik.moments();
-        let check = sites.check(q, prior);
-        let evidence = SsEvidence::of(lik, &stats, check.sum_log_c);
-        let negative_share = stats.negative as f64 / lik.sites().max(1) as f64;
-        if sweep > 0 {
-            on_sweep(SsSweepInfo {
-                sweep,
-                delta,
-                log_z: evidence
-                    .log_z()
-                    .filter(|_| candidate || s.evidence_every_sweep),
-                eta: steps.min_step(cur_eta),
-                negative_share,
-                skipped: stats.skipped,
-                fixes: fixes_last,
-                inclusion: &check.inclusion,
-                elapsed: t0.elapsed().as_secs_f64(),
-                moments: q,
-            });
+    }
+    fn end_sweep(&mut self) {
+        self.fixes_total += self.fixes_last;
+    }
+    fn marginal(&self) -> Marginal {
+        let q = self.lik.moments();
+        Marginal {
+            mean: q.mean.clone(),
+            var: q.var.clone(),
         }
-        if candidate {
-            return Ok(SsOutcome {
-                sweeps: sweep,
-                eta: cur_eta,
-                eta_prior: steps.min_step(cur_eta),
-                delta,
-                evidence,
-                negative_share,
-                skipped: stats.skipped,
-                inclusion: check.inclusion,
-                fixes_total,
-                fixes_last,
-                cold_restart,
-                seconds: t0.elapsed().as_secs_f64(),
-            });
+    }
+    fn step_floor(&self, eta: f64) -> f64 {
+        match self.mode {
+            Mode::Fixed => self.steps.min_step(eta),
+            Mode::Released => eta,
         }
-        if sweep >= s.ep.max_sweeps {
-            // Many drift windows: the mean kept moving one way (ionosphere, p = 0.2,
-            // γ = 1.5n: Δ falls, then grows again with log Z sliding down).
-            let why = if drift_windows >= 3 {
-                "did not converge within --max-sweeps: the mean kept drifting one way, so EP may \
-                 have no fixed point here (the AUC risk is scale-free and the score's scale can \
-                 run away); try --inclusion-prior auto, another p, or a smaller γ"
-            } else {
-                "did not converge within --max-sweeps"
-            };
-            return Err(fail(
-                why,
-                sweep,
-                eta,
-                delta,
-                json!({ "reason": "max sweeps", "halvings": halvings,
-                        "stall_halvings": stall_halvings, "drift_windows": drift_windows,
-                        "fixes_last_sweep": fixes_last }),
-            ));
-        }
-        // The next sweep: the pass's output is the likelihood sites' trial.
-        lik.accept();
-        q_prev = Some(lik.moments().clone());
-        sites_prev.clone_from(sites);
-        cur_eta = eta;
-        loop {
-            if let Some(f) = prior_half(lik, sites, prior, cur_eta, &mut steps, sweep < warmup) {
-                fixes_last = f;
-                break;
-            }
-            cur_eta *= 0.5;
-            eta = cur_eta;
-            halvings += 1;
-            if cur_eta < s.ep.min_eta {
-                // Seen on Colon (d = 2000 ≫ n = 46) with the default p: the pair
-                // sites leave ~no (or negative) information on one feature, so its
-                // prior cavity 1/V_kk − u_k sits at 0 and flips sign at any step.
-                return Err(fail(
-                    "did not converge: η fell below its minimum (Q not positive definite or a prior cavity stayed \
-                     invalid — e.g. the likelihood leaves a feature almost no information, as when \
-                     d ≫ n; try another --inclusion-prior, --inclusion-prior auto, or --prior \
-                     gaussian)",
-                    sweep,
-                    cur_eta,
-                    delta,
-                    json!({ "reason": "Q not positive definite or invalid prior cavities", "halvings": halvings }),
-                ));
-            }
-            lik.shrink();
-            sites.clone_from(&sites_prev);
-        }
-        sweep += 1;
-        fixes_total += fixes_last;
-        delta = lik.moments().delta(q_prev.as_ref().expect("previous"));
-        candidate = sweep > warmup && delta < s.ep.tol * steps.min_step(cur_eta);
-        if candidate {
-            continue;
-        }
+    }
+    fn after_sweep(&mut self, eta: f64) {
         // Fixes that keep recurring: smaller steps (period-2 cycles otherwise).
-        steps.after_sweep(cur_eta);
-        // Direction of this sweep's move of the mean against the last one's.
-        let (now, prev) = (
-            &lik.moments().mean,
-            &q_prev.as_ref().expect("previous").mean,
-        );
-        let step_m =
-            nalgebra::DVector::from_iterator(now.len(), now.iter().zip(prev).map(|(a, b)| a - b));
-        if let Some(last) = &last_step_m {
-            reversals += usize::from(step_m.dot(last) < 0.0);
+        if self.mode == Mode::Fixed {
+            self.steps.after_sweep(eta);
         }
-        last_step_m = Some(step_m);
-        if delta < best_delta {
-            (best_delta, since_best, reversals) = (delta, 0, 0);
-        } else {
-            since_best += 1;
-            if s.ep.stall_sweeps > 0
-                && since_best >= s.ep.stall_sweeps
-                && 2 * reversals < since_best
-            {
-                // Δ stalls but the mean keeps its direction: a slow drift (towards the
-                // all-spike fixed point, say), not a cycle; smaller steps would only
-                // slow it down. Watch a fresh window.
-                (best_delta, since_best, reversals) = (f64::INFINITY, 0, 0);
-                drift_windows += 1;
-            } else if s.ep.stall_sweeps > 0 && since_best >= s.ep.stall_sweeps {
-                // A cycle: smaller steps from the current (valid) state.
-                eta *= 0.5;
-                stall_halvings += 1;
-                (best_delta, since_best, reversals) = (f64::INFINITY, 0, 0);
-                if eta < s.ep.min_eta {
-                    return Err(fail(
-                        "did not converge: η fell below its minimum",
-                        sweep,
-                        eta,
-                        delta,
-                        json!({ "reason": "Δ stalled", "halvings": halvings, "stall_halvings": stall_halvings }),
-                    ));
-                }
+    }
+    fn hint(&self, f: Failure) -> Option<&'static str> {
+        Some(match f {
+            // Seen on Colon (d = 2000 ≫ n = 46) with the default p: the pair
+            // sites leave ~no (or negative) information on one feature, so its
+            // prior cavity 1/V_kk − u_k sits at 0 and flips sign at any step.
+            Failure::Rebuild => {
+                "Q not positive definite or a prior cavity stayed invalid — e.g. the likelihood \
+                 leaves a feature almost no information, as when d ≫ n; try another inclusion \
+                 prior p, p chosen by evidence, or the Gaussian prior"
             }
-        }
+            Failure::Drift => "try p chosen by evidence, another p, or a smaller γ",
+        })
+    }
+    fn rebuild_reason(&self) -> &'static str {
+        "Q not positive definite or invalid prior cavities"
+    }
+    fn failure_detail(&self) -> serde_json::Value {
+        json!({ "fixes_last_sweep": self.fixes_last })
     }
 }

@@ -10,22 +10,31 @@
 //!   section around the grid's best point. Later rounds walk uphill from the
 //!   last t in grid steps instead of scanning the grid again.
 //! - Both: coordinate ascent, alternating the two until neither moves.
+//!
+//! The searches themselves are `select::search`'s (`fixed_point`, `maximise`,
+//! `coordinate_ascent`); this module evaluates, traces and logs.
 
 use serde_json::{Value, json};
+
+use std::cell::RefCell;
 
 use super::model::{SpikeSlab, SpikeSlabEp};
 use super::sweep::{SsOutcome, SsSettings, SsSweepInfo};
 use crate::engine::ep::design::Design;
 use crate::engine::event::LogLevel;
 use crate::engine::run::{Control, EngineError};
+use crate::engine::select::{FixedPointRule, Range1d, coordinate_ascent, fixed_point, maximise};
 
 /// Most fixed-point iterations for p, and their stopping rule (relative change).
 const INCLUSION_ITERS: usize = 50;
 const INCLUSION_TOL: f64 = 1e-3;
 /// The range of t = log10(v0/v1), the grid step and the golden-section width (decades).
-const T_RANGE: (f64, f64) = (-6.0, -1.0);
-const T_GRID_STEP: f64 = 0.5;
-const T_TOL: f64 = 0.05;
+const SLAB_RANGE: Range1d = Range1d {
+    lo: -6.0,
+    hi: -1.0,
+    step: 0.5,
+    tol: 0.05,
+};
 /// Most rounds of coordinate ascent when both are tuned.
 const ROUNDS: usize = 6;
 
@@ -119,127 +128,82 @@ impl Tuner<'_, '_> {
         Ok(log_z.unwrap_or(f64::NEG_INFINITY))
     }
 
-    /// log Z_EP at t, evaluated once per search (`seen`).
-    fn slab_value(
-        &mut self,
-        base: SpikeSlab,
-        t: f64,
-        phase: &str,
-        seen: &mut Vec<(f64, f64)>,
-    ) -> Result<f64, EngineError> {
-        if let Some(&(_, f)) = seen.iter().find(|(u, _)| (u - t).abs() < 1e-9) {
-            return Ok(f);
-        }
-        let f = self.slab_point(base, t, phase)?;
-        seen.push((t, f));
-        Ok(f)
-    }
-
-    /// The t of largest log Z_EP: the grid's best point (`around` None), or
-    /// the best grid-step neighbour of `around` walked uphill; then golden
-    /// section within a grid step of it.
+    /// The t of largest log Z_EP (`select::maximise`): the grid's best point
+    /// (`around` None), or the best grid-step neighbour of `around` walked
+    /// uphill; then golden section within a grid step of it.
     fn search_slab(&mut self, base: SpikeSlab, around: Option<f64>) -> Result<f64, EngineError> {
-        let mut seen: Vec<(f64, f64)> = Vec::new();
-        let inside = |t: f64| t >= T_RANGE.0 - 1e-9 && t <= T_RANGE.1 + 1e-9;
-        let mut centre = match around {
-            Some(t) => t,
-            None => {
-                let steps = ((T_RANGE.1 - T_RANGE.0) / T_GRID_STEP).round() as usize;
-                for i in 0..=steps {
-                    let t = T_RANGE.1 - i as f64 * T_GRID_STEP;
-                    self.slab_value(base, t, "grid", &mut seen)?;
-                }
-                best(&seen).ok_or_else(|| EngineError::NotConverged {
-                    message: "--slab-var auto: EP converged at no v0/v1 in [1e-6, 0.1]".into(),
-                    diagnostics: json!({ "trace": self.slab_trace }),
-                })?
-            }
-        };
-        loop {
-            let fc = self.slab_value(base, centre, "walk", &mut seen)?;
-            let mut next = (centre, fc);
-            for t in [centre - T_GRID_STEP, centre + T_GRID_STEP] {
-                if inside(t) {
-                    let f = self.slab_value(base, t, "walk", &mut seen)?;
-                    if f > next.1 {
-                        next = (t, f);
-                    }
-                }
-            }
-            if next.0 == centre {
-                break;
-            }
-            centre = next.0;
-        }
-        let (mut a, mut b) = (
-            (centre - T_GRID_STEP).max(T_RANGE.0),
-            (centre + T_GRID_STEP).min(T_RANGE.1),
-        );
-        let r = (5f64.sqrt() - 1.0) / 2.0;
-        let (mut c, mut d) = (b - r * (b - a), a + r * (b - a));
-        let mut fc = self.slab_value(base, c, "golden", &mut seen)?;
-        let mut fd = self.slab_value(base, d, "golden", &mut seen)?;
-        while b - a > T_TOL {
-            if fc >= fd {
-                (b, d, fd) = (d, c, fc);
-                c = b - r * (b - a);
-                fc = self.slab_value(base, c, "golden", &mut seen)?;
+        let best = maximise(
+            &mut |t, phase| self.slab_point(base, t, phase.name()),
+            &SLAB_RANGE,
+            around,
+        )?;
+        best.ok_or_else(|| EngineError::NotConverged {
+            message: if around.is_none() {
+                "choosing v1 by evidence: EP converged at no v0/v1 in [1e-6, 0.1]".into()
             } else {
-                (a, c, fc) = (c, d, fd);
-                d = a + r * (b - a);
-                fd = self.slab_value(base, d, "golden", &mut seen)?;
-            }
-        }
-        best(&seen).ok_or_else(|| EngineError::NotConverged {
-            message: "--slab-var auto: EP did not converge near the best v0/v1".into(),
+                "choosing v1 by evidence: EP did not converge near the best v0/v1".into()
+            },
             diagnostics: json!({ "trace": self.slab_trace }),
         })
     }
 
-    /// p by its fixed-point iteration at `base`'s variances; the last p at
-    /// which EP converged, and whether p settled.
+    /// p by its fixed-point iteration at `base`'s variances
+    /// (`select::fixed_point`, no step halving); the last p at which EP
+    /// converged, and whether p settled.
     fn search_incl(&mut self, base: SpikeSlab) -> Result<(f64, bool), EngineError> {
-        let mut p = base.incl;
-        for iteration in 1..=INCLUSION_ITERS {
-            let Some(out) = self.eval(SpikeSlab { incl: p, ..base })? else {
-                return Err(EngineError::NotConverged {
-                    message: format!("--inclusion-prior auto: EP did not converge at p = {p}"),
-                    diagnostics: json!({ "trace": self.incl_trace }),
-                });
-            };
-            let (log_z, sweeps) = (out.evidence.log_z(), out.sweeps);
-            let next = out.inclusion.iter().sum::<f64>() / out.inclusion.len() as f64;
-            self.incl_trace.push(json!({
-                "iteration": iteration, "incl": p, "slab_var": base.slab_var, "log_z": log_z,
-                "sweeps": sweeps, "next": next,
-            }));
-            (self.hooks.log)(
-                LogLevel::Info,
-                format!(
-                    "ep spike-slab: p = {p:.5}, log Z_EP = {}, next p = {next:.5}",
-                    log_z.map_or("-".into(), |z| format!("{z:.6}"))
-                ),
-            );
-            if (next / p).ln().abs() < INCLUSION_TOL {
-                return Ok((p, true));
-            }
-            if iteration == INCLUSION_ITERS {
-                break;
-            }
-            let converged = self.eval(SpikeSlab { incl: next, ..base })?.is_some();
-            if !converged {
-                // Keep the last p at which EP converged.
-                (self.hooks.log)(
-                    LogLevel::Warn,
+        let rule = FixedPointRule {
+            max_iter: INCLUSION_ITERS,
+            halvings: 0,
+            reevaluate: false,
+        };
+        let me = RefCell::new(self);
+        // An evaluation: log Z_EP, sweeps and the mean inclusion at p.
+        let fp = fixed_point(
+            base.incl,
+            &rule,
+            &mut |&p: &f64| {
+                let mut t = me.borrow_mut();
+                match t.eval(SpikeSlab { incl: p, ..base })? {
+                    Some(o) => Ok((
+                        o.evidence.log_z(),
+                        o.sweeps,
+                        o.inclusion.iter().sum::<f64>() / o.inclusion.len() as f64,
+                    )),
+                    None => Err(EngineError::NotConverged {
+                        message: format!("choosing p by evidence: EP did not converge at p = {p}"),
+                        diagnostics: json!({ "trace": t.incl_trace }),
+                    }),
+                }
+            },
+            &mut |&p, &(log_z, sweeps, next), iteration| {
+                let mut t = me.borrow_mut();
+                t.incl_trace.push(json!({
+                    "iteration": iteration, "incl": p, "slab_var": base.slab_var, "log_z": log_z,
+                    "sweeps": sweeps, "next": next,
+                }));
+                (t.hooks.log)(
+                    LogLevel::Info,
                     format!(
-                        "ep spike-slab: EP did not converge at p = {next:.5}; keeping p = {p:.5}"
+                        "ep spike-slab: p = {p:.5}, log Z_EP = {}, next p = {next:.5}",
+                        log_z.map_or("-".into(), |z| format!("{z:.6}"))
                     ),
                 );
-                return Ok((p, false));
-            }
-            p = next;
+                (next, (next / p).ln().abs() < INCLUSION_TOL)
+            },
+            &|_, &next, _| next,
+        )?;
+        if let Some(next) = fp.gave_up_at {
+            // Keep the last p at which EP converged.
+            let t = me.into_inner();
+            (t.hooks.log)(
+                LogLevel::Warn,
+                format!(
+                    "ep spike-slab: EP did not converge at p = {next:.5}; keeping p = {:.5}",
+                    fp.point
+                ),
+            );
         }
-        Ok((p, false))
+        Ok((fp.point, fp.settled))
     }
 }
 
@@ -248,14 +212,6 @@ fn with_t(base: SpikeSlab, t: f64) -> SpikeSlab {
         slab_var: base.spike_var / 10f64.powf(t),
         ..base
     }
-}
-
-/// The t of the largest finite log Z among `seen`.
-fn best(seen: &[(f64, f64)]) -> Option<f64> {
-    seen.iter()
-        .filter(|(_, f)| f.is_finite())
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|&(t, _)| t)
 }
 
 /// Chooses the constants `what` asks for, starting from `start`, and leaves
@@ -279,29 +235,41 @@ pub fn run(
         incl_trace: Vec::new(),
         slab_trace: Vec::new(),
     };
-    let mut prior = start;
-    let mut t: Option<f64> = None;
-    let (mut incl_converged, mut rounds, mut rounds_converged) = (true, 0, true);
-    for round in 1..=ROUNDS {
-        rounds = round;
-        let mut moved = false;
-        if what.slab {
-            let new_t = tuner.search_slab(prior, t)?;
-            moved |= t.is_none_or(|t| (new_t - t).abs() > T_TOL);
-            prior = with_t(prior, new_t);
-            t = Some(new_t);
-        }
-        if what.incl {
-            let (p, settled) = tuner.search_incl(prior)?;
-            incl_converged = settled;
-            moved |= (p / prior.incl).ln().abs() > INCLUSION_TOL;
-            prior.incl = p;
-        }
-        if !(what.slab && what.incl && moved) {
-            break;
-        }
-        rounds_converged = round < ROUNDS;
+    /// The coordinate ascent's state.
+    struct Ascent<'t, 'a, 'h> {
+        tuner: &'t mut Tuner<'a, 'h>,
+        prior: SpikeSlab,
+        t: Option<f64>,
+        incl_converged: bool,
     }
+    let mut st = Ascent {
+        tuner: &mut tuner,
+        prior: start,
+        t: None,
+        incl_converged: true,
+    };
+    // v1 first, then p.
+    let coords: Vec<bool> = [what.slab.then_some(true), what.incl.then_some(false)]
+        .into_iter()
+        .flatten()
+        .collect();
+    let (rounds, rounds_converged) =
+        coordinate_ascent(&mut st, ROUNDS, coords.len(), &mut |st, i| {
+            if coords[i] {
+                let new_t = st.tuner.search_slab(st.prior, st.t)?;
+                let moved = st.t.is_none_or(|t| (new_t - t).abs() > SLAB_RANGE.tol);
+                st.prior = with_t(st.prior, new_t);
+                st.t = Some(new_t);
+                Ok(moved)
+            } else {
+                let (p, settled) = st.tuner.search_incl(st.prior)?;
+                st.incl_converged = settled;
+                let moved = (p / st.prior.incl).ln().abs() > INCLUSION_TOL;
+                st.prior.incl = p;
+                Ok(moved)
+            }
+        })?;
+    let (prior, t, incl_converged) = (st.prior, st.t, st.incl_converged);
     let outcome = match tuner.eval(prior)? {
         Some(_) => tuner.last.take().and_then(|(_, o)| o).expect("converged"),
         None => {
@@ -317,7 +285,7 @@ pub fn run(
         incl_trace: tuner.incl_trace,
         incl_converged,
         slab_trace: tuner.slab_trace,
-        slab_at_edge: t.is_some_and(|t| t - T_RANGE.0 < T_TOL || T_RANGE.1 - t < T_TOL),
+        slab_at_edge: t.is_some_and(|t| SLAB_RANGE.at_edge(t)),
         rounds,
         rounds_converged,
     })
