@@ -252,10 +252,10 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "γ",
-        help: "Inverse temperature γ of the Gibbs posterior: a number, a multiple of the training size like 2n, or auto (cross-validation, EP with a Gaussian or ARD prior). RACL14 Thm 2.3 gives γ ∝ n.",
+        help: "Inverse temperature γ of the Gibbs posterior: a number, a multiple of the training size like 2n, or auto (cross-validation, EP with a Gaussian, ARD or GP prior). RACL14 Thm 2.3 gives γ ∝ n.",
         default: "n",
         methods: Methods::Bayesian,
-        auto_for: &[("ep", &[Gaussian, Ard])],
+        auto_for: &[("ep", &[Gaussian, Ard, Gp])],
         form: true,
         group: Group::Posterior,
         ..setting("gamma", "gamma", Kind::Gamma)

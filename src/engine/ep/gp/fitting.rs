@@ -209,6 +209,38 @@ pub fn full_model(kernel: &Kernel, ep: &mut GpEp, x: &DMatrix<f64>) -> Option<Gp
     Some(model.with_alpha())
 }
 
+/// The predictive means at the rows `xnew` of exact GP-EP's current
+/// posterior (`x`: its training rows) — held-out scores without building the
+/// score model's spread.
+pub fn predictive_mean(
+    kernel: &Kernel,
+    ep: &GpEp,
+    x: &DMatrix<f64>,
+    xnew: &DMatrix<f64>,
+) -> Vec<f64> {
+    let q = ep.posterior().expect("a converged run");
+    let b = &ep.basis;
+    let xu = x.select_rows(&b.distinct.reps);
+    let mut alpha = DMatrix::from_column_slice(q.m.len(), 1, q.m.as_slice());
+    let rows = match &b.form {
+        // α = K_u⁻¹ m (m: the distinct rows' scores).
+        Form::Precision(p) => {
+            dense::solve_lower(&p.chol, &mut alpha);
+            dense::solve_lower_t(&p.chol, &mut alpha);
+            xu
+        }
+        // α = L_I⁻ᵀ m (m: whitened weights).
+        Form::Whitened { factor, .. } => {
+            dense::solve_lower_t(&factor.z.select_rows(&factor.pivots), &mut alpha);
+            xu.select_rows(&factor.pivots)
+        }
+    };
+    at_b(&kernel.cross(&rows, xnew), &alpha)
+        .iter()
+        .copied()
+        .collect()
+}
+
 /// Exact GP-EP at `kernel`, warm-started from `state` when given (its sites
 /// are kept; the basis is replaced).
 #[allow(clippy::too_many_arguments)]

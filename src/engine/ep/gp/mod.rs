@@ -9,6 +9,7 @@
 //! - `lengthscale`: ℓ by maximising log Z_EP.
 
 pub mod basis;
+pub mod cv;
 pub mod fitting;
 pub mod lengthscale;
 pub mod sweep;
@@ -55,13 +56,6 @@ pub(crate) fn run(
     obs: &mut dyn Observer,
 ) -> Result<Fit, EngineError> {
     let t0 = Instant::now();
-    if ep.gamma != GammaMode::Fixed {
-        return Err(EngineError::InvalidParams(
-            "γ by cross-validation is not available with the GP prior yet: give γ (a number or a multiple of n)"
-                .into(),
-        ));
-    }
-    let gamma = pb.gamma;
     let n = pb.n();
     let approx = resolve_approx(gp.approx, n);
     let mut sink = Sink {
@@ -74,7 +68,7 @@ pub(crate) fn run(
         n,
         d: pb.d(),
         pairs: pb.pairs(),
-        gamma,
+        gamma: pb.gamma,
     });
     let info = |m: String| Event::Log {
         level: LogLevel::Info,
@@ -98,6 +92,38 @@ pub(crate) fn run(
         LengthScale::Median | LengthScale::Auto => median,
     };
     let tuned = gp.lengthscale == LengthScale::Auto && gp.kernel != KernelKind::Linear;
+
+    // γ by CV at the starting ℓ (then ℓ by evidence at that γ, when asked).
+    let t_cv = Instant::now();
+    let (gamma, cv_report) = match &ep.gamma {
+        GammaMode::Fixed => (pb.gamma, None),
+        GammaMode::Cv {
+            grid_over_n,
+            folds,
+            seed,
+        } => {
+            let r = cv::cross_validate(
+                &pb.x,
+                &pb.y,
+                &gp.kernel_at(start),
+                approx,
+                grid_over_n,
+                *folds,
+                *seed,
+                &ep.settings,
+                ep.precision,
+                ctl,
+                &mut |m| sink.emit(info(m)),
+            )?;
+            let g = r.chosen * n as f64;
+            sink.emit(info(format!(
+                "gp: γ = {}n = {g} by {folds}-fold CV (ℓ = {start:.4})",
+                r.chosen
+            )));
+            (g, Some(r))
+        }
+    };
+    let cv_seconds = t_cv.elapsed().as_secs_f64();
 
     let mut state: Option<GpEp> = None;
     let fit_at = |ell: f64,
@@ -260,10 +286,11 @@ pub(crate) fn run(
             "value": gamma,
             "over_n": gamma / n as f64,
             "per_pair": gamma / pb.pairs() as f64,
-            "chosen_by": "fixed",
+            "chosen_by": if cv_report.is_some() { "cv" } else { "fixed" },
+            "cv": cv_report,
             "convention": "π ∝ prior · exp(−γ R_n), R_n = share of discordant pairs; each pair's factor is exp(−(γ/M)·1{s_i − s_j < 0})",
         },
-        "seconds": { "lengthscale_search": search_seconds, "ep": out.seconds, "total": t0.elapsed().as_secs_f64() },
+        "seconds": { "gamma_cv": cv_seconds, "lengthscale_search": search_seconds, "ep": out.seconds, "total": t0.elapsed().as_secs_f64() },
     });
     fit.trace = sink.trace;
     Ok(fit)
