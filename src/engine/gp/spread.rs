@@ -88,15 +88,13 @@ pub struct TrainingRows<'a> {
     pub exact_var: &'a [f64],
 }
 
+/// `X ↦ (Z X, S X)` for a block X (r × p).
+pub type ApplyBlock<'a> = &'a dyn Fn(&DMatrix<f64>) -> (DMatrix<f64>, DMatrix<f64>);
+
 /// The fewest eigenpairs of `S` (dimension r, symmetric, I + S positive
 /// definite) that give every training row's sd to `tol`. `apply(X)` returns
 /// `(Z X, S X)` for a block X (r × p).
-pub fn reduce(
-    r: usize,
-    apply: &dyn Fn(&DMatrix<f64>) -> (DMatrix<f64>, DMatrix<f64>),
-    rows: &TrainingRows<'_>,
-    tol: f64,
-) -> Reduction {
+pub fn reduce(r: usize, apply: ApplyBlock<'_>, rows: &TrainingRows<'_>, tol: f64) -> Reduction {
     let mut q = DMatrix::<f64>::zeros(r, 0);
     let mut zq = DMatrix::<f64>::zeros(rows.prior_var.len(), 0);
     let mut sq = DMatrix::<f64>::zeros(r, 0);

@@ -184,10 +184,7 @@ fn evidence(details: &Value, curve: &[(f64, f64)], area: Rect, frame: &mut Frame
     .x_axis(
         Axis::default()
             .bounds([xlo, xhi])
-            .labels([
-                format!("ℓ {}", num(xlo.exp2())),
-                format!("{}", num(xhi.exp2())),
-            ])
+            .labels([format!("ℓ {}", num(xlo.exp2())), num(xhi.exp2())])
             .style(theme.dim()),
     )
     .y_axis(

@@ -199,8 +199,7 @@ impl Basis {
     /// (distinct rows × p): two GEMMs with the site matrix, O(M p). A pair of
     /// identical rows adds `k (y − y) = 0`.
     pub fn laplacian_times(&self, k: &[f64], y: &DMatrix<f64>) -> DMatrix<f64> {
-        let (np, nn) = (self.n_pos(), self.n_neg());
-        let km = DMatrix::from_row_slice(np, nn, k);
+        let km = DMatrix::from_row_slice(self.n_pos(), self.n_neg(), k);
         let yp = y.select_rows(&self.up);
         let yn = y.select_rows(&self.un);
         let to_pos = crate::engine::linalg::a_b(&km, &yn); // n+ × p
@@ -210,13 +209,13 @@ impl Basis {
             km.column_iter().map(|c| c.sum()).collect(),
         );
         let mut out = DMatrix::zeros(y.nrows(), y.ncols());
-        for i in 0..np {
-            let mut row = out.row_mut(self.up[i]);
-            row += yp.row(i) * kp[i] - to_pos.row(i);
+        for (i, (&u, &k)) in self.up.iter().zip(&kp).enumerate() {
+            let mut row = out.row_mut(u);
+            row += yp.row(i) * k - to_pos.row(i);
         }
-        for j in 0..nn {
-            let mut row = out.row_mut(self.un[j]);
-            row += yn.row(j) * kn[j] - to_neg.row(j);
+        for (j, (&u, &k)) in self.un.iter().zip(&kn).enumerate() {
+            let mut row = out.row_mut(u);
+            row += yn.row(j) * k - to_neg.row(j);
         }
         out
     }

@@ -53,7 +53,7 @@ impl<'a> CvMethod for &'a GpCv<'a> {
 
     fn start(&self, _fold: &FoldData) -> Result<GpWalker<'a>, EngineError> {
         Ok(GpWalker {
-            cv: *self,
+            cv: self,
             state: None,
         })
     }
