@@ -12,7 +12,7 @@ use nalgebra::DMatrix;
 
 use super::fitting::{fit_features, predictive_mean, run_exact};
 use super::sweep::GpEp;
-use crate::engine::ep::cv::{MIN_OVER_N, cv_settings};
+use crate::engine::ep::cv::{MIN_OVER_N, cv_settings, point_fit};
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::store::Precision as SitePrecision;
 use crate::engine::gp::{GpApprox, Kernel};
@@ -101,21 +101,7 @@ impl GridWalker for GpWalker<'_> {
             )
             .map(|(model, out)| (model.predict_mean(&fold.xte), out.sweeps)),
         };
-        match res {
-            Ok((scores, iterations)) => Ok(PointFit::Scored { scores, iterations }),
-            Err(EngineError::NotConverged {
-                message,
-                diagnostics,
-            }) => Ok(PointFit::Failed {
-                reason: diagnostics["detail"]["reason"]
-                    .as_str()
-                    .unwrap_or("failed")
-                    .to_string(),
-                message,
-                iterations: diagnostics["sweeps"].as_u64().unwrap_or(0) as usize,
-            }),
-            Err(e) => Err(e),
-        }
+        point_fit(res)
     }
 }
 

@@ -124,26 +124,54 @@ pub struct FitOutcome {
     pub spread: serde_json::Value,
 }
 
+/// Exact GP-EP's landmarks: Z (the distinct rows' scores from whitened
+/// weights, s_u = Z w), the landmarks' Cholesky factor L_I (φ(x) = L_I⁻¹ k_I(x)),
+/// and the landmark rows — every distinct row in the precision form (its
+/// weights are their scores), the pivots in the whitened form.
+struct Landmarks<'a> {
+    z: &'a DMatrix<f64>,
+    l_i: DMatrix<f64>,
+    scores: bool,
+    rows: DMatrix<f64>,
+}
+
+impl<'a> Landmarks<'a> {
+    fn of(b: &'a Basis, x: &DMatrix<f64>) -> Landmarks<'a> {
+        let xu = x.select_rows(&b.distinct.reps);
+        match &b.form {
+            Form::Precision(p) => Landmarks {
+                z: &p.chol,
+                l_i: p.chol.clone(),
+                scores: true,
+                rows: xu,
+            },
+            Form::Whitened { factor, .. } => Landmarks {
+                z: &factor.z,
+                l_i: factor.z.select_rows(&factor.pivots),
+                scores: false,
+                rows: xu.select_rows(&factor.pivots),
+            },
+        }
+    }
+
+    fn basis(&self) -> FeatureBasis {
+        let (d, rows) = (self.rows.ncols(), self.rows.transpose().as_slice().to_vec());
+        if self.scores {
+            FeatureBasis::LandmarkScores { d, rows }
+        } else {
+            FeatureBasis::Landmarks { d, rows }
+        }
+    }
+}
+
 /// The posterior of the basis weights as a landmark model, its spread reduced
 /// (`gp::spread`) to the training rows' sds within `spread::SD_TOL`: no n³
 /// inverse, and O(k n) numbers instead of n²/2 in the record.
 fn landmark_model(kernel: &Kernel, ep: &GpEp, x: &DMatrix<f64>) -> (GpModel, Reduction) {
     let q = ep.posterior().expect("a converged run");
-    let b = &ep.basis;
-    let xu = x.select_rows(&b.distinct.reps);
-    let d = x.ncols();
-    // Z: the distinct rows' scores from whitened weights (s_u = Z w), and the
-    // landmarks' Cholesky factor L_I (φ(x) = L_I⁻¹ k_I(x)).
-    let (z, l_i, scores, rows) = match &b.form {
-        // The weights are the distinct rows' scores (K_u is well conditioned).
-        Form::Precision(p) => (&p.chol, p.chol.clone(), true, xu.clone()),
-        Form::Whitened { factor, .. } => (
-            &factor.z,
-            factor.z.select_rows(&factor.pivots),
-            false,
-            xu.select_rows(&factor.pivots),
-        ),
-    };
+    let land = Landmarks::of(&ep.basis, x);
+    let (z, l_i) = (land.z, &land.l_i);
+    let xu = x.select_rows(&ep.basis.distinct.reps);
     let prior_var = kernel.diag(&xu);
     let rows_side = TrainingRows {
         prior_var: &prior_var,
@@ -156,15 +184,10 @@ fn landmark_model(kernel: &Kernel, ep: &GpEp, x: &DMatrix<f64>) -> (GpModel, Red
     };
     let red = spread::reduce(z.ncols(), &apply, &rows_side, spread::SD_TOL);
     let mut g = red.u.clone();
-    dense::solve_lower_t(&l_i, &mut g);
-    let rows = rows.transpose().as_slice().to_vec();
+    dense::solve_lower_t(l_i, &mut g);
     let model = GpModel {
         kernel: kernel.clone(),
-        basis: if scores {
-            FeatureBasis::LandmarkScores { d, rows }
-        } else {
-            FeatureBasis::Landmarks { d, rows }
-        },
+        basis: land.basis(),
         mean: q.m.as_slice().to_vec(),
         spread: GpSpread::Reduced {
             lambda: red.lambda.clone(),
@@ -176,7 +199,7 @@ fn landmark_model(kernel: &Kernel, ep: &GpEp, x: &DMatrix<f64>) -> (GpModel, Red
         },
         alpha: Vec::new(),
     }
-    .with_alpha_from(&l_i);
+    .with_alpha_from(l_i);
     (model, red)
 }
 
@@ -185,28 +208,17 @@ fn landmark_model(kernel: &Kernel, ep: &GpEp, x: &DMatrix<f64>) -> (GpModel, Red
 /// is measured against.
 pub fn full_model(kernel: &Kernel, ep: &mut GpEp, x: &DMatrix<f64>) -> Option<GpModel> {
     let q = ep.full_posterior()?;
-    let b = &ep.basis;
-    let xu = x.select_rows(&b.distinct.reps);
-    let d = x.ncols();
-    let (scores, rows) = match &b.form {
-        Form::Precision(_) => (true, xu),
-        Form::Whitened { factor, .. } => (false, xu.select_rows(&factor.pivots)),
-    };
-    let rows = rows.transpose().as_slice().to_vec();
+    let land = Landmarks::of(&ep.basis, x);
     let model = GpModel {
         kernel: kernel.clone(),
-        basis: if scores {
-            FeatureBasis::LandmarkScores { d, rows }
-        } else {
-            FeatureBasis::Landmarks { d, rows }
-        },
+        basis: land.basis(),
         mean: q.m.as_slice().to_vec(),
         spread: GpSpread::Covariance {
             packed: pack_lower(q.v.as_ref()?),
         },
         alpha: Vec::new(),
     };
-    Some(model.with_alpha())
+    Some(model.with_alpha_from(&land.l_i))
 }
 
 /// The predictive means at the rows `xnew` of exact GP-EP's current
@@ -219,23 +231,14 @@ pub fn predictive_mean(
     xnew: &DMatrix<f64>,
 ) -> Vec<f64> {
     let q = ep.posterior().expect("a converged run");
-    let b = &ep.basis;
-    let xu = x.select_rows(&b.distinct.reps);
+    let land = Landmarks::of(&ep.basis, x);
+    // α = K_u⁻¹ m (m: the distinct rows' scores) or L_I⁻ᵀ m (whitened weights).
     let mut alpha = DMatrix::from_column_slice(q.m.len(), 1, q.m.as_slice());
-    let rows = match &b.form {
-        // α = K_u⁻¹ m (m: the distinct rows' scores).
-        Form::Precision(p) => {
-            dense::solve_lower(&p.chol, &mut alpha);
-            dense::solve_lower_t(&p.chol, &mut alpha);
-            xu
-        }
-        // α = L_I⁻ᵀ m (m: whitened weights).
-        Form::Whitened { factor, .. } => {
-            dense::solve_lower_t(&factor.z.select_rows(&factor.pivots), &mut alpha);
-            xu.select_rows(&factor.pivots)
-        }
-    };
-    at_b(&kernel.cross(&rows, xnew), &alpha)
+    if land.scores {
+        dense::solve_lower(&land.l_i, &mut alpha);
+    }
+    dense::solve_lower_t(&land.l_i, &mut alpha);
+    at_b(&kernel.cross(&land.rows, xnew), &alpha)
         .iter()
         .copied()
         .collect()
