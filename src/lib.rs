@@ -1,11 +1,14 @@
 //! pacauc: PAC-Bayesian AUC scoring. `engine` is the pure inference library;
 //! `spec` says what to run (the run specification and the method registry);
-//! `cli` is the command line; `worker`, `app` and `tui` are the terminal
+//! `figures` is chart data computed from run records and `plot` draws it to
+//! SVG/PNG files; `cli` is the command line; `worker`, `app` and `tui` are the terminal
 //! explorer (engine thread, pure UI state, drawing and the frame loop).
 
 pub mod app;
 pub mod cli;
 pub mod engine;
+pub mod figures;
+pub mod plot;
 pub mod spec;
 #[doc(hidden)]
 pub mod testkit;

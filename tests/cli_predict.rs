@@ -114,6 +114,16 @@ fn round_trip_for_every_method_and_prior() {
             ],
             true,
         ),
+        (
+            "vb",
+            &["--method", "vb", "--family", "full", "--is-draws", "0"],
+            true,
+        ),
+        (
+            "vb-hinge",
+            &["--method", "vb", "--loss", "hinge", "--is-draws", "0"],
+            true,
+        ),
     ];
     for (name, args, has_sd) in cases {
         let rec = dir.join(format!("{name}.json")).display().to_string();
@@ -129,6 +139,19 @@ fn round_trip_for_every_method_and_prior() {
         fit.extend_from_slice(args);
         let v = json(&pacauc(&fit));
         assert_eq!(v["record_version"], 2);
+        if name.starts_with("gp") {
+            // GP-EP's q is over the training scores: no θ-space certificate
+            // or IS check, and the record and `pacauc bound` say why.
+            assert!(v["bound"].is_null(), "{name}");
+            assert!(v["details"].get("is_check").is_none(), "{name}");
+            let why = v["details"]["uncertified"]["bound"].as_str().unwrap();
+            assert!(why.contains("training scores"), "{name}: {why}");
+            assert!(v["details"]["uncertified"]["is_check"].is_string());
+            let out = pacauc(&["bound", &rec]);
+            assert_eq!(out.status.code(), Some(2), "{name}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("training scores"), "{name}: {err}");
+        }
         let out = pacauc(&["predict", &rec, &test, "--out", &scores]);
         assert!(
             out.status.success(),
@@ -306,6 +329,55 @@ fn old_records_are_refused_and_outputs_are_checked_first() {
         "/nonexistent-dir/s.csv",
     ]);
     assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// VB with the isotropic family: Σ = σ²I on the standardised features, so a
+/// row's `score_sd` is σ‖x̃‖ (x̃ the row standardised with the record's scaler).
+#[test]
+fn vb_score_sd_is_the_isotropic_spread() {
+    let dir = tmp("vb-iso");
+    let (train, test, _) = split_demo(&dir);
+    let rec = dir.join("iso.json").display().to_string();
+    let v = json(&pacauc(&[
+        "fit",
+        &train,
+        "--test",
+        &test,
+        "--method",
+        "vb",
+        "--family",
+        "iso",
+        "--is-draws",
+        "0",
+        "--out",
+        &rec,
+    ]));
+    let sigma = v["coefficients"][0]["sd"].as_f64().unwrap();
+    let scaler = &v["model"]["scaler"];
+    let nums = |a: &serde_json::Value| -> Vec<f64> {
+        a.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    let (mean, sd) = (nums(&scaler["mean"]), nums(&scaler["sd"]));
+    let j = json(&pacauc(&["predict", &rec, &test, "--format", "json"]));
+    let text = std::fs::read_to_string(&test).unwrap();
+    for (line, row) in text.lines().skip(1).zip(j["rows"].as_array().unwrap()) {
+        let x: Vec<f64> = line.split(',').map(|c| c.parse().unwrap()).collect();
+        let norm = (0..mean.len())
+            .map(|k| ((x[k] - mean[k]) / sd[k]).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let got = row["score_sd"].as_f64().unwrap();
+        assert!(
+            (got - sigma * norm).abs() <= 1e-9 * got,
+            "{got} vs {}",
+            sigma * norm
+        );
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -128,3 +128,62 @@ fn agreement(rows: usize, particles: usize) {
         "log Z {ze} vs {za}, {zb}"
     );
 }
+
+/// Certificates for GP records (engine/certify.rs): score-space SMC is
+/// certified through its Gibbs posterior (log Z and the mean risk), while
+/// GP-EP's Gaussian is over the training scores, not θ: no bound and no IS
+/// check, said in `details.uncertified` and as warnings in the trace, and the
+/// run still succeeds.
+#[test]
+fn gp_records_are_certified_or_say_why_not() {
+    use pacauc::engine::certify::{Certified, CertifySettings, GP_NO_THETA};
+    use pacauc::engine::event::Event;
+    let (x, y) = ring(40, 5);
+    let n = y.len();
+    let prior = Prior::Gp(GpPrior {
+        kernel: KernelKind::Se,
+        lengthscale: LengthScale::Value(1.0),
+        approx: GpApprox::Exact,
+    });
+    let pb = Problem::new(vec!["x1".into(), "x2".into()], x, y, n as f64, prior).unwrap();
+    let ctl = Control::new();
+    let settings = CertifySettings::default();
+    assert!(settings.is_draws > 0);
+    let ep = Certified {
+        engine: Box::new(Ep::default()),
+        settings,
+    }
+    .run(&pb, &ctl, &mut NoObserver)
+    .unwrap();
+    assert!(ep.bound.is_none());
+    assert!(ep.details.get("is_check").is_none());
+    for key in ["bound", "is_check"] {
+        assert_eq!(ep.details["uncertified"][key], GP_NO_THETA, "{key}");
+    }
+    let warnings = ep
+        .trace
+        .iter()
+        .filter(|e| matches!(e, Event::Log { message, .. } if message.contains(GP_NO_THETA)))
+        .count();
+    assert_eq!(warnings, 2, "one warning for the bound, one for the check");
+
+    let smc = Certified {
+        engine: Box::new(Smc {
+            settings: SmcSettings {
+                particles: 500,
+                seed: 3,
+                ..SmcSettings::default()
+            },
+        }),
+        settings,
+    }
+    .run(&pb, &ctl, &mut NoObserver)
+    .unwrap();
+    let b = smc
+        .bound
+        .as_ref()
+        .expect("SMC with the GP prior is certified");
+    assert_eq!(b.rho, "gibbs");
+    assert!(b.risk > 0.0 && b.risk.is_finite(), "{}", b.risk);
+    assert!(smc.details.get("uncertified").is_none());
+}

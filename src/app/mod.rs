@@ -44,7 +44,8 @@ impl Pane {
         match self {
             Pane::Dataset => "Dataset",
             Pane::Smc => "SMC",
-            Pane::Ep => "EP",
+            // EP's sweeps or VB's iterations.
+            Pane::Ep => "Convergence",
             Pane::Marginals => "Marginals",
             Pane::Inclusion => "Inclusion",
             Pane::Results => "Results",

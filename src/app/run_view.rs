@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::ring::Ring;
 use crate::engine::Event;
-use crate::engine::event::{EpSweep, Histogram, LogLevel, SmcMove, SmcStage};
+use crate::engine::event::{EpSweep, Histogram, LogLevel, SmcMove, SmcStage, VbIter};
 use crate::engine::record::RunRecord;
 use crate::spec::{DataSpec, MethodSpec, RunSpec};
 use crate::worker::RunId;
@@ -64,6 +64,8 @@ pub struct RunView {
     /// Progress of the moves of the stage under way (cleared when it ends).
     pub smc_move: Option<SmcMove>,
     pub ep: Ring<EpSweep>,
+    /// VB's iterations (L-BFGS steps, or the stochastic optimiser's checks).
+    pub vb: Ring<VbIter>,
     /// The latest particle histograms (live snapshot, then the final ones).
     pub histograms: Vec<Histogram>,
     pub logs: Ring<(LogLevel, String)>,
@@ -90,6 +92,7 @@ impl RunView {
             smc: Ring::new(TRACE_CAPACITY),
             smc_move: None,
             ep: Ring::new(TRACE_CAPACITY),
+            vb: Ring::new(TRACE_CAPACITY),
             histograms: Vec::new(),
             logs: Ring::new(LOG_CAPACITY),
             record: None,
@@ -155,6 +158,7 @@ impl RunView {
             }
             Event::SmcMove(m) => self.smc_move = Some(m),
             Event::EpSweep(s) => self.ep.push(s),
+            Event::VbIter(it) => self.vb.push(it),
             Event::Log { level, message } => self.logs.push((level, message)),
         }
     }
@@ -165,6 +169,16 @@ impl RunView {
 
     pub fn is_ep(&self) -> bool {
         !self.ep.is_empty() || self.method() == "ep"
+    }
+
+    pub fn is_vb(&self) -> bool {
+        !self.vb.is_empty() || self.method() == "vb"
+    }
+
+    /// A Gaussian approximation (EP or VB): the convergence pane's runs, and
+    /// the Gaussian the marginals pane overlays on SMC's particles.
+    pub fn is_gaussian(&self) -> bool {
+        self.is_ep() || self.is_vb()
     }
 
     /// Posterior means and sds: the record's when finished, else the latest
@@ -181,10 +195,11 @@ impl RunView {
                 })
                 .collect();
         }
-        let (mean, sd) = match (self.smc.last(), self.ep.last()) {
-            (Some(s), _) => (&s.mean, &s.sd),
-            (None, Some(e)) => (&e.mean, &e.sd),
-            (None, None) => return Vec::new(),
+        let (mean, sd) = match (self.smc.last(), self.ep.last(), self.vb.last()) {
+            (Some(s), _, _) => (&s.mean, &s.sd),
+            (None, Some(e), _) => (&e.mean, &e.sd),
+            (None, None, Some(v)) => (&v.mean, &v.sd),
+            (None, None, None) => return Vec::new(),
         };
         // An engine may leave out the sds of intermediate sweeps (costly to form).
         mean.iter()
@@ -237,7 +252,8 @@ impl RunView {
         }
         let a = self.smc.last().map(|s| s.elapsed);
         let b = self.ep.last().map(|s| s.elapsed);
-        a.into_iter().chain(b).reduce(f64::max)
+        let c = self.vb.last().map(|s| s.elapsed);
+        a.into_iter().chain(b).chain(c).reduce(f64::max)
     }
 
     /// EP's convergence tolerance (its spec's, else the default).

@@ -323,3 +323,72 @@ fn sweeps_without_sds_still_give_means() {
     let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
     t.draw(|f| crate::tui::ui::render(&app, f)).unwrap();
 }
+
+/// The text the frame drew.
+fn screen(app: &App) -> String {
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
+    t.draw(|f| crate::tui::ui::render(app, f)).unwrap();
+    let buf = t.backend().buffer();
+    buf.content().iter().map(|c| c.symbol()).collect()
+}
+
+#[test]
+fn vb_iterations_fill_the_convergence_pane() {
+    use crate::engine::event::VbIter;
+    for stochastic in [false, true] {
+        let (mut app, _, p) = app();
+        let id = started(&app.enqueue(spec("vb")))[0];
+        let d = p.names.len();
+        for i in 1..=5 {
+            let it = VbIter {
+                iteration: i * if stochastic { 100 } else { 1 },
+                objective: 10.0 / i as f64,
+                grad_norm: 10f64.powi(-(i as i32)),
+                step: 1.0,
+                estimate: stochastic,
+                mean: vec![i as f64; d],
+                sd: vec![0.5; d],
+                elapsed: 0.01 * i as f64,
+            };
+            update(&mut app, msg(id, WorkerEvent::Event(Event::VbIter(it))));
+        }
+        let run = app.run(id).unwrap();
+        assert_eq!(run.vb.len(), 5);
+        assert!(run.is_vb() && run.is_gaussian() && !run.is_ep());
+        // The marginals pane's coefficients are the latest iteration's.
+        let coefs = run.coefficients(&p.names);
+        assert!(coefs.iter().all(|c| c.mean == 5.0 && c.sd == 0.5));
+        let text = screen(&app);
+        assert!(text.contains("Convergence"), "{text}");
+        let (optimizer, marker) = if stochastic {
+            ("Adam", "held-out")
+        } else {
+            ("L-BFGS", "F = γ·E[R] + KL")
+        };
+        assert!(text.contains(optimizer) && text.contains(marker), "{text}");
+    }
+}
+
+#[test]
+fn results_table_shows_the_certificate_and_khat() {
+    use crate::engine::bounds::{Sizes, from_parts};
+    let (mut app, ds, p) = app();
+    let id = started(&app.enqueue(spec("ep")))[0];
+    let mut rec = record(&ds, &p, &testkit::ep(&p.names, 450.0, 5, false));
+    let sizes = Sizes {
+        n_pos: 150,
+        n_neg: 300,
+        d: p.names.len(),
+    };
+    rec.bound = Some(from_parts(0.125, 3.0, sizes, 0.05, "gaussian"));
+    let risk = rec.bound.as_ref().unwrap().risk;
+    assert!(risk > 0.125 && risk < 0.5, "{risk}");
+    rec.details["is_check"] = serde_json::json!({"khat": 0.8125, "trusted": false});
+    update(&mut app, msg(id, WorkerEvent::Finished(rec)));
+    let text = screen(&app);
+    assert!(
+        text.contains("bound") && text.contains(&format!("{risk:.4}")),
+        "{text}"
+    );
+    assert!(text.contains("0.81"), "{text}");
+}

@@ -143,7 +143,9 @@ fn child(args: &BenchArgs) -> Result<BenchRow, CliError> {
     let spec_fixed = ep_spec(args, path, Gamma::Value(args.gamma))?;
     let (_, prepared) = spec_fixed.data.load().map_err(CliError::Input)?;
     let d = prepared.names.len();
-    let spec::Built { engine, problem } = spec::build(&spec_fixed, &prepared)?;
+    // EP alone, without the certificate `fit` adds.
+    let spec::Built { problem, .. } = spec::build(&spec_fixed, &prepared)?;
+    let engine = spec::build::engine(&spec_fixed);
     let mut walls = Vec::new();
     let mut cpu = 0.0;
     let mut last = None;

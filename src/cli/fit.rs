@@ -115,6 +115,14 @@ pub fn load(spec: &RunSpec, announce: bool) -> Result<Loaded, CliError> {
         }
     }
     let spec::Built { engine, problem } = spec::build(spec, &prepared)?;
+    if announce && spec.gamma == Some(spec::Gamma::Theory) {
+        eprintln!(
+            "gamma: {} = {:.4}n, ARC16's theory value for {}",
+            problem.gamma,
+            problem.gamma / problem.n() as f64,
+            spec.method_name()
+        );
+    }
     Ok(Loaded {
         ds,
         prepared,

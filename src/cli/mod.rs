@@ -2,10 +2,12 @@
 
 mod bench;
 mod bench_ep;
+mod bound;
 mod explore;
 pub mod fit;
 mod gen_demo;
 mod path;
+mod plot;
 mod predict;
 mod progress;
 mod settings_args;
@@ -47,6 +49,10 @@ pub enum Command {
     Predict(PredictArgs),
     /// The spike-and-slab regularisation path: EP over a grid of spike variances v0.
     Path(Box<path::PathArgs>),
+    /// Write the figures of run records (ROC, marginals, traces, CV, inclusion, path) as PNG/SVG.
+    Plot(Box<plot::PlotArgs>),
+    /// Recompute a run record's PAC-Bayes certificate at another confidence level.
+    Bound(bound::BoundArgs),
     /// Regenerate the synthetic demo data.
     GenDemo(GenDemoArgs),
     /// Time a method (best of several runs) against the floor of its hot path.
@@ -91,6 +97,8 @@ pub fn main() -> ExitCode {
                 Command::Fit(args) => fit::run(args, cli.threads),
                 Command::Predict(args) => predict::run(args),
                 Command::Path(args) => path::run(args),
+                Command::Plot(args) => plot::run(args),
+                Command::Bound(args) => bound::run(args),
                 Command::GenDemo(args) => gen_demo::run(args).map_err(CliError::Input),
                 Command::Bench(args) => bench::run(args, cli.threads),
                 Command::BenchEp(args) => bench_ep::run(args),

@@ -101,6 +101,18 @@ impl Observer for Progress {
                 ),
                 true,
             ),
+            Event::VbIter(v) => self.line(
+                &format!(
+                    "vb iteration {:>5}  F = {:<12.6}{}  ‖∇‖∞ = {:<9.2e}  step {:.3e}  {:.2}s",
+                    v.iteration,
+                    v.objective,
+                    if v.estimate { " (held-out)" } else { "" },
+                    v.grad_norm,
+                    v.step,
+                    v.elapsed
+                ),
+                true,
+            ),
             Event::Log { level, message } => {
                 let tag = if level == LogLevel::Warn { "warning: " } else { "" };
                 self.line(&format!("{tag}{}", render_message(&message)), false)

@@ -34,12 +34,13 @@ impl Filter for DataOnly {
     }
 }
 
-/// Everything an EP run takes except the cross-validation's folds (`path`).
+/// Everything an EP run takes except the cross-validation's folds and the
+/// certificate (`path`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EpRun;
 impl Filter for EpRun {
     fn include(s: &Setting) -> bool {
-        s.applies_to_method("ep") && s.key != "folds"
+        s.applies_to_method("ep") && s.key != "folds" && s.group != Group::Certificates
     }
 }
 

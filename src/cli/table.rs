@@ -52,6 +52,25 @@ pub fn print_table(r: &RunRecord) {
         num(Some(r.auc.train), 4),
         num(r.auc.test, 4)
     );
+    if let Some(b) = &r.bound {
+        println!(
+            "bound     1 − AUC ≤ {:.4} with probability ≥ {} (empirical {:.4}, KL {:.2}){}",
+            b.risk,
+            1.0 - b.epsilon,
+            b.empirical_risk,
+            b.kl,
+            // A bound at or above ½ certifies nothing better than chance.
+            if b.risk >= 0.5 { "; vacuous" } else { "" }
+        );
+    }
+    if let Some(c) = r.details.get("is_check").filter(|c| c.is_object()) {
+        println!(
+            "IS check  k̂ = {}, ESS {} of {} draws",
+            num(c["khat"].as_f64(), 2),
+            num(c["ess"].as_f64(), 0),
+            c["draws"]
+        );
+    }
     for (name, a) in &r.auc.alternatives {
         println!(
             "AUC ({name})  train {}   test {}",

@@ -115,6 +115,25 @@ pub struct EpSweep {
     pub inclusion: Option<Vec<f64>>,
 }
 
+/// One iteration of variational Bayes: an accepted L-BFGS step, or a check of
+/// the stochastic optimiser (then `objective` is a held-out estimate).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VbIter {
+    pub iteration: usize,
+    /// γ·E_ρ[R] + KL(ρ ‖ prior).
+    pub objective: f64,
+    /// ‖∇‖_∞ of the objective in whitened coordinates (a mini-batch's when stochastic).
+    pub grad_norm: f64,
+    /// Line-search step, or the stochastic step size.
+    pub step: f64,
+    /// Whether `objective` is a held-out mini-batch estimate.
+    #[serde(default)]
+    pub estimate: bool,
+    pub mean: Vec<f64>,
+    pub sd: Vec<f64>,
+    pub elapsed: f64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
@@ -128,6 +147,7 @@ pub enum Event {
     SmcStage(SmcStage),
     SmcMove(SmcMove),
     EpSweep(EpSweep),
+    VbIter(VbIter),
     Log {
         level: LogLevel,
         message: String,

@@ -15,12 +15,20 @@
 //!
 //! Linear time on smooth score distributions, O(n log n) at worst; exact, with
 //! ties counting ½ as in `metrics::auc` (equal scores always share a bucket).
+//! Scores may be f64 or f32 (`Score`); either is ranked by its exact value.
 
 /// Buckets per negative score.
 const BUCKETS_PER_NEGATIVE: usize = 4;
 /// A bucket with more negatives than this is sorted (once per evaluation) and
 /// searched by bisection instead of scanned.
 const SCAN_MAX: usize = 8;
+
+/// A score type the kernel accepts: f64, or f32 (SMC's products where rounding
+/// to f32 is safe). Scores are compared through their exact f64 values, so an
+/// f32 score is ranked exactly as its own value.
+pub trait Score: Copy + Into<f64> + Send + Sync + 'static {}
+impl Score for f32 {}
+impl Score for f64 {}
 
 /// Scratch buffers of one thread, sized for a class split (n+, n−); reused by
 /// every evaluation (no allocation in the hot loop).
@@ -63,7 +71,7 @@ impl RiskScratch {
 
     /// `2·#{(p, n): s_p > s_n} + #{(p, n): s_p = s_n}` over all positive/negative
     /// pairs, i.e. twice the AUC numerator.
-    pub fn twice_concordant(&mut self, pos: &[f64], neg: &[f64]) -> u64 {
+    pub fn twice_concordant<T: Score>(&mut self, pos: &[T], neg: &[T]) -> u64 {
         assert_eq!(
             (pos.len(), neg.len()),
             (self.n_pos, self.n_neg),
@@ -89,7 +97,7 @@ impl RiskScratch {
         inclusive_prefix(&mut self.start);
         for (&k, &s) in bn.iter().zip(neg) {
             let slot = &mut self.start[k as usize + 1];
-            self.neg[*slot as usize] = key(s);
+            self.neg[*slot as usize] = key(s.into());
             *slot += 1;
         }
 
@@ -106,7 +114,7 @@ impl RiskScratch {
             let begin = self.start[k] as usize;
             let end = self.start[k + 1] as usize;
             twice += 2 * begin as u64;
-            let p = key(s);
+            let p = key(s.into());
             let count = end - begin;
             if count <= 2 {
                 // The common case without a branch on the bucket's content
@@ -136,12 +144,12 @@ impl RiskScratch {
     }
 
     /// The O(n log n) reference path: sort each class's keys, merge.
-    pub fn sort_and_merge(&mut self, pos: &[f64], neg: &[f64]) -> u64 {
+    pub fn sort_and_merge<T: Score>(&mut self, pos: &[T], neg: &[T]) -> u64 {
         sort_and_merge(pos, neg, &mut self.keys_p, &mut self.keys_n)
     }
 
     /// The empirical AUC risk `R_n = 1 − AUC` (NaN when a class is empty).
-    pub fn risk(&mut self, pos: &[f64], neg: &[f64]) -> f64 {
+    pub fn risk<T: Score>(&mut self, pos: &[T], neg: &[T]) -> f64 {
         let pairs = (pos.len() * neg.len()) as u64;
         if pairs == 0 {
             return f64::NAN;
@@ -259,7 +267,7 @@ enum Bucketed {
 /// never contradicts score order. Compiled for AVX-512 and AVX2 where present (the
 /// loops vectorise; the result is the same bits on every path; the AVX-512
 /// versions need Rust ≥ 1.89).
-fn bucketize(pos: &[f64], neg: &[f64], buckets: usize, out: &mut [u32]) -> Bucketed {
+fn bucketize<T: Score>(pos: &[T], neg: &[T], buckets: usize, out: &mut [u32]) -> Bucketed {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
@@ -276,18 +284,28 @@ fn bucketize(pos: &[f64], neg: &[f64], buckets: usize, out: &mut [u32]) -> Bucke
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2")]
-unsafe fn bucketize_avx512(pos: &[f64], neg: &[f64], buckets: usize, out: &mut [u32]) -> Bucketed {
+unsafe fn bucketize_avx512<T: Score>(
+    pos: &[T],
+    neg: &[T],
+    buckets: usize,
+    out: &mut [u32],
+) -> Bucketed {
     bucketize_generic(pos, neg, buckets, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn bucketize_avx2(pos: &[f64], neg: &[f64], buckets: usize, out: &mut [u32]) -> Bucketed {
+unsafe fn bucketize_avx2<T: Score>(
+    pos: &[T],
+    neg: &[T],
+    buckets: usize,
+    out: &mut [u32],
+) -> Bucketed {
     bucketize_generic(pos, neg, buckets, out)
 }
 
 #[inline(always)]
-fn bucketize_generic(pos: &[f64], neg: &[f64], buckets: usize, out: &mut [u32]) -> Bucketed {
+fn bucketize_generic<T: Score>(pos: &[T], neg: &[T], buckets: usize, out: &mut [u32]) -> Bucketed {
     let m = scan(pos, neg);
     if !(m.lo.is_finite() && m.hi.is_finite()) {
         return Bucketed::NotFinite;
@@ -317,7 +335,7 @@ fn bucketize_generic(pos: &[f64], neg: &[f64], buckets: usize, out: &mut [u32]) 
     let (op, on) = out.split_at_mut(pos.len());
     for (part, o) in [(pos, op), (neg, on)] {
         for (o, &s) in o.iter_mut().zip(part) {
-            let t = (s - lo) * scale;
+            let t = (s.into() - lo) * scale;
             let t = if t > 0.0 { t } else { 0.0 };
             let t = if t < last { t } else { last };
             // SAFETY: s, lo and scale are finite, so t is a finite number in
@@ -340,7 +358,7 @@ struct Moments {
 /// Smallest and largest score, sum and sum of squares; NaN bounds when a score
 /// is NaN or infinite.
 #[inline(always)]
-fn scan(a: &[f64], b: &[f64]) -> Moments {
+fn scan<T: Score>(a: &[T], b: &[T]) -> Moments {
     // Plain comparisons (not `f64::min`, whose NaN rule blocks vectorisation) on
     // 32 independent lanes (four AVX-512 registers: no long dependency chain).
     // NaN compares false and would slip through, so the sum catches non-finite
@@ -353,13 +371,15 @@ fn scan(a: &[f64], b: &[f64]) -> Moments {
         let mut it = part.chunks_exact(L);
         for c in &mut it {
             for j in 0..L {
-                lo[j] = if c[j] < lo[j] { c[j] } else { lo[j] };
-                hi[j] = if c[j] > hi[j] { c[j] } else { hi[j] };
-                sum[j] += c[j];
-                sum2[j] += c[j] * c[j];
+                let v: f64 = c[j].into();
+                lo[j] = if v < lo[j] { v } else { lo[j] };
+                hi[j] = if v > hi[j] { v } else { hi[j] };
+                sum[j] += v;
+                sum2[j] += v * v;
             }
         }
         for (j, &v) in it.remainder().iter().enumerate() {
+            let v: f64 = v.into();
             lo[j] = if v < lo[j] { v } else { lo[j] };
             hi[j] = if v > hi[j] { v } else { hi[j] };
             sum[j] += v;
@@ -389,14 +409,14 @@ fn scan(a: &[f64], b: &[f64]) -> Moments {
 
 /// Smallest and largest of 64 scores taken at a fixed stride.
 #[cold]
-fn sample_range(pos: &[f64], neg: &[f64]) -> (f64, f64) {
+fn sample_range<T: Score>(pos: &[T], neg: &[T]) -> (f64, f64) {
     const S: usize = 64;
     let n = pos.len() + neg.len();
-    let at = |i: usize| {
+    let at = |i: usize| -> f64 {
         if i < pos.len() {
-            pos[i]
+            pos[i].into()
         } else {
-            neg[i - pos.len()]
+            neg[i - pos.len()].into()
         }
     };
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
@@ -421,11 +441,11 @@ pub fn key(s: f64) -> u64 {
 }
 
 /// Sorts each class's keys and counts by a merge.
-pub fn sort_and_merge(pos: &[f64], neg: &[f64], kp: &mut Vec<u64>, kn: &mut Vec<u64>) -> u64 {
+pub fn sort_and_merge<T: Score>(pos: &[T], neg: &[T], kp: &mut Vec<u64>, kn: &mut Vec<u64>) -> u64 {
     kp.clear();
-    kp.extend(pos.iter().map(|&s| key(s)));
+    kp.extend(pos.iter().map(|&s| key(s.into())));
     kn.clear();
-    kn.extend(neg.iter().map(|&s| key(s)));
+    kn.extend(neg.iter().map(|&s| key(s.into())));
     kp.sort_unstable();
     kn.sort_unstable();
     merge_count(kp, kn)
@@ -477,6 +497,13 @@ mod tests {
         let want = brute_twice(pos, neg);
         assert_eq!(s.twice_concordant(pos, neg), want, "bucket path");
         assert_eq!(s.sort_and_merge(pos, neg), want, "sort path");
+        // f32 scores rank as their own (exact) values.
+        let p32: Vec<f32> = pos.iter().map(|&v| v as f32).collect();
+        let n32: Vec<f32> = neg.iter().map(|&v| v as f32).collect();
+        let widen = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
+        let want32 = brute_twice(&widen(&p32), &widen(&n32));
+        assert_eq!(s.twice_concordant(&p32, &n32), want32, "f32 bucket path");
+        assert_eq!(s.sort_and_merge(&p32, &n32), want32, "f32 sort path");
         if !pos.is_empty() && !neg.is_empty() {
             let all: Vec<f64> = pos.iter().chain(neg).copied().collect();
             let y: Vec<bool> = (0..all.len()).map(|i| i < pos.len()).collect();

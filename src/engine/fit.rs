@@ -96,6 +96,9 @@ pub struct Fit {
     pub trace: Vec<Event>,
     /// Engine-specific results (CV curves, chosen hyper-parameters, …).
     pub details: serde_json::Value,
+    /// The PAC-Bayes certificate (`engine::certify`), for Bayesian fits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<super::bounds::Bound>,
     #[serde(skip)]
     pub covariance: Option<DMatrix<f64>>,
     /// The covariance in factored form, where `covariance` would be large.
@@ -124,6 +127,7 @@ impl Fit {
             converged: true,
             trace: Vec::new(),
             details: serde_json::Value::Null,
+            bound: None,
             covariance: None,
             low_rank_covariance: None,
             particles: None,

@@ -2,15 +2,19 @@
 //! baselines, run records and the models they hold (`model`, `predict`).
 
 pub mod baseline;
+pub mod bounds;
+pub mod certify;
 pub mod data;
 pub mod ep;
 pub mod event;
 pub mod fast_risk;
 pub mod fit;
 pub mod gp;
+pub mod is_check;
 pub mod linalg;
 pub mod metrics;
 pub mod model;
+pub mod pairs;
 pub mod predict;
 pub mod prior;
 pub mod problem;
@@ -19,6 +23,7 @@ pub mod rng;
 pub mod run;
 pub mod select;
 pub mod smc;
+pub mod vb;
 
 pub use event::Event;
 pub use fit::{Fit, ScoreModel};

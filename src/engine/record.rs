@@ -8,6 +8,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::bounds::Bound;
 use super::data::{Dataset, DroppedColumn, EncodedColumn, FeatureSummary, Prepared, SplitInfo};
 use super::event::{Event, Histogram};
 use super::fit::{Fit, ScoreModel};
@@ -142,6 +143,11 @@ pub struct RunRecord {
     pub prior: Option<Prior>,
     pub auc: AucReport,
     pub log_evidence: Option<f64>,
+    /// The PAC-Bayes certificate of a Bayesian fit (`engine::certify`): `risk`
+    /// bounds the AUC risk 1 − AUC of a score drawn from the posterior with
+    /// probability ≥ 1 − `epsilon` (see `bounds` for the scales).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Bound>,
     pub seconds: Seconds,
     pub coefficients: Vec<Coefficient>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -250,6 +256,7 @@ impl RunRecord {
             seconds,
             coefficients,
             log_evidence: fit.log_evidence,
+            bound: fit.bound.clone(),
             inclusion,
             trace: fit.trace.clone(),
             roc,

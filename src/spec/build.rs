@@ -4,17 +4,20 @@
 //! settings become engine settings.
 
 use crate::engine::baseline::{Logit, RankBoost};
+use crate::engine::certify::{Certified, CertifySettings};
 use crate::engine::data::{Dataset, LoadOptions, MissingPolicy, Prepared, TestSource, prepare};
 use crate::engine::ep::spike_slab::SiteStepRule;
 use crate::engine::ep::{ArdSettings, Ep, EpSettings, Form, GammaMode, Precision};
 use crate::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale};
 use crate::engine::smc::{Kernel, Moves, Smc, SmcSettings};
+use crate::engine::vb::cv::VbCv;
+use crate::engine::vb::{AdamSettings, Family, Loss, Optimizer, Vb, VbSettings, theory_gamma};
 use crate::engine::{Engine, Prior, Problem};
 
 use super::error::SpecError;
 use super::run_spec::{
     DataSpec, EpForm, EpSpec, GpKernel, Missing, PriorKind, PriorSpec, RunSpec, SitePrecision,
-    SiteSteps, SmcKernel, SmcSpec,
+    SiteSteps, SmcKernel, SmcSpec, VbFamily, VbLoss, VbOptimizer, VbSpec,
 };
 use super::validate::{Dims, validate};
 use super::values::{Gamma, GpApproxSpec, Tunable};
@@ -80,6 +83,67 @@ pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
             settings: smc_settings(s, seed),
         }),
         super::MethodSpec::Ep(s) => Box::new(ep_engine(s, spec.gamma, spec.prior.as_ref(), seed)),
+        super::MethodSpec::Vb(s) => Box::new(vb_engine(s, spec.gamma, seed)),
+    }
+}
+
+/// The engine of `spec` whose fits carry the PAC-Bayes certificate and, for
+/// Gaussian approximations, the importance-sampling check (the baselines as
+/// they are).
+pub fn certified_engine(spec: &RunSpec) -> Box<dyn Engine> {
+    let inner = engine(spec);
+    match spec.method.certificate() {
+        Some((epsilon, is_draws)) => Box::new(Certified {
+            engine: inner,
+            settings: CertifySettings {
+                epsilon,
+                is_draws,
+                seed: spec.data.seed,
+            },
+        }),
+        None => inner,
+    }
+}
+
+pub fn vb_loss(l: VbLoss) -> Loss {
+    match l {
+        VbLoss::Auc => Loss::Auc,
+        VbLoss::ZeroOne => Loss::ZeroOne,
+        VbLoss::Hinge => Loss::Hinge,
+        VbLoss::Exp => Loss::Exp,
+    }
+}
+
+/// The VB engine; γ = auto is cross-validation over the spec's grid, γ =
+/// theory ARC16's value.
+pub fn vb_engine(s: &VbSpec, gamma: Option<Gamma>, seed: u64) -> Vb {
+    Vb {
+        settings: VbSettings {
+            family: match s.family {
+                VbFamily::Iso => Family::Iso,
+                VbFamily::Diag => Family::Diag,
+                VbFamily::Full => Family::Full,
+            },
+            loss: vb_loss(s.loss),
+            optimizer: match s.optimizer {
+                VbOptimizer::Auto => Optimizer::Auto,
+                VbOptimizer::FullBatch => Optimizer::FullBatch,
+                VbOptimizer::Stochastic => Optimizer::Stochastic,
+            },
+            adam: AdamSettings {
+                batch: s.batch_pairs,
+                ..AdamSettings::default()
+            },
+            seed,
+            ..VbSettings::default()
+        },
+        // TODO(select): γ by CV through engine/select.
+        cv: (gamma == Some(Gamma::Auto)).then(|| VbCv {
+            grid_over_n: s.gamma_grid.clone(),
+            folds: s.folds,
+            seed,
+        }),
+        theory_gamma: gamma == Some(Gamma::Theory),
     }
 }
 
@@ -104,7 +168,7 @@ pub fn smc_settings(s: &SmcSpec, seed: u64) -> SmcSettings {
         adapt_scale: !s.fixed_scale,
         radial: !s.no_radial,
         max_stages: s.max_stages,
-        seed,
+        seed: s.smc_seed.unwrap_or(seed),
         ..d
     }
 }
@@ -151,6 +215,9 @@ pub fn ep_engine(s: &EpSpec, gamma: Option<Gamma>, prior: Option<&PriorSpec>, se
             SiteSteps::Strict => SiteStepRule::Strict,
         },
         release_fixes: !s.keep_fixes,
+        pairs: s
+            .pairs
+            .map(|pairs| crate::engine::pairs::PairSampling { pairs, seed }),
     }
 }
 
@@ -199,7 +266,14 @@ pub fn prior(p: &PriorSpec, d: usize, seed: u64) -> Prior {
 pub fn problem(spec: &RunSpec, prepared: &Prepared) -> Result<Problem, SpecError> {
     let n = prepared.train.rows();
     let d = prepared.names.len();
-    let gamma = spec.gamma.map_or(0.0, |g| g.resolve(n).unwrap_or(n as f64));
+    let gamma = match (spec.gamma, &spec.method) {
+        (Some(Gamma::Theory), super::MethodSpec::Vb(vb)) => {
+            let np = prepared.train.y.iter().filter(|&&b| b).count();
+            theory_gamma(vb_loss(vb.loss), np, n - np, d)
+        }
+        // γ = auto starts at n (the engine chooses).
+        (g, _) => g.map_or(0.0, |g| g.resolve(n).unwrap_or(n as f64)),
+    };
     let prior = spec
         .prior
         .as_ref()
@@ -217,7 +291,7 @@ pub fn problem(spec: &RunSpec, prepared: &Prepared) -> Result<Problem, SpecError
     .map_err(|e| SpecError::other(e.to_string()))
 }
 
-/// What a run needs: the checked engine and problem.
+/// What a run needs: the checked engine (certified, `certified_engine`) and problem.
 pub struct Built {
     pub engine: Box<dyn Engine>,
     pub problem: Problem,
@@ -233,7 +307,7 @@ pub fn build(spec: &RunSpec, prepared: &Prepared) -> Result<Built, SpecError> {
         },
     )?;
     Ok(Built {
-        engine: engine(spec),
+        engine: certified_engine(spec),
         problem: problem(spec, prepared)?,
     })
 }

@@ -17,7 +17,7 @@ pub use build::{Built, build};
 pub use error::{SpecError, name_settings};
 pub use run_spec::{
     DataSpec, EpSpec, GpKernel, LogitSpec, MethodSpec, Missing, PriorKind, PriorSpec,
-    RankBoostSpec, RunSpec, SmcKernel, SmcSpec,
+    RankBoostSpec, RunSpec, SmcKernel, SmcSpec, VbFamily, VbLoss, VbOptimizer, VbSpec,
 };
 pub use text::{command_line, from_given, to_args};
 pub use validate::{Dims, check, validate};

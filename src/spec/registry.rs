@@ -69,7 +69,17 @@ pub const METHODS: &[MethodInfo] = &[
         bayesian: true,
         priors: &[Gaussian, Ard, SpikeSlab, Gp],
     },
+    MethodInfo {
+        name: "vb",
+        help: "variational Bayes (ARC16): the closest Gaussian of a family, for the AUC risk or a classification loss",
+        bayesian: true,
+        // The KL to a spike-and-slab prior has no closed form.
+        priors: &[Gaussian, Ard],
+    },
 ];
+
+/// The methods that accept `gamma = theory` (vb: ARC16's λ, as this program's γ).
+pub const THEORY_GAMMA: &[&str] = &["vb"];
 
 /// The methods the explorer starts when it opens, in order (EP first: it is quick).
 pub const AUTORUN_ORDER: &[&str] = &["ep", "smc"];
@@ -103,6 +113,7 @@ const fn setting(key: &'static str, path: &'static str, kind: Kind) -> Setting {
 
 const SMC: Methods = Methods::Only(&["smc"]);
 const EP: Methods = Methods::Only(&["ep"]);
+const VB: Methods = Methods::Only(&["vb"]);
 
 /// Every setting, in the order of the help and the run form.
 pub const SETTINGS: &[Setting] = &[
@@ -252,10 +263,10 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "γ",
-        help: "Inverse temperature γ of the Gibbs posterior: a number, a multiple of the training size like 2n, or auto (cross-validation, EP with a Gaussian, ARD or GP prior). RACL14 Thm 2.3 gives γ ∝ n.",
+        help: "Inverse temperature γ of the Gibbs posterior: a number, a multiple of the training size like 2n, auto (cross-validation: EP with a Gaussian, ARD or GP prior, VB) or theory (VB: ARC16's value, its default). RACL14 Thm 2.3 gives γ ∝ n.",
         default: "n",
         methods: Methods::Bayesian,
-        auto_for: &[("ep", &[Gaussian, Ard, Gp])],
+        auto_for: &[("ep", &[Gaussian, Ard, Gp]), ("vb", &[])],
         form: true,
         group: Group::Posterior,
         ..setting("gamma", "gamma", Kind::Gamma)
@@ -349,6 +360,14 @@ pub const SETTINGS: &[Setting] = &[
         group: Group::Smc,
         ..setting("max_stages", "method.max_stages", Kind::Count(1))
     },
+    Setting {
+        label: "sampler seed",
+        help: "Seed of the sampler alone (default: the run's seed), to compare SMC seeds on one split.",
+        unset: "the run's seed",
+        methods: SMC,
+        group: Group::Smc,
+        ..setting("smc_seed", "method.smc_seed", Kind::Count(0))
+    },
     // EP.
     Setting {
         label: "damping η",
@@ -384,7 +403,7 @@ pub const SETTINGS: &[Setting] = &[
         label: "γ grid (×n)",
         help: "With γ = auto: the grid of the cross-validation, as multiples of the training size n (comma-separated).",
         default: "0.0625,0.125,0.25,0.5,1,2,4,8,16",
-        methods: EP,
+        methods: Methods::Only(&["ep", "vb"]),
         requires: Requires::GammaAuto,
         group: Group::Ep,
         ..setting(
@@ -461,6 +480,85 @@ pub const SETTINGS: &[Setting] = &[
         group: Group::Ep,
         ..setting("keep_fixes", "method.keep_fixes", Kind::Switch)
     },
+    Setting {
+        label: "pairs B",
+        help: "EP: sites on B positive/negative pairs drawn uniformly (with replacement, seeded by the seed; one sample for the run, each CV fold its share) instead of all of them; needs B ≫ γ²·R(1 − R) (Gaussian and ARD priors).",
+        unset: "all pairs",
+        methods: EP,
+        priors: &[Gaussian, Ard],
+        group: Group::Ep,
+        ..setting("pairs", "method.pairs", Kind::Count(1))
+    },
+    // VB.
+    Setting {
+        label: "family",
+        help: "Gaussian family of ρ = N(m, Σ): iso (Σ = σ² × the prior covariance, F1), diag (diagonal Σ, F2) or full (Σ through its Cholesky factor, F3).",
+        default: "diag",
+        methods: VB,
+        form: true,
+        group: Group::Vb,
+        ..setting(
+            "family",
+            "method.family",
+            Kind::Choice(&["iso", "diag", "full"]),
+        )
+    },
+    Setting {
+        label: "loss",
+        help: "Risk of the Gibbs posterior: auc (share of discordant pairs) or a classification loss of the same linear score, zero-one, hinge or exp (ARC16's theory prior variance for them is 1/d: set prior_var).",
+        default: "auc",
+        methods: VB,
+        form: true,
+        group: Group::Vb,
+        ..setting(
+            "loss",
+            "method.loss",
+            Kind::Choice(&["auc", "zero-one", "hinge", "exp"]),
+        )
+    },
+    Setting {
+        label: "optimizer",
+        help: "full-batch: L-BFGS with a strong-Wolfe line search over every item; stochastic: Adam on random mini-batches (unbiased); auto: full batch up to 4 million items (pairs, or rows for a classification loss).",
+        default: "auto",
+        methods: VB,
+        form: true,
+        group: Group::Vb,
+        ..setting(
+            "optimizer",
+            "method.optimizer",
+            Kind::Choice(&["auto", "full-batch", "stochastic"]),
+        )
+    },
+    Setting {
+        label: "batch (pairs)",
+        help: "Stochastic optimizer: items (pairs, or rows for a classification loss) per step.",
+        default: "4000",
+        methods: VB,
+        group: Group::Vb,
+        ..setting("batch_pairs", "method.batch_pairs", Kind::Count(1))
+    },
+    // Certificates.
+    Setting {
+        label: "certificate ε",
+        help: "The PAC-Bayes certificate (the record's `bound`) holds with probability ≥ 1 − ε.",
+        default: "0.05",
+        methods: Methods::Bayesian,
+        group: Group::Certificates,
+        ..setting(
+            "epsilon",
+            "method.epsilon",
+            Kind::Number(range(0.0, 1.0, true, true)),
+        )
+    },
+    Setting {
+        label: "IS check draws",
+        help: "Importance draws checking the Gaussian approximation against the exact Gibbs posterior (PSIS k̂, corrected means and sds); 0 skips the check.",
+        default: "20000",
+        methods: Methods::Only(&["ep", "vb"]),
+        form: true,
+        group: Group::Certificates,
+        ..setting("is_draws", "method.is_draws", Kind::Count(0))
+    },
     // Baselines and cross-validation.
     Setting {
         label: "penalty λ",
@@ -482,9 +580,9 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "folds",
-        help: "Folds of the cross-validations that choose hyper-parameters (logit's λ, RankBoost's rounds, EP's γ = auto).",
+        help: "Folds of the cross-validations that choose hyper-parameters (logit's λ, RankBoost's rounds, EP's and VB's γ = auto).",
         default: "5",
-        methods: Methods::Only(&["logit", "rankboost", "ep"]),
+        methods: Methods::Only(&["logit", "rankboost", "ep", "vb"]),
         group: Group::Baselines,
         ..setting("folds", "method.folds", Kind::Count(2))
     },

@@ -13,6 +13,11 @@ use serde::{Deserialize, Serialize};
 
 use super::values::{Gamma, GpApproxSpec, Tunable};
 
+/// ε of the PAC-Bayes certificates (confidence 95%).
+pub const DEFAULT_EPSILON: f64 = crate::engine::bounds::DEFAULT_EPSILON;
+/// Importance draws of the check of a Gaussian approximation (ALGORITHMS.md §13).
+pub const DEFAULT_IS_DRAWS: usize = 20_000;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RunSpec {
@@ -33,14 +38,14 @@ impl Default for RunSpec {
 }
 
 impl RunSpec {
-    /// A spec with the method's defaults (γ = n and the Gaussian prior for the
-    /// Bayesian methods).
+    /// A spec with the method's defaults (γ = n — vb: theory — and the
+    /// Gaussian prior for the Bayesian methods).
     pub fn new(data: DataSpec, method: MethodSpec) -> RunSpec {
         let bayesian = super::registry::method(method.name()).is_some_and(|m| m.bayesian);
         RunSpec {
             data,
+            gamma: bayesian.then(|| method.default_gamma()),
             method,
-            gamma: bayesian.then(Gamma::default),
             prior: bayesian.then(PriorSpec::default),
             threads: None,
         }
@@ -134,6 +139,7 @@ pub enum MethodSpec {
     Rankboost(RankBoostSpec),
     Smc(SmcSpec),
     Ep(EpSpec),
+    Vb(VbSpec),
 }
 
 impl Default for MethodSpec {
@@ -150,6 +156,26 @@ impl MethodSpec {
             MethodSpec::Rankboost(_) => "rankboost",
             MethodSpec::Smc(_) => "smc",
             MethodSpec::Ep(_) => "ep",
+            MethodSpec::Vb(_) => "vb",
+        }
+    }
+
+    /// γ when none is given: n, or for vb ARC16's theory value.
+    pub fn default_gamma(&self) -> Gamma {
+        match self {
+            MethodSpec::Vb(_) => Gamma::Theory,
+            _ => Gamma::default(),
+        }
+    }
+
+    /// The certificate's settings (ε, importance draws) of a Bayesian method;
+    /// None for the baselines.
+    pub fn certificate(&self) -> Option<(f64, usize)> {
+        match self {
+            MethodSpec::Logit(_) | MethodSpec::Rankboost(_) => None,
+            MethodSpec::Smc(s) => Some((s.epsilon, 0)),
+            MethodSpec::Ep(s) => Some((s.epsilon, s.is_draws)),
+            MethodSpec::Vb(s) => Some((s.epsilon, s.is_draws)),
         }
     }
 
@@ -160,6 +186,7 @@ impl MethodSpec {
             "rankboost" => MethodSpec::Rankboost(RankBoostSpec::default()),
             "smc" => MethodSpec::Smc(SmcSpec::default()),
             "ep" => MethodSpec::Ep(EpSpec::default()),
+            "vb" => MethodSpec::Vb(VbSpec::default()),
             _ => return None,
         })
     }
@@ -228,6 +255,10 @@ pub struct SmcSpec {
     pub fixed_scale: bool,
     pub no_radial: bool,
     pub max_stages: usize,
+    /// Seed of the sampler alone (None: the run's seed), to compare SMC seeds on one split.
+    pub smc_seed: Option<u64>,
+    /// The PAC-Bayes certificate's ε (confidence 1 − ε).
+    pub epsilon: f64,
 }
 
 impl Default for SmcSpec {
@@ -242,6 +273,8 @@ impl Default for SmcSpec {
             fixed_scale: false,
             no_radial: false,
             max_stages: 1000,
+            smc_seed: None,
+            epsilon: DEFAULT_EPSILON,
         }
     }
 }
@@ -288,6 +321,12 @@ pub struct EpSpec {
     pub final_evidence_only: bool,
     pub site_steps: SiteSteps,
     pub keep_fixes: bool,
+    /// Sites on a uniform sample of this many pairs (None: all pairs).
+    pub pairs: Option<usize>,
+    /// The PAC-Bayes certificate's ε (confidence 1 − ε).
+    pub epsilon: f64,
+    /// Importance draws checking the Gaussian against the Gibbs posterior (0: none).
+    pub is_draws: usize,
 }
 
 impl Default for EpSpec {
@@ -304,6 +343,76 @@ impl Default for EpSpec {
             final_evidence_only: false,
             site_steps: SiteSteps::Adaptive,
             keep_fixes: false,
+            pairs: None,
+            epsilon: DEFAULT_EPSILON,
+            is_draws: DEFAULT_IS_DRAWS,
+        }
+    }
+}
+
+/// VB's Gaussian family of ρ = N(m, Σ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VbFamily {
+    /// F1: Σ = σ² × the prior covariance.
+    Iso,
+    /// F2: Σ diagonal.
+    #[default]
+    Diag,
+    /// F3: Σ full (Cholesky factor).
+    Full,
+}
+
+/// The risk VB's Gibbs posterior is built on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VbLoss {
+    #[default]
+    Auc,
+    ZeroOne,
+    Hinge,
+    Exp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VbOptimizer {
+    /// Full batch up to 4 million items (pairs or rows), stochastic above.
+    #[default]
+    Auto,
+    FullBatch,
+    Stochastic,
+}
+
+/// Variational Bayes (ARC16): the best Gaussian of a family.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct VbSpec {
+    pub family: VbFamily,
+    pub loss: VbLoss,
+    pub optimizer: VbOptimizer,
+    /// Items (pairs, or rows for a classification loss) per stochastic step.
+    pub batch_pairs: usize,
+    /// γ grid of the cross-validation, as multiples of n (γ = auto).
+    pub gamma_grid: Vec<f64>,
+    pub folds: usize,
+    /// The PAC-Bayes certificate's ε (confidence 1 − ε).
+    pub epsilon: f64,
+    /// Importance draws checking the Gaussian against the Gibbs posterior (0: none).
+    pub is_draws: usize,
+}
+
+impl Default for VbSpec {
+    fn default() -> Self {
+        VbSpec {
+            family: VbFamily::Diag,
+            loss: VbLoss::Auc,
+            optimizer: VbOptimizer::Auto,
+            batch_pairs: 4000,
+            gamma_grid: EpSpec::default().gamma_grid,
+            folds: 5,
+            epsilon: DEFAULT_EPSILON,
+            is_draws: DEFAULT_IS_DRAWS,
         }
     }
 }

@@ -4,7 +4,7 @@
 //! value name).
 
 use super::registry;
-use super::run_spec::PriorKind;
+use super::run_spec::{MethodSpec, PriorKind};
 
 /// A closed or open interval of numbers.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -142,16 +142,20 @@ pub enum Group {
     Baselines,
     Smc,
     Ep,
+    Vb,
+    Certificates,
 }
 
 impl Group {
     pub fn heading(self) -> &'static str {
         match self {
             Group::Data => "Data",
-            Group::Posterior => "Gibbs posterior (smc, ep)",
+            Group::Posterior => "Gibbs posterior (smc, ep, vb)",
             Group::Baselines => "Baselines (logit, rankboost) and cross-validation",
             Group::Smc => "SMC",
             Group::Ep => "EP",
+            Group::Vb => "VB",
+            Group::Certificates => "Certificates (smc, ep, vb)",
         }
     }
 }
@@ -216,7 +220,7 @@ impl Setting {
         if !self.applies_to_method(method) {
             let to = match self.methods {
                 Methods::All => "every method".to_string(),
-                Methods::Bayesian => "the Bayesian methods (smc, ep)".to_string(),
+                Methods::Bayesian => "the Bayesian methods (smc, ep, vb)".to_string(),
                 Methods::Only(names) => names.join(", "),
             };
             let baseline = registry::method(method).is_some_and(|m| !m.bayesian);
@@ -243,6 +247,9 @@ impl Setting {
             Kind::Number(_) | Kind::Numbers(_) => "number",
             Kind::Count(_) => "whole number",
             Kind::Choice(_) | Kind::Switch => "",
+            Kind::Gamma if auto && registry::THEORY_GAMMA.contains(&method) => {
+                "number, Kn (e.g. 2n), auto or theory"
+            }
             Kind::Gamma if auto => "number, Kn (e.g. 2n) or auto",
             Kind::Gamma => "number or Kn (e.g. 2n)",
             Kind::Tunable(_) if auto => "number or auto",
@@ -253,7 +260,12 @@ impl Setting {
                 sized_text.as_str()
             }
         };
-        let default = if !self.default.is_empty() {
+        let method_gamma = (self.kind == Kind::Gamma)
+            .then(|| MethodSpec::default_of(method).map(|m| m.default_gamma()))
+            .flatten();
+        let default = if let Some(g) = method_gamma {
+            format!("default {g}")
+        } else if !self.default.is_empty() {
             format!("default {}", self.default)
         } else if !self.unset.is_empty() {
             format!("empty = {}", self.unset)
@@ -281,7 +293,7 @@ impl Setting {
             Kind::Choice(names) => names.join("|"),
             Kind::Switch => String::new(),
             Kind::Numbers(_) => "X1,X2,…".into(),
-            Kind::Gamma => format!("G|Kn{auto}"),
+            Kind::Gamma => format!("G|Kn{auto}|theory"),
             Kind::Tunable(_) => format!("X{auto}"),
             Kind::Text | Kind::TextList => "TEXT".into(),
             Kind::Sized { words, sized } => sized_names(words, sized).join("|"),

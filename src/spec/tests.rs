@@ -112,9 +112,19 @@ fn defaults_as_typed_are_the_structs_defaults_and_choices_parse() {
                 given.push(("gamma", "auto"));
             }
             let base = from_given(PathBuf::from("d.csv"), m, &given).unwrap();
-            if !s.default.is_empty() && s.key != "prior" {
+            // γ's default is the method's (vb: theory).
+            let gamma_default = MethodSpec::default_of(m)
+                .unwrap()
+                .default_gamma()
+                .to_string();
+            let default = if s.key == "gamma" && s.requires == registry::Requires::Nothing {
+                gamma_default.as_str()
+            } else {
+                s.default
+            };
+            if !default.is_empty() && s.key != "prior" {
                 let mut with = given.clone();
-                with.push((s.key, s.default));
+                with.push((s.key, default));
                 let typed = from_given(PathBuf::from("d.csv"), m, &with)
                     .unwrap_or_else(|e| panic!("{} default for {m}: {e}", s.key));
                 assert_eq!(value_at(&typed, s), value_at(&base, s), "{} for {m}", s.key);
@@ -268,4 +278,30 @@ fn gp_settings_build_the_gp_prior_and_are_refused_elsewhere() {
         &[("prior", "gp"), ("gp_approx", "nystrom:0")],
         "gp_approx",
     );
+    refused("ep", &[("prior", "gp"), ("pairs", "1000")], "pairs");
+    refused("vb", &[("prior", "gp")], "prior");
+}
+
+#[test]
+fn vb_defaults_to_the_theory_gamma_and_only_vb_takes_it() {
+    let s = from_given(PathBuf::from("d.csv"), "vb", &[]).unwrap();
+    assert_eq!(s.gamma, Some(super::Gamma::Theory));
+    let s = from_given(
+        PathBuf::from("d.csv"),
+        "vb",
+        &[("gamma", "auto"), ("folds", "3")],
+    )
+    .unwrap();
+    assert_eq!(s.gamma, Some(super::Gamma::Auto));
+    for m in ["ep", "smc"] {
+        let e = from_given(PathBuf::from("d.csv"), m, &[("gamma", "theory")]).unwrap_err();
+        assert!(e.message.contains("cannot be theory"), "{e}");
+    }
+    let e = from_given(PathBuf::from("d.csv"), "vb", &[("prior", "spike-slab")]).unwrap_err();
+    assert!(e.message.contains("not available for vb"), "{e}");
+    let e = from_given(PathBuf::from("d.csv"), "smc", &[("is_draws", "10")]).unwrap_err();
+    assert!(e.message.contains("does not apply to smc"), "{e}");
+    let s = from_given(PathBuf::from("d.csv"), "smc", &[("epsilon", "0.01")]).unwrap();
+    assert_eq!(s.method.certificate(), Some((0.01, 0)));
+    assert!(from_given(PathBuf::from("d.csv"), "logit", &[("epsilon", "0.01")]).is_err());
 }

@@ -165,6 +165,9 @@ fn parse_text(
             if g == Gamma::Auto && !s.auto_allowed(method, prior) {
                 return Err(no_auto());
             }
+            if g == Gamma::Theory && !registry::THEORY_GAMMA.contains(&method) {
+                return Err(no_theory(method));
+            }
             serde_json::to_value(g).expect("γ serialises")
         }
         Kind::Tunable(r) => {
@@ -188,6 +191,14 @@ fn parse_text(
             json!(t)
         }
     })
+}
+
+/// Why `gamma = theory` is refused for `method`.
+pub(crate) fn no_theory(method: &str) -> String {
+    format!(
+        "cannot be theory for {method}; ARC16's theory value is for {} (give a number or a multiple of n)",
+        registry::THEORY_GAMMA.join(", ")
+    )
 }
 
 /// Writes `value` at the setting's path (a list setting gains one element).

@@ -165,6 +165,8 @@ fn check_value(
         }
         (Kind::Gamma, v) => match serde_json::from_value::<Gamma>(v.clone()) {
             Ok(Gamma::Auto) => auto_ok(),
+            Ok(Gamma::Theory) if registry::THEORY_GAMMA.contains(&method) => Ok(()),
+            Ok(Gamma::Theory) => Err(super::text::no_theory(method)),
             Ok(Gamma::Value(g) | Gamma::PerN(g)) if g.is_finite() && g >= 0.0 => Ok(()),
             Ok(g) => Err(format!("must be a number ≥ 0 or a multiple of n; got {g}")),
             Err(e) => Err(e.to_string()),

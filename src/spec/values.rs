@@ -16,6 +16,8 @@ pub enum Gamma {
     PerN(f64),
     /// Chosen by the method (cross-validation), where the registry allows it.
     Auto,
+    /// The method's theory value (vb: ARC16's λ, converted to this program's γ).
+    Theory,
 }
 
 impl Default for Gamma {
@@ -25,21 +27,24 @@ impl Default for Gamma {
 }
 
 impl Gamma {
-    /// γ for `n` training rows; None for `Auto` (the engine chooses).
+    /// γ for `n` training rows; None for `Auto` and `Theory` (the engine chooses).
     pub fn resolve(self, n: usize) -> Option<f64> {
         match self {
             Gamma::Value(g) => Some(g),
             Gamma::PerN(k) => Some(k * n as f64),
-            Gamma::Auto => None,
+            Gamma::Auto | Gamma::Theory => None,
         }
     }
 
-    /// Reads `400`, `2n`, `n`, `0.5n` or `auto`; the value must be finite and ≥ 0.
+    /// Reads `400`, `2n`, `n`, `0.5n`, `auto` or `theory`; the value must be finite and ≥ 0.
     pub fn parse(text: &str) -> Result<Gamma, String> {
         let s = text.trim();
         let bad = || format!("must be a number ≥ 0 or a multiple of n like `2n`; got '{s}'");
         if s.eq_ignore_ascii_case("auto") {
             return Ok(Gamma::Auto);
+        }
+        if s.eq_ignore_ascii_case("theory") {
+            return Ok(Gamma::Theory);
         }
         let g = match s.strip_suffix('n') {
             Some("") => Gamma::PerN(1.0),
@@ -60,6 +65,7 @@ impl fmt::Display for Gamma {
             Gamma::PerN(k) if *k == 1.0 => write!(f, "n"),
             Gamma::PerN(k) => write!(f, "{k}n"),
             Gamma::Auto => write!(f, "auto"),
+            Gamma::Theory => write!(f, "theory"),
         }
     }
 }
@@ -206,6 +212,7 @@ mod tests {
             ("n", Gamma::PerN(1.0)),
             ("0.5n", Gamma::PerN(0.5)),
             ("AUTO", Gamma::Auto),
+            ("theory", Gamma::Theory),
             ("0", Gamma::Value(0.0)),
         ] {
             assert_eq!(Gamma::parse(text), Ok(g), "{text}");
@@ -220,6 +227,7 @@ mod tests {
         assert_eq!(serde_json::to_value(Gamma::PerN(2.0)).unwrap(), "2n");
         assert_eq!(Gamma::PerN(2.0).resolve(100), Some(200.0));
         assert_eq!(Gamma::Auto.resolve(100), None);
+        assert_eq!(Gamma::Theory.resolve(100), None);
     }
 
     #[test]

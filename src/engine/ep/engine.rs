@@ -16,6 +16,7 @@ use super::spike_slab::SiteStepRule;
 use super::store::Precision;
 use crate::engine::event::{EpSweep, Event, LogLevel};
 use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::pairs::PairSampling;
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
 use crate::engine::run::{Control, Engine, EngineError, Observer};
@@ -56,6 +57,10 @@ pub struct Ep {
     /// Spike-and-slab, primal form: continue without the negative-site fix when
     /// it is still active at convergence (`spike_slab::release`).
     pub release_fixes: bool,
+    /// Sites on a uniform sample of B pairs instead of all n+ · n− (one sample
+    /// for the whole run; Gaussian and ARD priors). None: all pairs.
+    #[serde(default)]
+    pub pairs: Option<PairSampling>,
 }
 
 impl Default for Ep {
@@ -71,6 +76,7 @@ impl Default for Ep {
             tune_slab: false,
             site_steps: SiteStepRule::default(),
             release_fixes: true,
+            pairs: None,
         }
     }
 }
@@ -177,6 +183,7 @@ impl Engine for Ep {
                     precision: self.precision,
                     ep: &self.settings,
                     ard: ard_on.then_some(&self.ard),
+                    pairs: self.pairs,
                 };
                 let r = cv::cross_validate(&pb.x, &pb.y, &vars, &cvs, ctl, &mut |m| {
                     sink.borrow_mut().emit(log(m))
@@ -193,7 +200,9 @@ impl Engine for Ep {
 
         // The final fit, its sweeps streamed.
         let t_ep = Instant::now();
-        let mut lep = LinearEp::new(&pb.x, &pb.y, &vars, self.form, self.precision)?;
+        let sampling = self.pairs.map(|s| (s, &[][..]));
+        let mut lep =
+            LinearEp::with_pairs(&pb.x, &pb.y, &vars, self.form, self.precision, sampling)?;
         lep.state_mut()
             .set_evidence_every_sweep(self.evidence_every_sweep);
         let design_reduced = lep.design().is_reduced();
@@ -292,6 +301,29 @@ impl Engine for Ep {
             });
         }
 
+        let pairs_report = self.pairs.map(|s| {
+            let sample = lep.state().sample().expect("sampled");
+            let (mp, mn) = lep.class_scores(&mean);
+            let risk = sample.risk(&mp, &mn);
+            let noise = sample.gamma_noise(gamma, risk);
+            if noise > 0.5 {
+                sink.emit(Event::Log {
+                    level: LogLevel::Warn,
+                    message: format!(
+                        "ep: the pair sample is small for this γ: γ·sd(R_B) = {noise:.2} (B = {}, \
+                         sampled risk {risk:.4}); the sampled posterior can differ from the \
+                         all-pairs one — use more pairs (B ≫ γ²R(1 − R) = {:.3e}) or a smaller γ",
+                        sample.len(),
+                        gamma * gamma * risk * (1.0 - risk)
+                    ),
+                });
+            }
+            json!({
+                "sampled": sample.len(), "all": lep.all_pairs(), "seed": s.seed,
+                "sampled_risk": risk, "gamma_sd_risk": noise,
+                "note": "sites on B pairs drawn uniformly with replacement, once for the run; γ·sd(R_B) ≪ 1 keeps the sampled Gibbs posterior close to the all-pairs one",
+            })
+        });
         let final_vars = ard_result.as_ref().map_or(vars.clone(), |r| r.vars.clone());
         let prior = if ard_on {
             Prior::Ard {
@@ -328,9 +360,11 @@ impl Engine for Ep {
             "negative_share": outcome.negative_share,
             "sites": lep.state().sites(),
             "pairs": lep.pairs(),
+            "pair_sample": pairs_report,
             "identical_pairs": lep.state().identical_pairs(),
             "skipped_sites": outcome.stats.skipped,
             "cold_restart": outcome.cold_restart,
+            "extrapolations": outcome.extrapolations,
             "form": if design_reduced { "reduced" } else { "primal" },
             "rank": rank,
             "site_storage": lep.state().storage(),

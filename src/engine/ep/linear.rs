@@ -8,6 +8,7 @@ use super::design::{Design, Form, identical_pairs};
 use super::pair_ep::{EpOutcome, EpSettings, PairEp, SweepInfo};
 use super::site::MAX_G;
 use super::store::Precision;
+use crate::engine::pairs::{PairSample, PairSampling};
 use crate::engine::run::{Control, EngineError};
 
 pub struct LinearEp {
@@ -27,21 +28,39 @@ impl LinearEp {
         form: Form,
         precision: Precision,
     ) -> Result<LinearEp, EngineError> {
+        Self::with_pairs(x, y, vars, form, precision, None)
+    }
+
+    /// As `new`; with `sampling`, the sites live on a uniform sample of the
+    /// pairs drawn from (seed, `keys`) (`pairs::PairSample`).
+    pub fn with_pairs(
+        x: &DMatrix<f64>,
+        y: &[bool],
+        vars: &[f64],
+        form: Form,
+        precision: Precision,
+        sampling: Option<(PairSampling, &[u64])>,
+    ) -> Result<LinearEp, EngineError> {
         let pos: Vec<usize> = (0..y.len()).filter(|&i| y[i]).collect();
         let neg: Vec<usize> = (0..y.len()).filter(|&i| !y[i]).collect();
         if pos.is_empty() || neg.is_empty() {
             return Err(EngineError::InvalidParams("EP needs both classes".into()));
         }
         let (xp, xn) = (x.select_rows(&pos), x.select_rows(&neg));
-        let excluded = identical_pairs(&xp, &xn);
         let design = Design::new(&xp, &xn, vars, form);
-        let ep = PairEp::new(
-            design.zp.clone(),
-            design.zn.clone(),
-            excluded,
-            design.prior.clone(),
-            precision,
-        )
+        let (zp, zn, prior) = (design.zp.clone(), design.zn.clone(), design.prior.clone());
+        let ep = match sampling {
+            None => PairEp::new(zp, zn, identical_pairs(&xp, &xn), prior, precision),
+            Some((s, keys)) => {
+                if s.pairs == 0 {
+                    return Err(EngineError::InvalidParams(
+                        "a pair sample needs at least one pair".into(),
+                    ));
+                }
+                let sample = PairSample::draw(pos.len(), neg.len(), s.pairs, s.seed, keys);
+                PairEp::sampled(zp, zn, sample, prior, precision)
+            }
+        }
         .map_err(EngineError::Numerical)?;
         Ok(LinearEp {
             xp,
@@ -52,8 +71,13 @@ impl LinearEp {
         })
     }
 
-    /// All positive/negative pairs M (identical rows included: g = γ/M).
+    /// The pairs of the likelihood: all positive/negative pairs M, or the B
+    /// sampled ones (identical rows included: g = γ/M).
     pub fn pairs(&self) -> usize {
+        self.ep.pairs()
+    }
+    /// All positive/negative pairs n+ · n−.
+    pub fn all_pairs(&self) -> usize {
         self.xp.nrows() * self.xn.nrows()
     }
     pub fn state(&self) -> &PairEp {
@@ -102,6 +126,13 @@ impl LinearEp {
         }
         let design = &self.design;
         self.ep.run(g, s, ctl, &mut |info| on_sweep(&info, design))
+    }
+
+    /// Scores `<θ, x>` of the positive and of the negative rows.
+    pub fn class_scores(&self, theta: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        let t = nalgebra::DVector::from_column_slice(theta);
+        let s = |x: &DMatrix<f64>| (x * &t).iter().copied().collect();
+        (s(&self.xp), s(&self.xn))
     }
 
     /// Posterior mean of θ.

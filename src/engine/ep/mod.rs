@@ -19,14 +19,15 @@ pub mod cv;
 pub mod design;
 pub mod driver;
 mod engine;
-mod gemm;
+/// (Shared with `vb`: its pair pass uses the same GEMM views and SIMD types.)
+pub(crate) mod gemm;
 pub mod gp;
 pub mod kernel;
 pub mod linear;
 pub mod normal;
 pub mod pair_ep;
 pub mod posterior;
-mod simd;
+pub(crate) mod simd;
 pub mod site;
 pub mod spike_slab;
 mod store;
@@ -41,5 +42,7 @@ pub use posterior::{Posterior, PriorTerms};
 pub use site::{Natural, Site, StepFactor, Tilted};
 pub use store::Precision;
 
+#[cfg(test)]
+mod sampled_tests;
 #[cfg(test)]
 mod tests;

@@ -10,13 +10,16 @@
 use nalgebra::DMatrix;
 use serde_json::json;
 
+use super::design::identical_pairs;
 use super::driver::{self, Marginal, Rules, SweepState};
+use super::kernel::sampled::{self, SampledLayout, SampledWorkspace};
 use super::kernel::{
     self, Aggregates, Excluded, Isa, Marginals, Op, PassInput, PassStats, Workspace,
 };
 use super::posterior::{self, Posterior, PriorTerms};
 use super::site::StepFactor;
 use super::store::{Precision, SiteBuffers};
+use crate::engine::pairs::PairSample;
 use crate::engine::run::{Control, EngineError};
 
 /// Settings of one EP run.
@@ -40,6 +43,15 @@ pub struct EpSettings {
     /// `min_eta` takes hundreds of sweeps. 0 = never (halve to `min_eta`).
     #[serde(default)]
     pub cycle_stalls: usize,
+    /// Extrapolate a geometric convergence (`driver`: an over-relaxed step
+    /// when Δ has shrunk by a steady ratio for a few sweeps). The fixed point
+    /// and the convergence test are unchanged.
+    #[serde(default = "extrapolate_default")]
+    pub extrapolate: bool,
+}
+
+fn extrapolate_default() -> bool {
+    true
 }
 
 impl Default for EpSettings {
@@ -51,6 +63,7 @@ impl Default for EpSettings {
             min_eta: 1e-4,
             stall_sweeps: 20,
             cycle_stalls: 0,
+            extrapolate: true,
         }
     }
 }
@@ -131,6 +144,8 @@ pub struct EpOutcome {
     /// The starting (warm) state was invalid and the run restarted from the prior.
     pub cold_restart: bool,
     pub seconds: f64,
+    /// Extrapolated (over-relaxed) steps taken (`driver`, Extrapolation).
+    pub extrapolations: usize,
 }
 
 enum Store {
@@ -167,6 +182,8 @@ pub struct PairEp {
     sites_part: Option<(DMatrix<f64>, nalgebra::DVector<f64>)>,
     /// `marg` is older than q (computed before the next pass).
     marg_stale: bool,
+    /// Sites on a sample of the pairs instead of all n+ × n− (`pairs`).
+    sampled: Option<(SampledLayout, SampledWorkspace)>,
 }
 
 impl PairEp {
@@ -201,19 +218,90 @@ impl PairEp {
             evidence_every_sweep: true,
             sites_part: None,
             marg_stale: false,
+            sampled: None,
             zp,
             zn,
         })
     }
 
+    /// As `new`, with sites on the pairs of `sample` only (each a factor
+    /// exp(−g·1{…}) with g = γ/B); pairs with identical rows are not sites.
+    pub fn sampled(
+        zp: DMatrix<f64>,
+        zn: DMatrix<f64>,
+        sample: PairSample,
+        prior: PriorTerms,
+        precision: Precision,
+    ) -> Result<PairEp, String> {
+        let (np, nn, p) = (zp.nrows(), zn.nrows(), zp.ncols());
+        assert_eq!((sample.n_pos(), sample.n_neg()), (np, nn));
+        assert_eq!(prior.prec.len(), p);
+        let b = sample.len();
+        let store = if precision.use_f64(b) {
+            Store::F64(SiteBuffers::zeros(1, b)?)
+        } else {
+            Store::F32(SiteBuffers::zeros(1, b)?)
+        };
+        let layout = SampledLayout::new(sample, &identical_pairs(&zp, &zn), &zn);
+        let ws = SampledWorkspace::new(&layout);
+        Ok(PairEp {
+            excluded: Excluded::none(np),
+            store,
+            ws: Workspace::with_block_rows(np, 1, 1),
+            agg: Aggregates::zeros(np, nn, p),
+            agg_valid: true,
+            marg: Marginals::zeros(np, nn, p),
+            prior,
+            q: None,
+            isa: kernel::detected_isa(),
+            evidence_every_sweep: true,
+            sites_part: None,
+            marg_stale: false,
+            sampled: Some((layout, ws)),
+            zp,
+            zn,
+        })
+    }
+
+    /// The pair sample when the sites live on one.
+    pub fn sample(&self) -> Option<&PairSample> {
+        self.sampled.as_ref().map(|(l, _)| &l.sample)
+    }
+
+    /// The pairs the likelihood counts (M, or B when sampled): g = γ/pairs.
+    pub fn pairs(&self) -> usize {
+        match &self.sampled {
+            Some((l, _)) => l.sample.len(),
+            None => self.n_pos() * self.n_neg(),
+        }
+    }
+
     /// Bytes a state of these dimensions holds: the sites (three buffers),
-    /// the pass's scratch, the rows with their marginals and aggregates, q.
-    pub fn memory_bytes(n_pos: usize, n_neg: usize, p: usize, precision: Precision) -> usize {
-        let pairs = n_pos * n_neg;
-        pairs * Precision::bytes_per_pair(precision.use_f64(pairs))
-            + kernel::workspace_bytes(n_pos, n_neg)
-            + 8 * 5 * (n_pos + n_neg) * p
-            + 8 * 4 * p * p
+    /// the pass's scratch, the rows with their marginals and aggregates, q;
+    /// `sampled`: B sites on a pair sample instead of all n+ × n−.
+    pub fn memory_bytes(
+        n_pos: usize,
+        n_neg: usize,
+        p: usize,
+        precision: Precision,
+        sampled: Option<usize>,
+    ) -> usize {
+        let rows = 8 * 5 * (n_pos + n_neg) * p + 8 * 4 * p * p;
+        match sampled {
+            None => {
+                let pairs = n_pos * n_neg;
+                pairs * Precision::bytes_per_pair(precision.use_f64(pairs))
+                    + kernel::workspace_bytes(n_pos, n_neg)
+                    + rows
+            }
+            // The sample's indices, Z_N by rows and 32 chunks' column sums.
+            Some(b) => {
+                b * (Precision::bytes_per_pair(precision.use_f64(b)) + 4)
+                    + 8 * n_neg * p
+                    + 16 * 32 * n_neg
+                    + rows
+            }
+        }
     }
 
     pub fn n_pos(&self) -> usize {
@@ -224,10 +312,14 @@ impl PairEp {
     }
     /// Number of sites (pairs minus identical rows).
     pub fn sites(&self) -> usize {
-        self.n_pos() * self.n_neg() - self.excluded.count()
+        self.pairs() - self.identical_pairs()
     }
+    /// Pairs with identical rows (not sites; each multiplies Z by e^{−g/2}).
     pub fn identical_pairs(&self) -> usize {
-        self.excluded.count()
+        match &self.sampled {
+            Some((l, _)) => l.excluded.count(),
+            None => self.excluded.count(),
+        }
     }
     pub fn storage(&self) -> &'static str {
         match self.store {
@@ -277,6 +369,9 @@ impl PairEp {
             self.agg.g = DMatrix::zeros(self.n_pos(), p);
             self.marg = Marginals::zeros(self.n_pos(), self.n_neg(), p);
         }
+        if let Some((layout, _)) = &mut self.sampled {
+            layout.set_rows(&zn);
+        }
         self.zp = zp;
         self.zn = zn;
         self.prior = prior;
@@ -308,6 +403,10 @@ impl PairEp {
         {
             posterior::marginals(&self.zp, &self.zn, q, &mut self.marg);
             self.marg_stale = false;
+        }
+        if let Some((layout, sws)) = &mut self.sampled {
+            let (marg, agg, isa) = (&self.marg, &mut self.agg, self.isa);
+            return with_store!(&mut self.store, s => sampled::pass(s, (layout, sws), marg, op, step, isa, agg));
         }
         let input = PassInput {
             zn: &self.zn,
@@ -347,7 +446,7 @@ impl PairEp {
             half_log_det_prior_prec: 0.5 * self.prior.prec.iter().map(|p| p.ln()).sum::<f64>(),
             log_det_q: q.log_det_q,
             r_v_r: q.r_v_r,
-            identical_pairs: self.excluded.count(),
+            identical_pairs: self.identical_pairs(),
             g: step.g,
             skipped: stats.skipped,
         }
@@ -417,6 +516,29 @@ impl PairEp {
         self.agg_valid = true;
     }
 
+    /// Current ← rollback + f·(current − rollback): the last step scaled by f.
+    pub(crate) fn relax_current(&mut self, g: f64, f: f64) {
+        self.run_pass(Op::Relax(f), StepFactor::new(g));
+        self.agg_valid = true;
+        self.q = None;
+    }
+
+    /// Back to the state before the rollback point exactly; q must be rebuilt.
+    pub(crate) fn restore_before_rollback(&mut self) {
+        with_store!(&mut self.store, st => st.restore_older());
+        self.agg_valid = false;
+        self.sites_part = None;
+        self.q = None;
+    }
+
+    /// Back to the rollback point exactly; q must be rebuilt.
+    pub(crate) fn restore_rollback(&mut self) {
+        with_store!(&mut self.store, st => st.restore_prev());
+        self.agg_valid = false;
+        self.sites_part = None;
+        self.q = None;
+    }
+
     pub(crate) fn can_roll_back(&self) -> bool {
         self.has_prev()
     }
@@ -444,7 +566,9 @@ impl PairEp {
         let step = StepFactor::new(g);
         let rules = Rules {
             evidence_every_sweep: self.evidence_every_sweep,
-            drift: false,
+            // A slow monotone drift is slow convergence, not a cycle (SPECT, fold 1,
+            // γ = 16n: halving η on it ended in a "cycle"; at η = 0.7 it converges).
+            drift: true,
         };
         let mut st = GaussianSweep { ep: self, step };
         let out = driver::run(&mut st, s, rules, ctl, &mut |st, status| {
@@ -472,6 +596,7 @@ impl PairEp {
             negative_share: out.stats.negative as f64 / self.sites().max(1) as f64,
             cold_restart: out.cold_restart,
             seconds: out.seconds,
+            extrapolations: out.jumps,
         })
     }
 
@@ -517,6 +642,16 @@ impl SweepState for GaussianSweep<'_> {
     }
     fn complete_sweep(&mut self, _eta: f64, _warmup: bool) -> bool {
         self.ep.rebuild(self.step)
+    }
+    fn overrelax(&mut self, factor: f64) -> bool {
+        self.ep.relax_current(self.step.g, factor);
+        true
+    }
+    fn restore(&mut self) {
+        self.ep.restore_rollback();
+    }
+    fn restore_before_rollback(&mut self) {
+        self.ep.restore_before_rollback();
     }
     fn marginal(&self) -> Marginal {
         let q = self.ep.q.as_ref().expect("rebuilt");

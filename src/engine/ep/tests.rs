@@ -56,6 +56,7 @@ fn tight(eta: f64, tol: f64) -> EpSettings {
         min_eta: 1e-6,
         stall_sweeps: 0,
         cycle_stalls: 0,
+        extrapolate: false,
     }
 }
 
@@ -248,8 +249,10 @@ fn naive_ep(
 #[test]
 fn fast_engine_follows_the_naive_iterates() {
     let (x, y) = toy(40, 3, 7, 1.0);
+    // The plain iteration, sweep by sweep (no extrapolated steps).
     let s = EpSettings {
         tol: 1e-8,
+        extrapolate: false,
         ..EpSettings::default()
     };
     let (_, ep, out) = run_ep(&x, &y, &[1.0; 3], 40.0, &s, Form::Primal);

@@ -61,8 +61,8 @@ pub struct CvSpec {
     pub memory_budget: usize,
 }
 
-/// Default `memory_budget`: 2 GiB.
-pub const MEMORY_BUDGET: usize = 2 << 30;
+/// Default `memory_budget`: 1 GiB (a fold above it runs alone: its passes are parallel inside).
+pub const MEMORY_BUDGET: usize = 1 << 30;
 
 /// One fold's rows.
 pub struct FoldData {

@@ -4,10 +4,14 @@
 //! loop), `summary` (quantiles, modes, inclusion), `settings`.
 
 pub mod fast_prior;
+pub mod fit_pool;
+pub mod gaussian_fit;
 pub mod gp_score;
 pub mod moves;
+pub mod packed_gemm;
 pub mod reparam;
 pub mod sampler;
+pub mod scores;
 pub mod settings;
 pub mod summary;
 pub mod target;
@@ -18,6 +22,7 @@ use serde_json::json;
 
 pub use moves::Kernel;
 pub use sampler::{SmcRun, StageInfo};
+pub use scores::ScorePrecision;
 pub use settings::{Moves, SmcSettings};
 pub use target::{LinearAuc, Quadratic, Target};
 

@@ -4,14 +4,13 @@
 //! scale-invariant risks. Every chain draws from its own RNG stream, so the
 //! result does not depend on how rayon splits the work.
 
-use nalgebra::{DMatrix, DVector};
 use rand::RngExt;
 use rand_distr::{ChiSquared, Distribution};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::gaussian_fit::GaussianFit;
 use super::target::Target;
-use crate::engine::linalg::a_bt;
 use crate::engine::rng::{self, Rng};
 
 /// The Metropolis kernel of the moves.
@@ -78,130 +77,6 @@ impl Kernel {
     }
 }
 
-/// A Gaussian fit of the weighted particles: mean and lower Cholesky factor of
-/// the (shrunk) covariance.
-#[derive(Debug, Clone)]
-pub struct GaussianFit {
-    pub mean: Vec<f64>,
-    pub chol: DMatrix<f64>,
-    /// The factor's rows packed (row r: r + 1 entries from r(r+1)/2), for the
-    /// per-particle products.
-    packed: Vec<f64>,
-    /// `L⁻¹ m`: whitened coordinates of the origin are `−L⁻¹m`.
-    white_mean: Vec<f64>,
-    /// Weight λ of the diagonal in `(1−λ)Σ̂ + λ diag Σ̂`.
-    pub shrinkage: f64,
-}
-
-impl GaussianFit {
-    /// Weighted mean and covariance of the rows of `theta` (n × d, row-major),
-    /// shrunk towards the diagonal by `λ = d/(d + ESS)` (the sample covariance of
-    /// few distinct particles is rank-deficient), with a relative jitter.
-    pub fn of(theta: &[f64], d: usize, weights: &[f64]) -> GaussianFit {
-        let n = weights.len();
-        let mut mean = vec![0.0; d];
-        for (row, &w) in theta.chunks_exact(d).zip(weights) {
-            for (m, &t) in mean.iter_mut().zip(row) {
-                *m += w * t;
-            }
-        }
-        // Centred rows scaled by √w: the covariance is C·Cᵀ (C is d × n).
-        let mut c = DMatrix::<f64>::zeros(d, n);
-        for (i, (row, &w)) in theta.chunks_exact(d).zip(weights).enumerate() {
-            let sw = w.sqrt();
-            for k in 0..d {
-                c[(k, i)] = sw * (row[k] - mean[k]);
-            }
-        }
-        let cov = a_bt(&c, &c);
-        let ess = 1.0 / weights.iter().map(|w| w * w).sum::<f64>();
-        let mut shrinkage = d as f64 / (d as f64 + ess);
-        let mean_diag = (0..d).map(|k| cov[(k, k)]).sum::<f64>() / d as f64;
-        let jitter = if mean_diag > 0.0 && mean_diag.is_finite() {
-            1e-10 * mean_diag
-        } else {
-            1e-10
-        };
-        loop {
-            let mut s = cov.clone() * (1.0 - shrinkage);
-            for k in 0..d {
-                s[(k, k)] = cov[(k, k)] + jitter;
-            }
-            if let Some(ch) = s.cholesky() {
-                return GaussianFit::new(mean, ch.l(), shrinkage);
-            }
-            if shrinkage >= 1.0 {
-                // Diagonal with positive jitter: only NaN gets here.
-                let mut l = DMatrix::zeros(d, d);
-                for k in 0..d {
-                    l[(k, k)] = (cov[(k, k)].max(0.0) + jitter).sqrt();
-                    if !l[(k, k)].is_finite() {
-                        l[(k, k)] = 1.0;
-                    }
-                }
-                return GaussianFit::new(mean, l, 1.0);
-            }
-            shrinkage = (2.0 * shrinkage).clamp(0.05, 1.0);
-        }
-    }
-
-    fn new(mean: Vec<f64>, chol: DMatrix<f64>, shrinkage: f64) -> GaussianFit {
-        let d = mean.len();
-        let packed = (0..d)
-            .flat_map(|r| (0..=r).map(move |c| (r, c)))
-            .map(|rc| chol[rc])
-            .collect();
-        let mut fit = GaussianFit {
-            mean,
-            chol,
-            packed,
-            white_mean: vec![0.0; d],
-            shrinkage,
-        };
-        let (zero, mut wm) = (vec![0.0; d], vec![0.0; d]);
-        fit.whiten(&zero, &mut wm);
-        // whiten(0) = −L⁻¹m.
-        fit.white_mean = wm.iter().map(|v| -v).collect();
-        fit
-    }
-
-    fn row(&self, r: usize) -> &[f64] {
-        let start = r * (r + 1) / 2;
-        &self.packed[start..start + r + 1]
-    }
-
-    /// `out = L z`.
-    fn l_times(&self, z: &[f64], out: &mut [f64]) {
-        for (r, o) in out.iter_mut().enumerate() {
-            *o = self.row(r).iter().zip(z).map(|(l, v)| l * v).sum();
-        }
-    }
-
-    /// `w = L⁻¹ (θ − m)` (forward substitution).
-    pub fn whiten(&self, theta: &[f64], w: &mut [f64]) {
-        for r in 0..theta.len() {
-            let row = self.row(r);
-            let dot: f64 = row[..r].iter().zip(&w[..r]).map(|(l, v)| l * v).sum();
-            w[r] = (theta[r] - self.mean[r] - dot) / row[r];
-        }
-    }
-
-    /// Proposal standard deviations (√ of the diagonal of LLᵀ).
-    pub fn sds(&self) -> Vec<f64> {
-        (0..self.mean.len())
-            .map(|r| self.chol.row(r).iter().map(|v| v * v).sum::<f64>().sqrt())
-            .collect()
-    }
-
-    pub fn covariance(&self) -> DMatrix<f64> {
-        &self.chol * self.chol.transpose()
-    }
-
-    pub fn mean_vector(&self) -> DVector<f64> {
-        DVector::from_column_slice(&self.mean)
-    }
-}
-
 /// The states of a set of Markov chains (row-major m × d) with their risks, log
 /// prior densities and RNG streams.
 #[derive(Debug, Clone)]
@@ -213,19 +88,23 @@ pub struct Chains {
     pub risk: Vec<f64>,
     pub log_prior: Vec<f64>,
     pub rng: Vec<Rng>,
+    /// The fit each chain moves with (index into `StepSpec::fits`; chains of
+    /// one fit are adjacent).
+    pub fold: Vec<usize>,
 }
 
 impl Chains {
-    /// Fills `white` for the Gpcn kernel (zeros without a fit: unused).
-    pub fn whiten(&mut self, fit: Option<&GaussianFit>) {
+    /// Fills `white` for the Gpcn kernel (zeros without fits: unused).
+    pub fn whiten(&mut self, fits: &[GaussianFit]) {
         let d = self.d;
         self.white.clear();
         self.white.resize(self.theta.len(), 0.0);
-        if let Some(fit) = fit {
+        if !fits.is_empty() {
             self.white
                 .par_chunks_mut(d)
                 .zip(self.theta.par_chunks(d))
-                .for_each(|(w, t)| fit.whiten(t, w));
+                .zip(self.fold.par_iter())
+                .for_each(|((w, t), &f)| fits[f].whiten(t, w));
         }
     }
 
@@ -255,8 +134,10 @@ struct BlockBuf {
     accepted: Vec<bool>,
     /// Sum of squared jumps of the block's chains.
     jump2: f64,
-    /// Scratch for one proposal (normals / whitened state).
+    /// The block's normals or new whitened states (c × d).
     z: Vec<f64>,
+    /// B packed for the products with the factor.
+    pack: Vec<f64>,
     /// Scratch of the radial moves.
     nat: Vec<f64>,
     scaled: Vec<f64>,
@@ -275,8 +156,9 @@ pub struct StepSpec<'a> {
     pub kernel: Kernel,
     pub gamma: f64,
     pub scale: f64,
-    /// The particles' Gaussian fit (Rw and Gpcn; Pcn needs none).
-    pub fit: Option<&'a GaussianFit>,
+    /// The particles' Gaussian fits, chain j moving with `fits[fold[j]]` (Rw
+    /// and Gpcn; Pcn needs none).
+    pub fits: &'a [GaussianFit],
     /// Follow the Metropolis step by a radial move (scale-invariant risks).
     pub radial: bool,
 }
@@ -308,13 +190,22 @@ pub fn step<T: Target + ?Sized>(
         m * d,
         "chains need their whitened states"
     );
-    let fit = match (spec.kernel, spec.fit) {
-        (Kernel::Auto, _) => panic!("resolve Kernel::Auto before stepping"),
-        (Kernel::Pcn, _) => None,
-        (_, Some(f)) => Some(f),
-        (k, None) => panic!("the {} kernel needs the particles' Gaussian fit", k.name()),
+    match spec.kernel {
+        Kernel::Auto => panic!("resolve Kernel::Auto before stepping"),
+        Kernel::Rw | Kernel::Gpcn if spec.fits.is_empty() => {
+            panic!(
+                "the {} kernel needs the particles' Gaussian fit",
+                spec.kernel.name()
+            )
+        }
+        _ => assert_eq!(chains.fold.len(), m, "every chain needs its fold"),
+    }
+    let fits = if spec.kernel == Kernel::Pcn {
+        &[][..]
+    } else {
+        spec.fits
     };
-    let radial = Radial::new(target, d, spec.radial, spec.fit);
+    let radial = Radial::new(target, d, spec.radial);
     buf.blocks
         .resize_with(m.div_ceil(CHAIN_BLOCK), BlockBuf::default);
     chains
@@ -324,16 +215,18 @@ pub fn step<T: Target + ?Sized>(
         .zip(chains.risk.par_chunks_mut(CHAIN_BLOCK))
         .zip(chains.log_prior.par_chunks_mut(CHAIN_BLOCK))
         .zip(chains.rng.par_chunks_mut(CHAIN_BLOCK))
+        .zip(chains.fold.par_chunks(CHAIN_BLOCK))
         .zip(buf.blocks.par_iter_mut())
-        .for_each(|(((((th, wh), rk), lp), rngs), bb)| {
+        .for_each(|((((((th, wh), rk), lp), rngs), fold), bb)| {
             let c = rk.len();
-            propose(target, spec, fit, th, wh, rngs, bb, d);
+            propose(target, spec, fits, fold, th, wh, rngs, bb, d);
             target.risks(&bb.theta, &mut bb.risk);
             accept(spec, th, wh, rk, lp, bb, d);
             if let Some(radial) = &radial {
                 for j in 0..c {
                     radial.apply(
                         target,
+                        fits.get(fold[j]),
                         &mut th[j * d..(j + 1) * d],
                         &mut wh[j * d..(j + 1) * d],
                         &mut lp[j],
@@ -352,12 +245,14 @@ pub fn step<T: Target + ?Sized>(
     StepStats { accepted, esjd }
 }
 
-/// Proposals of one block of chains, each from its own stream.
+/// Proposals of one block of chains, each from its own stream: the normals
+/// first, then one block product with the fit's factor (Rw, Gpcn).
 #[allow(clippy::too_many_arguments)]
 fn propose<T: Target + ?Sized>(
     target: &T,
     spec: StepSpec<'_>,
-    fit: Option<&GaussianFit>,
+    fits: &[GaussianFit],
+    fold: &[usize],
     th: &[f64],
     wh: &[f64],
     rngs: &mut [Rng],
@@ -372,51 +267,68 @@ fn propose<T: Target + ?Sized>(
     bb.correction.resize(c, 0.0);
     bb.log_u.resize(c, 0.0);
     bb.accepted.resize(c, false);
-    bb.z.resize(d, 0.0);
+    bb.z.resize(c * d, 0.0);
     let s = spec.scale;
     let rho = (1.0 - s * s).max(0.0).sqrt();
     for (j, r) in rngs.iter_mut().enumerate() {
-        let cur = &th[j * d..(j + 1) * d];
+        let z = &mut bb.z[j * d..(j + 1) * d];
+        match spec.kernel {
+            Kernel::Rw => z.iter_mut().for_each(|v| *v = rng::normal(r)),
+            Kernel::Auto | Kernel::Pcn => {
+                // (Auto never gets here: `step` resolves or refuses it.)
+                let out = &mut bb.theta[j * d..(j + 1) * d];
+                target.sample_prior(r, out);
+                for (o, &c) in out.iter_mut().zip(&th[j * d..(j + 1) * d]) {
+                    *o = rho * c + s * *o;
+                }
+            }
+            Kernel::Gpcn => {
+                for (v, wi) in z.iter_mut().zip(&wh[j * d..(j + 1) * d]) {
+                    *v = rho * wi + s * rng::normal(r);
+                }
+            }
+        }
+        let u: f64 = r.random();
+        bb.log_u[j] = u.ln();
+    }
+    if !fits.is_empty() {
+        // One block product per run of chains sharing a fit.
+        let mut a = 0;
+        while a < c {
+            let b = a + fold[a..].iter().take_while(|&&f| f == fold[a]).count();
+            fits[fold[a]].l_times_rows(
+                &bb.z[a * d..b * d],
+                b - a,
+                &mut bb.theta[a * d..b * d],
+                &mut bb.pack,
+            );
+            a = b;
+        }
+    }
+    for j in 0..c {
         let out = &mut bb.theta[j * d..(j + 1) * d];
-        let z = &mut bb.z;
+        let cur = &th[j * d..(j + 1) * d];
         match spec.kernel {
             Kernel::Rw => {
-                z.iter_mut().for_each(|v| *v = rng::normal(r));
-                let fit = fit.expect("checked by step");
-                fit.l_times(z, out);
                 for (o, &c) in out.iter_mut().zip(cur) {
                     *o = c + s * *o;
                 }
                 bb.correction[j] = 0.0;
             }
-            Kernel::Auto | Kernel::Pcn => {
-                // (Auto never gets here: `step` resolves or refuses it.)
-                target.sample_prior(r, out);
-                for (o, &c) in out.iter_mut().zip(cur) {
-                    *o = rho * c + s * *o;
-                }
-                bb.correction[j] = 0.0;
-            }
+            Kernel::Auto | Kernel::Pcn => bb.correction[j] = 0.0,
             Kernel::Gpcn => {
-                let w = &wh[j * d..(j + 1) * d];
-                let w2_old: f64 = w.iter().map(|v| v * v).sum();
-                for (v, wi) in z.iter_mut().zip(w) {
-                    *v = rho * wi + s * rng::normal(r);
-                }
-                let w2_new: f64 = z.iter().map(|v| v * v).sum();
-                bb.white[j * d..(j + 1) * d].copy_from_slice(z);
-                let fit = fit.expect("checked by step");
-                fit.l_times(z, out);
-                for (o, mk) in out.iter_mut().zip(&fit.mean) {
+                for (o, mk) in out.iter_mut().zip(&fits[fold[j]].mean) {
                     *o += mk;
                 }
+                let z = &bb.z[j * d..(j + 1) * d];
+                let w2_old: f64 = wh[j * d..(j + 1) * d].iter().map(|v| v * v).sum();
+                let w2_new: f64 = z.iter().map(|v| v * v).sum();
+                bb.white[j * d..(j + 1) * d].copy_from_slice(z);
                 // log N(θ; fit) − log N(θ'; fit).
                 bb.correction[j] = 0.5 * (w2_new - w2_old);
             }
         }
         bb.log_prior[j] = target.log_prior(out);
-        let u: f64 = r.random();
-        bb.log_u[j] = u.ln();
     }
 }
 
@@ -460,22 +372,16 @@ fn accept(
 /// (whose posterior radius is independent of the direction), else two Metropolis
 /// steps on log‖θ‖ (target prior(e^u θ)·e^{ud}), θ the model parameter even when
 /// the sampler works in other coordinates.
-struct Radial<'a> {
+struct Radial {
     gaussian: bool,
     lp0: f64,
     chi: ChiSquared<f64>,
     sigma: f64,
-    fit: Option<&'a GaussianFit>,
     d: usize,
 }
 
-impl<'a> Radial<'a> {
-    fn new<T: Target + ?Sized>(
-        target: &T,
-        d: usize,
-        wanted: bool,
-        fit: Option<&'a GaussianFit>,
-    ) -> Option<Radial<'a>> {
+impl Radial {
+    fn new<T: Target + ?Sized>(target: &T, d: usize, wanted: bool) -> Option<Radial> {
         if !(wanted && target.scale_invariant()) {
             return None;
         }
@@ -484,23 +390,24 @@ impl<'a> Radial<'a> {
             lp0: target.log_prior(&vec![0.0; d]),
             chi: ChiSquared::new(d as f64).expect("d ≥ 1"),
             sigma: 1.0 / (2.0 * d as f64).sqrt(),
-            fit,
             d,
         })
     }
 
     /// θ → fθ maps the whitened state w = L⁻¹(θ − m) to f·w + (f − 1)·L⁻¹m.
-    fn rescale_white(&self, w: &mut [f64], f: f64) {
-        if let Some(fit) = self.fit {
+    fn rescale_white(w: &mut [f64], fit: Option<&GaussianFit>, f: f64) {
+        if let Some(fit) = fit {
             for (wi, mi) in w.iter_mut().zip(&fit.white_mean) {
                 *wi = f * *wi + (f - 1.0) * mi;
             }
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn apply<T: Target + ?Sized>(
         &self,
         target: &T,
+        fit: Option<&GaussianFit>,
         cur: &mut [f64],
         white: &mut [f64],
         lp: &mut f64,
@@ -514,7 +421,7 @@ impl<'a> Radial<'a> {
             if q > 0.0 && q.is_finite() {
                 let f = (target_q / q).sqrt();
                 cur.iter_mut().for_each(|v| *v *= f);
-                self.rescale_white(white, f);
+                Radial::rescale_white(white, fit, f);
                 *lp = target.log_prior(cur);
             }
             return;
@@ -544,7 +451,7 @@ impl<'a> Radial<'a> {
         if moved {
             target.to_particle(&bb.nat, cur);
             *lp = target.log_prior(cur);
-            if let Some(fit) = self.fit {
+            if let Some(fit) = fit {
                 fit.whiten(cur, white);
             }
         }
@@ -554,34 +461,8 @@ impl<'a> Radial<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn gaussian_fit_recovers_moments_and_whitens() {
-        let mut r = rng::stream(9, &[]);
-        let (n, d) = (20000, 3);
-        let mut theta = vec![0.0; n * d];
-        for row in theta.chunks_exact_mut(d) {
-            let (a, b, c) = (
-                rng::normal(&mut r),
-                rng::normal(&mut r),
-                rng::normal(&mut r),
-            );
-            row.copy_from_slice(&[1.0 + a, 2.0 * a + 0.5 * b, -1.0 + 0.1 * c]);
-        }
-        let w = vec![1.0 / n as f64; n];
-        let fit = GaussianFit::of(&theta, d, &w);
-        assert!((fit.mean[0] - 1.0).abs() < 0.03 && (fit.mean[2] + 1.0).abs() < 0.01);
-        let cov = fit.covariance();
-        assert!((cov[(1, 0)] - 2.0).abs() < 0.08, "{cov}");
-        assert!((cov[(1, 1)] - 4.25).abs() < 0.15, "{cov}");
-        let mut z = vec![0.0; d];
-        let mut back = vec![0.0; d];
-        fit.whiten(&theta[..d], &mut z);
-        fit.l_times(&z, &mut back);
-        for k in 0..d {
-            assert!((back[k] + fit.mean[k] - theta[k]).abs() < 1e-12);
-        }
-    }
+    use crate::engine::smc::gaussian_fit::CrossFit;
+    use nalgebra::DMatrix;
 
     #[test]
     fn stored_whitened_states_follow_steps_and_radial_moves() {
@@ -604,7 +485,8 @@ mod tests {
             for row in theta.chunks_exact_mut(d) {
                 t.sample_prior(&mut r, row);
             }
-            let fit = GaussianFit::of(&theta, d, &vec![1.0 / m as f64; m]);
+            // Two folds: the chains of each move with the other's fit.
+            let cf = CrossFit::of(&theta, d, &vec![1.0 / m as f64; m], m, 2, 1.0);
             let mut chains = Chains {
                 d,
                 risk: vec![0.0; m],
@@ -612,16 +494,17 @@ mod tests {
                 theta,
                 white: Vec::new(),
                 rng: (0..m).map(|j| rng::stream(6, &[j as u64])).collect(),
+                fold: (0..m).map(|j| cf.fold_of(j)).collect(),
             };
             t.risks(&chains.theta, &mut chains.risk);
-            chains.whiten(Some(&fit));
+            chains.whiten(&cf.fits);
             let mut buf = Proposals::default();
             for _ in 0..5 {
                 let spec = StepSpec {
                     kernel: Kernel::Gpcn,
                     gamma: 10.0,
                     scale: 0.7,
-                    fit: Some(&fit),
+                    fits: &cf.fits,
                     radial: true,
                 };
                 step(&t, &mut chains, &mut buf, spec);
@@ -629,7 +512,7 @@ mod tests {
             let mut w = vec![0.0; d];
             for j in 0..m {
                 let p = &chains.theta[j * d..(j + 1) * d];
-                fit.whiten(p, &mut w);
+                cf.fits[chains.fold[j]].whiten(p, &mut w);
                 for (a, b) in w.iter().zip(&chains.white[j * d..(j + 1) * d]) {
                     assert!((a - b).abs() < 1e-9);
                 }
@@ -641,16 +524,5 @@ mod tests {
             t.risks(&chains.theta, &mut fresh);
             assert_eq!(fresh, chains.risk);
         }
-    }
-
-    #[test]
-    fn rank_deficient_particles_still_give_a_factor() {
-        // Two distinct particles in five dimensions.
-        let theta: Vec<f64> = (0..10)
-            .map(|i| if i < 5 { i as f64 } else { -(i as f64) })
-            .collect();
-        let fit = GaussianFit::of(&theta, 5, &[0.5, 0.5]);
-        assert!(fit.chol.iter().all(|v| v.is_finite()));
-        assert!((0..5).all(|k| fit.chol[(k, k)] > 0.0));
     }
 }

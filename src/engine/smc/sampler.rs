@@ -8,7 +8,8 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::moves::{self, Chains, GaussianFit, Kernel, Proposals, StepSpec};
+use super::fit_pool::{Snapshots, stage_fits};
+use super::moves::{self, Chains, Kernel, Proposals, StepSpec};
 use super::settings::{Moves, SmcSettings};
 use super::target::Target;
 use super::tempering::{next_delta, reweight, systematic};
@@ -41,6 +42,13 @@ pub struct StageInfo {
     pub max_correlation: f64,
     /// Share of particles (chains) that never moved in the stage.
     pub unmoved: f64,
+    /// Share of particles that are unmoved copies of another particle of the
+    /// same ancestor (the cloud's duplicates left by resampling).
+    #[serde(default)]
+    pub duplicated: f64,
+    /// First move step at which the correlation criterion held (standard mode).
+    #[serde(default)]
+    pub decorrelated_at: Option<usize>,
     /// Mean squared jump per move (Euclidean).
     pub esjd: f64,
     pub mean_risk: f64,
@@ -115,6 +123,8 @@ pub fn run<T: Target + ?Sized>(
             moves: 0,
             max_correlation: 0.0,
             unmoved: 0.0,
+            duplicated: 0.0,
+            decorrelated_at: None,
             esjd: 0.0,
             mean_risk: mean(&risk),
             evaluations,
@@ -129,6 +139,12 @@ pub fn run<T: Target + ?Sized>(
 
     let mut buf = Proposals::default();
     let mut stage = 0usize;
+    // Particle i of the cloud descends from chain `i mod families` (prior
+    // draws: each its own).
+    let mut families = n;
+    // Snapshots of the last stage's chains (θ, risk) for the next fits.
+    let mut pool: (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+    let mut prev_steps = 0;
     while gamma < gamma_target {
         ctl.checkpoint()?;
         stage += 1;
@@ -158,19 +174,25 @@ pub fn run<T: Target + ?Sized>(
             )));
         }
         gamma = new_gamma;
-        // The particles' Gaussian fit shapes Rw and Gpcn proposals (pCN needs none:
+        // The particles' Gaussian fits shape Rw and Gpcn proposals (pCN needs none:
         // with d in the thousands its covariance would cost more than the moves).
-        let fit = (kernel != Kernel::Pcn).then(|| GaussianFit::of(&theta, d, &rw.weights));
+        let (fits, fold_of) = if kernel == Kernel::Pcn {
+            (Vec::new(), vec![0; theta.len() / d])
+        } else {
+            stage_fits((&theta, &risk), (&pool.0, &pool.1), delta, d, families)
+        };
 
         let chains_n = match s.waste_free {
             Some(p) => n / p,
             None => n,
         };
-        let ancestors = systematic(
+        let mut ancestors = systematic(
             &rw.weights,
             chains_n,
             &mut rng::stream(s.seed, &[KEY_RESAMPLE, stage as u64]),
         );
+        // Chains of one fit adjacent (stable: copies of an ancestor stay adjacent).
+        ancestors.sort_by_key(|&a| fold_of[a]);
         let mut chains = Chains {
             d,
             theta: ancestors
@@ -183,13 +205,14 @@ pub fn run<T: Target + ?Sized>(
             rng: (0..chains_n)
                 .map(|j| rng::stream(s.seed, &[KEY_MOVE, stage as u64, j as u64]))
                 .collect::<Vec<Rng>>(),
+            fold: ancestors.iter().map(|&a| fold_of[a]).collect(),
         };
         chains
             .log_prior
             .par_iter_mut()
             .zip(chains.theta.par_chunks(d))
             .for_each(|(lp, t)| *lp = target.log_prior(t));
-        chains.whiten(fit.as_ref());
+        chains.whiten(&fits);
         let mv = move_stage(
             target,
             s,
@@ -197,10 +220,14 @@ pub fn run<T: Target + ?Sized>(
                 kernel,
                 gamma,
                 scale,
-                fit: fit.as_ref(),
+                fits: &fits,
                 radial: s.radial,
             },
-            chains,
+            StageStart {
+                chains,
+                ancestors: &ancestors,
+                snapshots: Snapshots::plan(prev_steps, chains_n, d),
+            },
             &mut buf,
             ctl,
             &mut MoveProgress {
@@ -213,11 +240,15 @@ pub fn run<T: Target + ?Sized>(
         )?;
         scale = mv.scale;
         evaluations += (mv.steps * chains_n) as u64;
+        // Waste-free clouds are step-major: particle i belongs to chain i mod M.
+        families = chains_n;
         theta = mv.theta;
         risk = mv.risk;
+        pool = mv.snapshots;
+        prev_steps = mv.steps;
         let (steps, max_corr, unmoved) = (mv.steps, mv.max_corr, mv.unmoved);
         let (accepted, proposed, esjd_sum) = (mv.accepted, mv.steps * chains_n, mv.esjd_sum);
-        if max_corr > s.decorrelation || unmoved > s.max_unmoved {
+        if max_corr > s.decorrelation || mv.duplicated > s.max_duplicated {
             decorrelated = false;
         }
         emit(
@@ -231,6 +262,8 @@ pub fn run<T: Target + ?Sized>(
                 moves: steps,
                 max_correlation: max_corr,
                 unmoved,
+                duplicated: mv.duplicated,
+                decorrelated_at: mv.decorrelated_at,
                 esjd: esjd_sum / steps.max(1) as f64,
                 mean_risk: mean(&risk),
                 evaluations,
@@ -267,6 +300,10 @@ struct Moved {
     esjd_sum: f64,
     max_corr: f64,
     unmoved: f64,
+    duplicated: f64,
+    decorrelated_at: Option<usize>,
+    /// Snapshots of the chains for the next stage's fits (θ, risk).
+    snapshots: (Vec<f64>, Vec<f64>),
     /// Step size after adaptation.
     scale: f64,
 }
@@ -300,6 +337,15 @@ impl MoveProgress<'_> {
     }
 }
 
+/// A stage's chains at their start, with what the moves track besides them:
+/// the resampled ancestors (for the duplicated-copies rule) and the snapshots
+/// for the next fits.
+struct StageStart<'a> {
+    chains: Chains,
+    ancestors: &'a [usize],
+    snapshots: Snapshots,
+}
+
 /// The moves of one stage: standard SMC moves every chain until it has
 /// decorrelated from its start (or a fixed number of steps); waste-free keeps
 /// every state of N/P chains of P.
@@ -307,11 +353,16 @@ fn move_stage<T: Target + ?Sized>(
     target: &T,
     s: &SmcSettings,
     mut spec: StepSpec<'_>,
-    mut chains: Chains,
+    start: StageStart<'_>,
     buf: &mut Proposals,
     ctl: &Control,
     progress: &mut MoveProgress<'_>,
 ) -> Result<Moved, EngineError> {
+    let StageStart {
+        mut chains,
+        ancestors,
+        mut snapshots,
+    } = start;
     let (d, m) = (chains.d, chains.len());
     let kernel = spec.kernel;
     let start_theta = chains.theta.clone();
@@ -333,6 +384,8 @@ fn move_stage<T: Target + ?Sized>(
     let mut max_corr = 1.0;
     let mut moved = vec![false; m];
     let mut unmoved = 1.0;
+    let mut duplicated = 1.0;
+    let mut decorrelated_at = None;
     let mut measured = None;
     while steps < max_steps {
         ctl.checkpoint()?;
@@ -342,6 +395,7 @@ fn move_stage<T: Target + ?Sized>(
             *mv |= a;
         }
         unmoved = moved.iter().filter(|&&mv| !mv).count() as f64 / m as f64;
+        duplicated = duplicated_share(ancestors, &moved);
         accepted += st.accepted;
         esjd_sum += st.esjd;
         if s.adapt_scale {
@@ -352,12 +406,18 @@ fn move_stage<T: Target + ?Sized>(
         if s.waste_free.is_some() {
             cloud.extend_from_slice(&chains.theta);
             cloud_risk.extend_from_slice(&chains.risk);
-        } else if steps >= min_steps {
+        } else {
+            snapshots.offer(steps, &chains.theta, &chains.risk);
+        }
+        if s.waste_free.is_none() && steps >= min_steps {
             max_corr = max_correlation(&start_theta, &start_risk, &chains.theta, &chains.risk, d);
             measured = Some(max_corr);
+            if max_corr <= s.decorrelation && decorrelated_at.is_none() {
+                decorrelated_at = Some(steps);
+            }
             if matches!(s.moves, Moves::Adaptive { .. })
                 && max_corr <= s.decorrelation
-                && unmoved <= s.max_unmoved
+                && duplicated <= s.max_duplicated
             {
                 break;
             }
@@ -377,8 +437,31 @@ fn move_stage<T: Target + ?Sized>(
         esjd_sum,
         max_corr,
         unmoved,
+        duplicated,
+        decorrelated_at,
+        snapshots: snapshots.finish(steps),
         scale: spec.scale,
     })
+}
+
+/// Share of the chains that still duplicate another chain's state: copies of
+/// one ancestor (adjacent: systematic resampling gives ascending ancestors)
+/// that have all stayed put count once.
+fn duplicated_share(ancestors: &[usize], moved: &[bool]) -> f64 {
+    let m = ancestors.len();
+    let mut excess = 0usize;
+    let mut i = 0;
+    while i < m {
+        let mut j = i;
+        let mut stayed = 0usize;
+        while j < m && ancestors[j] == ancestors[i] {
+            stayed += usize::from(!moved[j]);
+            j += 1;
+        }
+        excess += stayed.saturating_sub(1);
+        i = j;
+    }
+    excess as f64 / m.max(1) as f64
 }
 
 /// The particles as model parameters.

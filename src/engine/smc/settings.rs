@@ -35,10 +35,11 @@ pub struct SmcSettings {
     pub radial: bool,
     /// |correlation| with the stage-start values below which the adaptive moves stop.
     pub decorrelation: f64,
-    /// Share of particles that never moved in the stage above which the adaptive
-    /// moves go on (an independence-like kernel decorrelates the cloud's
-    /// coordinates before its stuck particles have moved).
-    pub max_unmoved: f64,
+    /// Share of particles that are still copies of another (resampled copies of
+    /// one ancestor that have not moved apart) above which the adaptive moves go
+    /// on: a near-independence kernel decorrelates the cloud's coordinates while
+    /// a few particles in the fit's tails are still stuck with their copies.
+    pub max_duplicated: f64,
     /// Cap on the number of tempering stages.
     pub max_stages: usize,
     pub seed: u64,
@@ -56,7 +57,7 @@ impl Default for SmcSettings {
             adapt_scale: true,
             radial: true,
             decorrelation: 0.1,
-            max_unmoved: 0.01,
+            max_duplicated: 0.01,
             max_stages: 1000,
             seed: 0,
         }
@@ -122,10 +123,10 @@ impl SmcSettings {
                 self.decorrelation
             ));
         }
-        if !(0.0..1.0).contains(&self.max_unmoved) {
+        if !(0.0..1.0).contains(&self.max_duplicated) {
             return bad(format!(
-                "the share of unmoved particles must be in [0, 1); got {}",
-                self.max_unmoved
+                "the share of duplicated particles must be in [0, 1); got {}",
+                self.max_duplicated
             ));
         }
         if self.max_stages == 0 {

@@ -9,8 +9,7 @@ use rayon::prelude::*;
 
 use super::fast_prior::FastPrior;
 use super::reparam::PitMap;
-use crate::engine::fast_risk::{RiskScratch, risk_from_twice};
-use crate::engine::linalg::a_b_slices;
+use super::scores::{LinearScores, ScorePrecision, ScoreScratch};
 use crate::engine::prior::Prior;
 use crate::engine::rng::Rng;
 
@@ -54,24 +53,17 @@ pub trait Target: Sync {
     }
 }
 
-/// Scores per block of the score GEMM (the block's n × m scores stay in L2;
-/// more particles per block amortise the packing of X, and at least 8 fill the
-/// GEMM kernel's tiles).
-const BLOCK_SCORES: usize = 65_536;
-const MIN_BLOCK: usize = 8;
-const MAX_BLOCK: usize = 64;
-/// Keep each GEMM call below matrixmultiply's threading threshold (it would
-/// otherwise start its own threads inside rayon's).
-const GEMM_SINGLE_THREAD: usize = 16_384;
+/// Scores per block of particles (the block's n × m scores stay in L2 with
+/// room for X's panels; more particles per block amortise the streaming of X).
+const BLOCK_SCORES: usize = 131_072;
+const MIN_BLOCK: usize = 12;
+const MAX_BLOCK: usize = 96;
 
 /// The AUC risk of the linear score `<θ, x>` on training rows, with a prior from
 /// `engine::prior`.
 pub struct LinearAuc {
-    /// Rows reordered positives first, column-major n × d.
-    x: Vec<f64>,
-    n: usize,
     d: usize,
-    n_pos: usize,
+    scores: LinearScores,
     prior: Prior,
     fast_prior: FastPrior,
     /// Spike-and-slab: particles are η with θ_k = g(η_k) (see `reparam`).
@@ -79,49 +71,48 @@ pub struct LinearAuc {
     /// Particles per rayon task (fixed by the data: results cannot depend on the
     /// thread count).
     block: usize,
-    /// Rows per GEMM call.
-    row_block: usize,
     /// One scratch per worker thread (index = rayon thread index).
     scratch: Vec<Mutex<Scratch>>,
 }
 
 struct Scratch {
-    scores: Vec<f64>,
-    risk: RiskScratch,
+    scores: ScoreScratch,
     /// θ of a block of reparametrised particles.
     theta: Vec<f64>,
 }
 
 impl LinearAuc {
+    /// The target with f32 score products where the data allow them.
     pub fn new(x: &DMatrix<f64>, y: &[bool], prior: Prior) -> LinearAuc {
+        LinearAuc::with_precision(x, y, prior, ScorePrecision::Auto)
+    }
+
+    pub fn with_precision(
+        x: &DMatrix<f64>,
+        y: &[bool],
+        prior: Prior,
+        precision: ScorePrecision,
+    ) -> LinearAuc {
         let (n, d) = x.shape();
         let order: Vec<usize> = (0..n)
             .filter(|&i| y[i])
             .chain((0..n).filter(|&i| !y[i]))
             .collect();
         let n_pos = y.iter().filter(|&&b| b).count();
-        let xs = x.select_rows(&order);
+        let scores = LinearScores::new(&x.select_rows(&order), n_pos, precision);
         let block = (BLOCK_SCORES / n.max(1)).clamp(MIN_BLOCK, MAX_BLOCK);
-        let row_block = if d * block >= GEMM_SINGLE_THREAD {
-            n // too wide to split usefully; matrixmultiply may thread
-        } else {
-            ((GEMM_SINGLE_THREAD - d * block) / d.max(1)).clamp(8, n.max(8))
-        };
         let threads = rayon::current_num_threads().max(1) + 1;
         let scratch = (0..threads)
             .map(|_| {
                 Mutex::new(Scratch {
-                    scores: vec![0.0; n * block],
-                    risk: RiskScratch::new(n_pos, n - n_pos),
+                    scores: scores.scratch(),
                     theta: Vec::with_capacity(block * d),
                 })
             })
             .collect();
         LinearAuc {
-            x: xs.as_slice().to_vec(),
-            n,
             d,
-            n_pos,
+            scores,
             fast_prior: FastPrior::new(&prior, d),
             pit: match prior {
                 Prior::SpikeSlab {
@@ -133,13 +124,22 @@ impl LinearAuc {
             },
             prior,
             block,
-            row_block,
             scratch,
         }
     }
 
     pub fn prior(&self) -> &Prior {
         &self.prior
+    }
+
+    /// "f32" or "f64": the precision of the score products.
+    pub fn score_precision(&self) -> &'static str {
+        self.scores.precision_name()
+    }
+
+    /// Why the products are f64 although f32 was allowed (None otherwise).
+    pub fn f64_reason(&self) -> Option<&str> {
+        self.scores.f64_reason.as_deref()
     }
 
     /// Samples θ itself even under a spike-and-slab prior (for comparisons).
@@ -151,48 +151,6 @@ impl LinearAuc {
     /// Whether particles are reparametrised coordinates rather than θ.
     pub fn reparametrised(&self) -> bool {
         self.pit.is_some()
-    }
-
-    fn pairs(&self) -> u64 {
-        (self.n_pos * (self.n - self.n_pos)) as u64
-    }
-
-    /// Scores of `m` particles (row-major m × d) into `out` (column-major n × m).
-    fn scores(&self, thetas: &[f64], m: usize, out: &mut [f64]) {
-        let (n, d) = (self.n, self.d);
-        if self.row_block >= n {
-            a_b_slices(&self.x, n, d, thetas, m, out);
-            return;
-        }
-        // Row blocks: X[r0..r1, :] is not contiguous in column-major storage, so
-        // multiply the transposed problem block by block through strides.
-        let mut r0 = 0;
-        while r0 < n {
-            let r1 = (r0 + self.row_block).min(n);
-            // SAFETY: a = X[r0..r1, :] (rows r1−r0, cols d, strides 1 and n) lies in
-            // self.x (n·d); b = thetasᵀ (d × m, strides 1 and d) lies in thetas
-            // (m·d); c = out[r0..r1, :] (strides 1 and n) lies in out (n·m).
-            // `out` is borrowed mutably: no aliasing.
-            unsafe {
-                matrixmultiply::dgemm(
-                    r1 - r0,
-                    d,
-                    m,
-                    1.0,
-                    self.x.as_ptr().add(r0),
-                    1,
-                    n as isize,
-                    thetas.as_ptr(),
-                    1,
-                    d as isize,
-                    0.0,
-                    out.as_mut_ptr().add(r0),
-                    1,
-                    n as isize,
-                );
-            }
-            r0 = r1;
-        }
     }
 }
 
@@ -257,19 +215,12 @@ impl Target for LinearAuc {
     fn risks(&self, thetas: &[f64], out: &mut [f64]) {
         let d = self.d;
         assert_eq!(thetas.len(), out.len() * d, "one risk per particle");
-        let pairs = self.pairs();
         out.par_chunks_mut(self.block)
             .zip(thetas.par_chunks(self.block * d))
             .for_each(|(out, th)| {
                 let slot = rayon::current_thread_index().unwrap_or(0) % self.scratch.len();
                 let mut guard = self.scratch[slot].lock().unwrap_or_else(|e| e.into_inner());
-                let Scratch {
-                    scores,
-                    risk,
-                    theta,
-                } = &mut *guard;
-                let m = out.len();
-                let scores = &mut scores[..self.n * m];
+                let Scratch { scores, theta } = &mut *guard;
                 let th = match &self.pit {
                     None => th,
                     Some(g) => {
@@ -278,12 +229,7 @@ impl Target for LinearAuc {
                         &theta[..]
                     }
                 };
-                self.scores(th, m, scores);
-                for (j, o) in out.iter_mut().enumerate() {
-                    let s = &scores[j * self.n..(j + 1) * self.n];
-                    let (p, q) = s.split_at(self.n_pos);
-                    *o = risk_from_twice(risk.twice_concordant(p, q), pairs);
-                }
+                self.scores.risks(th, out, scores);
             });
     }
     fn inclusion(&self, thetas: &[f64]) -> Option<Vec<f64>> {
@@ -389,22 +335,5 @@ mod tests {
             t.risks(&thetas[j * d..(j + 1) * d], &mut one);
             assert_eq!(one[0].to_bits(), all[j].to_bits());
         }
-    }
-
-    #[test]
-    fn row_blocks_give_the_same_scores() {
-        let mut r = rng::stream(4, &[]);
-        let (n, d) = (1500, 40);
-        let x = DMatrix::from_fn(n, d, |_, _| rng::normal(&mut r));
-        let y: Vec<bool> = (0..n).map(|i| i % 4 == 0).collect();
-        let t = LinearAuc::new(&x, &y, Prior::Gaussian { var: 1.0 });
-        assert!(t.row_block < n, "this shape must use row blocks");
-        let m = 5;
-        let thetas: Vec<f64> = (0..m * d).map(|_| rng::normal(&mut r)).collect();
-        let mut blocked = vec![0.0; n * m];
-        t.scores(&thetas, m, &mut blocked);
-        let mut whole = vec![0.0; n * m];
-        a_b_slices(&t.x, n, d, &thetas, m, &mut whole);
-        assert_eq!(blocked, whole);
     }
 }

@@ -1,6 +1,7 @@
-//! EP pane: the convergence measure Δ per sweep on a log scale (with the
-//! tolerance line), log Z_EP per sweep when there is room, and the damping,
-//! negative-site share and skipped sites.
+//! Convergence pane of the Gaussian approximations. EP: the convergence
+//! measure Δ per sweep on a log scale (with the tolerance line), log Z_EP per
+//! sweep when there is room, and the damping, negative-site share and skipped
+//! sites. VB: `vb_trace`.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -15,17 +16,20 @@ use crate::app::{App, Pane};
 
 pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
-    let run = app.run_for(RunView::is_ep);
+    let run = app.run_for(RunView::is_gaussian);
     let detail = run.map_or(String::new(), |r| {
         format!("{} {}", r.title(), r.status.word())
     });
     let block = pane_block(app, Pane::Ep, detail, &theme);
     let inner = block.inner(area);
     frame.render_widget(block, area);
+    if let Some(run) = run.filter(|r| r.is_vb() && !r.is_ep()) {
+        return super::vb_trace::render(run, inner, frame, &theme);
+    }
     let Some(run) = run.filter(|r| !r.ep.is_empty()) else {
         let msg = match run {
             Some(_) => "waiting for the first sweep…",
-            None => "no EP run yet: n opens the run form",
+            None => "no EP/VB run yet: n opens the form",
         };
         placeholder(frame, inner, msg, &theme);
         return;

@@ -44,7 +44,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     // Notes only where there is room.
     let notes = [
         "Run form: the settings that apply to the method and prior; under them the focused one's help (as in pacauc fit --help).",
-        "Marginals: mean ± 2 sd per coefficient; the selected one's SMC particle histogram with the EP Gaussian overlaid.",
+        "Marginals: mean ± 2 sd per coefficient; the selected one's SMC particle histogram with the EP or VB Gaussian overlaid.",
         "Esc or ? closes this help.",
     ];
     let room = (area.height as usize).saturating_sub(lines.len() + 2);

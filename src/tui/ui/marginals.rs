@@ -1,7 +1,7 @@
 //! Marginals pane: a forest plot (mean ± 2 sd per coefficient, sorted by
-//! |mean/sd|; SMC and EP side by side when both exist) and, for the selected
-//! coefficient, the SMC particle histogram with the EP Gaussian density
-//! overlaid (RACL14 Fig. 1).
+//! |mean/sd|; SMC and a Gaussian approximation, EP or VB, side by side when
+//! both exist) and, for the selected coefficient, the SMC particle histogram
+//! with the Gaussian density overlaid (RACL14 Fig. 1).
 
 use std::collections::HashMap;
 
@@ -71,8 +71,8 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let primary = app.run_for(has);
     let secondary = primary.and_then(|p| {
         if p.is_smc() {
-            app.run_for(|r| r.is_ep() && has(r))
-        } else if p.is_ep() {
+            app.run_for(|r| r.is_gaussian() && has(r))
+        } else if p.is_gaussian() {
             app.run_for(|r| r.is_smc() && has(r))
         } else {
             None
@@ -130,11 +130,11 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let smc = series
         .iter()
         .find(|s| s.run.is_smc() && !s.run.histograms.is_empty());
-    let ep = series.iter().find(|s| s.run.is_ep());
+    let gaussian = series.iter().find(|s| s.run.is_gaussian());
     histogram(
         &sel_name,
         smc,
-        ep.or(series.first()),
+        gaussian.or(series.first()),
         hist_area,
         frame,
         &theme,
@@ -369,7 +369,7 @@ fn histogram(
         let k = s.coefs.iter().position(|c| c.name == name)?;
         s.run.histograms.get(k).map(|h| (density_steps(h), s.style))
     });
-    // The Gaussian overlay: EP's marginal (or, without EP, the primary run's).
+    // The Gaussian overlay: EP's or VB's marginal (or, without one, the primary run's).
     let normal = gauss
         .filter(|g| smc.is_none_or(|s| s.run.id != g.run.id))
         .and_then(|g| {

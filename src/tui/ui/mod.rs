@@ -14,6 +14,7 @@ pub mod marginals;
 pub mod results;
 pub mod smc_trace;
 pub mod theme;
+pub mod vb_trace;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};

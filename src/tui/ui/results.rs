@@ -1,5 +1,6 @@
-//! Results pane: ROC curves and a table (train/test AUC, log Z, γ, time) of
-//! every run on this split.
+//! Results pane: ROC curves and a table (train/test AUC, the PAC-Bayes bound
+//! and the importance-sampling k̂ where they fit, log Z, γ, time) of every run
+//! on this split.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -10,6 +11,7 @@ use super::common::{fit, opt_num, pane_block, placeholder, seconds};
 use super::theme::Theme;
 use crate::app::run_view::RunStatus;
 use crate::app::{App, Pane};
+use crate::engine::record::RunRecord;
 
 fn auc(v: Option<f64>) -> String {
     v.filter(|a| a.is_finite())
@@ -126,10 +128,21 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
     }
     let w = area.width as usize;
     let wide = w >= 64;
+    // The certificate's columns where they fit: the bound on 1 − AUC, then k̂.
+    let (show_bound, show_khat) = (w >= 81, w >= 88);
     let head = if wide {
         format!(
-            "  {:<3} {:<10} {:<9} {:>8} {:>8} {:>9} {:>8} {:>8}",
-            "#", "method", "status", "train", "test", "log Z", "γ", "time"
+            "  {:<3} {:<10} {:<9} {:>8} {:>8}{}{} {:>9} {:>8} {:>8}",
+            "#",
+            "method",
+            "status",
+            "train",
+            "test",
+            if show_bound { "    bound" } else { "" },
+            if show_khat { "     k̂" } else { "" },
+            "log Z",
+            "γ",
+            "time"
         )
     } else {
         format!(
@@ -179,9 +192,18 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
                 status_style,
             ));
             spans.push(Span::raw(format!(
-                "{:>8} {:>8} {:>9} {:>8} {:>8}",
+                "{:>8} {:>8}",
                 auc(rec.map(|x| x.auc.train)),
                 auc(rec.and_then(|x| x.auc.test)),
+            )));
+            if show_bound {
+                spans.push(certificate_cell(rec, false, theme));
+            }
+            if show_khat {
+                spans.push(certificate_cell(rec, true, theme));
+            }
+            spans.push(Span::raw(format!(
+                " {:>9} {:>8} {:>8}",
                 opt_num(rec.and_then(|x| x.log_evidence)),
                 opt_num(rec.and_then(|x| x.gamma)),
                 time.map_or("-".into(), seconds),
@@ -217,4 +239,28 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
         ));
     }
     frame.render_widget(Paragraph::new(lines), area);
+}
+
+/// The record's bound on 1 − AUC (marked when vacuous, ≥ ½) or its
+/// importance-sampling k̂ (marked above its threshold); "-" where there is none.
+fn certificate_cell(rec: Option<&RunRecord>, khat: bool, theme: &Theme) -> Span<'static> {
+    if khat {
+        let c = rec
+            .and_then(|r| r.details.get("is_check"))
+            .filter(|c| c.is_object());
+        let k = c.and_then(|c| c["khat"].as_f64());
+        let trusted = c.and_then(|c| c["trusted"].as_bool()).unwrap_or(true);
+        let text = format!(" {:>5}", k.map_or("-".into(), |k| format!("{k:.2}")));
+        return if trusted {
+            Span::raw(text)
+        } else {
+            Span::styled(text, theme.warn())
+        };
+    }
+    let b = rec.and_then(|r| r.bound.as_ref()).map(|b| b.risk);
+    let text = format!(" {:>8}", b.map_or("-".into(), |b| format!("{b:.4}")));
+    match b {
+        Some(b) if b >= 0.5 => Span::styled(text, theme.warn()),
+        _ => Span::raw(text),
+    }
 }

@@ -14,6 +14,7 @@ use nalgebra::DMatrix;
 use rayon::prelude::*;
 
 mod row;
+pub mod sampled;
 
 pub use row::site_throughput;
 use row::{Cols, RowOut, RowQ, Small, load_row, shrink_row, update_row};
@@ -237,6 +238,9 @@ pub enum Op {
     Check,
     /// `cur ← (prev + cur)/2`: the rejected step again with η halved.
     Shrink,
+    /// `cur ← prev + f·(cur − prev)`: the last step scaled by f (f > 1:
+    /// over-relaxed, to extrapolate a geometric convergence).
+    Relax(f64),
     /// Recompute the aggregates of `cur` (after Z changed).
     Aggregate,
 }
@@ -402,7 +406,8 @@ pub(crate) fn pass<S: SiteScalar>(
                         );
                     });
             }
-            Op::Shrink => {
+            Op::Shrink | Op::Relax(_) => {
+                let f = if let Op::Relax(f) = op { f } else { 0.5 };
                 let prev = sites.prev.expect("shrink needs a previous state");
                 let cur = sites.cur;
                 let (kp, hp, kc, hc) = sites.read_write(prev, cur);
@@ -416,7 +421,7 @@ pub(crate) fn pass<S: SiteScalar>(
                     .zip(rows.par_iter_mut())
                     .with_min_len(min_rows)
                     .for_each(|((((((kp, hp), kc), hc), k64), h64), st)| {
-                        *st = shrink_row(kp, hp, kc, hc, k64, h64);
+                        *st = shrink_row(kp, hp, kc, hc, k64, h64, f);
                     });
             }
             Op::Aggregate => {
@@ -485,7 +490,14 @@ pub(crate) fn pass<S: SiteScalar>(
 
 /// Adds the block's rows to the column sums, columns split over threads
 /// (each column sums its rows in order).
-fn column_sums(kb: &[f64], hb: &[f64], b: usize, nn: usize, k_col: &mut [f64], h_col: &mut [f64]) {
+pub(crate) fn column_sums(
+    kb: &[f64],
+    hb: &[f64],
+    b: usize,
+    nn: usize,
+    k_col: &mut [f64],
+    h_col: &mut [f64],
+) {
     const SLAB: usize = 512;
     k_col
         .par_chunks_mut(SLAB)

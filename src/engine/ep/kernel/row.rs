@@ -376,6 +376,8 @@ fn lanes<V: Simd, S: SiteScalar, const EV: bool, const PARTIAL: bool>(
     }
 }
 
+/// `cur ← prev + f·(cur − prev)`: f = ½ is the rejected step again with η
+/// halved (computed as (prev + cur)/2), f > 1 the step over-relaxed.
 pub(super) fn shrink_row<S: SiteScalar>(
     kp: &[S],
     hp: &[S],
@@ -383,11 +385,20 @@ pub(super) fn shrink_row<S: SiteScalar>(
     hc: &mut [S],
     k64: &mut [f64],
     h64: &mut [f64],
+    f: f64,
 ) -> RowStats {
     let mut st = RowStats::default();
+    let mix = |p: S, c: S| {
+        let (p, c) = (p.to_f64(), c.to_f64());
+        if f == 0.5 {
+            0.5 * (p + c)
+        } else {
+            p + f * (c - p)
+        }
+    };
     for j in 0..kc.len() {
-        let k = S::from_f64(0.5 * (kp[j].to_f64() + kc[j].to_f64()));
-        let h = S::from_f64(0.5 * (hp[j].to_f64() + hc[j].to_f64()));
+        let k = S::from_f64(mix(kp[j], kc[j]));
+        let h = S::from_f64(mix(hp[j], hc[j]));
         kc[j] = k;
         hc[j] = h;
         k64[j] = k.to_f64();

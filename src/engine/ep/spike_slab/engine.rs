@@ -100,6 +100,12 @@ pub fn run(
                 .into(),
         ));
     }
+    if ep.pairs.is_some() {
+        return Err(EngineError::InvalidParams(
+            "a sample of pairs is supported with the Gaussian and ARD priors, not spike-and-slab"
+                .into(),
+        ));
+    }
     let settings = settings(ep);
     let t0 = Instant::now();
     let d = pb.d();

@@ -240,7 +240,11 @@ fn full_inclusion_reproduces_gaussian_ep() {
     let (x, y) = auc_data(150, 6, 7);
     let gamma = 150.0;
     let v1 = 2.0;
-    let s = EpSettings::default();
+    // The plain iteration (spike-and-slab EP does not extrapolate).
+    let s = EpSettings {
+        extrapolate: false,
+        ..EpSettings::default()
+    };
     let mut lep = LinearEp::new(&x, &y, &[v1; 6], Form::Primal, Precision::F64).unwrap();
     let g_out = lep.run(gamma, &s, &Control::new(), &mut |_, _| {}).unwrap();
     let prior = SpikeSlab {

@@ -1,0 +1,56 @@
+//! `pacauc bound RUN.json [--epsilon E]`: a record's PAC-Bayes certificate
+//! recomputed at another confidence level (it depends on ρ only through
+//! E_ρ R_n and KL, both kept in the record's `bound`).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::fit::CliError;
+use crate::engine::bounds::{DEFAULT_EPSILON, recompute};
+use crate::engine::record::RunRecord;
+
+#[derive(Debug, Clone, Args)]
+pub struct BoundArgs {
+    /// A run record (`pacauc fit … --out RUN.json`, or the explorer's export).
+    pub record: PathBuf,
+    /// The bound holds with probability ≥ 1 − ε.
+    #[arg(long, default_value_t = DEFAULT_EPSILON, value_name = "E", allow_negative_numbers = true)]
+    pub epsilon: f64,
+}
+
+pub fn run(args: &BoundArgs) -> Result<(), CliError> {
+    let path = args.record.display();
+    if !(args.epsilon > 0.0 && args.epsilon < 1.0) {
+        return Err(CliError::Input(format!(
+            "--epsilon must be in (0, 1); got {}",
+            args.epsilon
+        )));
+    }
+    let text = std::fs::read_to_string(&args.record)
+        .map_err(|e| CliError::Input(format!("{path}: {e}")))?;
+    let record =
+        RunRecord::from_json(&text).map_err(|e| CliError::Input(format!("{path}: {e}")))?;
+    let b = record.bound.as_ref().ok_or_else(|| {
+        // A Bayesian fit without a certificate says why (`details.uncertified`).
+        if let Some(why) = record
+            .details
+            .get("uncertified")
+            .and_then(|u| u.get("bound"))
+            .and_then(|b| b.as_str())
+        {
+            return CliError::Input(format!(
+                "{path}: the record of this {} run has no PAC-Bayes certificate: {why}",
+                record.method
+            ));
+        }
+        CliError::Input(format!(
+            "{path}: the record of this {} run has no PAC-Bayes certificate (only the Bayesian \
+             methods' fits have one)",
+            record.method
+        ))
+    })?;
+    let out = recompute(b, args.epsilon);
+    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    Ok(())
+}

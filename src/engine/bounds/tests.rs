@@ -1,0 +1,169 @@
+//! Tests of the PAC-Bayes certificates (ALGORITHMS.md §9).
+
+use nalgebra::DMatrix;
+
+use super::*;
+use crate::engine::metrics::auc_risk;
+use crate::engine::rng::{normal, stream};
+
+fn sizes(n_pos: usize, n_neg: usize) -> Sizes {
+    Sizes { n_pos, n_neg, d: 5 }
+}
+
+/// Never below the empirical risk, for any empirical risk, KL and ε.
+#[test]
+fn never_below_the_empirical_risk() {
+    for &emp in &[0.0, 0.1, 0.3, 0.5] {
+        for &kl in &[0.0, 1.0, 50.0, 1e4] {
+            for &eps in &[0.01, 0.05, 0.5] {
+                let b = from_parts(emp, kl, sizes(100, 300), eps, "test");
+                assert!(b.risk > b.empirical_risk, "{emp} {kl} {eps}: {}", b.risk);
+                assert!(b.pacvb.risk > emp && b.pacvb.risk_at_theory_lambda > emp);
+                assert!((b.risk - b.risk_u / b.u_scale).abs() < 1e-15);
+            }
+        }
+    }
+}
+
+/// ρ = prior (KL = 0): the Hoeffding form is Hoeffding's inequality for
+/// U-statistics with the union bound, `r + √(log(|G|/ε')/(2⌊n/2⌋))` on the U
+/// scale (ε' = ε/2, its share), attained at λ* = √(8⌊n/2⌋ log(|G|/ε')); the
+/// √2 grid costs at most (√2 + 1/√2)/2 − 1 ≈ 6%.
+#[test]
+fn kl_zero_reduces_to_hoeffding() {
+    let s = sizes(200, 200);
+    let b = from_parts(0.3, 0.0, s, 0.05, "prior");
+    let g = lambda_grid(&s).len() as f64;
+    let h = ((g / 0.025).ln() / (2.0 * s.blocks() as f64)).sqrt();
+    let excess = b.hoeffding.risk_u - b.empirical_risk_u;
+    assert!(
+        excess >= h * (1.0 - 1e-12) && excess <= h * 1.0607,
+        "{excess} vs {h}"
+    );
+}
+
+/// The same ρ on more data: a tighter bound.
+#[test]
+fn tightens_as_n_grows() {
+    let mut last = f64::INFINITY;
+    for n in [50, 200, 1000, 5000] {
+        let b = from_parts(0.2, 10.0, sizes(n, 2 * n), 0.05, "t");
+        assert!(b.risk < last);
+        last = b.risk;
+    }
+}
+
+/// E_ρ R_n of a Gaussian ρ equals the mean of R_n over 20 000 draws (4.5 SE),
+/// and `recompute` at the same ε reproduces the certificate.
+#[test]
+fn gaussian_empirical_risk_matches_draws() {
+    let mut r = stream(3, &[5]);
+    let (n, d) = (120, 3);
+    let x = DMatrix::from_fn(n, d, |_, _| normal(&mut r));
+    let y: Vec<bool> = (0..n)
+        .map(|i| x[(i, 0)] + 0.5 * x[(i, 1)] + normal(&mut r) > 0.3)
+        .collect();
+    let mean = vec![0.8, 0.3, -0.1];
+    let cov = DMatrix::from_row_slice(3, 3, &[0.2, 0.05, 0.0, 0.05, 0.1, 0.02, 0.0, 0.02, 0.3]);
+    let exact = gaussian_empirical_risk(&x, &y, &mean, &cov).unwrap();
+    let l = nalgebra::Cholesky::new(cov.clone()).unwrap().l();
+    let draws = 20_000;
+    let risks: Vec<f64> = (0..draws)
+        .map(|_| {
+            let z = nalgebra::DVector::from_fn(d, |_, _| normal(&mut r));
+            let t = &l * z + nalgebra::DVector::from_column_slice(&mean);
+            auc_risk((&x * t).as_slice(), &y)
+        })
+        .collect();
+    let m = risks.iter().sum::<f64>() / draws as f64;
+    let sd = (risks.iter().map(|v| (v - m).powi(2)).sum::<f64>() / draws as f64).sqrt();
+    assert!(
+        (m - exact).abs() < 4.5 * sd / (draws as f64).sqrt(),
+        "MC {m}, exact {exact}"
+    );
+    let pb = Problem::new(
+        vec!["a".into(), "b".into(), "c".into()],
+        x,
+        y,
+        50.0,
+        Prior::Gaussian { var: 1.0 },
+    )
+    .unwrap();
+    let b = certify_gaussian(&pb, &pb.prior, &mean, &cov, 0.05, "gaussian").unwrap();
+    assert_eq!(recompute(&b, 0.05), b);
+    assert!(recompute(&b, 0.01).risk > b.risk);
+}
+
+/// d = 1: θ > 0 has risk r, θ < 0 has 1 − r, so π_γ, log Z_γ and KL(π_γ‖π)
+/// are exact; the Gibbs certificate's KL (from log Z and the mean risk) is the
+/// exact KL.
+#[test]
+fn gibbs_kl_from_log_z_is_exact_in_one_dimension() {
+    let (r, gamma): (f64, f64) = (0.27, 60.0);
+    let (a, b) = ((-gamma * r).exp(), (-gamma * (1.0 - r)).exp());
+    let log_z = (0.5 * a + 0.5 * b).ln();
+    let (wp, wn) = (a / (a + b), b / (a + b));
+    let kl = wp * (2.0 * wp).ln() + wn * (2.0 * wn).ln();
+    let mean_risk = wp * r + wn * (1.0 - r);
+    let bd = certify_gibbs(log_z, gamma, mean_risk, sizes(40, 60), 0.05);
+    assert!((bd.kl - kl).abs() < 1e-12, "{} vs {kl}", bd.kl);
+    assert!(bd.approximate.is_some());
+}
+
+/// The kl-inverse: kl(p‖q) at the returned q equals the budget; both forms
+/// are valid bounds and `risk` is the smaller; with a small empirical risk the
+/// kl form is the tighter one.
+#[test]
+fn kl_inverse_is_the_budget_edge() {
+    for &(p, b) in &[(0.05, 0.1), (0.3, 0.01), (0.0, 0.2)] {
+        let q = kl_inverse_upper(p, b);
+        assert!(
+            q > p && (kl_bernoulli(p, q) - b).abs() < 1e-9,
+            "{p} {b}: {q}"
+        );
+    }
+    let bd = from_parts(0.14, 5.0, sizes(177, 355), 0.05, "t");
+    assert!(bd.kl_inverse.risk < bd.hoeffding.risk && bd.tighter == "kl_inverse");
+    assert_eq!(bd.risk, bd.kl_inverse.risk.min(bd.hoeffding.risk));
+}
+
+/// EP's reduced form (d ≥ n) gives a factored covariance: its certificate
+/// equals the one of the same ρ written as a dense matrix.
+#[test]
+fn a_factored_covariance_gets_the_dense_certificate() {
+    use crate::engine::ep::{Ep, Form};
+    use crate::engine::run::{Control, Engine, NoObserver};
+    let mut r = stream(8, &[2]);
+    let (n, d) = (24, 30);
+    let x = DMatrix::from_fn(n, d, |_, _| normal(&mut r));
+    let y: Vec<bool> = (0..n)
+        .map(|i| x[(i, 0)] + x[(i, 1)] + normal(&mut r) > 0.0)
+        .collect();
+    let pb = Problem::new(
+        (0..d).map(|k| format!("x{k}")).collect(),
+        x,
+        y,
+        2.0 * n as f64,
+        Prior::Gaussian { var: 0.5 },
+    )
+    .unwrap();
+    let ep = Ep {
+        form: Form::Reduced,
+        ..Ep::default()
+    };
+    let fit = ep.run(&pb, &Control::new(), &mut NoObserver).unwrap();
+    assert!(fit.covariance.is_none());
+    let v = fit.low_rank_covariance.clone().expect("reduced form");
+    let dense = DMatrix::from_diagonal(&nalgebra::DVector::from_vec(v.diag.clone()))
+        + &v.factor * &v.core * v.factor.transpose();
+    let b = certify(&fit, &pb, 0.05).unwrap();
+    let want = certify_gaussian(&pb, &pb.prior, &fit.mean, &dense, 0.05, "gaussian").unwrap();
+    assert!(
+        (b.kl - want.kl).abs() < 1e-8 * want.kl,
+        "{} vs {}",
+        b.kl,
+        want.kl
+    );
+    assert!((b.empirical_risk - want.empirical_risk).abs() < 1e-10);
+    assert!((b.risk - want.risk).abs() < 1e-9);
+}

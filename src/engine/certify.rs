@@ -1,0 +1,143 @@
+//! What every Bayesian fit carries besides its posterior: the PAC-Bayes
+//! certificate (`Fit.bound`, ALGORITHMS.md §9) and, for a Gaussian
+//! approximation (EP, VB), the importance-sampling check against the exact
+//! Gibbs posterior (`details.is_check`, §13). `Certified` wraps any engine so
+//! that every front end (fit, the explorer, replayed specs) gets the same.
+//!
+//! A certificate that cannot be computed, and a check whose k̂ says the
+//! approximation cannot be trusted, are warnings (`Log` events in the trace),
+//! never a failure of the run.
+
+use serde_json::json;
+
+use super::bounds;
+use super::event::{Event, LogLevel};
+use super::fit::Fit;
+use super::is_check::{IsSettings, is_check_fit};
+use super::prior::Prior;
+use super::problem::Problem;
+use super::run::{Control, Engine, EngineError, Observer};
+
+/// Why a GP-EP fit has neither a certificate nor an IS check.
+pub const GP_NO_THETA: &str = "the GP prior's posterior is a Gaussian of the training scores, not of θ: the Gaussian certificate and the importance-sampling check are computed in θ-space and do not apply (SMC with the GP prior is certified through its Gibbs posterior)";
+
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct CertifySettings {
+    /// The bound holds with probability ≥ 1 − ε.
+    pub epsilon: f64,
+    /// Importance draws of the check (0: no check).
+    pub is_draws: usize,
+    pub seed: u64,
+}
+
+impl Default for CertifySettings {
+    fn default() -> Self {
+        CertifySettings {
+            epsilon: bounds::DEFAULT_EPSILON,
+            is_draws: IsSettings::default().draws,
+            seed: 0,
+        }
+    }
+}
+
+/// An engine whose fits are certified (see the module doc).
+pub struct Certified {
+    pub engine: Box<dyn Engine>,
+    pub settings: CertifySettings,
+}
+
+impl Engine for Certified {
+    fn name(&self) -> &'static str {
+        self.engine.name()
+    }
+
+    fn params(&self) -> serde_json::Value {
+        let mut p = self.engine.params();
+        if let Some(map) = p.as_object_mut() {
+            map.insert("certificate".into(), json!(self.settings));
+        }
+        p
+    }
+
+    fn run(&self, pb: &Problem, ctl: &Control, obs: &mut dyn Observer) -> Result<Fit, EngineError> {
+        let mut fit = self.engine.run(pb, ctl, obs)?;
+        ctl.checkpoint()?;
+        certify(&mut fit, pb, &self.settings, obs);
+        Ok(fit)
+    }
+}
+
+/// Adds the certificate (and the check, for a Gaussian approximation) to a
+/// fit of a Bayesian engine; nothing for a point estimate.
+pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn Observer) {
+    if fit.gamma.is_none() {
+        return;
+    }
+    let mut warn = Vec::new();
+    // Missing certificates are said in the record too (`details.uncertified`).
+    let mut uncertified = serde_json::Map::new();
+    // GP-EP's q is a Gaussian of the training scores (prior N(0, K)), not of
+    // θ: neither the Gaussian certificate nor the IS check (both in θ-space)
+    // applies. Score-space SMC is certified through its Gibbs posterior as
+    // linear SMC is (its log Z and mean risk do not depend on the space).
+    let gp_gaussian =
+        matches!(fit.prior, Some(Prior::Gp(_))) && fit.particles.is_none() && fit.engine != "smc";
+    let bound = if gp_gaussian {
+        Err(GP_NO_THETA.to_string())
+    } else {
+        bounds::certify(fit, pb, s.epsilon)
+    };
+    match bound {
+        Ok(b) => fit.bound = Some(b),
+        Err(e) => {
+            uncertified.insert("bound".into(), json!(e));
+            warn.push(format!("no PAC-Bayes certificate: {e}"));
+        }
+    }
+    if s.is_draws > 0 && gp_gaussian {
+        uncertified.insert("is_check".into(), json!(GP_NO_THETA));
+        warn.push(format!("no importance-sampling check: {GP_NO_THETA}"));
+    }
+    let gaussian =
+        fit.particles.is_none() && (fit.covariance.is_some() || fit.low_rank_covariance.is_some());
+    if s.is_draws > 0 && gaussian && !gp_gaussian {
+        let settings = IsSettings {
+            draws: s.is_draws,
+            seed: s.seed,
+            ..IsSettings::default()
+        };
+        match is_check_fit(fit, pb, &settings) {
+            Ok(c) => {
+                if !c.trusted {
+                    warn.push(format!("importance-sampling check: {}", c.verdict));
+                }
+                if !fit.details.is_object() {
+                    fit.details = json!({});
+                }
+                fit.details["is_check"] = serde_json::to_value(c).unwrap_or_default();
+            }
+            Err(e) => {
+                uncertified.insert("is_check".into(), json!(e));
+                warn.push(format!("no importance-sampling check: {e}"));
+            }
+        }
+    }
+    if !uncertified.is_empty() {
+        if !fit.details.is_object() {
+            fit.details = json!({});
+        }
+        fit.details["uncertified"] = serde_json::Value::Object(uncertified);
+    }
+    for message in warn {
+        let e = Event::Log {
+            level: LogLevel::Warn,
+            message,
+        };
+        // An engine without its own trace gets the observed events as one
+        // (the CLI and the worker): the warning reaches it through `obs`.
+        if !fit.trace.is_empty() {
+            fit.trace.push(e.clone());
+        }
+        obs.observe(e);
+    }
+}

@@ -1,0 +1,237 @@
+//! Risks of blocks of linear scores: `S = X Θᵀ` through `packed_gemm` (X packed
+//! once), then the AUC risk kernel of `fast_risk` on each column.
+//!
+//! **f32 products.** Rounding the products to f32 is safe for the AUC risk
+//! when it cannot create or break a tie that the data make: two rows with
+//! equal features get bit-equal scores on every path (each score is the same
+//! FMA chain over the same values), and, provided no column has two distinct
+//! values that round to the same f32 (`f32_keeps_columns_apart`), distinct
+//! rows stay distinct. What remains is the comparison of two different rows
+//! whose scores differ by less than the rounding error, ≈ √d·2⁻²⁴ of the
+//! score's terms: for continuous θ a pair lands there with probability
+//! ~1e-6, so a risk moves by a few pairs in M at most, and γ·ΔR ≈ γ/M per
+//! flipped pair (DNA at γ = 400: 4e-4) is far below Monte-Carlo error. The
+//! tests measure it against f64 on data with many ties.
+
+use nalgebra::DMatrix;
+use serde::{Deserialize, Serialize};
+
+use super::packed_gemm::PackedRows;
+use crate::engine::fast_risk::{RiskScratch, Score, risk_from_twice};
+
+/// Precision of the score products.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScorePrecision {
+    /// f32 where the data allow it (see the module notes), else f64.
+    #[default]
+    Auto,
+    /// Always f64.
+    F64,
+}
+
+/// The training rows, packed for the products.
+#[derive(Debug, Clone)]
+enum Rows {
+    F32(PackedRows<f32>),
+    F64(PackedRows<f64>),
+}
+
+/// `S = X Θᵀ` and the risks, for rows ordered positives first.
+#[derive(Debug, Clone)]
+pub struct LinearScores {
+    rows: Rows,
+    n_pos: usize,
+    /// Why f64 was used although f32 was allowed (None: f32, or f64 asked for).
+    pub f64_reason: Option<String>,
+}
+
+/// Buffers of one thread.
+#[derive(Debug, Clone)]
+pub struct ScoreScratch {
+    s32: Vec<f32>,
+    s64: Vec<f64>,
+    b32: Vec<f32>,
+    b64: Vec<f64>,
+    risk: RiskScratch,
+}
+
+impl LinearScores {
+    /// `x`: the training rows, positives (the first `n_pos`) then negatives.
+    pub fn new(x: &DMatrix<f64>, n_pos: usize, precision: ScorePrecision) -> LinearScores {
+        let (n, d) = x.shape();
+        let at = |i: usize, k: usize| x[(i, k)];
+        let f64_reason = match precision {
+            ScorePrecision::F64 => None,
+            ScorePrecision::Auto => f32_keeps_columns_apart(x).err(),
+        };
+        let rows = if precision == ScorePrecision::F64 || f64_reason.is_some() {
+            Rows::F64(PackedRows::new(n, d, at))
+        } else {
+            Rows::F32(PackedRows::new(n, d, at))
+        };
+        LinearScores {
+            rows,
+            n_pos,
+            f64_reason,
+        }
+    }
+
+    pub fn precision_name(&self) -> &'static str {
+        match self.rows {
+            Rows::F32(_) => "f32",
+            Rows::F64(_) => "f64",
+        }
+    }
+
+    fn n(&self) -> usize {
+        match &self.rows {
+            Rows::F32(r) => r.rows(),
+            Rows::F64(r) => r.rows(),
+        }
+    }
+
+    pub fn scratch(&self) -> ScoreScratch {
+        ScoreScratch {
+            s32: Vec::new(),
+            s64: Vec::new(),
+            b32: Vec::new(),
+            b64: Vec::new(),
+            risk: RiskScratch::new(self.n_pos, self.n() - self.n_pos),
+        }
+    }
+
+    /// Risks of the rows of `thetas` (row-major, `out.len()` × d) into `out`.
+    pub fn risks(&self, thetas: &[f64], out: &mut [f64], scratch: &mut ScoreScratch) {
+        let m = out.len();
+        let n = self.n();
+        let ScoreScratch {
+            s32,
+            s64,
+            b32,
+            b64,
+            risk,
+        } = scratch;
+        match &self.rows {
+            Rows::F32(x) => {
+                s32.resize(n * m, 0.0);
+                x.mul_bt(thetas, m, s32, n, b32);
+                column_risks(s32, n, self.n_pos, risk, out);
+            }
+            Rows::F64(x) => {
+                s64.resize(n * m, 0.0);
+                x.mul_bt(thetas, m, s64, n, b64);
+                column_risks(s64, n, self.n_pos, risk, out);
+            }
+        }
+    }
+}
+
+fn column_risks<T: Score>(
+    scores: &[T],
+    n: usize,
+    n_pos: usize,
+    risk: &mut RiskScratch,
+    out: &mut [f64],
+) {
+    let pairs = (n_pos * (n - n_pos)) as u64;
+    for (j, o) in out.iter_mut().enumerate() {
+        let (p, q) = scores[j * n..(j + 1) * n].split_at(n_pos);
+        *o = risk_from_twice(risk.twice_concordant(p, q), pairs);
+    }
+}
+
+/// Ok when rounding `x` to f32 keeps it finite and keeps every column's distinct
+/// values distinct; else why not.
+pub fn f32_keeps_columns_apart(x: &DMatrix<f64>) -> Result<(), String> {
+    let mut col = Vec::with_capacity(x.nrows());
+    for (k, c) in x.column_iter().enumerate() {
+        col.clear();
+        col.extend(c.iter().copied());
+        col.sort_unstable_by(f64::total_cmp);
+        col.dedup();
+        for w in col.windows(2) {
+            if w[0] as f32 == w[1] as f32 {
+                return Err(format!(
+                    "column {} has values {} and {} that are equal in f32",
+                    k + 1,
+                    w[0],
+                    w[1]
+                ));
+            }
+        }
+        if col.iter().any(|&v| !(v as f32).is_finite()) {
+            return Err(format!("column {} has a value beyond the f32 range", k + 1));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::rng;
+
+    #[test]
+    fn close_values_force_f64() {
+        let x = DMatrix::from_row_slice(3, 2, &[0.0, 1.0, 1.0, 1.0 + 1e-12, 2.0, 3.0]);
+        let err = f32_keeps_columns_apart(&x).unwrap_err();
+        assert!(err.contains("column 2"), "{err}");
+        let s = LinearScores::new(&x, 1, ScorePrecision::Auto);
+        assert_eq!(s.precision_name(), "f64");
+        assert!(s.f64_reason.is_some());
+        let x = DMatrix::from_row_slice(2, 1, &[0.0, 1e39]);
+        assert!(f32_keeps_columns_apart(&x).is_err());
+        let x = DMatrix::from_row_slice(3, 1, &[0.5, 0.5, -1.0]);
+        assert!(f32_keeps_columns_apart(&x).is_ok());
+    }
+
+    /// On data full of ties (binary and 3-level features, duplicated rows), f32
+    /// and f64 products give the same risk for almost every θ: the tied rows
+    /// tie in both, and a near-tie flips at most a pair or two.
+    #[test]
+    fn f32_risks_match_f64_on_tied_data() {
+        let mut r = rng::stream(21, &[]);
+        let (n, d, n_pos) = (600, 40, 150);
+        let mut x = DMatrix::from_fn(n, d, |_, k| {
+            let u = rng::normal(&mut r);
+            if k % 3 == 0 {
+                (u > 0.3) as u8 as f64
+            } else {
+                (u * 1.5).round().clamp(-1.0, 1.0)
+            }
+        });
+        // Duplicated rows across and within the classes.
+        for i in 0..60 {
+            let src = x.row(i * 7 % n).into_owned();
+            x.set_row(n - 1 - i * 5, &src);
+        }
+        // Standardise like the data layer (so values are not small integers).
+        for mut c in x.column_iter_mut() {
+            let mean = c.mean();
+            let sd = (c.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64)
+                .sqrt()
+                .max(1e-12);
+            c.iter_mut().for_each(|v| *v = (*v - mean) / sd);
+        }
+        let f32s = LinearScores::new(&x, n_pos, ScorePrecision::Auto);
+        let f64s = LinearScores::new(&x, n_pos, ScorePrecision::F64);
+        assert_eq!(f32s.precision_name(), "f32");
+        let m = 400;
+        let thetas: Vec<f64> = (0..m * d).map(|_| rng::normal(&mut r)).collect();
+        let (mut a, mut b) = (vec![0.0; m], vec![0.0; m]);
+        f32s.risks(&thetas, &mut a, &mut f32s.scratch());
+        f64s.risks(&thetas, &mut b, &mut f64s.scratch());
+        let pairs = (n_pos * (n - n_pos)) as f64;
+        let flipped: Vec<f64> = a
+            .iter()
+            .zip(&b)
+            .map(|(u, v)| ((u - v) * pairs).abs())
+            .collect();
+        let differ = flipped.iter().filter(|&&f| f > 0.0).count();
+        let most = flipped.iter().copied().fold(0.0, f64::max);
+        eprintln!("f32 vs f64: {differ} of {m} risks differ, by at most {most} pairs");
+        // Expected ~1e-6 of 90 000 pairs per θ flips: a few risks, ≤ 2 pairs each.
+        assert!(differ <= 8 && most <= 2.0, "{differ} {most}");
+    }
+}

@@ -1,0 +1,229 @@
+//! The VB engine (`--method vb`): one variational fit at the problem's γ,
+//! streamed as `VbIter` events.
+
+use serde_json::json;
+
+use super::cv::{VbCv, cross_validate};
+use super::{VbSettings, fit, theory_gamma, theory_prior_var};
+use crate::engine::event::{Event, LogLevel};
+use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::problem::Problem;
+use crate::engine::run::{Control, Engine, EngineError, Observer};
+
+/// Normal quantiles of 2.5, 25, 50, 75, 97.5%.
+const Z_QUANTILES: [f64; 5] = [
+    -1.959_963_984_540_054,
+    -0.674_489_750_196_081_7,
+    0.0,
+    0.674_489_750_196_081_7,
+    1.959_963_984_540_054,
+];
+
+/// Variational Bayes with a Gaussian family (F1/F2/F3) for the AUC risk or a
+/// classification loss.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Vb {
+    pub settings: VbSettings,
+    /// γ by cross-validation; None: the problem's γ (or the theory value).
+    pub cv: Option<VbCv>,
+    /// γ = ARC16's theory value (`theory_gamma`) instead of the problem's.
+    #[serde(default)]
+    pub theory_gamma: bool,
+}
+
+impl Engine for Vb {
+    fn name(&self) -> &'static str {
+        "vb"
+    }
+
+    fn params(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    fn run(&self, pb: &Problem, ctl: &Control, obs: &mut dyn Observer) -> Result<Fit, EngineError> {
+        let s = &self.settings;
+        let (d, np, nn) = (pb.d(), pb.n_pos(), pb.n_neg());
+        let mut trace = Vec::new();
+        fn emit(obs: &mut dyn Observer, e: Event, trace: &mut Vec<Event>) {
+            trace.push(e.clone());
+            obs.observe(e);
+        }
+        emit(
+            obs,
+            Event::Started {
+                engine: "vb".into(),
+                n: pb.n(),
+                d,
+                pairs: pb.pairs(),
+                gamma: pb.gamma,
+            },
+            &mut trace,
+        );
+        let cv = match &self.cv {
+            Some(c) => Some(cross_validate(&pb.x, &pb.y, &pb.prior, s, c, ctl)?),
+            None => None,
+        };
+        let theory = theory_gamma(s.loss, np, nn, d);
+        let gamma = match &cv {
+            Some(r) => r.chosen_over_n * pb.n() as f64,
+            None if self.theory_gamma => theory,
+            None => pb.gamma,
+        };
+        let chosen_by = if cv.is_some() {
+            "cv"
+        } else if self.theory_gamma {
+            "theory"
+        } else {
+            "fixed"
+        };
+        if self.theory_gamma && cv.is_none() {
+            let rule = if s.loss.is_ranking() {
+                "λ = √(d(n−1))/2 on the U-statistic scale"
+            } else {
+                "λ = √(nd)"
+            };
+            emit(
+                obs,
+                Event::Log {
+                    level: LogLevel::Info,
+                    message: format!(
+                        "vb: γ = {theory:.4} = {:.4}n, ARC16's theory value for the {} loss ({rule})",
+                        theory / pb.n() as f64,
+                        s.loss.name()
+                    ),
+                },
+                &mut trace,
+            );
+        }
+        let theory_var = theory_prior_var(s.loss, d);
+        if let crate::engine::Prior::Gaussian { var } = pb.prior
+            && !s.loss.is_ranking()
+            && (var / theory_var - 1.0).abs() > 1e-12
+        {
+            emit(
+                obs,
+                Event::Log {
+                    level: LogLevel::Info,
+                    message: format!(
+                        "vb: prior variance ϑ = {var}; ARC16's theory value for the {} loss is 1/d = {theory_var:.4}",
+                        s.loss.name()
+                    ),
+                },
+                &mut trace,
+            );
+        }
+        if let Some(r) = &cv {
+            emit(
+                obs,
+                Event::Log {
+                    level: LogLevel::Info,
+                    message: format!(
+                        "vb: γ = {}n = {gamma} by {}-fold CV",
+                        r.chosen_over_n,
+                        self.cv.as_ref().map_or(0, |c| c.folds)
+                    ),
+                },
+                &mut trace,
+            );
+            if !r.unconverged.is_empty() {
+                emit(
+                    obs,
+                    Event::Log {
+                        level: LogLevel::Warn,
+                        message: format!(
+                            "vb cv: some fold's fit missed its convergence rule at γ/n = {:?}",
+                            r.unconverged
+                        ),
+                    },
+                    &mut trace,
+                );
+            }
+        }
+        let mut iters = Vec::new();
+        let out = fit(&pb.x, &pb.y, &pb.prior, gamma, s, None, ctl, &mut |it| {
+            iters.push(it.clone());
+            obs.observe(Event::VbIter(it.clone()));
+        })?;
+        // The record keeps at most ~200 iterations (a long stochastic run thinned evenly).
+        let keep = iters.len().div_ceil(200).max(1);
+        let last = iters.len().saturating_sub(1);
+        trace.extend(
+            iters
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| i % keep == 0 || *i == last)
+                .map(|(_, it)| Event::VbIter(it)),
+        );
+        if !out.converged {
+            emit(
+                obs,
+                Event::Log {
+                    level: LogLevel::Warn,
+                    message: format!(
+                        "vb: the optimiser stopped without meeting its convergence rule ({}) after {} iterations",
+                        out.reason, out.iterations
+                    ),
+                },
+                &mut trace,
+            );
+        }
+        let sd: Vec<f64> = (0..d).map(|k| out.cov[(k, k)].sqrt()).collect();
+        let mut f = Fit::new(
+            "vb",
+            pb.names.clone(),
+            ScoreModel::Linear {
+                weights: out.mean.clone(),
+            },
+        );
+        f.quantiles = out
+            .mean
+            .iter()
+            .zip(&sd)
+            .map(|(&m, &s)| Z_QUANTILES.map(|z| m + z * s))
+            .collect();
+        f.mean = out.mean.clone();
+        f.sd = sd;
+        f.gamma = Some(gamma);
+        f.prior = Some(pb.prior.clone());
+        f.converged = out.converged;
+        f.covariance = Some(out.cov.clone());
+        let n = pb.n() as f64;
+        let u_scale = 2.0 * (np * nn) as f64 / (n * (n - 1.0));
+        f.details = json!({
+            "family": out.family.name(),
+            "loss": out.loss.name(),
+            "objective": out.objective,
+            "expected_risk": out.expected_risk,
+            "kl": out.kl,
+            "elbo": -out.objective,
+            "iterations": out.iterations,
+            "evaluations": out.evaluations,
+            "optimizer": if out.stochastic { "adam" } else { "lbfgs" },
+            "stop": out.reason,
+            "holdout_objective": out.holdout_objective,
+            "batch": out.stochastic.then_some(super::stochastic::batch_rows(s.adam.batch)),
+            "convergence_rule": if out.stochastic {
+                "Adam on mini-batches of random items; each window's average is scored on a fixed held-out sample; a check improving it by less than tol·max(1,|F|) halves the step, two in a row stop"
+            } else {
+                "L-BFGS with strong-Wolfe line search: ‖∇F‖∞ ≤ gtol·max(1,|F|) in whitened coordinates, or F flat (≤ ftol relative) twice with ‖∇F‖∞ ≤ 100·gtol·max(1,|F|)"
+            },
+            "cv": cv,
+            "gamma": {
+                "value": gamma,
+                "over_n": gamma / n,
+                "chosen_by": chosen_by,
+                "convention": if out.loss.is_ranking() {
+                    "F = γ·E_ρ[R_n] + KL, R_n = share of discordant positive/negative pairs; ARC16's λ (U-statistic scale) = γ·n(n−1)/(2M)"
+                } else {
+                    "F = γ·E_ρ[r_n] + KL, r_n = mean loss over the n rows; ARC16's λ = γ"
+                },
+                "lambda_arc16": if out.loss.is_ranking() { gamma / u_scale } else { gamma },
+                "theory": theory,
+                "theory_prior_var": theory_var,
+            },
+            "seconds": out.seconds,
+        });
+        f.trace = trace;
+        Ok(f)
+    }
+}

@@ -1,0 +1,234 @@
+//! The SVG's structure for every figure kind (panels, axes with tick labels,
+//! one group per series, one legend entry per distinct series), that resvg
+//! reads it, and that the PNG decodes to the stated size.
+
+use super::scale::{linear_ticks, log_ticks};
+use super::text::{number, width};
+use super::*;
+use crate::engine::event::{EpSweep, Histogram, SmcStage};
+use crate::engine::metrics::roc_curve;
+use crate::engine::record::{Curve, Inclusion};
+use crate::figures::*;
+
+fn count(svg: &str, needle: &str) -> usize {
+    svg.matches(needle).count()
+}
+
+/// One figure of every kind, from small synthetic inputs.
+fn every_kind() -> Vec<Figure> {
+    let (s, y) = crate::figures::tests::scored(80, 1);
+    let curve = Curve::of(&roc_curve(&s, &y));
+    let coefs = crate::figures::tests::coefs(5);
+    let hist: Vec<Histogram> = coefs
+        .iter()
+        .map(|c| Histogram::of(&[c.mean - 0.3, c.mean, c.mean, c.mean + 0.2], None, 8))
+        .collect();
+    let stages: Vec<SmcStage> = (0..4)
+        .map(|t| SmcStage {
+            stage: t,
+            gamma: 10.0 * t as f64,
+            ess_frac: 0.5,
+            acceptance: 0.4,
+            scale: 0.5,
+            moves: 2 + t,
+            log_z: -(t as f64),
+            mean: vec![],
+            sd: vec![],
+            mean_risk: 0.2,
+            evaluations: 0,
+            elapsed: 0.0,
+            histograms: vec![],
+            inclusion: None,
+        })
+        .collect();
+    let sweeps: Vec<EpSweep> = (1..8)
+        .map(|i| EpSweep {
+            sweep: i,
+            delta: 10f64.powf(1.0 - i as f64),
+            log_z: Some(-10.0 - 1.0 / i as f64),
+            eta: 0.7,
+            negative_share: 0.12,
+            skipped: 0,
+            mean: vec![],
+            sd: vec![],
+            elapsed: 0.0,
+            inclusion: None,
+        })
+        .collect();
+    let cv = CvCurve {
+        parameter: "lambda".into(),
+        grid: vec![0.01, 0.1, 1.0, 10.0],
+        mean_auc: vec![Some(0.8), Some(0.82), Some(0.85), Some(0.84)],
+        fold_auc: vec![vec![Some(0.78), Some(0.8), Some(0.83), Some(0.8)]; 3],
+        chosen: Some(1.0),
+    };
+    let incl: Vec<Inclusion> = (0..6)
+        .map(|k| Inclusion {
+            name: format!("a_rather_long_feature_name_{k}"),
+            prob: k as f64 / 5.0,
+        })
+        .collect();
+    let path: PathRecord = serde_json::from_value(serde_json::json!({
+        "gamma": 100.0, "slab_var": 1.0, "inclusion_prior": 0.1,
+        "points": (0..4).map(|i| {
+            let v = 10f64.powi(-6 + 2 * i);
+            serde_json::json!({
+                "spike_over_slab": v, "converged": true, "log_evidence": -50.0 + i as f64,
+                "coefficients": (0..10).map(|k| serde_json::json!({
+                    "name": format!("f{k}"), "mean": k as f64 * v.sqrt(), "inclusion": v.sqrt(),
+                })).collect::<Vec<_>>(),
+            })
+        }).collect::<Vec<_>>(),
+    }))
+    .unwrap();
+    vec![
+        roc(
+            &[
+                RocSource {
+                    label: "smc".into(),
+                    curve: &curve,
+                    auc: 0.8,
+                },
+                RocSource {
+                    label: "ep".into(),
+                    curve: &curve,
+                    auc: 0.8,
+                },
+            ],
+            "test set",
+        ),
+        marginals(
+            Some(&HistogramSource {
+                label: "smc".into(),
+                coefficients: &coefs,
+                histograms: &hist,
+            }),
+            &[GaussianSource {
+                label: "ep".into(),
+                coefficients: &coefs,
+            }],
+            "data",
+        )
+        .unwrap(),
+        smc_trace(&stages, Some(0.5), "smc", "smc-trace").unwrap(),
+        ep_convergence(&sweeps, Some(1e-4), "ep", "ep-convergence").unwrap(),
+        cv_curve(&cv, "logit", "cv").unwrap(),
+        inclusion(&incl, "ep spike-slab", "inclusion").unwrap(),
+        spike_slab_path(&path, "path").unwrap(),
+    ]
+}
+
+#[test]
+fn every_figure_kind_has_axes_ticks_series_and_legend() {
+    for fig in every_kind() {
+        let (size, svg) = to_svg(&fig);
+        let id = &fig.id;
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{id}"
+        );
+        assert_eq!(
+            count(&svg, r#"<g class="panel">"#),
+            fig.panels.len(),
+            "{id}"
+        );
+        assert_eq!(
+            count(&svg, r#"<g class="axis x">"#),
+            fig.panels.len(),
+            "{id}"
+        );
+        assert_eq!(
+            count(&svg, r#"<g class="axis y">"#),
+            fig.panels.len(),
+            "{id}"
+        );
+        assert_eq!(count(&svg, r#"class="frame""#), fig.panels.len(), "{id}");
+        // Every axis has at least two tick labels and its label.
+        for axis in svg.split(r#"<g class="axis "#).skip(1) {
+            let axis = &axis[..axis.find("</g>").unwrap()];
+            assert!(count(axis, r#"class="tick""#) >= 2, "{id}: {axis}");
+            assert_eq!(count(axis, r#"class="axis-label""#), 1, "{id}");
+        }
+        let series: usize = fig.panels.iter().map(|p| p.series.len()).sum();
+        assert_eq!(count(&svg, r#"<g class="series""#), series, "{id}");
+        assert_eq!(
+            count(&svg, r#"<g class="legend-entry">"#),
+            fig.legend().len(),
+            "{id}"
+        );
+        for (name, ..) in fig.legend() {
+            assert!(
+                svg.contains(&format!(">{}</text>", text::escape(&name))),
+                "{id}: {name}"
+            );
+        }
+        for p in &fig.panels {
+            assert!(svg.contains(&text::escape(&p.x.label)), "{id}");
+        }
+        assert!(svg.contains(&text::escape(&fig.title)), "{id}");
+        let marks: usize = fig.panels.iter().map(|p| p.marks.len()).sum();
+        assert_eq!(count(&svg, r#"class="mark""#), marks, "{id}");
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "{id}");
+        // resvg reads it (the PNG path), at the stated size.
+        let tree = resvg::usvg::Tree::from_str(&svg, &resvg::usvg::Options::default())
+            .unwrap_or_else(|e| panic!("{id}: {e}"));
+        assert_eq!(tree.size().width().round() as u32, size.width, "{id}");
+    }
+}
+
+#[test]
+fn png_decodes_to_the_stated_size() {
+    let figs = every_kind();
+    for fig in [&figs[0], &figs[2]] {
+        let (size, _) = to_svg(fig);
+        let png = to_png(fig).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+        let img = resvg::tiny_skia::Pixmap::decode_png(&png).unwrap();
+        assert_eq!(img.width(), (size.width as f32 * PNG_SCALE).round() as u32);
+        assert_eq!(
+            img.height(),
+            (size.height as f32 * PNG_SCALE).round() as u32
+        );
+        // Text and lines were drawn: many pixels are not white.
+        let inked = img.pixels().iter().filter(|p| p.red() < 128).count();
+        assert!(inked > 1000, "{inked}");
+    }
+}
+
+#[test]
+fn files_are_written_atomically_in_both_formats() {
+    let dir = std::env::temp_dir().join(format!("pacauc-plot-unit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fig = &every_kind()[4];
+    let paths = write(fig, &dir, &[Format::Svg, Format::Png]).unwrap();
+    assert_eq!(paths.len(), 2);
+    assert!(paths[0].ends_with("cv.svg") && paths[1].ends_with("cv.png"));
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn ticks_are_round_numbers_covering_the_range() {
+    let t: Vec<String> = linear_ticks(0.0, 1.0).into_iter().map(|t| t.1).collect();
+    assert_eq!(t, ["0", "0.2", "0.4", "0.6", "0.8", "1.0"]);
+    let t: Vec<String> = linear_ticks(-63.0, 1.0).into_iter().map(|t| t.1).collect();
+    assert_eq!(t, ["−60", "−40", "−20", "0"]);
+    let t: Vec<String> = log_ticks(-6.0, -1.0).into_iter().map(|t| t.1).collect();
+    assert_eq!(t, ["1e−6", "1e−5", "0.0001", "0.001", "0.01", "0.1"]);
+    let t: Vec<String> = log_ticks(0.3, 0.9).into_iter().map(|t| t.1).collect();
+    assert_eq!(t, ["2", "5"]);
+    assert_eq!(number(2.5e-7, 3), "2.5e−7");
+}
+
+#[test]
+fn text_is_measured_with_the_bundled_font() {
+    // DejaVu Sans: 'i' is narrow, 'W' wide; width scales with the size.
+    assert!(width("W", 12.0) > 2.0 * width("i", 12.0));
+    assert!((width("abc", 24.0) - 2.0 * width("abc", 12.0)).abs() < 1e-9);
+    assert!(text::fit("a long legend entry", 12.0, 40.0).ends_with('…'));
+}
