@@ -55,6 +55,12 @@ pub(crate) fn run(
     ctl: &Control,
     obs: &mut dyn Observer,
 ) -> Result<Fit, EngineError> {
+    if ep.pairs.is_some() {
+        return Err(EngineError::InvalidParams(
+            "a sample of pairs is supported with the Gaussian and ARD priors, not the GP prior"
+                .into(),
+        ));
+    }
     let t0 = Instant::now();
     let n = pb.n();
     let approx = resolve_approx(gp.approx, n);

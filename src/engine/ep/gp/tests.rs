@@ -187,3 +187,30 @@ fn gamma_by_cv_picks_the_best_eligible_point() {
     assert_eq!(one.mean_auc, r.mean_auc);
     assert_eq!(one.chosen, r.chosen);
 }
+
+#[test]
+fn a_sample_of_pairs_is_refused() {
+    use crate::engine::ep::Ep;
+    use crate::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale};
+    use crate::engine::pairs::PairSampling;
+    use crate::engine::run::{Engine, EngineError, NoObserver};
+    use crate::engine::{Prior, Problem};
+    let (x, y) = data();
+    let n = y.len();
+    let prior = Prior::Gp(GpPrior {
+        kernel: KernelKind::Se,
+        lengthscale: LengthScale::Value(1.0),
+        approx: GpApprox::Exact,
+    });
+    let names = (0..x.ncols()).map(|k| format!("x{k}")).collect();
+    let pb = Problem::new(names, x, y, n as f64, prior).unwrap();
+    let ep = Ep {
+        pairs: Some(PairSampling { pairs: 50, seed: 0 }),
+        ..Ep::default()
+    };
+    let e = ep.run(&pb, &Control::new(), &mut NoObserver).unwrap_err();
+    assert!(
+        matches!(&e, EngineError::InvalidParams(m) if m.contains("GP prior")),
+        "{e:?}"
+    );
+}
