@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """RACL14's protocol for the EP engine (docs/PROTOCOL.md): per data set and seed,
 a stratified 75/25 split, γ by 5-fold CV on the training part, test AUC of the
-posterior mean; Gaussian and ARD priors; the logit baseline on the same splits.
+posterior mean; Gaussian and ARD priors; the logit baseline on the same splits;
+GP-EP (SE kernel, ℓ by evidence) at the γ CV chose for the Gaussian prior.
 
     cargo build --release
     python3 docs/protocol.py                  # all data sets (hours on 2 cores)
     python3 docs/protocol.py --only pima,glass
     python3 docs/protocol.py --table          # just summarise the saved records
+    python3 docs/protocol.py --gp-only --only pima   # only the GP-EP runs (and the EP runs they need)
 
 Each run's record is saved as OUT/<data>_<method>_<seed>.json; existing records
 are reused, so an interrupted run resumes.
@@ -31,6 +33,9 @@ PAPER = {
     "sonar": (None, 0.711),  # student report: EP n/a, SMC .6967, logit .711
     "eeg": (None, 0.625),  # student report: SMC .651, logit .625
 }
+# RACL14 Table 1's GPEP-AUC (ALGORITHMS.md §12); Sonar and EEG are not in it.
+PAPER_GP = {"pima": 0.8557, "credit": 0.7922, "dna": 0.9812, "spect_train": 0.8545,
+            "colon": 0.75, "glass": 0.9629}
 # Seeds and CV settings per data set (small sets: 20 splits, their test sets
 # are tiny). EEG (11k training rows, 31M pairs) uses 3 folds and 3 grid points
 # and no ARD; Credit and DNA run ARD at the γ chosen for the Gaussian prior
@@ -68,15 +73,27 @@ def run(binary, out, name, method, seed, extra):
         return json.load(f)
 
 
-def fit_all(binary, out, names):
+def fit_all(binary, out, names, gp_only=False, gp_gamma="ep"):
     for name in names:
         cfg = CONFIG[name]
         cv = ["--folds", str(cfg.get("folds", 5))]
         if "grid" in cfg:
             cv += ["--gamma-grid", cfg["grid"]]
         for seed in range(cfg["seeds"]):
-            run(binary, out, name, "logit", seed, ["--method", "logit"])
+            if not gp_only:
+                run(binary, out, name, "logit", seed, ["--method", "logit"])
             g = run(binary, out, name, "ep", seed, ["--method", "ep", "--gamma", "auto"] + cv)
+            gp_args = ["--method", "ep", "--prior", "gp", "--gp-kernel", "se", "--lengthscale", "auto",
+                       "--gp-approx", "exact"]
+            if name in PAPER_GP and gp_gamma == "cv":
+                # GP-EP with its own γ by CV (at the median distance), then ℓ by evidence.
+                run(binary, out, name, "gpcv", seed, gp_args + ["--gamma", "auto"] + cv)
+            elif name in PAPER_GP and "gamma" in g:
+                # GP-EP: SE kernel, ℓ by evidence (from the median distance), at the
+                # γ that CV chose for the Gaussian prior.
+                run(binary, out, name, "gp", seed, gp_args + ["--gamma", repr(g["gamma"])])
+            if gp_only:
+                continue
             if not cfg.get("ard", True):
                 continue
             if cfg.get("ard_fixed_gamma"):
@@ -138,18 +155,67 @@ def table(out, names):
         )
 
 
+def gp_table(out, names, key="gp"):
+    print("| data | splits | GP-EP (SE, ℓ by evidence) | EP Gaussian | GP-EP − EP (paired) | RACL14 GPEP-AUC "
+          "| RACL14 EP-AUC | ℓ / median distance: median [range] | fit s (GP-EP, mean) |")
+    print("|---|---:|---|---|---|---:|---:|---|---|")
+    for name in names:
+        if name not in PAPER_GP:
+            continue
+        cfg = CONFIG[name]
+        recs = {m: [] for m in (key, "ep")}
+        for m in recs:
+            for seed in range(cfg["seeds"]):
+                path = os.path.join(out, f"{name}_{m}_{seed}.json")
+                rec = {}
+                if os.path.exists(path):
+                    with open(path) as f:
+                        rec = json.load(f)
+                recs[m].append(rec)
+        test = {m: [r.get("auc", {}).get("test") for r in recs[m]] for m in recs}
+        recs["gp"], test["gp"] = recs[key], test[key]
+        if not any(t is not None for t in test["gp"]):
+            continue
+        m_gp, m_ep = stats(test["gp"]), stats(test["ep"])
+        d = [a - b for a, b in zip(test["gp"], test["ep"]) if a is not None and b is not None]
+        md, sd, k = stats(d)
+        paired = "-" if md is None else f"{md:+.4f} ± {sd / math.sqrt(k):.4f}"
+        ratio = sorted(r["details"]["lengthscale"]["value"] / r["details"]["lengthscale"]["median_distance"]
+                       for r in recs["gp"] if "details" in r)
+        rtxt = f"{ratio[len(ratio) // 2]:.2f} [{ratio[0]:.2f}, {ratio[-1]:.2f}]" if ratio else "-"
+        secs = stats([r["seconds"]["fit"] for r in recs["gp"] if "seconds" in r])[0]
+        fails = sum(1 for r in recs["gp"] if "failed" in r)
+        note = f" [{fails} failed]" if fails else ""
+        fmt = lambda v: "-" if v[0] is None else f"{v[0]:.4f} ± {v[1]:.3f} ({v[2]})"
+        print(f"| {name}{note} | {cfg['seeds']} | {fmt(m_gp)} | {fmt(m_ep)} | {paired} | {PAPER_GP[name]} | "
+              f"{PAPER[name][0]} | {rtxt} | {secs or 0:.1f} |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="target/release/pacauc")
     ap.add_argument("--out", default="target/protocol")
     ap.add_argument("--only", default=",".join(CONFIG))
     ap.add_argument("--table", action="store_true", help="only summarise saved records")
+    ap.add_argument("--gp-only", action="store_true", help="only the GP-EP runs (and the EP runs they need)")
+    ap.add_argument("--gp-gamma", choices=["ep", "cv"], default="ep",
+                    help="GP-EP's γ: the one CV chose for EP (ep), or GP-EP's own CV (cv; records *_gpcv_*)")
+    ap.add_argument("--max-seeds", type=int, default=0, help="at most this many splits per data set (0 = all)")
     a = ap.parse_args()
+    if a.max_seeds > 0:
+        for cfg in CONFIG.values():
+            cfg["seeds"] = min(cfg["seeds"], a.max_seeds)
     names = [n for n in a.only.split(",") if n]
     os.makedirs(a.out, exist_ok=True)
     if not a.table:
-        fit_all(a.bin, a.out, names)
-    table(a.out, names)
+        fit_all(a.bin, a.out, names, a.gp_only, a.gp_gamma)
+    if not a.gp_only:
+        table(a.out, names)
+    print()
+    gp_table(a.out, names)
+    print()
+    print("GP-EP with its own γ by CV (--gp-gamma cv):")
+    gp_table(a.out, names, "gpcv")
 
 
 if __name__ == "__main__":

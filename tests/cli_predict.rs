@@ -62,6 +62,7 @@ fn auc_of(scores_csv: &str, data: &str) -> f64 {
 
 #[test]
 fn round_trip_for_every_method_and_prior() {
+    // (The GP prior's reduced variance against the whole covariance: tests/gp_spread.rs.)
     let dir = tmp("round");
     let (train, test, shuffled) = split_demo(&dir);
     let cases: &[(&str, &[&str], bool)] = &[
@@ -92,6 +93,27 @@ fn round_trip_for_every_method_and_prior() {
             true,
         ),
         ("smc", &["--method", "smc", "--particles", "1000"], true),
+        // GP records: exact (the reduced predictive variance) and Nyström
+        // (the weights' covariance).
+        (
+            "gp",
+            &["--method", "ep", "--prior", "gp", "--gamma", "400"],
+            true,
+        ),
+        (
+            "gp-nystrom",
+            &[
+                "--method",
+                "ep",
+                "--prior",
+                "gp",
+                "--gamma",
+                "400",
+                "--gp-approx",
+                "nystrom:40",
+            ],
+            true,
+        ),
         (
             "vb",
             &["--method", "vb", "--family", "full", "--is-draws", "0"],
@@ -122,6 +144,19 @@ fn round_trip_for_every_method_and_prior() {
         fit.extend_from_slice(args);
         let v = json(&pacauc(&fit));
         assert_eq!(v["record_version"], 2);
+        if name.starts_with("gp") {
+            // GP-EP's q is over the training scores: no θ-space certificate
+            // or IS check, and the record and `pacauc bound` say why.
+            assert!(v["bound"].is_null(), "{name}");
+            assert!(v["details"].get("is_check").is_none(), "{name}");
+            let why = v["details"]["uncertified"]["bound"].as_str().unwrap();
+            assert!(why.contains("training scores"), "{name}: {why}");
+            assert!(v["details"]["uncertified"]["is_check"].is_string());
+            let out = pacauc(&["bound", &rec]);
+            assert_eq!(out.status.code(), Some(2), "{name}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("training scores"), "{name}: {err}");
+        }
         let out = pacauc(&["predict", &rec, &test, "--out", &scores]);
         assert!(
             out.status.success(),

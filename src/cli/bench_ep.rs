@@ -15,7 +15,7 @@ use super::fit::CliError;
 use super::settings_args::{EpOnly, SettingArgs};
 use crate::engine::ep::kernel::{Isa, detected_isa, site_throughput};
 use crate::engine::{Control, NoObserver};
-use crate::spec::{self, DataSpec, Gamma, RunSpec};
+use crate::spec::{self, DataSpec, Gamma, PriorKind, RunSpec, registry};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BenchPrior {
@@ -23,6 +23,9 @@ pub enum BenchPrior {
     Ard,
     /// The defaults of `fit --prior spike-slab`: v1 = 1, v0 = 1e-4, p = 1 − e^{−1/d}.
     SpikeSlab,
+    /// `fit --prior gp` (se kernel, ℓ the median distance, exact up to 4000 rows;
+    /// --gp-kernel, --lengthscale and --gp-approx change them).
+    Gp,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -256,7 +259,8 @@ fn print_table(rows: &[BenchRow]) {
         let name = std::path::Path::new(&r.data)
             .file_name()
             .map_or(r.data.clone(), |f| f.to_string_lossy().into_owned());
-        let dim = if r.form == "reduced" {
+        // Reduced linear EP and GP-EP (precision, whitened, features): the rank.
+        let dim = if !r.form.is_empty() && r.form != "primal" {
             format!("{} ({}, reduced)", r.d, r.rank)
         } else {
             r.d.to_string()
@@ -292,10 +296,15 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             "--gamma-grid is the grid of the --cv runs: give --cv too".into(),
         ));
     }
-    if args.cv && args.prior == BenchPrior::SpikeSlab {
-        return Err(CliError::Input(
-            "--cv times --gamma auto, which spike-and-slab EP does not support; drop --cv".into(),
-        ));
+    let prior = clap::ValueEnum::to_possible_value(&args.prior).expect("named");
+    let kind: PriorKind = serde_json::from_value(serde_json::json!(prior.get_name()))
+        .expect("bench-ep's priors are the registry's");
+    let gamma = registry::setting_of("gamma").expect("a setting");
+    if args.cv && !gamma.auto_allowed("ep", Some(kind)) {
+        return Err(CliError::Input(format!(
+            "--cv times --gamma auto, which EP with the {} prior does not support; drop --cv",
+            kind.name()
+        )));
     }
     let kernel: Vec<String> = [Isa::Avx512, Isa::Avx2, Isa::Plain]
         .into_iter()

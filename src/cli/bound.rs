@@ -33,13 +33,24 @@ pub fn run(args: &BoundArgs) -> Result<(), CliError> {
     let record =
         RunRecord::from_json(&text).map_err(|e| CliError::Input(format!("{path}: {e}")))?;
     let b = record.bound.as_ref().ok_or_else(|| {
-        // A Bayesian fit without one says why in its trace (gcs without its evidence).
-        let why = record.trace.iter().find_map(|e| match e {
-            Event::Log { message, .. } if message.starts_with("no PAC-Bayes certificate") => {
-                Some(message.clone())
-            }
-            _ => None,
-        });
+        // A Bayesian fit without a certificate says why: `details.uncertified`
+        // (GP fits) or a line of its trace (gcs without its evidence).
+        let why = record
+            .details
+            .get("uncertified")
+            .and_then(|u| u.get("bound"))
+            .and_then(|b| b.as_str())
+            .map(|why| format!("no PAC-Bayes certificate: {why}"))
+            .or_else(|| {
+                record.trace.iter().find_map(|e| match e {
+                    Event::Log { message, .. }
+                        if message.starts_with("no PAC-Bayes certificate") =>
+                    {
+                        Some(message.clone())
+                    }
+                    _ => None,
+                })
+            });
         CliError::Input(match why {
             Some(why) => format!("{path}: the record of this {} run has {why}", record.method),
             None => format!(

@@ -44,12 +44,13 @@ impl Filter for EpRun {
     }
 }
 
-/// EP's own settings (`bench-ep`, which has its own γ, prior and data options).
+/// EP's own settings and the GP prior's (`bench-ep`, which has its own γ,
+/// prior and data options).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EpOnly;
 impl Filter for EpOnly {
     fn include(s: &Setting) -> bool {
-        s.group == Group::Ep
+        s.group == Group::Ep || s.priors == [crate::spec::PriorKind::Gp]
     }
 }
 
@@ -125,7 +126,7 @@ fn arg(s: &'static Setting) -> Arg {
         Kind::Number(_) | Kind::Count(_) | Kind::Numbers(_) | Kind::Gamma | Kind::Tunable(_) => {
             a.value_name(s.value_name()).allow_negative_numbers(true)
         }
-        Kind::Choice(_) | Kind::Text => a.value_name(s.value_name()),
+        Kind::Choice(_) | Kind::Text | Kind::Sized { .. } => a.value_name(s.value_name()),
     }
 }
 

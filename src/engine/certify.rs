@@ -14,8 +14,12 @@ use super::bounds;
 use super::event::{Event, LogLevel};
 use super::fit::Fit;
 use super::is_check::{IsSettings, is_check_fit};
+use super::prior::Prior;
 use super::problem::Problem;
 use super::run::{Control, Engine, EngineError, Observer};
+
+/// Why a GP-EP fit has neither a certificate nor an IS check.
+pub const GP_NO_THETA: &str = "the GP prior's posterior is a Gaussian of the training scores, not of θ: the Gaussian certificate and the importance-sampling check are computed in θ-space and do not apply (SMC with the GP prior is certified through its Gibbs posterior)";
 
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct CertifySettings {
@@ -70,13 +74,33 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
         return;
     }
     let mut warn = Vec::new();
-    match bounds::certify(fit, pb, s.epsilon) {
+    // Missing certificates are said in the record too (`details.uncertified`).
+    let mut uncertified = serde_json::Map::new();
+    // GP-EP's q is a Gaussian of the training scores (prior N(0, K)), not of
+    // θ: neither the Gaussian certificate nor the IS check (both in θ-space)
+    // applies. Score-space SMC is certified through its Gibbs posterior as
+    // linear SMC is (its log Z and mean risk do not depend on the space).
+    let gp_gaussian =
+        matches!(fit.prior, Some(Prior::Gp(_))) && fit.particles.is_none() && fit.engine != "smc";
+    let bound = if gp_gaussian {
+        Err(GP_NO_THETA.to_string())
+    } else {
+        bounds::certify(fit, pb, s.epsilon)
+    };
+    match bound {
         Ok(b) => fit.bound = Some(b),
-        Err(e) => warn.push(format!("no PAC-Bayes certificate: {e}")),
+        Err(e) => {
+            uncertified.insert("bound".into(), json!(e));
+            warn.push(format!("no PAC-Bayes certificate: {e}"));
+        }
+    }
+    if s.is_draws > 0 && gp_gaussian {
+        uncertified.insert("is_check".into(), json!(GP_NO_THETA));
+        warn.push(format!("no importance-sampling check: {GP_NO_THETA}"));
     }
     let gaussian =
         fit.particles.is_none() && (fit.covariance.is_some() || fit.low_rank_covariance.is_some());
-    if s.is_draws > 0 && gaussian {
+    if s.is_draws > 0 && gaussian && !gp_gaussian {
         let settings = IsSettings {
             draws: s.is_draws,
             seed: s.seed,
@@ -92,8 +116,17 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
                 }
                 fit.details["is_check"] = serde_json::to_value(c).unwrap_or_default();
             }
-            Err(e) => warn.push(format!("no importance-sampling check: {e}")),
+            Err(e) => {
+                uncertified.insert("is_check".into(), json!(e));
+                warn.push(format!("no importance-sampling check: {e}"));
+            }
         }
+    }
+    if !uncertified.is_empty() {
+        if !fit.details.is_object() {
+            fit.details = json!({});
+        }
+        fit.details["uncertified"] = serde_json::Value::Object(uncertified);
     }
     for message in warn {
         let e = Event::Log {

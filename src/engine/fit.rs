@@ -21,6 +21,8 @@ pub enum ScoreModel {
     Linear { weights: Vec<f64> },
     /// `s(x) = Σ alpha · 1{x_k > t}`.
     Stumps { stumps: Vec<Stump> },
+    /// A Gaussian-process score: the predictive mean (ALGORITHMS.md §6).
+    Gp(Box<crate::engine::gp::GpModel>),
 }
 
 impl ScoreModel {
@@ -41,6 +43,7 @@ impl ScoreModel {
                 }
                 s
             }
+            ScoreModel::Gp(model) => model.predict_mean(x),
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod event;
 pub mod fast_risk;
 pub mod fit;
 pub mod gcs;
+pub mod gp;
 pub mod is_check;
 pub mod linalg;
 pub mod mcmc_diag;

@@ -4,9 +4,9 @@
 //! rows exactly as the fit scored its own test rows.
 //!
 //! A non-linear score (the Gaussian-process prior: kernel, hyper-parameters,
-//! standardised training rows, predictive weights and variance matrix) is a new
-//! `ScoreModel` variant with its own arm in `Model::predict`; `features` and
-//! `scaler` stay as they are.
+//! standardised landmark rows, predictive weights and the predictive variance
+//! in `gp::spread`'s reduced form) is `ScoreModel::Gp`, with its own arm in
+//! `Model::predict`; `features` and `scaler` stay as they are.
 
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
@@ -97,6 +97,14 @@ impl Model {
     /// Point scores and, where the model has a posterior, their sds, for rows of
     /// standardised features (the columns of `features`).
     pub fn predict(&self, x: &DMatrix<f64>) -> (Vec<f64>, Option<Vec<f64>>) {
+        if let ScoreModel::Gp(gp) = &self.score {
+            // The predictive mean and variance (the GP model keeps its own spread).
+            let (mean, var) = gp.predict(x);
+            return (
+                mean,
+                Some(var.into_iter().map(|v| v.max(0.0).sqrt()).collect()),
+            );
+        }
         let score = self.score.score(x);
         let sd = match (&self.score, &self.spread) {
             (ScoreModel::Linear { .. }, Some(s)) => Some(s.score_sd(x)),

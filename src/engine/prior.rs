@@ -4,6 +4,7 @@
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
+use crate::engine::gp::GpPrior;
 use crate::engine::rng::Rng;
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
@@ -21,6 +22,10 @@ pub enum Prior {
         slab_var: f64,
         incl: f64,
     },
+    /// A Gaussian process on the scores (ALGORITHMS.md §6): not a prior on θ.
+    /// Only the GP engines (`ep`, `smc`) accept it; the θ-space methods below
+    /// (`log_density`, `sample`) give NaN for it.
+    Gp(GpPrior),
 }
 
 impl Prior {
@@ -29,6 +34,7 @@ impl Prior {
             Prior::Gaussian { .. } => "gaussian",
             Prior::Ard { .. } => "ard",
             Prior::SpikeSlab { .. } => "spike-slab",
+            Prior::Gp(_) => "gp",
         }
     }
 
@@ -91,6 +97,7 @@ impl Prior {
                 }
                 Ok(())
             }
+            Prior::Gp(gp) => gp.validate(),
         }
     }
 
@@ -116,6 +123,7 @@ impl Prior {
                     m + ((a - m).exp() + (b - m).exp()).ln()
                 })
                 .sum(),
+            Prior::Gp(_) => f64::NAN,
         }
     }
 
@@ -134,6 +142,7 @@ impl Prior {
                     let u: f64 = rand::RngExt::random(rng);
                     if u < *incl { *slab_var } else { *spike_var }
                 }
+                Prior::Gp(_) => f64::NAN,
             };
             *o = z * v.sqrt();
         }

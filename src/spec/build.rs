@@ -9,6 +9,7 @@ use crate::engine::data::{Dataset, LoadOptions, MissingPolicy, Prepared, TestSou
 use crate::engine::ep::spike_slab::SiteStepRule;
 use crate::engine::ep::{ArdSettings, Ep, EpSettings, Form, GammaMode, Precision};
 use crate::engine::gcs::{Gcs, GcsSettings, Loss as GcsEngineLoss};
+use crate::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale};
 use crate::engine::smc::{Kernel, Moves, Smc, SmcSettings};
 use crate::engine::vb::cv::VbCv;
 use crate::engine::vb::{
@@ -18,11 +19,11 @@ use crate::engine::{Engine, Prior, Problem};
 
 use super::error::SpecError;
 use super::run_spec::{
-    DataSpec, EpForm, EpSpec, GcsLoss, GcsSpec, Missing, PriorKind, PriorSpec, RunSpec,
+    DataSpec, EpForm, EpSpec, GcsLoss, GcsSpec, GpKernel, Missing, PriorKind, PriorSpec, RunSpec,
     SitePrecision, SiteSteps, SmcKernel, SmcSpec, VbFamily, VbLoss, VbOptimizer, VbSpec,
 };
 use super::validate::{Dims, validate};
-use super::values::{Gamma, Tunable};
+use super::values::{Gamma, GpApproxSpec, Tunable};
 
 impl DataSpec {
     pub fn load_options(&self) -> LoadOptions {
@@ -248,8 +249,9 @@ pub fn ep_engine(s: &EpSpec, gamma: Option<Gamma>, prior: Option<&PriorSpec>, se
     }
 }
 
-/// The prior for `d` features; scales given as auto start where the tuning does.
-pub fn prior(p: &PriorSpec, d: usize) -> Prior {
+/// The prior for `d` features; scales given as auto start where the tuning
+/// does. `seed` draws the GP's random Fourier features.
+pub fn prior(p: &PriorSpec, d: usize, seed: u64) -> Prior {
     match p.kind {
         PriorKind::Gaussian => Prior::Gaussian { var: p.var },
         PriorKind::Ard => Prior::Ard {
@@ -267,6 +269,23 @@ pub fn prior(p: &PriorSpec, d: usize) -> Prior {
                 incl,
             }
         }
+        PriorKind::Gp => Prior::Gp(GpPrior {
+            kernel: match p.gp_kernel {
+                GpKernel::Se => KernelKind::Se,
+                GpKernel::Linear => KernelKind::Linear,
+            },
+            lengthscale: match p.lengthscale {
+                None => LengthScale::Median,
+                Some(Tunable::Auto) => LengthScale::Auto,
+                Some(Tunable::Value(l)) => LengthScale::Value(l),
+            },
+            approx: match p.gp_approx {
+                GpApproxSpec::Auto => GpApprox::Auto,
+                GpApproxSpec::Exact => GpApprox::Exact,
+                GpApproxSpec::Nystrom(landmarks) => GpApprox::Nystrom { landmarks },
+                GpApproxSpec::Rff(features) => GpApprox::Rff { features, seed },
+            },
+        }),
     }
 }
 
@@ -287,7 +306,9 @@ pub fn problem(spec: &RunSpec, prepared: &Prepared) -> Result<Problem, SpecError
         .prior
         .as_ref()
         // The baselines ignore the prior; the problem still carries one.
-        .map_or(Prior::Gaussian { var: 1.0 }, |p| prior(p, d));
+        .map_or(Prior::Gaussian { var: 1.0 }, |p| {
+            prior(p, d, spec.data.seed)
+        });
     Problem::new(
         prepared.names.clone(),
         prepared.train.x.clone(),

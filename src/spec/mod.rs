@@ -16,12 +16,12 @@ pub mod values;
 pub use build::{Built, build};
 pub use error::{SpecError, name_settings};
 pub use run_spec::{
-    DataSpec, EpSpec, GcsLoss, GcsSpec, LogitSpec, MethodSpec, Missing, PriorKind, PriorSpec,
-    RankBoostSpec, RunSpec, SmcKernel, SmcSpec, VbFamily, VbLoss, VbOptimizer, VbSpec,
+    DataSpec, EpSpec, GcsLoss, GcsSpec, GpKernel, LogitSpec, MethodSpec, Missing, PriorKind,
+    PriorSpec, RankBoostSpec, RunSpec, SmcKernel, SmcSpec, VbFamily, VbLoss, VbOptimizer, VbSpec,
 };
 pub use text::{command_line, from_given, to_args};
 pub use validate::{Dims, check, validate};
-pub use values::{Gamma, Tunable};
+pub use values::{Gamma, GpApproxSpec, Tunable};
 
 #[cfg(test)]
 mod tests;

@@ -25,6 +25,7 @@
 use super::run_spec::PriorKind;
 use super::setting::range;
 pub use super::setting::{Group, Kind, Methods, Range, Requires, Setting};
+use super::values::GpApproxSpec;
 use crate::engine::smc::settings::MIN_PARTICLES;
 
 /// A method the program can run.
@@ -39,7 +40,10 @@ pub struct MethodInfo {
     pub priors: &'static [PriorKind],
 }
 
-use PriorKind::{Ard, Gaussian, SpikeSlab};
+use PriorKind::{Ard, Gaussian, Gp, SpikeSlab};
+
+/// The priors on θ (every prior but the GP's, which is on the scores).
+const THETA_PRIORS: &[PriorKind] = &[Gaussian, Ard, SpikeSlab];
 
 pub const METHODS: &[MethodInfo] = &[
     MethodInfo {
@@ -58,13 +62,13 @@ pub const METHODS: &[MethodInfo] = &[
         name: "smc",
         help: "adaptive tempering SMC: samples the Gibbs posterior (the gold standard)",
         bayesian: true,
-        priors: &[Gaussian, Ard, SpikeSlab],
+        priors: &[Gaussian, Ard, SpikeSlab, Gp],
     },
     MethodInfo {
         name: "ep",
         help: "Expectation Propagation: a Gaussian approximation of the Gibbs posterior and its evidence",
         bayesian: true,
-        priors: &[Gaussian, Ard, SpikeSlab],
+        priors: &[Gaussian, Ard, SpikeSlab, Gp],
     },
     MethodInfo {
         name: "vb",
@@ -159,7 +163,7 @@ pub const SETTINGS: &[Setting] = &[
     // The Gibbs posterior.
     Setting {
         label: "prior",
-        help: "Prior on the coefficients: gaussian (θ ~ N(0, ϑI); the posterior's direction does not depend on ϑ), ard (θ_k ~ N(0, ϑ_k), the ϑ_k chosen by evidence), spike-slab (θ_k ~ p N(0, v1) + (1 − p) N(0, v0): feature selection).",
+        help: "Prior on the coefficients: gaussian (θ ~ N(0, ϑI); the posterior's direction does not depend on ϑ), ard (θ_k ~ N(0, ϑ_k), the ϑ_k chosen by evidence), spike-slab (θ_k ~ p N(0, v1) + (1 − p) N(0, v0): feature selection), or gp (a Gaussian process on the scores, s ~ N(0, K): a non-linear score).",
         default: "gaussian",
         methods: Methods::Bayesian,
         form: true,
@@ -167,7 +171,7 @@ pub const SETTINGS: &[Setting] = &[
         ..setting(
             "prior",
             "prior.kind",
-            Kind::Choice(&["gaussian", "ard", "spike-slab"]),
+            Kind::Choice(&["gaussian", "ard", "spike-slab", "gp"]),
         )
     },
     Setting {
@@ -221,11 +225,57 @@ pub const SETTINGS: &[Setting] = &[
         )
     },
     Setting {
+        label: "GP kernel",
+        help: "GP prior: the covariance kernel, se (squared exponential exp(−‖x − x'‖²/(2ℓ²)) on standardised features) or linear (<x, x'>: the linear score, as the gaussian prior). The amplitude is irrelevant: the AUC risk is scale-free.",
+        default: "se",
+        methods: Methods::Bayesian,
+        priors: &[Gp],
+        form: true,
+        group: Group::Posterior,
+        ..setting(
+            "gp_kernel",
+            "prior.gp_kernel",
+            Kind::Choice(&["se", "linear"]),
+        )
+    },
+    Setting {
+        label: "length-scale ℓ",
+        help: "GP prior: length-scale ℓ of the se kernel, or auto (EP: the ℓ of largest log Z_EP, searched from the median distance; the evidence curve is in the record).",
+        unset: "the median distance between training rows",
+        methods: Methods::Bayesian,
+        priors: &[Gp],
+        auto_for: &[("ep", &[Gp])],
+        form: true,
+        group: Group::Posterior,
+        ..setting(
+            "lengthscale",
+            "prior.lengthscale",
+            Kind::Tunable(Range::POSITIVE),
+        )
+    },
+    Setting {
+        label: "GP approximation",
+        help: "GP prior: exact (O(n³) per EP sweep), nystrom:D (D landmark rows, chosen by pivoted Cholesky), rff:D (D random Fourier features; se kernel), or auto (exact up to 4000 training rows, else nystrom:128). SMC samples the exact prior.",
+        default: "auto",
+        methods: Methods::Bayesian,
+        priors: &[Gp],
+        form: true,
+        group: Group::Posterior,
+        ..setting(
+            "gp_approx",
+            "prior.gp_approx",
+            Kind::Sized {
+                words: GpApproxSpec::WORDS,
+                sized: GpApproxSpec::SIZED,
+            },
+        )
+    },
+    Setting {
         label: "γ",
-        help: "Inverse temperature γ of the Gibbs posterior: a number, a multiple of the training size like 2n, auto (cross-validation: EP with a Gaussian or ARD prior, VB) or theory (VB: ARC16's value, its default). RACL14 Thm 2.3 gives γ ∝ n.",
+        help: "Inverse temperature γ of the Gibbs posterior: a number, a multiple of the training size like 2n, auto (cross-validation: EP with a Gaussian, ARD or GP prior, VB) or theory (VB: ARC16's value, its default). RACL14 Thm 2.3 gives γ ∝ n.",
         default: "n",
         methods: Methods::Bayesian,
-        auto_for: &[("ep", &[Gaussian, Ard]), ("vb", &[])],
+        auto_for: &[("ep", &[Gaussian, Ard, Gp]), ("vb", &[])],
         form: true,
         group: Group::Posterior,
         ..setting("gamma", "gamma", Kind::Gamma)
@@ -275,6 +325,7 @@ pub const SETTINGS: &[Setting] = &[
         help: "Waste-free SMC (Dau & Chopin): N/P ancestors, each a chain of P states, all kept.",
         unset: "standard SMC",
         methods: SMC,
+        priors: THETA_PRIORS,
         form: true,
         group: Group::Smc,
         ..setting("waste_free", "method.waste_free", Kind::Count(2))
@@ -297,6 +348,7 @@ pub const SETTINGS: &[Setting] = &[
         help: "Metropolis kernel of the moves: auto (gpcn, or pcn for a Gaussian prior above 400 dimensions), gpcn (pCN around the particles' Gaussian fit), rw (random walk, c = 2.38/√d, adapted), pcn (prior-preserving; Gaussian priors only).",
         default: "auto",
         methods: SMC,
+        priors: THETA_PRIORS,
         form: true,
         group: Group::Smc,
         ..setting(
@@ -310,6 +362,7 @@ pub const SETTINGS: &[Setting] = &[
         help: "Initial step size (random walk: c, default 2.38/√d; pcn/gpcn: √(1−ρ²)).",
         unset: "the kernel's default",
         methods: SMC,
+        priors: THETA_PRIORS,
         group: Group::Smc,
         ..setting("scale", "method.scale", Kind::Number(Range::POSITIVE))
     },
@@ -317,6 +370,7 @@ pub const SETTINGS: &[Setting] = &[
         label: "fixed step size",
         help: "Keep the step size fixed instead of adapting it to the acceptance rate.",
         methods: SMC,
+        priors: THETA_PRIORS,
         group: Group::Smc,
         ..setting("fixed_scale", "method.fixed_scale", Kind::Switch)
     },
@@ -324,6 +378,7 @@ pub const SETTINGS: &[Setting] = &[
         label: "no radial moves",
         help: "No free radial moves (they rescale θ, which leaves the AUC risk unchanged).",
         methods: SMC,
+        priors: THETA_PRIORS,
         group: Group::Smc,
         ..setting("no_radial", "method.no_radial", Kind::Switch)
     },
@@ -392,6 +447,7 @@ pub const SETTINGS: &[Setting] = &[
         help: "auto: the reduced (thin SVD) form when d ≥ n, else the primal one; or force primal or reduced.",
         default: "auto",
         methods: EP,
+        priors: THETA_PRIORS,
         group: Group::Ep,
         ..setting(
             "ep_form",
@@ -424,6 +480,7 @@ pub const SETTINGS: &[Setting] = &[
         label: "evidence at the end only",
         help: "Report log Z_EP only at the end instead of at every sweep (~15% faster sweeps).",
         methods: EP,
+        priors: THETA_PRIORS,
         group: Group::Ep,
         ..setting(
             "final_evidence_only",

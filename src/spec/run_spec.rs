@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::values::{Gamma, Tunable};
+use super::values::{Gamma, GpApproxSpec, Tunable};
 
 /// ε of the PAC-Bayes certificates (confidence 95%).
 pub const DEFAULT_EPSILON: f64 = crate::engine::bounds::DEFAULT_EPSILON;
@@ -474,6 +474,8 @@ pub enum PriorKind {
     Gaussian,
     Ard,
     SpikeSlab,
+    /// A Gaussian process on the scores (ALGORITHMS.md §6).
+    Gp,
 }
 
 impl PriorKind {
@@ -482,6 +484,7 @@ impl PriorKind {
             PriorKind::Gaussian => "gaussian",
             PriorKind::Ard => "ard",
             PriorKind::SpikeSlab => "spike-slab",
+            PriorKind::Gp => "gp",
         }
     }
 }
@@ -500,6 +503,24 @@ pub struct PriorSpec {
     pub slab_var: Tunable,
     /// Spike-and-slab: p (None: 1 − e^{−1/d}, RACL14 Thm 2.5).
     pub inclusion_prior: Option<Tunable>,
+    /// GP: the covariance kernel.
+    pub gp_kernel: GpKernel,
+    /// GP: the SE kernel's length-scale ℓ (None: the median distance between
+    /// training rows; auto: by evidence).
+    pub lengthscale: Option<Tunable>,
+    /// GP: exact, or a feature approximation.
+    pub gp_approx: GpApproxSpec,
+}
+
+/// The covariance kernel of the GP prior.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GpKernel {
+    /// Squared exponential exp(−‖x − x'‖²/(2ℓ²)).
+    #[default]
+    Se,
+    /// <x, x'>: the linear score (the Gaussian prior's, in score space).
+    Linear,
 }
 
 impl Default for PriorSpec {
@@ -510,6 +531,9 @@ impl Default for PriorSpec {
             spike_var: None,
             slab_var: Tunable::Value(1.0),
             inclusion_prior: None,
+            gp_kernel: GpKernel::Se,
+            lengthscale: None,
+            gp_approx: GpApproxSpec::Auto,
         }
     }
 }

@@ -85,6 +85,37 @@ pub enum Kind {
     Text,
     /// Text, repeatable: each occurrence adds one.
     TextList,
+    /// One of `words`, or `NAME:D` (a whole number D ≥ 1) for a NAME of
+    /// `sized` (`exact`, `nystrom:128`).
+    Sized {
+        words: &'static [&'static str],
+        sized: &'static [&'static str],
+    },
+}
+
+/// The choices of a `Kind::Sized` as the help lists them (`auto|exact|rff:D`).
+pub fn sized_names(words: &[&str], sized: &[&str]) -> Vec<String> {
+    let mut all: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+    all.extend(sized.iter().map(|n| format!("{n}:D")));
+    all
+}
+
+/// Checks a `Kind::Sized` value (case-insensitive).
+pub fn check_sized(words: &[&str], sized: &[&str], text: &str) -> Result<(), String> {
+    let t = text.trim().to_ascii_lowercase();
+    let ok = match t.split_once(':') {
+        None => words.contains(&t.as_str()),
+        Some((name, d)) => sized.contains(&name) && d.parse::<usize>().is_ok_and(|d| d >= 1),
+    };
+    if ok {
+        Ok(())
+    } else {
+        let names = sized_names(words, sized);
+        Err(format!(
+            "must be one of {} (D a whole number ≥ 1); got '{text}'",
+            names.join(", ")
+        ))
+    }
 }
 
 /// The methods a setting applies to.
@@ -235,6 +266,7 @@ impl Setting {
     /// The run form's hint for an empty field: what to type and the default.
     pub fn hint(&self, method: &str, prior: Option<PriorKind>) -> String {
         let auto = self.auto_allowed(method, prior);
+        let sized_text;
         let what = match self.kind {
             Kind::Number(_) | Kind::Numbers(_) => "number",
             Kind::Count(_) => "whole number",
@@ -247,6 +279,10 @@ impl Setting {
             Kind::Tunable(_) if auto => "number or auto",
             Kind::Tunable(_) => "number",
             Kind::Text | Kind::TextList => "text",
+            Kind::Sized { words, sized } => {
+                sized_text = sized_names(words, sized).join(", ");
+                sized_text.as_str()
+            }
         };
         let method_gamma = (self.kind == Kind::Gamma)
             .then(|| MethodSpec::default_of(method).map(|m| m.default_gamma()))
@@ -284,6 +320,7 @@ impl Setting {
             Kind::Gamma => format!("G|Kn{auto}|theory"),
             Kind::Tunable(_) => format!("X{auto}"),
             Kind::Text | Kind::TextList => "TEXT".into(),
+            Kind::Sized { words, sized } => sized_names(words, sized).join("|"),
         }
     }
 }

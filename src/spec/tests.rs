@@ -11,7 +11,12 @@ use super::text::{from_given, value_at};
 use super::{build, registry};
 use crate::engine::Prior;
 
-const PRIORS: [PriorKind; 3] = [PriorKind::Gaussian, PriorKind::Ard, PriorKind::SpikeSlab];
+const PRIORS: [PriorKind; 4] = [
+    PriorKind::Gaussian,
+    PriorKind::Ard,
+    PriorKind::SpikeSlab,
+    PriorKind::Gp,
+];
 
 fn defaults(method: &str, prior: Option<PriorKind>) -> RunSpec {
     let mut s = RunSpec::for_method(DataSpec::of("d.csv"), method).unwrap();
@@ -181,7 +186,7 @@ fn spike_slab_defaults_follow_theory() {
         spike_var,
         slab_var,
         incl,
-    } = build::prior(s.prior.as_ref().unwrap(), 180)
+    } = build::prior(s.prior.as_ref().unwrap(), 180, 0)
     else {
         panic!()
     };
@@ -193,10 +198,88 @@ fn spike_slab_defaults_follow_theory() {
         &[("prior", "spike-slab"), ("slab_var", "auto")],
     )
     .unwrap();
-    let Prior::SpikeSlab { spike_var, .. } = build::prior(s.prior.as_ref().unwrap(), 5) else {
+    let Prior::SpikeSlab { spike_var, .. } = build::prior(s.prior.as_ref().unwrap(), 5, 0) else {
         panic!()
     };
     assert_eq!(spike_var, 1e-4, "v1 tuned: v0 stays at 1e-4");
+}
+
+#[test]
+fn gp_settings_build_the_gp_prior_and_are_refused_elsewhere() {
+    use crate::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale};
+    let given = [
+        ("prior", "gp"),
+        ("lengthscale", "auto"),
+        ("gp_approx", "rff:64"),
+        ("gamma", "400"),
+    ];
+    let s = from_given(PathBuf::from("d.csv"), "ep", &given).unwrap();
+    assert_eq!(
+        build::prior(s.prior.as_ref().unwrap(), 3, 7),
+        Prior::Gp(GpPrior {
+            kernel: KernelKind::Se,
+            lengthscale: LengthScale::Auto,
+            approx: GpApprox::Rff {
+                features: 64,
+                seed: 7
+            },
+        })
+    );
+    assert_eq!(
+        crate::spec::command_line(&s),
+        "pacauc fit d.csv --method ep --prior gp --lengthscale auto --gp-approx rff:64 --gamma 400"
+    );
+    let s = from_given(PathBuf::from("d.csv"), "smc", &[("prior", "gp")]).unwrap();
+    let Prior::Gp(gp) = build::prior(s.prior.as_ref().unwrap(), 3, 0) else {
+        panic!()
+    };
+    assert_eq!(
+        (gp.lengthscale, gp.approx),
+        (LengthScale::Median, GpApprox::Auto)
+    );
+    let refused = |m: &str, g: &[(&str, &str)], field: &str| {
+        let e = from_given(PathBuf::from("d.csv"), m, g).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some(field), "{e}");
+    };
+    refused("ep", &[("lengthscale", "2")], "lengthscale"); // not the gp prior
+    refused("logit", &[("prior", "gp")], "prior");
+    refused(
+        "smc",
+        &[("prior", "gp"), ("lengthscale", "auto")],
+        "lengthscale",
+    );
+    refused(
+        "smc",
+        &[("prior", "gp"), ("gp_approx", "nystrom:8")],
+        "gp_approx",
+    );
+    refused("smc", &[("prior", "gp"), ("kernel", "rw")], "kernel");
+    refused("ep", &[("prior", "gp"), ("ep_form", "reduced")], "ep_form");
+    refused(
+        "ep",
+        &[
+            ("prior", "gp"),
+            ("gp_kernel", "linear"),
+            ("lengthscale", "1"),
+        ],
+        "lengthscale",
+    );
+    refused(
+        "ep",
+        &[
+            ("prior", "gp"),
+            ("gp_kernel", "linear"),
+            ("gp_approx", "rff:8"),
+        ],
+        "gp_approx",
+    );
+    refused(
+        "ep",
+        &[("prior", "gp"), ("gp_approx", "nystrom:0")],
+        "gp_approx",
+    );
+    refused("ep", &[("prior", "gp"), ("pairs", "1000")], "pairs");
+    refused("vb", &[("prior", "gp")], "prior");
 }
 
 #[test]

@@ -187,6 +187,10 @@ fn parse_text(
                 json!(in_range(number(t)?, r)?)
             }
         }
+        Kind::Sized { words, sized } => {
+            super::setting::check_sized(words, sized, t)?;
+            json!(t.to_ascii_lowercase())
+        }
         Kind::Text | Kind::TextList => {
             if t.is_empty() {
                 return Err("must not be empty".into());

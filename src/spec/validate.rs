@@ -8,9 +8,11 @@ use serde_json::Value;
 
 use super::error::SpecError;
 use super::registry::{self, Kind, Requires, Setting};
-use super::run_spec::{DataSpec, GcsLoss, GcsSpec, MethodSpec, PriorKind, RunSpec, SmcKernel};
+use super::run_spec::{
+    DataSpec, GcsLoss, GcsSpec, GpKernel, MethodSpec, PriorKind, PriorSpec, RunSpec, SmcKernel,
+};
 use super::text::value_at;
-use super::values::{Gamma, Tunable};
+use super::values::{Gamma, GpApproxSpec, Tunable};
 use crate::engine::smc::settings::{MIN_PARTICLES, particles_floor_reason};
 
 /// Smallest spike variance as a share of the slab variance (ALGORITHMS.md §5).
@@ -84,6 +86,11 @@ pub fn check(spec: &RunSpec) -> Result<(), SpecError> {
             }
         }
     }
+    if let Some(p) = &spec.prior
+        && p.kind == PriorKind::Gp
+    {
+        check_gp(p, method)?;
+    }
     if let MethodSpec::Smc(smc) = &spec.method {
         if let Some(p) = smc.waste_free
             && (!smc.particles.is_multiple_of(p) || smc.particles / p < 2)
@@ -137,6 +144,31 @@ fn check_gcs(gcs: &GcsSpec, gamma: Option<Gamma>) -> Result<(), SpecError> {
     Ok(())
 }
 
+/// The GP prior's rules between settings.
+fn check_gp(p: &PriorSpec, method: &str) -> Result<(), SpecError> {
+    if p.gp_kernel == GpKernel::Linear {
+        if p.lengthscale.is_some() {
+            return Err(SpecError::field(
+                "lengthscale",
+                "applies only to the se kernel; the linear kernel has no length-scale",
+            ));
+        }
+        if matches!(p.gp_approx, GpApproxSpec::Rff(_)) {
+            return Err(SpecError::field(
+                "gp_approx",
+                "cannot be rff with the linear kernel: random Fourier features approximate the se kernel",
+            ));
+        }
+    }
+    if method == "smc" && matches!(p.gp_approx, GpApproxSpec::Nystrom(_) | GpApproxSpec::Rff(_)) {
+        return Err(SpecError::field(
+            "gp_approx",
+            "cannot be nystrom or rff for smc, which samples the exact GP prior (in score space); the approximations are for ep",
+        ));
+    }
+    Ok(())
+}
+
 /// A value against its registry row: range, and `auto` only where allowed.
 fn check_value(
     s: &Setting,
@@ -181,6 +213,9 @@ fn check_value(
             Ok(g) => Err(format!("must be a number ≥ 0 or a multiple of n; got {g}")),
             Err(e) => Err(e.to_string()),
         },
+        (Kind::Sized { words, sized }, Value::String(t)) => {
+            super::setting::check_sized(words, sized, t)
+        }
         (Kind::Tunable(r), v) => match serde_json::from_value::<Tunable>(v.clone()) {
             Ok(Tunable::Auto) => auto_ok(),
             Ok(Tunable::Value(x)) => in_range(x, r),
@@ -228,7 +263,7 @@ pub fn validate(spec: &RunSpec, dims: Dims) -> Result<(), SpecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::run_spec::{PriorSpec, SmcSpec};
+    use crate::spec::run_spec::SmcSpec;
 
     #[test]
     fn programmatic_specs_get_the_same_refusals() {

@@ -138,6 +138,61 @@ impl<'de> Deserialize<'de> for Tunable {
     }
 }
 
+/// How the GP prior is represented: `auto`, `exact`, `nystrom:D` (D landmark
+/// rows) or `rff:D` (D random Fourier features); stored as that text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GpApproxSpec {
+    /// Exact up to a size the engine states, a Nyström approximation above.
+    #[default]
+    Auto,
+    Exact,
+    Nystrom(usize),
+    Rff(usize),
+}
+
+impl GpApproxSpec {
+    /// The plain words and the sized names (`NAME:D`), as the registry lists them.
+    pub const WORDS: &'static [&'static str] = &["auto", "exact"];
+    pub const SIZED: &'static [&'static str] = &["nystrom", "rff"];
+
+    pub fn parse(text: &str) -> Result<GpApproxSpec, String> {
+        let t = text.trim().to_ascii_lowercase();
+        let bad = || format!("must be auto, exact, nystrom:D or rff:D with D ≥ 1; got '{text}'");
+        let size = |d: &str| d.parse::<usize>().ok().filter(|&d| d > 0).ok_or_else(bad);
+        match t.split_once(':') {
+            None if t == "auto" => Ok(GpApproxSpec::Auto),
+            None if t == "exact" => Ok(GpApproxSpec::Exact),
+            Some(("nystrom", d)) => Ok(GpApproxSpec::Nystrom(size(d)?)),
+            Some(("rff", d)) => Ok(GpApproxSpec::Rff(size(d)?)),
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl fmt::Display for GpApproxSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GpApproxSpec::Auto => write!(f, "auto"),
+            GpApproxSpec::Exact => write!(f, "exact"),
+            GpApproxSpec::Nystrom(d) => write!(f, "nystrom:{d}"),
+            GpApproxSpec::Rff(d) => write!(f, "rff:{d}"),
+        }
+    }
+}
+
+impl Serialize for GpApproxSpec {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for GpApproxSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<GpApproxSpec, D::Error> {
+        let w = String::deserialize(d)?;
+        GpApproxSpec::parse(&w).map_err(serde::de::Error::custom)
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum NumberOrWord {
@@ -182,5 +237,26 @@ mod tests {
             assert_eq!(serde_json::from_value::<Tunable>(json).unwrap(), t);
         }
         assert!(serde_json::from_value::<Tunable>(serde_json::json!("often")).is_err());
+    }
+
+    #[test]
+    fn gp_approximations_read_and_write_their_text() {
+        for (text, a) in [
+            ("auto", GpApproxSpec::Auto),
+            ("EXACT", GpApproxSpec::Exact),
+            ("nystrom:128", GpApproxSpec::Nystrom(128)),
+            ("rff:512", GpApproxSpec::Rff(512)),
+        ] {
+            assert_eq!(GpApproxSpec::parse(text), Ok(a), "{text}");
+            let json = serde_json::to_value(a).unwrap();
+            assert_eq!(json, serde_json::json!(a.to_string()));
+            assert_eq!(serde_json::from_value::<GpApproxSpec>(json).unwrap(), a);
+        }
+        for bad in ["rff:0", "nystrom", "rff:x", "svd:3", ""] {
+            assert!(
+                GpApproxSpec::parse(bad).unwrap_err().contains("must be"),
+                "{bad}"
+            );
+        }
     }
 }

@@ -20,27 +20,37 @@ pub fn log_det(v: &DMatrix<f64>) -> Option<f64> {
 pub fn kl_to_prior(mean: &[f64], cov: &DMatrix<f64>, prior: &Prior) -> Result<f64, String> {
     let logdet = log_det(cov).ok_or("the covariance is not positive definite")?;
     let marginal: Vec<f64> = (0..mean.len()).map(|k| cov[(k, k)]).collect();
-    Ok(kl_from_moments(mean, &marginal, logdet, prior))
+    kl_from_moments(mean, &marginal, logdet, prior)
 }
 
 /// KL(N(mean, V) ‖ prior) for a factored V = diag(D) + F C Fᵀ.
 pub fn kl_to_prior_low_rank(mean: &[f64], v: &LowRankCov, prior: &Prior) -> Result<f64, String> {
     let (logdet, marginal) = super::row_space::log_det_and_marginals(v)?;
-    Ok(kl_from_moments(mean, &marginal, logdet, prior))
+    kl_from_moments(mean, &marginal, logdet, prior)
 }
 
 /// The KL from what it needs: the means, the marginal variances and log|V|
 /// (the priors are products over coordinates).
-fn kl_from_moments(mean: &[f64], marginal: &[f64], logdet: f64, prior: &Prior) -> f64 {
+fn kl_from_moments(
+    mean: &[f64],
+    marginal: &[f64],
+    logdet: f64,
+    prior: &Prior,
+) -> Result<f64, String> {
     let d = mean.len();
-    match prior {
+    Ok(match prior {
+        Prior::Gp(_) => {
+            return Err(
+                "the GP prior is on the scores, not on θ: no KL of a θ-space Gaussian to it".into(),
+            );
+        }
         Prior::Gaussian { .. } | Prior::Ard { .. } => {
             let mut s = -(d as f64) - logdet;
             for k in 0..d {
                 let v = match prior {
                     Prior::Ard { vars } => vars[k],
                     Prior::Gaussian { var } => *var,
-                    Prior::SpikeSlab { .. } => unreachable!(),
+                    Prior::SpikeSlab { .. } | Prior::Gp(_) => unreachable!(),
                 };
                 s += (marginal[k] + mean[k] * mean[k]) / v + v.ln();
             }
@@ -53,7 +63,7 @@ fn kl_from_moments(mean: &[f64], marginal: &[f64], logdet: f64, prior: &Prior) -
                 .sum();
             neg_entropy - cross
         }
-    }
+    })
 }
 
 /// ∫ N(t; m, s²) log π(t) dt for a one-dimensional factor of `prior`.

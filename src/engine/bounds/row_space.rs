@@ -110,7 +110,7 @@ impl RowSpace {
         let vars: Vec<f64> = match prior {
             Prior::Gaussian { var } => vec![*var; d],
             Prior::Ard { vars } => vars.clone(),
-            Prior::SpikeSlab { .. } => {
+            Prior::SpikeSlab { .. } | Prior::Gp(_) => {
                 return Err(
                     "a factored covariance is reduced to the data's row space only under a Gaussian prior"
                         .into(),

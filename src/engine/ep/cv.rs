@@ -144,25 +144,31 @@ impl GridWalker for EpWalker {
             Some(a) => ard::optimise(lep, gamma, ep, a, ctl, &mut |_, _| {}, &mut |_| {})
                 .map(|r| r.trace.iter().map(|s| s.sweeps).sum()),
         };
-        match res {
-            Ok(iterations) => {
-                let m = DVector::from_vec(lep.mean());
-                let scores = (&fold.xte * m).iter().copied().collect();
-                Ok(PointFit::Scored { scores, iterations })
-            }
-            Err(EngineError::NotConverged {
-                message,
-                diagnostics,
-            }) => Ok(PointFit::Failed {
-                reason: diagnostics["detail"]["reason"]
-                    .as_str()
-                    .unwrap_or("failed")
-                    .to_string(),
-                message,
-                iterations: diagnostics["sweeps"].as_u64().unwrap_or(0) as usize,
-            }),
-            Err(e) => Err(e),
-        }
+        point_fit(res.map(|iterations| {
+            let m = DVector::from_vec(lep.mean());
+            ((&fold.xte * m).iter().copied().collect(), iterations)
+        }))
+    }
+}
+
+/// An EP fit at a grid point (held-out scores and sweeps) as the CV's
+/// `PointFit`: non-convergence fails the point (reason and sweeps from the
+/// diagnostics); any other error ends the CV.
+pub fn point_fit(res: Result<(Vec<f64>, usize), EngineError>) -> Result<PointFit, EngineError> {
+    match res {
+        Ok((scores, iterations)) => Ok(PointFit::Scored { scores, iterations }),
+        Err(EngineError::NotConverged {
+            message,
+            diagnostics,
+        }) => Ok(PointFit::Failed {
+            reason: diagnostics["detail"]["reason"]
+                .as_str()
+                .unwrap_or("failed")
+                .to_string(),
+            message,
+            iterations: diagnostics["sweeps"].as_u64().unwrap_or(0) as usize,
+        }),
+        Err(e) => Err(e),
     }
 }
 

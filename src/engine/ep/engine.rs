@@ -151,6 +151,7 @@ impl Engine for Ep {
             Prior::Gaussian { var } => (vec![*var; d], false),
             Prior::Ard { vars } => (vars.clone(), true),
             Prior::SpikeSlab { .. } => return super::spike_slab::engine::run(self, pb, ctl, obs),
+            Prior::Gp(gp) => return super::gp::run(self, pb, gp, ctl, obs),
         };
         let sink = RefCell::new(Sink {
             obs,

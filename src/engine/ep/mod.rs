@@ -21,6 +21,7 @@ pub mod driver;
 mod engine;
 /// (Shared with `vb`: its pair pass uses the same GEMM views and SIMD types.)
 pub(crate) mod gemm;
+pub mod gp;
 pub mod kernel;
 pub mod linear;
 pub mod normal;

@@ -55,6 +55,13 @@ impl Design {
                         .into(),
                 ));
             }
+            Prior::Gp(_) => {
+                return Err(EngineError::InvalidParams(
+                    "the great-circle sampler works on a linear score's coefficients; the \
+                     Gaussian-process prior is not supported (use EP or SMC with it)"
+                        .into(),
+                ));
+            }
         };
         let mut scale: Vec<f64> = vars.iter().map(|v| v.sqrt()).collect();
         let white = |rows: &[usize]| {

@@ -27,6 +27,8 @@ impl FastPrior {
         match prior {
             Prior::Gaussian { var } => gaussian(vec![*var; d]),
             Prior::Ard { vars } => gaussian(vars.clone()),
+            // Not a prior on θ: `Smc::run` samples GP priors in score space.
+            Prior::Gp(_) => gaussian(vec![f64::NAN; d]),
             Prior::SpikeSlab {
                 spike_var,
                 slab_var,

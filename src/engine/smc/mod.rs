@@ -6,6 +6,7 @@
 pub mod fast_prior;
 pub mod fit_pool;
 pub mod gaussian_fit;
+pub mod gp_score;
 pub mod moves;
 pub mod packed_gemm;
 pub mod reparam;
@@ -51,6 +52,9 @@ impl Engine for Smc {
         ctl: &Control,
         obs: &mut dyn Observer,
     ) -> Result<Fit, EngineError> {
+        if let crate::engine::Prior::Gp(gp) = &problem.prior {
+            return gp_score::run(&self.settings, problem, gp, ctl, obs);
+        }
         obs.observe(Event::Started {
             engine: "smc".into(),
             n: problem.n(),

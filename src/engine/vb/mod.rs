@@ -137,6 +137,11 @@ pub fn prior_vars(prior: &Prior, d: usize) -> Result<Vec<f64>, EngineError> {
              spike-and-slab prior has no closed form"
                 .into(),
         )),
+        Prior::Gp(_) => Err(EngineError::InvalidParams(
+            "variational Bayes needs a Gaussian prior on θ (isotropic or ARD), not the GP prior \
+             on the scores"
+                .into(),
+        )),
     }
 }
 

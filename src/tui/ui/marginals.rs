@@ -14,6 +14,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 
 use super::common::{bounds, finite, fit, num, pane_block, placeholder};
+use super::gp_scores;
 use super::theme::Theme;
 use crate::app::run_view::{Coef, RunView};
 use crate::app::{App, Pane};
@@ -59,6 +60,24 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
     let names = app.names();
     let has = |r: &RunView| !r.coefficients(names).is_empty();
+    // A GP run has no coefficients: its own view when it is selected, or
+    // when no run has coefficients.
+    let gp = app
+        .selected_run()
+        .filter(|r| gp_scores::is_gp(r))
+        .or_else(|| {
+            app.run_for(has)
+                .is_none()
+                .then(|| app.run_for(gp_scores::is_gp))
+                .flatten()
+        });
+    if let Some(run) = gp {
+        let block = pane_block(app, Pane::Marginals, run.title(), &theme);
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        gp_scores::render(run, inner, frame, &theme);
+        return;
+    }
     let primary = app.run_for(has);
     // One run of every other kind of posterior (the newest, or the selected
     // one): the other family's first (Gaussians beside a sampler, samplers

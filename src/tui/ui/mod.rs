@@ -8,6 +8,7 @@ pub mod ep_convergence;
 pub mod footer;
 pub mod form;
 pub mod gcs_trace;
+pub mod gp_scores;
 pub mod help;
 pub mod inclusion;
 pub mod marginals;

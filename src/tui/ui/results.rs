@@ -225,6 +225,7 @@ fn prior_word(r: &crate::app::run_view::RunView) -> &'static str {
         Some(crate::spec::PriorKind::Gaussian) => "gauss",
         Some(crate::spec::PriorKind::Ard) => "ard",
         Some(crate::spec::PriorKind::SpikeSlab) => "s-slab",
+        Some(crate::spec::PriorKind::Gp) => "gp",
         None => "-",
     }
 }

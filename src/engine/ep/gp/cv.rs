@@ -1,0 +1,139 @@
+//! γ by stratified k-fold cross-validation for GP-EP: GP-EP as a method of
+//! `select::kfold`, with the same grid, walk and rules as linear EP's
+//! (`ep::cv`): the held-out AUC of the predictive-mean score over γ = c·n
+//! (c·n_fold inside a fold), each fold warm-starting GP-EP along the grid from
+//! small to large γ, failures ending the fold's walk.
+//!
+//! The kernel is fixed during the CV (the given ℓ, or the median distance of
+//! the whole training set when ℓ is chosen by evidence afterwards): choosing γ
+//! and ℓ jointly by CV would multiply the cost by the ℓ grid.
+
+use nalgebra::DMatrix;
+
+use super::fitting::{fit_features, predictive_mean, run_exact};
+use super::sweep::GpEp;
+use crate::engine::ep::cv::{MIN_OVER_N, cv_settings, point_fit};
+use crate::engine::ep::pair_ep::EpSettings;
+use crate::engine::ep::store::Precision as SitePrecision;
+use crate::engine::gp::{GpApprox, Kernel};
+use crate::engine::run::{Control, EngineError};
+use crate::engine::select::{
+    CvMethod, CvNames, CvReport, CvSpec, FoldData, GridWalker, MEMORY_BUDGET, PointFit, Walk,
+    cross_validate as select_cv,
+};
+
+/// GP-EP at a fixed kernel and approximation, as a cross-validated method.
+struct GpCv<'a> {
+    kernel: &'a Kernel,
+    approx: GpApprox,
+    ep: EpSettings,
+    precision: SitePrecision,
+}
+
+/// One fold's GP-EP state (exact: the sites, warm-started along the grid).
+struct GpWalker<'a> {
+    cv: &'a GpCv<'a>,
+    state: Option<GpEp>,
+}
+
+impl<'a> CvMethod for &'a GpCv<'a> {
+    type Walker = GpWalker<'a>;
+
+    fn names(&self) -> CvNames {
+        CvNames {
+            prefix: "gp",
+            parameter: "gamma_over_n",
+            unit: "sweeps",
+        }
+    }
+
+    fn label(&self, c: f64) -> String {
+        format!("γ = {c}n")
+    }
+
+    fn start(&self, _fold: &FoldData) -> Result<GpWalker<'a>, EngineError> {
+        Ok(GpWalker {
+            cv: self,
+            state: None,
+        })
+    }
+
+    /// Exact: the site state (K, h, previous and next: 6 numbers a pair, and
+    /// the pair block of q) and three n × n matrices (K_u⁻¹, its factor, the
+    /// workspace); features: the linear EP on D features, bounded by that.
+    fn fold_bytes(&self, positives: usize, negatives: usize, d: usize) -> usize {
+        let n = positives + negatives;
+        8 * (7 * positives * negatives + 3 * n * n + n * d)
+    }
+}
+
+impl GridWalker for GpWalker<'_> {
+    fn fit(&mut self, c: f64, fold: &FoldData, ctl: &Control) -> Result<PointFit, EngineError> {
+        let gamma = c * fold.ytr.len() as f64;
+        let cv = self.cv;
+        let res = match cv.approx {
+            GpApprox::Exact => run_exact(
+                cv.kernel,
+                &fold.xtr,
+                &fold.ytr,
+                gamma,
+                &cv.ep,
+                &mut self.state,
+                ctl,
+                &mut |_| {},
+            )
+            .map(|out| {
+                let ep = self.state.as_ref().expect("run_exact leaves its state");
+                (
+                    predictive_mean(cv.kernel, ep, &fold.xtr, &fold.xte),
+                    out.sweeps,
+                )
+            }),
+            a => fit_features(
+                cv.kernel,
+                a,
+                &fold.xtr,
+                &fold.ytr,
+                gamma,
+                &cv.ep,
+                cv.precision,
+                ctl,
+            )
+            .map(|(model, out)| (model.predict_mean(&fold.xte), out.sweeps)),
+        };
+        point_fit(res)
+    }
+}
+
+/// γ/n by k-fold CV for GP-EP at `kernel` (`approx` resolved: exact or
+/// features); `log` receives one line per grid point and fold.
+#[allow(clippy::too_many_arguments)]
+pub fn cross_validate(
+    x: &DMatrix<f64>,
+    y: &[bool],
+    kernel: &Kernel,
+    approx: GpApprox,
+    grid_over_n: &[f64],
+    folds: usize,
+    seed: u64,
+    ep: &EpSettings,
+    precision: SitePrecision,
+    ctl: &Control,
+    log: &mut dyn FnMut(String),
+) -> Result<CvReport, EngineError> {
+    let method = GpCv {
+        kernel,
+        approx,
+        ep: cv_settings(ep),
+        precision,
+    };
+    let spec = CvSpec {
+        folds,
+        seed,
+        grid: grid_over_n.to_vec(),
+        walk: Walk::Ascending,
+        extend_below_to: Some(MIN_OVER_N),
+        memory_budget: MEMORY_BUDGET,
+    };
+    select_cv(x, y, &spec, &&method, ctl, log)
+}

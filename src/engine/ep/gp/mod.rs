@@ -1,0 +1,303 @@
+//! Expectation Propagation with a Gaussian-process prior on the scores
+//! (RACL14 §4, ALGORITHMS.md §6): `--method ep` with `Prior::Gp`.
+//!
+//! - `basis`: q(s) from the sites — the Laplacian B in O(M), the checked
+//!   factorisation, the pair marginals from q's blocks.
+//! - `sweep`: the damped parallel sweep loop (§4's acceptance rules), log Z_EP.
+//! - `fitting`: one fit at a kernel, exact or through Nyström / random Fourier
+//!   features (linear EP on D features), and the score model it yields.
+//! - `lengthscale`: ℓ by maximising log Z_EP.
+
+pub mod basis;
+pub mod cv;
+pub mod fitting;
+pub mod lengthscale;
+pub mod sweep;
+#[cfg(test)]
+mod tests;
+
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::engine::{Ep, GammaMode, Sink};
+use crate::engine::Prior;
+use crate::engine::event::{EpSweep, Event, LogLevel};
+use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::gp::{
+    AUTO_LANDMARKS, EXACT_MAX_ROWS, GpApprox, GpPrior, KernelKind, LengthScale, median_distance,
+};
+use crate::engine::problem::Problem;
+use crate::engine::run::{Control, EngineError, Observer};
+
+pub use fitting::{FitOutcome, exact_basis, fit_exact, fit_features, full_model, run_exact};
+pub use sweep::{GpEp, GpOutcome, GpSweep};
+
+/// Most training rows whose per-sweep score means and sds go into the events.
+const SWEEP_MOMENTS_MAX_N: usize = 200;
+
+/// The approximation `approx` resolves to for `n` training rows.
+pub fn resolve_approx(approx: GpApprox, n: usize) -> GpApprox {
+    match approx {
+        GpApprox::Auto if n <= EXACT_MAX_ROWS => GpApprox::Exact,
+        GpApprox::Auto => GpApprox::Nystrom {
+            landmarks: AUTO_LANDMARKS,
+        },
+        a => a,
+    }
+}
+
+/// `Ep::run` for a GP prior.
+pub(crate) fn run(
+    ep: &Ep,
+    pb: &Problem,
+    gp: &GpPrior,
+    ctl: &Control,
+    obs: &mut dyn Observer,
+) -> Result<Fit, EngineError> {
+    if ep.pairs.is_some() {
+        return Err(EngineError::InvalidParams(
+            "a sample of pairs is supported with the Gaussian and ARD priors, not the GP prior"
+                .into(),
+        ));
+    }
+    let t0 = Instant::now();
+    let n = pb.n();
+    let approx = resolve_approx(gp.approx, n);
+    let mut sink = Sink {
+        obs,
+        trace: Vec::new(),
+        kept_from: 0,
+    };
+    sink.emit(Event::Started {
+        engine: "ep".into(),
+        n,
+        d: pb.d(),
+        pairs: pb.pairs(),
+        gamma: pb.gamma,
+    });
+    let info = |m: String| Event::Log {
+        level: LogLevel::Info,
+        message: m,
+    };
+    if approx != gp.approx {
+        sink.emit(info(format!(
+            "gp: {n} training rows: {}",
+            match approx {
+                GpApprox::Exact => "exact GP-EP".to_string(),
+                GpApprox::Nystrom { landmarks } => format!(
+                    "Nyström features from {landmarks} landmarks (exact GP-EP is O(n³) per sweep above {EXACT_MAX_ROWS} rows)"
+                ),
+                _ => unreachable!(),
+            }
+        )));
+    }
+    let median = median_distance(&pb.x);
+    let start = match gp.lengthscale {
+        LengthScale::Value(l) => l,
+        LengthScale::Median | LengthScale::Auto => median,
+    };
+    let tuned = gp.lengthscale == LengthScale::Auto && gp.kernel != KernelKind::Linear;
+
+    // γ by CV at the starting ℓ (then ℓ by evidence at that γ, when asked).
+    let t_cv = Instant::now();
+    let (gamma, cv_report) = match &ep.gamma {
+        GammaMode::Fixed => (pb.gamma, None),
+        GammaMode::Cv {
+            grid_over_n,
+            folds,
+            seed,
+        } => {
+            let r = cv::cross_validate(
+                &pb.x,
+                &pb.y,
+                &gp.kernel_at(start),
+                approx,
+                grid_over_n,
+                *folds,
+                *seed,
+                &ep.settings,
+                ep.precision,
+                ctl,
+                &mut |m| sink.emit(info(m)),
+            )?;
+            let g = r.chosen * n as f64;
+            sink.emit(info(format!(
+                "gp: γ = {}n = {g} by {folds}-fold CV (ℓ = {start:.4})",
+                r.chosen
+            )));
+            (g, Some(r))
+        }
+    };
+    let cv_seconds = t_cv.elapsed().as_secs_f64();
+
+    let mut state: Option<GpEp> = None;
+    let fit_at = |ell: f64,
+                  state: &mut Option<GpEp>,
+                  on_sweep: &mut dyn FnMut(GpSweep<'_>)|
+     -> Result<_, EngineError> {
+        let kernel = gp.kernel_at(ell);
+        match approx {
+            GpApprox::Exact => fitting::fit_exact(
+                &kernel,
+                &pb.x,
+                &pb.y,
+                gamma,
+                &ep.settings,
+                state,
+                ctl,
+                on_sweep,
+            ),
+            a => fitting::fit_features(
+                &kernel,
+                a,
+                &pb.x,
+                &pb.y,
+                gamma,
+                &ep.settings,
+                ep.precision,
+                ctl,
+            ),
+        }
+    };
+
+    let t_search = Instant::now();
+    let search = if tuned {
+        let s = lengthscale::search(start, &mut |ell| {
+            // The evidence only: no score model at the points of the curve.
+            let out = match approx {
+                GpApprox::Exact => fitting::run_exact(
+                    &gp.kernel_at(ell),
+                    &pb.x,
+                    &pb.y,
+                    gamma,
+                    &ep.settings,
+                    &mut state,
+                    ctl,
+                    &mut |_| {},
+                )?,
+                _ => fit_at(ell, &mut state, &mut |_| {})?.1,
+            };
+            let z = out.log_z.ok_or_else(|| EngineError::NotConverged {
+                message: format!(
+                    "GP-EP at ℓ = {ell}: {} degenerate sites, no evidence",
+                    out.skipped
+                ),
+                diagnostics: serde_json::Value::Null,
+            })?;
+            sink.emit(info(format!(
+                "gp: ℓ = {ell:.4}, log Z_EP = {z:.4} ({} sweeps)",
+                out.sweeps
+            )));
+            Ok((z, out.sweeps))
+        })?;
+        if s.at_edge {
+            sink.emit(Event::Log {
+                level: LogLevel::Warn,
+                message: if s.best > s.start {
+                    // As ℓ → ∞ the SE prior on score differences tends to the
+                    // linear kernel's (ALGORITHMS.md §6): a curve rising to
+                    // the longest ℓ is the evidence preferring a linear score.
+                    format!(
+                        "gp: the evidence is largest at the longest length-scale searched (ℓ = {:.4}, {:.0}× the median distance {median:.4}): it prefers a near-linear score (the linear kernel is the limit ℓ → ∞)",
+                        s.best,
+                        s.best / median
+                    )
+                } else {
+                    format!(
+                        "gp: the evidence is largest at the shortest length-scale searched (ℓ = {:.4}, median distance {median:.4}): the search range may be too narrow",
+                        s.best
+                    )
+                },
+            });
+        }
+        Some(s)
+    } else {
+        None
+    };
+    let search_seconds = t_search.elapsed().as_secs_f64();
+    let ell = search.as_ref().map_or(start, |s| s.best);
+
+    // The final fit, its sweeps streamed.
+    let (model, out) = fit_at(ell, &mut state, &mut |s: GpSweep<'_>| {
+        let small = s.q.mean.len() <= SWEEP_MOMENTS_MAX_N;
+        sink.emit(Event::EpSweep(EpSweep {
+            sweep: s.sweep,
+            delta: s.delta,
+            log_z: s.log_z,
+            eta: s.eta,
+            negative_share: s.negative_share,
+            skipped: s.skipped,
+            mean: if small { s.q.mean.clone() } else { Vec::new() },
+            sd: if small {
+                s.q.var.iter().map(|v| v.sqrt()).collect()
+            } else {
+                Vec::new()
+            },
+            elapsed: s.elapsed,
+            inclusion: None,
+        }))
+    })?;
+    if out.skipped > 0 {
+        sink.emit(Event::Log {
+            level: LogLevel::Warn,
+            message: format!(
+                "gp: {} near-identical pairs were skipped; log Z_EP is not reported",
+                out.skipped
+            ),
+        });
+    }
+    let rank = model.rank();
+    let model_numbers = model.numbers();
+    let resolved = GpPrior {
+        kernel: gp.kernel,
+        lengthscale: if gp.kernel == KernelKind::Linear {
+            gp.lengthscale
+        } else {
+            LengthScale::Value(ell)
+        },
+        approx,
+    };
+    let mut fit = Fit::new("ep", pb.names.clone(), ScoreModel::Gp(Box::new(model)));
+    fit.log_evidence = out.log_z;
+    fit.gamma = Some(gamma);
+    fit.prior = Some(Prior::Gp(resolved));
+    fit.converged = true;
+    fit.details = json!({
+        "model": "gp",
+        "kernel": gp.kernel,
+        "approximation": approx,
+        "form": out.form,
+        "rank": rank,
+        "model_numbers": model_numbers,
+        "spread": out.spread,
+        "sweeps": out.sweeps,
+        "eta": out.eta,
+        "delta": out.delta,
+        "tol": ep.settings.tol,
+        "negative_share": out.negative_share,
+        "pairs": pb.pairs(),
+        "sites": pb.pairs() - out.identical_pairs,
+        "identical_pairs": out.identical_pairs,
+        "skipped_sites": out.skipped,
+        "cold_restart": out.cold_restart,
+        "lengthscale": {
+            "value": (gp.kernel != KernelKind::Linear).then_some(ell),
+            "median_distance": median,
+            "chosen_by": if tuned { "evidence" } else if matches!(gp.lengthscale, LengthScale::Value(_)) { "fixed" } else { "median distance" },
+            "search": search,
+        },
+        "training_scores": { "mean": out.mean, "sd": out.sd },
+        "gamma": {
+            "value": gamma,
+            "over_n": gamma / n as f64,
+            "per_pair": gamma / pb.pairs() as f64,
+            "chosen_by": if cv_report.is_some() { "cv" } else { "fixed" },
+            "cv": cv_report,
+            "convention": "π ∝ prior · exp(−γ R_n), R_n = share of discordant pairs; each pair's factor is exp(−(γ/M)·1{s_i − s_j < 0})",
+        },
+        "seconds": { "gamma_cv": cv_seconds, "lengthscale_search": search_seconds, "ep": out.seconds, "total": t0.elapsed().as_secs_f64() },
+    });
+    fit.trace = sink.trace;
+    Ok(fit)
+}
