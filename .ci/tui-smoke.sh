@@ -94,7 +94,7 @@ tmux -L "$S" new-session -d -s "$S" -x 120 -y 40 "cd '$PWD' && '$BIN' replay '$F
 wait_for 'replaying 1 run record'
 SCREEN=$(screen)
 echo "$SCREEN"
-grep -qE "1 +$METHOD +done .*$TEST_AUC" <<<"$SCREEN" || fail "replay does not show $METHOD with test AUC $TEST_AUC"
+grep -qE "1 +$METHOD +([a-z-]+ +)?done .*$TEST_AUC" <<<"$SCREEN" || fail "replay does not show $METHOD with test AUC $TEST_AUC"
 grep -q 'mean ± 2 sd' <<<"$SCREEN" || fail "replay has no forest plot"
 if [ "$METHOD" = smc ]; then grep -q 'ESS/N' <<<"$SCREEN" || fail "replay has no ESS trace"; fi
 if [ "$METHOD" = ep ]; then grep -q 'Δ (log)' <<<"$SCREEN" || fail "replay has no EP convergence"; fi
