@@ -14,7 +14,7 @@ use pacauc::engine::data::{Dataset, LoadOptions, Prepared, TestSource, prepare};
 use pacauc::engine::ep::EpSettings;
 use pacauc::engine::ep::gp::{fit_exact, full_model};
 use pacauc::engine::gp::{GpSpread, Kernel, median_distance};
-use pacauc::engine::run::Control;
+use pacauc::engine::interface::Control;
 
 fn load(name: &str) -> Option<Prepared> {
     let p = format!("../shared/datasets/{name}.csv");

@@ -13,10 +13,10 @@ use serde_json::json;
 use super::bounds;
 use super::event::{Event, LogLevel};
 use super::fit::Fit;
+use super::interface::{Control, Engine, EngineError, Observer};
 use super::is_check::{IsSettings, is_check_fit};
 use super::prior::Prior;
 use super::problem::Problem;
-use super::run::{Control, Engine, EngineError, Observer};
 
 /// Why a GP-EP fit has neither a certificate nor an IS check.
 pub const GP_NO_THETA: &str = "the GP prior's posterior is a Gaussian of the training scores, not of θ: the Gaussian certificate and the importance-sampling check are computed in θ-space and do not apply (SMC with the GP prior is certified through its Gibbs posterior)";

@@ -3,8 +3,8 @@
 
 use nalgebra::DMatrix;
 
+use super::interface::EngineError;
 use super::prior::Prior;
-use super::run::EngineError;
 
 #[derive(Debug, Clone)]
 pub struct Problem {

@@ -9,8 +9,8 @@ use serde_json::json;
 
 use crate::engine::event::{Event, LogLevel};
 use crate::engine::fit::{Fit, ScoreModel, Stump};
+use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::problem::Problem;
-use crate::engine::run::{Control, Engine, EngineError, Observer};
 use crate::engine::select::{
     CvMethod, CvNames, CvSpec, FoldData, GridWalker, MEMORY_BUDGET, PointFit, Walk, cross_validate,
 };

@@ -132,7 +132,7 @@ fn kl_inverse_is_the_budget_edge() {
 #[test]
 fn a_factored_covariance_gets_the_dense_certificate() {
     use crate::engine::ep::{Ep, Form};
-    use crate::engine::run::{Control, Engine, NoObserver};
+    use crate::engine::interface::{Control, Engine, NoObserver};
     let mut r = stream(8, &[2]);
     let (n, d) = (24, 30);
     let x = DMatrix::from_fn(n, d, |_, _| normal(&mut r));
@@ -175,7 +175,7 @@ fn a_factored_covariance_gets_the_dense_certificate() {
 #[test]
 fn gcs_is_certified_through_its_evidence_only() {
     use crate::engine::gcs::{Gcs, GcsSettings, Loss as GcsLoss};
-    use crate::engine::run::{Control, Engine, NoObserver};
+    use crate::engine::interface::{Control, Engine, NoObserver};
     let mut r = stream(9, &[4]);
     let (n, d) = (60, 3);
     let x = DMatrix::from_fn(n, d, |_, _| normal(&mut r));

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::design::Design;
 use super::linear::LinearEp;
 use super::pair_ep::{EpOutcome, EpSettings, SweepInfo};
-use crate::engine::run::{Control, EngineError};
+use crate::engine::interface::{Control, EngineError};
 use crate::engine::select::{FixedPointRule, fixed_point};
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]

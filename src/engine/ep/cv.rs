@@ -20,8 +20,8 @@ use super::design::Form;
 use super::linear::LinearEp;
 use super::pair_ep::{EpSettings, PairEp};
 use super::store::Precision;
+use crate::engine::interface::{Control, EngineError};
 use crate::engine::pairs::PairSampling;
-use crate::engine::run::{Control, EngineError};
 use crate::engine::select::{
     CvMethod, CvNames, CvReport, CvSpec, FoldData, GridWalker, MEMORY_BUDGET, PointFit, Walk,
     cross_validate as select_cv,

@@ -62,7 +62,7 @@ use serde_json::{Value, json};
 
 use super::kernel::PassStats;
 use super::pair_ep::EpSettings;
-use crate::engine::run::{Control, EngineError};
+use crate::engine::interface::{Control, EngineError};
 
 /// Means and variances of the coordinates convergence is judged on.
 #[derive(Debug, Clone, PartialEq)]

@@ -16,10 +16,10 @@ use super::spike_slab::SiteStepRule;
 use super::store::Precision;
 use crate::engine::event::{EpSweep, Event, LogLevel};
 use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::pairs::PairSampling;
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
-use crate::engine::run::{Control, Engine, EngineError, Observer};
 
 /// How γ is chosen.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

@@ -8,8 +8,8 @@ use super::design::{Design, Form, identical_pairs};
 use super::pair_ep::{EpOutcome, EpSettings, PairEp, SweepInfo};
 use super::site::MAX_G;
 use super::store::Precision;
+use crate::engine::interface::{Control, EngineError};
 use crate::engine::pairs::{PairSample, PairSampling};
-use crate::engine::run::{Control, EngineError};
 
 pub struct LinearEp {
     xp: DMatrix<f64>,

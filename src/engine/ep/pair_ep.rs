@@ -19,8 +19,8 @@ use super::kernel::{
 use super::posterior::{self, Posterior, PriorTerms};
 use super::site::StepFactor;
 use super::store::{Precision, SiteBuffers};
+use crate::engine::interface::{Control, EngineError};
 use crate::engine::pairs::PairSample;
-use crate::engine::run::{Control, EngineError};
 
 /// Settings of one EP run.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]

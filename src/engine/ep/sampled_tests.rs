@@ -3,8 +3,8 @@
 
 use super::tests::{split, toy};
 use super::*;
+use crate::engine::interface::Control;
 use crate::engine::pairs::{PairSample, PairSampling};
-use crate::engine::run::Control;
 
 fn settings() -> EpSettings {
     EpSettings {

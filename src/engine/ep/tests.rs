@@ -3,9 +3,9 @@
 use nalgebra::{DMatrix, DVector};
 
 use super::*;
+use crate::engine::interface::Control;
 use crate::engine::metrics::auc;
 use crate::engine::rng;
-use crate::engine::run::Control;
 
 /// Positive and negative rows of a noisy linear toy problem.
 pub(crate) fn toy(n: usize, d: usize, seed: u64, noise: f64) -> (DMatrix<f64>, Vec<bool>) {
@@ -600,6 +600,9 @@ fn a_cancelled_run_stops_at_the_next_sweep() {
             ctl.cancel();
         }
     });
-    assert!(matches!(r, Err(crate::engine::run::EngineError::Cancelled)));
+    assert!(matches!(
+        r,
+        Err(crate::engine::interface::EngineError::Cancelled)
+    ));
     assert_eq!(seen, 3);
 }

@@ -11,9 +11,9 @@
 use nalgebra::DMatrix;
 
 use super::settings::Loss;
+use crate::engine::interface::EngineError;
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
-use crate::engine::run::EngineError;
 
 /// The indices of the rows of one class.
 fn class_rows(y: &[bool], positive: bool) -> Vec<usize> {

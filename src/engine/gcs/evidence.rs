@@ -16,9 +16,9 @@ use super::sampler::{self, GcsRun};
 use super::settings::GcsSettings;
 use crate::engine::event::{Event, LogLevel};
 use crate::engine::fast_risk::RiskScratch;
+use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::mcmc_diag::ess;
 use crate::engine::rng::{normal, stream};
-use crate::engine::run::{Control, EngineError, Observer};
 
 /// Independent prior draws of the first stone.
 const PRIOR_DRAWS: usize = 4000;
@@ -187,8 +187,8 @@ mod tests {
     use super::*;
     use crate::engine::gcs::circle::{Circle, Profile};
     use crate::engine::gcs::settings::Loss;
+    use crate::engine::interface::NoObserver;
     use crate::engine::problem::Problem;
-    use crate::engine::run::NoObserver;
     use crate::engine::{Prior, data};
 
     /// d = 2: the great circle through e1 and e2 is the whole sphere, so the

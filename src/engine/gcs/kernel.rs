@@ -8,7 +8,7 @@
 
 use nalgebra::{DMatrix, SymmetricEigen};
 
-use crate::engine::run::EngineError;
+use crate::engine::interface::EngineError;
 
 /// Eigenvalues below this share of the largest are dropped (rank truncation):
 /// relative, so the map does not depend on the kernel's amplitude.

@@ -26,9 +26,9 @@ pub use settings::{GcsSettings, Loss};
 
 use crate::engine::event::{Event, Histogram, LogLevel};
 use crate::engine::fit::{Fit, Particles, ScoreModel};
+use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::mcmc_diag::{Diagnostics, quantile_sorted};
 use crate::engine::problem::Problem;
-use crate::engine::run::{Control, Engine, EngineError, Observer};
 
 /// Histogram bins of the marginals (as SMC's).
 const HIST_BINS: usize = 40;

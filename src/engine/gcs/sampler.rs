@@ -13,8 +13,8 @@ use super::chain::{Chain, Work};
 use super::design::Design;
 use super::settings::GcsSettings;
 use crate::engine::event::{Event, GcsBatch};
+use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::mcmc_diag::{Convergence, Diagnostics, convergence, diagnose};
-use crate::engine::run::{Control, EngineError, Observer};
 
 /// Smallest and largest batch (steps per chain); batches grow with the run (a
 /// quarter of the steps so far), so the diagnostics cost O(S log S) in total.

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::run::EngineError;
+use crate::engine::interface::EngineError;
 
 /// What the Gibbs posterior penalises.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

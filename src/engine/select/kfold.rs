@@ -31,8 +31,8 @@ use nalgebra::DMatrix;
 use serde::Serialize;
 
 use crate::engine::data::prepare::{fold_indices, stratified_folds};
+use crate::engine::interface::{Control, EngineError};
 use crate::engine::metrics::auc;
-use crate::engine::run::{Control, EngineError};
 
 /// Mean AUCs within this of the best count as ties.
 pub const TIE: f64 = 1e-9;

@@ -7,7 +7,7 @@
 //! An evaluation that fails (the method did not converge there) counts as
 //! log Z = −∞ in `maximise`, and makes `fixed_point` step back.
 
-use crate::engine::run::EngineError;
+use crate::engine::interface::EngineError;
 
 /// Which part of `maximise` asked for a value (for traces).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -35,10 +35,10 @@ use crate::engine::fit::{Fit, ScoreModel};
 use crate::engine::gp::factor::{Distinct, pivoted_cholesky};
 use crate::engine::gp::model::{FeatureBasis, GpModel, pack_lower};
 use crate::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale, median_distance};
+use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::metrics::auc_risk;
 use crate::engine::problem::Problem;
 use crate::engine::rng::{self, Rng};
-use crate::engine::run::{Control, EngineError, Observer};
 
 /// Largest number of pairs for the exact ellipse move (O(M log M) per move).
 pub const EXACT_MAX_PAIRS: usize = 20_000;

@@ -28,8 +28,8 @@ pub use target::{LinearAuc, Quadratic, Target};
 
 use crate::engine::event::Event;
 use crate::engine::fit::{Fit, Particles, ScoreModel};
+use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::problem::Problem;
-use crate::engine::run::{Control, Engine, EngineError, Observer};
 
 /// The SMC engine for the linear AUC score.
 #[derive(Debug, Clone, Default)]

@@ -14,8 +14,8 @@ use super::settings::{Moves, SmcSettings};
 use super::target::Target;
 use super::tempering::{next_delta, reweight, systematic};
 use crate::engine::event::{Event, Histogram, SmcMove, SmcStage};
+use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::rng::{self, Rng};
-use crate::engine::run::{Control, EngineError, Observer};
 
 /// RNG stream keys (with the seed): prior draws, resampling, moves.
 const KEY_PRIOR: u64 = 0x5EED_0001;

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::moves::Kernel;
-use crate::engine::run::EngineError;
+use crate::engine::interface::EngineError;
 
 /// Move steps per stage (standard, non-waste-free SMC).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -8,9 +8,9 @@ use serde::Serialize;
 
 use super::{Params, VbSettings, fit};
 use crate::engine::data::prepare::{fold_indices, stratified_folds};
+use crate::engine::interface::{Control, EngineError};
 use crate::engine::metrics::auc;
 use crate::engine::prior::Prior;
-use crate::engine::run::{Control, EngineError};
 
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct VbCv {

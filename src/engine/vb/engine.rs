@@ -7,8 +7,8 @@ use super::cv::{VbCv, cross_validate};
 use super::{VbSettings, fit, theory_gamma, theory_prior_var};
 use crate::engine::event::{Event, LogLevel};
 use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::problem::Problem;
-use crate::engine::run::{Control, Engine, EngineError, Observer};
 
 /// Normal quantiles of 2.5, 25, 50, 75, 97.5%.
 const Z_QUANTILES: [f64; 5] = [

@@ -8,7 +8,7 @@
 //! row (the float floor), and then counts as converged only if
 //! `‖∇f‖_∞ ≤ 100·gtol·max(1, |f|)`.
 
-use crate::engine::run::EngineError;
+use crate::engine::interface::EngineError;
 
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct LbfgsSettings {

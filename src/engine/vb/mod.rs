@@ -38,8 +38,8 @@ pub use pairs::PairRisk;
 pub use stochastic::AdamSettings;
 
 use crate::engine::event::VbIter;
+use crate::engine::interface::{Control, EngineError};
 use crate::engine::prior::Prior;
-use crate::engine::run::{Control, EngineError};
 
 /// Full-batch (L-BFGS over all items) or stochastic (Adam on mini-batches).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -16,7 +16,7 @@ use crate::engine::ep::cv::{MIN_OVER_N, cv_settings, point_fit};
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::store::Precision as SitePrecision;
 use crate::engine::gp::{GpApprox, Kernel};
-use crate::engine::run::{Control, EngineError};
+use crate::engine::interface::{Control, EngineError};
 use crate::engine::select::{
     CvMethod, CvNames, CvReport, CvSpec, FoldData, GridWalker, MEMORY_BUDGET, PointFit, Walk,
     cross_validate as select_cv,

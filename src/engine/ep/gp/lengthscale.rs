@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 
-use crate::engine::run::EngineError;
+use crate::engine::interface::EngineError;
 
 /// One evaluation of the evidence curve.
 #[derive(Debug, Clone, Serialize)]

@@ -27,8 +27,8 @@ use crate::engine::fit::{Fit, ScoreModel};
 use crate::engine::gp::{
     AUTO_LANDMARKS, EXACT_MAX_ROWS, GpApprox, GpPrior, KernelKind, LengthScale, median_distance,
 };
+use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::problem::Problem;
-use crate::engine::run::{Control, EngineError, Observer};
 
 pub use fitting::{FitOutcome, exact_basis, fit_exact, fit_features, full_model, run_exact};
 pub use sweep::{GpEp, GpOutcome, GpSweep};

@@ -21,7 +21,7 @@ use serde_json::json;
 use super::basis::{Basis, Q};
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::site::{self, Site, StepFactor};
-use crate::engine::run::{Control, EngineError};
+use crate::engine::interface::{Control, EngineError};
 
 /// One accepted sweep.
 pub struct GpSweep<'a> {

@@ -6,7 +6,7 @@ use super::fitting::exact_basis_with;
 use super::sweep::GpEp;
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::gp::Kernel;
-use crate::engine::run::Control;
+use crate::engine::interface::Control;
 
 /// 40 rows in the plane, a duplicate within a class and an identical
 /// positive/negative pair (both special cases of §4 and §6).
@@ -192,8 +192,8 @@ fn gamma_by_cv_picks_the_best_eligible_point() {
 fn a_sample_of_pairs_is_refused() {
     use crate::engine::ep::Ep;
     use crate::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale};
+    use crate::engine::interface::{Engine, EngineError, NoObserver};
     use crate::engine::pairs::PairSampling;
-    use crate::engine::run::{Engine, EngineError, NoObserver};
     use crate::engine::{Prior, Problem};
     let (x, y) = data();
     let n = y.len();

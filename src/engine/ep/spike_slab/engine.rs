@@ -15,9 +15,9 @@ use crate::engine::ep::engine::{Ep, GammaMode, Sink, Z_QUANTILES};
 use crate::engine::ep::kernel::detected_isa;
 use crate::engine::event::{EpSweep, Event, LogLevel};
 use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
-use crate::engine::run::{Control, EngineError, Observer};
 
 /// A feature counts as selected when its inclusion probability exceeds this.
 pub const SELECTED: f64 = 0.5;

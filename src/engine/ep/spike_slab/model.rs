@@ -18,7 +18,7 @@ use crate::engine::ep::pair_ep::PairEp;
 use crate::engine::ep::posterior::{Posterior, PriorTerms};
 use crate::engine::ep::site::MAX_G;
 use crate::engine::ep::store::Precision;
-use crate::engine::run::{Control, EngineError};
+use crate::engine::interface::{Control, EngineError};
 
 /// The AUC pair sites as the likelihood part of spike-and-slab EP, on θ's
 /// coordinates (primal form) or on the reduced ones (`reduced`).

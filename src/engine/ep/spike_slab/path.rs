@@ -12,7 +12,7 @@ use super::release::ReleaseStatus;
 use super::sweep::{SsSettings, SsSweepInfo};
 use crate::engine::ep::design::Design;
 use crate::engine::ep::store::Precision;
-use crate::engine::run::{Control, EngineError};
+use crate::engine::interface::{Control, EngineError};
 
 /// `n` spike variances log-spaced over [1e-6·v1, 0.1·v1], ascending.
 pub fn spike_var_grid(slab_var: f64, n: usize) -> Vec<f64> {

@@ -26,7 +26,7 @@ use super::sweep::{
 };
 use crate::engine::ep::driver::{self, Rules};
 use crate::engine::ep::pair_ep::EpSettings;
-use crate::engine::run::{Control, EngineError};
+use crate::engine::interface::{Control, EngineError};
 
 /// What the release did in a run.
 #[derive(Debug, Clone, PartialEq)]

@@ -11,7 +11,7 @@ use super::tests::{INFORMATIVE, enumerate, regression, sparse_demo, tight};
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::posterior::Posterior;
 use crate::engine::ep::store::Precision;
-use crate::engine::run::Control;
+use crate::engine::interface::Control;
 
 /// The sparse demo's comparison settings (`tests::sparse_settings`): γ = 1.5n,
 /// p = 0.2, v0 = 1e-4, v1 = 1 (so EP's coordinates are θ's).

@@ -32,7 +32,7 @@ use crate::engine::ep::driver::{
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::posterior::{Posterior, PriorTerms};
-use crate::engine::run::{Control, EngineError};
+use crate::engine::interface::{Control, EngineError};
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 

@@ -12,9 +12,9 @@ use crate::engine::ep::design::Form;
 use crate::engine::ep::linear::LinearEp;
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::store::Precision;
+use crate::engine::interface::Control;
 use crate::engine::prior::Prior;
 use crate::engine::rng::{normal, stream};
-use crate::engine::run::Control;
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 

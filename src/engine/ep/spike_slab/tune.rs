@@ -22,7 +22,7 @@ use super::model::{SpikeSlab, SpikeSlabEp};
 use super::sweep::{SsOutcome, SsSettings, SsSweepInfo};
 use crate::engine::ep::design::Design;
 use crate::engine::event::LogLevel;
-use crate::engine::run::{Control, EngineError};
+use crate::engine::interface::{Control, EngineError};
 use crate::engine::select::{FixedPointRule, Range1d, coordinate_ascent, fixed_point, maximise};
 
 /// Most fixed-point iterations for p, and their stopping rule (relative change).
