@@ -118,10 +118,13 @@ fn resolve(axis: &Axis, values: &[f64]) -> Scale {
     if fhi.is_none() {
         hi += pad;
     }
+    // Integer data (stages, sweeps, counts) get integer ticks: "2.5 stages"
+    // reads as a fault.
+    let integral = !data.is_empty() && data.iter().all(|v| v.fract() == 0.0);
     let ticks = if axis.log {
         log_ticks(lo, hi)
     } else {
-        linear_ticks(lo, hi)
+        linear_ticks_from(lo, hi, if integral { 1.0 } else { 0.0 })
     };
     Scale {
         lo,
@@ -143,7 +146,16 @@ fn nice_step(span: f64) -> f64 {
 }
 
 pub fn linear_ticks(lo: f64, hi: f64) -> Vec<(f64, String)> {
-    let step = nice_step(hi - lo);
+    linear_ticks_from(lo, hi, 0.0)
+}
+
+/// Linear ticks whose step is at least `min_step`; a whole `min_step` makes
+/// the step whole (2.5 becomes 2).
+pub fn linear_ticks_from(lo: f64, hi: f64, min_step: f64) -> Vec<(f64, String)> {
+    let mut step = nice_step(hi - lo).max(min_step);
+    if min_step >= 1.0 && min_step.fract() == 0.0 {
+        step = step.floor();
+    }
     let dec = decimals_for(step);
     let first = (lo / step - 1e-9).ceil() as i64;
     let last = (hi / step + 1e-9).floor() as i64;

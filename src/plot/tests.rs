@@ -2,7 +2,7 @@
 //! one group per series, one legend entry per distinct series), that resvg
 //! reads it, and that the PNG decodes to the stated size.
 
-use super::scale::{linear_ticks, log_ticks};
+use super::scale::{linear_ticks, linear_ticks_from, log_ticks};
 use super::text::{number, width};
 use super::*;
 use crate::engine::event::{EpSweep, Histogram, SmcStage};
@@ -232,4 +232,21 @@ fn text_is_measured_with_the_bundled_font() {
     assert!(width("W", 12.0) > 2.0 * width("i", 12.0));
     assert!((width("abc", 24.0) - 2.0 * width("abc", 12.0)).abs() < 1e-9);
     assert!(text::fit("a long legend entry", 12.0, 40.0).ends_with('…'));
+}
+
+/// An axis of whole numbers (stages, sweeps) never gets a tick between them.
+#[test]
+fn integer_axes_get_integer_ticks() {
+    let t: Vec<String> = linear_ticks(-0.4, 10.4).into_iter().map(|t| t.1).collect();
+    assert!(t.contains(&"2.5".to_string()), "{t:?}");
+    let t: Vec<String> = linear_ticks_from(-0.4, 10.4, 1.0)
+        .into_iter()
+        .map(|t| t.1)
+        .collect();
+    assert!(t.iter().all(|l| !l.contains('.')), "{t:?}");
+    let t: Vec<String> = linear_ticks_from(0.6, 3.4, 1.0)
+        .into_iter()
+        .map(|t| t.1)
+        .collect();
+    assert_eq!(t, ["1", "2", "3"]);
 }
