@@ -20,9 +20,16 @@ pub trait Element: Copy + Default + PartialEq + std::fmt::Debug + Send + Sync + 
     /// The vectorised products (see `PackedRows::mul_bt`).
     #[doc(hidden)]
     fn kernel(isa: Isa, a: &PackedRows<Self>, bp: &[Self], c: usize, out: &mut [Self], ld: usize);
-    /// Rows of B per register tile of `isa` (0: unpacked, scalar path).
+    /// Rows of B per register tile of `isa` (0: unpacked, scalar path); the
+    /// same for f32 and f64.
     #[doc(hidden)]
-    fn tile_rows(isa: Isa) -> usize;
+    fn tile_rows(isa: Isa) -> usize {
+        match isa {
+            Isa::Avx512 => x86::NR_AVX512,
+            Isa::Avx2 => x86::NR_AVX2,
+            Isa::Scalar => 0,
+        }
+    }
 }
 
 /// The instruction set the products run on.
@@ -195,13 +202,6 @@ impl Element for f32 {
             _ => unreachable!("the scalar path does not pack B"),
         }
     }
-    fn tile_rows(isa: Isa) -> usize {
-        match isa {
-            Isa::Avx512 => x86::NR_AVX512,
-            Isa::Avx2 => x86::NR_AVX2,
-            Isa::Scalar => 0,
-        }
-    }
 }
 
 impl Element for f64 {
@@ -222,13 +222,6 @@ impl Element for f64 {
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 => unsafe { x86::f64_avx2(a, bp, c, out, ld) },
             _ => unreachable!("the scalar path does not pack B"),
-        }
-    }
-    fn tile_rows(isa: Isa) -> usize {
-        match isa {
-            Isa::Avx512 => x86::NR_AVX512,
-            Isa::Avx2 => x86::NR_AVX2,
-            Isa::Scalar => 0,
         }
     }
 }
