@@ -1,7 +1,8 @@
 //! pacauc: PAC-Bayesian AUC scoring. `engine` is the pure inference library;
 //! `spec` says what to run (the run specification and the method registry);
 //! `figures` is chart data computed from run records and `plot` draws it to
-//! SVG/PNG files; `cli` is the command line; `worker`, `app` and `tui` are the terminal
+//! SVG/PNG files; `protocol` runs RACL14's tables end to end (`pacauc
+//! reproduce`); `cli` is the command line; `worker`, `app` and `tui` are the terminal
 //! explorer (engine thread, pure UI state, drawing and the frame loop).
 
 pub mod app;
@@ -9,6 +10,7 @@ pub mod cli;
 pub mod engine;
 pub mod figures;
 pub mod plot;
+pub mod protocol;
 pub mod spec;
 #[doc(hidden)]
 pub mod testkit;

@@ -10,6 +10,7 @@ mod path;
 mod plot;
 mod predict;
 mod progress;
+mod reproduce;
 mod settings_args;
 mod table;
 
@@ -51,6 +52,8 @@ pub enum Command {
     Path(Box<path::PathArgs>),
     /// Write the figures of run records (ROC, marginals, traces, CV, inclusion, path) as PNG/SVG.
     Plot(Box<plot::PlotArgs>),
+    /// RACL14 Tables 1 and 2 end to end: every method over repeated splits, tables and figures.
+    Reproduce(Box<reproduce::ReproduceArgs>),
     /// Recompute a run record's PAC-Bayes certificate at another confidence level.
     Bound(bound::BoundArgs),
     /// Regenerate the synthetic demo data.
@@ -98,6 +101,7 @@ pub fn main() -> ExitCode {
                 Command::Predict(args) => predict::run(args),
                 Command::Path(args) => path::run(args),
                 Command::Plot(args) => plot::run(args),
+                Command::Reproduce(args) => reproduce::run(args),
                 Command::Bound(args) => bound::run(args),
                 Command::GenDemo(args) => gen_demo::run(args).map_err(CliError::Input),
                 Command::Bench(args) => bench::run(args, cli.threads),

@@ -1,0 +1,215 @@
+//! RACL14's protocol end to end (Tables 1 and 2, `pacauc reproduce`): for each
+//! data set and split seed S, the program's own stratified 75/25 split seeded
+//! by S, every method of the program with γ by cross-validation on the
+//! training part (`config::METHODS` says where a method takes the γ EP
+//! Gaussian's CV chose instead), the test AUC and fit seconds of each run.
+//!
+//! Each run is a `RunSpec` made from the same settings `pacauc fit` takes and
+//! run through `spec::build`, so `pacauc fit DATA --seed S …` gives the same
+//! record; its record is saved as `OUT/records/<data>_<method>_<S>.json`
+//! (atomically) and reused when its spec is the one that would run now, so an
+//! interrupted reproduce resumes. The splits of a small data set run in
+//! parallel (rayon); every number but the seconds is independent of the
+//! thread count. No terminal code here: progress goes to a callback.
+
+pub mod config;
+mod outputs;
+pub mod runs;
+pub mod stats;
+pub mod tables;
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+pub use config::{DataPlan, GammaPolicy, METHODS, MethodPlan, data_plan, method_plan};
+pub use outputs::Written;
+pub use runs::{GammaSource, RunId, RunResult, Status, Summary, spec_of};
+pub use tables::{Cell, Tables};
+
+/// The full protocol, or `--quick`'s cheap one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Full,
+    Quick,
+}
+
+/// What to run and where.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub mode: Mode,
+    /// Folder of the CSV files (`NAME.csv`, last column the 0/1 target).
+    pub data_dir: PathBuf,
+    /// Output folder: `records/`, `figures/`, the tables.
+    pub out: PathBuf,
+    /// Data sets by file stem (empty: the paper's — quick: the small ones — found in `data_dir`).
+    pub only: Vec<String>,
+    /// Method columns by key (empty: all; EP Gaussian is added when a chosen
+    /// method takes its γ).
+    pub methods: Vec<String>,
+    /// Splits per data set instead of the plan's (quick: 2).
+    pub splits: Option<usize>,
+    /// Write the tables and figures from the records on disk without fitting.
+    pub tables_only: bool,
+    /// How the outputs say they were made.
+    pub command: String,
+}
+
+/// What `run` did.
+pub struct Outcome {
+    pub results: Vec<RunResult>,
+    pub written: Written,
+}
+
+/// The data sets of `opts`, checked to exist.
+pub fn data_plans(opts: &Options) -> Result<Vec<DataPlan>, String> {
+    if !opts.data_dir.is_dir() {
+        return Err(format!(
+            "{}: no such folder of data sets (the paper's are read from ../shared/datasets; \
+             `pacauc gen-demo` makes demo data)",
+            opts.data_dir.display()
+        ));
+    }
+    let file = |n: &str| opts.data_dir.join(format!("{n}.csv"));
+    let names: Vec<String> = if opts.only.is_empty() {
+        let wanted = match opts.mode {
+            Mode::Full => config::PAPER_SETS,
+            Mode::Quick => config::QUICK_SETS,
+        };
+        wanted
+            .iter()
+            .filter(|n| file(n).is_file())
+            .map(|n| n.to_string())
+            .collect()
+    } else {
+        opts.only.clone()
+    };
+    if names.is_empty() {
+        return Err(format!(
+            "{}: none of the paper's data sets ({}) is there; name the files to use \
+             (file stems, e.g. sparse_linear for sparse_linear.csv)",
+            opts.data_dir.display(),
+            config::PAPER_SETS.join(", ")
+        ));
+    }
+    let mut plans = Vec::new();
+    for n in names {
+        if !file(&n).is_file() {
+            return Err(format!("{}: no such data file", file(&n).display()));
+        }
+        let mut p = data_plan(&n);
+        p.splits = opts.splits.unwrap_or(match opts.mode {
+            Mode::Full => p.splits,
+            Mode::Quick => config::QUICK_SPLITS.min(p.splits),
+        });
+        plans.push(p);
+    }
+    Ok(plans)
+}
+
+/// The method columns of `opts`, in table order (EP Gaussian added when a
+/// chosen method takes its γ).
+pub fn method_plans(opts: &Options) -> Result<Vec<&'static MethodPlan>, String> {
+    if opts.methods.is_empty() {
+        return Ok(METHODS.iter().collect());
+    }
+    for k in &opts.methods {
+        if method_plan(k).is_none() {
+            return Err(format!(
+                "no method column '{k}'; the columns are {}",
+                METHODS.iter().map(|m| m.key).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    let needs_ep = opts.methods.iter().any(|k| {
+        method_plan(k).is_some_and(|m| m.gamma != GammaPolicy::None)
+    });
+    Ok(METHODS
+        .iter()
+        .filter(|m| opts.methods.iter().any(|k| k == m.key) || (needs_ep && m.key == config::EP_KEY))
+        .collect())
+}
+
+/// Runs (or reuses) every run of the protocol, then writes the tables and
+/// figures. `report` hears of each run as it ends (from worker threads).
+pub fn run(opts: &Options, report: &(dyn Fn(&RunResult) + Sync)) -> Result<Outcome, String> {
+    let data = data_plans(opts)?;
+    let methods = method_plans(opts)?;
+    let records = opts.out.join("records");
+    std::fs::create_dir_all(&records)
+        .map_err(|e| format!("{}: cannot create the folder: {e}", records.display()))?;
+    let mut results = Vec::new();
+    for d in &data {
+        let file = opts.data_dir.join(format!("{}.csv", d.name));
+        let split = |seed: u64| {
+            if opts.tables_only {
+                from_disk(d, &file, seed, &methods, opts.mode, &records)
+            } else {
+                runs::run_split(d, &file, seed, &methods, opts.mode, &records, report)
+            }
+        };
+        let seeds: Vec<u64> = (0..d.splits as u64).collect();
+        // Small sets: splits in parallel (each fit is short and mostly serial);
+        // a big set's fits use every core on their own.
+        let per_split: Vec<Vec<RunResult>> = if d.small && !opts.tables_only {
+            seeds.par_iter().map(|&s| split(s)).collect()
+        } else {
+            seeds.iter().map(|&s| split(s)).collect()
+        };
+        results.extend(per_split.into_iter().flatten());
+    }
+    let splits = |d: &DataPlan| d.splits;
+    let tables = Tables {
+        data: &data,
+        methods: &methods,
+        results: &results,
+        mode: opts.mode,
+        command: opts.command.clone(),
+        splits: &splits,
+    };
+    let written = outputs::write(&opts.out, &tables, &records)?;
+    Ok(Outcome { results, written })
+}
+
+/// The results of the records on disk whose spec is the one that would run
+/// now (nothing is fitted).
+fn from_disk(
+    d: &DataPlan,
+    file: &Path,
+    seed: u64,
+    methods: &[&'static MethodPlan],
+    mode: Mode,
+    records: &Path,
+) -> Vec<RunResult> {
+    let mut ep_gamma = None;
+    let mut out = Vec::new();
+    for m in methods {
+        let id = RunId {
+            data: d.name.clone(),
+            key: m.key,
+            seed,
+        };
+        let (status, summary) = match (d.skip_reason(m.key), spec_of(m, d, file, seed, mode, ep_gamma)) {
+            (Some(why), _) => (Status::Skipped(why.into()), None),
+            // Waiting for EP Gaussian's γ on this split: not run yet.
+            (None, Err(_)) => continue,
+            (None, Ok(spec)) => match runs::reusable(&id.record_path(records), &spec) {
+                Some(r) => (Status::Reused, Some(Summary::of(&r))),
+                None => continue,
+            },
+        };
+        if m.key == config::EP_KEY {
+            ep_gamma = summary.and_then(|s| s.gamma);
+        }
+        out.push(RunResult {
+            id,
+            status,
+            summary,
+            wall: 0.0,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
