@@ -29,6 +29,8 @@ pub struct MethodPlan {
     /// The settings of `--quick` (complete: cheaper CV, fewer particles, no ℓ search).
     pub quick: &'static [(&'static str, &'static str)],
     pub gamma: GammaPolicy,
+    /// Why `FromEp` (said under the tables).
+    pub gamma_why: &'static str,
 }
 
 /// The key of the run whose γ the `FromEp` methods take.
@@ -51,6 +53,7 @@ pub const METHODS: &[MethodPlan] = &[
         settings: &[],
         quick: &[("folds", "3")],
         gamma: GammaPolicy::None,
+        gamma_why: "",
     },
     MethodPlan {
         key: "rankboost",
@@ -58,6 +61,7 @@ pub const METHODS: &[MethodPlan] = &[
         settings: &[],
         quick: &[("folds", "3")],
         gamma: GammaPolicy::None,
+        gamma_why: "",
     },
     MethodPlan {
         key: "ep",
@@ -65,6 +69,7 @@ pub const METHODS: &[MethodPlan] = &[
         settings: &[],
         quick: CV_QUICK,
         gamma: GammaPolicy::Cv,
+        gamma_why: "",
     },
     MethodPlan {
         key: "ep-ard",
@@ -78,6 +83,7 @@ pub const METHODS: &[MethodPlan] = &[
             ("is_draws", "0"),
         ],
         gamma: GammaPolicy::Cv,
+        gamma_why: "",
     },
     MethodPlan {
         key: "ep-ss",
@@ -86,6 +92,7 @@ pub const METHODS: &[MethodPlan] = &[
         settings: &[("prior", "spike-slab")],
         quick: &[("prior", "spike-slab"), ("is_draws", "0")],
         gamma: GammaPolicy::FromEp,
+        gamma_why: "the registry has no γ by CV for spike-and-slab EP",
     },
     MethodPlan {
         key: "smc",
@@ -96,6 +103,7 @@ pub const METHODS: &[MethodPlan] = &[
         // along the SMC path); until then EP's γ, which also lets the EP vs
         // SMC marginals (Fig. 1) overlay the same posterior.
         gamma: GammaPolicy::FromEp,
+        gamma_why: "smc has no γ by CV yet (issue 15 item 3); EP's γ also puts EP and SMC on the same posterior (Fig. 1)",
     },
     MethodPlan {
         key: "gp-ep",
@@ -116,6 +124,7 @@ pub const METHODS: &[MethodPlan] = &[
             ("is_draws", "0"),
         ],
         gamma: GammaPolicy::Cv,
+        gamma_why: "",
     },
     MethodPlan {
         key: "vb",
@@ -123,6 +132,7 @@ pub const METHODS: &[MethodPlan] = &[
         settings: &[],
         quick: CV_QUICK,
         gamma: GammaPolicy::Cv,
+        gamma_why: "",
     },
     MethodPlan {
         key: "gcs",
@@ -130,6 +140,7 @@ pub const METHODS: &[MethodPlan] = &[
         settings: &[],
         quick: &[("min_ess", "100"), ("chains", "2")],
         gamma: GammaPolicy::FromEp,
+        gamma_why: "a CV of the sampler costs folds × grid points × one sampling run",
     },
 ];
 

@@ -20,7 +20,8 @@ pub mod tables;
 
 use std::path::{Path, PathBuf};
 
-use rayon::prelude::*;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use config::{DataPlan, GammaPolicy, METHODS, MethodPlan, data_plan, method_plan};
 pub use outputs::Written;
@@ -141,7 +142,7 @@ pub fn run(opts: &Options, report: &(dyn Fn(&RunResult) + Sync)) -> Result<Outco
     let mut results = Vec::new();
     for d in &data {
         let file = opts.data_dir.join(format!("{}.csv", d.name));
-        let split = |seed: u64| {
+        let split = |&seed: &u64| {
             if opts.tables_only {
                 from_disk(d, &file, seed, &methods, opts.mode, &records)
             } else {
@@ -151,11 +152,12 @@ pub fn run(opts: &Options, report: &(dyn Fn(&RunResult) + Sync)) -> Result<Outco
         let seeds: Vec<u64> = (0..d.splits as u64).collect();
         // Small sets: splits in parallel (each fit is short and mostly serial);
         // a big set's fits use every core on their own.
-        let per_split: Vec<Vec<RunResult>> = if d.small && !opts.tables_only {
-            seeds.par_iter().map(|&s| split(s)).collect()
+        let workers = if d.small && !opts.tables_only {
+            rayon::current_num_threads()
         } else {
-            seeds.iter().map(|&s| split(s)).collect()
+            1
         };
+        let per_split = in_parallel(&seeds, workers, split);
         results.extend(per_split.into_iter().flatten());
     }
     let splits = |d: &DataPlan| d.splits;
@@ -169,6 +171,33 @@ pub fn run(opts: &Options, report: &(dyn Fn(&RunResult) + Sync)) -> Result<Outco
     };
     let written = outputs::write(&opts.out, &tables, &records)?;
     Ok(Outcome { results, written })
+}
+
+/// `f` of every item, `workers` at a time, in item order. Plain scoped
+/// threads, not rayon's pool: the engines' own cross-validations block on
+/// threads that need rayon's workers (`select::kfold`), so a rayon worker
+/// waiting in one would deadlock once every worker waits.
+fn in_parallel<T: Sync, R: Send>(items: &[T], workers: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    if workers <= 1 || items.len() <= 1 {
+        return items.iter().map(&f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::new());
+    std::thread::scope(|sc| {
+        for _ in 0..workers.min(items.len()) {
+            sc.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(item) = items.get(i) else { return };
+                    let r = f(item);
+                    done.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
+                }
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The results of the records on disk whose spec is the one that would run

@@ -53,7 +53,7 @@ impl GammaSource {
     pub fn of(m: &MethodPlan, data: &DataPlan, mode: Mode) -> GammaSource {
         match m.gamma {
             GammaPolicy::None => GammaSource::None,
-            GammaPolicy::FromEp => GammaSource::FromEp("the protocol's choice".into()),
+            GammaPolicy::FromEp => GammaSource::FromEp(m.gamma_why.into()),
             GammaPolicy::Cv => {
                 if let Some(why) = data.from_ep_reason(m.key) {
                     return GammaSource::FromEp(why.into());
