@@ -140,7 +140,14 @@ pub fn run(opts: &Options, report: &(dyn Fn(&RunResult) + Sync)) -> Result<Outco
     std::fs::create_dir_all(&records)
         .map_err(|e| format!("{}: cannot create the folder: {e}", records.display()))?;
     let mut results = Vec::new();
-    for d in &data {
+    // Smallest files first: an interrupted full run has every small set
+    // before it starts on DNA and EEG (the tables keep the paper's order).
+    let mut order: Vec<&DataPlan> = data.iter().collect();
+    let size = |d: &DataPlan| {
+        std::fs::metadata(opts.data_dir.join(format!("{}.csv", d.name))).map_or(0, |m| m.len())
+    };
+    order.sort_by_key(|d| size(d));
+    for d in order {
         let file = opts.data_dir.join(format!("{}.csv", d.name));
         let split = |&seed: &u64| {
             if opts.tables_only {
