@@ -30,14 +30,32 @@ fn quick_on_demo_data_writes_tables_records_and_figures_then_resumes() {
     let out = tmp("quick");
     let o = out.to_str().unwrap();
     let args = [
-        "reproduce", "--quick", "--data", "demo-data", "--only", "sparse_linear", "--splits", "1",
-        "--out", o,
+        "reproduce",
+        "--quick",
+        "--data",
+        "demo-data",
+        "--only",
+        "sparse_linear",
+        "--splits",
+        "1",
+        "--out",
+        o,
     ];
     let first = pacauc(&args);
     assert!(first.status.success(), "{}", stderr(&first));
     let err = stderr(&first);
     assert!(err.contains("9 fitted, 0 reused"), "{err}");
-    for key in ["logit", "rankboost", "ep", "ep-ard", "ep-ss", "smc", "gp-ep", "vb", "gcs"] {
+    for key in [
+        "logit",
+        "rankboost",
+        "ep",
+        "ep-ard",
+        "ep-ss",
+        "smc",
+        "gp-ep",
+        "vb",
+        "gcs",
+    ] {
         let r = out.join(format!("records/sparse_linear_{key}_0.json"));
         assert!(r.is_file(), "{}", r.display());
         assert!(err.contains(&format!("sparse_linear_{key}_0")), "{err}");
@@ -59,7 +77,11 @@ fn quick_on_demo_data_writes_tables_records_and_figures_then_resumes() {
     // Resume: every record reused, the tables the same.
     let second = pacauc(&args);
     assert!(second.status.success(), "{}", stderr(&second));
-    assert!(stderr(&second).contains("0 fitted, 9 reused"), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("0 fitted, 9 reused"),
+        "{}",
+        stderr(&second)
+    );
     let again = std::fs::read_to_string(out.join("table1.csv")).unwrap();
     assert_eq!(again, csv);
     let _ = std::fs::remove_dir_all(&out);
@@ -70,14 +92,29 @@ fn fit_with_the_same_seed_gives_reproduces_record() {
     let out = tmp("parity");
     let o = out.to_str().unwrap();
     let r = pacauc(&[
-        "reproduce", "--data", "demo-data", "--only", "sparse_linear", "--splits", "2",
-        "--methods", "logit,ep", "--out", o,
+        "reproduce",
+        "--data",
+        "demo-data",
+        "--only",
+        "sparse_linear",
+        "--splits",
+        "2",
+        "--methods",
+        "logit,ep",
+        "--out",
+        o,
     ]);
     assert!(r.status.success(), "{}", stderr(&r));
     for (method, extra) in [("logit", vec![]), ("ep", vec!["--gamma", "auto"])] {
         let fitted = out.join(format!("fit-{method}.json"));
         let mut args = vec![
-            "fit", "demo-data/sparse_linear.csv", "--method", method, "--seed", "1", "--out",
+            "fit",
+            "demo-data/sparse_linear.csv",
+            "--method",
+            method,
+            "--seed",
+            "1",
+            "--out",
             fitted.to_str().unwrap(),
         ];
         args.extend(extra);
@@ -96,7 +133,12 @@ fn fit_with_the_same_seed_gives_reproduces_record() {
 fn a_missing_data_folder_is_refused_with_the_fix() {
     let out = tmp("missing");
     let o = pacauc(&[
-        "reproduce", "--quick", "--data", "no/such/folder", "--out", out.to_str().unwrap(),
+        "reproduce",
+        "--quick",
+        "--data",
+        "no/such/folder",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("no/such/folder"), "{}", stderr(&o));
@@ -107,17 +149,30 @@ fn a_missing_data_folder_is_refused_with_the_fix() {
 fn quick_on_the_shared_glass_split() {
     let data = Path::new("../shared/datasets");
     if !data.join("glass.csv").is_file() {
-        eprintln!("skipped: ../shared/datasets/glass.csv is absent (the demo-data test covers --quick)");
+        eprintln!(
+            "skipped: ../shared/datasets/glass.csv is absent (the demo-data test covers --quick)"
+        );
         return;
     }
     let out = tmp("glass");
     let o = pacauc(&[
-        "reproduce", "--quick", "--only", "glass", "--splits", "1", "--methods",
-        "logit,ep,smc,vb", "--out", out.to_str().unwrap(),
+        "reproduce",
+        "--quick",
+        "--only",
+        "glass",
+        "--splits",
+        "1",
+        "--methods",
+        "logit,ep,smc,vb",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let t1 = std::fs::read_to_string(out.join("table1.md")).unwrap();
     // RACL14's Glass row beside ours.
-    assert!(t1.contains("| glass | 1 |") && t1.contains("0.9843"), "{t1}");
+    assert!(
+        t1.contains("| glass | 1 |") && t1.contains("0.9843"),
+        "{t1}"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -68,7 +68,12 @@ fn report(r: &RunResult) {
         Status::Reused => "  reused".into(),
         Status::Failed(e) => format!(
             "  FAILED  {}",
-            e.lines().next().unwrap_or("").chars().take(160).collect::<String>()
+            e.lines()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(160)
+                .collect::<String>()
         ),
         Status::Skipped(why) => format!(" skipped  {why}"),
     };
@@ -87,13 +92,17 @@ pub fn run(args: &ReproduceArgs) -> Result<(), CliError> {
         command: command_line(),
     };
     let data = protocol::data_plans(&opts).map_err(|e| {
-        CliError::Input(format!("{e}{}", if args.data.as_os_str() == DATA_DIR {
-            "; give another folder with --data (e.g. --data demo-data --only sparse_linear)"
-        } else {
-            ""
-        }))
+        CliError::Input(format!(
+            "{e}{}",
+            if args.data.as_os_str() == DATA_DIR {
+                "; give another folder with --data (e.g. --data demo-data --only sparse_linear)"
+            } else {
+                ""
+            }
+        ))
     })?;
-    let methods = protocol::method_plans(&opts).map_err(|e| CliError::Input(format!("--methods: {e}")))?;
+    let methods =
+        protocol::method_plans(&opts).map_err(|e| CliError::Input(format!("--methods: {e}")))?;
     let runs: usize = data.iter().map(|d| d.splits).sum::<usize>() * methods.len();
     eprintln!(
         "reproduce: {} data set(s) ({}), {} method(s), {runs} runs; records in {}",

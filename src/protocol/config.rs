@@ -197,10 +197,7 @@ pub struct Paper {
 pub const PAPER_MACHINE: &str = "RACL14's Table 2: CPU seconds on an Intel i7-3720QM @ 2.60 GHz \
      (2012 laptop CPU, 4 cores; thread count not stated); their EP and GP-EP in C, RankBoost in Matlab";
 
-const fn paper(
-    auc: [f64; 4],
-    secs: [f64; 3],
-) -> Option<Paper> {
+const fn paper(auc: [f64; 4], secs: [f64; 3]) -> Option<Paper> {
     Some(Paper {
         ep_auc: Some(auc[0]),
         gpep_auc: Some(auc[1]),
@@ -215,7 +212,8 @@ const fn paper(
 
 const STUDENT: &str = "not in RACL14; logit from the student report (../papers/004…, one split)";
 
-const ARD_COST: &str = "ARD inside every fold and grid point: 200 s a split on Credit, hours on DNA (PROTOCOL.md)";
+const ARD_COST: &str =
+    "ARD inside every fold and grid point: 200 s a split on Credit, hours on DNA (PROTOCOL.md)";
 const GP_COST: &str = "ℓ by evidence inside every fold and grid point: too slow at this size";
 
 /// The protocol's choice for the data set `name` (defaults for a set it does not know).
@@ -295,7 +293,10 @@ pub fn data_plan(name: &str) -> DataPlan {
             grid: Some("0.01,0.03,0.1"),
             from_ep: &[("gp-ep", GP_COST)],
             skip: &[
-                ("ep-ard", "ARD's evidence loop on 11 235 training rows: hours a split"),
+                (
+                    "ep-ard",
+                    "ARD's evidence loop on 11 235 training rows: hours a split",
+                ),
                 ("gcs", "a great-circle step costs O(pairs): 31 M pairs"),
             ],
             small: false,
@@ -337,7 +338,10 @@ impl DataPlan {
         self.skip.iter().find(|(k, _)| *k == key).map(|(_, r)| *r)
     }
     pub fn from_ep_reason(&self, key: &str) -> Option<&'static str> {
-        self.from_ep.iter().find(|(k, _)| *k == key).map(|(_, r)| *r)
+        self.from_ep
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, r)| *r)
     }
     /// RACL14's AUC for a method's column (ep, gp-ep, logit, rankboost).
     pub fn paper_auc(&self, key: &str) -> Option<f64> {

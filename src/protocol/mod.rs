@@ -122,12 +122,15 @@ pub fn method_plans(opts: &Options) -> Result<Vec<&'static MethodPlan>, String> 
             ));
         }
     }
-    let needs_ep = opts.methods.iter().any(|k| {
-        method_plan(k).is_some_and(|m| m.gamma != GammaPolicy::None)
-    });
+    let needs_ep = opts
+        .methods
+        .iter()
+        .any(|k| method_plan(k).is_some_and(|m| m.gamma != GammaPolicy::None));
     Ok(METHODS
         .iter()
-        .filter(|m| opts.methods.iter().any(|k| k == m.key) || (needs_ep && m.key == config::EP_KEY))
+        .filter(|m| {
+            opts.methods.iter().any(|k| k == m.key) || (needs_ep && m.key == config::EP_KEY)
+        })
         .collect())
 }
 
@@ -184,7 +187,11 @@ pub fn run(opts: &Options, report: &(dyn Fn(&RunResult) + Sync)) -> Result<Outco
 /// threads, not rayon's pool: the engines' own cross-validations block on
 /// threads that need rayon's workers (`select::kfold`), so a rayon worker
 /// waiting in one would deadlock once every worker waits.
-fn in_parallel<T: Sync, R: Send>(items: &[T], workers: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+fn in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    workers: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
     if workers <= 1 || items.len() <= 1 {
         return items.iter().map(&f).collect();
     }
@@ -225,7 +232,10 @@ fn from_disk(
             key: m.key,
             seed,
         };
-        let (status, summary) = match (d.skip_reason(m.key), spec_of(m, d, file, seed, mode, ep_gamma)) {
+        let (status, summary) = match (
+            d.skip_reason(m.key),
+            spec_of(m, d, file, seed, mode, ep_gamma),
+        ) {
             (Some(why), _) => (Status::Skipped(why.into()), None),
             // Waiting for EP Gaussian's γ on this split: not run yet.
             (None, Err(_)) => continue,

@@ -49,14 +49,13 @@ pub fn write(out: &Path, t: &Tables, records: &Path) -> Result<Written, String> 
         } else {
             figures::from_records(&sources).0
         };
-        let mut wanted: Vec<Figure> = figs
-            .into_iter()
-            .filter(|f| f.id == "roc")
-            .collect();
+        let mut wanted: Vec<Figure> = figs.into_iter().filter(|f| f.id == "roc").collect();
         if d.name == MARGINALS_DATA {
             // EP Gaussian and SMC alone: the other priors' posteriors differ.
             let pair = split_records(records, &d.name, &["ep", "smc"]);
-            let has_smc = pair.iter().any(|s| matches!(s, Source::Run { record, .. } if !record.histograms.is_empty()));
+            let has_smc = pair
+                .iter()
+                .any(|s| matches!(s, Source::Run { record, .. } if !record.histograms.is_empty()));
             let m: Vec<Figure> = if pair.len() == 2 && has_smc {
                 figures::from_records(&pair)
                     .0
@@ -109,13 +108,12 @@ fn split_records(records: &Path, data: &str, keys: &[&str]) -> Vec<Source> {
 fn distinct_styles(f: &mut Figure) {
     const DASHES: [Dash; 4] = [Dash::Solid, Dash::Dashed, Dash::Dotted, Dash::DashDot];
     for p in &mut f.panels {
-        let mut i = 0;
-        for s in p.series.iter_mut().filter(|s| s.style.color != REFERENCE) {
+        let drawn = p.series.iter_mut().filter(|s| s.style.color != REFERENCE);
+        for (i, s) in drawn.enumerate() {
             s.style = Style {
                 color: i,
                 dash: DASHES[(i + i / 8) % DASHES.len()],
             };
-            i += 1;
         }
     }
 }

@@ -105,22 +105,25 @@ pub fn spec_of(
     };
     let cv = source == GammaSource::Cv;
     let applies = |key: &str| {
-        registry::setting_of(key)
-            .is_some_and(|s| s.applies(m.method, (m.method != "logit" && m.method != "rankboost").then_some(prior)))
+        registry::setting_of(key).is_some_and(|s| {
+            s.applies(
+                m.method,
+                (m.method != "logit" && m.method != "rankboost").then_some(prior),
+            )
+        })
     };
     let seed_text = seed.to_string();
     let folds = data.folds.map(|f| f.to_string());
     let mut given: Vec<(&str, &str)> = Vec::new();
     for &(k, v) in settings {
-        let replaced = (k == "folds" && folds.is_some()) || (k == "gamma_grid" && (data.grid.is_some() || !cv));
+        let replaced = (k == "folds" && folds.is_some())
+            || (k == "gamma_grid" && (data.grid.is_some() || !cv));
         if !replaced {
             given.push((k, v));
         }
     }
-    if let Some(f) = &folds {
-        if applies("folds") {
-            given.push(("folds", f));
-        }
+    if let Some(f) = folds.as_ref().filter(|_| applies("folds")) {
+        given.push(("folds", f));
     }
     if let (Some(g), true) = (data.grid, cv) {
         given.push(("gamma_grid", g));
@@ -264,8 +267,7 @@ fn fit(spec: &RunSpec, data: &mut SplitData) -> Result<RunRecord, String> {
     let t0 = Instant::now();
     let (ds, prepared) = data.get(spec)?;
     let load = t0.elapsed().as_secs_f64();
-    let spec::Built { engine, problem } =
-        spec::build(spec, prepared).map_err(|e| e.to_string())?;
+    let spec::Built { engine, problem } = spec::build(spec, prepared).map_err(|e| e.to_string())?;
     let mut trace: Vec<Event> = Vec::new();
     let mut observe = |e: Event| trace.extend(e.for_trace());
     let t1 = Instant::now();

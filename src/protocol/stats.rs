@@ -16,14 +16,9 @@ pub fn mean_sd(xs: &[f64]) -> Option<MeanSd> {
         return None;
     }
     let mean = xs.iter().sum::<f64>() / n as f64;
-    let sd = (n > 1).then(|| {
-        (xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64).sqrt()
-    });
-    Some(MeanSd {
-        mean,
-        sd,
-        count: n,
-    })
+    let sd = (n > 1)
+        .then(|| (xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64).sqrt());
+    Some(MeanSd { mean, sd, count: n })
 }
 
 /// A paired difference: the mean of a − b over the splits where both exist,

@@ -32,7 +32,10 @@ impl Cell {
             auc: vec![None; planned],
             ..Cell::default()
         };
-        for r in results.iter().filter(|r| r.id.data == data && r.id.key == key) {
+        for r in results
+            .iter()
+            .filter(|r| r.id.data == data && r.id.key == key)
+        {
             let seed = r.id.seed;
             match (&r.status, &r.summary) {
                 (Status::Failed(e), _) => c.failed.push((seed, e.clone())),
@@ -145,7 +148,11 @@ impl Tables<'_> {
             } else {
                 ""
             },
-            self.methods.iter().map(|m| m.key).collect::<Vec<_>>().join(", ")
+            self.methods
+                .iter()
+                .map(|m| m.key)
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         let mut head = "| data | splits |".to_string();
         for m in self.methods {
@@ -191,7 +198,11 @@ impl Tables<'_> {
              test AUC, method − {BASELINE_KEY}, ± its standard error (sd/√k over the k splits \
              where both have a result).\n\n"
         );
-        let others: Vec<_> = self.methods.iter().filter(|m| m.key != BASELINE_KEY).collect();
+        let others: Vec<_> = self
+            .methods
+            .iter()
+            .filter(|m| m.key != BASELINE_KEY)
+            .collect();
         let mut head = "| data |".to_string();
         for m in &others {
             let _ = write!(head, " {} − {BASELINE_KEY} |", m.key);
@@ -335,7 +346,13 @@ impl Tables<'_> {
                 let text = match mean_sd(&c.seconds) {
                     Some(st) => {
                         let (_, lo, hi) = median_range(&c.seconds).expect("values");
-                        format!("{} [{}, {}] ({})", secs(st.mean), secs(lo), secs(hi), st.count)
+                        format!(
+                            "{} [{}, {}] ({})",
+                            secs(st.mean),
+                            secs(lo),
+                            secs(hi),
+                            st.count
+                        )
                     }
                     None => self.empty_text(&c, &mut notes),
                 };

@@ -106,7 +106,10 @@ fn tables_show_mean_sd_paired_differences_and_why_cells_are_empty() {
     assert!(md.contains("0.8500 ± 0.071 (2) of 3; 1 failed [1]"), "{md}");
     assert!(md.contains("n/a (not run yet)"), "{md}");
     assert!(md.contains("skipped [2]"), "{md}");
-    assert!(md.contains("1. no fixed point") && md.contains("2. too slow"), "{md}");
+    assert!(
+        md.contains("1. no fixed point") && md.contains("2. too slow"),
+        "{md}"
+    );
     assert!(md.contains("| 0.8617 | 0.8557 | 0.8646 | 0.8224 |"), "{md}");
     // ep − logit on splits 0, 1: 0.1 and 0.05.
     assert!(md.contains("+0.0750 ± 0.0250 (2)"), "{md}");
@@ -119,19 +122,41 @@ fn tables_show_mean_sd_paired_differences_and_why_cells_are_empty() {
         "{csv}"
     );
     let t2 = t.table2_md();
-    assert!(t2.contains("| pima | 2.0 [1.0, 3.0] (3) | 0.50 [0.50, 0.50] (2) |"), "{t2}");
+    assert!(
+        t2.contains("| pima | 2.0 [1.0, 3.0] (3) | 0.50 [0.50, 0.50] (2) |"),
+        "{t2}"
+    );
     assert!(t2.contains("| 0.06 | 7.75 | 3.26 |"), "{t2}");
-    assert!(t.table2_csv().contains("pima,logit,3,2.0000,1.0000,3.0000,\n"));
+    assert!(
+        t.table2_csv()
+            .contains("pima,logit,3,2.0000,1.0000,3.0000,\n")
+    );
 }
 
 #[test]
 fn specs_are_pacauc_fits_and_gamma_follows_the_policy_table() {
     let file = PathBuf::from("d.csv");
     let pima = data_plan("pima");
-    let logit = spec_of(method_plan("logit").unwrap(), &pima, &file, 3, Mode::Full, None).unwrap();
+    let logit = spec_of(
+        method_plan("logit").unwrap(),
+        &pima,
+        &file,
+        3,
+        Mode::Full,
+        None,
+    )
+    .unwrap();
     let fit = spec::from_given(file.clone(), "logit", &[("seed", "3")]).unwrap();
     assert_eq!(logit, fit);
-    let ep = spec_of(method_plan("ep").unwrap(), &pima, &file, 3, Mode::Full, None).unwrap();
+    let ep = spec_of(
+        method_plan("ep").unwrap(),
+        &pima,
+        &file,
+        3,
+        Mode::Full,
+        None,
+    )
+    .unwrap();
     assert_eq!(ep.gamma, Some(Gamma::Auto));
     // smc takes EP's γ and cannot be made without it.
     let smc = method_plan("smc").unwrap();
@@ -151,8 +176,19 @@ fn specs_are_pacauc_fits_and_gamma_follows_the_policy_table() {
     let spec::MethodSpec::Ep(es) = &e.method else {
         panic!("ep")
     };
-    assert_eq!((es.folds, es.gamma_grid.clone()), (3, vec![0.01, 0.03, 0.1]));
-    let l = spec_of(method_plan("logit").unwrap(), &eeg, &file, 0, Mode::Full, None).unwrap();
+    assert_eq!(
+        (es.folds, es.gamma_grid.clone()),
+        (3, vec![0.01, 0.03, 0.1])
+    );
+    let l = spec_of(
+        method_plan("logit").unwrap(),
+        &eeg,
+        &file,
+        0,
+        Mode::Full,
+        None,
+    )
+    .unwrap();
     let spec::MethodSpec::Logit(ls) = &l.method else {
         panic!("logit")
     };
