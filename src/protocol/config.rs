@@ -26,7 +26,9 @@ pub struct MethodPlan {
     pub method: &'static str,
     /// Settings as `pacauc fit` takes them (registry key, text), besides γ and the seed.
     pub settings: &'static [(&'static str, &'static str)],
-    /// The settings of `--quick` (complete: cheaper CV, fewer particles, no ℓ search).
+    /// The settings of `--quick` (complete; with `QUICK_FOLDS`, `QUICK_GRID`
+    /// and no importance check added where they apply): fewer ARD iterations
+    /// and particles, no ℓ search.
     pub quick: &'static [(&'static str, &'static str)],
     pub gamma: GammaPolicy,
     /// Why `FromEp` (said under the tables).
@@ -38,11 +40,10 @@ pub const EP_KEY: &str = "ep";
 /// The baseline of the paired differences.
 pub const BASELINE_KEY: &str = "logit";
 
-const CV_QUICK: &[(&str, &str)] = &[
-    ("folds", "3"),
-    ("gamma_grid", "0.25,1,4"),
-    ("is_draws", "0"),
-];
+/// `--quick`, for every method where they apply: 3 CV folds, this γ/n grid,
+/// no importance-sampling check.
+pub const QUICK_FOLDS: usize = 3;
+pub const QUICK_GRID: &str = "0.25,1,4";
 
 /// Every method of the program, in table order (EP Gaussian first among the
 /// Bayesian ones: the `FromEp` runs of a split wait for its γ).
@@ -51,7 +52,7 @@ pub const METHODS: &[MethodPlan] = &[
         key: "logit",
         method: "logit",
         settings: &[],
-        quick: &[("folds", "3")],
+        quick: &[],
         gamma: GammaPolicy::None,
         gamma_why: "",
     },
@@ -59,7 +60,7 @@ pub const METHODS: &[MethodPlan] = &[
         key: "rankboost",
         method: "rankboost",
         settings: &[],
-        quick: &[("folds", "3")],
+        quick: &[],
         gamma: GammaPolicy::None,
         gamma_why: "",
     },
@@ -67,7 +68,7 @@ pub const METHODS: &[MethodPlan] = &[
         key: "ep",
         method: "ep",
         settings: &[],
-        quick: CV_QUICK,
+        quick: &[],
         gamma: GammaPolicy::Cv,
         gamma_why: "",
     },
@@ -75,13 +76,7 @@ pub const METHODS: &[MethodPlan] = &[
         key: "ep-ard",
         method: "ep",
         settings: &[("prior", "ard"), ("ard_iters", "30")],
-        quick: &[
-            ("prior", "ard"),
-            ("ard_iters", "10"),
-            ("folds", "3"),
-            ("gamma_grid", "0.25,1,4"),
-            ("is_draws", "0"),
-        ],
+        quick: &[("prior", "ard"), ("ard_iters", "10")],
         gamma: GammaPolicy::Cv,
         gamma_why: "",
     },
@@ -90,7 +85,7 @@ pub const METHODS: &[MethodPlan] = &[
         method: "ep",
         // The registry has no γ = auto for spike-and-slab EP.
         settings: &[("prior", "spike-slab")],
-        quick: &[("prior", "spike-slab"), ("is_draws", "0")],
+        quick: &[("prior", "spike-slab")],
         gamma: GammaPolicy::FromEp,
         gamma_why: "the registry has no γ by CV for spike-and-slab EP",
     },
@@ -115,14 +110,7 @@ pub const METHODS: &[MethodPlan] = &[
             ("gp_approx", "exact"),
         ],
         // ℓ by evidence is the slow part: the median distance in quick mode.
-        quick: &[
-            ("prior", "gp"),
-            ("gp_kernel", "se"),
-            ("gp_approx", "exact"),
-            ("folds", "3"),
-            ("gamma_grid", "0.25,1,4"),
-            ("is_draws", "0"),
-        ],
+        quick: &[("prior", "gp"), ("gp_kernel", "se"), ("gp_approx", "exact")],
         gamma: GammaPolicy::Cv,
         gamma_why: "",
     },
@@ -130,7 +118,7 @@ pub const METHODS: &[MethodPlan] = &[
         key: "vb",
         method: "vb",
         settings: &[],
-        quick: CV_QUICK,
+        quick: &[],
         gamma: GammaPolicy::Cv,
         gamma_why: "",
     },

@@ -18,7 +18,7 @@ pub mod runs;
 pub mod stats;
 pub mod tables;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -153,11 +153,8 @@ pub fn run(opts: &Options, report: &(dyn Fn(&RunResult) + Sync)) -> Result<Outco
     for d in order {
         let file = opts.data_dir.join(format!("{}.csv", d.name));
         let split = |&seed: &u64| {
-            if opts.tables_only {
-                from_disk(d, &file, seed, &methods, opts.mode, &records)
-            } else {
-                runs::run_split(d, &file, seed, &methods, opts.mode, &records, report)
-            }
+            let fit = !opts.tables_only;
+            runs::run_split(d, &file, seed, &methods, opts.mode, &records, fit, report)
         };
         let seeds: Vec<u64> = (0..d.splits as u64).collect();
         // Small sets: splits in parallel (each fit is short and mostly serial);
@@ -212,49 +209,6 @@ fn in_parallel<T: Sync, R: Send>(
     let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
     done.sort_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()
-}
-
-/// The results of the records on disk whose spec is the one that would run
-/// now (nothing is fitted).
-fn from_disk(
-    d: &DataPlan,
-    file: &Path,
-    seed: u64,
-    methods: &[&'static MethodPlan],
-    mode: Mode,
-    records: &Path,
-) -> Vec<RunResult> {
-    let mut ep_gamma = None;
-    let mut out = Vec::new();
-    for m in methods {
-        let id = RunId {
-            data: d.name.clone(),
-            key: m.key,
-            seed,
-        };
-        let (status, summary) = match (
-            d.skip_reason(m.key),
-            spec_of(m, d, file, seed, mode, ep_gamma),
-        ) {
-            (Some(why), _) => (Status::Skipped(why.into()), None),
-            // Waiting for EP Gaussian's γ on this split: not run yet.
-            (None, Err(_)) => continue,
-            (None, Ok(spec)) => match runs::reusable(&id.record_path(records), &spec) {
-                Some(r) => (Status::Reused, Some(Summary::of(&r))),
-                None => continue,
-            },
-        };
-        if m.key == config::EP_KEY {
-            ep_gamma = summary.and_then(|s| s.gamma);
-        }
-        out.push(RunResult {
-            id,
-            status,
-            summary,
-            wall: 0.0,
-        });
-    }
-    out
 }
 
 #[cfg(test)]
