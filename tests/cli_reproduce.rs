@@ -84,6 +84,20 @@ fn quick_on_demo_data_writes_tables_records_and_figures_then_resumes() {
     );
     let again = std::fs::read_to_string(out.join("table1.csv")).unwrap();
     assert_eq!(again, csv);
+    // The tables from the records alone: the same.
+    let mut only = args.to_vec();
+    only.push("--tables-only");
+    let third = pacauc(&only);
+    assert!(third.status.success(), "{}", stderr(&third));
+    assert!(
+        stderr(&third).contains("0 fitted, 9 reused"),
+        "{}",
+        stderr(&third)
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("table1.csv")).unwrap(),
+        csv
+    );
     let _ = std::fs::remove_dir_all(&out);
 }
 

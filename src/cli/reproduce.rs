@@ -40,9 +40,12 @@ pub struct ReproduceArgs {
     pub tables_only: bool,
 }
 
-/// The command line as given (for the tables' "made by").
+/// The command line that makes the tables (as given, without `--tables-only`).
 fn command_line() -> String {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--tables-only")
+        .collect();
     args.insert(0, "pacauc".into());
     args.join(" ")
 }

@@ -52,7 +52,7 @@ pub struct Options {
     pub splits: Option<usize>,
     /// Write the tables and figures from the records on disk without fitting.
     pub tables_only: bool,
-    /// How the outputs say they were made.
+    /// The command that makes these tables (shown in them; without `--tables-only`).
     pub command: String,
 }
 
@@ -166,18 +166,30 @@ pub fn run(opts: &Options, report: &(dyn Fn(&RunResult) + Sync)) -> Result<Outco
         };
         let per_split = in_parallel(&seeds, workers, split);
         results.extend(per_split.into_iter().flatten());
+        if !opts.tables_only {
+            // After every data set: an interrupted run leaves its tables.
+            write_outputs(opts, &data, &methods, &results)?;
+        }
     }
-    let splits = |d: &DataPlan| d.splits;
+    let written = write_outputs(opts, &data, &methods, &results)?;
+    Ok(Outcome { results, written })
+}
+
+fn write_outputs(
+    opts: &Options,
+    data: &[DataPlan],
+    methods: &[&'static MethodPlan],
+    results: &[RunResult],
+) -> Result<Written, String> {
     let tables = Tables {
-        data: &data,
-        methods: &methods,
-        results: &results,
+        data,
+        methods,
+        results,
         mode: opts.mode,
         command: opts.command.clone(),
-        splits: &splits,
+        from_disk: opts.tables_only,
     };
-    let written = outputs::write(&opts.out, &tables, &records)?;
-    Ok(Outcome { results, written })
+    outputs::write(&opts.out, &tables, &opts.out.join("records"))
 }
 
 /// `f` of every item, `workers` at a time, in item order. Plain scoped

@@ -40,15 +40,14 @@ pub fn write(out: &Path, t: &Tables, records: &Path) -> Result<Written, String> 
     for d in t.data {
         let keys: Vec<&str> = t.methods.iter().map(|m| m.key).collect();
         let sources = split_records(records, &d.name, &keys);
-        let figs = if sources.is_empty() {
+        if sources.is_empty() {
             w.skipped_figures.push(format!(
                 "roc ({}): no record of split {FIGURE_SPLIT} yet",
                 d.name
             ));
             continue;
-        } else {
-            figures::from_records(&sources).0
-        };
+        }
+        let figs = figures::from_records(&sources).0;
         let mut wanted: Vec<Figure> = figs.into_iter().filter(|f| f.id == "roc").collect();
         if d.name == MARGINALS_DATA {
             // EP Gaussian and SMC alone: the other priors' posteriors differ.

@@ -104,13 +104,9 @@ pub fn spec_of(
         })?),
     };
     let cv = source == GammaSource::Cv;
+    let bayesian = registry::method(m.method).is_some_and(|i| i.bayesian);
     let applies = |key: &str| {
-        registry::setting_of(key).is_some_and(|s| {
-            s.applies(
-                m.method,
-                (m.method != "logit" && m.method != "rankboost").then_some(prior),
-            )
-        })
+        registry::setting_of(key).is_some_and(|s| s.applies(m.method, bayesian.then_some(prior)))
     };
     let seed_text = seed.to_string();
     let quick = mode == Mode::Quick;

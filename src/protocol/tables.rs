@@ -69,10 +69,10 @@ pub struct Tables<'a> {
     pub methods: &'a [&'static MethodPlan],
     pub results: &'a [RunResult],
     pub mode: Mode,
-    /// The command that made them (shown in the Markdown).
+    /// The command that makes them (shown in the Markdown).
     pub command: String,
-    /// Splits per data set as run (the plan's, or `--splits`).
-    pub splits: &'a dyn Fn(&DataPlan) -> usize,
+    /// Written from the records on disk alone (`--tables-only`).
+    pub from_disk: bool,
 }
 
 fn num(v: Option<f64>, digits: usize) -> String {
@@ -101,7 +101,7 @@ pub fn paired_text(p: &Paired) -> String {
 
 impl Tables<'_> {
     fn cell(&self, d: &DataPlan, key: &str) -> Cell {
-        Cell::of(self.results, &d.name, key, (self.splits)(d))
+        Cell::of(self.results, &d.name, key, d.splits)
     }
 
     /// A cell without a value: why.
@@ -138,16 +138,11 @@ impl Tables<'_> {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "# RACL14 Table 1: test AUC\n\nMade by `{}`{}. Test AUC of each method's point \
+            "# RACL14 Table 1: test AUC\n\n{} Test AUC of each method's point \
              score, mean ± sd over stratified 75/25 splits (split seeds 0, 1, …; the number of \
              splits with a result in brackets, \"of N\" when some are missing). RACL14 columns: \
              their Table 1 (ALGORITHMS.md §12). Methods: {}.\n",
-            self.command,
-            if self.mode == Mode::Quick {
-                " (quick: fewer splits, cheaper settings; not the protocol's numbers)"
-            } else {
-                ""
-            },
+            self.made_by(),
             self.methods
                 .iter()
                 .map(|m| m.key)
@@ -162,7 +157,7 @@ impl Tables<'_> {
         let _ = writeln!(s, "{head}");
         let _ = writeln!(s, "{}", sep(head.matches('|').count() - 1));
         for d in self.data {
-            let _ = write!(s, "| {} | {} |", d.name, (self.splits)(d));
+            let _ = write!(s, "| {} | {} |", d.name, d.splits);
             for m in self.methods {
                 let c = self.cell(d, m.key);
                 let text = match c.auc_stats() {
@@ -189,6 +184,29 @@ impl Tables<'_> {
         s.push_str(&self.paired_md(&mut notes));
         s.push_str(&self.gamma_md());
         s.push_str(&notes.render());
+        s
+    }
+
+    /// How the tables were made, and how far the runs got.
+    fn made_by(&self) -> String {
+        let planned: usize = self.data.iter().map(|d| d.splits).sum::<usize>() * self.methods.len();
+        let done = self.results.iter().filter(|r| r.summary.is_some()).count();
+        let mut s = format!(
+            "Made by `{}`{}: {done} of {planned} runs have a record",
+            self.command,
+            if self.mode == Mode::Quick {
+                " (quick: fewer splits, cheaper settings; not the protocol's numbers)"
+            } else {
+                ""
+            },
+        );
+        if self.from_disk {
+            s.push_str(
+                " (tables written from the records on disk; the same command resumes the runs \
+                 marked \"n/a (not run yet)\")",
+            );
+        }
+        s.push('.');
         s
     }
 
@@ -327,11 +345,11 @@ impl Tables<'_> {
     pub fn table2_md(&self) -> String {
         let mut notes = Notes::default();
         let mut s = format!(
-            "# RACL14 Table 2: fit seconds\n\nMade by `{}`. Wall seconds of one fit (the \
+            "# RACL14 Table 2: fit seconds\n\n{} Wall seconds of one fit (the \
              cross-validations included), mean [min, max] over the splits with a result, on \
              this machine as the runs found it (other work may have shared the cores: \
              indicative only). {PAPER_MACHINE}.\n\n",
-            self.command
+            self.made_by()
         );
         let mut head = "| data |".to_string();
         for m in self.methods {

@@ -91,16 +91,16 @@ fn tables_show_mean_sd_paired_differences_and_why_cells_are_empty() {
         .iter()
         .map(|k| method_plan(k).unwrap())
         .collect();
-    let splits = |d: &DataPlan| d.splits;
     let t = Tables {
         data: &data,
         methods: &methods,
         results: &results,
         mode: Mode::Full,
         command: "pacauc reproduce".into(),
-        splits: &splits,
+        from_disk: false,
     };
     let md = t.table1_md();
+    assert!(md.contains("5 of 12 runs have a record"), "{md}");
     // logit: 0.7, 0.85, 0.6 → mean 0.7167, sd 0.1258.
     assert!(md.contains("| pima | 3 | 0.7167 ± 0.126 (3) |"), "{md}");
     assert!(md.contains("0.8500 ± 0.071 (2) of 3; 1 failed [1]"), "{md}");
