@@ -198,6 +198,20 @@ const fn paper(auc: [f64; 4], secs: [f64; 3]) -> Option<Paper> {
     })
 }
 
+/// Sonar and EEG: only the student report's logit (one split).
+const fn student(logit: f64) -> Option<Paper> {
+    Some(Paper {
+        ep_auc: None,
+        gpep_auc: None,
+        logit,
+        rankboost: None,
+        ep_s: None,
+        gpep_s: None,
+        rankboost_s: None,
+        note: Some(STUDENT),
+    })
+}
+
 const STUDENT: &str = "not in RACL14; logit from the student report (../papers/004…, one split)";
 
 const ARD_COST: &str =
@@ -261,16 +275,7 @@ pub fn data_plan(name: &str) -> DataPlan {
             ..base
         },
         "sonar" => DataPlan {
-            paper: Some(Paper {
-                ep_auc: None,
-                gpep_auc: None,
-                logit: 0.711,
-                rankboost: None,
-                ep_s: None,
-                gpep_s: None,
-                rankboost_s: None,
-                note: Some(STUDENT),
-            }),
+            paper: student(0.711),
             ..base
         },
         // EP has no usable fixed point on EEG from γ ≈ 0.25n on a cold start
@@ -288,16 +293,7 @@ pub fn data_plan(name: &str) -> DataPlan {
                 ("gcs", "a great-circle step costs O(pairs): 31 M pairs"),
             ],
             small: false,
-            paper: Some(Paper {
-                ep_auc: None,
-                gpep_auc: None,
-                logit: 0.625,
-                rankboost: None,
-                ep_s: None,
-                gpep_s: None,
-                rankboost_s: None,
-                note: Some(STUDENT),
-            }),
+            paper: student(0.625),
             ..base
         },
         _ => base,
