@@ -272,10 +272,14 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "γ",
-        help: "Inverse temperature γ of the Gibbs posterior: a number, a multiple of the training size like 2n, auto (cross-validation: EP with a Gaussian, ARD or GP prior, VB) or theory (VB: ARC16's value, its default). RACL14 Thm 2.3 gives γ ∝ n.",
+        help: "Inverse temperature γ of the Gibbs posterior: a number, a multiple of the training size like 2n, auto (cross-validation: EP with a Gaussian, ARD or GP prior, VB, SMC with a Gaussian, ARD or spike-and-slab prior — one run per fold along its tempering path) or theory (VB: ARC16's value, its default). RACL14 Thm 2.3 gives γ ∝ n.",
         default: "n",
         methods: Methods::Bayesian,
-        auto_for: &[("ep", &[Gaussian, Ard, Gp]), ("vb", &[])],
+        auto_for: &[
+            ("ep", &[Gaussian, Ard, Gp]),
+            ("vb", &[]),
+            ("smc", &[Gaussian, Ard, SpikeSlab]),
+        ],
         form: true,
         group: Group::Posterior,
         ..setting("gamma", "gamma", Kind::Gamma)
@@ -433,7 +437,7 @@ pub const SETTINGS: &[Setting] = &[
         label: "γ grid (×n)",
         help: "With γ = auto: the grid of the cross-validation, as multiples of the training size n (comma-separated).",
         default: "0.0625,0.125,0.25,0.5,1,2,4,8,16",
-        methods: Methods::Only(&["ep", "vb"]),
+        methods: Methods::Only(&["ep", "vb", "smc"]),
         requires: Requires::GammaAuto,
         group: Group::Ep,
         ..setting(
@@ -667,9 +671,9 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "folds",
-        help: "Folds of the cross-validations that choose hyper-parameters (logit's λ, RankBoost's rounds, EP's and VB's γ = auto).",
+        help: "Folds of the cross-validations that choose hyper-parameters (logit's λ, RankBoost's rounds, EP's, VB's and SMC's γ = auto).",
         default: "5",
-        methods: Methods::Only(&["logit", "rankboost", "ep", "vb"]),
+        methods: Methods::Only(&["logit", "rankboost", "ep", "vb", "smc"]),
         group: Group::Baselines,
         ..setting("folds", "method.folds", Kind::Count(2))
     },

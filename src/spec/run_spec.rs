@@ -263,6 +263,9 @@ pub struct SmcSpec {
     pub smc_seed: Option<u64>,
     /// The PAC-Bayes certificate's ε (confidence 1 − ε).
     pub epsilon: f64,
+    /// γ grid of the cross-validation along the SMC path, as multiples of n (γ = auto).
+    pub gamma_grid: Vec<f64>,
+    pub folds: usize,
 }
 
 impl Default for SmcSpec {
@@ -279,6 +282,8 @@ impl Default for SmcSpec {
             max_stages: 1000,
             smc_seed: None,
             epsilon: DEFAULT_EPSILON,
+            gamma_grid: EpSpec::default().gamma_grid,
+            folds: 5,
         }
     }
 }

@@ -185,9 +185,17 @@ fn check_value(
     };
     let auto_ok = || {
         if s.auto_allowed(method, prior) {
-            Ok(())
-        } else {
-            Err(format!("cannot be auto for {method}"))
+            return Ok(());
+        }
+        // The method takes auto with other priors: say which.
+        let priors = s.auto_for.iter().find(|(m, _)| *m == method).map(|(_, p)| *p);
+        match (priors, prior) {
+            (Some(ps), Some(p)) if !ps.is_empty() => Err(format!(
+                "cannot be auto for {method} with the {} prior (only with the {} prior)",
+                p.name(),
+                ps.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+            )),
+            _ => Err(format!("cannot be auto for {method}")),
         }
     };
     match (s.kind, v) {

@@ -9,6 +9,7 @@ pub mod gaussian_fit;
 pub mod gp_score;
 pub mod moves;
 pub mod packed_gemm;
+pub mod path_cv;
 pub mod reparam;
 pub mod sampler;
 pub mod scores;
@@ -21,7 +22,8 @@ use nalgebra::DMatrix;
 use serde_json::json;
 
 pub use moves::Kernel;
-pub use sampler::{SmcRun, StageInfo};
+pub use path_cv::{CvMode, GammaCv, SmcCv};
+pub use sampler::{AfterCheckpoint, Checkpoint, Checkpoints, SmcRun, StageInfo};
 pub use scores::ScorePrecision;
 pub use settings::{Moves, SmcSettings};
 pub use target::{LinearAuc, Quadratic, Target};
