@@ -188,7 +188,11 @@ fn check_value(
             return Ok(());
         }
         // The method takes auto with other priors: say which.
-        let priors = s.auto_for.iter().find(|(m, _)| *m == method).map(|(_, p)| *p);
+        let priors = s
+            .auto_for
+            .iter()
+            .find(|(m, _)| *m == method)
+            .map(|(_, p)| *p);
         match (priors, prior) {
             (Some(ps), Some(p)) if !ps.is_empty() => Err(format!(
                 "cannot be auto for {method} with the {} prior (only with the {} prior)",

@@ -23,12 +23,12 @@ use super::target::LinearAuc;
 use crate::engine::event::{Event, LogLevel};
 use crate::engine::fit::Fit;
 use crate::engine::interface::{Control, Engine, EngineError, NoObserver, Observer};
-use crate::engine::problem::Problem;
 use crate::engine::prior::Prior;
+use crate::engine::problem::Problem;
 use crate::engine::rng;
 use crate::engine::select::{
-    CvMethod, CvNames, CvReport, CvSpec, FoldData, GridWalker, MEMORY_BUDGET, PathMethod,
-    PointFit, Walk, cross_validate, cross_validate_path,
+    CvMethod, CvNames, CvReport, CvSpec, FoldData, GridWalker, MEMORY_BUDGET, PathMethod, PointFit,
+    Walk, cross_validate, cross_validate_path,
 };
 
 /// RNG key of a fold's sampler seed (with the run's sampler seed).
@@ -280,7 +280,11 @@ pub fn cross_validate_gamma(
         CvMode::Refit => cross_validate(x, y, &spec, &Refit(&folds), ctl, log)?,
     };
     let mut runs = folds.runs.into_inner().expect("not poisoned");
-    runs.sort_by(|a, b| (a.fold, a.gamma_over_n).partial_cmp(&(b.fold, b.gamma_over_n)).expect("finite"));
+    runs.sort_by(|a, b| {
+        (a.fold, a.gamma_over_n)
+            .partial_cmp(&(b.fold, b.gamma_over_n))
+            .expect("finite")
+    });
     Ok((report, runs))
 }
 
