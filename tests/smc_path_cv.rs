@@ -8,12 +8,17 @@
 //! timed alone, e.g.
 //!     cargo test --release --test smc_path_cv -- --ignored --exact pima_path
 //!     /usr/bin/time -f "%e %U" target/release/deps/smc_path_cv-* --ignored --exact pima_refit
-//! (and `dna_path`, `dna_refit`); each prints the CV curve and its costs.
+//! (`pima_path`: the default, paths ended early once the mean held-out AUC has
+//! clearly fallen; `pima_full_path`: to the top of the grid; `pima_refit`: one
+//! run per fold and point; the same for `dna_…`); each prints the CV curve
+//! and its costs.
 
 use std::path::PathBuf;
 
 use nalgebra::DMatrix;
 use pacauc::engine::rng;
+use pacauc::engine::select::EarlyStop;
+use pacauc::engine::smc::path_cv::EARLY_STOP;
 use pacauc::engine::smc::sampler::{self, AfterCheckpoint, Checkpoints};
 use pacauc::engine::smc::{CvMode, GammaCv, Kernel, Quadratic, SmcCv, SmcSettings};
 use pacauc::engine::{Control, Engine, NoObserver, Prior, Problem};
@@ -149,6 +154,7 @@ fn engine(mode: CvMode, grid: &[f64]) -> SmcCv {
             folds: 3,
             seed: 2,
             mode,
+            early_stop: None,
         },
     }
 }
@@ -158,7 +164,9 @@ fn engine(mode: CvMode, grid: &[f64]) -> SmcCv {
 #[test]
 fn the_cv_does_not_depend_on_the_thread_count() {
     let p = toy(150, 9);
-    let e = engine(CvMode::Path, &[0.25, 1.0, 4.0]);
+    let mut e = engine(CvMode::Path, &[0.25, 1.0, 4.0]);
+    // The folds in lockstep (the rule reads every fold at every point).
+    e.cv.early_stop = Some(EARLY_STOP);
     let run = |threads: usize| {
         rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
@@ -229,7 +237,7 @@ fn the_gp_prior_is_refused() {
 // ---- The comparison on real data (ignored: long; see the module's doc). ----
 
 /// The problem and engine of `pacauc fit FILE --method smc --gamma auto --seed 1`.
-fn real(file: &str, mode: CvMode) -> Option<(Problem, SmcCv)> {
+fn real(file: &str, mode: CvMode, early_stop: Option<EarlyStop>) -> Option<(Problem, SmcCv)> {
     let path = PathBuf::from("../shared/datasets").join(file);
     if !path.is_file() {
         eprintln!("skipped: {} is absent", path.display());
@@ -248,13 +256,14 @@ fn real(file: &str, mode: CvMode) -> Option<(Problem, SmcCv)> {
             folds: s.folds,
             seed: 1,
             mode,
+            early_stop,
         },
     };
     Some((problem, e))
 }
 
-fn compare(file: &str, mode: CvMode) {
-    let Some((p, e)) = real(file, mode) else {
+fn compare(file: &str, mode: CvMode, early_stop: Option<EarlyStop>) {
+    let Some((p, e)) = real(file, mode, early_stop) else {
         return;
     };
     let mut log = |ev: pacauc::engine::Event| {
@@ -270,6 +279,7 @@ fn compare(file: &str, mode: CvMode) {
             "file": file, "mode": d["gamma"]["cv_mode"], "chosen": d["cv"]["chosen"],
             "grid": d["cv"]["grid"], "mean_auc": d["cv"]["mean_auc"],
             "fold_auc": d["cv"]["fold_auc"], "seconds": d["seconds"], "runs": d["cv_runs"],
+            "stopped_early": d["cv_stopped_early"],
         })
     );
 }
@@ -277,23 +287,35 @@ fn compare(file: &str, mode: CvMode) {
 #[test]
 #[ignore = "long: the path on Pima (see the module's doc)"]
 fn pima_path() {
-    compare("pima.csv", CvMode::Path);
+    compare("pima.csv", CvMode::Path, Some(EARLY_STOP));
+}
+
+#[test]
+#[ignore = "long: the path on Pima to the top of the grid"]
+fn pima_full_path() {
+    compare("pima.csv", CvMode::Path, None);
 }
 
 #[test]
 #[ignore = "long: refitting at every grid point on Pima"]
 fn pima_refit() {
-    compare("pima.csv", CvMode::Refit);
+    compare("pima.csv", CvMode::Refit, None);
 }
 
 #[test]
 #[ignore = "long: the path on DNA"]
 fn dna_path() {
-    compare("dna.csv", CvMode::Path);
+    compare("dna.csv", CvMode::Path, Some(EARLY_STOP));
+}
+
+#[test]
+#[ignore = "long: the path on DNA to the top of the grid"]
+fn dna_full_path() {
+    compare("dna.csv", CvMode::Path, None);
 }
 
 #[test]
 #[ignore = "long: refitting at every grid point on DNA"]
 fn dna_refit() {
-    compare("dna.csv", CvMode::Refit);
+    compare("dna.csv", CvMode::Refit, None);
 }

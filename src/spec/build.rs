@@ -10,6 +10,7 @@ use crate::engine::ep::spike_slab::SiteStepRule;
 use crate::engine::ep::{ArdSettings, Ep, EpSettings, Form, GammaMode, Precision};
 use crate::engine::gcs::{Gcs, GcsSettings, Loss as GcsEngineLoss};
 use crate::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale};
+use crate::engine::smc::path_cv::EARLY_STOP;
 use crate::engine::smc::{CvMode, GammaCv, Kernel, Moves, Smc, SmcCv, SmcSettings};
 use crate::engine::vb::cv::VbCv;
 use crate::engine::vb::{
@@ -89,6 +90,7 @@ pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
                 folds: s.folds,
                 seed,
                 mode: CvMode::Path,
+                early_stop: (!s.full_path).then_some(EARLY_STOP),
             },
         }),
         super::MethodSpec::Smc(s) => Box::new(Smc {

@@ -395,6 +395,14 @@ pub const SETTINGS: &[Setting] = &[
         ..setting("max_stages", "method.max_stages", Kind::Count(1))
     },
     Setting {
+        label: "CV: full path",
+        help: "With γ = auto: run every fold's path to the top of the γ grid instead of ending the paths once the mean held-out AUC has clearly fallen (at three grid points in a row, each more than one paired standard error below the best; announced and recorded).",
+        methods: SMC,
+        requires: Requires::GammaAuto,
+        group: Group::Smc,
+        ..setting("full_path", "method.full_path", Kind::Switch)
+    },
+    Setting {
         label: "sampler seed",
         help: "Seed of the sampler alone (default: the run's seed), to compare SMC seeds on one split.",
         unset: "the run's seed",

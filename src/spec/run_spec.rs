@@ -266,6 +266,8 @@ pub struct SmcSpec {
     /// γ grid of the cross-validation along the SMC path, as multiples of n (γ = auto).
     pub gamma_grid: Vec<f64>,
     pub folds: usize,
+    /// γ = auto: every fold's path to the top of the grid (no early stop).
+    pub full_path: bool,
 }
 
 impl Default for SmcSpec {
@@ -284,6 +286,7 @@ impl Default for SmcSpec {
             epsilon: DEFAULT_EPSILON,
             gamma_grid: EpSpec::default().gamma_grid,
             folds: 5,
+            full_path: false,
         }
     }
 }
