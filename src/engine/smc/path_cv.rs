@@ -120,9 +120,12 @@ impl Folds<'_> {
     fn label(&self, c: f64) -> String {
         format!("γ = {c}n")
     }
-    /// A particle cloud and its scores at a time: N × (d + rows) numbers.
+    /// What a fold's run holds: about eight N × d arrays (the cloud, its
+    /// natural coordinates, the chains, proposals and snapshots), the fold's
+    /// rows twice (as given and packed) and a few d × d fits. Scores are
+    /// computed in blocks of particles and do not add up.
     fn fold_bytes(&self, positives: usize, negatives: usize, d: usize) -> usize {
-        self.settings.particles * (6 * d + 2 * (positives + negatives)) * 8
+        (8 * self.settings.particles * d + 2 * (positives + negatives) * d + 4 * d * d) * 8
     }
     fn record(&self, run: PointRun) {
         self.runs.lock().expect("not poisoned").push(run);
