@@ -128,6 +128,25 @@ enum Report {
     Ended(usize, Result<(), EngineError>),
 }
 
+/// Sends a fold's `Report::Ended` when its thread ends, panics included.
+struct EndGuard {
+    tx: mpsc::Sender<Report>,
+    fold: usize,
+    result: Option<Result<(), EngineError>>,
+}
+
+impl Drop for EndGuard {
+    fn drop(&mut self) {
+        let r = self.result.take().unwrap_or_else(|| {
+            Err(EngineError::Numerical(format!(
+                "the run of fold {} panicked",
+                self.fold + 1
+            )))
+        });
+        let _ = self.tx.send(Report::Ended(self.fold, r));
+    }
+}
+
 /// Every fold's run at once, each waiting at every grid point until all have
 /// reached it and the rule has said whether to go on. Returns the fits per
 /// fold and point.
@@ -161,10 +180,16 @@ fn lockstep<M: PathMethod>(
             let tx = tx.clone();
             sc.spawn(move || {
                 let f = fold.fold;
+                // A panicking run still reports its end (the others wait for it).
+                let mut end = EndGuard {
+                    tx,
+                    fold: f,
+                    result: None,
+                };
                 let r = method.run_path(fold, grid, ctl, &mut |i, fit| {
-                    tx.send(Report::Point(f, i, fit)).is_ok() && go.recv().unwrap_or(false)
+                    end.tx.send(Report::Point(f, i, fit)).is_ok() && go.recv().unwrap_or(false)
                 });
-                let _ = tx.send(Report::Ended(f, r));
+                end.result = Some(r);
             });
         }
         drop(tx);

@@ -3,6 +3,7 @@
 //! steps, evidence, resampling), `moves` (Metropolis kernels), `sampler` (the
 //! loop), `summary` (quantiles, modes, inclusion), `settings`.
 
+pub mod checkpoint;
 pub mod fast_prior;
 pub mod fit_pool;
 pub mod gaussian_fit;
