@@ -362,6 +362,19 @@ mod tests {
     use crate::engine::select::{MEMORY_BUDGET, kfold::CvMethod};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    const TOY: CvNames = CvNames {
+        prefix: "toy",
+        parameter: "v",
+        unit: "stages",
+    };
+
+    /// Held-out scores `x0 + v·x1`.
+    fn scores(fold: &FoldData, v: f64) -> Vec<f64> {
+        (0..fold.yte.len())
+            .map(|r| fold.xte[(r, 0)] + v * fold.xte[(r, 1)])
+            .collect()
+    }
+
     /// Scores `x0 + v·x1` along a "path"; counts its runs, and can stop early.
     struct Scripted {
         runs: AtomicUsize,
@@ -370,11 +383,7 @@ mod tests {
 
     impl PathMethod for Scripted {
         fn names(&self) -> CvNames {
-            CvNames {
-                prefix: "toy",
-                parameter: "v",
-                unit: "stages",
-            }
+            TOY
         }
         fn label(&self, v: f64) -> String {
             format!("v = {v}")
@@ -395,13 +404,10 @@ mod tests {
                 if self.stop_after.is_some_and(|k| i >= k) {
                     break;
                 }
-                let scores = (0..fold.yte.len())
-                    .map(|r| fold.xte[(r, 0)] + v * fold.xte[(r, 1)])
-                    .collect();
                 let go_on = at(
                     i,
                     PointFit::Scored {
-                        scores,
+                        scores: scores(fold, v),
                         iterations: i + 1,
                     },
                 );
@@ -419,11 +425,7 @@ mod tests {
     impl CvMethod for PerPoint {
         type Walker = PerPointWalker;
         fn names(&self) -> CvNames {
-            CvNames {
-                prefix: "toy",
-                parameter: "v",
-                unit: "stages",
-            }
+            TOY
         }
         fn label(&self, v: f64) -> String {
             format!("v = {v}")
@@ -437,11 +439,8 @@ mod tests {
     }
     impl GridWalker for PerPointWalker {
         fn fit(&mut self, v: f64, fold: &FoldData, _: &Control) -> Result<PointFit, EngineError> {
-            let scores = (0..fold.yte.len())
-                .map(|r| fold.xte[(r, 0)] + v * fold.xte[(r, 1)])
-                .collect();
             Ok(PointFit::Scored {
-                scores,
+                scores: scores(fold, v),
                 iterations: 0,
             })
         }
