@@ -83,6 +83,8 @@ pub struct PointRun {
     /// Stages run to reach it (path: since γ = 0, the same run throughout).
     pub stages: usize,
     pub evaluations: u64,
+    /// Wall-clock since the fold's run started (folds share the cores, and in
+    /// lockstep wait for each other: `evaluations` is the cleaner cost).
     pub seconds: f64,
     /// Every stage up to it met the decorrelation rule.
     pub converged: bool,
@@ -204,7 +206,10 @@ impl PathMethod for Folds<'_> {
         match res {
             Ok(_) => Ok(()),
             Err(e) => {
-                at(next, Folds::failure(e)?);
+                let failed = Folds::failure(e)?;
+                if next < grid.len() {
+                    at(next, failed);
+                }
                 Ok(())
             }
         }
