@@ -122,6 +122,9 @@ pub fn cross_validate_path<M: PathMethod>(
     Ok((cross_validate(x, y, &spec, &along, ctl, log)?, stopped))
 }
 
+/// The fits per fold and grid point (None: not given).
+type FoldFits = Vec<Vec<Option<PointFit>>>;
+
 /// What a fold's thread tells the coordinator.
 enum Report {
     Point(usize, usize, PointFit),
@@ -158,7 +161,7 @@ fn lockstep<M: PathMethod>(
     method: &M,
     rule: EarlyStop,
     ctl: &Control,
-) -> Result<(Vec<Vec<Option<PointFit>>>, Option<StoppedEarly>), EngineError> {
+) -> Result<(FoldFits, Option<StoppedEarly>), EngineError> {
     let k = spec.folds;
     let assignment = stratified_folds(y, k, spec.seed);
     let data: Vec<FoldData> = (0..k)
@@ -296,7 +299,7 @@ struct AlongPath<'a, M> {
     /// Ascending, without repeats.
     grid: &'a [f64],
     /// The fits per fold and point when the runs are done already (lockstep).
-    fits: std::sync::Mutex<Option<Vec<Vec<Option<PointFit>>>>>,
+    fits: std::sync::Mutex<Option<FoldFits>>,
 }
 
 struct PathWalker<'a, M> {
