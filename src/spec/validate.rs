@@ -308,7 +308,15 @@ mod tests {
         );
         let mut s = RunSpec::for_method(data.clone(), "smc").unwrap();
         s.gamma = Some(Gamma::Auto);
-        assert!(check(&s).unwrap_err().message.contains("cannot be auto"));
+        s.prior = Some(PriorSpec {
+            kind: PriorKind::Gp,
+            ..PriorSpec::default()
+        });
+        let m = check(&s).unwrap_err().message;
+        assert!(
+            m.contains("cannot be auto for smc with the gp prior (only with the gaussian, ard, spike-slab prior)"),
+            "{m}"
+        );
         let mut s = RunSpec::for_method(data, "logit").unwrap();
         s.gamma = Some(Gamma::Value(1.0));
         assert_eq!(check(&s).unwrap_err().field.as_deref(), Some("method"));
