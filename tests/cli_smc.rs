@@ -111,7 +111,13 @@ fn smc_options_are_checked() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Gaussian prior"));
-    let out = pacauc_env(&["fit", DATA, "--method", "smc", "--gamma", "auto"], &[]);
+    // γ = auto: not with the GP prior (its score-space particles score no held-out rows).
+    let out = pacauc_env(
+        &[
+            "fit", DATA, "--method", "smc", "--prior", "gp", "--gamma", "auto",
+        ],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(2));
     let out = pacauc_env(
         &[

@@ -302,6 +302,9 @@ mod tests {
         assert!(keys.contains(&"particles") && keys.contains(&"prior_var"));
         assert!(!keys.contains(&"damping") && !keys.contains(&"lambda"));
         let gamma = registry::setting_of("gamma").unwrap();
+        // SMC takes γ = auto with the Gaussian prior (cross-validation along its path).
+        assert!(gamma.hint(f.method(), f.prior()).contains("auto"));
+        choose(&mut f, "gcs");
         assert!(!gamma.hint(f.method(), f.prior()).contains("auto"));
         choose(&mut f, "ep");
         assert!(gamma.hint(f.method(), f.prior()).contains("auto"));

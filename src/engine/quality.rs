@@ -94,7 +94,7 @@ pub fn assess(fit: &Fit, data_warnings: &[String]) -> Vec<Warning> {
         .map(|m| m.as_str());
     let spike = all_spike(fit, spike_words);
     if let Some(cv) = fit.details.get("cv").filter(|c| c.is_object()) {
-        derived.extend(cv_grid(cv));
+        derived.extend(cv_grid(cv, &fit.engine));
     }
     for m in engine_warnings {
         if spike.is_none() || Some(m.as_str()) != spike_words {
@@ -235,8 +235,9 @@ struct CvParameter {
     extend: &'static str,
 }
 
-fn cv_parameter(name: &str) -> CvParameter {
+fn cv_parameter(name: &str, engine: &str) -> CvParameter {
     let (what, unit, method, low, extend) = match name {
+        "gamma_over_n" if engine == "smc" => ("γ", "n", "SMC", true, " (extend `gamma_grid`)"),
         "gamma_over_n" => ("γ", "n", "EP", true, " (extend `gamma_grid`)"),
         "lambda" => ("penalty λ", "", "the fit", false, ""),
         "rounds" => ("number of rounds", "", "the fit", true, ""),
@@ -255,9 +256,12 @@ fn cv_parameter(name: &str) -> CvParameter {
 /// `parameter`, `grid` ascending, `mean_auc`, `dropped`, `extended_below`,
 /// `chosen`): points dropped, and a choice at an end of the points scored in
 /// every fold.
-fn cv_grid(cv: &Value) -> Vec<Warning> {
+fn cv_grid(cv: &Value, engine: &str) -> Vec<Warning> {
     let mut out = Vec::new();
-    let p = cv_parameter(cv.get("parameter").and_then(Value::as_str).unwrap_or(""));
+    let p = cv_parameter(
+        cv.get("parameter").and_then(Value::as_str).unwrap_or(""),
+        engine,
+    );
     let floats = |key: &str| -> Vec<f64> {
         cv.get(key)
             .and_then(Value::as_array)

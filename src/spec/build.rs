@@ -10,7 +10,8 @@ use crate::engine::ep::spike_slab::SiteStepRule;
 use crate::engine::ep::{ArdSettings, Ep, EpSettings, Form, GammaMode, Precision};
 use crate::engine::gcs::{Gcs, GcsSettings, Loss as GcsEngineLoss};
 use crate::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale};
-use crate::engine::smc::{Kernel, Moves, Smc, SmcSettings};
+use crate::engine::smc::path_cv::EARLY_STOP;
+use crate::engine::smc::{CvMode, GammaCv, Kernel, Moves, Smc, SmcCv, SmcSettings};
 use crate::engine::vb::cv::VbCv;
 use crate::engine::vb::{
     AdamSettings, Family, Loss as VbEngineLoss, Optimizer, Vb, VbSettings, theory_gamma,
@@ -81,6 +82,16 @@ pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
             rounds: s.rounds,
             folds: s.folds,
             seed,
+        }),
+        super::MethodSpec::Smc(s) if spec.gamma == Some(Gamma::Auto) => Box::new(SmcCv {
+            settings: smc_settings(s, seed),
+            cv: GammaCv {
+                grid_over_n: s.gamma_grid.clone(),
+                folds: s.folds,
+                seed,
+                mode: CvMode::Path,
+                early_stop: (!s.full_path).then_some(EARLY_STOP),
+            },
         }),
         super::MethodSpec::Smc(s) => Box::new(Smc {
             settings: smc_settings(s, seed),

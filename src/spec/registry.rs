@@ -272,10 +272,14 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "γ",
-        help: "Inverse temperature γ of the Gibbs posterior: a number, a multiple of the training size like 2n, auto (cross-validation: EP with a Gaussian, ARD or GP prior, VB) or theory (VB: ARC16's value, its default). RACL14 Thm 2.3 gives γ ∝ n.",
+        help: "Inverse temperature γ of the Gibbs posterior: a number, a multiple of the training size like 2n, auto (cross-validation: EP with a Gaussian, ARD or GP prior, VB, SMC with a Gaussian, ARD or spike-and-slab prior — one run per fold along its tempering path) or theory (VB: ARC16's value, its default). RACL14 Thm 2.3 gives γ ∝ n.",
         default: "n",
         methods: Methods::Bayesian,
-        auto_for: &[("ep", &[Gaussian, Ard, Gp]), ("vb", &[])],
+        auto_for: &[
+            ("ep", &[Gaussian, Ard, Gp]),
+            ("vb", &[]),
+            ("smc", &[Gaussian, Ard, SpikeSlab]),
+        ],
         form: true,
         group: Group::Posterior,
         ..setting("gamma", "gamma", Kind::Gamma)
@@ -391,6 +395,14 @@ pub const SETTINGS: &[Setting] = &[
         ..setting("max_stages", "method.max_stages", Kind::Count(1))
     },
     Setting {
+        label: "CV: full path",
+        help: "With γ = auto: run every fold's path to the top of the γ grid instead of ending the paths once the mean held-out AUC has clearly fallen (at three grid points in a row, each more than one paired standard error below the best; announced and recorded).",
+        methods: SMC,
+        requires: Requires::GammaAuto,
+        group: Group::Smc,
+        ..setting("full_path", "method.full_path", Kind::Switch)
+    },
+    Setting {
         label: "sampler seed",
         help: "Seed of the sampler alone (default: the run's seed), to compare SMC seeds on one split.",
         unset: "the run's seed",
@@ -433,7 +445,7 @@ pub const SETTINGS: &[Setting] = &[
         label: "γ grid (×n)",
         help: "With γ = auto: the grid of the cross-validation, as multiples of the training size n (comma-separated).",
         default: "0.0625,0.125,0.25,0.5,1,2,4,8,16",
-        methods: Methods::Only(&["ep", "vb"]),
+        methods: Methods::Only(&["ep", "vb", "smc"]),
         requires: Requires::GammaAuto,
         group: Group::Ep,
         ..setting(
@@ -667,9 +679,9 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "folds",
-        help: "Folds of the cross-validations that choose hyper-parameters (logit's λ, RankBoost's rounds, EP's and VB's γ = auto).",
+        help: "Folds of the cross-validations that choose hyper-parameters (logit's λ, RankBoost's rounds, EP's, VB's and SMC's γ = auto).",
         default: "5",
-        methods: Methods::Only(&["logit", "rankboost", "ep", "vb"]),
+        methods: Methods::Only(&["logit", "rankboost", "ep", "vb", "smc"]),
         group: Group::Baselines,
         ..setting("folds", "method.folds", Kind::Count(2))
     },

@@ -263,6 +263,11 @@ pub struct SmcSpec {
     pub smc_seed: Option<u64>,
     /// The PAC-Bayes certificate's ε (confidence 1 − ε).
     pub epsilon: f64,
+    /// γ grid of the cross-validation along the SMC path, as multiples of n (γ = auto).
+    pub gamma_grid: Vec<f64>,
+    pub folds: usize,
+    /// γ = auto: every fold's path to the top of the grid (no early stop).
+    pub full_path: bool,
 }
 
 impl Default for SmcSpec {
@@ -279,6 +284,9 @@ impl Default for SmcSpec {
             max_stages: 1000,
             smc_seed: None,
             epsilon: DEFAULT_EPSILON,
+            gamma_grid: EpSpec::default().gamma_grid,
+            folds: 5,
+            full_path: false,
         }
     }
 }

@@ -367,8 +367,8 @@ mod tests {
         assert!(e.message.contains("does not apply to logit"), "{e}");
         let e = spec("ep", &[("gamma", "-1")]).unwrap_err();
         assert!(e.message.contains("must be a number ≥ 0"), "{e}");
-        let e = spec("smc", &[("gamma", "auto")]).unwrap_err();
-        assert!(e.message.contains("cannot be auto for smc"), "{e}");
+        let e = spec("gcs", &[("gamma", "auto")]).unwrap_err();
+        assert!(e.message.contains("cannot be auto for gcs"), "{e}");
         let e = spec("ep", &[("prior", "spike-slab"), ("gamma", "auto")]).unwrap_err();
         assert!(e.message.contains("spike-slab prior"), "{e}");
         let e = spec("ep", &[("ard_iters", "5")]).unwrap_err();

@@ -185,9 +185,21 @@ fn check_value(
     };
     let auto_ok = || {
         if s.auto_allowed(method, prior) {
-            Ok(())
-        } else {
-            Err(format!("cannot be auto for {method}"))
+            return Ok(());
+        }
+        // The method takes auto with other priors: say which.
+        let priors = s
+            .auto_for
+            .iter()
+            .find(|(m, _)| *m == method)
+            .map(|(_, p)| *p);
+        match (priors, prior) {
+            (Some(ps), Some(p)) if !ps.is_empty() => Err(format!(
+                "cannot be auto for {method} with the {} prior (only with the {} prior)",
+                p.name(),
+                ps.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+            )),
+            _ => Err(format!("cannot be auto for {method}")),
         }
     };
     match (s.kind, v) {
@@ -296,7 +308,15 @@ mod tests {
         );
         let mut s = RunSpec::for_method(data.clone(), "smc").unwrap();
         s.gamma = Some(Gamma::Auto);
-        assert!(check(&s).unwrap_err().message.contains("cannot be auto"));
+        s.prior = Some(PriorSpec {
+            kind: PriorKind::Gp,
+            ..PriorSpec::default()
+        });
+        let m = check(&s).unwrap_err().message;
+        assert!(
+            m.contains("cannot be auto for smc with the gp prior (only with the gaussian, ard, spike-slab prior)"),
+            "{m}"
+        );
         let mut s = RunSpec::for_method(data, "logit").unwrap();
         s.gamma = Some(Gamma::Value(1.0));
         assert_eq!(check(&s).unwrap_err().field.as_deref(), Some("method"));

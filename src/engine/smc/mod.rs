@@ -3,12 +3,14 @@
 //! steps, evidence, resampling), `moves` (Metropolis kernels), `sampler` (the
 //! loop), `summary` (quantiles, modes, inclusion), `settings`.
 
+pub mod checkpoint;
 pub mod fast_prior;
 pub mod fit_pool;
 pub mod gaussian_fit;
 pub mod gp_score;
 pub mod moves;
 pub mod packed_gemm;
+pub mod path_cv;
 pub mod reparam;
 pub mod sampler;
 pub mod scores;
@@ -21,7 +23,8 @@ use nalgebra::DMatrix;
 use serde_json::json;
 
 pub use moves::Kernel;
-pub use sampler::{SmcRun, StageInfo};
+pub use path_cv::{CvMode, GammaCv, SmcCv};
+pub use sampler::{AfterCheckpoint, Checkpoint, Checkpoints, SmcRun, StageInfo};
 pub use scores::ScorePrecision;
 pub use settings::{Moves, SmcSettings};
 pub use target::{LinearAuc, Quadratic, Target};

@@ -8,6 +8,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+pub use super::checkpoint::{AfterCheckpoint, Checkpoint, Checkpoints};
 use super::fit_pool::{Snapshots, stage_fits};
 use super::moves::{self, Chains, Kernel, Proposals, StepSpec};
 use super::settings::{Moves, SmcSettings};
@@ -86,6 +87,19 @@ pub fn run<T: Target + ?Sized>(
     ctl: &Control,
     obs: &mut dyn Observer,
 ) -> Result<SmcRun, EngineError> {
+    run_checkpointed(target, gamma_target, s, ctl, obs, None)
+}
+
+/// Runs SMC from the prior to `gamma_target`, stopping exactly at every
+/// checkpoint on the way (see `Checkpoints`).
+pub fn run_checkpointed<T: Target + ?Sized>(
+    target: &T,
+    gamma_target: f64,
+    s: &SmcSettings,
+    ctl: &Control,
+    obs: &mut dyn Observer,
+    mut checkpoints: Option<Checkpoints<'_>>,
+) -> Result<SmcRun, EngineError> {
     s.validate(target.dim())?;
     let kernel = s.kernel.resolve(target.dim(), target.prior_is_gaussian());
     if kernel == Kernel::Pcn && !target.prior_is_gaussian() {
@@ -158,12 +172,17 @@ pub fn run<T: Target + ?Sized>(
                 diagnostics: serde_json::to_value(&path).unwrap_or_default(),
             });
         }
-        let remaining = gamma_target - gamma;
+        // A checkpoint caps the step, so that a stage lands on it exactly.
+        let stop_at = checkpoints
+            .as_ref()
+            .and_then(|c| c.gammas.iter().copied().find(|&g| g > gamma))
+            .map_or(gamma_target, |g| g.min(gamma_target));
+        let remaining = stop_at - gamma;
         let delta = next_delta(&risk, remaining, s.ess);
         let rw = reweight(&risk, delta);
         log_z += rw.log_z_increment;
         let new_gamma = if delta >= remaining {
-            gamma_target
+            stop_at
         } else {
             gamma + delta
         };
@@ -251,6 +270,7 @@ pub fn run<T: Target + ?Sized>(
         if max_corr > s.decorrelation || mv.duplicated > s.max_duplicated {
             decorrelated = false;
         }
+        let cloud = natural(target, &theta, d);
         emit(
             StageInfo {
                 stage,
@@ -269,12 +289,27 @@ pub fn run<T: Target + ?Sized>(
                 evaluations,
                 elapsed: t0.elapsed().as_secs_f64(),
             },
-            &natural(target, &theta, d),
+            &cloud,
             target,
             obs,
             &mut trace,
             &mut path,
         );
+        if let Some(c) = checkpoints.as_mut()
+            && let Some(index) = c.gammas.iter().position(|&g| g == gamma)
+        {
+            let at = Checkpoint {
+                index,
+                theta: &cloud,
+                d,
+                stage: path.last().expect("a stage was just recorded"),
+                decorrelated,
+                evaluations,
+            };
+            if (c.at)(&at) == AfterCheckpoint::Stop {
+                break;
+            }
+        }
     }
     Ok(SmcRun {
         d,
