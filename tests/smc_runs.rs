@@ -75,7 +75,11 @@ fn pooled_runs_recover_the_quadratic_closed_form() {
         );
         // The sd's relative error over 8 × 2000 particles is ≈ 1/√(2·16000·ESS/N)
         // ≈ 0.01 even at an ESS of a third of N: bound 4%.
-        assert!((sd[k] / sigma - 1.0).abs() < 0.04, "sd[{k}] {} vs {sigma}", sd[k]);
+        assert!(
+            (sd[k] / sigma - 1.0).abs() < 0.04,
+            "sd[{k}] {} vs {sigma}",
+            sd[k]
+        );
         assert!(sum.rhat[k].unwrap() < 1.01, "R-hat {:?}", sum.rhat[k]);
         // The MCSE/sd reported is the MCSE over the pooled sd.
         assert!((sum.mcse_over_sd[k].unwrap() * sd[k] - sum.mcse[k]).abs() < 1e-9);
@@ -160,7 +164,11 @@ fn runs_give_the_same_bits_on_one_or_two_threads() {
                     .iter()
                     .flat_map(|r| r.1.theta.iter().map(|v| v.to_bits()))
                     .collect();
-                (theta, sum.log_z.mean.to_bits(), sum.rhat_max.map(f64::to_bits))
+                (
+                    theta,
+                    sum.log_z.mean.to_bits(),
+                    sum.rhat_max.map(f64::to_bits),
+                )
             })
     };
     let one = go(1);

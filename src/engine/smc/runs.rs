@@ -317,7 +317,10 @@ pub fn summarise(runs: &[(u64, SmcRun)], names: &[String]) -> SmcRuns {
         })
         .collect();
     let rhat_risk = finite(rhat_unsplit(
-        &runs.iter().map(|(_, r)| r.risk.as_slice()).collect::<Vec<_>>(),
+        &runs
+            .iter()
+            .map(|(_, r)| r.risk.as_slice())
+            .collect::<Vec<_>>(),
     ));
     let (rhat_max, rhat_worst) = rhat
         .iter()

@@ -1,0 +1,104 @@
+//! Several independent SMC runs (the record's `runs` section): log Ẑ of every
+//! run against their mean ± sd, and every run's posterior means in units of
+//! the pooled sd — the disagreement per coefficient that R-hat summarises.
+
+use super::{Axis, Dash, Data, Figure, Mark, Panel, Series, Style, finite};
+use crate::engine::record::Coefficient;
+use crate::engine::smc::runs::SmcRuns;
+
+/// Most coefficients in the run-means panel (those of largest |mean/sd|).
+pub const MAX_COEFFICIENTS: usize = 12;
+
+/// The runs figure; None for fewer than two runs.
+pub fn smc_runs(
+    runs: &SmcRuns,
+    coefficients: &[Coefficient],
+    label: &str,
+    id: &str,
+) -> Option<Figure> {
+    if runs.runs.len() < 2 {
+        return None;
+    }
+    let r_count = runs.runs.len() as f64;
+    let lz = runs.log_z;
+    let mut evidence = Panel::new(
+        Some("evidence of every run".into()),
+        Axis::linear("run").range(0.5, r_count + 0.5),
+        Axis::linear("log Ẑ"),
+    );
+    evidence.series.push(Series {
+        name: "mean ± sd over runs".into(),
+        style: Style::reference(Dash::Solid),
+        data: Data::Band {
+            x: vec![0.5, r_count + 0.5],
+            lo: vec![lz.mean - lz.sd; 2],
+            hi: vec![lz.mean + lz.sd; 2],
+        },
+    });
+    // Each run in its colour, as in the means panel (one legend entry each).
+    for (i, r) in runs.runs.iter().enumerate() {
+        evidence.series.push(Series {
+            name: format!("run {}", r.run),
+            style: Style::nth(i),
+            data: Data::Points(finite([[r.run as f64, r.log_z]])),
+        });
+    }
+    evidence.marks.push(Mark::HLine {
+        y: lz.pooled,
+        label: "pooled (log of the mean Ẑ)".into(),
+    });
+    // Coefficients by decreasing |mean/sd|, as the marginals figure.
+    let mut order: Vec<usize> = (0..coefficients.len()).collect();
+    let z = |k: usize| {
+        let v = (coefficients[k].mean / coefficients[k].sd).abs();
+        if v.is_finite() { v } else { -1.0 }
+    };
+    order.sort_by(|&a, &b| z(b).total_cmp(&z(a)));
+    order.truncate(MAX_COEFFICIENTS);
+    let mut x = Axis::linear("coefficient");
+    x.categories = order
+        .iter()
+        .map(|&k| coefficients[k].name.clone())
+        .collect();
+    let mut means = Panel::new(
+        Some("each run's posterior mean".into()),
+        x,
+        Axis::linear("run − pooled mean, in sds"),
+    );
+    for (i, r) in runs.runs.iter().enumerate() {
+        // Runs side by side within a coefficient's slot.
+        let offset = if runs.runs.len() > 1 {
+            0.5 * (i as f64 / (r_count - 1.0) - 0.5)
+        } else {
+            0.0
+        };
+        means.series.push(Series {
+            name: format!("run {}", r.run),
+            style: Style::nth(i),
+            data: Data::Points(finite(order.iter().enumerate().filter_map(|(j, &k)| {
+                let c = &coefficients[k];
+                Some([j as f64 + offset, (r.mean.get(k)? - c.mean) / c.sd])
+            }))),
+        });
+    }
+    means.marks.push(Mark::HLine {
+        y: 0.0,
+        label: "pooled mean".into(),
+    });
+    let rhat = runs.rhat_max.map_or("-".into(), |r| {
+        format!("{r:.4} ({})", runs.rhat_worst.as_deref().unwrap_or("-"))
+    });
+    let mcse = runs
+        .mcse_over_sd_max()
+        .map_or("-".into(), |m| format!("{m:.3}"));
+    Some(Figure {
+        id: id.to_string(),
+        title: format!("Independent SMC runs: {label}"),
+        subtitle: Some(format!(
+            "{} runs pooled with equal weights · log Z {:.3} ± {:.3} (MCSE {:.3}) · max R-hat {rhat} · max MCSE/sd {mcse}",
+            runs.count, lz.mean, lz.sd, lz.mcse
+        )),
+        panels: vec![evidence, means],
+        columns: 2,
+    })
+}
