@@ -102,3 +102,85 @@ pub fn smc_runs(
         columns: 2,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::smc::runs::{LogZRuns, RunSummary};
+
+    fn run(r: usize, log_z: f64, mean: [f64; 2]) -> RunSummary {
+        RunSummary {
+            run: r,
+            seed: r as u64,
+            log_z,
+            stages: 5,
+            moves: 20,
+            risk_evaluations: 100,
+            seconds: 0.1,
+            mean_risk: 0.2,
+            converged: true,
+            mean: mean.to_vec(),
+            sd: vec![1.0, 1.0],
+        }
+    }
+
+    /// The points are the runs' log Ẑ and their means' offsets in pooled sds;
+    /// the band is mean ± sd; coefficients by decreasing |mean/sd|.
+    #[test]
+    fn runs_figure_shows_each_run() {
+        let runs = SmcRuns {
+            count: 2,
+            pooling: "equal".into(),
+            runs: vec![run(1, -10.0, [0.1, 2.0]), run(2, -10.4, [-0.1, 2.2])],
+            log_z: LogZRuns {
+                mean: -10.2,
+                sd: 0.2828,
+                mcse: 0.2,
+                pooled: -10.18,
+            },
+            rhat: vec![Some(1.001), Some(1.002)],
+            rhat_risk: Some(1.0),
+            rhat_max: Some(1.002),
+            rhat_worst: Some("b".into()),
+            mcse: vec![0.1, 0.1],
+            mcse_over_sd: vec![Some(0.1), Some(0.2)],
+            z_weight_runs: 1.9,
+            mean_risk: 0.2,
+        };
+        let coefs = [("a", 0.0, 1.0), ("b", 2.1, 0.5)].map(|(n, m, s)| Coefficient {
+            name: n.into(),
+            mean: m,
+            sd: s,
+            quantiles: None,
+        });
+        let f = smc_runs(&runs, &coefs, "smc", "smc-runs").unwrap();
+        let ev = &f.panels[0];
+        assert_eq!(ev.series.len(), 3);
+        let Data::Band { lo, hi, .. } = &ev.series[0].data else {
+            panic!("a band")
+        };
+        assert!((lo[0] + 10.4828).abs() < 1e-9 && (hi[0] + 9.9172).abs() < 1e-9);
+        assert_eq!(ev.series[2].data, Data::Points(vec![[2.0, -10.4]]));
+        let means = &f.panels[1];
+        assert_eq!(means.x.categories, ["b", "a"]);
+        let Data::Points(p) = &means.series[1].data else {
+            panic!("points")
+        };
+        // Run 2: b at (2.2 − 2.1)/0.5 = 0.2, a at −0.1; slot offset +0.25.
+        assert!((p[0][0] - 0.25).abs() < 1e-12 && (p[0][1] - 0.2).abs() < 1e-12);
+        assert!((p[1][0] - 1.25).abs() < 1e-12 && (p[1][1] + 0.1).abs() < 1e-12);
+        assert_eq!(f.legend().len(), 3, "the band and one entry per run");
+        assert!(
+            smc_runs(
+                &SmcRuns {
+                    runs: runs.runs[..1].to_vec(),
+                    ..runs.clone()
+                },
+                &coefs,
+                "",
+                ""
+            )
+            .is_none()
+        );
+    }
+}
