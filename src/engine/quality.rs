@@ -469,6 +469,45 @@ mod tests {
         assert!(assess(&fit("logit"), &[]).is_empty());
     }
 
+    /// Several runs: R-hat above 1.01 undermines convergence, a log Z spread
+    /// above 0.15 is a warning, and a run's failed stages carry its number.
+    #[test]
+    fn smc_runs_that_disagree_are_flagged() {
+        let runs = |rhat: f64, sd: f64, converged: bool| {
+            let mut f = smc(
+                json!([stage(0, 1.0, 0.0, 0.0), {
+                    "run": 2, "stage": 1, "ess_frac": 0.5, "max_correlation": 0.3, "unmoved": 0.0, "moves": 200
+                }]),
+                1000.0,
+                converged,
+            );
+            f.details["runs"] = json!({
+                "count": 4, "rhat_max": rhat, "rhat_worst": "x3", "log_z_sd": sd,
+                "log_z_mean": -60.0, "log_z_mcse": sd / 2.0,
+            });
+            assert_eq!(MAX_RHAT, 1.01);
+            assess(&f, &[])
+        };
+        assert!(runs(1.005, 0.1, true).is_empty());
+        let w = runs(1.2, 0.1, true);
+        assert_eq!(codes(&w), [code::RUNS_DISAGREE]);
+        assert!(w[0].undermines_convergence() && w[0].message.contains("1.200 (x3)"));
+        let w = runs(1.0, 0.3, true);
+        assert_eq!(codes(&w), [code::LOG_Z_SPREAD]);
+        assert!(!w[0].undermines_convergence());
+        let w = runs(1.0, 0.1, false);
+        assert_eq!(codes(&w), [code::NOT_CONVERGED]);
+        assert!(
+            w[0].message.contains("in run 2 stage 1 ("),
+            "{}",
+            w[0].message
+        );
+        // One run (count 1): nothing to compare.
+        let mut f = smc(json!([stage(0, 1.0, 0.0, 0.0)]), 1000.0, true);
+        f.details["runs"] = json!({ "count": 1, "rhat_max": null });
+        assert!(assess(&f, &[]).is_empty());
+    }
+
     #[test]
     fn smc_stages_that_did_not_decorrelate_are_named() {
         let f = smc(
