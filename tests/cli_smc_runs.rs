@@ -51,7 +51,7 @@ fn three_runs_end_to_end() {
     let rhat = runs["rhat"].as_array().unwrap();
     assert_eq!(rhat.len(), 20);
     let max = runs["rhat_max"].as_f64().unwrap();
-    assert!(max >= 1.0 - 1e-3 && max < 1.01, "R-hat {max}");
+    assert!((1.0 - 1e-3..1.01).contains(&max), "R-hat {max}");
     // The pooled log Z is the record's evidence; the mean ± sd over the runs' log Ẑ.
     let lz: Vec<f64> = each.iter().map(|r| r["log_z"].as_f64().unwrap()).collect();
     let mean = lz.iter().sum::<f64>() / 3.0;
