@@ -63,6 +63,9 @@ pub struct RunView {
     pub smc: Ring<SmcStage>,
     /// Progress of the moves of the stage under way (cleared when it ends).
     pub smc_move: Option<SmcMove>,
+    /// Several independent SMC runs: the one under way (from 1) and their
+    /// number; `smc` holds that run's stages.
+    pub smc_run: Option<(usize, usize)>,
     pub ep: Ring<EpSweep>,
     /// Great-circle sampler batches (R-hat, ESS, per-chain risk).
     pub gcs: Ring<GcsBatch>,
@@ -104,6 +107,7 @@ impl RunView {
             start: None,
             smc: Ring::new(TRACE_CAPACITY),
             smc_move: None,
+            smc_run: None,
             ep: Ring::new(TRACE_CAPACITY),
             gcs: Ring::new(TRACE_CAPACITY),
             vb: Ring::new(TRACE_CAPACITY),
@@ -171,6 +175,12 @@ impl RunView {
                 self.smc_move = None;
             }
             Event::SmcMove(m) => self.smc_move = Some(m),
+            Event::SmcRun { run, runs, .. } => {
+                // The trace shows the run under way (each starts from γ = 0).
+                self.smc.clear();
+                self.smc_move = None;
+                self.smc_run = Some((run, runs));
+            }
             Event::EpSweep(s) => self.ep.push(s),
             Event::GcsBatch(b) => self.gcs.push(b),
             Event::VbIter(it) => self.vb.push(it),

@@ -160,6 +160,11 @@ impl Observer for Progress {
                     true,
                 )
             }
+            Event::SmcRun { run, runs, seed } => {
+                // Each run tempers from γ = 0 again.
+                self.last_gamma = None;
+                self.line(&format!("smc run {run} of {runs} (seed {seed})"), false)
+            }
             Event::SmcMove(m) => self.line(
                 &format!(
                     "smc stage {:>3}  γ {:.4}  moving: step {}  accept {:>5.1}%{}",

@@ -52,6 +52,21 @@ pub fn print_table(r: &RunRecord) {
     if let Some(z) = r.log_evidence {
         println!("log Z     {z:.4}");
     }
+    if let Some(x) = &r.runs {
+        println!(
+            "runs      {}: log Z {:.4} ± {:.4} across runs (MCSE of the mean {:.4}); max R-hat {} \
+             ({}); max MCSE/sd {}",
+            x.count,
+            x.log_z.mean,
+            x.log_z.sd,
+            x.log_z.mcse,
+            num(x.rhat_max, 4),
+            x.rhat_worst.as_deref().unwrap_or("-"),
+            num(x.mcse_over_sd_max(), 4)
+        );
+    } else if r.details["runs"]["count"] == 1 {
+        println!("runs      1 (no R-hat or log Z spread: they need --runs 2 or more)");
+    }
     println!(
         "AUC       train {}   test {}",
         num(Some(r.auc.train), 4),
@@ -95,10 +110,28 @@ pub fn print_table(r: &RunRecord) {
             .max()
             .unwrap_or(4)
             .clamp(7, 40);
-        println!("\n{:<w$}  {:>9}  {:>9}", "feature", "mean", "sd");
+        let runs = r.runs.as_ref();
+        println!(
+            "\n{:<w$}  {:>9}  {:>9}{}",
+            "feature",
+            "mean",
+            "sd",
+            if runs.is_some() {
+                "   R-hat  MCSE/sd"
+            } else {
+                ""
+            }
+        );
         let incl = r.inclusion.as_ref();
         for (k, c) in r.coefficients.iter().enumerate() {
-            let p = incl
+            let mut p = runs.map_or(String::new(), |x| {
+                format!(
+                    "  {:>6}  {:>7}",
+                    num(x.rhat.get(k).copied().flatten(), 4),
+                    num(x.mcse_over_sd.get(k).copied().flatten(), 4)
+                )
+            });
+            p += &incl
                 .and_then(|v| v.get(k))
                 .map_or(String::new(), |i| format!("  P(incl) {:.3}", i.prob));
             println!(

@@ -179,6 +179,14 @@ pub enum Event {
     },
     SmcStage(SmcStage),
     SmcMove(SmcMove),
+    /// The start of run `run` (from 1) of `runs` independent SMC runs (only
+    /// when runs > 1): the stages that follow, up to the next such event, are
+    /// this run's; `seed` reruns it alone.
+    SmcRun {
+        run: usize,
+        runs: usize,
+        seed: u64,
+    },
     EpSweep(EpSweep),
     GcsBatch(GcsBatch),
     VbIter(VbIter),
@@ -186,6 +194,18 @@ pub enum Event {
         level: LogLevel,
         message: String,
     },
+}
+
+/// The events of the last of several independent SMC runs (after the last
+/// `SmcRun`), or the whole trace when it holds one run.
+pub fn last_run(trace: &[Event]) -> &[Event] {
+    match trace
+        .iter()
+        .rposition(|e| matches!(e, Event::SmcRun { .. }))
+    {
+        Some(i) => &trace[i + 1..],
+        None => trace,
+    }
 }
 
 impl Event {

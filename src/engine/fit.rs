@@ -102,6 +102,10 @@ pub struct Fit {
     /// The PAC-Bayes certificate (`engine::certify`), for Bayesian fits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bound: Option<super::bounds::Bound>,
+    /// SMC with several independent runs: each run and the diagnostics across
+    /// them (the posterior above is their pooled cloud).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<super::smc::runs::SmcRuns>,
     #[serde(skip)]
     pub covariance: Option<DMatrix<f64>>,
     /// The covariance in factored form, where `covariance` would be large.
@@ -131,6 +135,7 @@ impl Fit {
             trace: Vec::new(),
             details: serde_json::Value::Null,
             bound: None,
+            runs: None,
             covariance: None,
             low_rank_covariance: None,
             particles: None,

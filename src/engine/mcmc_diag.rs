@@ -62,6 +62,21 @@ pub fn rhat(chains: &[&[f64]]) -> f64 {
     convergence(chains).rhat
 }
 
+/// Rank-normalised R-hat (the larger of bulk and folded) of independent
+/// samples, without splitting them: for SMC's independent runs, whose
+/// particle clouds have no order to split along (a cloud's halves differ by
+/// how resampling laid out its ancestors, not by time).
+pub fn rhat_unsplit(samples: &[&[f64]]) -> f64 {
+    let z = rank_normalise(samples);
+    let median = median(samples);
+    let folded: Vec<Vec<f64>> = samples
+        .iter()
+        .map(|c| c.iter().map(|x| (x - median).abs()).collect())
+        .collect();
+    let tail = rhat_basic(&as_slices(&rank_normalise(&as_slices(&folded))));
+    rhat_basic(&as_slices(&z)).max(tail)
+}
+
 /// Bulk ESS: the ESS of the rank-normalised split chains.
 pub fn ess_bulk(chains: &[&[f64]]) -> f64 {
     convergence(chains).ess_bulk

@@ -30,6 +30,10 @@ pub mod code {
     pub const NOT_CONVERGED: &str = "not_converged";
     /// An SMC step kept too few effective particles.
     pub const ESS_COLLAPSED: &str = "ess_collapsed";
+    /// Independent SMC runs disagree: R-hat across them above `MAX_RHAT`.
+    pub const RUNS_DISAGREE: &str = "runs_disagree";
+    /// Independent SMC runs: log Z varies across them by more than `MAX_LOG_Z_SD`.
+    pub const LOG_Z_SPREAD: &str = "log_z_spread";
     /// Spike-and-slab EP with no feature included: possibly the all-spike fixed point.
     pub const ALL_SPIKE: &str = "all_spike";
     /// γ by cross-validation: grid points dropped (EP failed in some fold).
@@ -44,6 +48,18 @@ pub mod code {
 /// `converged`), 25 particles by up to 0.36, 50 or more by ≤ 0.2 (docs/BENCHMARKS.md).
 pub const MIN_STEP_ESS: f64 = 50.0;
 
+/// Largest R-hat across independent runs taken as agreement: the threshold
+/// of Vehtari, Gelman, Simpson, Carpenter & Bürkner (2021), "Rank-normalization,
+/// folding, and localization: an improved R-hat".
+pub const MAX_RHAT: f64 = 1.01;
+
+/// Largest sd of log Ẑ across independent SMC runs accepted without a warning:
+/// at 0.15 two runs' evidences differ by less than ≈ 0.4 (a Bayes factor of
+/// 1.5) in 95% of pairs, below the differences evidence searches act on; runs
+/// that kept ≥ `MIN_STEP_ESS` particles per step were within 0.2 of the Pima
+/// reference (docs/BENCHMARKS.md).
+pub const MAX_LOG_Z_SD: f64 = 0.15;
+
 impl Warning {
     fn new(code: &str, message: impl Into<String>) -> Warning {
         Warning {
@@ -55,7 +71,9 @@ impl Warning {
     /// Whether this warning means the run did not reach a trustworthy answer
     /// (the record's `converged` is then false).
     pub fn undermines_convergence(&self) -> bool {
-        self.code == code::NOT_CONVERGED || self.code == code::ESS_COLLAPSED
+        self.code == code::NOT_CONVERGED
+            || self.code == code::ESS_COLLAPSED
+            || self.code == code::RUNS_DISAGREE
     }
 }
 
@@ -69,6 +87,7 @@ pub fn assess(fit: &Fit, data_warnings: &[String]) -> Vec<Warning> {
     if fit.engine == "smc" {
         derived.extend(smc_not_converged(fit));
         derived.extend(smc_ess(fit));
+        derived.extend(smc_runs(fit));
     } else if !fit.converged {
         derived.push(Warning::new(
             code::NOT_CONVERGED,
@@ -134,7 +153,9 @@ fn smc_not_converged(fit: &Fit) -> Option<Warning> {
         })
         .map(|s| {
             format!(
-                "{} ({} moves, |correlation| {:.2}, {:.1}% never moved)",
+                "{}{} ({} moves, |correlation| {:.2}, {:.1}% never moved)",
+                // Several runs: their stages are numbered within each run.
+                num(s, "run").map_or(String::new(), |r| format!("run {r} stage ")),
                 num(s, "stage").unwrap_or(0.0),
                 num(s, "moves").unwrap_or(0.0),
                 num(s, "max_correlation").unwrap_or(f64::NAN),
@@ -142,10 +163,16 @@ fn smc_not_converged(fit: &Fit) -> Option<Warning> {
             )
         })
         .collect();
+    // Stages of several runs carry their run ("run 2 stage 3").
+    let word = if bad.first().is_some_and(|b| b.starts_with("run")) {
+        ""
+    } else {
+        "stage "
+    };
     let stages = match bad.len() {
         0 => String::new(),
-        1..=3 => format!(" in stage {}", bad.join(", ")),
-        k => format!(" in stage {} and {} more", bad[..2].join(", "), k - 2),
+        1..=3 => format!(" in {word}{}", bad.join(", ")),
+        k => format!(" in {word}{} and {} more", bad[..2].join(", "), k - 2),
     };
     Some(Warning::new(
         code::NOT_CONVERGED,
@@ -157,6 +184,46 @@ fn smc_not_converged(fit: &Fit) -> Option<Warning> {
             100.0 * unmoved_max
         ),
     ))
+}
+
+/// Independent SMC runs (`details.runs`, count ≥ 2) that disagree: R-hat
+/// above `MAX_RHAT`, or log Z spread above `MAX_LOG_Z_SD`. (A run that did not
+/// converge is `smc_not_converged`'s, which names it.)
+fn smc_runs(fit: &Fit) -> Vec<Warning> {
+    let mut out = Vec::new();
+    let Some(r) = fit
+        .details
+        .get("runs")
+        .filter(|r| num(r, "count").is_some_and(|c| c >= 2.0))
+    else {
+        return out;
+    };
+    let count = num(r, "count").unwrap_or(0.0);
+    if let Some(rhat) = num(r, "rhat_max").filter(|&x| x > MAX_RHAT) {
+        let worst = r.get("rhat_worst").and_then(Value::as_str).unwrap_or("?");
+        out.push(Warning::new(
+            code::RUNS_DISAGREE,
+            format!(
+                "SMC: the {count} independent runs disagree: R-hat {rhat:.3} ({worst}) > \
+                 {MAX_RHAT} (Vehtari et al. 2021): their clouds differ by more than Monte Carlo \
+                 error, so neither a run nor their pool can be trusted; use more `particles` \
+                 (or moves) and compare again"
+            ),
+        ));
+    }
+    if let Some(sd) = num(r, "log_z_sd").filter(|&x| x > MAX_LOG_Z_SD) {
+        out.push(Warning::new(
+            code::LOG_Z_SPREAD,
+            format!(
+                "SMC: log Z varies across the {count} runs with sd {sd:.3} > {MAX_LOG_Z_SD} (mean \
+                 {:.3}, MCSE of the mean {:.3}): one run's evidence is uncertain by about that \
+                 much; use more `particles` before comparing evidences",
+                num(r, "log_z_mean").unwrap_or(f64::NAN),
+                num(r, "log_z_mcse").unwrap_or(f64::NAN),
+            ),
+        ));
+    }
+    out
 }
 
 /// Tempering steps whose ESS fell below `MIN_STEP_ESS` particles.
@@ -404,6 +471,45 @@ mod tests {
         );
         assert!(assess(&f, &[]).is_empty());
         assert!(assess(&fit("logit"), &[]).is_empty());
+    }
+
+    /// Several runs: R-hat above 1.01 undermines convergence, a log Z spread
+    /// above 0.15 is a warning, and a run's failed stages carry its number.
+    #[test]
+    fn smc_runs_that_disagree_are_flagged() {
+        let runs = |rhat: f64, sd: f64, converged: bool| {
+            let mut f = smc(
+                json!([stage(0, 1.0, 0.0, 0.0), {
+                    "run": 2, "stage": 1, "ess_frac": 0.5, "max_correlation": 0.3, "unmoved": 0.0, "moves": 200
+                }]),
+                1000.0,
+                converged,
+            );
+            f.details["runs"] = json!({
+                "count": 4, "rhat_max": rhat, "rhat_worst": "x3", "log_z_sd": sd,
+                "log_z_mean": -60.0, "log_z_mcse": sd / 2.0,
+            });
+            assert_eq!(MAX_RHAT, 1.01);
+            assess(&f, &[])
+        };
+        assert!(runs(1.005, 0.1, true).is_empty());
+        let w = runs(1.2, 0.1, true);
+        assert_eq!(codes(&w), [code::RUNS_DISAGREE]);
+        assert!(w[0].undermines_convergence() && w[0].message.contains("1.200 (x3)"));
+        let w = runs(1.0, 0.3, true);
+        assert_eq!(codes(&w), [code::LOG_Z_SPREAD]);
+        assert!(!w[0].undermines_convergence());
+        let w = runs(1.0, 0.1, false);
+        assert_eq!(codes(&w), [code::NOT_CONVERGED]);
+        assert!(
+            w[0].message.contains("in run 2 stage 1 ("),
+            "{}",
+            w[0].message
+        );
+        // One run (count 1): nothing to compare.
+        let mut f = smc(json!([stage(0, 1.0, 0.0, 0.0)]), 1000.0, true);
+        f.details["runs"] = json!({ "count": 1, "rhat_max": null });
+        assert!(assess(&f, &[]).is_empty());
     }
 
     #[test]

@@ -153,6 +153,12 @@ pub struct RunRecord {
     /// probability ≥ 1 − `epsilon` (see `bounds` for the scales).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bound: Option<Bound>,
+    /// SMC with several independent runs (`runs` ≥ 2): every run (seed, log Z,
+    /// stages, moves, means, sds, converged) and the diagnostics across them;
+    /// the posterior of this record is their pooled cloud. Absent otherwise
+    /// (and in records written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<super::smc::runs::SmcRuns>,
     pub seconds: Seconds,
     pub coefficients: Vec<Coefficient>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -264,6 +270,7 @@ impl RunRecord {
             coefficients,
             log_evidence: fit.log_evidence,
             bound: fit.bound.clone(),
+            runs: fit.runs.clone(),
             inclusion,
             trace: fit.trace.clone(),
             roc,

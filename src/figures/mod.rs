@@ -12,6 +12,7 @@
 mod marginals;
 mod records;
 mod roc;
+mod runs;
 mod selection;
 mod traces;
 
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 pub use marginals::{GaussianSource, HistogramSource, density_steps, marginals, normal_curve};
 pub use records::{PathPoint, PathRecord, Source, from_records, load};
 pub use roc::{RocSource, auc_under, roc};
+pub use runs::smc_runs;
 pub use selection::{CvCurve, cv_curve, inclusion, spike_slab_path};
 pub use traces::{ep_convergence, smc_trace};
 

@@ -8,9 +8,10 @@ use serde::Deserialize;
 use super::Figure;
 use super::marginals::{GaussianSource, HistogramSource, marginals};
 use super::roc::{RocSource, roc};
+use super::runs::smc_runs;
 use super::selection::{CvCurve, cv_curve, inclusion, spike_slab_path};
 use super::traces::{ep_convergence, smc_trace};
-use crate::engine::event::{EpSweep, Event, SmcStage};
+use crate::engine::event::{EpSweep, Event, SmcStage, last_run};
 use crate::engine::record::RunRecord;
 
 /// The `path` command's JSON (the fields the figures use).
@@ -193,10 +194,22 @@ pub fn from_records(sources: &[Source]) -> (Vec<Figure>, Vec<String>) {
     marginals_of(&named, &mut figs, &mut skipped);
     let (mut smc, mut ep, mut cv, mut incl) = (0, 0, 0, 0);
     for &(i, name, r) in &runs {
-        let stages: Vec<SmcStage> = of_kind(&r.trace, |e| match e {
+        // Several SMC runs: the trace of the last (each starts at γ = 0), and
+        // the runs figure.
+        let stages: Vec<SmcStage> = of_kind(last_run(&r.trace), |e| match e {
             Event::SmcStage(s) => Some(s),
             _ => None,
         });
+        let trace_name = r.runs.as_ref().map_or(name.to_string(), |x| {
+            format!("{name}, run {} of {}", x.count, x.count)
+        });
+        if let Some(f) = r
+            .runs
+            .as_ref()
+            .and_then(|x| smc_runs(x, &r.coefficients, name, &id("smc-runs", i)))
+        {
+            figs.push(f);
+        }
         let sweeps: Vec<EpSweep> = of_kind(&r.trace, |e| match e {
             Event::EpSweep(s) => Some(s),
             _ => None,
@@ -205,7 +218,7 @@ pub fn from_records(sources: &[Source]) -> (Vec<Figure>, Vec<String>) {
         if let Some(f) = smc_trace(
             &stages,
             num(&r.parameters, "ess"),
-            name,
+            &trace_name,
             &id("smc-trace", i),
         ) {
             figs.push(f);

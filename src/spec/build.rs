@@ -208,6 +208,7 @@ pub fn smc_settings(s: &SmcSpec, seed: u64) -> SmcSettings {
         radial: !s.no_radial,
         max_stages: s.max_stages,
         seed: s.smc_seed.unwrap_or(seed),
+        runs: s.runs,
         ..d
     }
 }

@@ -410,6 +410,16 @@ pub const SETTINGS: &[Setting] = &[
         group: Group::Smc,
         ..setting("smc_seed", "method.smc_seed", Kind::Count(0))
     },
+    Setting {
+        label: "independent runs R",
+        help: "Independent SMC runs (seeds derived from the sampler seed; the first is that seed's single run), pooled with equal weights; R ≥ 2 adds R-hat per coefficient, log Z as mean ± sd and the MCSE of every posterior mean (R times the time).",
+        default: "1",
+        methods: SMC,
+        priors: THETA_PRIORS,
+        form: true,
+        group: Group::Smc,
+        ..setting("runs", "method.runs", Kind::Count(1))
+    },
     // EP.
     Setting {
         label: "damping η",

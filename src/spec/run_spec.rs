@@ -261,6 +261,8 @@ pub struct SmcSpec {
     pub max_stages: usize,
     /// Seed of the sampler alone (None: the run's seed), to compare SMC seeds on one split.
     pub smc_seed: Option<u64>,
+    /// Independent runs R, pooled (R ≥ 2 adds R-hat and log Z ± sd across runs).
+    pub runs: usize,
     /// The PAC-Bayes certificate's ε (confidence 1 − ε).
     pub epsilon: f64,
     /// γ grid of the cross-validation along the SMC path, as multiples of n (γ = auto).
@@ -283,6 +285,7 @@ impl Default for SmcSpec {
             no_radial: false,
             max_stages: 1000,
             smc_seed: None,
+            runs: 1,
             epsilon: DEFAULT_EPSILON,
             gamma_grid: EpSpec::default().gamma_grid,
             folds: 5,

@@ -364,19 +364,31 @@ pub fn certify(fit: &Fit, pb: &Problem, epsilon: f64) -> Result<Bound, String> {
     if fit.particles.is_some() || fit.engine == "smc" {
         let gamma = fit.gamma.ok_or("the fit has no γ")?;
         let log_z = fit.log_evidence.ok_or("the SMC fit has no log evidence")?;
-        let stages: Vec<(f64, f64, f64)> = fit
-            .trace
+        // Several runs: the pooled cloud's mean risk with the pooled log Z;
+        // the path's stages are the last run's (runs reach different γ_t).
+        let stages: Vec<(f64, f64, f64)> = crate::engine::event::last_run(&fit.trace)
             .iter()
             .filter_map(|e| match e {
                 Event::SmcStage(s) => Some((s.gamma, s.log_z, s.mean_risk)),
                 _ => None,
             })
             .collect();
-        let mean_risk = stages
-            .last()
-            .map(|s| s.2)
+        let mean_risk = fit
+            .runs
+            .as_ref()
+            .map(|r| r.mean_risk)
+            .or(stages.last().map(|s| s.2))
             .ok_or("the SMC fit's trace has no stage")?;
         let mut b = certify_gibbs(log_z, gamma, mean_risk, sizes, epsilon);
+        if let Some(r) = &fit.runs {
+            b.approximate = Some(format!(
+                "{GIBBS_NOTE}; pooled over {} independent runs: log Z_γ is the log of their mean \
+                 Ẑ (sd of log Ẑ across runs {:.3}), E[R_n] the pooled cloud's; the number of \
+                 runs does not enter the bound (the sample does), only the Monte Carlo error of \
+                 its inputs",
+                r.count, r.log_z.sd
+            ));
+        }
         if let Some(best) = stages
             .iter()
             .filter(|s| s.0 > 0.0)

@@ -12,6 +12,7 @@ pub mod moves;
 pub mod packed_gemm;
 pub mod path_cv;
 pub mod reparam;
+pub mod runs;
 pub mod sampler;
 pub mod scores;
 pub mod settings;
@@ -56,6 +57,13 @@ impl Engine for Smc {
         obs: &mut dyn Observer,
     ) -> Result<Fit, EngineError> {
         if let crate::engine::Prior::Gp(gp) = &problem.prior {
+            if self.settings.runs > 1 {
+                return Err(EngineError::InvalidParams(
+                    "several independent runs are not available with the GP prior (score-space \
+                     SMC keeps no particles of θ to pool)"
+                        .into(),
+                ));
+            }
             return gp_score::run(&self.settings, problem, gp, ctl, obs);
         }
         obs.observe(Event::Started {
@@ -66,8 +74,14 @@ impl Engine for Smc {
             gamma: problem.gamma,
         });
         let target = LinearAuc::new(&problem.x, &problem.y, problem.prior.clone());
+        if self.settings.runs > 1 {
+            let all = runs::run_all(&target, problem.gamma, &self.settings, ctl, obs)?;
+            return Ok(runs::build_fit(problem, &self.settings, all));
+        }
         let run = sampler::run(&target, problem.gamma, &self.settings, ctl, obs)?;
-        Ok(build_fit(problem, &self.settings, run))
+        let mut fit = build_fit(problem, &self.settings, run);
+        fit.details["runs"] = runs::single_run_note();
+        Ok(fit)
     }
 }
 

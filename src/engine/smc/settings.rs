@@ -60,6 +60,14 @@ pub struct SmcSettings {
     /// Cap on the number of tempering stages.
     pub max_stages: usize,
     pub seed: u64,
+    /// Independent runs (`runs`): R > 1 runs the sampler R times from seeds
+    /// derived from `seed` and pools their clouds (see `runs`).
+    #[serde(default = "one_run")]
+    pub runs: usize,
+}
+
+fn one_run() -> usize {
+    1
 }
 
 impl Default for SmcSettings {
@@ -77,6 +85,7 @@ impl Default for SmcSettings {
             max_duplicated: 0.01,
             max_stages: 1000,
             seed: 0,
+            runs: 1,
         }
     }
 }
@@ -151,6 +160,9 @@ impl SmcSettings {
         }
         if self.max_stages == 0 {
             return bad("`max_stages` must be ≥ 1".into());
+        }
+        if self.runs == 0 {
+            return bad("`runs` must be ≥ 1".into());
         }
         Ok(())
     }

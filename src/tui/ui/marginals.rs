@@ -387,6 +387,19 @@ fn histogram(
         let k = s.coefs.iter().position(|c| c.name == name)?;
         s.run.histograms.get(k).map(|h| (density_steps(h), s.style))
     });
+    // Several independent SMC runs: each run's mean of this coefficient.
+    let run_means: Vec<f64> = smc
+        .and_then(|s| {
+            let k = s.coefs.iter().position(|c| c.name == name)?;
+            let runs = s.run.record.as_ref()?.runs.as_ref()?;
+            Some(
+                runs.runs
+                    .iter()
+                    .filter_map(|r| r.mean.get(k).copied())
+                    .collect(),
+            )
+        })
+        .unwrap_or_default();
     // The Gaussian overlays: EP's and VB's marginals (or, without one, the primary run's).
     let normals: Vec<(f64, f64, Style, String)> = gaussians
         .iter()
@@ -406,6 +419,12 @@ fn histogram(
     let mut title = vec![Span::styled(format!(" {name} "), theme.title())];
     if let (Some((_, style)), Some(s)) = (&hist, smc) {
         title.push(Span::styled(format!("▇ {} ", s.run.title()), *style));
+        if !run_means.is_empty() {
+            title.push(Span::styled(
+                format!("╹ means of its {} runs ", run_means.len()),
+                *style,
+            ));
+        }
     }
     for (i, (_, _, style, t)) in normals.iter().enumerate() {
         let label = if i == 0 {
@@ -461,6 +480,21 @@ fn histogram(
             Dataset::default()
                 .data(&hist_pts)
                 .graph_type(GraphType::Line)
+                .marker(theme.marker)
+                .style(*style),
+        );
+    }
+    // The runs' means as short ticks rising from the axis.
+    let ticks: Vec<(f64, f64)> = finite(
+        run_means
+            .iter()
+            .flat_map(|&m| (0..4).map(move |i| (m, ymax * 0.03 * i as f64))),
+    );
+    if let (Some((_, style)), false) = (&hist, ticks.is_empty()) {
+        ds.push(
+            Dataset::default()
+                .data(&ticks)
+                .graph_type(GraphType::Scatter)
                 .marker(theme.marker)
                 .style(*style),
         );

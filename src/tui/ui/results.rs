@@ -133,7 +133,7 @@ struct Column {
     left: bool,
 }
 
-const COLUMNS: [Column; 11] = [
+const COLUMNS: [Column; 12] = [
     Column {
         head: "#",
         width: 3,
@@ -182,10 +182,18 @@ const COLUMNS: [Column; 11] = [
         rank: 7,
         left: false,
     },
+    // Several SMC runs: the pooled log Z ± the sd across runs.
     Column {
         head: "log Z",
-        width: 9,
+        width: 13,
         rank: 3,
+        left: false,
+    },
+    // The largest R-hat across independent SMC runs.
+    Column {
+        head: "R-hat",
+        width: 6,
+        rank: 7,
         left: false,
     },
     Column {
@@ -285,7 +293,8 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
                 "status" => (status.clone(), status_style),
                 "train" => (auc(rec.map(|x| x.auc.train)), Style::new()),
                 "test" => (auc(rec.and_then(|x| x.auc.test)), Style::new()),
-                "log Z" => (opt_num(rec.and_then(|x| x.log_evidence)), Style::new()),
+                "log Z" => (log_z_cell(rec), Style::new()),
+                "R-hat" => rhat_cell(rec, theme),
                 "bound" => certificate_cell(rec, false, theme),
                 "k̂" => certificate_cell(rec, true, theme),
                 "γ" => (
@@ -330,6 +339,25 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
         ));
     }
     frame.render_widget(Paragraph::new(lines), area);
+}
+
+/// log Z, with ± the sd across runs for several SMC runs.
+fn log_z_cell(rec: Option<&RunRecord>) -> String {
+    let z = opt_num(rec.and_then(|x| x.log_evidence));
+    match rec.and_then(|r| r.runs.as_ref()) {
+        Some(runs) => format!("{z}±{}", opt_num(Some(runs.log_z.sd))),
+        None => z,
+    }
+}
+
+/// The largest R-hat across independent SMC runs, marked above the threshold
+/// of the warning ("-" for a single run: R-hat needs two).
+fn rhat_cell(rec: Option<&RunRecord>, theme: &Theme) -> (String, Style) {
+    match rec.and_then(|r| r.runs.as_ref()).and_then(|x| x.rhat_max) {
+        Some(r) if r > crate::engine::quality::MAX_RHAT => (format!("{r:.3}"), theme.warn()),
+        Some(r) => (format!("{r:.3}"), Style::new()),
+        None => ("-".into(), Style::new()),
+    }
 }
 
 /// The record's bound on 1 − AUC (marked when vacuous, ≥ ½) or its

@@ -92,7 +92,11 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
     let run = app.run_for(RunView::is_sampler);
     let detail = run.map_or(String::new(), |r| {
-        format!("{} {}", r.title(), r.status_text())
+        // Several independent runs: the trace is the one under way (or the last).
+        let of = r
+            .smc_run
+            .map_or(String::new(), |(i, n)| format!(" · run {i} of {n}"));
+        format!("{} {}{of}", r.title(), r.status_text())
     });
     // The pane shows the sampler of the chosen run: SMC's stages, or the
     // great-circle sampler's chains.

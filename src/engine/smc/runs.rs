@@ -1,0 +1,372 @@
+//! Several independent runs of the tempering sampler (`SmcSettings::runs`),
+//! as careful users of SMC libraries do: one run can be badly wrong while
+//! looking fine (ALGORITHMS.md §3, "Accuracy is not free"), and only runs that
+//! agree show it is not. R runs of the same target, from seeds derived from
+//! the SMC seed through `engine::rng` streams, run one after another (each uses
+//! every core through the particle loop, so the bits do not depend on the
+//! thread count); their clouds are pooled into one posterior, and the record
+//! gets the diagnostics across runs: R-hat per coefficient, log Z as mean ± sd
+//! with its MCSE, and the MCSE of every posterior mean.
+//!
+//! **Equal weights.** Each run's cloud is an equally weighted sample of π_γ
+//! (bias O(1/N)) and each Ẑ_r an unbiased estimate of Z. Weighting the runs
+//! ∝ Ẑ_r (Chopin & Papaspiliopoulos, *An Introduction to Sequential Monte
+//! Carlo*, 2020, discuss both) removes that bias as R grows at fixed N, but
+//! Ẑ_r is log-normal-like: a run whose log Ẑ is 1 too high takes e ≈ 2.7 times
+//! the weight of each other run, and a run gone wrong is exactly the one whose
+//! log Ẑ is off (§3: on Pima a default-sized run had log Z 0.53 too high with
+//! shrunk means). Equal weights cannot be captured by such an outlier, and
+//! with N in the thousands the per-run bias is far below the Monte Carlo
+//! error the runs measure. `z_weight_runs` = (ΣẐ)²/ΣẐ² says how many runs the
+//! Ẑ-weights would have used (R when the runs agree on Z).
+//!
+//! **Evidence.** The pooled log Z is log of the mean of the Ẑ_r (unbiased for
+//! Z, as each Ẑ_r); `log_z.mean ± sd` is over the log Ẑ_r, whose sd measures a
+//! single run's error and whose MCSE (sd/√R) the error of their mean.
+
+use rand::RngExt;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::sampler::{self, SmcRun};
+use super::settings::SmcSettings;
+use super::target::Target;
+use crate::engine::event::{Event, LogLevel};
+use crate::engine::fit::Fit;
+use crate::engine::interface::{Control, EngineError, Observer};
+use crate::engine::mcmc_diag::rhat_unsplit;
+use crate::engine::problem::Problem;
+use crate::engine::rng;
+
+/// RNG stream key of the runs' seeds (with the SMC seed and the run index).
+const KEY_RUN: u64 = 0x5EED_0010;
+
+/// One run of several, as the record keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// 1, 2, …, R.
+    pub run: usize,
+    /// The SMC seed that reruns this run alone.
+    pub seed: u64,
+    pub log_z: f64,
+    /// Tempering stages (after the prior draw).
+    pub stages: usize,
+    /// Move steps over all stages.
+    pub moves: usize,
+    pub risk_evaluations: u64,
+    pub seconds: f64,
+    /// Mean AUC risk of the final cloud.
+    pub mean_risk: f64,
+    /// Every stage's moves decorrelated the particles (the single run's check).
+    pub converged: bool,
+    pub mean: Vec<f64>,
+    pub sd: Vec<f64>,
+}
+
+/// log Ẑ across runs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LogZRuns {
+    /// Mean and sd (R − 1) of the runs' log Ẑ.
+    pub mean: f64,
+    pub sd: f64,
+    /// Monte Carlo standard error of `mean`: sd/√R.
+    pub mcse: f64,
+    /// log of the mean of the Ẑ_r: the pooled estimate (the fit's log evidence).
+    pub pooled: f64,
+}
+
+/// Diagnostics across R ≥ 2 independent runs (the record's `runs` section).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SmcRuns {
+    pub count: usize,
+    /// How the clouds were pooled: "equal" (see the module doc).
+    pub pooling: String,
+    pub runs: Vec<RunSummary>,
+    pub log_z: LogZRuns,
+    /// Rank-normalised R-hat of every coefficient across the runs' clouds
+    /// (`mcmc_diag::rhat_unsplit`; None where undefined, e.g. a constant).
+    pub rhat: Vec<Option<f64>>,
+    /// The same for the particles' AUC risk.
+    pub rhat_risk: Option<f64>,
+    /// The largest of them, and whose it is (a coefficient's name or "risk").
+    pub rhat_max: Option<f64>,
+    pub rhat_worst: Option<String>,
+    /// Monte Carlo standard error of every posterior mean: the sd of the runs'
+    /// means over √R; and its ratio to the pooled posterior sd.
+    pub mcse: Vec<f64>,
+    pub mcse_over_sd: Vec<Option<f64>>,
+    /// Effective number of runs if they were weighted ∝ Ẑ_r: (ΣẐ)²/ΣẐ².
+    pub z_weight_runs: f64,
+    /// Mean AUC risk of the pooled cloud.
+    pub mean_risk: f64,
+}
+
+impl SmcRuns {
+    /// The largest MCSE/sd over the coefficients.
+    pub fn mcse_over_sd_max(&self) -> Option<f64> {
+        self.mcse_over_sd.iter().flatten().copied().reduce(f64::max)
+    }
+
+    /// The runs whose own convergence check failed.
+    pub fn not_converged(&self) -> Vec<&RunSummary> {
+        self.runs.iter().filter(|r| !r.converged).collect()
+    }
+}
+
+/// The SMC seed of run `r` (from 0) of several: the first is the seed itself,
+/// so run 1 of R is the single run of that seed; the others come from the
+/// stream (seed, r).
+pub fn run_seed(seed: u64, r: usize) -> u64 {
+    if r == 0 {
+        seed
+    } else {
+        rng::stream(seed, &[KEY_RUN, r as u64]).random::<u64>()
+    }
+}
+
+/// `s.runs` runs of the sampler on `target` up to `gamma`, one after another,
+/// each announced by an `SmcRun` event and followed by an info line.
+pub fn run_all<T: Target + ?Sized>(
+    target: &T,
+    gamma: f64,
+    s: &SmcSettings,
+    ctl: &Control,
+    obs: &mut dyn Observer,
+) -> Result<Vec<(u64, SmcRun)>, EngineError> {
+    let mut out = Vec::with_capacity(s.runs);
+    for r in 0..s.runs {
+        let seed = run_seed(s.seed, r);
+        obs.observe(Event::SmcRun {
+            run: r + 1,
+            runs: s.runs,
+            seed,
+        });
+        let one = SmcSettings {
+            seed,
+            runs: 1,
+            ..s.clone()
+        };
+        let run = sampler::run(target, gamma, &one, ctl, obs)?;
+        obs.observe(Event::Log {
+            level: LogLevel::Info,
+            message: format!(
+                "SMC run {}/{} (seed {seed}): log Z {:.4}, {} stages, {:.1}s{}",
+                r + 1,
+                s.runs,
+                run.log_z,
+                run.path.len() - 1,
+                run.elapsed,
+                if run.decorrelated {
+                    ""
+                } else {
+                    ", not converged"
+                }
+            ),
+        });
+        out.push((seed, run));
+    }
+    Ok(out)
+}
+
+/// The fit of several runs: the pooled cloud through `smc::build_fit`, then
+/// the runs' section, the evidence as pooled, and the details of every run.
+pub fn build_fit(problem: &Problem, settings: &SmcSettings, runs: Vec<(u64, SmcRun)>) -> Fit {
+    let summary = summarise(&runs, &problem.names);
+    let paths: Vec<Value> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(r, (_, run))| {
+            run.path.iter().map(move |p| {
+                let mut v = serde_json::to_value(p).unwrap_or_default();
+                v["run"] = json!(r + 1);
+                v
+            })
+        })
+        .collect();
+    let stages: Vec<usize> = summary.runs.iter().map(|r| r.stages).collect();
+    let pooled = pool(runs);
+    let mut fit = super::build_fit(problem, settings, pooled);
+    fit.log_evidence = Some(summary.log_z.pooled);
+    let d = &mut fit.details;
+    d["log_evidence"] = json!(summary.log_z.pooled);
+    d["stages"] = json!(stages);
+    d["path"] = Value::Array(paths);
+    d["converged_means"] = json!(format!(
+        "every run's check: γ_T reached and, in every stage, each coordinate and the risk \
+         decorrelated from their stage-start values (|correlation| ≤ {}); across the {} runs, \
+         R-hat and the spread of log Z (details.runs)",
+        settings.decorrelation, summary.count
+    ));
+    d["runs"] = compact(&summary);
+    fit.runs = Some(summary);
+    fit
+}
+
+/// The runs' diagnostics in a few numbers (`details.runs`, which the
+/// warnings read).
+fn compact(s: &SmcRuns) -> Value {
+    json!({
+        "count": s.count,
+        "pooling": s.pooling,
+        "rhat_max": s.rhat_max,
+        "rhat_worst": s.rhat_worst,
+        "log_z_mean": s.log_z.mean,
+        "log_z_sd": s.log_z.sd,
+        "log_z_mcse": s.log_z.mcse,
+        "mcse_over_sd_max": s.mcse_over_sd_max(),
+        "z_weight_runs": s.z_weight_runs,
+        "mean_risk": s.mean_risk,
+        "not_converged": s.not_converged().iter().map(|r| json!({"run": r.run, "seed": r.seed})).collect::<Vec<_>>(),
+    })
+}
+
+/// What a single run's details say about runs (no R-hat: it needs two).
+pub fn single_run_note() -> Value {
+    json!({
+        "count": 1,
+        "rhat_max": null,
+        "note": "one run: R-hat and the spread of log Z across runs need at least 2 runs",
+    })
+}
+
+/// The clouds concatenated (equal weights), the evidence pooled, the traces
+/// one after another behind their `SmcRun` markers.
+fn pool(runs: Vec<(u64, SmcRun)>) -> SmcRun {
+    let count = runs.len();
+    let log_z = log_mean_exp(&runs.iter().map(|(_, r)| r.log_z).collect::<Vec<_>>());
+    let mut it = runs.into_iter().enumerate();
+    let (_, (seed0, mut out)) = it.next().expect("at least one run");
+    let marker = |r: usize, seed: u64| Event::SmcRun {
+        run: r + 1,
+        runs: count,
+        seed,
+    };
+    let mut trace = vec![marker(0, seed0)];
+    trace.append(&mut out.trace);
+    for (r, (seed, run)) in it {
+        out.theta.extend(run.theta);
+        out.state.extend(run.state);
+        out.risk.extend(run.risk);
+        out.evaluations += run.evaluations;
+        out.decorrelated &= run.decorrelated;
+        out.elapsed += run.elapsed;
+        out.path = run.path;
+        trace.push(marker(r, seed));
+        trace.extend(run.trace);
+    }
+    out.trace = trace;
+    out.log_z = log_z;
+    out
+}
+
+fn log_mean_exp(v: &[f64]) -> f64 {
+    let m = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if !m.is_finite() {
+        return m;
+    }
+    m + (v.iter().map(|x| (x - m).exp()).sum::<f64>() / v.len() as f64).ln()
+}
+
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let m = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0).max(1.0);
+    (m, var.sqrt())
+}
+
+/// The diagnostics of R ≥ 2 runs of equal size (their clouds equally weighted).
+pub fn summarise(runs: &[(u64, SmcRun)], names: &[String]) -> SmcRuns {
+    let count = runs.len();
+    let d = runs.first().map_or(0, |r| r.1.d);
+    let per_run: Vec<RunSummary> = runs
+        .iter()
+        .enumerate()
+        .map(|(r, (seed, run))| {
+            let (mean, sd) = sampler::moments(&run.theta, d);
+            RunSummary {
+                run: r + 1,
+                seed: *seed,
+                log_z: run.log_z,
+                stages: run.path.len() - 1,
+                moves: run.path.iter().map(|p| p.moves).sum(),
+                risk_evaluations: run.evaluations,
+                seconds: run.elapsed,
+                mean_risk: run.risk.iter().sum::<f64>() / run.risk.len().max(1) as f64,
+                converged: run.decorrelated,
+                mean,
+                sd,
+            }
+        })
+        .collect();
+    let log_zs: Vec<f64> = per_run.iter().map(|r| r.log_z).collect();
+    let (lz_mean, lz_sd) = mean_sd(&log_zs);
+    let root_r = (count as f64).sqrt();
+    let finite = |x: f64| x.is_finite().then_some(x);
+    // R-hat per coefficient (columns of the row-major clouds), and of the risk.
+    let rhat: Vec<Option<f64>> = (0..d)
+        .into_par_iter()
+        .map(|k| {
+            let cols: Vec<Vec<f64>> = runs
+                .iter()
+                .map(|(_, run)| run.theta.chunks_exact(d).map(|row| row[k]).collect())
+                .collect();
+            finite(rhat_unsplit(
+                &cols.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+            ))
+        })
+        .collect();
+    let rhat_risk = finite(rhat_unsplit(
+        &runs
+            .iter()
+            .map(|(_, r)| r.risk.as_slice())
+            .collect::<Vec<_>>(),
+    ));
+    let (rhat_max, rhat_worst) = rhat
+        .iter()
+        .enumerate()
+        .map(|(k, r)| (*r, names.get(k).cloned().unwrap_or(format!("θ{}", k + 1))))
+        .chain([(rhat_risk, "risk".to_string())])
+        .filter_map(|(r, name)| Some((r?, name)))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map_or((None, None), |(r, name)| (Some(r), Some(name)));
+    // Per coefficient: the runs' means → MCSE; the pooled sd from the runs'
+    // moments (equal cloud sizes: E[θ²] is the mean of the runs' E[θ²]).
+    let mut mcse = Vec::with_capacity(d);
+    let mut mcse_over_sd = Vec::with_capacity(d);
+    for k in 0..d {
+        let means: Vec<f64> = per_run.iter().map(|r| r.mean[k]).collect();
+        let (m, sd_of_means) = mean_sd(&means);
+        let second = per_run
+            .iter()
+            .map(|r| r.sd[k] * r.sd[k] + r.mean[k] * r.mean[k])
+            .sum::<f64>()
+            / count as f64;
+        let pooled_sd = (second - m * m).max(0.0).sqrt();
+        let e = sd_of_means / root_r;
+        mcse.push(e);
+        mcse_over_sd.push((pooled_sd > 0.0).then(|| e / pooled_sd).and_then(finite));
+    }
+    let top = log_zs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let w: Vec<f64> = log_zs.iter().map(|z| (z - top).exp()).collect();
+    let z_weight_runs = w.iter().sum::<f64>().powi(2) / w.iter().map(|x| x * x).sum::<f64>();
+    SmcRuns {
+        count,
+        pooling: "equal".into(),
+        log_z: LogZRuns {
+            mean: lz_mean,
+            sd: lz_sd,
+            mcse: lz_sd / root_r,
+            pooled: log_mean_exp(&log_zs),
+        },
+        rhat,
+        rhat_risk,
+        rhat_max,
+        rhat_worst,
+        mcse,
+        mcse_over_sd,
+        z_weight_runs,
+        mean_risk: per_run.iter().map(|r| r.mean_risk).sum::<f64>() / count as f64,
+        runs: per_run,
+    }
+}
