@@ -73,16 +73,27 @@ impl Engine for Smc {
             pairs: problem.pairs(),
             gamma: problem.gamma,
         });
-        let target = LinearAuc::new(&problem.x, &problem.y, problem.prior.clone());
-        if self.settings.runs > 1 {
-            let all = runs::run_all(&target, problem.gamma, &self.settings, ctl, obs)?;
-            return Ok(runs::build_fit(problem, &self.settings, all));
-        }
-        let run = sampler::run(&target, problem.gamma, &self.settings, ctl, obs)?;
-        let mut fit = build_fit(problem, &self.settings, run);
-        fit.details["runs"] = runs::single_run_note();
-        Ok(fit)
+        fit_linear(problem, &self.settings, ctl, obs)
     }
+}
+
+/// One linear-score SMC fit at `problem.gamma`: a single run, or `settings.runs`
+/// independent runs pooled (the final fit of the γ cross-validation too).
+pub(crate) fn fit_linear(
+    problem: &Problem,
+    settings: &SmcSettings,
+    ctl: &Control,
+    obs: &mut dyn Observer,
+) -> Result<Fit, EngineError> {
+    let target = LinearAuc::new(&problem.x, &problem.y, problem.prior.clone());
+    if settings.runs > 1 {
+        let all = runs::run_all(&target, problem.gamma, settings, ctl, obs)?;
+        return Ok(runs::build_fit(problem, settings, all));
+    }
+    let run = sampler::run(&target, problem.gamma, settings, ctl, obs)?;
+    let mut fit = build_fit(problem, settings, run);
+    fit.details["runs"] = runs::single_run_note();
+    Ok(fit)
 }
 
 /// The `Fit` of a finished run: posterior mean as the score, the marginal modes

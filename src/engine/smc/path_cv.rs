@@ -387,9 +387,7 @@ impl Engine for SmcCv {
             gamma,
             ..pb.clone()
         };
-        let target = LinearAuc::new(&problem.x, &problem.y, problem.prior.clone());
-        let run = sampler::run(&target, gamma, &self.settings, ctl, obs)?;
-        let mut fit = super::build_fit(&problem, &self.settings, run);
+        let mut fit = super::fit_linear(&problem, &self.settings, ctl, obs)?;
         logs.append(&mut fit.trace);
         fit.trace = logs;
         if let Some(d) = fit.details.as_object_mut() {
