@@ -215,6 +215,7 @@ fn d2_auc_posterior_matches_exact_integration() {
         (1.0, Kernel::Gpcn, 1),
         (1.0, Kernel::Rw, 2),
         (4.0, Kernel::Pcn, 3),
+        (0.5, Kernel::Sphere, 4),
     ] {
         let (lz, mean, sd) = exact_isotropic(&arcs, gamma, v);
         let target = LinearAuc::new(&x, &y, Prior::Gaussian { var: v });

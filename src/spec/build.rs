@@ -181,6 +181,7 @@ pub fn smc_kernel(k: SmcKernel) -> Kernel {
         SmcKernel::Gpcn => Kernel::Gpcn,
         SmcKernel::Rw => Kernel::Rw,
         SmcKernel::Pcn => Kernel::Pcn,
+        SmcKernel::Sphere => Kernel::Sphere,
     }
 }
 

@@ -241,6 +241,7 @@ pub enum SmcKernel {
     Gpcn,
     Rw,
     Pcn,
+    Sphere,
 }
 
 /// Adaptive tempering SMC.

@@ -12,6 +12,7 @@ pub mod packed_gemm;
 pub mod reparam;
 pub mod sampler;
 pub mod scores;
+pub mod sphere;
 pub mod settings;
 pub mod summary;
 pub mod target;

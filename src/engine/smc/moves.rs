@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::gaussian_fit::GaussianFit;
+use super::sphere::{self, SphereChart};
 use super::target::Target;
 use crate::engine::rng::{self, Rng};
 
@@ -30,6 +31,10 @@ pub enum Kernel {
     /// `θ' = m + ρ(θ − m) + √(1−ρ²)·L z`, reversible for that Gaussian (ρ → 0 is an
     /// independence sampler, ρ → 1 a small random walk shaped like the posterior).
     Gpcn,
+    /// The direction alone, for scale-invariant risks under a Gaussian prior
+    /// (see `sphere`): pCN around a Gaussian fit in the log-map chart at the
+    /// particles' mean direction, then an exact χ_d draw of the radius.
+    Sphere,
 }
 
 /// Dimension above which `Auto` picks pCN (Gaussian priors).
@@ -51,13 +56,14 @@ impl Kernel {
             Kernel::Rw => "rw",
             Kernel::Pcn => "pcn",
             Kernel::Gpcn => "gpcn",
+            Kernel::Sphere => "sphere",
         }
     }
     /// Acceptance rate the step size is adapted towards.
     pub fn target_acceptance(self) -> f64 {
         match self {
             Kernel::Rw => 0.25,
-            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn => 0.3,
+            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn | Kernel::Sphere => 0.3,
         }
     }
     /// Step size at the first stage: c = 2.38/√d for the random walk; for pCN
@@ -65,14 +71,14 @@ impl Kernel {
     pub fn initial_scale(self, d: usize) -> f64 {
         match self {
             Kernel::Rw => 2.38 / (d as f64).sqrt(),
-            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn => 0.5,
+            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn | Kernel::Sphere => 0.5,
         }
     }
     /// Largest sensible step size.
     pub fn max_scale(self, d: usize) -> f64 {
         match self {
             Kernel::Rw => 10.0 * 2.38 / (d as f64).sqrt(),
-            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn => 1.0,
+            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn | Kernel::Sphere => 1.0,
         }
     }
 }
@@ -84,6 +90,7 @@ pub struct Chains {
     pub d: usize,
     pub theta: Vec<f64>,
     /// Whitened states `L⁻¹(θ − m)` (used by the Gpcn kernel).
+    /// (Sphere: whitened chart coordinates, d − 1 per chain.)
     pub white: Vec<f64>,
     pub risk: Vec<f64>,
     pub log_prior: Vec<f64>,
@@ -123,24 +130,24 @@ pub struct Proposals {
 }
 
 #[derive(Debug, Default)]
-struct BlockBuf {
-    theta: Vec<f64>,
-    white: Vec<f64>,
-    risk: Vec<f64>,
-    log_prior: Vec<f64>,
-    /// Proposal-density correction of the log acceptance ratio (Gpcn).
-    correction: Vec<f64>,
-    log_u: Vec<f64>,
-    accepted: Vec<bool>,
+pub(super) struct BlockBuf {
+    pub(super) theta: Vec<f64>,
+    pub(super) white: Vec<f64>,
+    pub(super) risk: Vec<f64>,
+    pub(super) log_prior: Vec<f64>,
+    /// Proposal-density correction of the log acceptance ratio (Gpcn, Sphere).
+    pub(super) correction: Vec<f64>,
+    pub(super) log_u: Vec<f64>,
+    pub(super) accepted: Vec<bool>,
     /// Sum of squared jumps of the block's chains.
     jump2: f64,
     /// The block's normals or new whitened states (c × d).
-    z: Vec<f64>,
+    pub(super) z: Vec<f64>,
     /// B packed for the products with the factor.
-    pack: Vec<f64>,
-    /// Scratch of the radial moves.
-    nat: Vec<f64>,
-    scaled: Vec<f64>,
+    pub(super) pack: Vec<f64>,
+    /// Scratch of the radial moves (and of the Sphere chart).
+    pub(super) nat: Vec<f64>,
+    pub(super) scaled: Vec<f64>,
 }
 
 impl Proposals {
@@ -161,6 +168,8 @@ pub struct StepSpec<'a> {
     pub fits: &'a [GaussianFit],
     /// Follow the Metropolis step by a radial move (scale-invariant risks).
     pub radial: bool,
+    /// The chart of the Sphere kernel (its fits are of chart coordinates).
+    pub chart: Option<&'a SphereChart>,
 }
 
 /// Outcome of one step over all chains.
@@ -184,15 +193,21 @@ pub fn step<T: Target + ?Sized>(
     spec: StepSpec<'_>,
 ) -> StepStats {
     let (m, d) = (chains.len(), chains.d);
-    // Whitened states matter to Gpcn only; the others carry them along unused.
+    // Whitened states matter to Gpcn and Sphere only; the others carry them
+    // along unused. Sphere's are chart coordinates: d − 1 per chain.
+    let chart = match spec.kernel {
+        Kernel::Sphere => Some(spec.chart.expect("the sphere kernel needs its chart")),
+        _ => None,
+    };
+    let e = chart.map_or(d, SphereChart::dim);
     assert_eq!(
         chains.white.len(),
-        m * d,
+        m * e,
         "chains need their whitened states"
     );
     match spec.kernel {
         Kernel::Auto => panic!("resolve Kernel::Auto before stepping"),
-        Kernel::Rw | Kernel::Gpcn if spec.fits.is_empty() => {
+        Kernel::Rw | Kernel::Gpcn | Kernel::Sphere if spec.fits.is_empty() => {
             panic!(
                 "the {} kernel needs the particles' Gaussian fit",
                 spec.kernel.name()
@@ -205,13 +220,14 @@ pub fn step<T: Target + ?Sized>(
     } else {
         spec.fits
     };
-    let radial = Radial::new(target, d, spec.radial);
+    // Sphere draws the radius itself (its step keeps it).
+    let radial = Radial::new(target, d, spec.radial && chart.is_none());
     buf.blocks
         .resize_with(m.div_ceil(CHAIN_BLOCK), BlockBuf::default);
     chains
         .theta
         .par_chunks_mut(CHAIN_BLOCK * d)
-        .zip(chains.white.par_chunks_mut(CHAIN_BLOCK * d))
+        .zip(chains.white.par_chunks_mut(CHAIN_BLOCK * e))
         .zip(chains.risk.par_chunks_mut(CHAIN_BLOCK))
         .zip(chains.log_prior.par_chunks_mut(CHAIN_BLOCK))
         .zip(chains.rng.par_chunks_mut(CHAIN_BLOCK))
@@ -219,9 +235,18 @@ pub fn step<T: Target + ?Sized>(
         .zip(buf.blocks.par_iter_mut())
         .for_each(|((((((th, wh), rk), lp), rngs), fold), bb)| {
             let c = rk.len();
-            propose(target, spec, fits, fold, th, wh, rngs, bb, d);
+            match chart {
+                Some(ch) => sphere::propose(ch, spec.scale, fits, fold, th, wh, rngs, bb),
+                None => propose(target, spec, fits, fold, th, wh, rngs, bb, d),
+            }
             target.risks(&bb.theta, &mut bb.risk);
-            accept(spec, th, wh, rk, lp, bb, d);
+            accept(spec, th, wh, rk, lp, bb, (d, e));
+            if let Some(ch) = chart {
+                sphere::refresh_radius(ch, th, rngs);
+                for (l, t) in lp.iter_mut().zip(th.chunks_exact(d)) {
+                    *l = target.log_prior(t);
+                }
+            }
             if let Some(radial) = &radial {
                 for j in 0..c {
                     radial.apply(
@@ -274,8 +299,9 @@ fn propose<T: Target + ?Sized>(
         let z = &mut bb.z[j * d..(j + 1) * d];
         match spec.kernel {
             Kernel::Rw => z.iter_mut().for_each(|v| *v = rng::normal(r)),
-            Kernel::Auto | Kernel::Pcn => {
-                // (Auto never gets here: `step` resolves or refuses it.)
+            Kernel::Auto | Kernel::Pcn | Kernel::Sphere => {
+                // (Auto and Sphere never get here: `step` resolves, refuses
+                // or routes them.)
                 let out = &mut bb.theta[j * d..(j + 1) * d];
                 target.sample_prior(r, out);
                 for (o, &c) in out.iter_mut().zip(&th[j * d..(j + 1) * d]) {
@@ -315,7 +341,7 @@ fn propose<T: Target + ?Sized>(
                 }
                 bb.correction[j] = 0.0;
             }
-            Kernel::Auto | Kernel::Pcn => bb.correction[j] = 0.0,
+            Kernel::Auto | Kernel::Pcn | Kernel::Sphere => bb.correction[j] = 0.0,
             Kernel::Gpcn => {
                 for (o, mk) in out.iter_mut().zip(&fits[fold[j]].mean) {
                     *o += mk;
@@ -332,7 +358,8 @@ fn propose<T: Target + ?Sized>(
     }
 }
 
-/// Metropolis decisions of one block.
+/// Metropolis decisions of one block (`dims`: θ's d and the whitened
+/// states' stride).
 fn accept(
     spec: StepSpec<'_>,
     th: &mut [f64],
@@ -340,7 +367,7 @@ fn accept(
     rk: &mut [f64],
     lp: &mut [f64],
     bb: &mut BlockBuf,
-    d: usize,
+    (d, e): (usize, usize),
 ) {
     bb.jump2 = 0.0;
     for j in 0..rk.len() {
@@ -349,6 +376,9 @@ fn accept(
             Kernel::Auto | Kernel::Pcn => like,
             Kernel::Rw => like + bb.log_prior[j] - lp[j],
             Kernel::Gpcn => like + bb.log_prior[j] - lp[j] + bb.correction[j],
+            // The radius is kept and the direction's prior is uniform: the
+            // correction holds the proposal and chart Jacobian ratios.
+            Kernel::Sphere => like + bb.correction[j],
         };
         let ok = bb.log_u[j] < log_alpha;
         bb.accepted[j] = ok;
@@ -360,7 +390,7 @@ fn accept(
                 .map(|(a, b)| (a - b) * (a - b))
                 .sum::<f64>();
             cur.copy_from_slice(new);
-            wh[j * d..(j + 1) * d].copy_from_slice(&bb.white[j * d..(j + 1) * d]);
+            wh[j * e..(j + 1) * e].copy_from_slice(&bb.white[j * e..(j + 1) * e]);
             rk[j] = bb.risk[j];
             lp[j] = bb.log_prior[j];
         }
@@ -506,6 +536,7 @@ mod tests {
                     scale: 0.7,
                     fits: &cf.fits,
                     radial: true,
+                    chart: None,
                 };
                 step(&t, &mut chains, &mut buf, spec);
             }
