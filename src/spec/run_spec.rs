@@ -242,6 +242,7 @@ pub enum SmcKernel {
     Rw,
     Pcn,
     Sphere,
+    Copula,
 }
 
 /// Adaptive tempering SMC.

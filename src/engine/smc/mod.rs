@@ -7,6 +7,7 @@ pub mod fast_prior;
 pub mod fit_pool;
 pub mod gaussian_fit;
 pub mod gp_score;
+pub mod marginal_map;
 pub mod moves;
 pub mod packed_gemm;
 pub mod reparam;

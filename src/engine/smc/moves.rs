@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::gaussian_fit::GaussianFit;
+use super::marginal_map::MarginalMaps;
 use super::sphere::{self, SphereChart};
 use super::target::Target;
 use crate::engine::rng::{self, Rng};
@@ -35,6 +36,10 @@ pub enum Kernel {
     /// (see `sphere`): pCN around a Gaussian fit in the log-map chart at the
     /// particles' mean direction, then an exact χ_d draw of the radius.
     Sphere,
+    /// Gpcn after mapping each coordinate through its fitted marginal
+    /// quantiles to ≈ N(0, 1) (a Gaussian copula fit; see `marginal_map`):
+    /// for skewed marginals (coefficients of rare categories).
+    Copula,
 }
 
 /// Dimension above which `Auto` picks pCN (Gaussian priors).
@@ -57,13 +62,14 @@ impl Kernel {
             Kernel::Pcn => "pcn",
             Kernel::Gpcn => "gpcn",
             Kernel::Sphere => "sphere",
+            Kernel::Copula => "copula",
         }
     }
     /// Acceptance rate the step size is adapted towards.
     pub fn target_acceptance(self) -> f64 {
         match self {
             Kernel::Rw => 0.25,
-            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn | Kernel::Sphere => 0.3,
+            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn | Kernel::Sphere | Kernel::Copula => 0.3,
         }
     }
     /// Step size at the first stage: c = 2.38/√d for the random walk; for pCN
@@ -71,14 +77,14 @@ impl Kernel {
     pub fn initial_scale(self, d: usize) -> f64 {
         match self {
             Kernel::Rw => 2.38 / (d as f64).sqrt(),
-            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn | Kernel::Sphere => 0.5,
+            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn | Kernel::Sphere | Kernel::Copula => 0.5,
         }
     }
     /// Largest sensible step size.
     pub fn max_scale(self, d: usize) -> f64 {
         match self {
             Kernel::Rw => 10.0 * 2.38 / (d as f64).sqrt(),
-            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn | Kernel::Sphere => 1.0,
+            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn | Kernel::Sphere | Kernel::Copula => 1.0,
         }
     }
 }
@@ -103,6 +109,12 @@ pub struct Chains {
 impl Chains {
     /// Fills `white` for the Gpcn kernel (zeros without fits: unused).
     pub fn whiten(&mut self, fits: &[GaussianFit]) {
+        self.whiten_mapped(fits, None);
+    }
+
+    /// Fills `white` with `L⁻¹(T(θ) − m)`, T the marginal maps (Copula) or
+    /// the identity.
+    pub fn whiten_mapped(&mut self, fits: &[GaussianFit], maps: Option<&MarginalMaps>) {
         let d = self.d;
         self.white.clear();
         self.white.resize(self.theta.len(), 0.0);
@@ -111,7 +123,9 @@ impl Chains {
                 .par_chunks_mut(d)
                 .zip(self.theta.par_chunks(d))
                 .zip(self.fold.par_iter())
-                .for_each(|((w, t), &f)| fits[f].whiten(t, w));
+                .for_each_init(Vec::new, |y, ((w, t), &f)| {
+                    whiten_one(&fits[f], maps, t, w, y)
+                });
         }
     }
 
@@ -120,6 +134,25 @@ impl Chains {
     }
     pub fn is_empty(&self) -> bool {
         self.risk.is_empty()
+    }
+}
+
+/// `w = L⁻¹(T(θ) − m)` (`y`: scratch).
+fn whiten_one(
+    fit: &GaussianFit,
+    maps: Option<&MarginalMaps>,
+    theta: &[f64],
+    w: &mut [f64],
+    y: &mut Vec<f64>,
+) {
+    match maps {
+        None => fit.whiten(theta, w),
+        Some(m) => {
+            y.clear();
+            y.extend_from_slice(theta);
+            m.map_row(y);
+            fit.whiten(y, w);
+        }
     }
 }
 
@@ -170,6 +203,8 @@ pub struct StepSpec<'a> {
     pub radial: bool,
     /// The chart of the Sphere kernel (its fits are of chart coordinates).
     pub chart: Option<&'a SphereChart>,
+    /// The marginal maps of the Copula kernel (its fits are of mapped θ).
+    pub maps: Option<&'a MarginalMaps>,
 }
 
 /// Outcome of one step over all chains.
@@ -207,7 +242,8 @@ pub fn step<T: Target + ?Sized>(
     );
     match spec.kernel {
         Kernel::Auto => panic!("resolve Kernel::Auto before stepping"),
-        Kernel::Rw | Kernel::Gpcn | Kernel::Sphere if spec.fits.is_empty() => {
+        Kernel::Copula if spec.maps.is_none() => panic!("the copula kernel needs its maps"),
+        Kernel::Rw | Kernel::Gpcn | Kernel::Sphere | Kernel::Copula if spec.fits.is_empty() => {
             panic!(
                 "the {} kernel needs the particles' Gaussian fit",
                 spec.kernel.name()
@@ -251,7 +287,7 @@ pub fn step<T: Target + ?Sized>(
                 for j in 0..c {
                     radial.apply(
                         target,
-                        fits.get(fold[j]),
+                        fits.get(fold[j]).map(|f| (f, spec.maps)),
                         &mut th[j * d..(j + 1) * d],
                         &mut wh[j * d..(j + 1) * d],
                         &mut lp[j],
@@ -308,7 +344,7 @@ fn propose<T: Target + ?Sized>(
                     *o = rho * c + s * *o;
                 }
             }
-            Kernel::Gpcn => {
+            Kernel::Gpcn | Kernel::Copula => {
                 for (v, wi) in z.iter_mut().zip(&wh[j * d..(j + 1) * d]) {
                     *v = rho * wi + s * rng::normal(r);
                 }
@@ -342,7 +378,7 @@ fn propose<T: Target + ?Sized>(
                 bb.correction[j] = 0.0;
             }
             Kernel::Auto | Kernel::Pcn | Kernel::Sphere => bb.correction[j] = 0.0,
-            Kernel::Gpcn => {
+            Kernel::Gpcn | Kernel::Copula => {
                 for (o, mk) in out.iter_mut().zip(&fits[fold[j]].mean) {
                     *o += mk;
                 }
@@ -352,6 +388,15 @@ fn propose<T: Target + ?Sized>(
                 bb.white[j * d..(j + 1) * d].copy_from_slice(z);
                 // log N(θ; fit) − log N(θ'; fit).
                 bb.correction[j] = 0.5 * (w2_new - w2_old);
+                if let Some(maps) = spec.maps {
+                    // Back from the mapped coordinates, with the maps'
+                    // Jacobians: log T'(θ) − log T'(θ').
+                    let jac_new = maps.unmap_row(out);
+                    bb.nat.clear();
+                    bb.nat.extend_from_slice(cur);
+                    let jac_old = maps.map_row(&mut bb.nat);
+                    bb.correction[j] += jac_old - jac_new;
+                }
             }
         }
         bb.log_prior[j] = target.log_prior(out);
@@ -375,7 +420,7 @@ fn accept(
         let log_alpha = match spec.kernel {
             Kernel::Auto | Kernel::Pcn => like,
             Kernel::Rw => like + bb.log_prior[j] - lp[j],
-            Kernel::Gpcn => like + bb.log_prior[j] - lp[j] + bb.correction[j],
+            Kernel::Gpcn | Kernel::Copula => like + bb.log_prior[j] - lp[j] + bb.correction[j],
             // The radius is kept and the direction's prior is uniform: the
             // correction holds the proposal and chart Jacobian ratios.
             Kernel::Sphere => like + bb.correction[j],
@@ -396,6 +441,9 @@ fn accept(
         }
     }
 }
+
+/// A chain's fit with the marginal maps it is applied through (Copula).
+type FitRef<'a> = (&'a GaussianFit, Option<&'a MarginalMaps>);
 
 /// A move of the radius alone, for scale-invariant risks (no risk evaluation):
 /// an exact Gibbs draw of `θᵀK⁻¹θ ~ χ²_d` under a zero-mean Gaussian prior N(0, K)
@@ -424,12 +472,17 @@ impl Radial {
         })
     }
 
-    /// θ → fθ maps the whitened state w = L⁻¹(θ − m) to f·w + (f − 1)·L⁻¹m.
-    fn rescale_white(w: &mut [f64], fit: Option<&GaussianFit>, f: f64) {
-        if let Some(fit) = fit {
-            for (wi, mi) in w.iter_mut().zip(&fit.white_mean) {
-                *wi = f * *wi + (f - 1.0) * mi;
+    /// θ → fθ maps the whitened state w = L⁻¹(θ − m) to f·w + (f − 1)·L⁻¹m
+    /// (through marginal maps: whitened afresh).
+    fn rescale_white(w: &mut [f64], fit: Option<FitRef<'_>>, f: f64, theta: &[f64], y: &mut Vec<f64>) {
+        match fit {
+            Some((fit, None)) => {
+                for (wi, mi) in w.iter_mut().zip(&fit.white_mean) {
+                    *wi = f * *wi + (f - 1.0) * mi;
+                }
             }
+            Some((fit, maps)) => whiten_one(fit, maps, theta, w, y),
+            None => {}
         }
     }
 
@@ -437,7 +490,7 @@ impl Radial {
     fn apply<T: Target + ?Sized>(
         &self,
         target: &T,
-        fit: Option<&GaussianFit>,
+        fit: Option<FitRef<'_>>,
         cur: &mut [f64],
         white: &mut [f64],
         lp: &mut f64,
@@ -451,7 +504,7 @@ impl Radial {
             if q > 0.0 && q.is_finite() {
                 let f = (target_q / q).sqrt();
                 cur.iter_mut().for_each(|v| *v *= f);
-                Radial::rescale_white(white, fit, f);
+                Radial::rescale_white(white, fit, f, cur, &mut bb.scaled);
                 *lp = target.log_prior(cur);
             }
             return;
@@ -481,8 +534,8 @@ impl Radial {
         if moved {
             target.to_particle(&bb.nat, cur);
             *lp = target.log_prior(cur);
-            if let Some(fit) = fit {
-                fit.whiten(cur, white);
+            if let Some((fit, maps)) = fit {
+                whiten_one(fit, maps, cur, white, &mut bb.scaled);
             }
         }
     }
@@ -537,6 +590,7 @@ mod tests {
                     fits: &cf.fits,
                     radial: true,
                     chart: None,
+                    maps: None,
                 };
                 step(&t, &mut chains, &mut buf, spec);
             }

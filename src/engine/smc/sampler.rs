@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::fit_pool::{Snapshots, stage_fits};
 use super::moves::{self, Chains, Kernel, Proposals, StepSpec};
+use super::marginal_map::MarginalMaps;
 use super::sphere::SphereChart;
 use super::settings::{Moves, SmcSettings};
 use super::target::Target;
@@ -186,17 +187,24 @@ pub fn run<T: Target + ?Sized>(
         // The particles' Gaussian fits shape Rw and Gpcn proposals (pCN needs none:
         // with d in the thousands its covariance would cost more than the moves).
         // Sphere fits the cloud's directions in a chart at their mean.
-        let (fits, fold_of, chart) = match (kernel, &prior_sd) {
-            (Kernel::Pcn, _) => (Vec::new(), vec![0; theta.len() / d], None),
+        // Copula fits the cloud mapped through its marginal quantiles.
+        let (fits, fold_of, chart, maps) = match (kernel, &prior_sd) {
+            (Kernel::Pcn, _) => (Vec::new(), vec![0; theta.len() / d], None, None),
             (Kernel::Sphere, Some(sd)) => {
                 let chart = SphereChart::of(&theta, &rw.weights, sd);
                 let (cloud, snaps) = (chart.chart_rows(&theta), chart.chart_rows(&pool.0));
                 let (f, fold) = stage_fits((&cloud, &risk), (&snaps, &pool.1), delta, d - 1, families);
-                (f, fold, Some(chart))
+                (f, fold, Some(chart), None)
+            }
+            (Kernel::Copula, _) => {
+                let maps = stage_maps((&theta, &risk), (&pool.0, &pool.1), delta, d);
+                let (cloud, snaps) = (maps.map_rows(&theta), maps.map_rows(&pool.0));
+                let (f, fold) = stage_fits((&cloud, &risk), (&snaps, &pool.1), delta, d, families);
+                (f, fold, None, Some(maps))
             }
             _ => {
                 let (f, fold) = stage_fits((&theta, &risk), (&pool.0, &pool.1), delta, d, families);
-                (f, fold, None)
+                (f, fold, None, None)
             }
         };
 
@@ -232,7 +240,7 @@ pub fn run<T: Target + ?Sized>(
             .for_each(|(lp, t)| *lp = target.log_prior(t));
         match &chart {
             Some(ch) => ch.whiten_chains(&mut chains, &fits),
-            None => chains.whiten(&fits),
+            None => chains.whiten_mapped(&fits, maps.as_ref()),
         }
         let mv = move_stage(
             target,
@@ -244,6 +252,7 @@ pub fn run<T: Target + ?Sized>(
                 fits: &fits,
                 radial: s.radial,
                 chart: chart.as_ref(),
+                maps: maps.as_ref(),
             },
             StageStart {
                 chains,
@@ -311,6 +320,17 @@ pub fn run<T: Target + ?Sized>(
         decorrelated,
         elapsed: t0.elapsed().as_secs_f64(),
     })
+}
+
+/// The marginal maps of a stage (Copula): fitted to the cloud and the
+/// snapshots, weighted by `exp(−δ R)` for the stage's target.
+fn stage_maps(cloud: (&[f64], &[f64]), pool: (&[f64], &[f64]), delta: f64, d: usize) -> MarginalMaps {
+    let mut theta = cloud.0.to_vec();
+    theta.extend_from_slice(pool.0);
+    let risk: Vec<f64> = cloud.1.iter().chain(pool.1).copied().collect();
+    let r_min = risk.iter().copied().fold(f64::INFINITY, f64::min);
+    let weights: Vec<f64> = risk.iter().map(|r| (-delta * (r - r_min)).exp()).collect();
+    MarginalMaps::of(&theta, &weights, d)
 }
 
 /// The cloud after a stage's moves, with the moves' statistics.
