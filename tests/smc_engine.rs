@@ -142,6 +142,12 @@ fn one_or_two_threads_give_identical_output() {
             seed: 7,
             ..SmcSettings::default()
         },
+        SmcSettings {
+            particles: 2000,
+            kernel: Kernel::Copula,
+            seed: 8,
+            ..SmcSettings::default()
+        },
     ] {
         let one = run(1, settings.clone());
         let two = run(2, settings);
