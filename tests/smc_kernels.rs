@@ -272,7 +272,7 @@ fn the_copula_kernel_keeps_the_prior_at_gamma_zero() {
         fold: vec![0; m],
     };
     t.risks(&chains.theta, &mut chains.risk);
-    chains.whiten_mapped(&fits, Some(&maps));
+    chains.whiten_mapped(&fits, Some(std::slice::from_ref(&maps)));
     let mut buf = Proposals::default();
     let (mut acc, steps) = (0, 40);
     for _ in 0..steps {
@@ -283,7 +283,7 @@ fn the_copula_kernel_keeps_the_prior_at_gamma_zero() {
             fits: &fits,
             radial: false,
             chart: None,
-            maps: Some(&maps),
+            maps: Some(std::slice::from_ref(&maps)),
         };
         acc += moves::step(&t, &mut chains, &mut buf, spec).accepted;
     }

@@ -112,9 +112,9 @@ impl Chains {
         self.whiten_mapped(fits, None);
     }
 
-    /// Fills `white` with `L⁻¹(T(θ) − m)`, T the marginal maps (Copula) or
-    /// the identity.
-    pub fn whiten_mapped(&mut self, fits: &[GaussianFit], maps: Option<&MarginalMaps>) {
+    /// Fills `white` with `L⁻¹(T(θ) − m)`, T the marginal maps of the chain's
+    /// fit (Copula) or the identity.
+    pub fn whiten_mapped(&mut self, fits: &[GaussianFit], maps: Option<&[MarginalMaps]>) {
         let d = self.d;
         self.white.clear();
         self.white.resize(self.theta.len(), 0.0);
@@ -124,7 +124,7 @@ impl Chains {
                 .zip(self.theta.par_chunks(d))
                 .zip(self.fold.par_iter())
                 .for_each_init(Vec::new, |y, ((w, t), &f)| {
-                    whiten_one(&fits[f], maps, t, w, y)
+                    whiten_one(&fits[f], maps.map(|m| &m[f]), t, w, y)
                 });
         }
     }
@@ -203,8 +203,9 @@ pub struct StepSpec<'a> {
     pub radial: bool,
     /// The chart of the Sphere kernel (its fits are of chart coordinates).
     pub chart: Option<&'a SphereChart>,
-    /// The marginal maps of the Copula kernel (its fits are of mapped θ).
-    pub maps: Option<&'a MarginalMaps>,
+    /// The marginal maps of the Copula kernel, one per fit (its fits are of
+    /// mapped θ).
+    pub maps: Option<&'a [MarginalMaps]>,
 }
 
 /// Outcome of one step over all chains.
@@ -287,7 +288,8 @@ pub fn step<T: Target + ?Sized>(
                 for j in 0..c {
                     radial.apply(
                         target,
-                        fits.get(fold[j]).map(|f| (f, spec.maps)),
+                        fits.get(fold[j])
+                            .map(|f| (f, spec.maps.map(|m| &m[fold[j]]))),
                         &mut th[j * d..(j + 1) * d],
                         &mut wh[j * d..(j + 1) * d],
                         &mut lp[j],
@@ -388,7 +390,7 @@ fn propose<T: Target + ?Sized>(
                 bb.white[j * d..(j + 1) * d].copy_from_slice(z);
                 // log N(θ; fit) − log N(θ'; fit).
                 bb.correction[j] = 0.5 * (w2_new - w2_old);
-                if let Some(maps) = spec.maps {
+                if let Some(maps) = spec.maps.map(|m| &m[fold[j]]) {
                     // Back from the mapped coordinates, with the maps'
                     // Jacobians: log T'(θ) − log T'(θ').
                     let jac_new = maps.unmap_row(out);

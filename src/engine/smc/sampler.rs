@@ -8,9 +8,8 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::fit_pool::{Snapshots, stage_fits};
+use super::fit_pool::{Snapshots, copula_fits, stage_fits};
 use super::moves::{self, Chains, Kernel, Proposals, StepSpec};
-use super::marginal_map::MarginalMaps;
 use super::sphere::SphereChart;
 use super::settings::{Moves, SmcSettings};
 use super::target::Target;
@@ -197,9 +196,8 @@ pub fn run<T: Target + ?Sized>(
                 (f, fold, Some(chart), None)
             }
             (Kernel::Copula, _) => {
-                let maps = stage_maps((&theta, &risk), (&pool.0, &pool.1), delta, d);
-                let (cloud, snaps) = (maps.map_rows(&theta), maps.map_rows(&pool.0));
-                let (f, fold) = stage_fits((&cloud, &risk), (&snaps, &pool.1), delta, d, families);
+                let (maps, f, fold) =
+                    copula_fits((&theta, &risk), (&pool.0, &pool.1), delta, d, families);
                 (f, fold, None, Some(maps))
             }
             _ => {
@@ -240,7 +238,7 @@ pub fn run<T: Target + ?Sized>(
             .for_each(|(lp, t)| *lp = target.log_prior(t));
         match &chart {
             Some(ch) => ch.whiten_chains(&mut chains, &fits),
-            None => chains.whiten_mapped(&fits, maps.as_ref()),
+            None => chains.whiten_mapped(&fits, maps.as_deref()),
         }
         let mv = move_stage(
             target,
@@ -252,7 +250,7 @@ pub fn run<T: Target + ?Sized>(
                 fits: &fits,
                 radial: s.radial,
                 chart: chart.as_ref(),
-                maps: maps.as_ref(),
+                maps: maps.as_deref(),
             },
             StageStart {
                 chains,
@@ -320,17 +318,6 @@ pub fn run<T: Target + ?Sized>(
         decorrelated,
         elapsed: t0.elapsed().as_secs_f64(),
     })
-}
-
-/// The marginal maps of a stage (Copula): fitted to the cloud and the
-/// snapshots, weighted by `exp(−δ R)` for the stage's target.
-fn stage_maps(cloud: (&[f64], &[f64]), pool: (&[f64], &[f64]), delta: f64, d: usize) -> MarginalMaps {
-    let mut theta = cloud.0.to_vec();
-    theta.extend_from_slice(pool.0);
-    let risk: Vec<f64> = cloud.1.iter().chain(pool.1).copied().collect();
-    let r_min = risk.iter().copied().fold(f64::INFINITY, f64::min);
-    let weights: Vec<f64> = risk.iter().map(|r| (-delta * (r - r_min)).exp()).collect();
-    MarginalMaps::of(&theta, &weights, d)
 }
 
 /// The cloud after a stage's moves, with the moves' statistics.
