@@ -90,7 +90,11 @@ impl Target for VonMisesFisher {
     fn risks(&self, thetas: &[f64], out: &mut [f64]) {
         let d = self.mu.len();
         for (o, t) in out.iter_mut().zip(thetas.chunks_exact(d)) {
-            let phi: Vec<f64> = t.iter().zip(&self.vars).map(|(a, v)| a / v.sqrt()).collect();
+            let phi: Vec<f64> = t
+                .iter()
+                .zip(&self.vars)
+                .map(|(a, v)| a / v.sqrt())
+                .collect();
             let norm = phi.iter().map(|p| p * p).sum::<f64>().sqrt();
             *o = -phi.iter().zip(&self.mu).map(|(p, m)| p * m).sum::<f64>() / norm;
         }
@@ -173,7 +177,10 @@ fn the_kernel_keeps_uniform_directions_at_gamma_zero() {
         c2 += c * c / m as f64;
         r2 += n2 / m as f64;
     }
-    eprintln!("acceptance {rate:.3}; E μᵀu {c1:.4} (0); E (μᵀu)² {c2:.4} ({:.4}); E ‖φ‖² {r2:.3} ({d})", 1.0 / d as f64);
+    eprintln!(
+        "acceptance {rate:.3}; E μᵀu {c1:.4} (0); E (μᵀu)² {c2:.4} ({:.4}); E ‖φ‖² {r2:.3} ({d})",
+        1.0 / d as f64
+    );
     // (The off-centre fit is meant to be poor: about 2 of the 30 proposals
     // of a chain are accepted.)
     assert!(rate > 0.04, "the test needs moves: acceptance {rate}");
@@ -189,7 +196,11 @@ fn the_kernel_keeps_uniform_directions_at_gamma_zero() {
 /// sds against their closed forms, isotropic and ARD priors, d = 20 and 60.
 #[test]
 fn von_mises_fisher_target_matches_the_closed_form() {
-    for (d, kappa, ard, seed) in [(20, 40.0, false, 1), (20, 150.0, true, 2), (60, 200.0, true, 3)] {
+    for (d, kappa, ard, seed) in [
+        (20, 40.0, false, 1),
+        (20, 150.0, true, 2),
+        (60, 200.0, true, 3),
+    ] {
         let t = VonMisesFisher {
             mu: unit((0..d).map(|k| ((k * 7) % 5) as f64 - 1.5).collect()),
             vars: (0..d)
@@ -197,8 +208,14 @@ fn von_mises_fisher_target_matches_the_closed_form() {
                 .collect(),
         };
         let n = 4000;
-        let run = sampler::run(&t, kappa, &sphere_settings(n, seed), &Control::new(), &mut NoObserver)
-            .unwrap();
+        let run = sampler::run(
+            &t,
+            kappa,
+            &sphere_settings(n, seed),
+            &Control::new(),
+            &mut NoObserver,
+        )
+        .unwrap();
         assert_eq!(run.kernel, Kernel::Sphere);
         let stages = (run.path.len() - 1) as f64;
         let exact = t.log_z(kappa);
@@ -220,7 +237,11 @@ fn von_mises_fisher_target_matches_the_closed_form() {
                 "{tag}: mean[{k}] {} vs {mu} (sd {sigma})",
                 m[k]
             );
-            assert!((sd[k] / sigma - 1.0).abs() < 0.06, "{tag}: sd[{k}] {} vs {sigma}", sd[k]);
+            assert!(
+                (sd[k] / sigma - 1.0).abs() < 0.06,
+                "{tag}: sd[{k}] {} vs {sigma}",
+                sd[k]
+            );
         }
         assert!(run.decorrelated, "{tag}: not decorrelated");
     }
@@ -234,8 +255,14 @@ fn the_sphere_kernel_refuses_targets_it_cannot_sample() {
         b: vec![1.0, -0.5],
         var: 1.0,
     };
-    let err = sampler::run(&t, 5.0, &sphere_settings(500, 1), &Control::new(), &mut NoObserver)
-        .unwrap_err();
+    let err = sampler::run(
+        &t,
+        5.0,
+        &sphere_settings(500, 1),
+        &Control::new(),
+        &mut NoObserver,
+    )
+    .unwrap_err();
     assert!(matches!(err, EngineError::InvalidParams(_)), "{err:?}");
 }
 
@@ -261,7 +288,11 @@ fn the_copula_kernel_keeps_the_prior_at_gamma_zero() {
     let maps = MarginalMaps::of(&folded, &vec![1.0; m], d);
     let mut fit = GaussianFit::of(&maps.map_rows(&theta), d, &vec![1.0 / m as f64; m]);
     fit.mean[1] += 0.5;
-    let fits = vec![GaussianFit::from_moments(fit.mean.clone(), fit.covariance(), 0.0)];
+    let fits = vec![GaussianFit::from_moments(
+        fit.mean.clone(),
+        fit.covariance(),
+        0.0,
+    )];
     let mut chains = Chains {
         d,
         risk: vec![0.0; m],
@@ -294,13 +325,25 @@ fn the_copula_kernel_keeps_the_prior_at_gamma_zero() {
     assert!(rate > 0.02, "the test needs moves: acceptance {rate}");
     let (mean, sd) = sampler::moments(&chains.theta, d);
     for k in 0..d {
-        let neg = chains.theta.chunks_exact(d).filter(|row| row[k] < 0.0).count() as f64 / m as f64;
+        let neg = chains
+            .theta
+            .chunks_exact(d)
+            .filter(|row| row[k] < 0.0)
+            .count() as f64
+            / m as f64;
         let s = vars[k].sqrt();
-        eprintln!("  θ_{k}: mean {:.4} sd {:.4} (prior {s:.4}), P(θ < 0) {neg:.4}", mean[k], sd[k]);
+        eprintln!(
+            "  θ_{k}: mean {:.4} sd {:.4} (prior {s:.4}), P(θ < 0) {neg:.4}",
+            mean[k], sd[k]
+        );
         // MC sds (independent prior draws moved): mean s/√m = 0.007 s, sd
         // 0.005 relative, share 0.0035: bounds ≈ 5 of them.
         assert!(mean[k].abs() < 0.035 * s, "θ_{k}: mean {}", mean[k]);
-        assert!((sd[k] / s - 1.0).abs() < 0.025, "θ_{k}: sd {} vs {s}", sd[k]);
+        assert!(
+            (sd[k] / s - 1.0).abs() < 0.025,
+            "θ_{k}: sd {} vs {s}",
+            sd[k]
+        );
         assert!((neg - 0.5).abs() < 0.018, "θ_{k}: P(θ < 0) {neg}");
     }
 }

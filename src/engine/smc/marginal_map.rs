@@ -182,7 +182,10 @@ mod tests {
             let m = col.iter().sum::<f64>() / n as f64;
             let v = col.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / n as f64;
             let skew = col.iter().map(|x| (x - m).powi(3)).sum::<f64>() / n as f64 / v.powf(1.5);
-            assert!(m.abs() < 0.03 && (v - 1.0).abs() < 0.05 && skew.abs() < 0.1, "{k}: {m} {v} {skew}");
+            assert!(
+                m.abs() < 0.03 && (v - 1.0).abs() < 0.05 && skew.abs() < 0.1,
+                "{k}: {m} {v} {skew}"
+            );
         }
         for &t in &[-3.0, -0.1, 0.0, 0.3, 1.7, 9.0] {
             for k in 0..d {

@@ -476,7 +476,13 @@ impl Radial {
 
     /// θ → fθ maps the whitened state w = L⁻¹(θ − m) to f·w + (f − 1)·L⁻¹m
     /// (through marginal maps: whitened afresh).
-    fn rescale_white(w: &mut [f64], fit: Option<FitRef<'_>>, f: f64, theta: &[f64], y: &mut Vec<f64>) {
+    fn rescale_white(
+        w: &mut [f64],
+        fit: Option<FitRef<'_>>,
+        f: f64,
+        theta: &[f64],
+        y: &mut Vec<f64>,
+    ) {
         match fit {
             Some((fit, None)) => {
                 for (wi, mi) in w.iter_mut().zip(&fit.white_mean) {

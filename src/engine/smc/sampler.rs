@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::fit_pool::{Snapshots, copula_fits, stage_fits};
 use super::moves::{self, Chains, Kernel, Proposals, StepSpec};
-use super::sphere::SphereChart;
 use super::settings::{Moves, SmcSettings};
+use super::sphere::SphereChart;
 use super::target::Target;
 use super::tempering::{next_delta, reweight, systematic};
 use crate::engine::event::{Event, Histogram, SmcMove, SmcStage};
@@ -96,7 +96,9 @@ pub fn run<T: Target + ?Sized>(
         ));
     }
     let d = target.dim();
-    let prior_sd = target.prior_sds().filter(|_| target.scale_invariant() && d >= 2);
+    let prior_sd = target
+        .prior_sds()
+        .filter(|_| target.scale_invariant() && d >= 2);
     if kernel == Kernel::Sphere && prior_sd.is_none() {
         return Err(EngineError::InvalidParams(
             "the sphere kernel needs a risk that depends on the direction of θ only, a \
@@ -192,7 +194,8 @@ pub fn run<T: Target + ?Sized>(
             (Kernel::Sphere, Some(sd)) => {
                 let chart = SphereChart::of(&theta, &rw.weights, sd);
                 let (cloud, snaps) = (chart.chart_rows(&theta), chart.chart_rows(&pool.0));
-                let (f, fold) = stage_fits((&cloud, &risk), (&snaps, &pool.1), delta, d - 1, families);
+                let (f, fold) =
+                    stage_fits((&cloud, &risk), (&snaps, &pool.1), delta, d - 1, families);
                 (f, fold, Some(chart), None)
             }
             (Kernel::Copula, _) => {

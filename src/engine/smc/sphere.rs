@@ -249,8 +249,8 @@ pub(super) fn propose(
             let alpha_new = xj.iter().map(|v| v * v).sum::<f64>().sqrt();
             let w2_old: f64 = wh[j * e..(j + 1) * e].iter().map(|v| v * v).sum();
             let w2_new: f64 = bb.white[j * e..(j + 1) * e].iter().map(|v| v * v).sum();
-            bb.correction[j] = 0.5 * (w2_new - w2_old) + chart.log_jacobian(alpha_new)
-                - chart.log_jacobian(alpha);
+            bb.correction[j] =
+                0.5 * (w2_new - w2_old) + chart.log_jacobian(alpha_new) - chart.log_jacobian(alpha);
         } else {
             out.copy_from_slice(cur);
             bb.correction[j] = f64::NEG_INFINITY;
@@ -264,7 +264,11 @@ pub(super) fn propose(
 pub(super) fn refresh_radius(chart: &SphereChart, th: &mut [f64], rngs: &mut [Rng]) {
     let d = chart.d;
     for (t, r) in th.chunks_exact_mut(d).zip(rngs.iter_mut()) {
-        let q: f64 = t.iter().zip(&chart.sd).map(|(a, s)| (a / s) * (a / s)).sum();
+        let q: f64 = t
+            .iter()
+            .zip(&chart.sd)
+            .map(|(a, s)| (a / s) * (a / s))
+            .sum();
         let want: f64 = chart.chi.sample(r);
         if q > 0.0 && q.is_finite() {
             let f = (want / q).sqrt();
