@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use pacauc::engine::data::{Dataset, LoadOptions, TestSource, prepare};
-use pacauc::engine::smc::{Moves, Smc, SmcSettings};
+use pacauc::engine::smc::{Kernel, Moves, Smc, SmcSettings};
 use pacauc::engine::{Control, Engine, EngineError, Event, Fit, NoObserver, Prior, Problem};
 
 fn problem(train: &str, test: Option<&str>, gamma: Option<f64>) -> Option<Problem> {
@@ -135,6 +135,18 @@ fn one_or_two_threads_give_identical_output() {
             moves: Moves::Fixed(9),
             seed: 6,
             ..SmcSettings::benchmark()
+        },
+        SmcSettings {
+            particles: 2000,
+            kernel: Kernel::Sphere,
+            seed: 7,
+            ..SmcSettings::default()
+        },
+        SmcSettings {
+            particles: 2000,
+            kernel: Kernel::Copula,
+            seed: 8,
+            ..SmcSettings::default()
         },
     ] {
         let one = run(1, settings.clone());

@@ -92,7 +92,7 @@ fn quadratic_risk_recovers_the_closed_form() {
     let n = 4000;
     let mut cases: Vec<(String, SmcSettings)> = Vec::new();
     for seed in 0..4 {
-        for kernel in [Kernel::Gpcn, Kernel::Rw, Kernel::Pcn] {
+        for kernel in [Kernel::Gpcn, Kernel::Rw, Kernel::Pcn, Kernel::Copula] {
             cases.push((format!("{kernel:?} seed {seed}"), settings(n, kernel, seed)));
         }
     }
@@ -215,6 +215,8 @@ fn d2_auc_posterior_matches_exact_integration() {
         (1.0, Kernel::Gpcn, 1),
         (1.0, Kernel::Rw, 2),
         (4.0, Kernel::Pcn, 3),
+        (0.5, Kernel::Sphere, 4),
+        (1.0, Kernel::Copula, 5),
     ] {
         let (lz, mean, sd) = exact_isotropic(&arcs, gamma, v);
         let target = LinearAuc::new(&x, &y, Prior::Gaussian { var: v });
@@ -337,7 +339,7 @@ fn d2_spike_and_slab_matches_quadrature() {
         incl: p,
     };
     let target = LinearAuc::new(&x, &y, prior.clone());
-    for (kernel, seed) in [(Kernel::Gpcn, 4), (Kernel::Rw, 5)] {
+    for (kernel, seed) in [(Kernel::Gpcn, 4), (Kernel::Rw, 5), (Kernel::Copula, 6)] {
         let s = settings(8000, kernel, seed);
         let run = sampler::run(&target, gamma, &s, &Control::new(), &mut NoObserver).unwrap();
         let (m, sdh) = moments(&run.theta, 2);

@@ -192,6 +192,8 @@ pub fn smc_kernel(k: SmcKernel) -> Kernel {
         SmcKernel::Gpcn => Kernel::Gpcn,
         SmcKernel::Rw => Kernel::Rw,
         SmcKernel::Pcn => Kernel::Pcn,
+        SmcKernel::Sphere => Kernel::Sphere,
+        SmcKernel::Copula => Kernel::Copula,
     }
 }
 

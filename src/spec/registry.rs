@@ -349,7 +349,7 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "move kernel",
-        help: "Metropolis kernel of the moves: auto (gpcn, or pcn for a Gaussian prior above 400 dimensions), gpcn (pCN around the particles' Gaussian fit), rw (random walk, c = 2.38/√d, adapted), pcn (prior-preserving; Gaussian priors only).",
+        help: "Metropolis kernel of the moves: auto (gpcn, or pcn for a Gaussian prior above 400 dimensions), gpcn (pCN around the particles' Gaussian fit), rw (random walk, c = 2.38/√d, adapted), pcn (prior-preserving; Gaussian priors only), sphere (the direction θ/‖θ‖ by pCN around a Gaussian fit in a log-map chart at the particles' mean direction, the radius drawn exactly; Gaussian priors only), copula (gpcn after mapping each coefficient through its fitted marginal quantiles to ≈ N(0, 1): for skewed marginals, e.g. rare categories).",
         default: "auto",
         methods: SMC,
         priors: THETA_PRIORS,
@@ -358,7 +358,7 @@ pub const SETTINGS: &[Setting] = &[
         ..setting(
             "kernel",
             "method.kernel",
-            Kind::Choice(&["auto", "gpcn", "rw", "pcn"]),
+            Kind::Choice(&["auto", "gpcn", "rw", "pcn", "sphere", "copula"]),
         )
     },
     Setting {

@@ -241,6 +241,8 @@ pub enum SmcKernel {
     Gpcn,
     Rw,
     Pcn,
+    Sphere,
+    Copula,
 }
 
 /// Adaptive tempering SMC.

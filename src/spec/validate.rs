@@ -109,6 +109,12 @@ pub fn check(spec: &RunSpec) -> Result<(), SpecError> {
                 "pcn needs a Gaussian prior (gaussian or ard); use rw or gpcn",
             ));
         }
+        if smc.kernel == SmcKernel::Sphere && prior == Some(PriorKind::SpikeSlab) {
+            return Err(SpecError::field(
+                "kernel",
+                "sphere needs a Gaussian prior (gaussian or ard); use rw or gpcn",
+            ));
+        }
     }
     if let MethodSpec::Gcs(gcs) = &spec.method {
         check_gcs(gcs, spec.gamma)?;

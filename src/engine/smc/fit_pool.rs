@@ -9,7 +9,10 @@
 
 use std::collections::VecDeque;
 
+use rayon::prelude::*;
+
 use super::gaussian_fit::{CrossFit, FIT_FOLDS, GaussianFit};
+use super::marginal_map::MarginalMaps;
 
 /// Snapshots kept per stage (besides the final cloud).
 pub const SNAPSHOTS: usize = 3;
@@ -94,6 +97,52 @@ pub fn stage_fits(
     let cf = CrossFit::of(&theta, d, &weights, families, FIT_FOLDS, redundancy);
     let fold = (0..n).map(|i| cf.fold_of(i)).collect();
     (cf.fits, fold)
+}
+
+/// The Copula kernel's maps and fits: per fold of families, marginal maps and
+/// a Gaussian fit of the mapped states, both from the other folds (in-sample
+/// maps favour a chain's own state like in-sample fits do, see
+/// `gaussian_fit`), and the fold of every particle of the cloud. One map and
+/// fit of everything when the families do not fill the folds.
+pub fn copula_fits(
+    cloud: (&[f64], &[f64]),
+    pool: (&[f64], &[f64]),
+    delta: f64,
+    d: usize,
+    families: usize,
+) -> (Vec<MarginalMaps>, Vec<GaussianFit>, Vec<usize>) {
+    let n = cloud.1.len();
+    let clouds = 1 + pool.1.len() / n.max(1);
+    let mut theta = Vec::with_capacity(cloud.0.len() + pool.0.len());
+    theta.extend_from_slice(cloud.0);
+    theta.extend_from_slice(pool.0);
+    let risk: Vec<f64> = cloud.1.iter().chain(pool.1).copied().collect();
+    let r_min = risk.iter().copied().fold(f64::INFINITY, f64::min);
+    let weights: Vec<f64> = risk.iter().map(|r| (-delta * (r - r_min)).exp()).collect();
+    let fit_of = |rows: &[f64], w: &[f64], redundancy: f64| {
+        let maps = MarginalMaps::of(rows, w, d);
+        let fit = GaussianFit::of_redundant(&maps.map_rows(rows), d, w, redundancy);
+        (maps, fit)
+    };
+    if families < MIN_FOLD * FIT_FOLDS {
+        let (maps, fit) = fit_of(&theta, &weights, 1.0);
+        return (vec![maps], vec![fit], vec![0; n]);
+    }
+    let redundancy = clouds as f64 / effective_clouds(&theta, n, d, clouds);
+    let fold_of = |i: usize| (i % families) * FIT_FOLDS / families;
+    let (maps, fits) = (0..FIT_FOLDS)
+        .into_par_iter()
+        .map(|g| {
+            let keep = |i: &usize| fold_of(*i) != g;
+            let rows: Vec<f64> = (0..risk.len())
+                .filter(keep)
+                .flat_map(|i| theta[i * d..(i + 1) * d].iter().copied())
+                .collect();
+            let w: Vec<f64> = (0..risk.len()).filter(keep).map(|i| weights[i]).collect();
+            fit_of(&rows, &w, redundancy)
+        })
+        .unzip();
+    (maps, fits, (0..n).map(fold_of).collect())
 }
 
 /// How many independent clouds `clouds` chain-aligned clouds of n states are

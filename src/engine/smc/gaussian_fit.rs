@@ -119,9 +119,15 @@ impl FoldSums {
 impl GaussianFit {
     /// Weighted mean and covariance of the rows of `theta` (n × d, row-major).
     pub fn of(theta: &[f64], d: usize, weights: &[f64]) -> GaussianFit {
+        GaussianFit::of_redundant(theta, d, weights, 1.0)
+    }
+
+    /// The same when `redundancy` ≥ 1 rows carry the information of one
+    /// independent draw (correlated snapshots: more shrinkage).
+    pub fn of_redundant(theta: &[f64], d: usize, weights: &[f64], redundancy: f64) -> GaussianFit {
         let rows: Vec<&[f64]> = theta.chunks_exact(d).collect();
         let centre = weighted_mean(&rows, weights, d);
-        FoldSums::of(&rows, weights, &centre).fit(&centre, 1.0)
+        FoldSums::of(&rows, weights, &centre).fit(&centre, redundancy)
     }
 
     /// The covariance shrunk towards its diagonal by λ (more if it is not

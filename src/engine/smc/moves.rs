@@ -10,6 +10,8 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::gaussian_fit::GaussianFit;
+use super::marginal_map::MarginalMaps;
+use super::sphere::{self, SphereChart};
 use super::target::Target;
 use crate::engine::rng::{self, Rng};
 
@@ -30,6 +32,14 @@ pub enum Kernel {
     /// `θ' = m + ρ(θ − m) + √(1−ρ²)·L z`, reversible for that Gaussian (ρ → 0 is an
     /// independence sampler, ρ → 1 a small random walk shaped like the posterior).
     Gpcn,
+    /// The direction alone, for scale-invariant risks under a Gaussian prior
+    /// (see `sphere`): pCN around a Gaussian fit in the log-map chart at the
+    /// particles' mean direction, then an exact χ_d draw of the radius.
+    Sphere,
+    /// Gpcn after mapping each coordinate through its fitted marginal
+    /// quantiles to ≈ N(0, 1) (a Gaussian copula fit; see `marginal_map`):
+    /// for skewed marginals (coefficients of rare categories).
+    Copula,
 }
 
 /// Dimension above which `Auto` picks pCN (Gaussian priors).
@@ -51,13 +61,15 @@ impl Kernel {
             Kernel::Rw => "rw",
             Kernel::Pcn => "pcn",
             Kernel::Gpcn => "gpcn",
+            Kernel::Sphere => "sphere",
+            Kernel::Copula => "copula",
         }
     }
     /// Acceptance rate the step size is adapted towards.
     pub fn target_acceptance(self) -> f64 {
         match self {
             Kernel::Rw => 0.25,
-            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn => 0.3,
+            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn | Kernel::Sphere | Kernel::Copula => 0.3,
         }
     }
     /// Step size at the first stage: c = 2.38/√d for the random walk; for pCN
@@ -65,14 +77,14 @@ impl Kernel {
     pub fn initial_scale(self, d: usize) -> f64 {
         match self {
             Kernel::Rw => 2.38 / (d as f64).sqrt(),
-            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn => 0.5,
+            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn | Kernel::Sphere | Kernel::Copula => 0.5,
         }
     }
     /// Largest sensible step size.
     pub fn max_scale(self, d: usize) -> f64 {
         match self {
             Kernel::Rw => 10.0 * 2.38 / (d as f64).sqrt(),
-            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn => 1.0,
+            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn | Kernel::Sphere | Kernel::Copula => 1.0,
         }
     }
 }
@@ -84,6 +96,7 @@ pub struct Chains {
     pub d: usize,
     pub theta: Vec<f64>,
     /// Whitened states `L⁻¹(θ − m)` (used by the Gpcn kernel).
+    /// (Sphere: whitened chart coordinates, d − 1 per chain.)
     pub white: Vec<f64>,
     pub risk: Vec<f64>,
     pub log_prior: Vec<f64>,
@@ -96,6 +109,12 @@ pub struct Chains {
 impl Chains {
     /// Fills `white` for the Gpcn kernel (zeros without fits: unused).
     pub fn whiten(&mut self, fits: &[GaussianFit]) {
+        self.whiten_mapped(fits, None);
+    }
+
+    /// Fills `white` with `L⁻¹(T(θ) − m)`, T the marginal maps of the chain's
+    /// fit (Copula) or the identity.
+    pub fn whiten_mapped(&mut self, fits: &[GaussianFit], maps: Option<&[MarginalMaps]>) {
         let d = self.d;
         self.white.clear();
         self.white.resize(self.theta.len(), 0.0);
@@ -104,7 +123,9 @@ impl Chains {
                 .par_chunks_mut(d)
                 .zip(self.theta.par_chunks(d))
                 .zip(self.fold.par_iter())
-                .for_each(|((w, t), &f)| fits[f].whiten(t, w));
+                .for_each_init(Vec::new, |y, ((w, t), &f)| {
+                    whiten_one(&fits[f], maps.map(|m| &m[f]), t, w, y)
+                });
         }
     }
 
@@ -116,6 +137,25 @@ impl Chains {
     }
 }
 
+/// `w = L⁻¹(T(θ) − m)` (`y`: scratch).
+fn whiten_one(
+    fit: &GaussianFit,
+    maps: Option<&MarginalMaps>,
+    theta: &[f64],
+    w: &mut [f64],
+    y: &mut Vec<f64>,
+) {
+    match maps {
+        None => fit.whiten(theta, w),
+        Some(m) => {
+            y.clear();
+            y.extend_from_slice(theta);
+            m.map_row(y);
+            fit.whiten(y, w);
+        }
+    }
+}
+
 /// Buffers for one step's proposals, one per block of chains, reused across steps.
 #[derive(Debug, Default)]
 pub struct Proposals {
@@ -123,24 +163,24 @@ pub struct Proposals {
 }
 
 #[derive(Debug, Default)]
-struct BlockBuf {
-    theta: Vec<f64>,
-    white: Vec<f64>,
-    risk: Vec<f64>,
-    log_prior: Vec<f64>,
-    /// Proposal-density correction of the log acceptance ratio (Gpcn).
-    correction: Vec<f64>,
-    log_u: Vec<f64>,
-    accepted: Vec<bool>,
+pub(super) struct BlockBuf {
+    pub(super) theta: Vec<f64>,
+    pub(super) white: Vec<f64>,
+    pub(super) risk: Vec<f64>,
+    pub(super) log_prior: Vec<f64>,
+    /// Proposal-density correction of the log acceptance ratio (Gpcn, Sphere).
+    pub(super) correction: Vec<f64>,
+    pub(super) log_u: Vec<f64>,
+    pub(super) accepted: Vec<bool>,
     /// Sum of squared jumps of the block's chains.
     jump2: f64,
     /// The block's normals or new whitened states (c × d).
-    z: Vec<f64>,
+    pub(super) z: Vec<f64>,
     /// B packed for the products with the factor.
-    pack: Vec<f64>,
-    /// Scratch of the radial moves.
-    nat: Vec<f64>,
-    scaled: Vec<f64>,
+    pub(super) pack: Vec<f64>,
+    /// Scratch of the radial moves (and of the Sphere chart).
+    pub(super) nat: Vec<f64>,
+    pub(super) scaled: Vec<f64>,
 }
 
 impl Proposals {
@@ -161,6 +201,11 @@ pub struct StepSpec<'a> {
     pub fits: &'a [GaussianFit],
     /// Follow the Metropolis step by a radial move (scale-invariant risks).
     pub radial: bool,
+    /// The chart of the Sphere kernel (its fits are of chart coordinates).
+    pub chart: Option<&'a SphereChart>,
+    /// The marginal maps of the Copula kernel, one per fit (its fits are of
+    /// mapped θ).
+    pub maps: Option<&'a [MarginalMaps]>,
 }
 
 /// Outcome of one step over all chains.
@@ -184,15 +229,22 @@ pub fn step<T: Target + ?Sized>(
     spec: StepSpec<'_>,
 ) -> StepStats {
     let (m, d) = (chains.len(), chains.d);
-    // Whitened states matter to Gpcn only; the others carry them along unused.
+    // Whitened states matter to Gpcn and Sphere only; the others carry them
+    // along unused. Sphere's are chart coordinates: d − 1 per chain.
+    let chart = match spec.kernel {
+        Kernel::Sphere => Some(spec.chart.expect("the sphere kernel needs its chart")),
+        _ => None,
+    };
+    let e = chart.map_or(d, SphereChart::dim);
     assert_eq!(
         chains.white.len(),
-        m * d,
+        m * e,
         "chains need their whitened states"
     );
     match spec.kernel {
         Kernel::Auto => panic!("resolve Kernel::Auto before stepping"),
-        Kernel::Rw | Kernel::Gpcn if spec.fits.is_empty() => {
+        Kernel::Copula if spec.maps.is_none() => panic!("the copula kernel needs its maps"),
+        Kernel::Rw | Kernel::Gpcn | Kernel::Sphere | Kernel::Copula if spec.fits.is_empty() => {
             panic!(
                 "the {} kernel needs the particles' Gaussian fit",
                 spec.kernel.name()
@@ -205,13 +257,14 @@ pub fn step<T: Target + ?Sized>(
     } else {
         spec.fits
     };
-    let radial = Radial::new(target, d, spec.radial);
+    // Sphere draws the radius itself (its step keeps it).
+    let radial = Radial::new(target, d, spec.radial && chart.is_none());
     buf.blocks
         .resize_with(m.div_ceil(CHAIN_BLOCK), BlockBuf::default);
     chains
         .theta
         .par_chunks_mut(CHAIN_BLOCK * d)
-        .zip(chains.white.par_chunks_mut(CHAIN_BLOCK * d))
+        .zip(chains.white.par_chunks_mut(CHAIN_BLOCK * e))
         .zip(chains.risk.par_chunks_mut(CHAIN_BLOCK))
         .zip(chains.log_prior.par_chunks_mut(CHAIN_BLOCK))
         .zip(chains.rng.par_chunks_mut(CHAIN_BLOCK))
@@ -219,14 +272,24 @@ pub fn step<T: Target + ?Sized>(
         .zip(buf.blocks.par_iter_mut())
         .for_each(|((((((th, wh), rk), lp), rngs), fold), bb)| {
             let c = rk.len();
-            propose(target, spec, fits, fold, th, wh, rngs, bb, d);
+            match chart {
+                Some(ch) => sphere::propose(ch, spec.scale, fits, fold, th, wh, rngs, bb),
+                None => propose(target, spec, fits, fold, th, wh, rngs, bb, d),
+            }
             target.risks(&bb.theta, &mut bb.risk);
-            accept(spec, th, wh, rk, lp, bb, d);
+            accept(spec, th, wh, rk, lp, bb, (d, e));
+            if let Some(ch) = chart {
+                sphere::refresh_radius(ch, th, rngs);
+                for (l, t) in lp.iter_mut().zip(th.chunks_exact(d)) {
+                    *l = target.log_prior(t);
+                }
+            }
             if let Some(radial) = &radial {
                 for j in 0..c {
                     radial.apply(
                         target,
-                        fits.get(fold[j]),
+                        fits.get(fold[j])
+                            .map(|f| (f, spec.maps.map(|m| &m[fold[j]]))),
                         &mut th[j * d..(j + 1) * d],
                         &mut wh[j * d..(j + 1) * d],
                         &mut lp[j],
@@ -274,15 +337,16 @@ fn propose<T: Target + ?Sized>(
         let z = &mut bb.z[j * d..(j + 1) * d];
         match spec.kernel {
             Kernel::Rw => z.iter_mut().for_each(|v| *v = rng::normal(r)),
-            Kernel::Auto | Kernel::Pcn => {
-                // (Auto never gets here: `step` resolves or refuses it.)
+            Kernel::Auto | Kernel::Pcn | Kernel::Sphere => {
+                // (Auto and Sphere never get here: `step` resolves, refuses
+                // or routes them.)
                 let out = &mut bb.theta[j * d..(j + 1) * d];
                 target.sample_prior(r, out);
                 for (o, &c) in out.iter_mut().zip(&th[j * d..(j + 1) * d]) {
                     *o = rho * c + s * *o;
                 }
             }
-            Kernel::Gpcn => {
+            Kernel::Gpcn | Kernel::Copula => {
                 for (v, wi) in z.iter_mut().zip(&wh[j * d..(j + 1) * d]) {
                     *v = rho * wi + s * rng::normal(r);
                 }
@@ -315,8 +379,8 @@ fn propose<T: Target + ?Sized>(
                 }
                 bb.correction[j] = 0.0;
             }
-            Kernel::Auto | Kernel::Pcn => bb.correction[j] = 0.0,
-            Kernel::Gpcn => {
+            Kernel::Auto | Kernel::Pcn | Kernel::Sphere => bb.correction[j] = 0.0,
+            Kernel::Gpcn | Kernel::Copula => {
                 for (o, mk) in out.iter_mut().zip(&fits[fold[j]].mean) {
                     *o += mk;
                 }
@@ -326,13 +390,23 @@ fn propose<T: Target + ?Sized>(
                 bb.white[j * d..(j + 1) * d].copy_from_slice(z);
                 // log N(θ; fit) − log N(θ'; fit).
                 bb.correction[j] = 0.5 * (w2_new - w2_old);
+                if let Some(maps) = spec.maps.map(|m| &m[fold[j]]) {
+                    // Back from the mapped coordinates, with the maps'
+                    // Jacobians: log T'(θ) − log T'(θ').
+                    let jac_new = maps.unmap_row(out);
+                    bb.nat.clear();
+                    bb.nat.extend_from_slice(cur);
+                    let jac_old = maps.map_row(&mut bb.nat);
+                    bb.correction[j] += jac_old - jac_new;
+                }
             }
         }
         bb.log_prior[j] = target.log_prior(out);
     }
 }
 
-/// Metropolis decisions of one block.
+/// Metropolis decisions of one block (`dims`: θ's d and the whitened
+/// states' stride).
 fn accept(
     spec: StepSpec<'_>,
     th: &mut [f64],
@@ -340,7 +414,7 @@ fn accept(
     rk: &mut [f64],
     lp: &mut [f64],
     bb: &mut BlockBuf,
-    d: usize,
+    (d, e): (usize, usize),
 ) {
     bb.jump2 = 0.0;
     for j in 0..rk.len() {
@@ -348,7 +422,10 @@ fn accept(
         let log_alpha = match spec.kernel {
             Kernel::Auto | Kernel::Pcn => like,
             Kernel::Rw => like + bb.log_prior[j] - lp[j],
-            Kernel::Gpcn => like + bb.log_prior[j] - lp[j] + bb.correction[j],
+            Kernel::Gpcn | Kernel::Copula => like + bb.log_prior[j] - lp[j] + bb.correction[j],
+            // The radius is kept and the direction's prior is uniform: the
+            // correction holds the proposal and chart Jacobian ratios.
+            Kernel::Sphere => like + bb.correction[j],
         };
         let ok = bb.log_u[j] < log_alpha;
         bb.accepted[j] = ok;
@@ -360,12 +437,15 @@ fn accept(
                 .map(|(a, b)| (a - b) * (a - b))
                 .sum::<f64>();
             cur.copy_from_slice(new);
-            wh[j * d..(j + 1) * d].copy_from_slice(&bb.white[j * d..(j + 1) * d]);
+            wh[j * e..(j + 1) * e].copy_from_slice(&bb.white[j * e..(j + 1) * e]);
             rk[j] = bb.risk[j];
             lp[j] = bb.log_prior[j];
         }
     }
 }
+
+/// A chain's fit with the marginal maps it is applied through (Copula).
+type FitRef<'a> = (&'a GaussianFit, Option<&'a MarginalMaps>);
 
 /// A move of the radius alone, for scale-invariant risks (no risk evaluation):
 /// an exact Gibbs draw of `θᵀK⁻¹θ ~ χ²_d` under a zero-mean Gaussian prior N(0, K)
@@ -394,12 +474,23 @@ impl Radial {
         })
     }
 
-    /// θ → fθ maps the whitened state w = L⁻¹(θ − m) to f·w + (f − 1)·L⁻¹m.
-    fn rescale_white(w: &mut [f64], fit: Option<&GaussianFit>, f: f64) {
-        if let Some(fit) = fit {
-            for (wi, mi) in w.iter_mut().zip(&fit.white_mean) {
-                *wi = f * *wi + (f - 1.0) * mi;
+    /// θ → fθ maps the whitened state w = L⁻¹(θ − m) to f·w + (f − 1)·L⁻¹m
+    /// (through marginal maps: whitened afresh).
+    fn rescale_white(
+        w: &mut [f64],
+        fit: Option<FitRef<'_>>,
+        f: f64,
+        theta: &[f64],
+        y: &mut Vec<f64>,
+    ) {
+        match fit {
+            Some((fit, None)) => {
+                for (wi, mi) in w.iter_mut().zip(&fit.white_mean) {
+                    *wi = f * *wi + (f - 1.0) * mi;
+                }
             }
+            Some((fit, maps)) => whiten_one(fit, maps, theta, w, y),
+            None => {}
         }
     }
 
@@ -407,7 +498,7 @@ impl Radial {
     fn apply<T: Target + ?Sized>(
         &self,
         target: &T,
-        fit: Option<&GaussianFit>,
+        fit: Option<FitRef<'_>>,
         cur: &mut [f64],
         white: &mut [f64],
         lp: &mut f64,
@@ -421,7 +512,7 @@ impl Radial {
             if q > 0.0 && q.is_finite() {
                 let f = (target_q / q).sqrt();
                 cur.iter_mut().for_each(|v| *v *= f);
-                Radial::rescale_white(white, fit, f);
+                Radial::rescale_white(white, fit, f, cur, &mut bb.scaled);
                 *lp = target.log_prior(cur);
             }
             return;
@@ -451,8 +542,8 @@ impl Radial {
         if moved {
             target.to_particle(&bb.nat, cur);
             *lp = target.log_prior(cur);
-            if let Some(fit) = fit {
-                fit.whiten(cur, white);
+            if let Some((fit, maps)) = fit {
+                whiten_one(fit, maps, cur, white, &mut bb.scaled);
             }
         }
     }
@@ -506,6 +597,8 @@ mod tests {
                     scale: 0.7,
                     fits: &cf.fits,
                     radial: true,
+                    chart: None,
+                    maps: None,
                 };
                 step(&t, &mut chains, &mut buf, spec);
             }

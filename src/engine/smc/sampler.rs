@@ -9,9 +9,10 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 pub use super::checkpoint::{AfterCheckpoint, Checkpoint, Checkpoints};
-use super::fit_pool::{Snapshots, stage_fits};
+use super::fit_pool::{Snapshots, copula_fits, stage_fits};
 use super::moves::{self, Chains, Kernel, Proposals, StepSpec};
 use super::settings::{Moves, SmcSettings};
+use super::sphere::SphereChart;
 use super::target::Target;
 use super::tempering::{next_delta, reweight, systematic};
 use crate::engine::event::{Event, Histogram, SmcMove, SmcStage};
@@ -108,8 +109,18 @@ pub fn run_checkpointed<T: Target + ?Sized>(
                 .into(),
         ));
     }
-    let t0 = Instant::now();
     let d = target.dim();
+    let prior_sd = target
+        .prior_sds()
+        .filter(|_| target.scale_invariant() && d >= 2);
+    if kernel == Kernel::Sphere && prior_sd.is_none() {
+        return Err(EngineError::InvalidParams(
+            "the sphere kernel needs a risk that depends on the direction of θ only, a \
+             zero-mean Gaussian prior (gaussian or ard) and at least 2 parameters"
+                .into(),
+        ));
+    }
+    let t0 = Instant::now();
     let n = s.particles;
 
     // Stage 0: the prior.
@@ -195,10 +206,26 @@ pub fn run_checkpointed<T: Target + ?Sized>(
         gamma = new_gamma;
         // The particles' Gaussian fits shape Rw and Gpcn proposals (pCN needs none:
         // with d in the thousands its covariance would cost more than the moves).
-        let (fits, fold_of) = if kernel == Kernel::Pcn {
-            (Vec::new(), vec![0; theta.len() / d])
-        } else {
-            stage_fits((&theta, &risk), (&pool.0, &pool.1), delta, d, families)
+        // Sphere fits the cloud's directions in a chart at their mean.
+        // Copula fits the cloud mapped through its marginal quantiles.
+        let (fits, fold_of, chart, maps) = match (kernel, &prior_sd) {
+            (Kernel::Pcn, _) => (Vec::new(), vec![0; theta.len() / d], None, None),
+            (Kernel::Sphere, Some(sd)) => {
+                let chart = SphereChart::of(&theta, &rw.weights, sd);
+                let (cloud, snaps) = (chart.chart_rows(&theta), chart.chart_rows(&pool.0));
+                let (f, fold) =
+                    stage_fits((&cloud, &risk), (&snaps, &pool.1), delta, d - 1, families);
+                (f, fold, Some(chart), None)
+            }
+            (Kernel::Copula, _) => {
+                let (maps, f, fold) =
+                    copula_fits((&theta, &risk), (&pool.0, &pool.1), delta, d, families);
+                (f, fold, None, Some(maps))
+            }
+            _ => {
+                let (f, fold) = stage_fits((&theta, &risk), (&pool.0, &pool.1), delta, d, families);
+                (f, fold, None, None)
+            }
         };
 
         let chains_n = match s.waste_free {
@@ -231,7 +258,10 @@ pub fn run_checkpointed<T: Target + ?Sized>(
             .par_iter_mut()
             .zip(chains.theta.par_chunks(d))
             .for_each(|(lp, t)| *lp = target.log_prior(t));
-        chains.whiten(&fits);
+        match &chart {
+            Some(ch) => ch.whiten_chains(&mut chains, &fits),
+            None => chains.whiten_mapped(&fits, maps.as_deref()),
+        }
         let mv = move_stage(
             target,
             s,
@@ -241,6 +271,8 @@ pub fn run_checkpointed<T: Target + ?Sized>(
                 scale,
                 fits: &fits,
                 radial: s.radial,
+                chart: chart.as_ref(),
+                maps: maps.as_deref(),
             },
             StageStart {
                 chains,

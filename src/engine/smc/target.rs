@@ -45,6 +45,11 @@ pub trait Target: Sync {
     fn log_prior_natural(&self, theta: &[f64]) -> f64 {
         self.log_prior(theta)
     }
+    /// The prior sds √v_k when the particles are θ under a zero-mean Gaussian
+    /// prior N(0, diag v) (the direction kernel's whitening); None otherwise.
+    fn prior_sds(&self) -> Option<Vec<f64>> {
+        None
+    }
     /// Spike-and-slab: P(z_k = 1 | D) from particles θ (rows of `thetas`); None
     /// for priors without inclusion variables.
     fn inclusion(&self, thetas: &[f64]) -> Option<Vec<f64>> {
@@ -184,6 +189,14 @@ impl Target for LinearAuc {
 
     fn scale_invariant(&self) -> bool {
         true
+    }
+
+    fn prior_sds(&self) -> Option<Vec<f64>> {
+        match (&self.pit, &self.prior) {
+            (None, Prior::Gaussian { var }) => Some(vec![var.sqrt(); self.d]),
+            (None, Prior::Ard { vars }) => Some(vars.iter().map(|v| v.sqrt()).collect()),
+            _ => None,
+        }
     }
 
     fn to_particle(&self, theta: &[f64], particle: &mut [f64]) {
