@@ -7,6 +7,7 @@ mod handle_key;
 pub mod keys;
 pub mod messages;
 pub mod ring;
+pub mod run_figures;
 pub mod run_view;
 
 use std::collections::VecDeque;

@@ -165,17 +165,21 @@ fn stage(t: usize, gamma: f64) -> SmcStage {
 #[test]
 fn smc_trace_leaves_the_prior_stage_out_of_log_and_move_panels() {
     let stages: Vec<SmcStage> = (0..5).map(|t| stage(t, t as f64 * 10.0)).collect();
-    let f = smc_trace(&stages, Some(0.5), "smc", "smc-trace").unwrap();
+    let targets = SmcTargets {
+        tau: Some(0.5),
+        ..SmcTargets::default()
+    };
+    let f = smc_trace(&stages, &targets, "smc", "smc-trace").unwrap();
     assert_eq!(f.panels.len(), 4);
     assert_eq!(
-        f.panels[0].series[0].data.len(),
+        f.panels[2].series[0].data.len(),
         4,
         "γ_0 = 0 is off a log axis"
     );
-    assert_eq!(f.panels[1].series[0].data.len(), 4);
+    assert_eq!(f.panels[0].series[0].data.len(), 4, "ESS/N from stage 1");
     assert_eq!(f.panels[3].series[0].data.len(), 5, "log Z_0 = 0 is shown");
-    assert_eq!(f.panels[1].marks.len(), 1);
-    assert!(smc_trace(&[], None, "smc", "x").is_none());
+    assert_eq!(f.panels[0].marks.len(), 1);
+    assert!(smc_trace(&[], &targets, "smc", "x").is_none());
 }
 
 #[test]

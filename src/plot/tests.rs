@@ -111,7 +111,15 @@ fn every_kind() -> Vec<Figure> {
             "data",
         )
         .unwrap(),
-        smc_trace(&stages, Some(0.5), "smc", "smc-trace").unwrap(),
+        smc_trace(
+            &stages,
+            &SmcTargets {
+                tau: Some(0.5),
+                ..SmcTargets::default()
+            },
+            "smc",
+            "smc-trace",
+        ).unwrap(),
         ep_convergence(&sweeps, Some(1e-4), "ep", "ep-convergence").unwrap(),
         cv_curve(&cv, "logit", "cv").unwrap(),
         inclusion(&incl, "ep spike-slab", "inclusion").unwrap(),

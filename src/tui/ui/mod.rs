@@ -3,6 +3,7 @@
 //! bar otherwise, a one-line message below the minimum size.
 
 pub mod common;
+pub mod figure_chart;
 pub mod dataset;
 pub mod ep_convergence;
 pub mod footer;
