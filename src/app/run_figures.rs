@@ -47,7 +47,12 @@ impl RunView {
     }
 
     pub fn smc_figure(&self) -> Option<Figure> {
-        smc_trace(self.smc.iter(), &self.smc_targets(), &self.title(), "smc-trace")
+        smc_trace(
+            self.smc.iter(),
+            &self.smc_targets(),
+            &self.title(),
+            "smc-trace",
+        )
     }
 
     pub fn ep_figure(&self) -> Option<Figure> {

@@ -34,7 +34,8 @@ pub fn gcs_trace<'a>(
         x(),
         Axis::linear("largest R-hat").range(1.0, r_hi),
     );
-    r.series.push(line("largest R-hat", slot(2, Dash::Solid), rhat));
+    r.series
+        .push(line("largest R-hat", slot(2, Dash::Solid), rhat));
     r.marks.push(Mark::HLine {
         y: max_rhat,
         label: format!("target R-hat ≤ {max_rhat}"),

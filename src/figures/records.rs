@@ -6,10 +6,10 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::Figure;
+use super::gcs_trace::gcs_trace;
 use super::marginals::{GaussianSource, HistogramSource, marginals};
 use super::roc::{RocSource, roc};
 use super::selection::{CvCurve, cv_curve, inclusion, spike_slab_path};
-use super::gcs_trace::gcs_trace;
 use super::traces::{SmcTargets, ep_convergence, smc_trace};
 use super::vb_trace::vb_trace;
 use crate::engine::event::{EpSweep, Event, GcsBatch, SmcStage, VbIter};
@@ -361,7 +361,9 @@ fn marginals_of(runs: &[(&str, &RunRecord)], figs: &mut Vec<Figure>, skipped: &m
     };
     let smc = runs.iter().find(|(_, r)| !r.histograms.is_empty());
     let Some(&(_, reference)) = smc.or_else(|| runs.iter().find(|(_, r)| gibbs(r))) else {
-        let gp = runs.iter().any(|(_, r)| r.coefficients.is_empty() && r.prior.is_some());
+        let gp = runs
+            .iter()
+            .any(|(_, r)| r.coefficients.is_empty() && r.prior.is_some());
         skipped.push(if gp {
             "marginals: a Gaussian-process record has no coefficients (its posterior is over the \
              training scores); baselines have no posterior"
@@ -377,7 +379,11 @@ fn marginals_of(runs: &[(&str, &RunRecord)], figs: &mut Vec<Figure>, skipped: &m
         // SMC holds weighted particles; the great-circle sampler, chain draws.
         label: format!(
             "{name} {}",
-            if r.method == "gcs" { "draws" } else { "particles" }
+            if r.method == "gcs" {
+                "draws"
+            } else {
+                "particles"
+            }
         ),
         coefficients: &r.coefficients,
         histograms: &r.histograms,

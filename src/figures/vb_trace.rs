@@ -41,7 +41,8 @@ pub fn vb_trace<'a>(
             });
         }
     } else {
-        f.series.push(line("F", slot(2, Dash::Solid), pts));
+        f.series
+            .push(line("F = γ·E[R] + KL", slot(2, Dash::Solid), pts));
     }
     let mut g = Panel::new(
         Some(VB_GRADIENT.into()),

@@ -119,7 +119,8 @@ fn every_kind() -> Vec<Figure> {
             },
             "smc",
             "smc-trace",
-        ).unwrap(),
+        )
+        .unwrap(),
         ep_convergence(&sweeps, Some(1e-4), "ep", "ep-convergence").unwrap(),
         cv_curve(&cv, "logit", "cv").unwrap(),
         inclusion(&incl, "ep spike-slab", "inclusion").unwrap(),

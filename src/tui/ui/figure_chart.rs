@@ -203,11 +203,7 @@ fn style(s: &ChartSeries, theme: &Theme) -> Style {
 
 /// Tick label of an axis end.
 fn label(v: f64, log: bool) -> String {
-    if log {
-        format!("1e{v:.0}")
-    } else {
-        num(v)
-    }
+    if log { format!("1e{v:.0}") } else { num(v) }
 }
 
 /// How a chart shows its axes.

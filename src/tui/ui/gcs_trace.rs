@@ -34,11 +34,7 @@ pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
     let panels = run.gcs_figure().map_or(Vec::new(), |f| {
         f.panels.iter().map(resolve).collect::<Vec<_>>()
     });
-    for ((c, area), legend_area) in panels
-        .iter()
-        .zip(halves(charts))
-        .zip(halves(legend_area))
-    {
+    for ((c, area), legend_area) in panels.iter().zip(halves(charts)).zip(halves(legend_area)) {
         if charts.height >= 3 && charts.width >= 24 {
             let labels = Labels {
                 x: true,

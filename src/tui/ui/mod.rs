@@ -3,9 +3,9 @@
 //! bar otherwise, a one-line message below the minimum size.
 
 pub mod common;
-pub mod figure_chart;
 pub mod dataset;
 pub mod ep_convergence;
+pub mod figure_chart;
 pub mod footer;
 pub mod form;
 pub mod gcs_trace;

@@ -111,7 +111,14 @@ fn roc(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
     let mut c = resolve(&fig.panels[0]);
     // The table beside it names the runs; the axes say FPR and TPR.
     c.x_label = "FPR".into();
-    let mut chart = chart(&c, theme, Labels { x: true, y_width: 0 });
+    let mut chart = chart(
+        &c,
+        theme,
+        Labels {
+            x: true,
+            y_width: 0,
+        },
+    );
     chart = chart.y_axis(
         Axis::default()
             .bounds([0.0, 1.0])
@@ -268,11 +275,20 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
         let time = rec
             .map(|x| x.seconds.fit)
             .or_else(|| r.elapsed().filter(|_| r.status.is_live()));
-        let marker = if Some(r.id) == app.selected {
-            "▶ "
-        } else {
-            "  "
-        };
+        // ▶ the selected run, • a run marked (x) for p.
+        let marker = format!(
+            "{}{}",
+            if Some(r.id) == app.selected {
+                "▶"
+            } else {
+                " "
+            },
+            if app.marked.contains(&r.id) {
+                "•"
+            } else {
+                " "
+            }
+        );
         let mut spans = vec![Span::raw(marker)];
         for &c in &cols {
             let (text, style) = match COLUMNS[c].head {

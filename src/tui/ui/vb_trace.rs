@@ -37,7 +37,10 @@ pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
         .and_then(|r| r.details.get("objective")?.as_f64());
     // The same figure `p` writes: F per iteration, ‖∇F‖∞ below.
     let fig = run.vb_figure();
-    let f = fig.as_ref().and_then(|f| f.panel(VB_OBJECTIVE)).map(resolve);
+    let f = fig
+        .as_ref()
+        .and_then(|f| f.panel(VB_OBJECTIVE))
+        .map(resolve);
     let g = fig.as_ref().and_then(|f| f.panel(VB_GRADIENT)).map(resolve);
     // Both charts' y labels padded to one width, so their x axes line up.
     let width = f

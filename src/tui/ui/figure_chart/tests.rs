@@ -34,7 +34,8 @@ fn panel() -> Panel {
             [2.0, 0.3],
         ]),
     ));
-    p.series.push(series("dots", 1, Data::Points(vec![[1.0, 0.5]])));
+    p.series
+        .push(series("dots", 1, Data::Points(vec![[1.0, 0.5]])));
     p.series.push(series(
         "bars",
         2,
@@ -95,7 +96,11 @@ fn every_series_and_mark_becomes_a_dataset_of_finite_points() {
             (2.0, 0.0)
         ]
     );
-    assert_eq!(c.series[3].points.len(), 2, "the band's NaN edge point is out");
+    assert_eq!(
+        c.series[3].points.len(),
+        2,
+        "the band's NaN edge point is out"
+    );
     assert_eq!(c.series[4].points.len(), 3);
     assert!(c.series[5].guide && !c.series[0].guide);
     for s in &c.series {
@@ -131,12 +136,18 @@ fn log_axes_are_drawn_in_decades_without_non_positive_values() {
     assert_eq!(c.y, [-4.0, 1.0]);
     assert_eq!(y_labels(&c, 0), vec!["1e-4", "1e1"]);
     // A fixed range with a NaN end takes that end from the data.
-    let mut q = Panel::new(None, FAxis::linear("x"), FAxis::linear("y").range(0.0, f64::NAN));
-    q.series.push(series("a", 0, Data::Line(vec![[0.0, 2.0], [1.0, 3.0]])));
+    let mut q = Panel::new(
+        None,
+        FAxis::linear("x"),
+        FAxis::linear("y").range(0.0, f64::NAN),
+    );
+    q.series
+        .push(series("a", 0, Data::Line(vec![[0.0, 2.0], [1.0, 3.0]])));
     assert_eq!(resolve(&q).y, [0.0, 3.0]);
     // Nothing drawable: still a valid range.
     let mut e = Panel::new(None, FAxis::linear("x"), FAxis::log("y"));
-    e.series.push(series("a", 0, Data::Line(vec![[f64::NAN, 1.0]])));
+    e.series
+        .push(series("a", 0, Data::Line(vec![[f64::NAN, 1.0]])));
     let c = resolve(&e);
     assert!(c.series[0].points.is_empty());
     assert!(c.y[0] < c.y[1] && c.x[0] < c.x[1]);
@@ -160,7 +171,10 @@ fn a_chart_of_any_panel_renders() {
     let c = resolve(&panel());
     let mut term = Terminal::new(TestBackend::new(40, 12)).unwrap();
     term.draw(|f| {
-        let labels = Labels { x: true, y_width: 3 };
+        let labels = Labels {
+            x: true,
+            y_width: 3,
+        };
         f.render_widget(chart(&c, &theme(), labels), f.area());
     })
     .unwrap();
