@@ -37,6 +37,19 @@ fn text(out: &mut String, x: f64, y: f64, size: f64, attrs: &str, s: &str) {
     );
 }
 
+/// A legend entry's name after its swatch, and the end of the entry.
+fn entry_name(out: &mut String, x: f64, y: f64, name: &str, w: f64) {
+    text(
+        out,
+        x + 34.0,
+        y + 4.5,
+        SMALL,
+        r#"fill="black""#,
+        &fit(name, SMALL, w - 2.0 * MARGIN - 40.0),
+    );
+    let _ = writeln!(out, "</g>");
+}
+
 /// The labels of the horizontal reference lines (targets, thresholds), once
 /// each: they go in the legend, on their own row, rather than over the data.
 fn guide_labels(fig: &Figure) -> Vec<String> {
@@ -146,15 +159,7 @@ pub fn render(fig: &Figure) -> (Size, String) {
                 );
             }
         }
-        text(
-            &mut out,
-            x + 34.0,
-            y + 4.5,
-            SMALL,
-            r#"fill="black""#,
-            &fit(name, SMALL, w - 2.0 * MARGIN - 40.0),
-        );
-        let _ = writeln!(out, "</g>");
+        entry_name(&mut out, x, y, name, w);
     }
     for (name, (row, x)) in guides.iter().zip(&lay[legend.len()..]) {
         let x = MARGIN + x;
@@ -166,15 +171,7 @@ pub fn render(fig: &Figure) -> (Size, String) {
             r##"<line x1="{x:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#333" stroke-width="1.2" stroke-dasharray="5 4"/>"##,
             x + 28.0
         );
-        text(
-            &mut out,
-            x + 34.0,
-            y + 4.5,
-            SMALL,
-            r#"fill="black""#,
-            &fit(name, SMALL, w - 2.0 * MARGIN - 40.0),
-        );
-        let _ = writeln!(out, "</g>");
+        entry_name(&mut out, x, y, name, w);
     }
     let _ = writeln!(out, "</g>");
     for (i, p) in fig.panels.iter().enumerate() {

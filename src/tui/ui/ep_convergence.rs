@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::common::{num, pane_block, placeholder, seconds};
-use super::figure_chart::{Labels, chart, legend, resolve, y_labels};
+use super::figure_chart::{resolve, stacked};
 use super::theme::Theme;
 use crate::app::run_view::RunView;
 use crate::app::{App, Pane};
@@ -49,36 +49,13 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let fig = run.ep_figure();
     let delta = fig.as_ref().and_then(|f| f.panel(EP_DELTA)).map(resolve);
     let z = fig.as_ref().and_then(|f| f.panel(EVIDENCE)).map(resolve);
-    // Both charts' y labels padded to one width, so their x axes line up.
-    let width = delta
-        .iter()
-        .chain(&z)
-        .flat_map(|c| y_labels(c, 0))
-        .map(|l| l.chars().count())
-        .max()
-        .unwrap_or(0);
-    let mut spans = Vec::new();
-    if let Some(c) = &delta {
-        if delta_area.height >= 3 && delta_area.width >= 12 {
-            let labels = Labels {
-                x: true,
-                y_width: width,
-            };
-            frame.render_widget(chart(c, &theme, labels), delta_area);
-        }
-        spans.extend(legend(c, &theme));
-    }
-    if let Some(c) = z.as_ref().filter(|_| two) {
-        if z_area.height >= 3 {
-            let labels = Labels {
-                x: false,
-                y_width: width,
-            };
-            frame.render_widget(chart(c, &theme, labels), z_area);
-        }
-        spans.extend(legend(c, &theme));
-    }
-    frame.render_widget(Paragraph::new(Line::from(spans)), legend_area);
+    stacked(
+        frame,
+        [delta.as_ref(), z.as_ref()],
+        [delta_area, z_area, legend_area],
+        two,
+        &theme,
+    );
     let log_z = run
         .record
         .as_ref()

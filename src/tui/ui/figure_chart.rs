@@ -6,10 +6,12 @@
 //! Log axes are drawn in log10 units with 1eK labels. The panes and the files
 //! written by `p` draw the same figure values: screen and file cannot disagree.
 
+use ratatui::Frame;
+use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::symbols::Marker;
-use ratatui::text::Span;
-use ratatui::widgets::{Axis, Chart, Dataset, GraphType};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 
 use super::common::num;
 use super::theme::{Theme, glyph};
@@ -295,6 +297,36 @@ pub fn legend(c: &PanelChart, theme: &Theme) -> Vec<Span<'static>> {
         out.push(Span::styled(format!("{g} {} ", s.name), theme.dim()));
     }
     out
+}
+
+/// Two charts stacked in a pane (a trace and, with room, a second measure
+/// below it on the same x), their y labels padded to one width so the x axes
+/// line up, and one legend line for both.
+pub fn stacked(
+    frame: &mut Frame,
+    [top, bottom]: [Option<&PanelChart>; 2],
+    [top_area, bottom_area, legend_area]: [Rect; 3],
+    two: bool,
+    theme: &Theme,
+) {
+    let bottom = bottom.filter(|_| two);
+    let width = top
+        .iter()
+        .chain(&bottom)
+        .flat_map(|c| y_labels(c, 0))
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut spans = Vec::new();
+    for (c, area, x) in [(top, top_area, true), (bottom, bottom_area, false)] {
+        let Some(c) = c else { continue };
+        if area.height >= 3 && area.width >= 12 {
+            let labels = Labels { x, y_width: width };
+            frame.render_widget(chart(c, theme, labels), area);
+        }
+        spans.extend(legend(c, theme));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), legend_area);
 }
 
 /// A bar chart's categories with their heights (the inclusion pane's rows).

@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::common::{num, placeholder, seconds};
-use super::figure_chart::{Labels, chart, legend, resolve, y_labels};
+use super::figure_chart::{resolve, stacked};
 use super::theme::Theme;
 use crate::app::run_view::RunView;
 use crate::figures::{VB_GRADIENT, VB_OBJECTIVE};
@@ -42,36 +42,13 @@ pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
         .and_then(|f| f.panel(VB_OBJECTIVE))
         .map(resolve);
     let g = fig.as_ref().and_then(|f| f.panel(VB_GRADIENT)).map(resolve);
-    // Both charts' y labels padded to one width, so their x axes line up.
-    let width = f
-        .iter()
-        .chain(&g)
-        .flat_map(|c| y_labels(c, 0))
-        .map(|l| l.chars().count())
-        .max()
-        .unwrap_or(0);
-    let mut spans = Vec::new();
-    if let Some(c) = &f {
-        if f_area.height >= 3 && f_area.width >= 12 {
-            let labels = Labels {
-                x: true,
-                y_width: width,
-            };
-            frame.render_widget(chart(c, theme, labels), f_area);
-        }
-        spans.extend(legend(c, theme));
-    }
-    if let Some(c) = g.as_ref().filter(|_| two) {
-        if g_area.height >= 3 {
-            let labels = Labels {
-                x: false,
-                y_width: width,
-            };
-            frame.render_widget(chart(c, theme, labels), g_area);
-        }
-        spans.extend(legend(c, theme));
-    }
-    frame.render_widget(Paragraph::new(Line::from(spans)), legend_area);
+    stacked(
+        frame,
+        [f.as_ref(), g.as_ref()],
+        [f_area, g_area, legend_area],
+        two,
+        theme,
+    );
     let optimizer = if estimated { "Adam" } else { "L-BFGS" };
     let (family, loss) = match &run.spec.method {
         MethodSpec::Vb(s) => (
