@@ -35,10 +35,10 @@ pub fn gcs_trace<'a>(
         Axis::linear("largest R-hat").range(1.0, r_hi),
     );
     r.series
-        .push(line("largest R-hat", slot(2, Dash::Solid), rhat));
+        .push(line("R-hat", slot(2, Dash::Solid), rhat));
     r.marks.push(Mark::HLine {
         y: max_rhat,
-        label: format!("target R-hat ≤ {max_rhat}"),
+        label: format!("R-hat ≤ {max_rhat} (target)"),
     });
     let mut e = Panel::new(
         Some("ESS".into()),
@@ -63,12 +63,12 @@ pub fn gcs_trace<'a>(
     ));
     e.marks.push(Mark::HLine {
         y: min_ess,
-        label: format!("target ESS ≥ {min_ess}"),
+        label: format!("ESS ≥ {min_ess} (target)"),
     });
     for p in [&mut r, &mut e] {
         p.marks.push(Mark::VLine {
             x: warmup,
-            label: "end of warm-up".into(),
+            label: "warm-up end".into(),
         });
     }
     let opt = |v: Option<f64>, d: usize| v.map_or("-".into(), |x| format!("{x:.d$}"));

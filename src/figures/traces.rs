@@ -99,20 +99,20 @@ pub fn smc_trace<'a>(
     ));
     if gamma_t > 0.0 {
         shares.series.push(line(
-            "γ_t/γ_T",
+            "γ/γ_T",
             slot(1, Dash::Dashed),
             stages.iter().map(|s| [at(s), s.gamma / gamma_t]).collect(),
         ));
     }
     shares.series.push(line(
-        "acceptance",
+        "accepted",
         slot(3, Dash::Dotted),
         moved().map(|s| [at(s), s.acceptance]).collect(),
     ));
     if let Some(t) = targets.tau {
         shares.marks.push(Mark::HLine {
             y: t,
-            label: format!("ESS target τ = {t}"),
+            label: format!("τ = {t}: the ESS target"),
         });
     }
     let mut moves = match targets.moves_cap {
@@ -153,11 +153,11 @@ pub fn smc_trace<'a>(
     if !corr.is_empty() && targets.moves_cap.is_some() {
         moves
             .series
-            .push(line("|corr| with stage start", slot(2, Dash::Dashed), corr));
+            .push(line("|corr|", slot(2, Dash::Dashed), corr));
         if let Some(c) = targets.decorrelation {
             moves.marks.push(Mark::HLine {
                 y: c,
-                label: format!("moves stop at |corr| ≤ {c}"),
+                label: format!("|corr| ≤ {c} stops the moves"),
             });
         }
     }

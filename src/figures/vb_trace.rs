@@ -37,7 +37,7 @@ pub fn vb_trace<'a>(
         if let Some(e) = exact.filter(|e| e.is_finite()) {
             f.marks.push(Mark::HLine {
                 y: e,
-                label: format!("exact F at the end = {e:.4}"),
+                label: format!("exact F = {e:.4} at the end"),
             });
         }
     } else {

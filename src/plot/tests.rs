@@ -189,7 +189,7 @@ fn vb_trace_svg_has_three_panels_and_its_guide_in_the_legend() {
     assert_eq!(count(&svg, "<circle"), 6 + 1);
     assert_eq!(count(&svg, r#"class="mark""#), 1);
     assert_eq!(count(&svg, "legend-entry guide"), 1);
-    assert!(svg.contains(">exact F at the end = 1.5000</text>"));
+    assert!(svg.contains(">exact F = 1.5000 at the end</text>"));
     assert_eq!(count(&svg, "mark-label"), 0, "no guide label over the data");
     // The NaN step is left out, not drawn.
     let Data::Line(step) = &fig.panels[2].series[0].data else {

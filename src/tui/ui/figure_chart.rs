@@ -184,11 +184,11 @@ pub fn resolve(panel: &Panel) -> PanelChart {
 }
 
 /// The marker of the `k`-th data series (guides use the chosen marker).
-fn marker(s: &ChartSeries, k: usize, theme: &Theme) -> Marker {
+fn marker(s: &ChartSeries, k: usize, theme: &Theme, markers: bool) -> Marker {
     if s.scatter {
         // Points as dots whatever the line marker.
         Marker::Dot
-    } else if s.guide {
+    } else if s.guide || !markers {
         theme.marker
     } else {
         theme.series_markers()[k % 3]
@@ -203,18 +203,39 @@ fn style(s: &ChartSeries, theme: &Theme) -> Style {
     }
 }
 
-/// Tick label of an axis end.
+/// Tick label of an axis end (whole numbers without decimals).
 fn label(v: f64, log: bool) -> String {
-    if log { format!("1e{v:.0}") } else { num(v) }
+    if log {
+        format!("1e{v:.0}")
+    } else if v == v.round() && v.abs() < 1e9 {
+        // Whole numbers without decimals: stages, sweeps, steps.
+        format!("{v:.0}")
+    } else {
+        num(v)
+    }
 }
 
-/// How a chart shows its axes.
+/// How a chart shows its axes and series.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Labels {
     /// The x axis' ends and its name between them.
     pub x: bool,
     /// Y labels padded to this width (charts stacked in a pane line up).
     pub y_width: usize,
+    /// A marker per series (traces: readable without colour), or the
+    /// chosen marker for all (curves told apart by colour and legend glyph).
+    pub markers: bool,
+}
+
+impl Labels {
+    /// A trace's chart: the x axis labelled, a marker per series.
+    pub fn trace(y_width: usize) -> Labels {
+        Labels {
+            x: true,
+            y_width,
+            markers: true,
+        }
+    }
 }
 
 /// The y labels of a chart: its ends (½ between on a [0, 1] share axis).
@@ -234,11 +255,11 @@ pub fn y_labels(c: &PanelChart, width: usize) -> Vec<String> {
 pub fn chart<'a>(c: &'a PanelChart, theme: &Theme, labels: Labels) -> Chart<'a> {
     let mut ds = Vec::new();
     for s in c.series.iter().filter(|s| s.guide) {
-        ds.push(dataset(s, 0, theme));
+        ds.push(dataset(s, theme.marker, theme));
     }
     let data: Vec<&ChartSeries> = c.series.iter().filter(|s| !s.guide).collect();
     for (k, s) in data.iter().enumerate().rev() {
-        ds.push(dataset(s, k, theme));
+        ds.push(dataset(s, marker(s, k, theme, labels.markers), theme));
     }
     let x_labels = if labels.x {
         vec![
@@ -264,7 +285,7 @@ pub fn chart<'a>(c: &'a PanelChart, theme: &Theme, labels: Labels) -> Chart<'a> 
         )
 }
 
-fn dataset<'a>(s: &'a ChartSeries, k: usize, theme: &Theme) -> Dataset<'a> {
+fn dataset<'a>(s: &'a ChartSeries, marker: Marker, theme: &Theme) -> Dataset<'a> {
     Dataset::default()
         .data(&s.points)
         .graph_type(if s.scatter {
@@ -272,31 +293,45 @@ fn dataset<'a>(s: &'a ChartSeries, k: usize, theme: &Theme) -> Dataset<'a> {
         } else {
             GraphType::Line
         })
-        .marker(marker(s, k, theme))
+        .marker(marker)
         .style(style(s, theme))
 }
 
-/// Legend spans: each data series' marker glyph and name in its colour
-/// (a band's two edges once), then the guides dim.
-pub fn legend(c: &PanelChart, theme: &Theme) -> Vec<Span<'static>> {
+/// Legend spans of one or more charts drawn with `markers` (as `Labels`):
+/// each data series' marker glyph and name in its colour (a band's two edges
+/// once), then the guides dim (each label once).
+pub fn legend_of(charts: &[&PanelChart], theme: &Theme, markers: bool) -> Vec<Span<'static>> {
     let mut out = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
-    let data = c.series.iter().filter(|s| !s.guide);
-    for (k, s) in data.enumerate() {
-        if seen.contains(&s.name.as_str()) || s.name.is_empty() {
+    for c in charts {
+        let data = c.series.iter().filter(|s| !s.guide);
+        for (k, s) in data.enumerate() {
+            if seen.contains(&s.name.as_str()) || s.name.is_empty() {
+                continue;
+            }
+            seen.push(&s.name);
+            let g = if s.scatter {
+                "•"
+            } else {
+                glyph(marker(s, k, theme, markers))
+            };
+            out.push(Span::styled(format!("{g} {} ", s.name), style(s, theme)));
+        }
+    }
+    for s in charts.iter().flat_map(|c| &c.series) {
+        if !s.guide || s.name.is_empty() || seen.contains(&s.name.as_str()) {
             continue;
         }
         seen.push(&s.name);
-        out.push(Span::styled(
-            format!("{} {} ", glyph(marker(s, k, theme)), s.name),
-            style(s, theme),
-        ));
-    }
-    for s in c.series.iter().filter(|s| s.guide && !s.name.is_empty()) {
         let g = if s.vertical { "│" } else { "─" };
         out.push(Span::styled(format!("{g} {} ", s.name), theme.dim()));
     }
     out
+}
+
+/// The legend of one trace chart (a marker per series).
+pub fn legend(c: &PanelChart, theme: &Theme) -> Vec<Span<'static>> {
+    legend_of(&[c], theme, true)
 }
 
 /// Two charts stacked in a pane (a trace and, with room, a second measure
@@ -321,11 +356,15 @@ pub fn stacked(
     for (c, area, x) in [(top, top_area, true), (bottom, bottom_area, false)] {
         let Some(c) = c else { continue };
         if area.height >= 3 && area.width >= 12 {
-            let labels = Labels { x, y_width: width };
+            let labels = Labels {
+                x,
+                ..Labels::trace(width)
+            };
             frame.render_widget(chart(c, theme, labels), area);
         }
-        spans.extend(legend(c, theme));
     }
+    let charts: Vec<&PanelChart> = [top, bottom].into_iter().flatten().collect();
+    spans.extend(legend_of(&charts, theme, true));
     frame.render_widget(Paragraph::new(Line::from(spans)), legend_area);
 }
 

@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::common::{placeholder, seconds, si};
-use super::figure_chart::{Labels, chart, legend, resolve};
+use super::figure_chart::{Labels, PanelChart, chart, legend_of, resolve};
 use super::theme::Theme;
 use crate::app::run_view::RunView;
 use crate::engine::event::GcsBatch;
@@ -34,16 +34,18 @@ pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
     let panels = run.gcs_figure().map_or(Vec::new(), |f| {
         f.panels.iter().map(resolve).collect::<Vec<_>>()
     });
-    for ((c, area), legend_area) in panels.iter().zip(halves(charts)).zip(halves(legend_area)) {
+    for (c, area) in panels.iter().zip(halves(charts)) {
         if charts.height >= 3 && charts.width >= 24 {
-            let labels = Labels {
-                x: true,
-                y_width: 0,
-            };
-            frame.render_widget(chart(c, theme, labels), area);
+            // Half a pane has no room for the x axis' name between its ends.
+            let mut c = c.clone();
+            c.x_label.clear();
+            frame.render_widget(chart(&c, theme, Labels::trace(0)), area);
         }
-        frame.render_widget(Paragraph::new(Line::from(legend(c, theme))), legend_area);
     }
+    // One legend line for both charts (the warm-up's line named once).
+    let all: Vec<&PanelChart> = panels.iter().collect();
+    let spans = legend_of(&all, theme, true);
+    frame.render_widget(Paragraph::new(Line::from(spans)), legend_area);
     frame.render_widget(Paragraph::new(stats(run, last, theme)), stats_area);
 }
 

@@ -14,7 +14,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::common::{bounds, fit, num, pane_block, placeholder};
-use super::figure_chart::{Labels, chart, legend, resolve};
+use super::figure_chart::{Labels, chart, legend_of, resolve};
 use super::gp_scores;
 use super::theme::Theme;
 use crate::app::run_view::{Coef, RunView};
@@ -394,7 +394,7 @@ fn histogram(
         Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
     let c = resolve(&panel);
     let mut title = vec![Span::styled(format!(" {name} "), theme.title())];
-    title.extend(legend(&c, theme));
+    title.extend(legend_of(&[&c], theme, false));
     frame.render_widget(Paragraph::new(Line::from(title)), title_area);
     if panel.series.is_empty() {
         placeholder(
@@ -405,10 +405,7 @@ fn histogram(
         );
         return;
     }
-    let labels = Labels {
-        x: false,
-        y_width: 0,
-    };
+    let labels = Labels::default();
     let chart = chart(&c, theme, labels).x_axis(
         ratatui::widgets::Axis::default()
             .bounds(c.x)

@@ -116,7 +116,7 @@ fn roc(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
         theme,
         Labels {
             x: true,
-            y_width: 0,
+            ..Labels::default()
         },
     );
     chart = chart.y_axis(

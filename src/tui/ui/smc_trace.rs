@@ -75,7 +75,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         if chart_area.height >= 3 && chart_area.width >= 12 {
             let labels = Labels {
                 x: !two,
-                y_width: 0,
+                ..Labels::trace(0)
             };
             frame.render_widget(chart(&c, &theme, labels), chart_area);
         }
@@ -86,10 +86,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         && moves_area.height >= 3
     {
         let c = resolve(p);
-        let labels = Labels {
-            x: true,
-            y_width: 0,
-        };
+        let labels = Labels::trace(0);
         frame.render_widget(chart(&c, &theme, labels), moves_area);
         frame.render_widget(Paragraph::new(Line::from(legend(&c, &theme))), moves_legend);
     }
