@@ -34,8 +34,7 @@ pub fn gcs_trace<'a>(
         x(),
         Axis::linear("largest R-hat").range(1.0, r_hi),
     );
-    r.series
-        .push(line("R-hat", slot(2, Dash::Solid), rhat));
+    r.series.push(line("R-hat", slot(2, Dash::Solid), rhat));
     r.marks.push(Mark::HLine {
         y: max_rhat,
         label: format!("R-hat ≤ {max_rhat} (target)"),

@@ -50,16 +50,18 @@ fn entry_name(out: &mut String, x: f64, y: f64, name: &str, w: f64) {
     let _ = writeln!(out, "</g>");
 }
 
-/// The labels of the horizontal reference lines (targets, thresholds), once
-/// each: they go in the legend, on their own row, rather than over the data.
-fn guide_labels(fig: &Figure) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+/// The labels of the reference lines (targets, thresholds, a chosen grid
+/// point), once each, and whether the line is vertical: they go in the
+/// legend, on their own row, rather than over the data.
+fn guide_labels(fig: &Figure) -> Vec<(String, bool)> {
+    let mut out: Vec<(String, bool)> = Vec::new();
     for m in fig.panels.iter().flat_map(|p| &p.marks) {
-        if let Mark::HLine { label, .. } = m
-            && !label.is_empty()
-            && !out.contains(label)
-        {
-            out.push(label.clone());
+        let (label, vertical) = match m {
+            Mark::HLine { label, .. } => (label, false),
+            Mark::VLine { label, .. } => (label, true),
+        };
+        if !label.is_empty() && !out.iter().any(|(l, _)| l == label) {
+            out.push((label.clone(), vertical));
         }
     }
     out
@@ -93,7 +95,7 @@ pub fn render(fig: &Figure) -> (Size, String) {
     let names: Vec<&str> = legend
         .iter()
         .map(|e| e.0.as_str())
-        .chain(guides.iter().map(String::as_str))
+        .chain(guides.iter().map(|g| g.0.as_str()))
         .collect();
     let lay = legend_layout(&names, legend.len(), w - 2.0 * MARGIN);
     let legend_rows = lay.last().map_or(0, |l| l.0 + 1);
@@ -161,15 +163,19 @@ pub fn render(fig: &Figure) -> (Size, String) {
         }
         entry_name(&mut out, x, y, name, w);
     }
-    for (name, (row, x)) in guides.iter().zip(&lay[legend.len()..]) {
+    for ((name, vertical), (row, x)) in guides.iter().zip(&lay[legend.len()..]) {
         let x = MARGIN + x;
         let y = legend_top + *row as f64 * LEGEND_ROW + LEGEND_ROW / 2.0;
         // Drawn as the guide itself is: thin, dark, dashed.
         let _ = writeln!(out, r#"<g class="legend-entry guide">"#);
+        let (x1, y1, x2, y2) = if *vertical {
+            (x + 14.0, y - 7.0, x + 14.0, y + 7.0)
+        } else {
+            (x, y, x + 28.0, y)
+        };
         let _ = writeln!(
             out,
-            r##"<line x1="{x:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#333" stroke-width="1.2" stroke-dasharray="5 4"/>"##,
-            x + 28.0
+            r##"<line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="#333" stroke-width="1.2" stroke-dasharray="5 4"/>"##
         );
         entry_name(&mut out, x, y, name, w);
     }
@@ -396,11 +402,9 @@ fn series(
     let _ = writeln!(out, "</g>");
 }
 
+/// A reference line across the plot (its label is in the legend: `guide_labels`).
 fn mark(out: &mut String, m: &Mark, sx: &Scale, sy: &Scale, [l, t, r, b]: [f64; 4]) {
-    let halo =
-        r##"class="mark-label" fill="#222" stroke="white" stroke-width="3" paint-order="stroke""##;
     match m {
-        // Its label is in the legend (`guide_labels`).
         Mark::HLine { y, .. } => {
             let Some(f) = sy.frac(*y) else { return };
             let yy = b - f * (b - t);
@@ -409,25 +413,12 @@ fn mark(out: &mut String, m: &Mark, sx: &Scale, sy: &Scale, [l, t, r, b]: [f64; 
                 r##"<line class="mark" x1="{l:.1}" y1="{yy:.1}" x2="{r:.1}" y2="{yy:.1}" stroke="#333" stroke-width="1.2" stroke-dasharray="5 4"/>"##
             );
         }
-        Mark::VLine { x, label } => {
+        Mark::VLine { x, .. } => {
             let Some(f) = sx.frac(*x) else { return };
             let xx = l + f * (r - l);
             let _ = writeln!(
                 out,
                 r##"<line class="mark" x1="{xx:.1}" y1="{t:.1}" x2="{xx:.1}" y2="{b:.1}" stroke="#333" stroke-width="1.2" stroke-dasharray="5 4"/>"##
-            );
-            let (lx, anchor) = if r - xx > width(label, 11.0) + 10.0 {
-                (xx + 5.0, "start")
-            } else {
-                (xx - 5.0, "end")
-            };
-            text(
-                out,
-                lx,
-                b - 8.0,
-                11.0,
-                &format!(r#"{halo} text-anchor="{anchor}""#),
-                label,
             );
         }
     }
