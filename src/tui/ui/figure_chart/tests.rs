@@ -171,10 +171,7 @@ fn a_chart_of_any_panel_renders() {
     let c = resolve(&panel());
     let mut term = Terminal::new(TestBackend::new(40, 12)).unwrap();
     term.draw(|f| {
-        let labels = Labels {
-            x: true,
-            y_width: 3,
-        };
+        let labels = Labels::trace(3);
         f.render_widget(chart(&c, &theme(), labels), f.area());
     })
     .unwrap();
