@@ -64,7 +64,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
 
 /// The ROC figure of every finished run (`figures::roc`, as `p` writes it),
 /// each curve in its run's colour, the selected run's on top.
-pub fn roc_figure(app: &App) -> Option<crate::figures::Figure> {
+fn roc_figure(app: &App) -> Option<crate::figures::Figure> {
     let sel = app.selected;
     let mut runs: Vec<(usize, &RunView, &RunRecord)> = app
         .runs
@@ -75,8 +75,8 @@ pub fn roc_figure(app: &App) -> Option<crate::figures::Figure> {
     if runs.is_empty() {
         return None;
     }
-    // Drawn last is drawn on top.
-    runs.sort_by_key(|(_, r, _)| Some(r.id) == sel);
+    // The chart draws the first curve on top: the selected run's.
+    runs.sort_by_key(|(_, r, _)| Some(r.id) != sel);
     let sources: Vec<RocSource> = runs
         .iter()
         .map(|(_, r, rec)| {
