@@ -64,7 +64,7 @@ if [[ " ${METHODS[*]} " == *" smc "* ]]; then
   grep -qE 'stage [0-9]+' <<<"$SCREEN" || fail "no SMC stage count"
 fi
 if [[ " ${METHODS[*]} " == *" ep "* ]]; then
-  grep -q 'Δ (log)' <<<"$SCREEN" || fail "no EP convergence"
+  grep -q 'Δ_t' <<<"$SCREEN" || fail "no EP convergence"
   grep -qE 'sweep [0-9]+' <<<"$SCREEN" || fail "no EP sweep count"
 fi
 
@@ -97,7 +97,7 @@ echo "$SCREEN"
 grep -qE "1 +$METHOD +([a-z-]+ +)?done .*$TEST_AUC" <<<"$SCREEN" || fail "replay does not show $METHOD with test AUC $TEST_AUC"
 grep -q 'mean ± 2 sd' <<<"$SCREEN" || fail "replay has no forest plot"
 if [ "$METHOD" = smc ]; then grep -q 'ESS/N' <<<"$SCREEN" || fail "replay has no ESS trace"; fi
-if [ "$METHOD" = ep ]; then grep -q 'Δ (log)' <<<"$SCREEN" || fail "replay has no EP convergence"; fi
+if [ "$METHOD" = ep ]; then grep -q 'Δ_t' <<<"$SCREEN" || fail "replay has no EP convergence"; fi
 key q
 wait_for 'EXITED 0'
 echo "tui-smoke: 1 passed, 0 failed"

@@ -93,7 +93,9 @@ fn smc_and_ep_records_give_every_figure_as_png_and_svg() {
     );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("needs an SMC record for the histogram; drawing the Gaussian only"),
+        err.contains(
+            "needs a sampler's record (smc, gcs) for the histogram; drawing the Gaussian only"
+        ),
         "{err}"
     );
     std::fs::remove_dir_all(&dir).unwrap();

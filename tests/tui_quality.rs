@@ -141,11 +141,11 @@ fn traces_differ_without_colour() {
     key(&mut app, Key::Char('z'));
     let s = screen(&app, 120, 40);
     assert!(
-        s.contains("⠒ ESS/N") && s.contains("• γ/γT") && s.contains("▄ accept"),
+        s.contains("⠒ ESS/N") && s.contains("• γ/γ_T") && s.contains("▄ accepted"),
         "{s}"
     );
     assert!(
-        s.contains("moves/200") && s.contains("|corr|") && s.contains("K ≤ 200"),
+        s.contains("moves/K") && s.contains("|corr|") && s.contains("K ≤ 200"),
         "{s}"
     );
     let body: String = s.lines().skip(2).take(20).collect();

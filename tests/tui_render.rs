@@ -309,7 +309,7 @@ fn a_great_circle_run_in_the_sampler_pane() {
             "Sampler",
             "#1 gcs running",
             "R-hat",
-            "ESS bulk",
+            "bulk ESS",
             "risk/chain",
         ] {
             assert!(s.contains(want), "{w}×{h}: no '{want}' in\n{s}");

@@ -149,6 +149,8 @@ impl App {
                 self.follow = true;
                 return self.enqueue(spec);
             }
+            Action::Plot => return self.plot(),
+            Action::Mark => self.toggle_mark(),
             Action::Export => {
                 return match self.selected_run() {
                     Some(r) if r.record.is_some() => vec![Command::Export { run: r.id }],

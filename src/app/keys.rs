@@ -40,6 +40,8 @@ pub enum Action {
     Cancel,
     Rerun,
     Export,
+    Plot,
+    Mark,
     Zoom,
     Messages,
     PrevRun,
@@ -162,6 +164,22 @@ pub const BINDINGS: &[Binding] = &[
         [(Char('e'), Action::Export)]
     ),
     bind!(
+        "p",
+        "figures",
+        "write the figures (PNG and SVG) of the selected run, or of the marked runs together, into the figures folder",
+        Runs,
+        7,
+        [(Char('p'), Action::Plot)]
+    ),
+    bind!(
+        "x",
+        "mark",
+        "mark or unmark the selected run: p draws the marked runs together (ROC curves overlaid)",
+        Runs,
+        0,
+        [(Char('x'), Action::Mark)]
+    ),
+    bind!(
         "[ ]",
         "run",
         "select the previous / next run",
@@ -273,6 +291,6 @@ mod tests {
             assert_eq!(action(Char(c)), Some(Action::Pane(i)));
         }
         assert_eq!(action(BackTab), Some(Action::FocusPrev));
-        assert_eq!(action(Char('x')), None);
+        assert_eq!(action(Char('w')), None);
     }
 }

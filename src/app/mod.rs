@@ -6,7 +6,9 @@ pub mod form;
 mod handle_key;
 pub mod keys;
 pub mod messages;
+mod plot_key;
 pub mod ring;
+pub mod run_figures;
 pub mod run_view;
 
 use std::collections::VecDeque;
@@ -130,6 +132,9 @@ pub enum DataState {
     },
 }
 
+/// The figures folder unless `--figures-dir` says otherwise.
+pub const DEFAULT_FIGURES_DIR: &str = "pacauc-figures";
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusLine {
     pub text: String,
@@ -147,6 +152,11 @@ pub enum Msg {
         run: RunId,
         result: Result<PathBuf, String>,
     },
+    /// The figures of a `Command::Plot` were written (the files), or not.
+    Plotted {
+        dir: PathBuf,
+        result: Result<Vec<PathBuf>, String>,
+    },
     /// The run could not be built (bad settings) or its thread not started.
     StartFailed {
         run: RunId,
@@ -157,10 +167,25 @@ pub enum Msg {
 /// Side effects for the terminal loop.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
-    Start { run: RunId, spec: Box<RunSpec> },
-    Pause { run: RunId, paused: bool },
-    Cancel { run: RunId },
-    Export { run: RunId },
+    Start {
+        run: RunId,
+        spec: Box<RunSpec>,
+    },
+    Pause {
+        run: RunId,
+        paused: bool,
+    },
+    Cancel {
+        run: RunId,
+    },
+    Export {
+        run: RunId,
+    },
+    /// Write these figures as PNG and SVG into `dir` (off the UI thread).
+    Plot {
+        dir: PathBuf,
+        figures: Vec<crate::figures::Figure>,
+    },
 }
 
 #[derive(Debug)]
@@ -192,6 +217,12 @@ pub struct App {
     pub messages: Messages,
     /// Where `e` writes run records (absolute when known).
     pub export_dir: Option<PathBuf>,
+    /// Where `p` writes figures: a folder per run (or set of marked runs) in it.
+    pub figures_dir: PathBuf,
+    /// Runs marked (`x`) to be drawn together by `p`.
+    pub marked: Vec<RunId>,
+    /// Figure writes under way (`p` waits for the last to end).
+    plotting: usize,
 }
 
 impl App {
@@ -246,6 +277,9 @@ impl App {
             last_form: None,
             messages,
             export_dir: None,
+            figures_dir: PathBuf::from(DEFAULT_FIGURES_DIR),
+            marked: Vec::new(),
+            plotting: 0,
         }
     }
 
@@ -554,6 +588,10 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             }
             Vec::new()
         }
+        Msg::Plotted { dir, result } => {
+            app.plotted(dir, result);
+            Vec::new()
+        }
         Msg::StartFailed { run, error } => {
             if let Some(r) = app.run_mut(run) {
                 r.status = RunStatus::Failed(error.clone());
@@ -566,3 +604,6 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod plot_tests;

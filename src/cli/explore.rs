@@ -34,6 +34,10 @@ pub struct ViewArgs {
     /// Folder where `e` writes run records.
     #[arg(long, default_value = ".", value_name = "DIR")]
     pub export_dir: PathBuf,
+    /// Folder where `p` writes figures (PNG and SVG), one folder per run in it
+    /// (created when `p` is first pressed).
+    #[arg(long, default_value = crate::app::DEFAULT_FIGURES_DIR, value_name = "DIR")]
+    pub figures_dir: PathBuf,
 }
 
 impl ViewArgs {
@@ -43,6 +47,7 @@ impl ViewArgs {
             marker: MarkerArg::Braille,
             fps: 10.0,
             export_dir: PathBuf::from("."),
+            figures_dir: PathBuf::from(crate::app::DEFAULT_FIGURES_DIR),
         }
     }
 
@@ -70,6 +75,7 @@ impl ViewArgs {
             },
             fps: self.fps,
             export_dir: self.export_dir.clone(),
+            figures_dir: self.figures_dir.clone(),
             latency_log: std::env::var_os("PACAUC_LATENCY_LOG").map(PathBuf::from),
         })
     }

@@ -17,11 +17,13 @@ pub enum PlotFormat {
 }
 
 /// Figure kinds, as `--only` names them (a figure's file name starts with its kind).
-pub const KINDS: [&str; 7] = [
+pub const KINDS: [&str; 9] = [
     "roc",
     "marginals",
     "smc-trace",
     "ep-convergence",
+    "vb-trace",
+    "gcs-trace",
     "cv",
     "inclusion",
     "path",
@@ -41,7 +43,7 @@ pub struct PlotArgs {
     #[arg(long, value_enum, default_value = "both")]
     pub format: PlotFormat,
     /// Only these figures (comma-separated): roc, marginals, smc-trace,
-    /// ep-convergence, cv, inclusion, path.
+    /// ep-convergence, vb-trace, gcs-trace, cv, inclusion, path.
     #[arg(long, value_delimiter = ',', value_name = "KIND,…")]
     pub only: Vec<String>,
 }

@@ -13,7 +13,8 @@ const CURVE_POINTS: usize = 161;
 /// Half-width of a Gaussian curve's grid, in sds.
 const CURVE_SDS: f64 = 4.0;
 
-/// A sampling run: its coefficients (for the order) and one histogram per coefficient.
+/// A sampling run: its coefficients (for the order) and one histogram per
+/// coefficient; `label` names the series ("smc particles", "gcs draws").
 pub struct HistogramSource<'a> {
     pub label: String,
     pub coefficients: &'a [Coefficient],
@@ -72,6 +73,36 @@ fn order(coefs: &[Coefficient]) -> Vec<usize> {
     idx
 }
 
+/// One coefficient's panel: the sampler's histogram as a density (series
+/// named `label`) under each Gaussian N(mean, sd²) (named "`label` Gaussian"),
+/// with the caller's styles (the explorer keeps each run's colour).
+pub fn marginal_panel(
+    name: &str,
+    histogram: Option<(&str, Style, &Histogram)>,
+    gaussians: &[(String, Style, f64, f64)],
+) -> Panel {
+    let mut panel = Panel::new(
+        Some(name.to_string()),
+        Axis::linear("coefficient (standardised feature)"),
+        Axis::linear("density").range(0.0, f64::NAN),
+    );
+    if let Some((label, style, h)) = histogram {
+        panel.series.push(Series {
+            name: label.to_string(),
+            style,
+            data: Data::Bars(density_steps(h)),
+        });
+    }
+    for (label, style, mean, sd) in gaussians {
+        panel.series.push(Series {
+            name: format!("{label} Gaussian"),
+            style: *style,
+            data: Data::Line(normal_curve(*mean, *sd)),
+        });
+    }
+    panel
+}
+
 /// The marginals figure: one panel per coefficient (the `MAX_PANELS` largest
 /// |mean/sd| of the first source), None without any source.
 pub fn marginals(
@@ -89,31 +120,19 @@ pub fn marginals(
     let mut panels = Vec::new();
     for &k in idx.iter().take(MAX_PANELS) {
         let name = &first[k].name;
-        let mut panel = Panel::new(
-            Some(name.clone()),
-            Axis::linear("coefficient (standardised feature)"),
-            Axis::linear("density").range(0.0, f64::NAN),
-        );
-        if let Some(s) = sample {
-            let at = s.coefficients.iter().position(|c| &c.name == name);
-            if let Some(h) = at.and_then(|k| s.histograms.get(k)) {
-                panel.series.push(Series {
-                    name: format!("{} particles", s.label),
-                    style: Style::nth(0),
-                    data: Data::Bars(density_steps(h)),
-                });
-            }
-        }
-        for (i, g) in gaussians.iter().enumerate() {
-            if let Some(c) = g.coefficients.iter().find(|c| &c.name == name) {
-                panel.series.push(Series {
-                    name: format!("{} Gaussian", g.label),
-                    style: Style::nth(i + 1),
-                    data: Data::Line(normal_curve(c.mean, c.sd)),
-                });
-            }
-        }
-        panels.push(panel);
+        let hist = sample.and_then(|s| {
+            let at = s.coefficients.iter().position(|c| &c.name == name)?;
+            Some((s.label.as_str(), Style::nth(0), s.histograms.get(at)?))
+        });
+        let normals: Vec<(String, Style, f64, f64)> = gaussians
+            .iter()
+            .enumerate()
+            .filter_map(|(i, g)| {
+                let c = g.coefficients.iter().find(|c| &c.name == name)?;
+                Some((g.label.clone(), Style::nth(i + 1), c.mean, c.sd))
+            })
+            .collect();
+        panels.push(marginal_panel(name, hist, &normals));
     }
     let mut subtitle = data.to_string();
     if idx.len() > MAX_PANELS {

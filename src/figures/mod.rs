@@ -1,5 +1,5 @@
 //! Chart data computed from run records: one truth for exported plots
-//! (`plot/`, `pacauc plot`) and, later, the explorer's panes. A [`Figure`] is a
+//! (`plot/`, `pacauc plot`, the explorer's `p`) and the explorer's panes. A [`Figure`] is a
 //! small serde-able value — titles, axes, series, reference marks — with no
 //! rendering in it: `plot/` draws it to SVG/PNG, a terminal pane can draw the
 //! same series with its own widgets.
@@ -9,21 +9,29 @@
 //! live run's events as well as from a finished record; `from_records` picks
 //! every figure a set of records supports and says why the others are skipped.
 
+mod gcs_trace;
 mod marginals;
 mod records;
 mod roc;
 mod runs;
 mod selection;
 mod traces;
+mod vb_trace;
 
 use serde::{Deserialize, Serialize};
 
-pub use marginals::{GaussianSource, HistogramSource, density_steps, marginals, normal_curve};
-pub use records::{PathPoint, PathRecord, Source, from_records, load};
+pub use gcs_trace::gcs_trace;
+pub use marginals::{
+    GaussianSource, HistogramSource, density_steps, marginal_panel, marginals, normal_curve,
+};
+pub use records::{PathPoint, PathRecord, Source, file_name, from_records, load};
 pub use roc::{RocSource, auc_under, roc};
 pub use runs::smc_runs;
-pub use selection::{CvCurve, cv_curve, inclusion, spike_slab_path};
-pub use traces::{ep_convergence, smc_trace};
+pub use selection::{CvCurve, cv_curve, inclusion, inclusion_top, spike_slab_path};
+pub use traces::{
+    EP_DELTA, EVIDENCE, SMC_MOVES, SMC_SHARES, SmcTargets, ep_convergence, smc_trace,
+};
+pub use vb_trace::{VB_GRADIENT, VB_OBJECTIVE, vb_trace};
 
 /// A chart: one or more panels under a common title and legend.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -205,6 +213,13 @@ impl Figure {
             panels: vec![panel],
             columns: 1,
         }
+    }
+
+    /// The panel titled `title` (the explorer's panes pick theirs by title).
+    pub fn panel(&self, title: &str) -> Option<&Panel> {
+        self.panels
+            .iter()
+            .find(|p| p.title.as_deref() == Some(title))
     }
 
     /// The distinct (name, style) legend entries, in order of appearance.

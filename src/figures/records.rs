@@ -6,12 +6,14 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::Figure;
+use super::gcs_trace::gcs_trace;
 use super::marginals::{GaussianSource, HistogramSource, marginals};
 use super::roc::{RocSource, roc};
 use super::runs::smc_runs;
 use super::selection::{CvCurve, cv_curve, inclusion, spike_slab_path};
-use super::traces::{ep_convergence, smc_trace};
-use crate::engine::event::{EpSweep, Event, SmcStage, last_run};
+use super::traces::{SmcTargets, ep_convergence, smc_trace};
+use super::vb_trace::vb_trace;
+use crate::engine::event::{EpSweep, Event, GcsBatch, SmcStage, VbIter, last_run};
 use crate::engine::record::RunRecord;
 
 /// The `path` command's JSON (the fields the figures use).
@@ -192,7 +194,7 @@ pub fn from_records(sources: &[Source]) -> (Vec<Figure>, Vec<String>) {
         figs.push(roc_of(&named));
     }
     marginals_of(&named, &mut figs, &mut skipped);
-    let (mut smc, mut ep, mut cv, mut incl) = (0, 0, 0, 0);
+    let (mut smc, mut ep, mut cv, mut incl, mut vb, mut gcs) = (0, 0, 0, 0, 0, 0);
     for &(i, name, r) in &runs {
         // Several SMC runs: the trace of the last (each starts at γ = 0), and
         // the runs figure.
@@ -215,14 +217,31 @@ pub fn from_records(sources: &[Source]) -> (Vec<Figure>, Vec<String>) {
             _ => None,
         });
         let num = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_f64());
-        if let Some(f) = smc_trace(
-            &stages,
-            num(&r.parameters, "ess"),
-            &trace_name,
-            &id("smc-trace", i),
-        ) {
+        let targets = SmcTargets::of_parameters(&r.parameters, r.gamma);
+        if let Some(f) = smc_trace(&stages, &targets, &trace_name, &id("smc-trace", i)) {
             figs.push(f);
             smc += 1;
+        }
+        let iters: Vec<VbIter> = of_kind(&r.trace, |e| match e {
+            Event::VbIter(s) => Some(s),
+            _ => None,
+        });
+        let exact = num(&r.details, "objective");
+        if let Some(f) = vb_trace(&iters, exact, name, &id("vb-trace", i)) {
+            figs.push(f);
+            vb += 1;
+        }
+        let batches: Vec<GcsBatch> = of_kind(&r.trace, |e| match e {
+            Event::GcsBatch(s) => Some(s),
+            _ => None,
+        });
+        let (min_ess, max_rhat) = (
+            num(&r.parameters, "min_ess").unwrap_or(f64::NAN),
+            num(&r.parameters, "max_rhat").unwrap_or(f64::NAN),
+        );
+        if let Some(f) = gcs_trace(&batches, min_ess, max_rhat, name, &id("gcs-trace", i)) {
+            figs.push(f);
+            gcs += 1;
         }
         let tol = num(&r.details, "tol");
         if let Some(f) = ep_convergence(&sweeps, tol, name, &id("ep-convergence", i)) {
@@ -250,6 +269,15 @@ pub fn from_records(sources: &[Source]) -> (Vec<Figure>, Vec<String>) {
     }
     if ep == 0 {
         skipped.push("ep-convergence: needs a record of an EP run (pacauc fit --method ep)".into());
+    }
+    if vb == 0 {
+        skipped.push("vb-trace: needs a record of a VB run (pacauc fit --method vb)".into());
+    }
+    if gcs == 0 {
+        skipped.push(
+            "gcs-trace: needs a record of a great-circle sampler run (pacauc fit --method gcs)"
+                .into(),
+        );
     }
     if cv == 0 {
         skipped.push(
@@ -313,7 +341,15 @@ fn roc_of(runs: &[(&str, &RunRecord)]) -> Figure {
             }
         )
     };
-    roc(&srcs, &format!("{} · {rows}", r0.dataset.path))
+    roc(&srcs, &format!("{} · {rows}", file_name(&r0.dataset.path)))
+}
+
+/// The data file's name without its folders (records hold the path as
+/// given, often absolute: a figure's subtitle names the data, not the disk).
+pub fn file_name(path: &str) -> String {
+    Path::new(path)
+        .file_name()
+        .map_or(path.to_string(), |f| f.to_string_lossy().into_owned())
 }
 
 /// Whether two records sample the same Gibbs posterior: same data, prior and
@@ -338,14 +374,30 @@ fn marginals_of(runs: &[(&str, &RunRecord)], figs: &mut Vec<Figure>, skipped: &m
     };
     let smc = runs.iter().find(|(_, r)| !r.histograms.is_empty());
     let Some(&(_, reference)) = smc.or_else(|| runs.iter().find(|(_, r)| gibbs(r))) else {
-        skipped.push(
-            "marginals: needs a Gibbs-posterior record (smc, ep); baselines have no posterior"
-                .into(),
-        );
+        let gp = runs
+            .iter()
+            .any(|(_, r)| r.coefficients.is_empty() && r.prior.is_some());
+        skipped.push(if gp {
+            "marginals: a Gaussian-process record has no coefficients (its posterior is over the \
+             training scores); baselines have no posterior"
+                .into()
+        } else {
+            "marginals: needs a Gibbs-posterior record (smc, gcs, ep, vb); baselines have no \
+             posterior"
+                .into()
+        });
         return;
     };
     let sample = smc.map(|&(name, r)| HistogramSource {
-        label: name.to_string(),
+        // SMC holds weighted particles; the great-circle sampler, chain draws.
+        label: format!(
+            "{name} {}",
+            if r.method == "gcs" {
+                "draws"
+            } else {
+                "particles"
+            }
+        ),
         coefficients: &r.coefficients,
         histograms: &r.histograms,
     });
@@ -368,18 +420,20 @@ fn marginals_of(runs: &[(&str, &RunRecord)], figs: &mut Vec<Figure>, skipped: &m
     }
     match (&sample, gaussians.is_empty()) {
         (None, _) => skipped.push(
-            "marginals: needs an SMC record for the histogram; drawing the Gaussian only".into(),
+            "marginals: needs a sampler's record (smc, gcs) for the histogram; drawing the \
+             Gaussian only"
+                .into(),
         ),
         (Some(_), true) => skipped.push(
-            "marginals: no Gaussian approximation (ep) of the same posterior to overlay; \
-             drawing the SMC histogram only"
+            "marginals: no Gaussian approximation (ep, vb) of the same posterior to overlay; \
+             drawing the sampler's histogram only"
                 .into(),
         ),
         _ => {}
     }
     let data = format!(
         "{} · γ = {}",
-        reference.dataset.path,
+        file_name(&reference.dataset.path),
         reference.gamma.map_or("-".into(), |g| format!("{g}"))
     );
     figs.extend(marginals(sample.as_ref(), &gaussians, &data));

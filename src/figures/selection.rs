@@ -110,14 +110,21 @@ pub fn cv_curve(cv: &CvCurve, label: &str, id: &str) -> Option<Figure> {
     ))
 }
 
-/// Inclusion probabilities P(z_k = 1 | D), highest first, with the ½ line.
+/// Inclusion probabilities P(z_k = 1 | D), highest first, with the ½ line
+/// (the `MAX_BARS` highest).
 pub fn inclusion(probs: &[Inclusion], label: &str, id: &str) -> Option<Figure> {
+    inclusion_top(probs, label, id, MAX_BARS)
+}
+
+/// The inclusion figure with the `most` highest bars (the explorer's pane
+/// scrolls through all of them).
+pub fn inclusion_top(probs: &[Inclusion], label: &str, id: &str, most: usize) -> Option<Figure> {
     if probs.is_empty() {
         return None;
     }
     let mut sorted: Vec<&Inclusion> = probs.iter().collect();
     sorted.sort_by(|a, b| b.prob.total_cmp(&a.prob));
-    sorted.truncate(MAX_BARS);
+    sorted.truncate(most);
     let mut x = Axis::linear("feature");
     x.categories = sorted.iter().map(|p| p.name.clone()).collect();
     let mut p = Panel::new(None, x, Axis::linear("P(z_k = 1 | D)").range(0.0, 1.0));
@@ -138,12 +145,12 @@ pub fn inclusion(probs: &[Inclusion], label: &str, id: &str) -> Option<Figure> {
     });
     p.marks.push(Mark::HLine {
         y: 0.5,
-        label: "½".into(),
+        label: "P(z_k = 1 | D) = ½".into(),
     });
     let above = probs.iter().filter(|p| p.prob > 0.5).count();
     let mut sub = format!("{above} of {} features above ½", probs.len());
-    if probs.len() > MAX_BARS {
-        sub.push_str(&format!(" · the {MAX_BARS} highest shown"));
+    if probs.len() > most {
+        sub.push_str(&format!(" · the {most} highest shown"));
     }
     Some(Figure::single(
         id,
@@ -216,7 +223,7 @@ pub fn spike_slab_path(path: &PathRecord, id: &str) -> Option<Figure> {
     }
     incl.marks.push(Mark::HLine {
         y: 0.5,
-        label: "½".into(),
+        label: "P(z_k = 1 | D) = ½".into(),
     });
     let mut ev = Panel::new(Some("evidence".into()), x(), Axis::linear("log Z_EP"));
     ev.series.push(Series {

@@ -165,17 +165,21 @@ fn stage(t: usize, gamma: f64) -> SmcStage {
 #[test]
 fn smc_trace_leaves_the_prior_stage_out_of_log_and_move_panels() {
     let stages: Vec<SmcStage> = (0..5).map(|t| stage(t, t as f64 * 10.0)).collect();
-    let f = smc_trace(&stages, Some(0.5), "smc", "smc-trace").unwrap();
+    let targets = SmcTargets {
+        tau: Some(0.5),
+        ..SmcTargets::default()
+    };
+    let f = smc_trace(&stages, &targets, "smc", "smc-trace").unwrap();
     assert_eq!(f.panels.len(), 4);
     assert_eq!(
-        f.panels[0].series[0].data.len(),
+        f.panels[2].series[0].data.len(),
         4,
         "γ_0 = 0 is off a log axis"
     );
-    assert_eq!(f.panels[1].series[0].data.len(), 4);
+    assert_eq!(f.panels[0].series[0].data.len(), 4, "ESS/N from stage 1");
     assert_eq!(f.panels[3].series[0].data.len(), 5, "log Z_0 = 0 is shown");
-    assert_eq!(f.panels[1].marks.len(), 1);
-    assert!(smc_trace(&[], None, "smc", "x").is_none());
+    assert_eq!(f.panels[0].marks.len(), 1);
+    assert!(smc_trace(&[], &targets, "smc", "x").is_none());
 }
 
 #[test]
@@ -260,4 +264,75 @@ fn inclusion_bars_are_sorted_and_capped() {
     };
     assert!(b.windows(2).all(|w| w[0].y >= w[1].y));
     assert!(f.subtitle.unwrap().starts_with("25 of 50"));
+}
+
+#[test]
+fn smc_targets_read_from_a_record_and_the_moves_panel_shares_their_cap() {
+    let p = serde_json::json!({"ess": 0.5, "moves": {"adaptive": {"min": 2, "max": 200}},
+        "waste_free": null, "decorrelation": 0.1});
+    let t = SmcTargets::of_parameters(&p, Some(400.0));
+    assert_eq!(t.tau, Some(0.5));
+    assert_eq!(t.moves_cap, Some((200, true)));
+    assert_eq!(t.decorrelation, Some(0.1));
+    let fixed = serde_json::json!({"moves": {"fixed": 5}});
+    assert_eq!(
+        SmcTargets::of_parameters(&fixed, None).moves_cap,
+        Some((5, false))
+    );
+    let wf = serde_json::json!({"waste_free": 10, "moves": {"fixed": 5}});
+    assert_eq!(
+        SmcTargets::of_parameters(&wf, None).moves_cap,
+        Some((9, false))
+    );
+    // A ring buffer's iterator and a slice make the same figure.
+    let mut stages: Vec<SmcStage> = (0..5).map(|t| stage(t, t as f64 * 100.0)).collect();
+    stages[3].max_correlation = Some(0.05);
+    let ring: std::collections::VecDeque<SmcStage> = stages.iter().cloned().collect();
+    let a = smc_trace(&stages, &t, "smc", "s").unwrap();
+    assert_eq!(a, smc_trace(ring.iter(), &t, "smc", "s").unwrap());
+    let shares = a.panel(SMC_SHARES).unwrap();
+    let Data::Line(g) = &shares.series[1].data else {
+        panic!()
+    };
+    assert_eq!(g.last().unwrap()[1], 1.0, "γ_T/γ_T");
+    let moves = a.panel(SMC_MOVES).unwrap();
+    let Data::Line(m) = &moves.series[0].data else {
+        panic!()
+    };
+    assert!(m.iter().all(|p| (p[1] - 3.0 / 200.0).abs() < 1e-15));
+    assert_eq!(moves.series[1].data.len(), 1, "one stage reported |corr|");
+    assert_eq!(moves.marks.len(), 1);
+}
+
+#[test]
+fn ep_evidence_keeps_far_early_sweeps_off_its_scale() {
+    let sweep = |i: usize| EpSweep {
+        sweep: i,
+        delta: 0.1,
+        log_z: Some(if i == 1 {
+            2600.0
+        } else {
+            -70.0 + 0.01 * i as f64
+        }),
+        eta: 0.7,
+        negative_share: 0.1,
+        skipped: 0,
+        mean: vec![],
+        sd: vec![],
+        elapsed: 0.0,
+        inclusion: None,
+    };
+    let sweeps: Vec<EpSweep> = (1..=40).map(sweep).collect();
+    let f = ep_convergence(&sweeps, Some(1e-4), "ep", "e").unwrap();
+    let r = f.panel(EVIDENCE).unwrap().y.range.unwrap();
+    assert!(r[0] < -69.6 && r[1] > -69.6 && r[1] < 0.0, "{r:?}");
+    assert!(
+        f.subtitle
+            .unwrap()
+            .contains("1 early log Z_EP value(s) off")
+    );
+    // Settled from the start: the data's own range.
+    let calm: Vec<EpSweep> = (2..=40).map(sweep).collect();
+    let f = ep_convergence(&calm, Some(1e-4), "ep", "e").unwrap();
+    assert!(f.panel(EVIDENCE).unwrap().y.range.is_none());
 }

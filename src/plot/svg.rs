@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use super::scale::{Scale, scales};
 use super::text::{FAMILY, escape, fit, width};
 use super::{Size, color};
-use crate::figures::{Dash, Data, Figure, Mark, Panel, REFERENCE, Style, Swatch};
+use crate::figures::{Dash, Data, Figure, Mark, Panel, REFERENCE, Swatch};
 
 const MARGIN: f64 = 20.0;
 const TITLE: f64 = 20.0;
@@ -37,13 +37,44 @@ fn text(out: &mut String, x: f64, y: f64, size: f64, attrs: &str, s: &str) {
     );
 }
 
-/// Legend entries laid out in rows of at most `max_w` px: (row, x, entry index).
-fn legend_layout(entries: &[(String, Style, Swatch)], max_w: f64) -> Vec<(usize, f64)> {
+/// A legend entry's name after its swatch, and the end of the entry.
+fn entry_name(out: &mut String, x: f64, y: f64, name: &str, w: f64) {
+    text(
+        out,
+        x + 34.0,
+        y + 4.5,
+        SMALL,
+        r#"fill="black""#,
+        &fit(name, SMALL, w - 2.0 * MARGIN - 40.0),
+    );
+    let _ = writeln!(out, "</g>");
+}
+
+/// The labels of the reference lines (targets, thresholds, a chosen grid
+/// point), once each, and whether the line is vertical: they go in the
+/// legend, on their own row, rather than over the data.
+fn guide_labels(fig: &Figure) -> Vec<(String, bool)> {
+    let mut out: Vec<(String, bool)> = Vec::new();
+    for m in fig.panels.iter().flat_map(|p| &p.marks) {
+        let (label, vertical) = match m {
+            Mark::HLine { label, .. } => (label, false),
+            Mark::VLine { label, .. } => (label, true),
+        };
+        if !label.is_empty() && !out.iter().any(|(l, _)| l == label) {
+            out.push((label.clone(), vertical));
+        }
+    }
+    out
+}
+
+/// Legend entries laid out in rows of at most `max_w` px: (row, x) per entry;
+/// the entries from `first_guide` on start a new row.
+fn legend_layout(names: &[&str], first_guide: usize, max_w: f64) -> Vec<(usize, f64)> {
     let mut out = Vec::new();
     let (mut row, mut x) = (0, 0.0);
-    for (name, ..) in entries {
+    for (i, name) in names.iter().enumerate() {
         let w = 34.0 + width(name, SMALL).min(max_w - 40.0) + 18.0;
-        if x > 0.0 && x + w > max_w {
+        if x > 0.0 && (x + w > max_w || i == first_guide) {
             row += 1;
             x = 0.0;
         }
@@ -60,7 +91,13 @@ pub fn render(fig: &Figure) -> (Size, String) {
     let (pw, ph) = if fig.panels.len() == 1 { SINGLE } else { MULTI };
     let w = 2.0 * MARGIN + cols as f64 * pw;
     let legend = fig.legend();
-    let lay = legend_layout(&legend, w - 2.0 * MARGIN);
+    let guides = guide_labels(fig);
+    let names: Vec<&str> = legend
+        .iter()
+        .map(|e| e.0.as_str())
+        .chain(guides.iter().map(|g| g.0.as_str()))
+        .collect();
+    let lay = legend_layout(&names, legend.len(), w - 2.0 * MARGIN);
     let legend_rows = lay.last().map_or(0, |l| l.0 + 1);
     let mut top = MARGIN + TITLE + 6.0;
     if fig.subtitle.is_some() {
@@ -124,15 +161,23 @@ pub fn render(fig: &Figure) -> (Size, String) {
                 );
             }
         }
-        text(
-            &mut out,
-            x + 34.0,
-            y + 4.5,
-            SMALL,
-            r#"fill="black""#,
-            &fit(name, SMALL, w - 2.0 * MARGIN - 40.0),
+        entry_name(&mut out, x, y, name, w);
+    }
+    for ((name, vertical), (row, x)) in guides.iter().zip(&lay[legend.len()..]) {
+        let x = MARGIN + x;
+        let y = legend_top + *row as f64 * LEGEND_ROW + LEGEND_ROW / 2.0;
+        // Drawn as the guide itself is: thin, dark, dashed.
+        let _ = writeln!(out, r#"<g class="legend-entry guide">"#);
+        let (x1, y1, x2, y2) = if *vertical {
+            (x + 14.0, y - 7.0, x + 14.0, y + 7.0)
+        } else {
+            (x, y, x + 28.0, y)
+        };
+        let _ = writeln!(
+            out,
+            r##"<line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="#333" stroke-width="1.2" stroke-dasharray="5 4"/>"##
         );
-        let _ = writeln!(out, "</g>");
+        entry_name(&mut out, x, y, name, w);
     }
     let _ = writeln!(out, "</g>");
     for (i, p) in fig.panels.iter().enumerate() {
@@ -357,47 +402,23 @@ fn series(
     let _ = writeln!(out, "</g>");
 }
 
+/// A reference line across the plot (its label is in the legend: `guide_labels`).
 fn mark(out: &mut String, m: &Mark, sx: &Scale, sy: &Scale, [l, t, r, b]: [f64; 4]) {
-    let halo =
-        r##"class="mark-label" fill="#222" stroke="white" stroke-width="3" paint-order="stroke""##;
     match m {
-        Mark::HLine { y, label } => {
+        Mark::HLine { y, .. } => {
             let Some(f) = sy.frac(*y) else { return };
             let yy = b - f * (b - t);
             let _ = writeln!(
                 out,
                 r##"<line class="mark" x1="{l:.1}" y1="{yy:.1}" x2="{r:.1}" y2="{yy:.1}" stroke="#333" stroke-width="1.2" stroke-dasharray="5 4"/>"##
             );
-            // Below the line when it hugs the top.
-            let ly = if yy - t < 16.0 { yy + 14.0 } else { yy - 5.0 };
-            text(
-                out,
-                r - 6.0,
-                ly,
-                11.0,
-                &format!(r#"{halo} text-anchor="end""#),
-                label,
-            );
         }
-        Mark::VLine { x, label } => {
+        Mark::VLine { x, .. } => {
             let Some(f) = sx.frac(*x) else { return };
             let xx = l + f * (r - l);
             let _ = writeln!(
                 out,
                 r##"<line class="mark" x1="{xx:.1}" y1="{t:.1}" x2="{xx:.1}" y2="{b:.1}" stroke="#333" stroke-width="1.2" stroke-dasharray="5 4"/>"##
-            );
-            let (lx, anchor) = if r - xx > width(label, 11.0) + 10.0 {
-                (xx + 5.0, "start")
-            } else {
-                (xx - 5.0, "end")
-            };
-            text(
-                out,
-                lx,
-                b - 8.0,
-                11.0,
-                &format!(r#"{halo} text-anchor="{anchor}""#),
-                label,
             );
         }
     }

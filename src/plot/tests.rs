@@ -111,12 +111,92 @@ fn every_kind() -> Vec<Figure> {
             "data",
         )
         .unwrap(),
-        smc_trace(&stages, Some(0.5), "smc", "smc-trace").unwrap(),
+        smc_trace(
+            &stages,
+            &SmcTargets {
+                tau: Some(0.5),
+                ..SmcTargets::default()
+            },
+            "smc",
+            "smc-trace",
+        )
+        .unwrap(),
         ep_convergence(&sweeps, Some(1e-4), "ep", "ep-convergence").unwrap(),
         cv_curve(&cv, "logit", "cv").unwrap(),
         inclusion(&incl, "ep spike-slab", "inclusion").unwrap(),
         spike_slab_path(&path, "path").unwrap(),
+        vb_trace(&vb_iters(true), Some(1.5), "vb", "vb-trace").unwrap(),
+        gcs_trace(&gcs_batches(), 400.0, 1.01, "gcs", "gcs-trace").unwrap(),
     ]
+}
+
+fn vb_iters(estimate: bool) -> Vec<crate::engine::event::VbIter> {
+    (1..=6)
+        .map(|i| crate::engine::event::VbIter {
+            iteration: i * if estimate { 100 } else { 1 },
+            objective: 2.0 + 1.0 / i as f64,
+            grad_norm: 10f64.powi(-(i as i32)),
+            step: if i == 3 { f64::NAN } else { 0.5 },
+            estimate,
+            mean: vec![],
+            sd: vec![],
+            elapsed: 0.0,
+        })
+        .collect()
+}
+
+fn gcs_batches() -> Vec<crate::engine::event::GcsBatch> {
+    (1..=5)
+        .map(|b| crate::engine::event::GcsBatch {
+            batch: b,
+            steps: 100 * b,
+            warmup: 200,
+            draws: 400 * b.saturating_sub(2),
+            rhat: (b > 2).then(|| 1.0 + 0.1 / b as f64),
+            ess_bulk: (b > 2).then_some(150.0 * b as f64),
+            ess_tail: (b > 2).then_some(120.0 * b as f64),
+            risk: vec![0.2; 4],
+            proposals: vec![1.5; 4],
+            jump: vec![0.3; 4],
+            arcs: 10,
+            mean: vec![],
+            sd: vec![],
+            elapsed: 0.1 * b as f64,
+        })
+        .collect()
+}
+
+/// The VB figure: objective, gradient and step panels; L-BFGS steps as a line,
+/// the stochastic optimiser's held-out estimates as points with the exact F
+/// as a guide named in the legend's own row (not over the data).
+#[test]
+fn vb_trace_svg_has_three_panels_and_its_guide_in_the_legend() {
+    let (_, svg) = to_svg(&vb_trace(&vb_iters(false), None, "vb", "vb-trace").unwrap());
+    assert_eq!(count(&svg, r#"<g class="panel">"#), 3);
+    assert_eq!(count(&svg, r#"<g class="series""#), 3);
+    assert_eq!(count(&svg, r#"<g class="legend-entry">"#), 3);
+    for name in ["F = γ·E[R] + KL", "‖∇F‖∞", "step"] {
+        assert!(
+            svg.contains(&format!(">{}</text>", text::escape(name))),
+            "{name}"
+        );
+    }
+    assert_eq!(count(&svg, "<circle"), 0);
+    assert_eq!(count(&svg, "legend-entry guide"), 0);
+    let fig = vb_trace(&vb_iters(true), Some(1.5), "vb", "vb-trace").unwrap();
+    let (_, svg) = to_svg(&fig);
+    // Six held-out points (and the legend's point swatch).
+    assert_eq!(count(&svg, "<circle"), 6 + 1);
+    assert_eq!(count(&svg, r#"class="mark""#), 1);
+    assert_eq!(count(&svg, "legend-entry guide"), 1);
+    assert!(svg.contains(">exact F = 1.5000 at the end</text>"));
+    assert_eq!(count(&svg, "mark-label"), 0, "no guide label over the data");
+    // The NaN step is left out, not drawn.
+    let Data::Line(step) = &fig.panels[2].series[0].data else {
+        panic!()
+    };
+    assert_eq!(step.len(), 5);
+    assert!(!svg.contains("NaN"));
 }
 
 #[test]

@@ -23,6 +23,22 @@ use input::Input;
 use terminal::TerminalGuard;
 
 pub const INPUT_THREAD: &str = "pacauc-input";
+pub const PLOT_THREAD: &str = "pacauc-plot";
+
+/// Writes every figure as PNG and SVG into `dir` (created if missing), each
+/// file atomically; the paths written, or what failed with its path.
+fn write_figures(dir: &Path, figures: &[crate::figures::Figure]) -> Result<Vec<PathBuf>, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut out = Vec::new();
+    for f in figures {
+        out.extend(crate::plot::write(
+            f,
+            dir,
+            &[crate::plot::Format::Png, crate::plot::Format::Svg],
+        )?);
+    }
+    Ok(out)
+}
 
 /// How the explorer draws.
 #[derive(Debug, Clone)]
@@ -32,6 +48,8 @@ pub struct Options {
     pub fps: f64,
     /// Folder of exported run records.
     pub export_dir: PathBuf,
+    /// Folder of the figures `p` writes (a folder per run inside).
+    pub figures_dir: PathBuf,
     /// Appends, per key, the milliseconds from reading it to the end of the
     /// frame that shows its effect (`PACAUC_LATENCY_LOG`; for benchmarks).
     pub latency_log: Option<PathBuf>,
@@ -135,6 +153,8 @@ struct Session {
     tx: Sender<WorkerMsg>,
     handles: Vec<RunHandle>,
     export_dir: PathBuf,
+    /// Where figure-writing threads report back.
+    plotted: Sender<Msg>,
 }
 
 impl Session {
@@ -178,6 +198,25 @@ impl Session {
                     .map(|_| std::fs::canonicalize(&path).unwrap_or(path.clone()))
                     .map_err(|e| format!("{}: {e}", path.display()));
                 Some(Msg::Exported { run, result })
+            }
+            Command::Plot { dir, figures } => {
+                let tx = self.plotted.clone();
+                let d = dir.clone();
+                // resvg rasterises for a while: never on the UI thread.
+                let spawned =
+                    std::thread::Builder::new()
+                        .name(PLOT_THREAD.into())
+                        .spawn(move || {
+                            let result = write_figures(&d, &figures);
+                            let _ = tx.send(Msg::Plotted { dir: d, result });
+                        });
+                match spawned {
+                    Ok(_) => None,
+                    Err(e) => Some(Msg::Plotted {
+                        dir,
+                        result: Err(format!("cannot start a thread: {e}")),
+                    }),
+                }
             }
         }
     }
@@ -280,12 +319,17 @@ fn run(
     // Exports land here: said up front (status line, help, message log).
     let dir = std::fs::canonicalize(&options.export_dir).unwrap_or(options.export_dir.clone());
     app.announce_exports(dir);
+    // Figures land here: absolute, so the status line names the real folder.
+    app.figures_dir =
+        std::path::absolute(&options.figures_dir).unwrap_or_else(|_| options.figures_dir.clone());
     let (wtx, wrx) = bounded::<WorkerMsg>(CHANNEL_CAPACITY);
+    let (ptx, prx) = bounded::<Msg>(16);
     let mut session = Session {
         data,
         tx: wtx,
         handles: Vec::new(),
         export_dir: options.export_dir.clone(),
+        plotted: ptx,
     };
     let (mut guard, mut terminal) =
         TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
@@ -297,20 +341,32 @@ fn run(
             dispatch(&mut app, &mut session, m);
         }
     }
-    let result = frame_loop(&mut app, &mut session, &mut terminal, &irx, &wrx, options);
+    let channels = Channels {
+        input: irx,
+        worker: wrx,
+        plotted: prx,
+    };
+    let result = frame_loop(&mut app, &mut session, &mut terminal, &channels, options);
     guard.leave();
     session.shutdown();
     result
+}
+
+/// What the frame loop waits on.
+struct Channels {
+    input: Receiver<Input>,
+    worker: Receiver<WorkerMsg>,
+    plotted: Receiver<Msg>,
 }
 
 fn frame_loop(
     app: &mut App,
     session: &mut Session,
     terminal: &mut terminal::Term,
-    input: &Receiver<Input>,
-    worker: &Receiver<WorkerMsg>,
+    channels: &Channels,
     options: &Options,
 ) -> Result<Ended, String> {
+    let (input, worker) = (&channels.input, &channels.worker);
     let frame = Duration::from_secs_f64(1.0 / options.fps.clamp(0.5, 60.0));
     let tick = Duration::from_millis(500);
     let mut dirty = true;
@@ -384,6 +440,13 @@ fn frame_loop(
                         dispatch(app, session, Msg::Worker(m));
                     }
                     dirty = true;
+                }
+            }
+            recv(channels.plotted) -> m => {
+                if let Ok(m) = m {
+                    dispatch(app, session, m);
+                    dirty = true;
+                    urgent = true;
                 }
             }
             default(timeout) => {}

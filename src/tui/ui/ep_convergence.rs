@@ -1,18 +1,20 @@
 //! Convergence pane of the Gaussian approximations. EP: the convergence
-//! measure Δ per sweep on a log scale (with the tolerance line), log Z_EP per
-//! sweep when there is room, and the damping, negative-site share and skipped
-//! sites. VB: `vb_trace`.
+//! measure Δ per sweep on a log scale (with the stopping line tol·η), log
+//! Z_EP per sweep when there is room — the first panels of the figure
+//! `figures::ep_convergence` — and the damping, negative-site share and
+//! skipped sites as text. VB: `vb_trace`.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::Color;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
+use ratatui::widgets::Paragraph;
 
-use super::common::{bounds, finite, num, pane_block, placeholder, seconds};
+use super::common::{num, pane_block, placeholder, seconds};
+use super::figure_chart::{resolve, stacked};
 use super::theme::Theme;
 use crate::app::run_view::RunView;
 use crate::app::{App, Pane};
+use crate::figures::{EP_DELTA, EVIDENCE};
 
 pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
@@ -43,82 +45,17 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     ])
     .areas(inner);
     let last = run.ep.last().expect("non-empty");
-    let tol_v = run.ep_tol();
-    // x is the sweep's position in the run: tuning loops (ARD, γ by CV) restart
-    // the sweep count, and the trace must not double back.
-    let first = 1.0;
-    let x_hi = (run.ep.len() as f64).max(first + 1.0);
-    let delta = finite(
-        run.ep
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.delta > 0.0)
-            .map(|(i, s)| ((i + 1) as f64, s.delta.log10())),
+    // The same figure `p` writes: Δ against tol·η, and log Z_EP below.
+    let fig = run.ep_figure();
+    let delta = fig.as_ref().and_then(|f| f.panel(EP_DELTA)).map(resolve);
+    let z = fig.as_ref().and_then(|f| f.panel(EVIDENCE)).map(resolve);
+    stacked(
+        frame,
+        [delta.as_ref(), z.as_ref()],
+        [delta_area, z_area, legend_area],
+        two,
+        &theme,
     );
-    let [mut lo, mut hi] = bounds(delta.iter().map(|p| p.1).chain([tol_v.log10()]));
-    // `+ 0.0` turns −0 into 0: the axis says 1e0, not 1e-0.
-    lo = lo.floor() + 0.0;
-    hi = hi.ceil().max(lo + 1.0) + 0.0;
-    let tol = [(first, tol_v.log10()), (x_hi, tol_v.log10())];
-    if delta_area.height >= 3 && delta_area.width >= 12 {
-        let chart = Chart::new(vec![
-            Dataset::default()
-                .data(&tol)
-                .graph_type(GraphType::Line)
-                .marker(theme.marker)
-                .style(theme.dim()),
-            Dataset::default()
-                .data(&delta)
-                .graph_type(GraphType::Line)
-                .marker(theme.marker)
-                .style(theme.fg(Color::Magenta)),
-        ])
-        .x_axis(
-            Axis::default()
-                .bounds([first, x_hi])
-                .labels([format!("{first:.0}"), format!("{x_hi:.0} sweeps")])
-                .style(theme.dim()),
-        )
-        .y_axis(
-            Axis::default()
-                .bounds([lo, hi])
-                .labels([format!("1e{lo:.0}"), format!("1e{hi:.0}")])
-                .style(theme.dim()),
-        );
-        frame.render_widget(chart, delta_area);
-    }
-    if two && z_area.height >= 3 {
-        let z = finite(
-            run.ep
-                .iter()
-                .enumerate()
-                .filter_map(|(i, s)| Some(((i + 1) as f64, s.log_z?))),
-        );
-        let [zl, zh] = bounds(z.iter().map(|p| p.1));
-        let chart = Chart::new(vec![
-            Dataset::default()
-                .data(&z)
-                .graph_type(GraphType::Line)
-                .marker(theme.marker)
-                .style(theme.fg(Color::Blue)),
-        ])
-        .x_axis(Axis::default().bounds([first, x_hi]).style(theme.dim()))
-        .y_axis(
-            Axis::default()
-                .bounds([zl, zh])
-                .labels([num(zl), num(zh)])
-                .style(theme.dim()),
-        );
-        frame.render_widget(chart, z_area);
-    }
-    let mut legend = vec![
-        Span::styled("━ Δ (log) ", theme.fg(Color::Magenta)),
-        Span::styled(format!("─ tol {tol_v:.0e} "), theme.dim()),
-    ];
-    if two {
-        legend.push(Span::styled("━ log Z_EP", theme.fg(Color::Blue)));
-    }
-    frame.render_widget(Paragraph::new(Line::from(legend)), legend_area);
     let log_z = run
         .record
         .as_ref()

@@ -5,16 +5,18 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::Color;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
+use ratatui::widgets::Paragraph;
 
-use super::common::{finite, num, placeholder, seconds, si};
+use super::common::{placeholder, seconds, si};
+use super::figure_chart::{Labels, PanelChart, chart, legend_of, resolve};
 use super::theme::Theme;
 use crate::app::run_view::RunView;
 use crate::engine::event::GcsBatch;
 
-/// Draws `run`'s trace in `inner` (the pane's block is drawn by the caller).
+/// Draws `run`'s trace in `inner` (the pane's block is drawn by the caller):
+/// the panels of the figure `p` writes (`figures::gcs_trace`), side by side,
+/// each with its legend below.
 pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
     let Some(last) = run.gcs.last() else {
         placeholder(frame, inner, "waiting for the first batch…", theme);
@@ -26,98 +28,25 @@ pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
         Constraint::Length(3),
     ])
     .areas(inner);
-    let (min_ess, max_rhat) = run.gcs_targets();
-    let x_hi = (last.steps as f64).max(1.0);
-    let warmup = last.warmup as f64;
-    if charts.height >= 3 && charts.width >= 24 {
-        let [left, right] =
-            Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
-                .areas(charts);
-        let rhat = finite(
-            run.gcs
-                .iter()
-                .filter_map(|b| Some((b.steps as f64, b.rhat?))),
-        );
-        let r_hi = rhat
-            .iter()
-            .map(|p| p.1)
-            .fold(max_rhat + 0.01, f64::max)
-            .min(2.0);
-        let r_target = [(0.0, max_rhat), (x_hi, max_rhat)];
-        let r_warm = [(warmup, 1.0), (warmup, r_hi)];
-        let series = [
-            (&r_target[..], theme.dim()),
-            (&r_warm[..], theme.dim()),
-            (&rhat[..], theme.fg(Color::Magenta)),
-        ];
-        let labels = [num(1.0), num(r_hi)];
-        frame.render_widget(chart(&series, x_hi, [1.0, r_hi], labels, theme), left);
-
-        let bulk = ess_points(run, |b| b.ess_bulk);
-        let tail = ess_points(run, |b| b.ess_tail);
-        let e_hi = bulk
-            .iter()
-            .chain(&tail)
-            .map(|p| p.1)
-            .fold(min_ess, f64::max)
-            * 1.05;
-        let e_target = [(0.0, min_ess), (x_hi, min_ess)];
-        let e_warm = [(warmup, 0.0), (warmup, e_hi)];
-        let series = [
-            (&e_target[..], theme.dim()),
-            (&e_warm[..], theme.dim()),
-            (&tail[..], theme.fg(Color::Yellow)),
-            (&bulk[..], theme.fg(Color::Cyan)),
-        ];
-        let labels = ["0".to_string(), format!("{e_hi:.0}")];
-        frame.render_widget(chart(&series, x_hi, [0.0, e_hi], labels, theme), right);
+    let halves = |area: Rect| -> [Rect; 2] {
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(area)
+    };
+    let panels = run.gcs_figure().map_or(Vec::new(), |f| {
+        f.panels.iter().map(resolve).collect::<Vec<_>>()
+    });
+    for (c, area) in panels.iter().zip(halves(charts)) {
+        if charts.height >= 3 && charts.width >= 24 {
+            // Half a pane has no room for the x axis' name between its ends.
+            let mut c = c.clone();
+            c.x_label.clear();
+            frame.render_widget(chart(&c, theme, Labels::trace(0)), area);
+        }
     }
-    let legend = Line::from(vec![
-        Span::styled("━ R-hat ", theme.fg(Color::Magenta)),
-        Span::styled(format!("─{max_rhat} "), theme.dim()),
-        Span::styled("━ ESS bulk ", theme.fg(Color::Cyan)),
-        Span::styled("━ tail ", theme.fg(Color::Yellow)),
-        Span::styled(format!("─{min_ess} │warm-up"), theme.dim()),
-    ]);
-    frame.render_widget(Paragraph::new(legend), legend_area);
+    // One legend line for both charts (the warm-up's line named once).
+    let all: Vec<&PanelChart> = panels.iter().collect();
+    let spans = legend_of(&all, theme, true);
+    frame.render_widget(Paragraph::new(Line::from(spans)), legend_area);
     frame.render_widget(Paragraph::new(stats(run, last, theme)), stats_area);
-}
-
-fn ess_points(run: &RunView, f: impl Fn(&GcsBatch) -> Option<f64>) -> Vec<(f64, f64)> {
-    finite(run.gcs.iter().filter_map(|b| Some((b.steps as f64, f(b)?))))
-}
-
-/// Lines against steps per chain, with the steps as x axis from 0.
-fn chart<'a>(
-    series: &'a [(&'a [(f64, f64)], ratatui::style::Style)],
-    x_hi: f64,
-    y: [f64; 2],
-    y_labels: [String; 2],
-    theme: &Theme,
-) -> Chart<'a> {
-    let ds = series
-        .iter()
-        .map(|(data, style)| {
-            Dataset::default()
-                .data(data)
-                .graph_type(GraphType::Line)
-                .marker(theme.marker)
-                .style(*style)
-        })
-        .collect();
-    Chart::new(ds)
-        .x_axis(
-            Axis::default()
-                .bounds([0.0, x_hi])
-                .labels(["0".to_string(), format!("{x_hi:.0}")])
-                .style(theme.dim()),
-        )
-        .y_axis(
-            Axis::default()
-                .bounds(y)
-                .labels(y_labels)
-                .style(theme.dim()),
-        )
 }
 
 /// The diagnostics, steps and draws; the per-chain risk; arcs per circle,

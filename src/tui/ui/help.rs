@@ -47,6 +47,13 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
             Span::raw(format!("e writes to {}", dir.display())),
         ]));
     }
+    lines.push(Line::from(vec![
+        Span::styled("Figures ", theme.title()),
+        Span::raw(format!(
+            "p writes PNG and SVG to {}/<data>-<method>-<run>",
+            app.figures_dir.display()
+        )),
+    ]));
     // Notes only where there is room.
     let notes = [
         "Run form: the settings that apply to the method and prior; under them the focused one's help (as in pacauc fit --help).",

@@ -6,9 +6,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::common::{fit, pane_block, placeholder};
+use super::figure_chart::bars;
 use super::theme::Theme;
 use crate::app::run_view::RunView;
 use crate::app::{App, Pane};
+use crate::engine::record::Inclusion;
+use crate::figures::inclusion_top;
 
 const EIGHTHS: [char; 8] = ['▏', '▎', '▍', '▌', '▋', '▊', '▉', '█'];
 
@@ -32,6 +35,18 @@ pub fn bar(p: f64, w: usize) -> Vec<(char, bool)> {
             }
         })
         .collect()
+}
+
+/// A run's inclusion probabilities, highest first: the bars of its
+/// inclusion figure (`figures::inclusion_top`, every feature).
+fn sorted(r: &RunView, names: &[String]) -> Option<Vec<(String, f64)>> {
+    let probs: Vec<Inclusion> = r
+        .inclusion(names)?
+        .into_iter()
+        .map(|(name, prob)| Inclusion { name, prob })
+        .collect();
+    let fig = inclusion_top(&probs, &r.title(), "inclusion", usize::MAX)?;
+    Some(bars(&fig.panels[0]))
 }
 
 /// The run shown beside `primary`: the newest of the other engine (EP beside
@@ -73,7 +88,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let block = pane_block(app, Pane::Inclusion, detail, &theme);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let Some(mut probs) = run.and_then(|r| r.inclusion(names)) else {
+    let Some(probs) = run.and_then(|r| sorted(r, names)) else {
         placeholder(
             frame,
             inner,
@@ -85,8 +100,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     if inner.height < 2 || inner.width < 12 {
         return;
     }
-    let other: Vec<(String, f64)> = second.and_then(|r| r.inclusion(names)).unwrap_or_default();
-    probs.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let other: Vec<(String, f64)> = second.and_then(|r| sorted(r, names)).unwrap_or_default();
     let w = inner.width as usize;
     let name_w = probs
         .iter()

@@ -11,14 +11,15 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
+use ratatui::widgets::Paragraph;
 
-use super::common::{bounds, finite, fit, num, pane_block, placeholder};
+use super::common::{bounds, fit, num, pane_block, placeholder};
+use super::figure_chart::{Labels, chart, legend_of, resolve};
 use super::gp_scores;
 use super::theme::Theme;
 use crate::app::run_view::{Coef, RunView};
 use crate::app::{App, Pane};
-use crate::engine::event::Histogram;
+use crate::figures::{Data as FigData, Series as FigSeries, Style as FigStyle, marginal_panel};
 
 /// A run's coefficients with its colour and mean glyph (the glyph tells the
 /// runs apart without colour).
@@ -26,6 +27,8 @@ struct Series<'a> {
     run: &'a RunView,
     coefs: Vec<Coef>,
     style: Style,
+    /// The run's palette slot (its colour in the histogram's figure panel).
+    color: usize,
     glyph: char,
 }
 
@@ -121,6 +124,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
             run: r,
             coefs: r.coefficients(names),
             style: theme.series(color_index(app, r)),
+            color: color_index(app, r),
             glyph: GLYPHS[i % GLYPHS.len()],
         })
         .collect();
@@ -348,30 +352,9 @@ fn interval(
     spans
 }
 
-fn normal_pdf(x: f64, m: f64, s: f64) -> f64 {
-    let z = (x - m) / s;
-    (-0.5 * z * z).exp() / (s * (2.0 * std::f64::consts::PI).sqrt())
-}
-
-/// Step outline of a histogram as a density.
-fn density_steps(h: &Histogram) -> Vec<(f64, f64)> {
-    let total: f64 = h.counts.iter().filter(|c| c.is_finite()).sum();
-    let n = h.counts.len();
-    let width = (h.hi - h.lo) / n.max(1) as f64;
-    if !(total > 0.0 && width > 0.0 && width.is_finite()) {
-        return Vec::new();
-    }
-    let mut pts = vec![(h.lo, 0.0)];
-    for (i, &c) in h.counts.iter().enumerate() {
-        let d = c / (total * width);
-        let x0 = h.lo + i as f64 * width;
-        pts.push((x0, d));
-        pts.push((x0 + width, d));
-    }
-    pts.push((h.hi, 0.0));
-    finite(pts)
-}
-
+/// The selected coefficient's panel of the marginals figure
+/// (`figures::marginal_panel`): the sampler's histogram under the Gaussians,
+/// in the runs' colours.
 fn histogram(
     name: &str,
     smc: Option<&Series>,
@@ -385,7 +368,8 @@ fn histogram(
     }
     let hist = smc.and_then(|s| {
         let k = s.coefs.iter().position(|c| c.name == name)?;
-        s.run.histograms.get(k).map(|h| (density_steps(h), s.style))
+        let h = s.run.histograms.get(k)?;
+        Some((s.run.title(), FigStyle::nth(s.color), h))
     });
     // Several independent SMC runs: each run's mean of this coefficient.
     let run_means: Vec<f64> = smc
@@ -401,41 +385,39 @@ fn histogram(
         })
         .unwrap_or_default();
     // The Gaussian overlays: EP's and VB's marginals (or, without one, the primary run's).
-    let normals: Vec<(f64, f64, Style, String)> = gaussians
+    let normals: Vec<(String, FigStyle, f64, f64)> = gaussians
         .iter()
         .filter(|g| smc.is_none_or(|s| s.run.id != g.run.id))
         .filter_map(|g| {
             let c = g.coefs.iter().find(|c| c.name == name)?;
             (c.sd.is_finite() && c.sd > 0.0 && c.mean.is_finite()).then_some((
+                g.run.title(),
+                FigStyle::nth(g.color),
                 c.mean,
                 c.sd,
-                g.style,
-                g.run.title(),
             ))
         })
         .collect();
+    let mut panel = marginal_panel(
+        name,
+        hist.as_ref().map(|(t, st, h)| (t.as_str(), *st, *h)),
+        &normals,
+    );
+    // Several independent SMC runs: each run's mean as a marker on the axis.
+    if let (Some((_, style, _)), false) = (&hist, run_means.is_empty()) {
+        panel.series.push(FigSeries {
+            name: format!("means of its {} runs", run_means.len()),
+            style: *style,
+            data: FigData::Points(run_means.iter().map(|&m| [m, 0.0]).collect()),
+        });
+    }
     let [title_area, chart_area] =
         Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
+    let c = resolve(&panel);
     let mut title = vec![Span::styled(format!(" {name} "), theme.title())];
-    if let (Some((_, style)), Some(s)) = (&hist, smc) {
-        title.push(Span::styled(format!("▇ {} ", s.run.title()), *style));
-        if !run_means.is_empty() {
-            title.push(Span::styled(
-                format!("╹ means of its {} runs ", run_means.len()),
-                *style,
-            ));
-        }
-    }
-    for (i, (_, _, style, t)) in normals.iter().enumerate() {
-        let label = if i == 0 {
-            format!("━ {t} Gaussian")
-        } else {
-            format!("  ━ {t}")
-        };
-        title.push(Span::styled(label, *style));
-    }
+    title.extend(legend_of(&[&c], theme, false));
     frame.render_widget(Paragraph::new(Line::from(title)), title_area);
-    if hist.is_none() && normals.is_empty() {
+    if panel.series.is_empty() {
         placeholder(
             frame,
             chart_area,
@@ -444,77 +426,12 @@ fn histogram(
         );
         return;
     }
-    let hist_pts = hist.as_ref().map(|h| h.0.clone()).unwrap_or_default();
-    let [mut lo, mut hi] = bounds(hist_pts.iter().map(|p| p.0));
-    if hist_pts.is_empty() {
-        lo = f64::INFINITY;
-        hi = f64::NEG_INFINITY;
-    }
-    for &(m, s, ..) in &normals {
-        lo = lo.min(m - 3.5 * s);
-        hi = hi.max(m + 3.5 * s);
-    }
-    let [lo, hi] = bounds([lo, hi]);
-    let curves: Vec<Vec<(f64, f64)>> = normals
-        .iter()
-        .map(|&(m, s, ..)| {
-            finite((0..=120).map(|i| {
-                let x = lo + (hi - lo) * i as f64 / 120.0;
-                (x, normal_pdf(x, m, s))
-            }))
-        })
-        .collect();
-    let ymax = hist_pts
-        .iter()
-        .chain(curves.iter().flatten())
-        .map(|p| p.1)
-        .fold(0.0, f64::max);
-    let ymax = if ymax > 0.0 && ymax.is_finite() {
-        ymax * 1.05
-    } else {
-        1.0
-    };
-    let mut ds = Vec::new();
-    if let Some((_, style)) = &hist {
-        ds.push(
-            Dataset::default()
-                .data(&hist_pts)
-                .graph_type(GraphType::Line)
-                .marker(theme.marker)
-                .style(*style),
-        );
-    }
-    // The runs' means as short ticks rising from the axis.
-    let ticks: Vec<(f64, f64)> = finite(
-        run_means
-            .iter()
-            .flat_map(|&m| (0..4).map(move |i| (m, ymax * 0.03 * i as f64))),
+    let labels = Labels::default();
+    let chart = chart(&c, theme, labels).x_axis(
+        ratatui::widgets::Axis::default()
+            .bounds(c.x)
+            .labels([num(c.x[0]), num(c.x[1])])
+            .style(theme.dim()),
     );
-    if let (Some((_, style)), false) = (&hist, ticks.is_empty()) {
-        ds.push(
-            Dataset::default()
-                .data(&ticks)
-                .graph_type(GraphType::Scatter)
-                .marker(theme.marker)
-                .style(*style),
-        );
-    }
-    for (curve, (_, _, style, _)) in curves.iter().zip(&normals) {
-        ds.push(
-            Dataset::default()
-                .data(curve)
-                .graph_type(GraphType::Line)
-                .marker(theme.marker)
-                .style(*style),
-        );
-    }
-    let chart = Chart::new(ds)
-        .x_axis(
-            Axis::default()
-                .bounds([lo, hi])
-                .labels([num(lo), num(hi)])
-                .style(theme.dim()),
-        )
-        .y_axis(Axis::default().bounds([0.0, ymax]).style(theme.dim()));
     frame.render_widget(chart, chart_area);
 }

@@ -5,6 +5,7 @@
 pub mod common;
 pub mod dataset;
 pub mod ep_convergence;
+pub mod figure_chart;
 pub mod footer;
 pub mod form;
 pub mod gcs_trace;

@@ -6,13 +6,15 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
+use ratatui::widgets::{Axis, Paragraph};
 
 use super::common::{fit, opt_num, pane_block, placeholder, seconds};
+use super::figure_chart::{Labels, chart, resolve};
 use super::theme::Theme;
-use crate::app::run_view::RunStatus;
+use crate::app::run_view::{RunStatus, RunView};
 use crate::app::{App, Pane};
 use crate::engine::record::RunRecord;
+use crate::figures::RocSource;
 
 fn auc(v: Option<f64>) -> String {
     v.filter(|a| a.is_finite())
@@ -60,67 +62,69 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     table(app, table_area, frame, &theme);
 }
 
+/// The ROC figure of every finished run (`figures::roc`, as `p` writes it),
+/// each curve in its run's colour, the selected run's on top.
+fn roc_figure(app: &App) -> Option<crate::figures::Figure> {
+    let sel = app.selected;
+    let mut runs: Vec<(usize, &RunView, &RunRecord)> = app
+        .runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| Some((i, r, r.record.as_deref()?)))
+        .collect();
+    if runs.is_empty() {
+        return None;
+    }
+    // The chart draws the first curve on top: the selected run's.
+    runs.sort_by_key(|(_, r, _)| Some(r.id) != sel);
+    let sources: Vec<RocSource> = runs
+        .iter()
+        .map(|(_, r, rec)| {
+            let test = !rec.roc.test.fpr.is_empty();
+            RocSource {
+                label: r.title(),
+                curve: if test { &rec.roc.test } else { &rec.roc.train },
+                auc: if test {
+                    rec.auc.test.unwrap_or(f64::NAN)
+                } else {
+                    rec.auc.train
+                },
+            }
+        })
+        .collect();
+    let mut fig = crate::figures::roc(&sources, "");
+    // Series 0 is the chance line; then one curve per run, coloured as its row.
+    for (s, (i, ..)) in fig.panels[0].series.iter_mut().skip(1).zip(&runs) {
+        s.style.color = *i;
+    }
+    Some(fig)
+}
+
 fn roc(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
     if area.height < 4 || area.width < 14 {
         return;
     }
-    let curves: Vec<(usize, Vec<(f64, f64)>)> = app
-        .runs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| {
-            let rec = r.record.as_ref()?;
-            let c = if rec.roc.test.fpr.is_empty() {
-                &rec.roc.train
-            } else {
-                &rec.roc.test
-            };
-            Some((
-                i,
-                super::common::finite(c.fpr.iter().copied().zip(c.tpr.iter().copied())),
-            ))
-        })
-        .collect();
-    if curves.is_empty() {
+    let Some(fig) = roc_figure(app) else {
         placeholder(frame, area, "ROC curves appear when runs finish", theme);
         return;
-    }
-    let diag = [(0.0, 0.0), (1.0, 1.0)];
-    let mut ds = vec![
-        Dataset::default()
-            .data(&diag)
-            .graph_type(GraphType::Line)
-            .marker(theme.marker)
+    };
+    let mut c = resolve(&fig.panels[0]);
+    // The table beside it names the runs; the axes say FPR and TPR.
+    c.x_label = "FPR".into();
+    let mut chart = chart(
+        &c,
+        theme,
+        Labels {
+            x: true,
+            ..Labels::default()
+        },
+    );
+    chart = chart.y_axis(
+        Axis::default()
+            .bounds([0.0, 1.0])
+            .labels(["0", "TPR", "1"])
             .style(theme.dim()),
-    ];
-    // The selected run on top.
-    let sel = app
-        .selected
-        .and_then(|id| app.runs.iter().position(|r| r.id == id));
-    let mut order: Vec<&(usize, Vec<(f64, f64)>)> = curves.iter().collect();
-    order.sort_by_key(|(i, _)| Some(*i) == sel);
-    for (i, pts) in order {
-        ds.push(
-            Dataset::default()
-                .data(pts)
-                .graph_type(GraphType::Line)
-                .marker(theme.marker)
-                .style(theme.series(*i)),
-        );
-    }
-    let chart = Chart::new(ds)
-        .x_axis(
-            Axis::default()
-                .bounds([0.0, 1.0])
-                .labels(["0", "FPR", "1"])
-                .style(theme.dim()),
-        )
-        .y_axis(
-            Axis::default()
-                .bounds([0.0, 1.0])
-                .labels(["0", "TPR", "1"])
-                .style(theme.dim()),
-        );
+    );
     frame.render_widget(chart, area);
 }
 
@@ -279,11 +283,20 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
         let time = rec
             .map(|x| x.seconds.fit)
             .or_else(|| r.elapsed().filter(|_| r.status.is_live()));
-        let marker = if Some(r.id) == app.selected {
-            "▶ "
-        } else {
-            "  "
-        };
+        // ▶ the selected run, • a run marked (x) for p.
+        let marker = format!(
+            "{}{}",
+            if Some(r.id) == app.selected {
+                "▶"
+            } else {
+                " "
+            },
+            if app.marked.contains(&r.id) {
+                "•"
+            } else {
+                " "
+            }
+        );
         let mut spans = vec![Span::raw(marker)];
         for &c in &cols {
             let (text, style) = match COLUMNS[c].head {

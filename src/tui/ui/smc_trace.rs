@@ -7,86 +7,17 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Color, Style};
-use ratatui::symbols::Marker;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
+use ratatui::widgets::Paragraph;
 
-use super::common::{finite, num, pane_block, placeholder, seconds, si, titled_block};
+use super::common::{num, pane_block, placeholder, seconds, si, titled_block};
+use super::figure_chart::{Labels, chart, legend, resolve};
 use super::gcs_trace;
-use super::theme::{Theme, glyph};
+use super::theme::Theme;
 use crate::app::run_view::RunView;
 use crate::app::{App, Pane};
-use crate::engine::smc::{Moves, SmcSettings};
-use crate::spec::MethodSpec;
-
-/// The decorrelation threshold of the adaptive moves (the engine's default).
-fn decorrelation() -> f64 {
-    SmcSettings::default().decorrelation
-}
-
-/// The cap on move steps per stage of a run's spec, and whether the moves
-/// are adaptive (stop once decorrelated) or fixed.
-pub fn moves_cap(run: &RunView) -> (usize, bool) {
-    let default = SmcSettings::default().moves;
-    match &run.spec.method {
-        MethodSpec::Smc(s) => match (s.waste_free, s.moves) {
-            (Some(p), _) => (p.saturating_sub(1).max(1), false),
-            (None, Some(k)) => (k, false),
-            (None, None) => match default {
-                Moves::Adaptive { max, .. } => (max, true),
-                Moves::Fixed(k) => (k, false),
-            },
-        },
-        _ => (1, false),
-    }
-}
-
-/// The pane's series, per stage: ESS/N, γ/γ_T, acceptance, moves/cap, |corr|.
-pub struct Series {
-    pub ess: Vec<(f64, f64)>,
-    pub gamma: Vec<(f64, f64)>,
-    pub accept: Vec<(f64, f64)>,
-    pub moves: Vec<(f64, f64)>,
-    pub corr: Vec<(f64, f64)>,
-}
-
-pub fn series(run: &RunView, gamma_t: f64, cap: usize) -> Series {
-    let at = |f: &dyn Fn(&crate::engine::event::SmcStage) -> Option<f64>| {
-        finite(run.smc.iter().filter_map(|s| Some((s.stage as f64, f(s)?))))
-    };
-    Series {
-        ess: at(&|s| Some(s.ess_frac)),
-        gamma: at(&|s| Some(s.gamma / gamma_t)),
-        accept: at(&|s| Some(s.acceptance)),
-        moves: at(&|s| (s.stage > 0).then(|| s.moves as f64 / cap.max(1) as f64)),
-        corr: at(&|s| s.max_correlation.map(|c| c.min(1.0))),
-    }
-}
-
-fn line<'a>(data: &'a [(f64, f64)], marker: Marker, style: Style) -> Dataset<'a> {
-    Dataset::default()
-        .data(data)
-        .graph_type(GraphType::Line)
-        .marker(marker)
-        .style(style)
-}
-
-fn unit_chart<'a>(ds: Vec<Dataset<'a>>, x: [f64; 2], theme: &Theme, x_label: bool) -> Chart<'a> {
-    let labels = if x_label {
-        vec![format!("{:.0}", x[0]), format!("stage {:.0}", x[1])]
-    } else {
-        Vec::new()
-    };
-    Chart::new(ds)
-        .x_axis(Axis::default().bounds(x).labels(labels).style(theme.dim()))
-        .y_axis(
-            Axis::default()
-                .bounds([0.0, 1.0])
-                .labels(["0", "½", "1"])
-                .style(theme.dim()),
-        )
-}
+use crate::figures::{SMC_MOVES, SMC_SHARES};
 
 pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
@@ -134,60 +65,34 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     ])
     .areas(inner);
     let last = run.smc.last().expect("non-empty");
-    let gamma_t = run
-        .start
-        .as_ref()
-        .map(|s| s.gamma)
-        .or_else(|| run.record.as_ref().and_then(|r| r.gamma))
+    let targets = run.smc_targets();
+    let gamma_t = targets
+        .gamma
         .filter(|g| g.is_finite() && *g > 0.0)
         .unwrap_or_else(|| last.gamma.max(1e-300));
-    let tau = run.ess_target();
-    let (cap, adaptive) = moves_cap(run);
-    let sr = series(run, gamma_t, cap);
-    let x_hi = (last.stage as f64).max(2.0);
-    let x_lo = run
-        .smc
-        .iter()
-        .next()
-        .map_or(1.0, |s| s.stage as f64)
-        .min(x_hi - 1.0);
-    let [m0, m1, m2] = theme.series_markers();
-    let tau_line = [(x_lo, tau), (x_hi, tau)];
-    if chart_area.height >= 3 && chart_area.width >= 12 {
-        let ds = vec![
-            line(&tau_line, theme.marker, theme.dim()),
-            line(&sr.gamma, m1, theme.fg(Color::Yellow)),
-            line(&sr.accept, m2, theme.fg(Color::Green)),
-            line(&sr.ess, m0, theme.fg(Color::Cyan)),
-        ];
-        frame.render_widget(unit_chart(ds, [x_lo, x_hi], &theme, !two), chart_area);
+    let (cap, adaptive) = targets.moves_cap.unwrap_or((1, false));
+    let stop = targets.decorrelation.unwrap_or(f64::NAN);
+    // The same figure `p` writes: the pane draws its first two panels.
+    let fig = run.smc_figure();
+    if let Some(p) = fig.as_ref().and_then(|f| f.panel(SMC_SHARES)) {
+        let c = resolve(p);
+        if chart_area.height >= 3 && chart_area.width >= 12 {
+            let labels = Labels {
+                x: !two,
+                ..Labels::trace(0)
+            };
+            frame.render_widget(chart(&c, &theme, labels), chart_area);
+        }
+        frame.render_widget(Paragraph::new(Line::from(legend(&c, &theme))), legend_area);
     }
-    let legend = Line::from(vec![
-        Span::styled(format!("{} ESS/N ", glyph(m0)), theme.fg(Color::Cyan)),
-        Span::styled(format!("{} γ/γT ", glyph(m1)), theme.fg(Color::Yellow)),
-        Span::styled(format!("{} accept ", glyph(m2)), theme.fg(Color::Green)),
-        Span::styled(format!("─ τ={tau}"), theme.dim()),
-    ]);
-    frame.render_widget(Paragraph::new(legend), legend_area);
-    let stop = decorrelation();
-    if two && moves_area.height >= 3 {
-        let stop_line = [(x_lo, stop), (x_hi, stop)];
-        let ds = vec![
-            line(&stop_line, theme.marker, theme.dim()),
-            line(&sr.corr, m1, theme.fg(Color::Magenta)),
-            line(&sr.moves, m2, theme.fg(Color::Blue)),
-        ];
-        frame.render_widget(unit_chart(ds, [x_lo, x_hi], &theme, true), moves_area);
-        let kind = if adaptive { "≤" } else { "=" };
-        let legend = Line::from(vec![
-            Span::styled(format!("{} moves/{cap} ", glyph(m2)), theme.fg(Color::Blue)),
-            Span::styled(format!("{} |corr| ", glyph(m1)), theme.fg(Color::Magenta)),
-            Span::styled(
-                format!("─ {stop} stop (K {kind} {cap} moves a stage)"),
-                theme.dim(),
-            ),
-        ]);
-        frame.render_widget(Paragraph::new(legend), moves_legend);
+    if let Some(p) = fig.as_ref().and_then(|f| f.panel(SMC_MOVES))
+        && two
+        && moves_area.height >= 3
+    {
+        let c = resolve(p);
+        let labels = Labels::trace(0);
+        frame.render_widget(chart(&c, &theme, labels), moves_area);
+        frame.render_widget(Paragraph::new(Line::from(legend(&c, &theme))), moves_legend);
     }
     let rate = if last.elapsed > 0.0 {
         last.evaluations as f64 / last.elapsed
