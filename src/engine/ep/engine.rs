@@ -194,8 +194,11 @@ impl Engine for Ep {
                 })?;
                 let g = r.chosen * pb.n() as f64;
                 sink.borrow_mut().emit(log(format!(
-                    "ep: γ = {}n = {g} by {folds}-fold CV",
-                    r.chosen
+                    "ep: γ = {}n = {g} by {folds}-fold CV (EP in the folds converged to \
+                     tol = {:e}, {}× the final fit's)",
+                    r.chosen,
+                    cv::fold_settings(&self.settings).tol,
+                    cv::FOLD_TOL_FACTOR
                 )));
                 (g, Some(r))
             }
@@ -383,6 +386,7 @@ impl Engine for Ep {
             },
             "evidence": outcome.evidence,
             "cv": cv_result,
+            "cv_tol": cv_result.as_ref().map(|_| cv::fold_settings(&self.settings).tol),
             "ard": ard_result.as_ref().map(|r| json!({
                 "iterations": r.trace.len(),
                 "converged": r.converged,
