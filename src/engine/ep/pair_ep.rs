@@ -339,6 +339,11 @@ impl PairEp {
     pub fn set_block_rows(&mut self, rows: usize) {
         self.ws = Workspace::with_block_rows(self.n_pos(), self.n_neg(), rows);
     }
+    /// Large p: block products through matrixmultiply (tests of the tiled kernel).
+    #[cfg(test)]
+    pub fn set_gemm_products(&mut self, on: bool) {
+        self.ws.set_gemm_products(on);
+    }
     /// Whether every sweep reports log Z_EP (costs ~15% of a sweep) or only the last.
     pub fn set_evidence_every_sweep(&mut self, on: bool) {
         self.evidence_every_sweep = on;

@@ -229,6 +229,15 @@ impl Workspace {
     }
 }
 
+impl Workspace {
+    /// Large p: the block products through matrixmultiply instead of the
+    /// tiled kernel (tests compare the two).
+    #[cfg(test)]
+    pub fn set_gemm_products(&mut self, on: bool) {
+        self.gemm_products = on;
+    }
+}
+
 /// Bytes of a `Workspace::new(n_pos, n_neg)`: the block's C, K and h.
 pub fn workspace_bytes(n_pos: usize, n_neg: usize) -> usize {
     let rows = (BLOCK_SITES / n_neg.max(1)).clamp(1, n_pos.max(1));
