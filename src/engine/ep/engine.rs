@@ -284,6 +284,12 @@ impl Engine for Ep {
             (lep.run(gamma, &self.settings, ctl, &mut on_sweep)?, None)
         };
         let ep_seconds = t_ep.elapsed().as_secs_f64();
+        if let Some(st) = lep.sampled_start() {
+            sink.borrow_mut().emit(log(format!(
+                "ep: started from EP on a sample of {} pairs ({} sweeps to tol {:e}, {:.1} s): {}",
+                st.pairs, st.sweeps, st.tol, st.seconds, st.note
+            )));
+        }
         let mean = lep.mean();
         let sd = lep.sd();
         let mut sink = sink.into_inner();
@@ -386,6 +392,7 @@ impl Engine for Ep {
             },
             "evidence": outcome.evidence,
             "cv": cv_result,
+            "sampled_start": lep.sampled_start(),
             "cv_tol": cv_result.as_ref().map(|_| cv::fold_settings(&self.settings).tol),
             "ard": ard_result.as_ref().map(|r| json!({
                 "iterations": r.trace.len(),

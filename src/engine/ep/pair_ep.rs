@@ -22,6 +22,9 @@ use super::store::{Precision, SiteBuffers};
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::pairs::PairSample;
 
+#[path = "start.rs"]
+pub mod start;
+
 /// Settings of one EP run.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EpSettings {
