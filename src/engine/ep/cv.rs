@@ -73,6 +73,22 @@ pub fn cv_settings(ep: &EpSettings) -> EpSettings {
     }
 }
 
+/// Folds with at least this many pairs store their sites in f32 when the
+/// storage is `Auto`: half the memory traffic of a sweep (the site arrays
+/// dominate it at small p) and half the memory, so that folds run side by
+/// side; f32 moves the fixed point by ~1e-7 relative, far inside `fold_settings`'
+/// tolerance. Announced in `details.cv_site_storage`.
+pub const FOLD_F32_PAIRS: usize = 4_000_000;
+
+/// The site storage of a fold's EP with this many pairs.
+pub fn fold_precision(precision: Precision, pairs: usize) -> Precision {
+    if precision == Precision::Auto && pairs >= FOLD_F32_PAIRS {
+        Precision::F32
+    } else {
+        precision
+    }
+}
+
 /// The settings of EP runs inside the folds: `cv_settings` with the tolerance
 /// loosened by `FOLD_TOL_FACTOR`.
 pub fn fold_settings(ep: &EpSettings) -> EpSettings {
@@ -137,7 +153,7 @@ impl CvMethod for EpCv<'_> {
             &fold.ytr,
             self.vars,
             self.form,
-            self.precision,
+            fold_precision(self.precision, pos * (fold.ytr.len() - pos)),
             sampling.as_ref().map(|s| (*s, &keys[..])),
         )?;
         // Held-out AUCs need no per-sweep log Z (the converged state's is still summed).
@@ -151,7 +167,8 @@ impl CvMethod for EpCv<'_> {
 
     fn fold_bytes(&self, positives: usize, negatives: usize, d: usize) -> usize {
         let sampled = self.fold_sample(positives, negatives).map(|s| s.pairs);
-        PairEp::memory_bytes(positives, negatives, d, self.precision, sampled)
+        let precision = fold_precision(self.precision, positives * negatives);
+        PairEp::memory_bytes(positives, negatives, d, precision, sampled)
     }
 }
 

@@ -394,6 +394,13 @@ impl Engine for Ep {
             "cv": cv_result,
             "sampled_start": lep.sampled_start(),
             "cv_tol": cv_result.as_ref().map(|_| cv::fold_settings(&self.settings).tol),
+            "cv_site_storage": cv_result.as_ref().map(|_| match self.precision {
+                Precision::Auto => format!(
+                    "f32 in folds of at least {} pairs, else f64",
+                    cv::FOLD_F32_PAIRS
+                ),
+                p => format!("{p:?}").to_lowercase(),
+            }),
             "ard": ard_result.as_ref().map(|r| json!({
                 "iterations": r.trace.len(),
                 "converged": r.converged,
