@@ -357,14 +357,22 @@ pub(crate) fn pass<S: SiteScalar>(
         };
         match op {
             _ if tiled => {
-                let group = |t: usize, st: &[RowStats]| {
+                // The group of rows t (its rows' Z_P V, marginals, exclusions; no output yet).
+                let group = |t: usize, nr: usize, kin, hin| {
                     let r0 = i0 + t * tiled::GROUP_ROWS;
-                    let nr = st.len();
                     let mut zv = Vec::with_capacity(nr * p);
                     for i in r0..r0 + nr {
                         zv.extend(input.marg.zv_p.row(i).iter());
                     }
-                    (r0, nr, zv)
+                    tiled::Group {
+                        zv,
+                        mp: &input.marg.mp[r0..r0 + nr],
+                        up: &input.marg.up[r0..r0 + nr],
+                        excl: (r0..r0 + nr).map(|i| input.excluded.row(i)).collect(),
+                        kin,
+                        hin,
+                        out: None,
+                    }
                 };
                 let gs = tiled::GROUP_ROWS * nn;
                 let packed = &*packed;
@@ -383,22 +391,14 @@ pub(crate) fn pass<S: SiteScalar>(
                             .zip(gb[..b * p].par_chunks_mut(tiled::GROUP_ROWS * p))
                             .enumerate()
                             .for_each(|(t, (((((((ki, hi), ko), ho), k64), h64), st), g))| {
-                                let (r0, nr, zv) = group(t, st);
-                                let gr = tiled::Group {
-                                    zv: &zv,
-                                    mp: &input.marg.mp[r0..r0 + nr],
-                                    up: &input.marg.up[r0..r0 + nr],
-                                    excl: (r0..r0 + nr).map(|i| input.excluded.row(i)).collect(),
-                                    kin: ki,
-                                    hin: hi,
-                                    out: Some(tiled::GroupOut {
-                                        k: ko,
-                                        h: ho,
-                                        k64,
-                                        h64,
-                                        g,
-                                    }),
-                                };
+                                let mut gr = group(t, st.len(), ki, hi);
+                                gr.out = Some(tiled::GroupOut {
+                                    k: ko,
+                                    h: ho,
+                                    k64,
+                                    h64,
+                                    g,
+                                });
                                 tiled::group(
                                     input.isa, evidence, packed, &cols, gr, st, input.step, eta,
                                 );
@@ -412,16 +412,7 @@ pub(crate) fn pass<S: SiteScalar>(
                             .zip(rows.par_chunks_mut(tiled::GROUP_ROWS))
                             .enumerate()
                             .for_each(|(t, ((ki, hi), st))| {
-                                let (r0, nr, zv) = group(t, st);
-                                let gr = tiled::Group {
-                                    zv: &zv,
-                                    mp: &input.marg.mp[r0..r0 + nr],
-                                    up: &input.marg.up[r0..r0 + nr],
-                                    excl: (r0..r0 + nr).map(|i| input.excluded.row(i)).collect(),
-                                    kin: ki,
-                                    hin: hi,
-                                    out: None,
-                                };
+                                let gr = group(t, st.len(), ki, hi);
                                 tiled::group(
                                     input.isa, true, packed, &cols, gr, st, input.step, 0.0,
                                 );

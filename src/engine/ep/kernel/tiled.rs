@@ -79,7 +79,7 @@ impl Packed {
 /// One group's rows.
 pub(super) struct Group<'a, S> {
     /// `Z_P V` of the group's rows, row-major (rows × p).
-    pub(super) zv: &'a [f64],
+    pub(super) zv: Vec<f64>,
     pub(super) mp: &'a [f64],
     pub(super) up: &'a [f64],
     /// Excluded columns (sorted) of each row.
