@@ -18,7 +18,8 @@ pub struct LinearEp {
     design: Design,
     ep: PairEp,
     vars: Vec<f64>,
-    /// The last run's start from a pair sample (runs on very many pairs).
+    /// The start from a pair sample of the last cold run that used one (runs
+    /// on very many pairs; later warm runs, e.g. ARD's, keep it).
     start: Option<SampledStart>,
 }
 
@@ -96,7 +97,7 @@ impl LinearEp {
     pub fn vars(&self) -> &[f64] {
         &self.vars
     }
-    /// How the last run started when it started from a pair sample.
+    /// How the last cold run on very many pairs started (see `start`).
     pub fn sampled_start(&self) -> Option<&SampledStart> {
         self.start.as_ref()
     }
@@ -134,7 +135,6 @@ impl LinearEp {
         }
         // A cold run on very many pairs starts from a pair sample's fixed
         // point (`start`: parallel EP from the prior overshoots at large γ).
-        self.start = None;
         if gamma > 0.0
             && self.ep.sample().is_none()
             && self.pairs() >= START_MIN_PAIRS
