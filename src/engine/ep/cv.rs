@@ -33,6 +33,14 @@ pub const MIN_OVER_N: f64 = 1.0 / 1024.0;
 /// Stall halvings in a row with a flat Δ/η that mark a cycle inside the CV.
 pub const CYCLE_STALLS: usize = 2;
 
+/// EP inside the CV's folds converges to this multiple of the run's tolerance
+/// (the final fit keeps the run's own). The held-out AUC only needs the
+/// posterior mean's direction: at tol = 1e-3 the means are within ~0.002 sd of
+/// their 1e-4 values (ALGORITHMS.md §4), while the slow geometric modes of
+/// large folds (EEG: Δ falling 2–4% a sweep) need ~60 sweeps per decade of tol.
+/// Announced in the log and the record (`details.cv_tol`).
+pub const FOLD_TOL_FACTOR: f64 = 10.0;
+
 /// Default grid of γ/n: 2^−4 … 2^4 (n = training rows; ≤ 25n, §4).
 pub fn default_grid() -> Vec<f64> {
     (-4..=4).map(|k| 2f64.powi(k)).collect()
@@ -62,6 +70,31 @@ pub fn cv_settings(ep: &EpSettings) -> EpSettings {
             ep.cycle_stalls
         },
         ..*ep
+    }
+}
+
+/// Folds with at least this many pairs store their sites in f32 when the
+/// storage is `Auto`: half the memory traffic of a sweep (the site arrays
+/// dominate it at small p) and half the memory, so that folds run side by
+/// side; f32 moves the fixed point by ~1e-7 relative, far inside `fold_settings`'
+/// tolerance. Announced in `details.cv_site_storage`.
+pub const FOLD_F32_PAIRS: usize = 4_000_000;
+
+/// The site storage of a fold's EP with this many pairs.
+pub fn fold_precision(precision: Precision, pairs: usize) -> Precision {
+    if precision == Precision::Auto && pairs >= FOLD_F32_PAIRS {
+        Precision::F32
+    } else {
+        precision
+    }
+}
+
+/// The settings of EP runs inside the folds: `cv_settings` with the tolerance
+/// loosened by `FOLD_TOL_FACTOR`.
+pub fn fold_settings(ep: &EpSettings) -> EpSettings {
+    EpSettings {
+        tol: ep.tol * FOLD_TOL_FACTOR,
+        ..cv_settings(ep)
     }
 }
 
@@ -115,15 +148,18 @@ impl CvMethod for EpCv<'_> {
         let pos = fold.ytr.iter().filter(|&&b| b).count();
         let sampling = self.fold_sample(pos, fold.ytr.len() - pos);
         let keys = [fold.fold as u64 + 1];
+        let mut lep = LinearEp::with_pairs(
+            &fold.xtr,
+            &fold.ytr,
+            self.vars,
+            self.form,
+            fold_precision(self.precision, pos * (fold.ytr.len() - pos)),
+            sampling.as_ref().map(|s| (*s, &keys[..])),
+        )?;
+        // Held-out AUCs need no per-sweep log Z (the converged state's is still summed).
+        lep.state_mut().set_evidence_every_sweep(false);
         Ok(EpWalker {
-            lep: LinearEp::with_pairs(
-                &fold.xtr,
-                &fold.ytr,
-                self.vars,
-                self.form,
-                self.precision,
-                sampling.as_ref().map(|s| (*s, &keys[..])),
-            )?,
+            lep,
             ep: self.ep,
             ard: self.ard.copied(),
         })
@@ -131,7 +167,8 @@ impl CvMethod for EpCv<'_> {
 
     fn fold_bytes(&self, positives: usize, negatives: usize, d: usize) -> usize {
         let sampled = self.fold_sample(positives, negatives).map(|s| s.pairs);
-        PairEp::memory_bytes(positives, negatives, d, self.precision, sampled)
+        let precision = fold_precision(self.precision, positives * negatives);
+        PairEp::memory_bytes(positives, negatives, d, precision, sampled)
     }
 }
 
@@ -185,7 +222,7 @@ pub fn cross_validate(
         vars,
         form: cv.form,
         precision: cv.precision,
-        ep: cv_settings(cv.ep),
+        ep: fold_settings(cv.ep),
         ard: cv.ard,
         pairs: cv.pairs,
         all_pairs: {

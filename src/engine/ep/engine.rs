@@ -194,8 +194,11 @@ impl Engine for Ep {
                 })?;
                 let g = r.chosen * pb.n() as f64;
                 sink.borrow_mut().emit(log(format!(
-                    "ep: γ = {}n = {g} by {folds}-fold CV",
-                    r.chosen
+                    "ep: γ = {}n = {g} by {folds}-fold CV (EP in the folds converged to \
+                     tol = {:e}, {}× the final fit's)",
+                    r.chosen,
+                    cv::fold_settings(&self.settings).tol,
+                    cv::FOLD_TOL_FACTOR
                 )));
                 (g, Some(r))
             }
@@ -281,6 +284,12 @@ impl Engine for Ep {
             (lep.run(gamma, &self.settings, ctl, &mut on_sweep)?, None)
         };
         let ep_seconds = t_ep.elapsed().as_secs_f64();
+        if let Some(st) = lep.sampled_start() {
+            sink.borrow_mut().emit(log(format!(
+                "ep: started from EP on a sample of {} pairs ({} sweeps to tol {:e}, {:.1} s): {}",
+                st.pairs, st.sweeps, st.tol, st.seconds, st.note
+            )));
+        }
         let mean = lep.mean();
         let sd = lep.sd();
         let mut sink = sink.into_inner();
@@ -383,6 +392,15 @@ impl Engine for Ep {
             },
             "evidence": outcome.evidence,
             "cv": cv_result,
+            "sampled_start": lep.sampled_start(),
+            "cv_tol": cv_result.as_ref().map(|_| cv::fold_settings(&self.settings).tol),
+            "cv_site_storage": cv_result.as_ref().map(|_| match self.precision {
+                Precision::Auto => format!(
+                    "f32 in folds of at least {} pairs, else f64",
+                    cv::FOLD_F32_PAIRS
+                ),
+                p => format!("{p:?}").to_lowercase(),
+            }),
             "ard": ard_result.as_ref().map(|r| json!({
                 "iterations": r.trace.len(),
                 "converged": r.converged,

@@ -5,6 +5,7 @@
 use nalgebra::DMatrix;
 
 use super::design::{Design, Form, identical_pairs};
+use super::pair_ep::start::{self, START_MIN_PAIRS, SampledStart};
 use super::pair_ep::{EpOutcome, EpSettings, PairEp, SweepInfo};
 use super::site::MAX_G;
 use super::store::Precision;
@@ -17,6 +18,9 @@ pub struct LinearEp {
     design: Design,
     ep: PairEp,
     vars: Vec<f64>,
+    /// The start from a pair sample of the last cold run that used one (runs
+    /// on very many pairs; later warm runs, e.g. ARD's, keep it).
+    start: Option<SampledStart>,
 }
 
 impl LinearEp {
@@ -68,6 +72,7 @@ impl LinearEp {
             design,
             ep,
             vars: vars.to_vec(),
+            start: None,
         })
     }
 
@@ -91,6 +96,10 @@ impl LinearEp {
     }
     pub fn vars(&self) -> &[f64] {
         &self.vars
+    }
+    /// How the last cold run on very many pairs started (see `start`).
+    pub fn sampled_start(&self) -> Option<&SampledStart> {
+        self.start.as_ref()
     }
 
     /// New prior variances; the sites are kept (warm start).
@@ -123,6 +132,15 @@ impl LinearEp {
                 "γ = {gamma} is {g:.3e} per pair; EP supports at most {MAX_G} per pair (γ ≤ {:.3e})",
                 MAX_G * self.pairs() as f64
             )));
+        }
+        // A cold run on very many pairs starts from a pair sample's fixed
+        // point (`start`: parallel EP from the prior overshoots at large γ).
+        if gamma > 0.0
+            && self.ep.sample().is_none()
+            && self.pairs() >= START_MIN_PAIRS
+            && self.ep.sites_are_zero()
+        {
+            self.start = Some(start::sampled_start(&mut self.ep, gamma, s, ctl)?);
         }
         let design = &self.design;
         self.ep.run(g, s, ctl, &mut |info| on_sweep(&info, design))

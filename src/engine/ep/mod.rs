@@ -46,3 +46,5 @@ pub use store::Precision;
 mod sampled_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tiled_tests;

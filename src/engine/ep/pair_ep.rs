@@ -22,6 +22,9 @@ use super::store::{Precision, SiteBuffers};
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::pairs::PairSample;
 
+#[path = "start.rs"]
+pub mod start;
+
 /// Settings of one EP run.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EpSettings {
@@ -338,6 +341,11 @@ impl PairEp {
     #[cfg(test)]
     pub fn set_block_rows(&mut self, rows: usize) {
         self.ws = Workspace::with_block_rows(self.n_pos(), self.n_neg(), rows);
+    }
+    /// Large p: block products through matrixmultiply (tests of the tiled kernel).
+    #[cfg(test)]
+    pub fn set_gemm_products(&mut self, on: bool) {
+        self.ws.set_gemm_products(on);
     }
     /// Whether every sweep reports log Z_EP (costs ~15% of a sweep) or only the last.
     pub fn set_evidence_every_sweep(&mut self, on: bool) {

@@ -170,7 +170,7 @@ fn zero_gamma_gives_zero_evidence_and_the_prior() {
 
 /// A slow, obvious parallel EP: explicit a_ij, Q as a sum of outer products,
 /// the same acceptance rule. The fast engine must follow the same iterates.
-fn naive_ep(
+pub(super) fn naive_ep(
     x: &DMatrix<f64>,
     y: &[bool],
     var: f64,

@@ -15,6 +15,7 @@ use rayon::prelude::*;
 
 mod row;
 pub mod sampled;
+mod tiled;
 
 pub use row::site_throughput;
 use row::{Cols, RowOut, RowQ, Small, load_row, shrink_row, update_row};
@@ -30,7 +31,7 @@ use super::store::{SiteBuffers, SiteScalar};
 const BLOCK_SITES: usize = 1 << 20;
 /// Up to this many coordinates the block products run inside the row tasks
 /// (p FMAs per site, vectorised, no GEMM threads competing with rayon's);
-/// above it, through matrixmultiply.
+/// above it, tiled and fused with the site work (`tiled`).
 const SMALL_P: usize = 32;
 /// Fewest sites per rayon task.
 const TASK_SITES: usize = 4096;
@@ -198,6 +199,10 @@ pub struct Workspace {
     znt: Vec<f64>,
     zvp: Vec<f64>,
     g: Vec<f64>,
+    /// Large p: Z_N packed for the tiled products.
+    packed: tiled::Packed,
+    /// Large p through matrixmultiply instead (tests compare the two).
+    gemm_products: bool,
 }
 
 impl Workspace {
@@ -218,7 +223,18 @@ impl Workspace {
             znt: Vec::new(),
             zvp: Vec::new(),
             g: Vec::new(),
+            packed: tiled::Packed::default(),
+            gemm_products: false,
         }
+    }
+}
+
+impl Workspace {
+    /// Large p: the block products through matrixmultiply instead of the
+    /// tiled kernel (tests compare the two).
+    #[cfg(test)]
+    pub fn set_gemm_products(&mut self, on: bool) {
+        self.gemm_products = on;
     }
 }
 
@@ -271,7 +287,12 @@ pub(crate) fn pass<S: SiteScalar>(
     }
     let min_rows = TASK_SITES.div_ceil(nn.max(1));
     let p = input.zn.ncols();
-    let small = p <= SMALL_P && matches!(op, Op::Update { .. } | Op::Check);
+    let products = matches!(op, Op::Update { .. } | Op::Check);
+    let small = p <= SMALL_P && products;
+    let tiled = !small && products && !ws.gemm_products;
+    if tiled {
+        ws.packed.fill(input.zn);
+    }
     if small {
         ws.znt.clear();
         for k in 0..p {
@@ -294,6 +315,7 @@ pub(crate) fn pass<S: SiteScalar>(
             znt,
             zvp,
             g,
+            packed,
             ..
         } = ws;
         let (c, kb, hb, rows) = (
@@ -309,7 +331,7 @@ pub(crate) fn pass<S: SiteScalar>(
                     zvp[r * p + kk] = input.marg.zv_p[(i0 + r, kk)];
                 }
             }
-        } else if matches!(op, Op::Update { .. } | Op::Check) {
+        } else if products && !tiled {
             gemm(
                 1.0,
                 View::of(&input.marg.zv_p).rows(i0, i1),
@@ -334,6 +356,70 @@ pub(crate) fn pass<S: SiteScalar>(
             un: &input.marg.un,
         };
         match op {
+            _ if tiled => {
+                // The group of rows t (its rows' Z_P V, marginals, exclusions; no output yet).
+                let group = |t: usize, nr: usize, kin, hin| {
+                    let r0 = i0 + t * tiled::GROUP_ROWS;
+                    let mut zv = Vec::with_capacity(nr * p);
+                    for i in r0..r0 + nr {
+                        zv.extend(input.marg.zv_p.row(i).iter());
+                    }
+                    tiled::Group {
+                        zv,
+                        mp: &input.marg.mp[r0..r0 + nr],
+                        up: &input.marg.up[r0..r0 + nr],
+                        excl: (r0..r0 + nr).map(|i| input.excluded.row(i)).collect(),
+                        kin,
+                        hin,
+                        out: None,
+                    }
+                };
+                let gs = tiled::GROUP_ROWS * nn;
+                let packed = &*packed;
+                match op {
+                    Op::Update { eta, evidence } => {
+                        let (cur, next) = (sites.cur, sites.next());
+                        let (kin, hin, kout, hout) = sites.read_write(cur, next);
+                        kin[lo..hi]
+                            .par_chunks(gs)
+                            .zip(hin[lo..hi].par_chunks(gs))
+                            .zip(kout[lo..hi].par_chunks_mut(gs))
+                            .zip(hout[lo..hi].par_chunks_mut(gs))
+                            .zip(kb.par_chunks_mut(gs))
+                            .zip(hb.par_chunks_mut(gs))
+                            .zip(rows.par_chunks_mut(tiled::GROUP_ROWS))
+                            .zip(gb[..b * p].par_chunks_mut(tiled::GROUP_ROWS * p))
+                            .enumerate()
+                            .for_each(|(t, (((((((ki, hi), ko), ho), k64), h64), st), g))| {
+                                let mut gr = group(t, st.len(), ki, hi);
+                                gr.out = Some(tiled::GroupOut {
+                                    k: ko,
+                                    h: ho,
+                                    k64,
+                                    h64,
+                                    g,
+                                });
+                                tiled::group(
+                                    input.isa, evidence, packed, &cols, gr, st, input.step, eta,
+                                );
+                            });
+                    }
+                    _ => {
+                        let (kin, hin) = sites.get(sites.cur);
+                        kin[lo..hi]
+                            .par_chunks(gs)
+                            .zip(hin[lo..hi].par_chunks(gs))
+                            .zip(rows.par_chunks_mut(tiled::GROUP_ROWS))
+                            .enumerate()
+                            .for_each(|(t, ((ki, hi), st))| {
+                                let gr = group(t, st.len(), ki, hi);
+                                tiled::group(
+                                    input.isa, true, packed, &cols, gr, st, input.step, 0.0,
+                                );
+                            });
+                    }
+                }
+            }
             Op::Update { eta, evidence } => {
                 let (cur, next) = (sites.cur, sites.next());
                 let (kin, hin, kout, hout) = sites.read_write(cur, next);
@@ -438,7 +524,7 @@ pub(crate) fn pass<S: SiteScalar>(
                     });
             }
         }
-        if fills_agg && small {
+        if fills_agg && (small || tiled) {
             for r in 0..b {
                 for kk in 0..p {
                     agg.g[(i0 + r, kk)] = gb[r * p + kk];
