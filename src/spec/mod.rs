@@ -6,6 +6,7 @@
 
 pub mod build;
 pub mod error;
+mod methods;
 pub mod registry;
 pub mod run_spec;
 pub mod setting;

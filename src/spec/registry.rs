@@ -4,7 +4,7 @@
 //! the run form's fields and hints, and the help text all read these tables.
 //!
 //! # How to add …
-//! - **a method** (say `vb`): a `MethodInfo` row in `METHODS`; its settings
+//! - **a method** (say `vb`): a `MethodInfo` row in `METHODS` (`methods.rs`); its settings
 //!   struct in `run_spec.rs` with a `MethodSpec` variant (and its arms in
 //!   `MethodSpec::name`/`default_of`); one arm in `build::engine`; a `Setting`
 //!   row per setting with `methods: Only(&["vb"])` and `path: "method.<field>"`.
@@ -22,82 +22,17 @@
 //!   `validate.rs`. Tests check every row against the structs' fields, the CLI's
 //!   flags and the defaults.
 
+pub use super::methods::{AUTORUN_ORDER, METHODS, MethodInfo, THEORY_GAMMA, method, method_names};
 use super::run_spec::PriorKind;
 use super::setting::range;
 pub use super::setting::{Group, Kind, Methods, Range, Requires, Setting};
 use super::values::GpApproxSpec;
 use crate::engine::smc::settings::MIN_PARTICLES;
 
-/// A method the program can run.
-#[derive(Debug)]
-pub struct MethodInfo {
-    pub name: &'static str,
-    /// One line for the help and the run form.
-    pub help: &'static str,
-    /// Samples or approximates a Gibbs posterior (takes γ and a prior).
-    pub bayesian: bool,
-    /// Priors it accepts (the first is the default); empty for the baselines.
-    pub priors: &'static [PriorKind],
-}
-
 use PriorKind::{Ard, Gaussian, Gp, SpikeSlab};
 
 /// The priors on θ (every prior but the GP's, which is on the scores).
 const THETA_PRIORS: &[PriorKind] = &[Gaussian, Ard, SpikeSlab];
-
-pub const METHODS: &[MethodInfo] = &[
-    MethodInfo {
-        name: "logit",
-        help: "L2 logistic regression, penalty by cross-validation (baseline)",
-        bayesian: false,
-        priors: &[],
-    },
-    MethodInfo {
-        name: "rankboost",
-        help: "RankBoost.B with threshold rankers, rounds by cross-validation (baseline)",
-        bayesian: false,
-        priors: &[],
-    },
-    MethodInfo {
-        name: "smc",
-        help: "adaptive tempering SMC: samples the Gibbs posterior (the gold standard)",
-        bayesian: true,
-        priors: &[Gaussian, Ard, SpikeSlab, Gp],
-    },
-    MethodInfo {
-        name: "ep",
-        help: "Expectation Propagation: a Gaussian approximation of the Gibbs posterior and its evidence",
-        bayesian: true,
-        priors: &[Gaussian, Ard, SpikeSlab, Gp],
-    },
-    MethodInfo {
-        name: "vb",
-        help: "variational Bayes (ARC16): the closest Gaussian of a family, for the AUC risk or a classification loss",
-        bayesian: true,
-        // The KL to a spike-and-slab prior has no closed form.
-        priors: &[Gaussian, Ard],
-    },
-    MethodInfo {
-        name: "gcs",
-        help: "great-circle sampler: exact hit-and-run chains on directions, with R-hat and ESS (Gaussian priors)",
-        bayesian: true,
-        priors: &[Gaussian, Ard],
-    },
-];
-
-/// The methods that accept `gamma = theory` (vb: ARC16's λ, as this program's γ).
-pub const THEORY_GAMMA: &[&str] = &["vb"];
-
-/// The methods the explorer starts when it opens, in order (EP first: it is quick).
-pub const AUTORUN_ORDER: &[&str] = &["ep", "smc"];
-
-pub fn method(name: &str) -> Option<&'static MethodInfo> {
-    METHODS.iter().find(|m| m.name == name)
-}
-
-pub fn method_names() -> Vec<&'static str> {
-    METHODS.iter().map(|m| m.name).collect()
-}
 
 /// A setting with the common defaults (data options: every method, any prior).
 const fn setting(key: &'static str, path: &'static str, kind: Kind) -> Setting {

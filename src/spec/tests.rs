@@ -143,8 +143,11 @@ fn defaults_as_typed_are_the_structs_defaults_and_choices_parse() {
                     let mut with: Vec<(&str, &str)> =
                         given.iter().filter(|(k, _)| *k != s.key).copied().collect();
                     with.push((s.key, c));
-                    if (s.key, *c) == ("kernel", "pcn") && p == Some(PriorKind::SpikeSlab) {
-                        continue; // refused: pcn needs a Gaussian prior
+                    if s.key == "kernel"
+                        && matches!(*c, "pcn" | "sphere")
+                        && p == Some(PriorKind::SpikeSlab)
+                    {
+                        continue; // refused: pcn and sphere need a Gaussian prior
                     }
                     from_given(PathBuf::from("d.csv"), m, &with)
                         .unwrap_or_else(|e| panic!("{} = {c} for {m}: {e}", s.key));
