@@ -19,6 +19,7 @@
 
 use rayon::prelude::*;
 use statrs::function::erf::erfc;
+use std::cmp::Ordering;
 
 /// Knots of every map (z evenly spaced).
 const KNOTS: usize = 21;
@@ -153,7 +154,11 @@ fn knots_to_map(mut t: Vec<f64>) -> (Vec<f64>, Vec<f64>) {
         1e-6 * scale
     };
     for i in 1..KNOTS {
-        if !(t[i] >= t[i - 1] + gap) {
+        // NaN counts as out of order.
+        if !matches!(
+            t[i].partial_cmp(&(t[i - 1] + gap)),
+            Some(Ordering::Greater | Ordering::Equal)
+        ) {
             t[i] = t[i - 1] + gap;
         }
     }

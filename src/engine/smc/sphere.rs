@@ -124,7 +124,8 @@ impl SphereChart {
     /// outside the chart (‖x‖ ≥ π).
     pub fn from_chart(&self, x: &[f64], r: f64, theta: &mut [f64]) -> bool {
         let alpha = x.iter().map(|v| v * v).sum::<f64>().sqrt();
-        if !(alpha < std::f64::consts::PI) {
+        // NaN is outside too.
+        if alpha.partial_cmp(&std::f64::consts::PI) != Some(std::cmp::Ordering::Less) {
             return false;
         }
         theta[0] = self.sign * alpha.cos();

@@ -214,9 +214,13 @@ const COLUMNS: [Column; 12] = [
     },
 ];
 
-/// The columns that fit in `width` (2 cells of selection marker, 1 between).
-fn visible_columns(width: usize) -> Vec<usize> {
-    let mut by_rank: Vec<usize> = (0..COLUMNS.len()).collect();
+/// The columns that fit in `width` (2 cells of selection marker, 1 between);
+/// R-hat only when some run has several independent SMC runs (else it would
+/// push the train AUC out for a column of "-").
+fn visible_columns(width: usize, several_runs: bool) -> Vec<usize> {
+    let mut by_rank: Vec<usize> = (0..COLUMNS.len())
+        .filter(|&i| several_runs || COLUMNS[i].head != "R-hat")
+        .collect();
     by_rank.sort_by_key(|&i| COLUMNS[i].rank);
     let mut used = 2;
     let mut keep = Vec::new();
@@ -247,7 +251,11 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
         return;
     }
     let w = area.width as usize;
-    let cols = visible_columns(w);
+    let several_runs = app
+        .runs
+        .iter()
+        .any(|r| r.record.as_ref().is_some_and(|x| x.runs.is_some()));
+    let cols = visible_columns(w, several_runs);
     let cell = |i: usize, text: &str| {
         let c = &COLUMNS[i];
         let t = fit(text, c.width);
@@ -403,7 +411,7 @@ mod tests {
     #[test]
     fn status_log_z_and_gamma_outlast_train_and_time() {
         let heads = |w| {
-            visible_columns(w)
+            visible_columns(w, true)
                 .into_iter()
                 .map(|i| COLUMNS[i].head)
                 .collect::<Vec<_>>()
