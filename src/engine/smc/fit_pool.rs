@@ -68,6 +68,24 @@ impl Snapshots {
     }
 }
 
+/// The cloud and the snapshot pool as one sample: the states, their
+/// (unnormalised) weights exp(−δ(R − R_min)) for the stage's increment, and
+/// how many clouds that is.
+fn pooled(
+    cloud: (&[f64], &[f64]),
+    pool: (&[f64], &[f64]),
+    delta: f64,
+) -> (Vec<f64>, Vec<f64>, usize) {
+    let clouds = 1 + pool.1.len() / cloud.1.len().max(1);
+    let mut theta = Vec::with_capacity(cloud.0.len() + pool.0.len());
+    theta.extend_from_slice(cloud.0);
+    theta.extend_from_slice(pool.0);
+    let risk: Vec<f64> = cloud.1.iter().chain(pool.1).copied().collect();
+    let r_min = risk.iter().copied().fold(f64::INFINITY, f64::min);
+    let weights = risk.iter().map(|r| (-delta * (r - r_min)).exp()).collect();
+    (theta, weights, clouds)
+}
+
 /// The stage's Gaussian fits and the fit index of every particle of the cloud.
 /// `pool` (θ, risk) holds snapshots laid out like the cloud (family i mod
 /// `families`); all are weighted by `exp(−δ R)` for the stage's target. A
@@ -81,13 +99,7 @@ pub fn stage_fits(
     families: usize,
 ) -> (Vec<GaussianFit>, Vec<usize>) {
     let n = cloud.1.len();
-    let clouds = 1 + pool.1.len() / n.max(1);
-    let mut theta = Vec::with_capacity(cloud.0.len() + pool.0.len());
-    theta.extend_from_slice(cloud.0);
-    theta.extend_from_slice(pool.0);
-    let risk: Vec<f64> = cloud.1.iter().chain(pool.1).copied().collect();
-    let r_min = risk.iter().copied().fold(f64::INFINITY, f64::min);
-    let mut weights: Vec<f64> = risk.iter().map(|r| (-delta * (r - r_min)).exp()).collect();
+    let (theta, mut weights, clouds) = pooled(cloud, pool, delta);
     let total: f64 = weights.iter().sum();
     weights.iter_mut().for_each(|w| *w /= total);
     if families < MIN_FOLD * FIT_FOLDS {
@@ -112,13 +124,7 @@ pub fn copula_fits(
     families: usize,
 ) -> (Vec<MarginalMaps>, Vec<GaussianFit>, Vec<usize>) {
     let n = cloud.1.len();
-    let clouds = 1 + pool.1.len() / n.max(1);
-    let mut theta = Vec::with_capacity(cloud.0.len() + pool.0.len());
-    theta.extend_from_slice(cloud.0);
-    theta.extend_from_slice(pool.0);
-    let risk: Vec<f64> = cloud.1.iter().chain(pool.1).copied().collect();
-    let r_min = risk.iter().copied().fold(f64::INFINITY, f64::min);
-    let weights: Vec<f64> = risk.iter().map(|r| (-delta * (r - r_min)).exp()).collect();
+    let (theta, weights, clouds) = pooled(cloud, pool, delta);
     let fit_of = |rows: &[f64], w: &[f64], redundancy: f64| {
         let maps = MarginalMaps::of(rows, w, d);
         let fit = GaussianFit::of_redundant(&maps.map_rows(rows), d, w, redundancy);
@@ -134,11 +140,14 @@ pub fn copula_fits(
         .into_par_iter()
         .map(|g| {
             let keep = |i: &usize| fold_of(*i) != g;
-            let rows: Vec<f64> = (0..risk.len())
+            let rows: Vec<f64> = (0..weights.len())
                 .filter(keep)
                 .flat_map(|i| theta[i * d..(i + 1) * d].iter().copied())
                 .collect();
-            let w: Vec<f64> = (0..risk.len()).filter(keep).map(|i| weights[i]).collect();
+            let w: Vec<f64> = (0..weights.len())
+                .filter(keep)
+                .map(|i| weights[i])
+                .collect();
             fit_of(&rows, &w, redundancy)
         })
         .unzip();

@@ -183,6 +183,21 @@ pub(super) struct BlockBuf {
     pub(super) scaled: Vec<f64>,
 }
 
+impl BlockBuf {
+    /// Sizes the buffers for a block of `c` chains with states of `d`
+    /// coordinates moved in `e` whitened ones.
+    pub(super) fn size(&mut self, c: usize, d: usize, e: usize) {
+        self.theta.resize(c * d, 0.0);
+        self.white.resize(c * e, 0.0);
+        self.risk.resize(c, 0.0);
+        self.log_prior.resize(c, 0.0);
+        self.correction.resize(c, 0.0);
+        self.log_u.resize(c, 0.0);
+        self.accepted.resize(c, false);
+        self.z.resize(c * e, 0.0);
+    }
+}
+
 impl Proposals {
     /// Per chain, in order: whether the last step's proposal was accepted.
     pub fn accepted(&self) -> impl Iterator<Item = bool> + '_ {
@@ -323,14 +338,7 @@ fn propose<T: Target + ?Sized>(
     d: usize,
 ) {
     let c = rngs.len();
-    bb.theta.resize(c * d, 0.0);
-    bb.white.resize(c * d, 0.0);
-    bb.risk.resize(c, 0.0);
-    bb.log_prior.resize(c, 0.0);
-    bb.correction.resize(c, 0.0);
-    bb.log_u.resize(c, 0.0);
-    bb.accepted.resize(c, false);
-    bb.z.resize(c * d, 0.0);
+    bb.size(c, d, d);
     let s = spec.scale;
     let rho = (1.0 - s * s).max(0.0).sqrt();
     for (j, r) in rngs.iter_mut().enumerate() {

@@ -203,14 +203,7 @@ pub(super) fn propose(
 ) {
     let (d, e) = (chart.d, chart.d - 1);
     let c = rngs.len();
-    bb.theta.resize(c * d, 0.0);
-    bb.white.resize(c * e, 0.0);
-    bb.risk.resize(c, 0.0);
-    bb.log_prior.resize(c, 0.0);
-    bb.correction.resize(c, 0.0);
-    bb.log_u.resize(c, 0.0);
-    bb.accepted.resize(c, false);
-    bb.z.resize(c * e, 0.0);
+    bb.size(c, d, e);
     bb.nat.resize(d, 0.0);
     bb.scaled.resize(e, 0.0);
     let rho = (1.0 - scale * scale).max(0.0).sqrt();
