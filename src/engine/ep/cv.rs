@@ -190,9 +190,8 @@ impl CvMethod for EpCv<'_> {
         lep.state_mut().set_evidence_every_sweep(false);
         // The fold's coordinates are the final fit's only in the primal form
         // without ARD (the same whitening D^{½} for every subset of rows).
-        let keep = self.ard.is_none()
-            && !lep.design().is_reduced()
-            && lep.design().dim() <= START_MAX_DIM;
+        let keep =
+            self.ard.is_none() && !lep.design().is_reduced() && lep.design().dim() <= START_MAX_DIM;
         Ok(EpWalker {
             lep,
             ep: self.ep,
@@ -221,7 +220,9 @@ impl GridWalker for EpWalker {
             && let Some(kept) = &self.kept
         {
             let q = lep.state().posterior().expect("converged").clone();
-            kept.lock().expect("a fold panicked").push((fold.fold, c, q));
+            kept.lock()
+                .expect("a fold panicked")
+                .push((fold.fold, c, q));
         }
         point_fit(res.map(|iterations| {
             let m = DVector::from_vec(lep.mean());
@@ -436,9 +437,13 @@ mod tests {
         let gamma = out.report.chosen * y.len() as f64;
         let new = || LinearEp::new(&x, &y, &[1.0; 4], Form::Primal, Precision::F64).unwrap();
         let (mut cold, mut warm) = (new(), new());
-        let oc = cold.run(gamma, &ep, &Control::new(), &mut |_, _| {}).unwrap();
+        let oc = cold
+            .run(gamma, &ep, &Control::new(), &mut |_, _| {})
+            .unwrap();
         assert!(warm.start_from(&q0, gamma));
-        let ow = warm.run(gamma, &ep, &Control::new(), &mut |_, _| {}).unwrap();
+        let ow = warm
+            .run(gamma, &ep, &Control::new(), &mut |_, _| {})
+            .unwrap();
         assert!(!ow.cold_restart);
         let (mc, mw, sd) = (cold.mean(), warm.mean(), cold.sd());
         for k in 0..4 {

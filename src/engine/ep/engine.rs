@@ -266,7 +266,9 @@ impl Engine for Ep {
             // paths converged: EEG at 16n). If that start is unavailable or
             // fails, the prior; if that fails, climb the converged grid points.
             let s = cv::cv_settings(&self.settings);
-            let from_folds = cv_start.as_ref().is_some_and(|q0| lep.start_from(q0, gamma));
+            let from_folds = cv_start
+                .as_ref()
+                .is_some_and(|q0| lep.start_from(q0, gamma));
             final_start = if from_folds { "cv_folds" } else { "prior" };
             sink.borrow_mut().emit(log(if from_folds {
                 format!(
