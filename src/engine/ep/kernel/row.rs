@@ -159,19 +159,8 @@ fn update_row_small<V: Simd, S: SiteScalar, const EV: bool>(
     );
     let (znt, g, sums) = small.map_or((&[][..], None, None), |sm| (sm.znt, sm.g, sm.sums));
     if let (Some((kc, hc)), Some(o)) = (sums, out.as_ref()) {
-        // Column sums: the same vector code on every lane and on the tail.
-        let add = |acc: &mut [f64], v: &[f64]| {
-            let mut j = 0;
-            while j + V::W <= nn {
-                (V::load(&acc[j..]) + V::load(&v[j..])).store(&mut acc[j..]);
-                j += V::W;
-            }
-            for (a, x) in acc[j..nn].iter_mut().zip(&v[j..nn]) {
-                *a += x;
-            }
-        };
-        add(kc, o.k64);
-        add(hc, o.h64);
+        add_row::<V>(kc, o.k64);
+        add_row::<V>(hc, o.h64);
     }
     if let (Some(g), Some(o)) = (g, out.as_ref()) {
         // g_k = Σ_j K_ij (Z_N)_jk: lane partial sums, then lanes and tail in order.
@@ -193,6 +182,22 @@ fn update_row_small<V: Simd, S: SiteScalar, const EV: bool>(
         }
     }
     stats
+}
+
+/// `acc += v` (a function, not a closure: a closure is not inlined into the
+/// `target_feature` callers, and its vector intrinsics became calls — 20% of
+/// a pass).
+#[inline(always)]
+fn add_row<V: Simd>(acc: &mut [f64], v: &[f64]) {
+    let n = v.len();
+    let mut j = 0;
+    while j + V::W <= n {
+        (V::load(&acc[j..]) + V::load(&v[j..])).store(&mut acc[j..]);
+        j += V::W;
+    }
+    for (a, x) in acc[j..n].iter_mut().zip(&v[j..n]) {
+        *a += x;
+    }
 }
 
 /// Lane-wise partial sums (fixed lane order: vectorised and deterministic).
