@@ -172,8 +172,8 @@ impl Engine for Ep {
 
         // γ.
         let t_cv = Instant::now();
-        let (gamma, cv_result) = match &self.gamma {
-            GammaMode::Fixed => (pb.gamma, None),
+        let (gamma, cv_result, cv_start) = match &self.gamma {
+            GammaMode::Fixed => (pb.gamma, None, None),
             GammaMode::Cv {
                 grid_over_n,
                 folds,
@@ -189,9 +189,10 @@ impl Engine for Ep {
                     ard: ard_on.then_some(&self.ard),
                     pairs: self.pairs,
                 };
-                let r = cv::cross_validate(&pb.x, &pb.y, &vars, &cvs, ctl, &mut |m| {
-                    sink.borrow_mut().emit(log(m))
-                })?;
+                let cv::CvOutcome { report: r, start } =
+                    cv::cross_validate(&pb.x, &pb.y, &vars, &cvs, ctl, &mut |m| {
+                        sink.borrow_mut().emit(log(m))
+                    })?;
                 let g = r.chosen * pb.n() as f64;
                 sink.borrow_mut().emit(log(format!(
                     "ep: γ = {}n = {g} by {folds}-fold CV (EP in the folds converged to \
@@ -200,7 +201,7 @@ impl Engine for Ep {
                     cv::fold_settings(&self.settings).tol,
                     cv::FOLD_TOL_FACTOR
                 )));
-                (g, Some(r))
+                (g, Some(r), start)
             }
         };
         let cv_seconds = t_cv.elapsed().as_secs_f64();
@@ -236,6 +237,8 @@ impl Engine for Ep {
         };
         // γ/n of the warm-start path of the final fit (when its cold start failed).
         let mut final_warm_path: Option<Vec<f64>> = None;
+        // Where the final fit of a CV started: the folds' posterior, the prior or the warm path.
+        let mut final_start = "prior";
         let (outcome, ard_result) = if ard_on {
             let r = ard::optimise(
                 &mut lep,
@@ -258,9 +261,24 @@ impl Engine for Ep {
             )?;
             (r.outcome.clone(), Some(r))
         } else if let Some(r) = &cv_result {
-            // A cold start at the chosen γ can cycle where the CV's warm path
-            // converged (EEG): fail fast, then climb the converged grid points.
+            // Start from the folds' average posterior at the chosen point (a
+            // cold start at a large chosen γ can cycle where the folds' warm
+            // paths converged: EEG at 16n). If that start is unavailable or
+            // fails, the prior; if that fails, climb the converged grid points.
             let s = cv::cv_settings(&self.settings);
+            let from_folds = cv_start
+                .as_ref()
+                .is_some_and(|q0| lep.start_from(q0, gamma));
+            final_start = if from_folds { "cv_folds" } else { "prior" };
+            sink.borrow_mut().emit(log(if from_folds {
+                format!(
+                    "ep: the final fit starts from the {}-fold average posterior at γ = {}n \
+                     (every site computed from it in one pass)",
+                    r.folds, r.chosen
+                )
+            } else {
+                "ep: the final fit starts from the prior".to_string()
+            }));
             match lep.run(gamma, &s, ctl, &mut on_sweep) {
                 Err(EngineError::NotConverged { message, .. }) => {
                     let path = r.eligible_below_chosen();
@@ -268,14 +286,17 @@ impl Engine for Ep {
                         let mut sk = sink.borrow_mut();
                         sk.drop_earlier_sweeps();
                         sk.emit(log(format!(
-                            "ep: the final fit from the prior failed ({message}); warm-starting it along γ/n = {path:?}"
+                            "ep: the final fit from the {final_start} failed ({message}); warm-starting it along γ/n = {path:?}"
                         )));
                     }
                     lep.state_mut().reset();
+                    // The path's points are only starts: the folds' tolerance.
+                    let loose = cv::fold_settings(&self.settings);
                     for &c in &path {
-                        lep.run(c * pb.n() as f64, &s, ctl, &mut |_, _| {})?;
+                        lep.run(c * pb.n() as f64, &loose, ctl, &mut |_, _| {})?;
                     }
                     final_warm_path = Some(path);
+                    final_start = "warm_path";
                     (lep.run(gamma, &s, ctl, &mut on_sweep)?, None)
                 }
                 res => (res?, None),
@@ -388,6 +409,7 @@ impl Engine for Ep {
                 "per_pair": gamma / lep.pairs() as f64,
                 "chosen_by": if cv_result.is_some() { "cv" } else { "fixed" },
                 "final_warm_path_over_n": final_warm_path,
+                "final_start": cv_result.as_ref().map(|_| final_start),
                 "convention": "π ∝ prior · exp(−γ R_n), R_n = share of discordant pairs; each pair's factor is exp(−(γ/M)·1{<θ, x_i − x_j> < 0})",
             },
             "evidence": outcome.evidence,

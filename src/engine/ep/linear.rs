@@ -146,6 +146,20 @@ impl LinearEp {
         self.ep.run(g, s, ctl, &mut |info| on_sweep(&info, design))
     }
 
+    /// Starts a cold state near `q0` (EP's coordinates): every site computed
+    /// from q0's marginals as its cavity in one undamped pass at γ, q rebuilt
+    /// from them (`PairEp::start_from`). Only the start changes: the fixed
+    /// point and the convergence test are a cold run's. False (the state
+    /// left at the prior) when q0 does not fit the design or the start is
+    /// invalid (a cavity, Q not positive definite).
+    pub fn start_from(&mut self, q0: &super::posterior::Posterior, gamma: f64) -> bool {
+        if q0.m.len() != self.design.dim() || !self.ep.sites_are_zero() {
+            return false;
+        }
+        let g = gamma / self.pairs() as f64;
+        g <= MAX_G && self.ep.start_from(q0, g)
+    }
+
     /// Scores `<θ, x>` of the positive and of the negative rows.
     pub fn class_scores(&self, theta: &[f64]) -> (Vec<f64>, Vec<f64>) {
         let t = nalgebra::DVector::from_column_slice(theta);

@@ -199,6 +199,8 @@ pub struct Workspace {
     znt: Vec<f64>,
     zvp: Vec<f64>,
     g: Vec<f64>,
+    /// Small p: each row group's column sums of K and h (2 n− per group).
+    colpart: Vec<f64>,
     /// Large p: Z_N packed for the tiled products.
     packed: tiled::Packed,
     /// Large p through matrixmultiply instead (tests compare the two).
@@ -223,6 +225,7 @@ impl Workspace {
             znt: Vec::new(),
             zvp: Vec::new(),
             g: Vec::new(),
+            colpart: Vec::new(),
             packed: tiled::Packed::default(),
             gemm_products: false,
         }
@@ -241,7 +244,8 @@ impl Workspace {
 /// Bytes of a `Workspace::new(n_pos, n_neg)`: the block's C, K and h.
 pub fn workspace_bytes(n_pos: usize, n_neg: usize) -> usize {
     let rows = (BLOCK_SITES / n_neg.max(1)).clamp(1, n_pos.max(1));
-    3 * 8 * rows * n_neg + 48 * n_pos
+    let groups = rows.div_ceil(group_rows(rows, n_neg));
+    3 * 8 * rows * n_neg + 48 * n_pos + 16 * groups * n_neg
 }
 
 /// What a pass does.
@@ -302,6 +306,10 @@ pub(crate) fn pass<S: SiteScalar>(
     // (Zipped with the rows even when unused: a shorter slice would cut the rows.)
     ws.zvp.resize(ws.block_rows * p.max(1), 0.0);
     ws.g.resize(ws.block_rows * p.max(1), 0.0);
+    if small && matches!(op, Op::Update { .. }) {
+        let groups = ws.block_rows.div_ceil(group_rows(ws.block_rows, nn));
+        ws.colpart.resize(groups * 2 * nn, 0.0);
+    }
     let mut i0 = 0;
     while i0 < n_pos {
         let i1 = (i0 + ws.block_rows).min(n_pos);
@@ -315,6 +323,7 @@ pub(crate) fn pass<S: SiteScalar>(
             znt,
             zvp,
             g,
+            colpart,
             packed,
             ..
         } = ws;
@@ -420,6 +429,63 @@ pub(crate) fn pass<S: SiteScalar>(
                     }
                 }
             }
+            Op::Update { eta, evidence } if small => {
+                // Groups of `gr` rows per task; each row's K and h in f64 only
+                // in a scratch row (the group's first row of the block buffers,
+                // hot in cache), added to the group's column sums in the task:
+                // no block-wide f64 copy of the sites written and read again.
+                let (cur, next) = (sites.cur, sites.next());
+                let (kin, hin, kout, hout) = sites.read_write(cur, next);
+                let (gr, pw) = (group_rows(ws.block_rows, nn), p);
+                let gs = gr * nn;
+                let parts = &mut colpart[..b.div_ceil(gr) * 2 * nn];
+                c.par_chunks_mut(gs)
+                    .zip(kin[lo..hi].par_chunks(gs))
+                    .zip(hin[lo..hi].par_chunks(gs))
+                    .zip(kout[lo..hi].par_chunks_mut(gs))
+                    .zip(hout[lo..hi].par_chunks_mut(gs))
+                    .zip(kb.par_chunks_mut(gs))
+                    .zip(hb.par_chunks_mut(gs))
+                    .zip(rows.par_chunks_mut(gr))
+                    .zip(gb[..b * pw].par_chunks_mut(gr * pw))
+                    .zip(parts.par_chunks_mut(2 * nn))
+                    .enumerate()
+                    .for_each(
+                        |(t, (((((((((c, ki), hi), ko), ho), k64), h64), st), g), part))| {
+                            let (pk, ph) = part.split_at_mut(nn);
+                            pk.fill(0.0);
+                            ph.fill(0.0);
+                            let (k64, h64) = (&mut k64[..nn], &mut h64[..nn]);
+                            for (r, st) in st.iter_mut().enumerate() {
+                                let row = r * nn..(r + 1) * nn;
+                                let i = t * gr + r;
+                                *st = update_row(
+                                    input.isa,
+                                    evidence,
+                                    &row_in(i),
+                                    &cols,
+                                    &mut c[row.clone()],
+                                    &ki[row.clone()],
+                                    &hi[row.clone()],
+                                    Some(RowOut {
+                                        k: &mut ko[row.clone()],
+                                        h: &mut ho[row],
+                                        k64: &mut *k64,
+                                        h64: &mut *h64,
+                                    }),
+                                    Some(Small {
+                                        zv: &zvp[i * pw..(i + 1) * pw],
+                                        znt,
+                                        g: Some(&mut g[r * pw..(r + 1) * pw]),
+                                        sums: Some((&mut *pk, &mut *ph)),
+                                    }),
+                                    input.step,
+                                    eta,
+                                );
+                            }
+                        },
+                    );
+            }
             Op::Update { eta, evidence } => {
                 let (cur, next) = (sites.cur, sites.next());
                 let (kin, hin, kout, hout) = sites.read_write(cur, next);
@@ -448,6 +514,7 @@ pub(crate) fn pass<S: SiteScalar>(
                                 zv,
                                 znt,
                                 g: Some(g),
+                                sums: None,
                             });
                             *st = update_row(
                                 input.isa,
@@ -476,7 +543,12 @@ pub(crate) fn pass<S: SiteScalar>(
                     .enumerate()
                     .with_min_len(min_rows)
                     .for_each(|(r, ((((c, ki), hi), st), zv))| {
-                        let sm = small.then_some(Small { zv, znt, g: None });
+                        let sm = small.then_some(Small {
+                            zv,
+                            znt,
+                            g: None,
+                            sums: None,
+                        });
                         *st = update_row::<S>(
                             input.isa,
                             true,
@@ -530,7 +602,12 @@ pub(crate) fn pass<S: SiteScalar>(
                     agg.g[(i0 + r, kk)] = gb[r * p + kk];
                 }
             }
-            column_sums(kb, hb, b, nn, &mut agg.k_col, &mut agg.h_col);
+            if small {
+                let groups = b.div_ceil(group_rows(ws.block_rows, nn));
+                add_group_sums(&ws.colpart, groups, nn, &mut agg.k_col, &mut agg.h_col);
+            } else {
+                column_sums(kb, hb, b, nn, &mut agg.k_col, &mut agg.h_col);
+            }
         } else if fills_agg {
             let p = agg.g.ncols();
             gemm(
@@ -572,6 +649,40 @@ pub(crate) fn pass<S: SiteScalar>(
     stats.skipped = skipped as usize;
     stats.bad = bad as usize;
     stats
+}
+
+/// Rows per task (and per column-sum group) of the small-p update: at least
+/// `TASK_SITES` sites, and at most ~`GROUPS` groups per block, so that the
+/// groups' column sums are a small fraction of the block. Fixed by the shape,
+/// never by the thread count (determinism).
+fn group_rows(block_rows: usize, nn: usize) -> usize {
+    const GROUPS: usize = 32;
+    block_rows
+        .div_ceil(GROUPS)
+        .max(TASK_SITES.div_ceil(nn.max(1)))
+        .clamp(1, block_rows.max(1))
+}
+
+/// Adds the groups' column sums (`parts`: per group K's then h's n− sums) to
+/// `k_col` and `h_col`, groups in order, columns split over threads.
+fn add_group_sums(parts: &[f64], groups: usize, nn: usize, k_col: &mut [f64], h_col: &mut [f64]) {
+    const SLAB: usize = 512;
+    k_col
+        .par_chunks_mut(SLAB)
+        .zip(h_col.par_chunks_mut(SLAB))
+        .enumerate()
+        .for_each(|(s, (kc, hc))| {
+            let j0 = s * SLAB;
+            for part in parts.chunks(2 * nn).take(groups) {
+                let (pk, ph) = part.split_at(nn);
+                for (a, v) in kc.iter_mut().zip(&pk[j0..]) {
+                    *a += v;
+                }
+                for (a, v) in hc.iter_mut().zip(&ph[j0..]) {
+                    *a += v;
+                }
+            }
+        });
 }
 
 /// Adds the block's rows to the column sums, columns split over threads

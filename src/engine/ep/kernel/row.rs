@@ -21,11 +21,13 @@ pub(super) struct Cols<'a> {
 }
 
 /// The small-p block products done in the row task: `c = Z_N (V z_i)` before
-/// the update, `g = (new K row) Z_N` after it.
+/// the update, `g = (new K row) Z_N` after it, and (`sums`) the new row added
+/// to its group's column sums of K and h while it is in cache.
 pub(super) struct Small<'a> {
     pub(super) zv: &'a [f64],
     pub(super) znt: &'a [f64],
     pub(super) g: Option<&'a mut [f64]>,
+    pub(super) sums: Option<(&'a mut [f64], &'a mut [f64])>,
 }
 
 pub(super) struct RowOut<'a, S> {
@@ -155,12 +157,15 @@ fn update_row_small<V: Simd, S: SiteScalar, const EV: bool>(
         step,
         eta,
     );
-    if let (Some(sm), Some(o)) = (small, out.as_ref())
-        && let Some(g) = sm.g
-    {
+    let (znt, g, sums) = small.map_or((&[][..], None, None), |sm| (sm.znt, sm.g, sm.sums));
+    if let (Some((kc, hc)), Some(o)) = (sums, out.as_ref()) {
+        add_row::<V>(kc, o.k64);
+        add_row::<V>(hc, o.h64);
+    }
+    if let (Some(g), Some(o)) = (g, out.as_ref()) {
         // g_k = Σ_j K_ij (Z_N)_jk: lane partial sums, then lanes and tail in order.
         for (k, gk) in g.iter_mut().enumerate() {
-            let row = &sm.znt[k * nn..(k + 1) * nn];
+            let row = &znt[k * nn..(k + 1) * nn];
             let mut acc = V::splat(0.0);
             let mut j = 0;
             while j + V::W <= nn {
@@ -177,6 +182,22 @@ fn update_row_small<V: Simd, S: SiteScalar, const EV: bool>(
         }
     }
     stats
+}
+
+/// `acc += v` (a function, not a closure: a closure is not inlined into the
+/// `target_feature` callers, and its vector intrinsics became calls — 20% of
+/// a pass).
+#[inline(always)]
+fn add_row<V: Simd>(acc: &mut [f64], v: &[f64]) {
+    let n = v.len();
+    let mut j = 0;
+    while j + V::W <= n {
+        (V::load(&acc[j..]) + V::load(&v[j..])).store(&mut acc[j..]);
+        j += V::W;
+    }
+    for (a, x) in acc[j..n].iter_mut().zip(&v[j..n]) {
+        *a += x;
+    }
 }
 
 /// Lane-wise partial sums (fixed lane order: vectorised and deterministic).
