@@ -12,7 +12,9 @@ use std::collections::VecDeque;
 use rayon::prelude::*;
 
 use super::gaussian_fit::{CrossFit, FIT_FOLDS, GaussianFit};
-use super::marginal_map::MarginalMaps;
+use super::marginal_map::{MarginalMaps, quantile_skewness};
+use super::moves::Kernel;
+use super::sphere::SphereChart;
 
 /// Snapshots kept per stage (besides the final cloud).
 pub const SNAPSHOTS: usize = 3;
@@ -91,7 +93,7 @@ fn pooled(
 /// `families`); all are weighted by `exp(−δ R)` for the stage's target. A
 /// cross-fit (see `gaussian_fit`) when the families fill the folds, else one
 /// fit of everything.
-pub fn stage_fits(
+fn stage_fits(
     cloud: (&[f64], &[f64]),
     pool: (&[f64], &[f64]),
     delta: f64,
@@ -111,32 +113,83 @@ pub fn stage_fits(
     (cf.fits, fold)
 }
 
-/// The Copula kernel's maps and fits: per fold of families, marginal maps and
+/// Per fold the maps and the fit of the mapped states, the fold of every
+/// particle of the cloud, and how many coordinates some fold found skewed.
+type CopulaFits = (Vec<MarginalMaps>, Vec<GaussianFit>, Vec<usize>, usize);
+
+/// Which coordinates a copula fit maps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mapped {
+    All,
+    /// All when some coordinate's |quantile skewness| exceeds `SKEW_MIN`,
+    /// else none.
+    IfSkewed,
+}
+
+/// Smallest |quantile skewness| (see `marginal_map::quantile_skewness`) of a
+/// coordinate that makes the SkewCopula kernel map. Measured
+/// (docs/BENCHMARKS.md, "SMC's default kernel at 85 features"): DNA's
+/// coordinates stay below 0.05 and Credit's below 0.1 at every stage; adult's
+/// rare categories pass 0.15 from γ ≈ 800 (where gpcn's step size starts to
+/// fall) and reach 0.35; the statistic's noise on a fold's share of the cloud
+/// (effective size ≈ 3 700) is ≈ 0.02, so 0.15 is ≈ 7 sds.
+pub const SKEW_MIN: f64 = 0.15;
+
+/// The coordinates of the weighted rows whose marginal is measurably skewed.
+fn skewed_coords(rows: &[f64], weights: &[f64], d: usize) -> Vec<usize> {
+    quantile_skewness(rows, weights, d)
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.abs() > SKEW_MIN)
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// The copula kernels' maps and fits: per fold of families, marginal maps and
 /// a Gaussian fit of the mapped states, both from the other folds (in-sample
 /// maps favour a chain's own state like in-sample fits do, see
 /// `gaussian_fit`), and the fold of every particle of the cloud. One map and
-/// fit of everything when the families do not fill the folds.
-pub fn copula_fits(
+/// fit of everything when the families do not fill the folds. With
+/// `Mapped::IfSkewed` each fold also decides from the other folds (from their
+/// share of the cloud: a selection is O(n) per coordinate, while the maps
+/// sort the whole pool), and `None` means no fold maps: the stage is plain
+/// gpcn.
+fn copula_fits(
     cloud: (&[f64], &[f64]),
     pool: (&[f64], &[f64]),
     delta: f64,
     d: usize,
     families: usize,
-) -> (Vec<MarginalMaps>, Vec<GaussianFit>, Vec<usize>) {
+    which: Mapped,
+) -> Option<CopulaFits> {
     let n = cloud.1.len();
     let (theta, weights, clouds) = pooled(cloud, pool, delta);
-    let fit_of = |rows: &[f64], w: &[f64], redundancy: f64| {
-        let maps = MarginalMaps::of(rows, w, d);
+    // (coordinates to map, the skewed ones)
+    let choose = |rows: &[f64], w: &[f64], cloud_rows: usize| match which {
+        Mapped::All => ((0..d).collect(), Vec::new()),
+        Mapped::IfSkewed => {
+            let skewed = skewed_coords(&rows[..cloud_rows * d], &w[..cloud_rows], d);
+            let all = if skewed.is_empty() { Vec::new() } else { (0..d).collect() };
+            (all, skewed)
+        }
+    };
+    let fit_of = |rows: &[f64], w: &[f64], coords: Vec<usize>, redundancy: f64| {
+        let maps = MarginalMaps::of_coords(rows, w, d, coords);
         let fit = GaussianFit::of_redundant(&maps.map_rows(rows), d, w, redundancy);
         (maps, fit)
     };
     if families < MIN_FOLD * FIT_FOLDS {
-        let (maps, fit) = fit_of(&theta, &weights, 1.0);
-        return (vec![maps], vec![fit], vec![0; n]);
+        let (coords, skewed) = choose(&theta, &weights, n);
+        if coords.is_empty() {
+            return None;
+        }
+        let (maps, fit) = fit_of(&theta, &weights, coords, 1.0);
+        return Some((vec![maps], vec![fit], vec![0; n], skewed.len()));
     }
     let redundancy = clouds as f64 / effective_clouds(&theta, n, d, clouds);
     let fold_of = |i: usize| (i % families) * FIT_FOLDS / families;
-    let (maps, fits) = (0..FIT_FOLDS)
+    // Per fold: the other folds' states (cloud rows first) and weights.
+    let rest: Vec<(Vec<f64>, Vec<f64>, usize)> = (0..FIT_FOLDS)
         .into_par_iter()
         .map(|g| {
             let keep = |i: &usize| fold_of(*i) != g;
@@ -148,10 +201,103 @@ pub fn copula_fits(
                 .filter(keep)
                 .map(|i| weights[i])
                 .collect();
-            fit_of(&rows, &w, redundancy)
+            (rows, w, (0..n).filter(keep).count())
         })
+        .collect();
+    let (coords, mut skewed): (Vec<Vec<usize>>, Vec<Vec<usize>>) = rest
+        .par_iter()
+        .map(|(rows, w, cloud_rows)| choose(rows, w, *cloud_rows))
         .unzip();
-    (maps, fits, (0..n).map(fold_of).collect())
+    if coords.iter().all(Vec::is_empty) {
+        return None;
+    }
+    let (maps, fits) = rest
+        .into_par_iter()
+        .zip(coords)
+        .map(|((rows, w, _), coords)| fit_of(&rows, &w, coords, redundancy))
+        .unzip();
+    let mut skewed: Vec<usize> = skewed.iter_mut().flat_map(std::mem::take).collect();
+    skewed.sort_unstable();
+    skewed.dedup();
+    Some((maps, fits, (0..n).map(fold_of).collect(), skewed.len()))
+}
+
+/// What a stage's chains move with (see `stage_proposal`).
+#[derive(Debug)]
+pub struct StageProposal {
+    /// The kernel of the stage's steps: SkewCopula runs as Copula with its
+    /// partial maps, or as Gpcn when it maps nothing.
+    pub kernel: Kernel,
+    /// The Gaussian fits (none for Pcn), chains of particle i using
+    /// `fits[fold_of[i]]`.
+    pub fits: Vec<GaussianFit>,
+    pub fold_of: Vec<usize>,
+    /// Sphere: the chart the fits are of.
+    pub chart: Option<SphereChart>,
+    /// Copula kinds: the maps of each fit.
+    pub maps: Option<Vec<MarginalMaps>>,
+    /// SkewCopula: how many coordinates some fold found skewed (0: the stage
+    /// is gpcn; else the folds that found any map every coordinate).
+    pub skewed: Option<usize>,
+}
+
+/// The stage's proposal for the resolved `kernel`, fitted to the cloud
+/// (θ, risk; `weights` its normalised weights for the stage) and the previous
+/// stage's snapshots `pool`, reweighted by the increment `delta`. Pcn needs
+/// no fit (with d in the thousands its covariance would cost more than the
+/// moves); Sphere fits the cloud's directions in a chart at their mean
+/// (`prior_sd` given); the copula kinds fit the cloud mapped through its
+/// marginal quantiles.
+#[allow(clippy::too_many_arguments)]
+pub fn stage_proposal(
+    kernel: Kernel,
+    cloud: (&[f64], &[f64]),
+    weights: &[f64],
+    pool: (&[f64], &[f64]),
+    delta: f64,
+    d: usize,
+    families: usize,
+    prior_sd: Option<&[f64]>,
+) -> StageProposal {
+    let plain = |kernel, (fits, fold_of)| StageProposal {
+        kernel,
+        fits,
+        fold_of,
+        chart: None,
+        maps: None,
+        skewed: None,
+    };
+    let copula = |which| copula_fits(cloud, pool, delta, d, families, which);
+    match (kernel, prior_sd) {
+        (Kernel::Pcn, _) => plain(kernel, (Vec::new(), vec![0; cloud.1.len()])),
+        (Kernel::Sphere, Some(sd)) => {
+            let chart = SphereChart::of(cloud.0, weights, sd);
+            let (rows, snaps) = (chart.chart_rows(cloud.0), chart.chart_rows(pool.0));
+            let fits = stage_fits((&rows, cloud.1), (&snaps, pool.1), delta, d - 1, families);
+            StageProposal {
+                chart: Some(chart),
+                ..plain(kernel, fits)
+            }
+        }
+        (Kernel::Copula | Kernel::SkewCopula, _) => {
+            let which = match kernel {
+                Kernel::Copula => Mapped::All,
+                _ => Mapped::IfSkewed,
+            };
+            match copula(which) {
+                Some((maps, fits, fold_of, skewed)) => StageProposal {
+                    skewed: (which == Mapped::IfSkewed).then_some(skewed),
+                    maps: Some(maps),
+                    ..plain(Kernel::Copula, (fits, fold_of))
+                },
+                None => StageProposal {
+                    skewed: Some(0),
+                    ..plain(Kernel::Gpcn, stage_fits(cloud, pool, delta, d, families))
+                },
+            }
+        }
+        _ => plain(kernel, stage_fits(cloud, pool, delta, d, families)),
+    }
 }
 
 /// How many independent clouds `clouds` chain-aligned clouds of n states are
