@@ -169,7 +169,11 @@ fn copula_fits(
         Mapped::All => ((0..d).collect(), Vec::new()),
         Mapped::IfSkewed => {
             let skewed = skewed_coords(&rows[..cloud_rows * d], &w[..cloud_rows], d);
-            let all = if skewed.is_empty() { Vec::new() } else { (0..d).collect() };
+            let all = if skewed.is_empty() {
+                Vec::new()
+            } else {
+                (0..d).collect()
+            };
             (all, skewed)
         }
     };
