@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use rayon::prelude::*;
 
 use super::gaussian_fit::{CrossFit, FIT_FOLDS, GaussianFit};
-use super::marginal_map::{MarginalMaps, quantile_skewness};
+use super::marginal_map::{MarginalMaps, quantile_skewness_left_out};
 use super::moves::Kernel;
 use super::sphere::SphereChart;
 
@@ -113,87 +113,72 @@ fn stage_fits(
     (cf.fits, fold)
 }
 
-/// Per fold the maps and the fit of the mapped states, the fold of every
-/// particle of the cloud, and how many coordinates some fold found skewed.
-type CopulaFits = (Vec<MarginalMaps>, Vec<GaussianFit>, Vec<usize>, usize);
-
-/// Which coordinates a copula fit maps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mapped {
-    All,
-    /// All when some coordinate's |quantile skewness| exceeds `SKEW_MIN`,
-    /// else none.
-    IfSkewed,
-}
-
 /// Smallest |quantile skewness| (see `marginal_map::quantile_skewness`) of a
 /// coordinate that makes the SkewCopula kernel map. Measured
 /// (docs/BENCHMARKS.md, "SMC's default kernel at 85 features"): DNA's
-/// coordinates stay below 0.05 and Credit's below 0.1 at every stage; adult's
-/// rare categories pass 0.15 from γ ≈ 800 (where gpcn's step size starts to
-/// fall) and reach 0.35; the statistic's noise on a fold's share of the cloud
-/// (effective size ≈ 3 700) is ≈ 0.02, so 0.15 is ≈ 7 sds.
+/// coordinates stay below 0.08 and Credit's below 0.11 at every stage and in
+/// every fold; adult's rare categories pass 0.15 from γ ≈ 700–800 (where
+/// gpcn's step size starts to fall) and reach 0.35; the statistic's noise on
+/// a fold's share of the cloud (effective size ≈ 3 700) is ≈ 0.02.
 pub const SKEW_MIN: f64 = 0.15;
 
-/// The coordinates of the weighted rows whose marginal is measurably skewed.
-fn skewed_coords(rows: &[f64], weights: &[f64], d: usize) -> Vec<usize> {
-    quantile_skewness(rows, weights, d)
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| s.abs() > SKEW_MIN)
-        .map(|(k, _)| k)
-        .collect()
+/// The fold of row i of a cloud of `families` families (see `CrossFit`), or
+/// one group (fold 0) when the families do not fill the folds.
+fn folds_of(families: usize) -> (usize, impl Fn(usize) -> usize + Sync + Copy) {
+    let folds = if families < MIN_FOLD * FIT_FOLDS {
+        1
+    } else {
+        FIT_FOLDS
+    };
+    (folds, move |i: usize| (i % families) * folds / families)
 }
 
-/// The copula kernels' maps and fits: per fold of families, marginal maps and
-/// a Gaussian fit of the mapped states, both from the other folds (in-sample
+/// SkewCopula's choice: per fold, whether some coordinate of the cloud
+/// outside it (θ, `weights` its stage weights) is measurably skewed, and how
+/// many coordinates some fold found so. One group (in-sample) when the
+/// families do not fill the folds.
+fn skew_decision(cloud: &[f64], weights: &[f64], d: usize, families: usize) -> (Vec<bool>, usize) {
+    let (folds, fold_of) = folds_of(families);
+    // Fold g leaves out its own rows: with one group, nothing (fold 1 ≠ 0).
+    let fold_of = move |i| if folds == 1 { 1 } else { fold_of(i) };
+    let skew = quantile_skewness_left_out(cloud, weights, d, folds, fold_of);
+    let skewed = |s: &f64| s.abs() > SKEW_MIN;
+    let maps = skew.iter().map(|f| f.iter().any(skewed)).collect();
+    let count = (0..d)
+        .filter(|&k| skew.iter().any(|f| skewed(&f[k])))
+        .count();
+    (maps, count)
+}
+
+/// The copula's maps and fits: per fold of families, marginal maps and a
+/// Gaussian fit of the mapped states, both from the other folds (in-sample
 /// maps favour a chain's own state like in-sample fits do, see
 /// `gaussian_fit`), and the fold of every particle of the cloud. One map and
-/// fit of everything when the families do not fill the folds. With
-/// `Mapped::IfSkewed` each fold also decides from the other folds (from their
-/// share of the cloud: a selection is O(n) per coordinate, while the maps
-/// sort the whole pool), and `None` means no fold maps: the stage is plain
-/// gpcn.
+/// fit of everything when the families do not fill the folds. A fold whose
+/// `map` is false gets identity maps (its chains take gpcn's step).
 fn copula_fits(
     cloud: (&[f64], &[f64]),
     pool: (&[f64], &[f64]),
     delta: f64,
     d: usize,
     families: usize,
-    which: Mapped,
-) -> Option<CopulaFits> {
+    map: &[bool],
+) -> (Vec<MarginalMaps>, Vec<GaussianFit>, Vec<usize>) {
     let n = cloud.1.len();
     let (theta, weights, clouds) = pooled(cloud, pool, delta);
-    // (coordinates to map, the skewed ones)
-    let choose = |rows: &[f64], w: &[f64], cloud_rows: usize| match which {
-        Mapped::All => ((0..d).collect(), Vec::new()),
-        Mapped::IfSkewed => {
-            let skewed = skewed_coords(&rows[..cloud_rows * d], &w[..cloud_rows], d);
-            let all = if skewed.is_empty() {
-                Vec::new()
-            } else {
-                (0..d).collect()
-            };
-            (all, skewed)
-        }
-    };
-    let fit_of = |rows: &[f64], w: &[f64], coords: Vec<usize>, redundancy: f64| {
+    let fit_of = |rows: &[f64], w: &[f64], map: bool, redundancy: f64| {
+        let coords = if map { (0..d).collect() } else { Vec::new() };
         let maps = MarginalMaps::of_coords(rows, w, d, coords);
         let fit = GaussianFit::of_redundant(&maps.map_rows(rows), d, w, redundancy);
         (maps, fit)
     };
-    if families < MIN_FOLD * FIT_FOLDS {
-        let (coords, skewed) = choose(&theta, &weights, n);
-        if coords.is_empty() {
-            return None;
-        }
-        let (maps, fit) = fit_of(&theta, &weights, coords, 1.0);
-        return Some((vec![maps], vec![fit], vec![0; n], skewed.len()));
+    let (folds, fold_of) = folds_of(families);
+    if folds == 1 {
+        let (maps, fit) = fit_of(&theta, &weights, map[0], 1.0);
+        return (vec![maps], vec![fit], vec![0; n]);
     }
     let redundancy = clouds as f64 / effective_clouds(&theta, n, d, clouds);
-    let fold_of = |i: usize| (i % families) * FIT_FOLDS / families;
-    // Per fold: the other folds' states (cloud rows first) and weights.
-    let rest: Vec<(Vec<f64>, Vec<f64>, usize)> = (0..FIT_FOLDS)
+    let (maps, fits) = (0..FIT_FOLDS)
         .into_par_iter()
         .map(|g| {
             let keep = |i: &usize| fold_of(*i) != g;
@@ -205,25 +190,10 @@ fn copula_fits(
                 .filter(keep)
                 .map(|i| weights[i])
                 .collect();
-            (rows, w, (0..n).filter(keep).count())
+            fit_of(&rows, &w, map[g], redundancy)
         })
-        .collect();
-    let (coords, mut skewed): (Vec<Vec<usize>>, Vec<Vec<usize>>) = rest
-        .par_iter()
-        .map(|(rows, w, cloud_rows)| choose(rows, w, *cloud_rows))
         .unzip();
-    if coords.iter().all(Vec::is_empty) {
-        return None;
-    }
-    let (maps, fits) = rest
-        .into_par_iter()
-        .zip(coords)
-        .map(|((rows, w, _), coords)| fit_of(&rows, &w, coords, redundancy))
-        .unzip();
-    let mut skewed: Vec<usize> = skewed.iter_mut().flat_map(std::mem::take).collect();
-    skewed.sort_unstable();
-    skewed.dedup();
-    Some((maps, fits, (0..n).map(fold_of).collect(), skewed.len()))
+    (maps, fits, (0..n).map(fold_of).collect())
 }
 
 /// What a stage's chains move with (see `stage_proposal`).
@@ -271,7 +241,7 @@ pub fn stage_proposal(
         maps: None,
         skewed: None,
     };
-    let copula = |which| copula_fits(cloud, pool, delta, d, families, which);
+    let copula = |map: &[bool]| copula_fits(cloud, pool, delta, d, families, map);
     match (kernel, prior_sd) {
         (Kernel::Pcn, _) => plain(kernel, (Vec::new(), vec![0; cloud.1.len()])),
         (Kernel::Sphere, Some(sd)) => {
@@ -283,23 +253,27 @@ pub fn stage_proposal(
                 ..plain(kernel, fits)
             }
         }
-        (Kernel::Copula | Kernel::SkewCopula, _) => {
-            let which = match kernel {
-                Kernel::Copula => Mapped::All,
-                _ => Mapped::IfSkewed,
-            };
-            match copula(which) {
-                Some((maps, fits, fold_of, skewed)) => StageProposal {
-                    skewed: (which == Mapped::IfSkewed).then_some(skewed),
-                    maps: Some(maps),
-                    ..plain(Kernel::Copula, (fits, fold_of))
-                },
-                None => StageProposal {
-                    skewed: Some(0),
-                    ..plain(Kernel::Gpcn, stage_fits(cloud, pool, delta, d, families))
-                },
+        (Kernel::Copula, _) => {
+            let (maps, fits, fold_of) = copula(&[true; FIT_FOLDS]);
+            StageProposal {
+                maps: Some(maps),
+                ..plain(Kernel::Copula, (fits, fold_of))
             }
         }
+        (Kernel::SkewCopula, _) => match skew_decision(cloud.0, weights, d, families) {
+            (map, skewed) if map.contains(&true) => {
+                let (maps, fits, fold_of) = copula(&map);
+                StageProposal {
+                    maps: Some(maps),
+                    skewed: Some(skewed),
+                    ..plain(Kernel::Copula, (fits, fold_of))
+                }
+            }
+            _ => StageProposal {
+                skewed: Some(0),
+                ..plain(Kernel::Gpcn, stage_fits(cloud, pool, delta, d, families))
+            },
+        },
         _ => plain(kernel, stage_fits(cloud, pool, delta, d, families)),
     }
 }

@@ -201,33 +201,68 @@ const SKEW_TAIL: f64 = 0.025;
 /// marginal, 0.42 for a half-normal, in [−1, 1]. Robust (no moments), and at
 /// an effective sample size S its noise under a Gaussian is ≈ 1.16/√S (0.012
 /// at 10 000): the quantiles' sds √(p(1−p)/S)/φ(z_p), the tails' dominating.
-/// Each quantile by weighted selection: O(n) per coordinate, not a sort.
 pub fn quantile_skewness(theta: &[f64], weights: &[f64], d: usize) -> Vec<f64> {
-    let total: f64 = weights.iter().sum();
-    (0..d)
+    quantile_skewness_left_out(theta, weights, d, 1, |_| 1).remove(0)
+}
+
+/// Per fold g < `folds` (row i in fold `fold_of(i)`), the quantile skewness
+/// of every coordinate over the rows outside g (what a cross-fit sees).
+/// Each column is read once (a strided pass), each quantile found by
+/// weighted selection: O(n) per coordinate and fold, not a sort.
+pub fn quantile_skewness_left_out(
+    theta: &[f64],
+    weights: &[f64],
+    d: usize,
+    folds: usize,
+    fold_of: impl Fn(usize) -> usize + Sync,
+) -> Vec<Vec<f64>> {
+    let fold: Vec<usize> = (0..weights.len()).map(fold_of).collect();
+    let per_coord: Vec<Vec<f64>> = (0..d)
         .into_par_iter()
         .map(|k| {
-            let mut col = column(theta, weights, d, k, total);
-            if col.is_empty() {
-                return 0.0;
-            }
-            let mid = weighted_select(&mut col, 0.5);
-            // Selection leaves smaller values before `mid`, larger after it.
-            let lo = weighted_select(&mut col[..=mid], SKEW_TAIL);
-            let before: f64 = col[..mid].iter().map(|c| c.1).sum();
-            let hi = mid + weighted_select(&mut col[mid..], 1.0 - SKEW_TAIL - before);
-            let (q0, q1, q2) = (col[lo].0, col[mid].0, col[hi].0);
-            if q2 > q0 {
-                ((q2 - q1) - (q1 - q0)) / (q2 - q0)
-            } else {
-                0.0
-            }
+            let all = column(theta, weights, d, k, 1.0);
+            let mut col = Vec::with_capacity(all.len());
+            (0..folds)
+                .map(|g| {
+                    col.clear();
+                    col.extend(
+                        all.iter()
+                            .zip(&fold)
+                            .filter(|(_, f)| **f != g)
+                            .map(|(c, _)| *c),
+                    );
+                    column_skewness(&mut col)
+                })
+                .collect()
         })
+        .collect();
+    (0..folds)
+        .map(|g| per_coord.iter().map(|s| s[g]).collect())
         .collect()
 }
 
+/// The quantile skewness of one weighted column (reordered in place).
+fn column_skewness(col: &mut [(f64, f64)]) -> f64 {
+    if col.is_empty() {
+        return 0.0;
+    }
+    let total: f64 = col.iter().map(|c| c.1).sum();
+    let mid = weighted_select(col, 0.5 * total);
+    // Selection leaves smaller values before `mid`, larger after it.
+    let lo = weighted_select(&mut col[..=mid], SKEW_TAIL * total);
+    let before: f64 = col[..mid].iter().map(|c| c.1).sum();
+    let hi = mid + weighted_select(&mut col[mid..], (1.0 - SKEW_TAIL) * total - before);
+    let (q0, q1, q2) = (col[lo].0, col[mid].0, col[hi].0);
+    if q2 > q0 {
+        ((q2 - q1) - (q1 - q0)) / (q2 - q0)
+    } else {
+        0.0
+    }
+}
+
 /// The index, after partial reordering, of the smallest value whose
-/// cumulative weight reaches `p` (the knots' rule in `of_coords`); values
+/// cumulative weight reaches `p` (in the weights' units; the knots' rule in
+/// `of_coords`); values
 /// before it are ≤ it, values after it ≥ (repeated halving selections).
 fn weighted_select(col: &mut [(f64, f64)], p: f64) -> usize {
     let (mut lo, mut hi, mut before) = (0, col.len(), 0.0);
