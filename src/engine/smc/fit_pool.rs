@@ -199,8 +199,9 @@ fn copula_fits(
 /// What a stage's chains move with (see `stage_proposal`).
 #[derive(Debug)]
 pub struct StageProposal {
-    /// The kernel of the stage's steps: SkewCopula runs as Copula with its
-    /// partial maps, or as Gpcn when it maps nothing.
+    /// The kernel of the stage's steps: SkewCopula runs as Copula (identity
+    /// maps in the folds that found no skewed coefficient), or as Gpcn when
+    /// no fold found one.
     pub kernel: Kernel,
     /// The Gaussian fits (none for Pcn), chains of particle i using
     /// `fits[fold_of[i]]`.
