@@ -92,7 +92,13 @@ fn quadratic_risk_recovers_the_closed_form() {
     let n = 4000;
     let mut cases: Vec<(String, SmcSettings)> = Vec::new();
     for seed in 0..4 {
-        for kernel in [Kernel::Gpcn, Kernel::Rw, Kernel::Pcn, Kernel::Copula] {
+        for kernel in [
+            Kernel::Gpcn,
+            Kernel::Rw,
+            Kernel::Pcn,
+            Kernel::Copula,
+            Kernel::SkewCopula,
+        ] {
             cases.push((format!("{kernel:?} seed {seed}"), settings(n, kernel, seed)));
         }
     }
@@ -217,6 +223,7 @@ fn d2_auc_posterior_matches_exact_integration() {
         (4.0, Kernel::Pcn, 3),
         (0.5, Kernel::Sphere, 4),
         (1.0, Kernel::Copula, 5),
+        (1.0, Kernel::SkewCopula, 6),
     ] {
         let (lz, mean, sd) = exact_isotropic(&arcs, gamma, v);
         let target = LinearAuc::new(&x, &y, Prior::Gaussian { var: v });

@@ -194,6 +194,7 @@ pub fn smc_kernel(k: SmcKernel) -> Kernel {
         SmcKernel::Pcn => Kernel::Pcn,
         SmcKernel::Sphere => Kernel::Sphere,
         SmcKernel::Copula => Kernel::Copula,
+        SmcKernel::SkewCopula => Kernel::SkewCopula,
     }
 }
 

@@ -284,7 +284,7 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "move kernel",
-        help: "Metropolis kernel of the moves: auto (gpcn, or pcn for a Gaussian prior above 400 dimensions), gpcn (pCN around the particles' Gaussian fit), rw (random walk, c = 2.38/√d, adapted), pcn (prior-preserving; Gaussian priors only), sphere (the direction θ/‖θ‖ by pCN around a Gaussian fit in a log-map chart at the particles' mean direction, the radius drawn exactly; Gaussian priors only), copula (gpcn after mapping each coefficient through its fitted marginal quantiles to ≈ N(0, 1): for skewed marginals, e.g. rare categories).",
+        help: "Metropolis kernel of the moves: auto (skew-copula for a Gaussian or ARD prior, pcn for those above 400 dimensions, gpcn for spike-and-slab), gpcn (pCN around the particles' Gaussian fit), rw (random walk, c = 2.38/√d, adapted), pcn (prior-preserving; Gaussian priors only), sphere (the direction θ/‖θ‖ by pCN around a Gaussian fit in a log-map chart at the particles' mean direction, the radius drawn exactly; Gaussian priors only), copula (gpcn after mapping each coefficient through its fitted marginal quantiles to ≈ N(0, 1): for skewed marginals, e.g. rare categories), skew-copula (per stage: the copula where some coefficient's marginal is measurably skewed, |quantile skewness| > 0.15, else exactly gpcn).",
         default: "auto",
         methods: SMC,
         priors: THETA_PRIORS,
@@ -293,7 +293,15 @@ pub const SETTINGS: &[Setting] = &[
         ..setting(
             "kernel",
             "method.kernel",
-            Kind::Choice(&["auto", "gpcn", "rw", "pcn", "sphere", "copula"]),
+            Kind::Choice(&[
+                "auto",
+                "gpcn",
+                "rw",
+                "pcn",
+                "sphere",
+                "copula",
+                "skew-copula",
+            ]),
         )
     },
     Setting {

@@ -243,6 +243,7 @@ pub enum SmcKernel {
     Pcn,
     Sphere,
     Copula,
+    SkewCopula,
 }
 
 /// Adaptive tempering SMC.

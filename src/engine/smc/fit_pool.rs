@@ -12,7 +12,9 @@ use std::collections::VecDeque;
 use rayon::prelude::*;
 
 use super::gaussian_fit::{CrossFit, FIT_FOLDS, GaussianFit};
-use super::marginal_map::MarginalMaps;
+use super::marginal_map::{MarginalMaps, quantile_skewness_left_out};
+use super::moves::Kernel;
+use super::sphere::SphereChart;
 
 /// Snapshots kept per stage (besides the final cloud).
 pub const SNAPSHOTS: usize = 3;
@@ -91,7 +93,7 @@ fn pooled(
 /// `families`); all are weighted by `exp(−δ R)` for the stage's target. A
 /// cross-fit (see `gaussian_fit`) when the families fill the folds, else one
 /// fit of everything.
-pub fn stage_fits(
+fn stage_fits(
     cloud: (&[f64], &[f64]),
     pool: (&[f64], &[f64]),
     delta: f64,
@@ -111,31 +113,71 @@ pub fn stage_fits(
     (cf.fits, fold)
 }
 
-/// The Copula kernel's maps and fits: per fold of families, marginal maps and
-/// a Gaussian fit of the mapped states, both from the other folds (in-sample
+/// Smallest |quantile skewness| (see `marginal_map::quantile_skewness`) of a
+/// coordinate that makes the SkewCopula kernel map. Measured
+/// (docs/BENCHMARKS.md, "SMC's default kernel at 85 features"): DNA's
+/// coordinates stay below 0.08 and Credit's below 0.11 at every stage and in
+/// every fold; adult's rare categories pass 0.15 from γ ≈ 700–800 (where
+/// gpcn's step size starts to fall) and reach 0.35; the statistic's noise on
+/// a fold's share of the cloud (effective size ≈ 3 700) is ≈ 0.02.
+pub const SKEW_MIN: f64 = 0.15;
+
+/// The fold of row i of a cloud of `families` families (see `CrossFit`), or
+/// one group (fold 0) when the families do not fill the folds.
+fn folds_of(families: usize) -> (usize, impl Fn(usize) -> usize + Sync + Copy) {
+    let folds = if families < MIN_FOLD * FIT_FOLDS {
+        1
+    } else {
+        FIT_FOLDS
+    };
+    (folds, move |i: usize| (i % families) * folds / families)
+}
+
+/// SkewCopula's choice: per fold, whether some coordinate of the cloud
+/// outside it (θ, `weights` its stage weights) is measurably skewed, and how
+/// many coordinates some fold found so. One group (in-sample) when the
+/// families do not fill the folds.
+fn skew_decision(cloud: &[f64], weights: &[f64], d: usize, families: usize) -> (Vec<bool>, usize) {
+    let (folds, fold_of) = folds_of(families);
+    // Fold g leaves out its own rows: with one group, nothing (fold 1 ≠ 0).
+    let fold_of = move |i| if folds == 1 { 1 } else { fold_of(i) };
+    let skew = quantile_skewness_left_out(cloud, weights, d, folds, fold_of);
+    let skewed = |s: &f64| s.abs() > SKEW_MIN;
+    let maps = skew.iter().map(|f| f.iter().any(skewed)).collect();
+    let count = (0..d)
+        .filter(|&k| skew.iter().any(|f| skewed(&f[k])))
+        .count();
+    (maps, count)
+}
+
+/// The copula's maps and fits: per fold of families, marginal maps and a
+/// Gaussian fit of the mapped states, both from the other folds (in-sample
 /// maps favour a chain's own state like in-sample fits do, see
 /// `gaussian_fit`), and the fold of every particle of the cloud. One map and
-/// fit of everything when the families do not fill the folds.
-pub fn copula_fits(
+/// fit of everything when the families do not fill the folds. A fold whose
+/// `map` is false gets identity maps (its chains take gpcn's step).
+fn copula_fits(
     cloud: (&[f64], &[f64]),
     pool: (&[f64], &[f64]),
     delta: f64,
     d: usize,
     families: usize,
+    map: &[bool],
 ) -> (Vec<MarginalMaps>, Vec<GaussianFit>, Vec<usize>) {
     let n = cloud.1.len();
     let (theta, weights, clouds) = pooled(cloud, pool, delta);
-    let fit_of = |rows: &[f64], w: &[f64], redundancy: f64| {
-        let maps = MarginalMaps::of(rows, w, d);
+    let fit_of = |rows: &[f64], w: &[f64], map: bool, redundancy: f64| {
+        let coords = if map { (0..d).collect() } else { Vec::new() };
+        let maps = MarginalMaps::of_coords(rows, w, d, coords);
         let fit = GaussianFit::of_redundant(&maps.map_rows(rows), d, w, redundancy);
         (maps, fit)
     };
-    if families < MIN_FOLD * FIT_FOLDS {
-        let (maps, fit) = fit_of(&theta, &weights, 1.0);
+    let (folds, fold_of) = folds_of(families);
+    if folds == 1 {
+        let (maps, fit) = fit_of(&theta, &weights, map[0], 1.0);
         return (vec![maps], vec![fit], vec![0; n]);
     }
     let redundancy = clouds as f64 / effective_clouds(&theta, n, d, clouds);
-    let fold_of = |i: usize| (i % families) * FIT_FOLDS / families;
     let (maps, fits) = (0..FIT_FOLDS)
         .into_par_iter()
         .map(|g| {
@@ -148,10 +190,93 @@ pub fn copula_fits(
                 .filter(keep)
                 .map(|i| weights[i])
                 .collect();
-            fit_of(&rows, &w, redundancy)
+            fit_of(&rows, &w, map[g], redundancy)
         })
         .unzip();
     (maps, fits, (0..n).map(fold_of).collect())
+}
+
+/// What a stage's chains move with (see `stage_proposal`).
+#[derive(Debug)]
+pub struct StageProposal {
+    /// The kernel of the stage's steps: SkewCopula runs as Copula (identity
+    /// maps in the folds that found no skewed coefficient), or as Gpcn when
+    /// no fold found one.
+    pub kernel: Kernel,
+    /// The Gaussian fits (none for Pcn), chains of particle i using
+    /// `fits[fold_of[i]]`.
+    pub fits: Vec<GaussianFit>,
+    pub fold_of: Vec<usize>,
+    /// Sphere: the chart the fits are of.
+    pub chart: Option<SphereChart>,
+    /// Copula kinds: the maps of each fit.
+    pub maps: Option<Vec<MarginalMaps>>,
+    /// SkewCopula: how many coordinates some fold found skewed (0: the stage
+    /// is gpcn; else the folds that found any map every coordinate).
+    pub skewed: Option<usize>,
+}
+
+/// The stage's proposal for the resolved `kernel`, fitted to the cloud
+/// (θ, risk; `weights` its normalised weights for the stage) and the previous
+/// stage's snapshots `pool`, reweighted by the increment `delta`. Pcn needs
+/// no fit (with d in the thousands its covariance would cost more than the
+/// moves); Sphere fits the cloud's directions in a chart at their mean
+/// (`prior_sd` given); the copula kinds fit the cloud mapped through its
+/// marginal quantiles.
+#[allow(clippy::too_many_arguments)]
+pub fn stage_proposal(
+    kernel: Kernel,
+    cloud: (&[f64], &[f64]),
+    weights: &[f64],
+    pool: (&[f64], &[f64]),
+    delta: f64,
+    d: usize,
+    families: usize,
+    prior_sd: Option<&[f64]>,
+) -> StageProposal {
+    let plain = |kernel, (fits, fold_of)| StageProposal {
+        kernel,
+        fits,
+        fold_of,
+        chart: None,
+        maps: None,
+        skewed: None,
+    };
+    let copula = |map: &[bool]| copula_fits(cloud, pool, delta, d, families, map);
+    match (kernel, prior_sd) {
+        (Kernel::Pcn, _) => plain(kernel, (Vec::new(), vec![0; cloud.1.len()])),
+        (Kernel::Sphere, Some(sd)) => {
+            let chart = SphereChart::of(cloud.0, weights, sd);
+            let (rows, snaps) = (chart.chart_rows(cloud.0), chart.chart_rows(pool.0));
+            let fits = stage_fits((&rows, cloud.1), (&snaps, pool.1), delta, d - 1, families);
+            StageProposal {
+                chart: Some(chart),
+                ..plain(kernel, fits)
+            }
+        }
+        (Kernel::Copula, _) => {
+            let (maps, fits, fold_of) = copula(&[true; FIT_FOLDS]);
+            StageProposal {
+                maps: Some(maps),
+                ..plain(Kernel::Copula, (fits, fold_of))
+            }
+        }
+        (Kernel::SkewCopula, _) => match skew_decision(cloud.0, weights, d, families) {
+            (map, skewed) if map.contains(&true) => {
+                let (maps, fits, fold_of) = copula(&map);
+                StageProposal {
+                    maps: Some(maps),
+                    skewed: Some(skewed),
+                    ..plain(Kernel::Copula, (fits, fold_of))
+                }
+            }
+            _ => StageProposal {
+                skewed: Some(0),
+                ..plain(Kernel::Gpcn, stage_fits(cloud, pool, delta, d, families))
+            },
+        },
+        _ => plain(kernel, stage_fits(cloud, pool, delta, d, families)),
+    }
 }
 
 /// How many independent clouds `clouds` chain-aligned clouds of n states are

@@ -137,6 +137,9 @@ pub fn build_fit(problem: &Problem, settings: &SmcSettings, run: SmcRun) -> Fit 
         "path": run.path,
         "settings": settings,
     });
+    if run.kernel == Kernel::SkewCopula {
+        fit.details["kernel_stages"] = skew_copula_summary(&run.path);
+    }
     fit.mean = mean;
     fit.sd = sd;
     fit.trace = run.trace;
@@ -149,6 +152,29 @@ pub fn build_fit(problem: &Problem, settings: &SmcSettings, run: SmcRun) -> Fit 
         thresholds: None,
     });
     fit
+}
+
+/// Which stages of a skew-copula run moved by the copula, and why: a few
+/// numbers instead of the stages' maps.
+fn skew_copula_summary(path: &[StageInfo]) -> serde_json::Value {
+    let skewed: Vec<usize> = path[1..].iter().map(|s| s.skewed.unwrap_or(0)).collect();
+    let copula: Vec<usize> = path[1..]
+        .iter()
+        .filter(|s| s.skewed.unwrap_or(0) > 0)
+        .map(|s| s.stage)
+        .collect();
+    json!({
+        "gpcn": skewed.len() - copula.len(),
+        "copula": copula.len(),
+        "copula_stages": copula,
+        "skewed_per_stage": skewed,
+        "rule": format!(
+            "a stage moves by the copula (every coefficient mapped through its marginal \
+             quantiles) where some coefficient's |quantile skewness| exceeds {}, else by gpcn; \
+             skewed_per_stage counts those coefficients",
+            fit_pool::SKEW_MIN
+        ),
+    })
 }
 
 fn covariance(theta: &DMatrix<f64>) -> DMatrix<f64> {

@@ -19,9 +19,10 @@ use crate::engine::rng::{self, Rng};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kernel {
-    /// Gpcn, or Pcn for a Gaussian prior in more than `AUTO_PCN_DIM` dimensions
-    /// (there the particles' covariance and its O(d²) products cost more than
-    /// they help, and pCN's prior-shaped steps are dimension-robust).
+    /// SkewCopula for a Gaussian prior (Pcn in more than `AUTO_PCN_DIM`
+    /// dimensions: there the particles' covariance and its O(d²) products cost
+    /// more than they help, and pCN's prior-shaped steps are
+    /// dimension-robust); Gpcn for other priors.
     Auto,
     /// Random walk `θ' = θ + c·L z`, `L Lᵀ` = the particles' covariance.
     Rw,
@@ -40,6 +41,12 @@ pub enum Kernel {
     /// quantiles to ≈ N(0, 1) (a Gaussian copula fit; see `marginal_map`):
     /// for skewed marginals (coefficients of rare categories).
     Copula,
+    /// Copula in the stages (and folds) where some coordinate's marginal is
+    /// measurably skewed (see `fit_pool::SKEW_MIN`), exactly Gpcn elsewhere.
+    /// (Mapping only the skewed coordinates was measured and does not
+    /// suffice on adult: see docs/BENCHMARKS.md.)
+    #[serde(rename = "skew-copula")]
+    SkewCopula,
 }
 
 /// Dimension above which `Auto` picks pCN (Gaussian priors).
@@ -50,6 +57,7 @@ impl Kernel {
     pub fn resolve(self, d: usize, gaussian_prior: bool) -> Kernel {
         match self {
             Kernel::Auto if gaussian_prior && d > AUTO_PCN_DIM => Kernel::Pcn,
+            Kernel::Auto if gaussian_prior => Kernel::SkewCopula,
             Kernel::Auto => Kernel::Gpcn,
             k => k,
         }
@@ -63,13 +71,19 @@ impl Kernel {
             Kernel::Gpcn => "gpcn",
             Kernel::Sphere => "sphere",
             Kernel::Copula => "copula",
+            Kernel::SkewCopula => "skew-copula",
         }
     }
     /// Acceptance rate the step size is adapted towards.
     pub fn target_acceptance(self) -> f64 {
         match self {
             Kernel::Rw => 0.25,
-            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn | Kernel::Sphere | Kernel::Copula => 0.3,
+            Kernel::Auto
+            | Kernel::Pcn
+            | Kernel::Gpcn
+            | Kernel::Sphere
+            | Kernel::Copula
+            | Kernel::SkewCopula => 0.3,
         }
     }
     /// Step size at the first stage: c = 2.38/√d for the random walk; for pCN
@@ -77,14 +91,24 @@ impl Kernel {
     pub fn initial_scale(self, d: usize) -> f64 {
         match self {
             Kernel::Rw => 2.38 / (d as f64).sqrt(),
-            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn | Kernel::Sphere | Kernel::Copula => 0.5,
+            Kernel::Auto
+            | Kernel::Pcn
+            | Kernel::Gpcn
+            | Kernel::Sphere
+            | Kernel::Copula
+            | Kernel::SkewCopula => 0.5,
         }
     }
     /// Largest sensible step size.
     pub fn max_scale(self, d: usize) -> f64 {
         match self {
             Kernel::Rw => 10.0 * 2.38 / (d as f64).sqrt(),
-            Kernel::Auto | Kernel::Pcn | Kernel::Gpcn | Kernel::Sphere | Kernel::Copula => 1.0,
+            Kernel::Auto
+            | Kernel::Pcn
+            | Kernel::Gpcn
+            | Kernel::Sphere
+            | Kernel::Copula
+            | Kernel::SkewCopula => 1.0,
         }
     }
 }
@@ -258,6 +282,7 @@ pub fn step<T: Target + ?Sized>(
     );
     match spec.kernel {
         Kernel::Auto => panic!("resolve Kernel::Auto before stepping"),
+        Kernel::SkewCopula => panic!("step SkewCopula as Copula or Gpcn (see `fit_pool`)"),
         Kernel::Copula if spec.maps.is_none() => panic!("the copula kernel needs its maps"),
         Kernel::Rw | Kernel::Gpcn | Kernel::Sphere | Kernel::Copula if spec.fits.is_empty() => {
             panic!(
@@ -345,9 +370,9 @@ fn propose<T: Target + ?Sized>(
         let z = &mut bb.z[j * d..(j + 1) * d];
         match spec.kernel {
             Kernel::Rw => z.iter_mut().for_each(|v| *v = rng::normal(r)),
-            Kernel::Auto | Kernel::Pcn | Kernel::Sphere => {
-                // (Auto and Sphere never get here: `step` resolves, refuses
-                // or routes them.)
+            Kernel::Auto | Kernel::Pcn | Kernel::Sphere | Kernel::SkewCopula => {
+                // (Auto, Sphere and SkewCopula never get here: `step`
+                // refuses or routes them.)
                 let out = &mut bb.theta[j * d..(j + 1) * d];
                 target.sample_prior(r, out);
                 for (o, &c) in out.iter_mut().zip(&th[j * d..(j + 1) * d]) {
@@ -387,7 +412,9 @@ fn propose<T: Target + ?Sized>(
                 }
                 bb.correction[j] = 0.0;
             }
-            Kernel::Auto | Kernel::Pcn | Kernel::Sphere => bb.correction[j] = 0.0,
+            Kernel::Auto | Kernel::Pcn | Kernel::Sphere | Kernel::SkewCopula => {
+                bb.correction[j] = 0.0
+            }
             Kernel::Gpcn | Kernel::Copula => {
                 for (o, mk) in out.iter_mut().zip(&fits[fold[j]].mean) {
                     *o += mk;
@@ -428,7 +455,7 @@ fn accept(
     for j in 0..rk.len() {
         let like = -spec.gamma * (bb.risk[j] - rk[j]);
         let log_alpha = match spec.kernel {
-            Kernel::Auto | Kernel::Pcn => like,
+            Kernel::Auto | Kernel::Pcn | Kernel::SkewCopula => like,
             Kernel::Rw => like + bb.log_prior[j] - lp[j],
             Kernel::Gpcn | Kernel::Copula => like + bb.log_prior[j] - lp[j] + bb.correction[j],
             // The radius is kept and the direction's prior is uniform: the

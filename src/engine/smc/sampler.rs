@@ -9,10 +9,9 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 pub use super::checkpoint::{AfterCheckpoint, Checkpoint, Checkpoints};
-use super::fit_pool::{Snapshots, copula_fits, stage_fits};
+use super::fit_pool::{Snapshots, stage_proposal};
 use super::moves::{self, Chains, Kernel, Proposals, StepSpec};
 use super::settings::{Moves, SmcSettings};
-use super::sphere::SphereChart;
 use super::target::Target;
 use super::tempering::{next_delta, reweight, systematic};
 use crate::engine::event::{Event, Histogram, SmcMove, SmcStage};
@@ -53,6 +52,10 @@ pub struct StageInfo {
     pub decorrelated_at: Option<usize>,
     /// Mean squared jump per move (Euclidean).
     pub esjd: f64,
+    /// The skew-copula kernel: coordinates some fold found skewed (0: the
+    /// stage moved by plain gpcn, else by the copula).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skewed: Option<usize>,
     pub mean_risk: f64,
     pub evaluations: u64,
     pub elapsed: f64,
@@ -151,6 +154,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
             duplicated: 0.0,
             decorrelated_at: None,
             esjd: 0.0,
+            skewed: None,
             mean_risk: mean(&risk),
             evaluations,
             elapsed: t0.elapsed().as_secs_f64(),
@@ -204,29 +208,17 @@ pub fn run_checkpointed<T: Target + ?Sized>(
             )));
         }
         gamma = new_gamma;
-        // The particles' Gaussian fits shape Rw and Gpcn proposals (pCN needs none:
-        // with d in the thousands its covariance would cost more than the moves).
-        // Sphere fits the cloud's directions in a chart at their mean.
-        // Copula fits the cloud mapped through its marginal quantiles.
-        let (fits, fold_of, chart, maps) = match (kernel, &prior_sd) {
-            (Kernel::Pcn, _) => (Vec::new(), vec![0; theta.len() / d], None, None),
-            (Kernel::Sphere, Some(sd)) => {
-                let chart = SphereChart::of(&theta, &rw.weights, sd);
-                let (cloud, snaps) = (chart.chart_rows(&theta), chart.chart_rows(&pool.0));
-                let (f, fold) =
-                    stage_fits((&cloud, &risk), (&snaps, &pool.1), delta, d - 1, families);
-                (f, fold, Some(chart), None)
-            }
-            (Kernel::Copula, _) => {
-                let (maps, f, fold) =
-                    copula_fits((&theta, &risk), (&pool.0, &pool.1), delta, d, families);
-                (f, fold, None, Some(maps))
-            }
-            _ => {
-                let (f, fold) = stage_fits((&theta, &risk), (&pool.0, &pool.1), delta, d, families);
-                (f, fold, None, None)
-            }
-        };
+        let prop = stage_proposal(
+            kernel,
+            (&theta, &risk),
+            &rw.weights,
+            (&pool.0, &pool.1),
+            delta,
+            d,
+            families,
+            prior_sd.as_deref(),
+        );
+        let fold_of = &prop.fold_of;
 
         let chains_n = match s.waste_free {
             Some(p) => n / p,
@@ -258,21 +250,21 @@ pub fn run_checkpointed<T: Target + ?Sized>(
             .par_iter_mut()
             .zip(chains.theta.par_chunks(d))
             .for_each(|(lp, t)| *lp = target.log_prior(t));
-        match &chart {
-            Some(ch) => ch.whiten_chains(&mut chains, &fits),
-            None => chains.whiten_mapped(&fits, maps.as_deref()),
+        match &prop.chart {
+            Some(ch) => ch.whiten_chains(&mut chains, &prop.fits),
+            None => chains.whiten_mapped(&prop.fits, prop.maps.as_deref()),
         }
         let mv = move_stage(
             target,
             s,
             StepSpec {
-                kernel,
+                kernel: prop.kernel,
                 gamma,
                 scale,
-                fits: &fits,
+                fits: &prop.fits,
                 radial: s.radial,
-                chart: chart.as_ref(),
-                maps: maps.as_deref(),
+                chart: prop.chart.as_ref(),
+                maps: prop.maps.as_deref(),
             },
             StageStart {
                 chains,
@@ -317,6 +309,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
                 duplicated: mv.duplicated,
                 decorrelated_at: mv.decorrelated_at,
                 esjd: esjd_sum / steps.max(1) as f64,
+                skewed: prop.skewed,
                 mean_risk: mean(&risk),
                 evaluations,
                 elapsed: t0.elapsed().as_secs_f64(),
