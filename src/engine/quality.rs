@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::bounds::Bound;
 use super::event::{Event, LogLevel};
 use super::fit::Fit;
 use super::prior::Prior;
@@ -40,6 +41,8 @@ pub mod code {
     pub const CV_GRID_TRUNCATED: &str = "cv_grid_truncated";
     /// γ by cross-validation: the choice is an end of the usable grid.
     pub const CV_CHOICE_AT_EDGE: &str = "cv_choice_at_edge";
+    /// The PAC-Bayes certificate bounds 1 − AUC at or above ½ (`bounds::VACUOUS_RISK`).
+    pub const CERTIFICATE_VACUOUS: &str = "certificate_vacuous";
 }
 
 /// Fewest effective particles an SMC tempering step may keep. Measured on the
@@ -121,10 +124,32 @@ pub fn assess(fit: &Fit, data_warnings: &[String]) -> Vec<Warning> {
         }
     }
     derived.extend(spike);
+    derived.extend(fit.bound.as_ref().and_then(vacuous_certificate));
     out.extend(derived);
     let mut seen = std::collections::HashSet::new();
     out.retain(|w| seen.insert(w.message.clone()));
     out
+}
+
+/// A certificate no better than chance, said as such (the number alone reads
+/// like a guarantee).
+pub fn vacuous_certificate(b: &Bound) -> Option<Warning> {
+    b.is_vacuous().then(|| {
+        Warning::new(
+            code::CERTIFICATE_VACUOUS,
+            format!(
+                "the PAC-Bayes certificate is vacuous: 1 − AUC ≤ {:.4} with probability ≥ {} is \
+                 no better than a random score's ½ (E_ρ R_n = {:.4}, KL = {:.2}, {} rows); a \
+                 smaller empirical risk (a larger γ), a ρ closer to the prior or more rows \
+                 tighten it",
+                b.risk,
+                1.0 - b.epsilon,
+                b.empirical_risk,
+                b.kl,
+                b.sizes.n()
+            ),
+        )
+    })
 }
 
 fn num(v: &Value, key: &str) -> Option<f64> {
@@ -305,6 +330,7 @@ struct CvParameter {
 fn cv_parameter(name: &str, engine: &str) -> CvParameter {
     let (what, unit, method, low, extend) = match name {
         "gamma_over_n" if engine == "smc" => ("γ", "n", "SMC", true, " (extend `gamma_grid`)"),
+        "gamma_over_n" if engine == "vb" => ("γ", "n", "VB", true, " (extend `gamma_grid`)"),
         "gamma_over_n" => ("γ", "n", "EP", true, " (extend `gamma_grid`)"),
         "lambda" => ("penalty λ", "", "the fit", false, ""),
         "rounds" => ("number of rounds", "", "the fit", true, ""),
@@ -661,5 +687,35 @@ mod tests {
             "{}",
             w[0].message
         );
+    }
+
+    /// A certificate at or above ½ is coded; just below it, or absent, is not.
+    /// The bound is built from its parts (E_ρ R_n, KL), as `certify` does.
+    #[test]
+    fn vacuous_certificates_are_coded() {
+        use crate::engine::bounds::{Sizes, VACUOUS_RISK, from_parts};
+        let sizes = Sizes {
+            n_pos: 100,
+            n_neg: 200,
+            d: 5,
+        };
+        let mut f = fit("vb");
+        assert!(assess(&f, &[]).is_empty());
+        // A tight fit: E_ρ R_n = 0.1 with a small KL.
+        f.bound = Some(from_parts(0.1, 2.0, sizes, 0.05, "gaussian"));
+        assert!(f.bound.as_ref().unwrap().risk < VACUOUS_RISK);
+        assert!(assess(&f, &[]).is_empty());
+        // E_ρ R_n = 0.45: the bound can only be above ½.
+        f.bound = Some(from_parts(0.45, 2.0, sizes, 0.05, "gaussian"));
+        let risk = f.bound.as_ref().unwrap().risk;
+        assert!(risk >= VACUOUS_RISK);
+        let w = assess(&f, &[]);
+        assert_eq!(codes(&w), [code::CERTIFICATE_VACUOUS]);
+        assert!(
+            w[0].message.contains(&format!("{risk:.4}")),
+            "{}",
+            w[0].message
+        );
+        assert!(!w[0].undermines_convergence());
     }
 }
