@@ -3,7 +3,6 @@
 
 use super::tests::{fit_pair_ep, naive_ep, split, toy};
 use super::*;
-use crate::engine::interface::Control;
 
 /// At p = 40 the fast engine (tiled products) follows the naive iterates:
 /// explicit a_ij, Q as a sum of outer products.
