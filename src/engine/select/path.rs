@@ -413,7 +413,6 @@ impl<M: PathMethod> GridWalker for PathWalker<'_, M> {
 mod tests {
     use super::*;
     use crate::engine::rng;
-    use crate::engine::select::MEMORY_BUDGET;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     const TOY: CvNames = CvNames {
@@ -493,14 +492,7 @@ mod tests {
     }
 
     fn spec(grid: &[f64]) -> CvSpec {
-        CvSpec {
-            folds: 3,
-            seed: 2,
-            grid: grid.to_vec(),
-            walk: Walk::Ascending,
-            extend_below_to: None,
-            memory_budget: MEMORY_BUDGET,
-        }
+        CvSpec::ascending(3, 2, grid.to_vec())
     }
 
     /// One run per fold, and the same curve and choice as fitting every point.

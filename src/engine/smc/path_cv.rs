@@ -27,8 +27,8 @@ use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
 use crate::engine::rng;
 use crate::engine::select::{
-    CvNames, CvReport, CvSpec, EarlyStop, FoldData, MEMORY_BUDGET, PathMethod, PointFit,
-    RefitPoint, StoppedEarly, Walk, cross_validate_path, cross_validate_refit,
+    CvNames, CvReport, CvSpec, EarlyStop, FoldData, PathMethod, PointFit, RefitPoint, StoppedEarly,
+    cross_validate_path, cross_validate_refit,
 };
 
 /// RNG key of a fold's sampler seed (with the run's sampler seed).
@@ -263,14 +263,7 @@ pub fn cross_validate_gamma(
         prior,
         runs: Mutex::new(Vec::new()),
     };
-    let spec = CvSpec {
-        folds: cv.folds,
-        seed: cv.seed,
-        grid: cv.grid_over_n.clone(),
-        walk: Walk::Ascending,
-        extend_below_to: None,
-        memory_budget: MEMORY_BUDGET,
-    };
+    let spec = CvSpec::ascending(cv.folds, cv.seed, cv.grid_over_n.clone());
     let (report, stopped) = match cv.mode {
         CvMode::Path => cross_validate_path(x, y, &spec, &folds, cv.early_stop, ctl, log)?,
         CvMode::Refit => (cross_validate_refit(x, y, &spec, &folds, ctl, log)?, None),

@@ -17,7 +17,7 @@ use super::{Params, VbSettings, fit};
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::prior::Prior;
 use crate::engine::select::{
-    CvMethod, CvNames, CvReport, CvSpec, FoldData, GridWalker, MEMORY_BUDGET, PointFit, Walk,
+    CvMethod, CvNames, CvReport, CvSpec, FoldData, GridWalker, PointFit,
     cross_validate as select_cv,
 };
 
@@ -129,14 +129,7 @@ pub fn cross_validate(
         settings,
         unconverged: Mutex::new(Vec::new()),
     };
-    let spec = CvSpec {
-        folds: cv.folds,
-        seed: cv.seed,
-        grid: cv.grid_over_n.clone(),
-        walk: Walk::Ascending,
-        extend_below_to: None,
-        memory_budget: MEMORY_BUDGET,
-    };
+    let spec = CvSpec::ascending(cv.folds, cv.seed, cv.grid_over_n.clone());
     let report = select_cv(x, y, &spec, &&method, ctl, log)?;
     let mut unconverged = method.unconverged.into_inner().expect("unpoisoned");
     unconverged.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
