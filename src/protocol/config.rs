@@ -161,10 +161,23 @@ pub struct DataPlan {
     pub from_ep: &'static [(&'static str, &'static str)],
     /// Methods not run here, and why.
     pub skip: &'static [(&'static str, &'static str)],
+    /// Settings that differ here from the method's own, and why.
+    pub overrides: &'static [Override],
     /// Rows × features small enough that several of its runs in parallel pay
     /// (a bigger set's fits use both cores on their own).
     pub small: bool,
     pub paper: Option<Paper>,
+}
+
+/// One setting of one method changed on one data set.
+#[derive(Debug, Clone, Copy)]
+pub struct Override {
+    /// The method's column key.
+    pub method: &'static str,
+    /// The registry's setting key and its text here.
+    pub key: &'static str,
+    pub value: &'static str,
+    pub why: &'static str,
 }
 
 /// RACL14 Tables 1 and 2 (ALGORITHMS.md §12); None where a value is not given.
@@ -227,6 +240,7 @@ pub fn data_plan(name: &str) -> DataPlan {
         grid: None,
         from_ep: &[],
         skip: &[],
+        overrides: &[],
         small: true,
         paper: None,
     };
@@ -278,12 +292,10 @@ pub fn data_plan(name: &str) -> DataPlan {
             paper: student(0.711),
             ..base
         },
-        // EP has no usable fixed point on EEG from γ ≈ 0.25n on a cold start
-        // (PROTOCOL.md): 3 folds and a small grid.
+        // 5 folds and the whole grid since EP converges at every fold × grid
+        // point on EEG (BENCHMARKS.md: 45 of 45, the CV ≈ 3.5 min a split).
         "eeg" => DataPlan {
             splits: 2,
-            folds: Some(3),
-            grid: Some("0.01,0.03,0.1"),
             from_ep: &[("gp-ep", GP_COST)],
             skip: &[
                 (
@@ -292,6 +304,12 @@ pub fn data_plan(name: &str) -> DataPlan {
                 ),
                 ("gcs", "a great-circle step costs O(pairs): 31 M pairs"),
             ],
+            overrides: &[Override {
+                method: "gp-ep",
+                key: "gp_approx",
+                value: "auto",
+                why: "exact GP-EP on 11 235 training rows costs O(n³) a sweep; `auto` is Nyström with 128 pivoted landmarks above 4 000 rows",
+            }],
             small: false,
             paper: student(0.625),
             ..base
@@ -320,6 +338,10 @@ pub const QUICK_SPLITS: usize = 2;
 impl DataPlan {
     pub fn skip_reason(&self, key: &str) -> Option<&'static str> {
         self.skip.iter().find(|(k, _)| *k == key).map(|(_, r)| *r)
+    }
+    /// The settings of this data set's plan for method `key`, besides its own.
+    pub fn overrides_of<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a Override> + 'a {
+        self.overrides.iter().filter(move |o| o.method == key)
     }
     pub fn from_ep_reason(&self, key: &str) -> Option<&'static str> {
         self.from_ep

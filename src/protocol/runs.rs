@@ -115,6 +115,10 @@ pub fn spec_of(
         .map(|f| f.to_string());
     let grid = data.grid.or(quick.then_some(QUICK_GRID));
     let mut given: Vec<(&str, &str)> = settings.to_vec();
+    for o in data.overrides_of(m.key) {
+        given.retain(|(k, _)| *k != o.key);
+        given.push((o.key, o.value));
+    }
     if let Some(f) = folds.as_ref().filter(|_| applies("folds")) {
         given.push(("folds", f));
     }

@@ -183,7 +183,43 @@ impl Tables<'_> {
         }
         s.push_str(&self.paired_md(&mut notes));
         s.push_str(&self.gamma_md());
+        s.push_str(&self.plan_md());
         s.push_str(&notes.render());
+        s
+    }
+
+    /// Splits, the CVs' folds and grid, and the settings changed, per data set.
+    fn plan_md(&self) -> String {
+        let mut s =
+            "\n## The protocol per data set\n\nEvery CV of a data set uses the same folds and \
+                     γ/n grid (EP Gaussian's shown).\n\n| data | splits | CV folds | γ/n grid | \
+                     settings changed here |\n|---|---:|---:|---|---|\n"
+                .to_string();
+        let ep = super::config::method_plan(super::config::EP_KEY).expect("EP is in the table");
+        for d in self.data {
+            let file = std::path::PathBuf::from(format!("{}.csv", d.name));
+            let cv = match super::runs::spec_of(ep, d, &file, 0, self.mode, None).map(|r| r.method)
+            {
+                Ok(crate::spec::MethodSpec::Ep(es)) => {
+                    let grid: Vec<String> = es.gamma_grid.iter().map(|g| format!("{g}")).collect();
+                    (es.folds.to_string(), grid.join(", "))
+                }
+                _ => ("–".into(), "–".into()),
+            };
+            let changed: Vec<String> = (d.overrides.iter())
+                .map(|o| format!("{}: `{} = {}` ({})", o.method, o.key, o.value, o.why))
+                .collect();
+            let changed = if changed.is_empty() {
+                "–".to_string()
+            } else {
+                changed.join("; ")
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {changed} |",
+                d.name, d.splits, cv.0, cv.1
+            );
+        }
         s
     }
 

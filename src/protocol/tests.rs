@@ -170,29 +170,24 @@ fn specs_are_pacauc_fits_and_gamma_follows_the_policy_table() {
         GammaSource::of(ard, &data_plan("credit"), Mode::Full),
         GammaSource::FromEp(_)
     ));
-    // EEG: 3 folds and its own grid for every CV, logit's included.
+    // EEG: the default folds and grid, and Nyström GP-EP (its override).
     let eeg = data_plan("eeg");
     let e = spec_of(method_plan("ep").unwrap(), &eeg, &file, 0, Mode::Full, None).unwrap();
     let spec::MethodSpec::Ep(es) = &e.method else {
         panic!("ep")
     };
-    assert_eq!(
-        (es.folds, es.gamma_grid.clone()),
-        (3, vec![0.01, 0.03, 0.1])
-    );
-    let l = spec_of(
-        method_plan("logit").unwrap(),
+    assert_eq!(es.folds, 5);
+    assert_eq!(es.gamma_grid.len(), 9);
+    let g = spec_of(
+        method_plan("gp-ep").unwrap(),
         &eeg,
         &file,
         0,
         Mode::Full,
-        None,
+        Some(400.0),
     )
     .unwrap();
-    let spec::MethodSpec::Logit(ls) = &l.method else {
-        panic!("logit")
-    };
-    assert_eq!(ls.folds, 3);
+    assert_eq!(g.prior.map(|p| p.gp_approx), Some(spec::GpApproxSpec::Auto));
     // Every method's spec is valid in both modes (EP's γ given).
     for m in super::METHODS {
         for mode in [Mode::Full, Mode::Quick] {
