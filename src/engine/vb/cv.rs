@@ -6,7 +6,8 @@
 //!
 //! VB has an optimum at every γ, so the grid is never extended below; a fit
 //! that stops without meeting its convergence rule still scores its point (as
-//! a fixed-budget fit would) and is listed in `Unconverged` for a warning.
+//! a fixed-budget fit would) and is listed in `VbCvResult::unconverged` for a
+//! warning.
 
 use std::sync::Mutex;
 
