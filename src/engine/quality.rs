@@ -141,7 +141,7 @@ pub fn vacuous_certificate(b: &Bound) -> Option<Warning> {
                 "the PAC-Bayes certificate is vacuous: 1 − AUC ≤ {:.4} with probability ≥ {} is \
                  no better than a random score's ½ (E_ρ R_n = {:.4}, KL = {:.2}, {} rows); \
                  more rows, or a posterior with a small empirical risk at a small KL to the \
-                 prior, tighten it
+                 prior, tighten it",
                 b.risk,
                 1.0 - b.epsilon,
                 b.empirical_risk,
