@@ -688,34 +688,4 @@ mod tests {
             w[0].message
         );
     }
-
-    /// A certificate at or above ½ is coded; just below it, or absent, is not.
-    /// The bound is built from its parts (E_ρ R_n, KL), as `certify` does.
-    #[test]
-    fn vacuous_certificates_are_coded() {
-        use crate::engine::bounds::{Sizes, VACUOUS_RISK, from_parts};
-        let sizes = Sizes {
-            n_pos: 100,
-            n_neg: 200,
-            d: 5,
-        };
-        let mut f = fit("vb");
-        assert!(assess(&f, &[]).is_empty());
-        // A tight fit: E_ρ R_n = 0.1 with a small KL.
-        f.bound = Some(from_parts(0.1, 2.0, sizes, 0.05, "gaussian"));
-        assert!(f.bound.as_ref().unwrap().risk < VACUOUS_RISK);
-        assert!(assess(&f, &[]).is_empty());
-        // E_ρ R_n = 0.45: the bound can only be above ½.
-        f.bound = Some(from_parts(0.45, 2.0, sizes, 0.05, "gaussian"));
-        let risk = f.bound.as_ref().unwrap().risk;
-        assert!(risk >= VACUOUS_RISK);
-        let w = assess(&f, &[]);
-        assert_eq!(codes(&w), [code::CERTIFICATE_VACUOUS]);
-        assert!(
-            w[0].message.contains(&format!("{risk:.4}")),
-            "{}",
-            w[0].message
-        );
-        assert!(!w[0].undermines_convergence());
-    }
 }
