@@ -174,3 +174,35 @@ fn bench_reports_the_floor() {
     ));
     assert!(v["fit_seconds"]["best"].as_f64().unwrap() > 0.0);
 }
+
+/// `bench --method smc --runs 2` times the whole fit (both runs pooled), says
+/// on stderr and in the report that it has no floor, and is not the single
+/// run a plain SMC bench times (which would ignore --runs).
+#[test]
+fn bench_with_several_runs_times_the_whole_fit() {
+    let out = pacauc_env(
+        &[
+            "bench",
+            DATA,
+            "--method",
+            "smc",
+            "--particles",
+            "500",
+            "--runs",
+            "2",
+            "--repeat",
+            "1",
+        ],
+        &[],
+    );
+    let v = json(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("without the floor"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(v["floor_note"].as_str().unwrap().contains("--runs 2"));
+    assert!(v.get("floor_seconds").is_none() && v.get("stages").is_none());
+    assert_eq!(v["parameters"]["runs"], 2, "{v:#}");
+    assert!(v["fit_seconds"]["best"].as_f64().unwrap() > 0.0);
+}

@@ -7,8 +7,10 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::fit::CliError;
+use super::settings_args::render_message;
 use crate::engine::Event;
 use crate::engine::bounds::{DEFAULT_EPSILON, recompute};
+use crate::engine::quality;
 use crate::engine::record::RunRecord;
 
 #[derive(Debug, Clone, Args)]
@@ -61,6 +63,10 @@ pub fn run(args: &BoundArgs) -> Result<(), CliError> {
         })
     })?;
     let out = recompute(b, args.epsilon);
+    // As `fit` prints the record's coded warnings: the number alone reads like a guarantee.
+    if let Some(w) = quality::vacuous_certificate(&out) {
+        eprintln!("warning [{}]: {}", w.code, render_message(&w.message));
+    }
     println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     Ok(())
 }

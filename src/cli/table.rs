@@ -80,7 +80,7 @@ pub fn print_table(r: &RunRecord) {
             b.empirical_risk,
             b.kl,
             // A bound at or above ½ certifies nothing better than chance.
-            if b.risk >= 0.5 { "; vacuous" } else { "" }
+            if b.is_vacuous() { "; vacuous" } else { "" }
         );
     }
     if let Some(c) = r.details.get("is_check").filter(|c| c.is_object()) {

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::bounds::Bound;
 use super::event::{Event, LogLevel};
 use super::fit::Fit;
 use super::prior::Prior;
@@ -40,6 +41,8 @@ pub mod code {
     pub const CV_GRID_TRUNCATED: &str = "cv_grid_truncated";
     /// γ by cross-validation: the choice is an end of the usable grid.
     pub const CV_CHOICE_AT_EDGE: &str = "cv_choice_at_edge";
+    /// The PAC-Bayes certificate bounds 1 − AUC at or above ½ (`bounds::VACUOUS_RISK`).
+    pub const CERTIFICATE_VACUOUS: &str = "certificate_vacuous";
 }
 
 /// Fewest effective particles an SMC tempering step may keep. Measured on the
@@ -121,10 +124,32 @@ pub fn assess(fit: &Fit, data_warnings: &[String]) -> Vec<Warning> {
         }
     }
     derived.extend(spike);
+    derived.extend(fit.bound.as_ref().and_then(vacuous_certificate));
     out.extend(derived);
     let mut seen = std::collections::HashSet::new();
     out.retain(|w| seen.insert(w.message.clone()));
     out
+}
+
+/// A certificate no better than chance, said as such (the number alone reads
+/// like a guarantee).
+pub fn vacuous_certificate(b: &Bound) -> Option<Warning> {
+    b.is_vacuous().then(|| {
+        Warning::new(
+            code::CERTIFICATE_VACUOUS,
+            format!(
+                "the PAC-Bayes certificate is vacuous: 1 − AUC ≤ {:.4} with probability ≥ {} is \
+                 no better than a random score's ½ (E_ρ R_n = {:.4}, KL = {:.2}, {} rows); \
+                 more rows, or a posterior with a small empirical risk at a small KL to the \
+                 prior, tighten it",
+                b.risk,
+                1.0 - b.epsilon,
+                b.empirical_risk,
+                b.kl,
+                b.sizes.n()
+            ),
+        )
+    })
 }
 
 fn num(v: &Value, key: &str) -> Option<f64> {
@@ -305,6 +330,7 @@ struct CvParameter {
 fn cv_parameter(name: &str, engine: &str) -> CvParameter {
     let (what, unit, method, low, extend) = match name {
         "gamma_over_n" if engine == "smc" => ("γ", "n", "SMC", true, " (extend `gamma_grid`)"),
+        "gamma_over_n" if engine == "vb" => ("γ", "n", "VB", true, " (extend `gamma_grid`)"),
         "gamma_over_n" => ("γ", "n", "EP", true, " (extend `gamma_grid`)"),
         "lambda" => ("penalty λ", "", "the fit", false, ""),
         "rounds" => ("number of rounds", "", "the fit", true, ""),

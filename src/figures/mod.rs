@@ -109,13 +109,22 @@ pub struct Style {
 /// The palette slot of reference lines and de-emphasised series.
 pub const REFERENCE: usize = usize::MAX;
 
+/// The dash patterns series cycle through (`Style::nth`).
+pub const DASHES: [Dash; 4] = [Dash::Solid, Dash::Dashed, Dash::Dotted, Dash::DashDot];
+/// Series styles before a (colour, dash) pair repeats: the palette's eight
+/// colours (`plot::PALETTE`) × the four dashes.
+pub const DISTINCT_STYLES: usize = 32;
+
 impl Style {
-    /// The `i`-th series' style: colour `i`, dash pattern `i` (cycling).
+    /// The `i`-th series' style: colour `i` and dash pattern `i`, both
+    /// cycling, the dashes shifted by one at every pass through the palette,
+    /// so that no two of the first `DISTINCT_STYLES` series share both colour
+    /// and dash (with the dash alone cycling, series 8 looked like series 0).
     pub fn nth(i: usize) -> Style {
-        const DASHES: [Dash; 4] = [Dash::Solid, Dash::Dashed, Dash::Dotted, Dash::DashDot];
+        let colors = DISTINCT_STYLES / DASHES.len();
         Style {
             color: i,
-            dash: DASHES[i % DASHES.len()],
+            dash: DASHES[(i + i / colors) % DASHES.len()],
         }
     }
     pub fn reference(dash: Dash) -> Style {

@@ -336,3 +336,26 @@ fn ep_evidence_keeps_far_early_sweeps_off_its_scale() {
     let f = ep_convergence(&calm, Some(1e-4), "ep", "e").unwrap();
     assert!(f.panel(EVIDENCE).unwrap().y.range.is_none());
 }
+
+/// No two of the first `DISTINCT_STYLES` series share colour and dash (the
+/// colour taken modulo the palette's eight slots, as the plots draw it); the
+/// first pass through the palette keeps the old styles (solid, dashed, …).
+#[test]
+fn series_styles_stay_distinct_up_to_the_stated_count() {
+    let palette = DISTINCT_STYLES / DASHES.len();
+    let styles: Vec<(usize, Dash)> = (0..DISTINCT_STYLES)
+        .map(|i| {
+            let s = Style::nth(i);
+            (s.color % palette, s.dash)
+        })
+        .collect();
+    for (i, a) in styles.iter().enumerate() {
+        assert!(!styles[..i].contains(a), "series {i} repeats {a:?}");
+    }
+    for i in 0..palette {
+        assert_eq!(Style::nth(i).dash, DASHES[i % DASHES.len()]);
+    }
+    // Series 8 has series 0's colour but not its dash.
+    assert_eq!(Style::nth(8).color % palette, 0);
+    assert_ne!(Style::nth(8).dash, Style::nth(0).dash);
+}

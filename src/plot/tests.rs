@@ -330,3 +330,49 @@ fn integer_axes_get_integer_ticks() {
         .collect();
     assert_eq!(t, ["1", "2", "3"]);
 }
+
+/// A ROC figure of twelve runs (reproduce draws nine methods): every series'
+/// polyline has its own (stroke colour, dash pattern) pair in the SVG, and the
+/// palette is as long as `figures::DISTINCT_STYLES` assumes.
+#[test]
+fn twelve_roc_curves_are_drawn_in_twelve_distinct_styles() {
+    assert_eq!(PALETTE.len() * DASHES.len(), DISTINCT_STYLES);
+    let curves: Vec<Curve> = (0..12)
+        .map(|k| {
+            let (s, y) = crate::figures::tests::scored(60, k);
+            Curve::of(&roc_curve(&s, &y))
+        })
+        .collect();
+    let runs: Vec<RocSource> = curves
+        .iter()
+        .enumerate()
+        .map(|(k, c)| RocSource {
+            label: format!("run {k}"),
+            curve: c,
+            auc: 0.5,
+        })
+        .collect();
+    let (_, svg) = to_svg(&roc(&runs, "test set"));
+    let styles: Vec<(String, String)> = svg
+        .split(r#"<g class="series""#)
+        .skip(1)
+        .filter(|g| g.contains("data-name=\"run "))
+        .map(|g| {
+            let line = g.lines().find(|l| l.contains("<polyline")).unwrap();
+            let attr = |name: &str| {
+                line.split(&format!(r#"{name}=""#))
+                    .nth(1)
+                    .map_or(String::new(), |r| r[..r.find('"').unwrap()].to_string())
+            };
+            (attr("stroke"), attr("stroke-dasharray"))
+        })
+        .collect();
+    assert_eq!(styles.len(), 12);
+    let distinct: std::collections::HashSet<_> = styles.iter().collect();
+    assert_eq!(distinct.len(), 12, "{styles:?}");
+    assert_eq!(
+        count(&svg, r#"<g class="legend-entry">"#),
+        13,
+        "12 runs and chance"
+    );
+}

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::tables::Tables;
 use crate::engine::record::write_atomic;
-use crate::figures::{self, Dash, Figure, REFERENCE, Source, Style};
+use crate::figures::{self, Figure, Source};
 use crate::plot::{self, Format};
 
 /// What was written, and the figures that could not be drawn (why).
@@ -74,7 +74,6 @@ pub fn write(out: &Path, t: &Tables, records: &Path) -> Result<Written, String> 
             wanted.extend(m);
         }
         for f in &mut wanted {
-            distinct_styles(f);
             f.title = format!("{} · {} · split {FIGURE_SPLIT}", f.title, d.name);
             f.id = format!("{}-{}", f.id, d.name);
         }
@@ -100,19 +99,4 @@ fn split_records(records: &Path, data: &str, keys: &[&str]) -> Vec<Source> {
         }
     }
     out
-}
-
-/// Nine methods outrun the palette's eight colours: `Style::nth` repeats
-/// series 0's colour and dash at series 8, so from there the dash shifts.
-fn distinct_styles(f: &mut Figure) {
-    const DASHES: [Dash; 4] = [Dash::Solid, Dash::Dashed, Dash::Dotted, Dash::DashDot];
-    for p in &mut f.panels {
-        let drawn = p.series.iter_mut().filter(|s| s.style.color != REFERENCE);
-        for (i, s) in drawn.enumerate() {
-            s.style = Style {
-                color: i,
-                dash: DASHES[(i + i / 8) % DASHES.len()],
-            };
-        }
-    }
 }

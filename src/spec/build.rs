@@ -154,7 +154,6 @@ pub fn vb_engine(s: &VbSpec, gamma: Option<Gamma>, seed: u64) -> Vb {
             seed,
             ..VbSettings::default()
         },
-        // TODO(select): γ by CV through engine/select.
         cv: (gamma == Some(Gamma::Auto)).then(|| VbCv {
             grid_over_n: s.gamma_grid.clone(),
             folds: s.folds,

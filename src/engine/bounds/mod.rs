@@ -40,6 +40,10 @@ use row_space::RowSpace;
 
 pub const DEFAULT_EPSILON: f64 = 0.05;
 
+/// A bound on 1 − AUC at or above this certifies nothing: a score drawn at
+/// random has an expected AUC risk of ½ (ties ½), whatever the data.
+pub const VACUOUS_RISK: f64 = 0.5;
+
 /// The sample sizes a bound depends on.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Sizes {
@@ -130,6 +134,13 @@ pub struct Bound {
     /// the stage) and the particles' Gaussian fit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub others: Vec<Bound>,
+}
+
+impl Bound {
+    /// Whether the certificate says no more than a random score's ½.
+    pub fn is_vacuous(&self) -> bool {
+        self.risk >= VACUOUS_RISK
+    }
 }
 
 /// The fixed λ grid for n rows: 2^{g/2} from 1 to 8⌊n/2⌋ (where the

@@ -230,3 +230,34 @@ fn gcs_is_certified_through_its_evidence_only() {
         "{e}"
     );
 }
+
+/// A certificate at or above ½ is a coded warning of the record (`quality`);
+/// a tight one, or none, is not.
+#[test]
+fn vacuous_certificates_are_coded() {
+    use crate::engine::fit::{Fit, ScoreModel};
+    use crate::engine::quality::{assess, code};
+    let mut f = Fit::new(
+        "vb",
+        vec!["a".into()],
+        ScoreModel::Linear { weights: vec![1.0] },
+    );
+    assert!(assess(&f, &[]).is_empty());
+    // E_ρ R_n = 0.1 with a small KL: tight.
+    f.bound = Some(from_parts(0.1, 2.0, sizes(100, 200), 0.05, "gaussian"));
+    assert!(!f.bound.as_ref().unwrap().is_vacuous());
+    assert!(assess(&f, &[]).is_empty());
+    // E_ρ R_n = 0.45: the bound can only be above ½.
+    f.bound = Some(from_parts(0.45, 2.0, sizes(100, 200), 0.05, "gaussian"));
+    let risk = f.bound.as_ref().unwrap().risk;
+    assert!(risk >= VACUOUS_RISK);
+    let w = assess(&f, &[]);
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].code, code::CERTIFICATE_VACUOUS);
+    assert!(
+        w[0].message.contains(&format!("{risk:.4}")),
+        "{}",
+        w[0].message
+    );
+    assert!(!w[0].undermines_convergence());
+}

@@ -23,6 +23,43 @@ pub(crate) fn split(x: &DMatrix<f64>, y: &[bool]) -> (DMatrix<f64>, DMatrix<f64>
     (x.select_rows(&p), x.select_rows(&n))
 }
 
+/// The pair EP most tests build: rows `xp`, `xn` (`excluded`: their identical
+/// pairs), the N(0, I) prior, sites stored in `precision`, configured by
+/// `setup`, run at γ = n (g = n/pairs) with settings `s` on `threads` threads
+/// (None: the current pool). Returns the posterior, log Z_EP and sweeps.
+pub(crate) fn fit_pair_ep(
+    (xp, xn): (&DMatrix<f64>, &DMatrix<f64>),
+    excluded: &Excluded,
+    precision: Precision,
+    s: &EpSettings,
+    threads: Option<usize>,
+    setup: impl FnOnce(&mut PairEp) + Send,
+) -> (Posterior, f64, usize) {
+    let fit = || {
+        let mut ep = PairEp::new(
+            xp.clone(),
+            xn.clone(),
+            excluded.clone(),
+            PriorTerms::centred(&vec![1.0; xp.ncols()]),
+            precision,
+        )
+        .unwrap();
+        setup(&mut ep);
+        let g = (xp.nrows() + xn.nrows()) as f64 / ep.pairs() as f64;
+        let o = ep.run(g, s, &Control::new(), &mut |_| {}).unwrap();
+        let q = ep.posterior().unwrap().clone();
+        (q, o.evidence.log_z().unwrap(), o.sweeps)
+    };
+    match threads {
+        None => fit(),
+        Some(t) => rayon::ThreadPoolBuilder::new()
+            .num_threads(t)
+            .build()
+            .unwrap()
+            .install(fit),
+    }
+}
+
 /// EP on (x, y) with prior variances `vars` at γ; returns the design, state and outcome.
 pub(crate) fn run_ep(
     x: &DMatrix<f64>,
@@ -370,32 +407,21 @@ fn reduced_form_equals_primal() {
 fn instruction_sets_and_thread_counts_agree() {
     let (x, y) = toy(150, 5, 13, 1.0);
     let (xp, xn) = split(&x, &y);
+    let none = Excluded::none(xp.nrows());
     let run = |isa: Option<Isa>, threads: usize| {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        pool.install(|| {
-            let mut ep = PairEp::new(
-                xp.clone(),
-                xn.clone(),
-                Excluded::none(xp.nrows()),
-                PriorTerms::centred(&[1.0; 5]),
-                Precision::F64,
-            )
-            .unwrap();
-            if let Some(i) = isa {
-                ep.set_isa(i);
-            }
-            let g = 150.0 / ep.sites() as f64;
-            let o = ep
-                .run(g, &EpSettings::default(), &Control::new(), &mut |_| {})
-                .unwrap();
-            (
-                ep.posterior().unwrap().m.clone(),
-                o.evidence.log_z().unwrap(),
-            )
-        })
+        let (q, z, _) = fit_pair_ep(
+            (&xp, &xn),
+            &none,
+            Precision::F64,
+            &EpSettings::default(),
+            Some(threads),
+            |ep| {
+                if let Some(i) = isa {
+                    ep.set_isa(i);
+                }
+            },
+        );
+        (q.m, z)
     };
     let (m1, z1) = run(None, 1);
     let (m2, z2) = run(None, 2);
@@ -420,27 +446,21 @@ fn blocks_of_rows_give_the_one_block_result() {
     for d in [5, 40] {
         let (x, y) = toy(160, d, 17, 1.0);
         let (xp, xn) = split(&x, &y);
+        let none = Excluded::none(xp.nrows());
         let run = |rows: Option<usize>| {
-            let mut ep = PairEp::new(
-                xp.clone(),
-                xn.clone(),
-                Excluded::none(xp.nrows()),
-                PriorTerms::centred(&vec![1.0; d]),
+            let (q, z, sweeps) = fit_pair_ep(
+                (&xp, &xn),
+                &none,
                 Precision::F64,
-            )
-            .unwrap();
-            if let Some(r) = rows {
-                ep.set_block_rows(r);
-            }
-            let g = 160.0 / ep.sites() as f64;
-            let o = ep
-                .run(g, &EpSettings::default(), &Control::new(), &mut |_| {})
-                .unwrap();
-            (
-                ep.posterior().unwrap().m.clone(),
-                o.evidence.log_z().unwrap(),
-                o.sweeps,
-            )
+                &EpSettings::default(),
+                None,
+                |ep| {
+                    if let Some(r) = rows {
+                        ep.set_block_rows(r);
+                    }
+                },
+            );
+            (q.m, z, sweeps)
         };
         let (m1, z1, s1) = run(None);
         let (m7, z7, s7) = run(Some(7));
@@ -458,29 +478,22 @@ fn blocks_of_rows_give_the_one_block_result() {
 fn single_precision_storage_stays_at_the_fixed_point() {
     let (x, y) = toy(200, 4, 17, 1.0);
     let (xp, xn) = split(&x, &y);
+    let none = Excluded::none(xp.nrows());
     let fit = |prec| {
-        let mut ep = PairEp::new(
-            xp.clone(),
-            xn.clone(),
-            Excluded::none(xp.nrows()),
-            PriorTerms::centred(&[1.0; 4]),
-            prec,
-        )
-        .unwrap();
-        let g = 200.0 / ep.sites() as f64;
-        let o = ep
-            .run(g, &tight(0.7, 1e-6), &Control::new(), &mut |_| {})
-            .unwrap();
-        (ep.posterior().unwrap().clone(), o, ep.storage())
+        let mut storage = "";
+        let (q, z, _) = fit_pair_ep((&xp, &xn), &none, prec, &tight(0.7, 1e-6), None, |ep| {
+            storage = ep.storage()
+        });
+        (q, z, storage)
     };
-    let (q64, o64, s64) = fit(Precision::F64);
-    let (q32, o32, s32) = fit(Precision::F32);
+    let (q64, z64, s64) = fit(Precision::F64);
+    let (q32, z32, s32) = fit(Precision::F32);
     assert_eq!((s64, s32), ("f64", "f32"));
     for (k, sd) in q64.sd().into_iter().enumerate() {
         assert!((q64.m[k] - q32.m[k]).abs() < 1e-5 * sd);
         assert!((q32.v[(k, k)].sqrt() / sd - 1.0).abs() < 1e-5);
     }
-    let dz = o64.evidence.log_z().unwrap() - o32.evidence.log_z().unwrap();
+    let dz = z64 - z32;
     assert!(dz.abs() < 1e-4, "{dz}");
 }
 

@@ -1,9 +1,8 @@
 //! The tiled block products (p above 32, `kernel::tiled`) against the slow
 //! obvious EP and against the matrixmultiply path they replaced.
 
-use super::tests::{naive_ep, split, toy};
+use super::tests::{fit_pair_ep, naive_ep, split, toy};
 use super::*;
-use crate::engine::interface::Control;
 
 /// At p = 40 the fast engine (tiled products) follows the naive iterates:
 /// explicit a_ij, Q as a sum of outer products.
@@ -16,23 +15,13 @@ fn tiled_products_follow_the_naive_iterates() {
         ..EpSettings::default()
     };
     let (xp, xn) = split(&x, &y);
-    let n_pos = xp.nrows();
-    let mut ep = PairEp::new(
-        xp,
-        xn,
-        Excluded::none(n_pos),
-        PriorTerms::centred(&[1.0; 40]),
-        Precision::F64,
-    )
-    .unwrap();
-    let g = 44.0 / ep.sites() as f64;
-    let out = ep.run(g, &s, &Control::new(), &mut |_| {}).unwrap();
+    let none = Excluded::none(xp.nrows());
+    let (q, z, sweeps_fast) = fit_pair_ep((&xp, &xn), &none, Precision::F64, &s, None, |_| {});
     let (m, v, log_z, sweeps) = naive_ep(&x, &y, 1.0, 44.0, &s);
-    let q = ep.posterior().unwrap();
-    assert_eq!(out.sweeps, sweeps);
+    assert_eq!(sweeps_fast, sweeps);
     assert!((&q.m - &m).amax() < 1e-10, "means {} vs {}", q.m, m);
     assert!((&q.v - &v).amax() < 1e-10);
-    let dz = out.evidence.log_z().unwrap() - log_z;
+    let dz = z - log_z;
     assert!(dz.abs() < 1e-9, "log Z off by {dz}");
 }
 
@@ -56,32 +45,12 @@ fn tiled_products_agree_with_the_gemm_path() {
     let excl = identical_pairs(&xp, &xn);
     assert_eq!(excl.count(), 2);
     let run = |gemm: bool, prec: Precision, block: Option<usize>, threads: usize| {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        pool.install(|| {
-            let mut ep = PairEp::new(
-                xp.clone(),
-                xn.clone(),
-                excl.clone(),
-                PriorTerms::centred(&vec![1.0; d]),
-                prec,
-            )
-            .unwrap();
+        let s = EpSettings::default();
+        fit_pair_ep((&xp, &xn), &excl, prec, &s, Some(threads), |ep| {
             if let Some(r) = block {
                 ep.set_block_rows(r);
             }
             ep.set_gemm_products(gemm);
-            let g = 700.0 / ep.pairs() as f64;
-            let o = ep
-                .run(g, &EpSettings::default(), &Control::new(), &mut |_| {})
-                .unwrap();
-            (
-                ep.posterior().unwrap().clone(),
-                o.evidence.log_z().unwrap(),
-                o.sweeps,
-            )
         })
     };
     for prec in [Precision::F64, Precision::F32] {
@@ -106,26 +75,15 @@ fn tiled_instruction_sets_agree() {
     let d = 36;
     let (x, y) = toy(150, d, 31, 1.0);
     let (xp, xn) = split(&x, &y);
+    let none = Excluded::none(xp.nrows());
     let run = |isa: Option<Isa>| {
-        let mut ep = PairEp::new(
-            xp.clone(),
-            xn.clone(),
-            Excluded::none(xp.nrows()),
-            PriorTerms::centred(&vec![1.0; d]),
-            Precision::F64,
-        )
-        .unwrap();
-        if let Some(i) = isa {
-            ep.set_isa(i);
-        }
-        let g = 150.0 / ep.sites() as f64;
-        let o = ep
-            .run(g, &EpSettings::default(), &Control::new(), &mut |_| {})
-            .unwrap();
-        (
-            ep.posterior().unwrap().m.clone(),
-            o.evidence.log_z().unwrap(),
-        )
+        let s = EpSettings::default();
+        let (q, z, _) = fit_pair_ep((&xp, &xn), &none, Precision::F64, &s, None, |ep| {
+            if let Some(i) = isa {
+                ep.set_isa(i);
+            }
+        });
+        (q.m, z)
     };
     let (m1, z1) = run(None);
     let (mp, zp) = run(Some(Isa::Plain));

@@ -41,6 +41,29 @@ impl View {
             ld: self.ld,
         }
     }
+    /// A square view split at `n1`: the blocks (1,1), (2,1) and (2,2).
+    fn quarters(self, n1: usize) -> (View, View, View) {
+        let n2 = self.rows - n1;
+        (
+            self.sub(0, 0, n1, n1),
+            self.sub(n1, 0, n2, n1),
+            self.sub(n1, n1, n2, n2),
+        )
+    }
+    /// Rows `[0, r1)` and `[r1, rows)`.
+    fn split_rows(self, r1: usize) -> (View, View) {
+        (
+            self.sub(0, 0, r1, self.cols),
+            self.sub(r1, 0, self.rows - r1, self.cols),
+        )
+    }
+    /// Columns `[0, c1)` and `[c1, cols)`.
+    fn split_cols(self, c1: usize) -> (View, View) {
+        (
+            self.sub(0, 0, self.rows, c1),
+            self.sub(0, c1, self.rows, self.cols - c1),
+        )
+    }
     /// # Safety
     /// (i, j) must be inside the view.
     #[inline(always)]
@@ -127,12 +150,7 @@ unsafe fn chol(a: View) -> Result<(), usize> {
         return Ok(());
     }
     let n1 = n / 2;
-    let n2 = n - n1;
-    let (a11, a21, a22) = (
-        a.sub(0, 0, n1, n1),
-        a.sub(n1, 0, n2, n1),
-        a.sub(n1, n1, n2, n2),
-    );
+    let (a11, a21, a22) = a.quarters(n1);
     unsafe {
         chol(a11)?;
         trsm_right_lower_t(a11, a21);
@@ -166,21 +184,12 @@ unsafe fn trsm_right_lower_t(l: View, b: View) {
         }
         return;
     }
-    let n1 = n / 2;
-    let n2 = n - n1;
-    let m = b.rows;
+    let (l11, l21, l22) = l.quarters(n / 2);
+    let (b1, b2) = b.split_cols(n / 2);
     unsafe {
-        trsm_right_lower_t(l.sub(0, 0, n1, n1), b.sub(0, 0, m, n1));
-        gemm(
-            -1.0,
-            b.sub(0, 0, m, n1),
-            false,
-            l.sub(n1, 0, n2, n1),
-            true,
-            1.0,
-            b.sub(0, n1, m, n2),
-        );
-        trsm_right_lower_t(l.sub(n1, n1, n2, n2), b.sub(0, n1, m, n2));
+        trsm_right_lower_t(l11, b1);
+        gemm(-1.0, b1, false, l21, true, 1.0, b2);
+        trsm_right_lower_t(l22, b2);
     }
 }
 
@@ -204,21 +213,12 @@ unsafe fn trsm_left_lower(l: View, b: View) {
         }
         return;
     }
-    let n1 = n / 2;
-    let n2 = n - n1;
-    let m = b.cols;
+    let (l11, l21, l22) = l.quarters(n / 2);
+    let (b1, b2) = b.split_rows(n / 2);
     unsafe {
-        trsm_left_lower(l.sub(0, 0, n1, n1), b.sub(0, 0, n1, m));
-        gemm(
-            -1.0,
-            l.sub(n1, 0, n2, n1),
-            false,
-            b.sub(0, 0, n1, m),
-            false,
-            1.0,
-            b.sub(n1, 0, n2, m),
-        );
-        trsm_left_lower(l.sub(n1, n1, n2, n2), b.sub(n1, 0, n2, m));
+        trsm_left_lower(l11, b1);
+        gemm(-1.0, l21, false, b1, false, 1.0, b2);
+        trsm_left_lower(l22, b2);
     }
 }
 
@@ -242,21 +242,12 @@ unsafe fn trsm_left_lower_t(l: View, b: View) {
         }
         return;
     }
-    let n1 = n / 2;
-    let n2 = n - n1;
-    let m = b.cols;
+    let (l11, l21, l22) = l.quarters(n / 2);
+    let (b1, b2) = b.split_rows(n / 2);
     unsafe {
-        trsm_left_lower_t(l.sub(n1, n1, n2, n2), b.sub(n1, 0, n2, m));
-        gemm(
-            -1.0,
-            l.sub(n1, 0, n2, n1),
-            true,
-            b.sub(n1, 0, n2, m),
-            false,
-            1.0,
-            b.sub(0, 0, n1, m),
-        );
-        trsm_left_lower_t(l.sub(0, 0, n1, n1), b.sub(0, 0, n1, m));
+        trsm_left_lower_t(l22, b2);
+        gemm(-1.0, l21, true, b2, false, 1.0, b1);
+        trsm_left_lower_t(l11, b1);
     }
 }
 
@@ -271,14 +262,12 @@ unsafe fn syrk_lower(alpha: f64, a: View, c: View) {
         unsafe { gemm(alpha, a, false, a, true, 1.0, c) };
         return;
     }
-    let n1 = n / 2;
-    let n2 = n - n1;
-    let k = a.cols;
-    let (a1, a2) = (a.sub(0, 0, n1, k), a.sub(n1, 0, n2, k));
+    let (c11, c21, c22) = c.quarters(n / 2);
+    let (a1, a2) = a.split_rows(n / 2);
     unsafe {
-        syrk_lower(alpha, a1, c.sub(0, 0, n1, n1));
-        gemm(alpha, a2, false, a1, true, 1.0, c.sub(n1, 0, n2, n1));
-        syrk_lower(alpha, a2, c.sub(n1, n1, n2, n2));
+        syrk_lower(alpha, a1, c11);
+        gemm(alpha, a2, false, a1, true, 1.0, c21);
+        syrk_lower(alpha, a2, c22);
     }
 }
 
@@ -292,14 +281,12 @@ unsafe fn syrk_lower_t(alpha: f64, a: View, c: View) {
         unsafe { gemm(alpha, a, true, a, false, 1.0, c) };
         return;
     }
-    let n1 = n / 2;
-    let n2 = n - n1;
-    let k = a.rows;
-    let (a1, a2) = (a.sub(0, 0, k, n1), a.sub(0, n1, k, n2));
+    let (c11, c21, c22) = c.quarters(n / 2);
+    let (a1, a2) = a.split_cols(n / 2);
     unsafe {
-        syrk_lower_t(alpha, a1, c.sub(0, 0, n1, n1));
-        gemm(alpha, a2, true, a1, false, 1.0, c.sub(n1, 0, n2, n1));
-        syrk_lower_t(alpha, a2, c.sub(n1, n1, n2, n2));
+        syrk_lower_t(alpha, a1, c11);
+        gemm(alpha, a2, true, a1, false, 1.0, c21);
+        syrk_lower_t(alpha, a2, c22);
     }
 }
 
@@ -329,21 +316,12 @@ unsafe fn trmm_right_lower(b: View, l: View) {
         }
         return;
     }
-    let n1 = n / 2;
-    let n2 = n - n1;
-    let m = b.rows;
+    let (l11, l21, l22) = l.quarters(n / 2);
+    let (b1, b2) = b.split_cols(n / 2);
     unsafe {
-        trmm_right_lower(b.sub(0, 0, m, n1), l.sub(0, 0, n1, n1));
-        gemm(
-            1.0,
-            b.sub(0, n1, m, n2),
-            false,
-            l.sub(n1, 0, n2, n1),
-            false,
-            1.0,
-            b.sub(0, 0, m, n1),
-        );
-        trmm_right_lower(b.sub(0, n1, m, n2), l.sub(n1, n1, n2, n2));
+        trmm_right_lower(b1, l11);
+        gemm(1.0, b2, false, l21, false, 1.0, b1);
+        trmm_right_lower(b2, l22);
     }
 }
 
@@ -368,21 +346,12 @@ unsafe fn trmm_left_lower(alpha: f64, l: View, b: View) {
         }
         return;
     }
-    let n1 = n / 2;
-    let n2 = n - n1;
-    let m = b.cols;
+    let (l11, l21, l22) = l.quarters(n / 2);
+    let (b1, b2) = b.split_rows(n / 2);
     unsafe {
-        trmm_left_lower(alpha, l.sub(n1, n1, n2, n2), b.sub(n1, 0, n2, m));
-        gemm(
-            alpha,
-            l.sub(n1, 0, n2, n1),
-            false,
-            b.sub(0, 0, n1, m),
-            false,
-            1.0,
-            b.sub(n1, 0, n2, m),
-        );
-        trmm_left_lower(alpha, l.sub(0, 0, n1, n1), b.sub(0, 0, n1, m));
+        trmm_left_lower(alpha, l22, b2);
+        gemm(alpha, l21, false, b1, false, 1.0, b2);
+        trmm_left_lower(alpha, l11, b1);
     }
 }
 
@@ -407,21 +376,12 @@ unsafe fn trmm_left_lower_t(l: View, b: View) {
         }
         return;
     }
-    let n1 = n / 2;
-    let n2 = n - n1;
-    let m = b.cols;
+    let (l11, l21, l22) = l.quarters(n / 2);
+    let (b1, b2) = b.split_rows(n / 2);
     unsafe {
-        trmm_left_lower_t(l.sub(0, 0, n1, n1), b.sub(0, 0, n1, m));
-        gemm(
-            1.0,
-            l.sub(n1, 0, n2, n1),
-            true,
-            b.sub(n1, 0, n2, m),
-            false,
-            1.0,
-            b.sub(0, 0, n1, m),
-        );
-        trmm_left_lower_t(l.sub(n1, n1, n2, n2), b.sub(n1, 0, n2, m));
+        trmm_left_lower_t(l11, b1);
+        gemm(1.0, l21, true, b2, false, 1.0, b1);
+        trmm_left_lower_t(l22, b2);
     }
 }
 
@@ -448,17 +408,18 @@ unsafe fn trtri_lower(l: View) {
         }
         return;
     }
-    let n1 = n / 2;
-    let n2 = n - n1;
-    let (w11, w21, w22) = (
-        l.sub(0, 0, n1, n1),
-        l.sub(n1, 0, n2, n1),
-        l.sub(n1, n1, n2, n2),
-    );
+    unsafe { invert_blocks(l.quarters(n / 2)) };
+}
+
+/// The blocks (1,1), (2,1), (2,2) of `L⁻¹` in place of L's: the diagonal
+/// blocks inverted, then W21 = −W22·L21·W11.
+///
+/// # Safety
+/// Disjoint blocks of one valid square view.
+unsafe fn invert_blocks((w11, w21, w22): (View, View, View)) {
     unsafe {
         trtri_lower(w11);
         trtri_lower(w22);
-        // W21 = −W22·L21·W11.
         trmm_right_lower(w21, w11);
         trmm_left_lower(-1.0, w22, w21);
     }
@@ -484,13 +445,7 @@ unsafe fn lauum_lower(w: View) {
         }
         return;
     }
-    let n1 = n / 2;
-    let n2 = n - n1;
-    let (w11, w21, w22) = (
-        w.sub(0, 0, n1, n1),
-        w.sub(n1, 0, n2, n1),
-        w.sub(n1, n1, n2, n2),
-    );
+    let (w11, w21, w22) = w.quarters(n / 2);
     unsafe {
         lauum_lower(w11);
         syrk_lower_t(1.0, w21, w11);
@@ -573,20 +528,9 @@ pub fn cholesky_in_place(a: &mut DMatrix<f64>) -> Result<(), usize> {
 pub fn partial_inverse(l: &mut DMatrix<f64>, n1: usize) -> Vec<f64> {
     assert!(l.is_square() && n1 <= l.nrows());
     let n = l.nrows();
-    let n2 = n - n1;
-    let v = View::of(l);
-    let (w11, w21, w22) = (
-        v.sub(0, 0, n1, n1),
-        v.sub(n1, 0, n2, n1),
-        v.sub(n1, n1, n2, n2),
-    );
+    let (w11, w21, w22) = View::of(l).quarters(n1);
     // SAFETY: disjoint blocks of the owned square matrix.
-    unsafe {
-        trtri_lower(w11);
-        trtri_lower(w22);
-        trmm_right_lower(w21, w11);
-        trmm_left_lower(-1.0, w22, w21);
-    }
+    unsafe { invert_blocks((w11, w21, w22)) };
     // diag(V11) = column norms² of W11 (lower) and W21.
     let diag = (0..n1)
         .map(|k| {

@@ -61,6 +61,20 @@ pub struct CvSpec {
     pub memory_budget: usize,
 }
 
+impl CvSpec {
+    /// The usual spec: walked upwards, never extended, the default memory budget.
+    pub fn ascending(folds: usize, seed: u64, grid: Vec<f64>) -> CvSpec {
+        CvSpec {
+            folds,
+            seed,
+            grid,
+            walk: Walk::Ascending,
+            extend_below_to: None,
+            memory_budget: MEMORY_BUDGET,
+        }
+    }
+}
+
 /// Default `memory_budget`: 1 GiB (a fold above it runs alone: its passes are parallel inside).
 pub const MEMORY_BUDGET: usize = 1 << 30;
 

@@ -19,7 +19,9 @@ pub use kfold::{
     CvMethod, CvNames, CvReport, CvSpec, FoldData, FoldFailure, GridWalker, MEMORY_BUDGET,
     PointFit, Walk, cross_validate,
 };
-pub use path::{EarlyStop, PathMethod, StoppedEarly, cross_validate_path};
+pub use path::{
+    EarlyStop, PathMethod, RefitPoint, StoppedEarly, cross_validate_path, cross_validate_refit,
+};
 pub use search::{
     FixedPoint, FixedPointRule, Phase, Range1d, coordinate_ascent, fixed_point, maximise,
 };

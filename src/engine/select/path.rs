@@ -41,6 +41,57 @@ pub trait PathMethod: Sync {
     ) -> Result<(), EngineError>;
 }
 
+/// A path method that can also fit one grid point from scratch: the per-point
+/// reference its path is measured against (`cross_validate_refit`), with the
+/// names and memory of the path.
+pub trait RefitPoint: PathMethod {
+    /// The fit at `value` alone on the fold's training rows.
+    fn fit_point(
+        &self,
+        value: f64,
+        fold: &FoldData,
+        ctl: &Control,
+    ) -> Result<PointFit, EngineError>;
+}
+
+/// The cross-validation of `method` with one fit per fold and grid point
+/// (`kfold` directly): the slow reference of `cross_validate_path`.
+pub fn cross_validate_refit<M: RefitPoint>(
+    x: &DMatrix<f64>,
+    y: &[bool],
+    spec: &CvSpec,
+    method: &M,
+    ctl: &Control,
+    log: &mut dyn FnMut(String),
+) -> Result<CvReport, EngineError> {
+    cross_validate(x, y, spec, &Refit(method), ctl, log)
+}
+
+/// A `RefitPoint` as a `kfold` method; its walker keeps nothing between points.
+struct Refit<'a, M>(&'a M);
+
+impl<'a, M: RefitPoint> CvMethod for Refit<'a, M> {
+    type Walker = Refit<'a, M>;
+    fn names(&self) -> CvNames {
+        self.0.names()
+    }
+    fn label(&self, value: f64) -> String {
+        self.0.label(value)
+    }
+    fn start(&self, _: &FoldData) -> Result<Refit<'a, M>, EngineError> {
+        Ok(Refit(self.0))
+    }
+    fn fold_bytes(&self, positives: usize, negatives: usize, d: usize) -> usize {
+        self.0.fold_bytes(positives, negatives, d)
+    }
+}
+
+impl<M: RefitPoint> GridWalker for Refit<'_, M> {
+    fn fit(&mut self, value: f64, fold: &FoldData, ctl: &Control) -> Result<PointFit, EngineError> {
+        self.0.fit_point(value, fold, ctl)
+    }
+}
+
 /// Ending every fold's run once the mean held-out AUC has clearly fallen:
 /// at `points` grid points in a row past the best one so far, each below it
 /// by more than `standard_errors` paired standard errors (the sd over folds of
@@ -362,7 +413,6 @@ impl<M: PathMethod> GridWalker for PathWalker<'_, M> {
 mod tests {
     use super::*;
     use crate::engine::rng;
-    use crate::engine::select::{MEMORY_BUDGET, kfold::CvMethod};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     const TOY: CvNames = CvNames {
@@ -423,25 +473,8 @@ mod tests {
     }
 
     /// The same scores, one fit per point (the refit reference).
-    struct PerPoint;
-    struct PerPointWalker;
-    impl CvMethod for PerPoint {
-        type Walker = PerPointWalker;
-        fn names(&self) -> CvNames {
-            TOY
-        }
-        fn label(&self, v: f64) -> String {
-            format!("v = {v}")
-        }
-        fn start(&self, _: &FoldData) -> Result<PerPointWalker, EngineError> {
-            Ok(PerPointWalker)
-        }
-        fn fold_bytes(&self, _: usize, _: usize, _: usize) -> usize {
-            1
-        }
-    }
-    impl GridWalker for PerPointWalker {
-        fn fit(&mut self, v: f64, fold: &FoldData, _: &Control) -> Result<PointFit, EngineError> {
+    impl RefitPoint for Scripted {
+        fn fit_point(&self, v: f64, fold: &FoldData, _: &Control) -> Result<PointFit, EngineError> {
             Ok(PointFit::Scored {
                 scores: scores(fold, v),
                 iterations: 0,
@@ -459,14 +492,7 @@ mod tests {
     }
 
     fn spec(grid: &[f64]) -> CvSpec {
-        CvSpec {
-            folds: 3,
-            seed: 2,
-            grid: grid.to_vec(),
-            walk: Walk::Ascending,
-            extend_below_to: None,
-            memory_budget: MEMORY_BUDGET,
-        }
+        CvSpec::ascending(3, 2, grid.to_vec())
     }
 
     /// One run per fold, and the same curve and choice as fitting every point.
@@ -482,7 +508,7 @@ mod tests {
         let (a, stopped) =
             cross_validate_path(&x, &y, &spec(&grid), &m, None, &ctl, &mut |_| {}).unwrap();
         assert_eq!(stopped, None);
-        let b = cross_validate(&x, &y, &spec(&grid), &PerPoint, &ctl, &mut |_| {}).unwrap();
+        let b = cross_validate_refit(&x, &y, &spec(&grid), &m, &ctl, &mut |_| {}).unwrap();
         assert_eq!(m.runs.load(Ordering::SeqCst), 3);
         assert_eq!(a.grid, vec![0.0625, 0.25, 1.0, 2.0, 4.0]);
         assert_eq!(a.mean_auc, b.mean_auc);

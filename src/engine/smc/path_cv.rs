@@ -27,8 +27,8 @@ use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
 use crate::engine::rng;
 use crate::engine::select::{
-    CvMethod, CvNames, CvReport, CvSpec, EarlyStop, FoldData, GridWalker, MEMORY_BUDGET,
-    PathMethod, PointFit, StoppedEarly, Walk, cross_validate, cross_validate_path,
+    CvNames, CvReport, CvSpec, EarlyStop, FoldData, PathMethod, PointFit, RefitPoint, StoppedEarly,
+    cross_validate_path, cross_validate_refit,
 };
 
 /// RNG key of a fold's sampler seed (with the run's sampler seed).
@@ -119,16 +119,6 @@ const NAMES: CvNames = CvNames {
 };
 
 impl Folds<'_> {
-    fn label(&self, c: f64) -> String {
-        format!("γ = {c}n")
-    }
-    /// What a fold's run holds: about eight N × d arrays (the cloud, its
-    /// natural coordinates, the chains, proposals and snapshots), the fold's
-    /// rows twice (as given and packed) and a few d × d fits. Scores are
-    /// computed in blocks of particles and do not add up.
-    fn fold_bytes(&self, positives: usize, negatives: usize, d: usize) -> usize {
-        (8 * self.settings.particles * d + 2 * (positives + negatives) * d + 4 * d * d) * 8
-    }
     fn record(&self, run: PointRun) {
         self.runs.lock().expect("not poisoned").push(run);
     }
@@ -150,10 +140,14 @@ impl PathMethod for Folds<'_> {
         NAMES
     }
     fn label(&self, c: f64) -> String {
-        Folds::label(self, c)
+        format!("γ = {c}n")
     }
+    /// What a fold's run holds: about eight N × d arrays (the cloud, its
+    /// natural coordinates, the chains, proposals and snapshots), the fold's
+    /// rows twice (as given and packed) and a few d × d fits. Scores are
+    /// computed in blocks of particles and do not add up.
     fn fold_bytes(&self, positives: usize, negatives: usize, d: usize) -> usize {
-        Folds::fold_bytes(self, positives, negatives, d)
+        (8 * self.settings.particles * d + 2 * (positives + negatives) * d + 4 * d * d) * 8
     }
     fn run_path(
         &self,
@@ -216,40 +210,18 @@ impl PathMethod for Folds<'_> {
     }
 }
 
-/// One SMC run per fold and grid point.
-struct Refit<'a>(&'a Folds<'a>);
-
-struct RefitWalker<'a> {
-    folds: &'a Folds<'a>,
-}
-
-impl<'a> CvMethod for Refit<'a> {
-    type Walker = RefitWalker<'a>;
-    fn names(&self) -> CvNames {
-        NAMES
-    }
-    fn label(&self, c: f64) -> String {
-        self.0.label(c)
-    }
-    fn start(&self, _: &FoldData) -> Result<RefitWalker<'a>, EngineError> {
-        Ok(RefitWalker { folds: self.0 })
-    }
-    fn fold_bytes(&self, positives: usize, negatives: usize, d: usize) -> usize {
-        self.0.fold_bytes(positives, negatives, d)
-    }
-}
-
-impl GridWalker for RefitWalker<'_> {
-    fn fit(&mut self, c: f64, fold: &FoldData, ctl: &Control) -> Result<PointFit, EngineError> {
-        let target = LinearAuc::new(&fold.xtr, &fold.ytr, self.folds.prior.clone());
-        let s = fold_settings(self.folds.settings, fold.fold);
+/// One SMC run per fold and grid point (`CvMode::Refit`).
+impl RefitPoint for Folds<'_> {
+    fn fit_point(&self, c: f64, fold: &FoldData, ctl: &Control) -> Result<PointFit, EngineError> {
+        let target = LinearAuc::new(&fold.xtr, &fold.ytr, self.prior.clone());
+        let s = fold_settings(self.settings, fold.fold);
         let gamma = c * fold.ytr.len() as f64;
         let run = match sampler::run(&target, gamma, &s, ctl, &mut NoObserver) {
             Ok(r) => r,
             Err(e) => return Folds::failure(e),
         };
         let stages = run.path.len() - 1;
-        self.folds.record(PointRun {
+        self.record(PointRun {
             fold: fold.fold + 1,
             gamma_over_n: c,
             stages,
@@ -291,17 +263,10 @@ pub fn cross_validate_gamma(
         prior,
         runs: Mutex::new(Vec::new()),
     };
-    let spec = CvSpec {
-        folds: cv.folds,
-        seed: cv.seed,
-        grid: cv.grid_over_n.clone(),
-        walk: Walk::Ascending,
-        extend_below_to: None,
-        memory_budget: MEMORY_BUDGET,
-    };
+    let spec = CvSpec::ascending(cv.folds, cv.seed, cv.grid_over_n.clone());
     let (report, stopped) = match cv.mode {
         CvMode::Path => cross_validate_path(x, y, &spec, &folds, cv.early_stop, ctl, log)?,
-        CvMode::Refit => (cross_validate(x, y, &spec, &Refit(&folds), ctl, log)?, None),
+        CvMode::Refit => (cross_validate_refit(x, y, &spec, &folds, ctl, log)?, None),
     };
     let mut runs = folds.runs.into_inner().expect("not poisoned");
     runs.sort_by(|a, b| {

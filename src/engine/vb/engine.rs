@@ -60,12 +60,26 @@ impl Engine for Vb {
             &mut trace,
         );
         let cv = match &self.cv {
-            Some(c) => Some(cross_validate(&pb.x, &pb.y, &pb.prior, s, c, ctl)?),
+            Some(c) => Some(cross_validate(
+                &pb.x,
+                &pb.y,
+                &pb.prior,
+                s,
+                c,
+                ctl,
+                &mut |m| {
+                    let e = Event::Log {
+                        level: LogLevel::Info,
+                        message: m,
+                    };
+                    emit(obs, e, &mut trace)
+                },
+            )?),
             None => None,
         };
         let theory = theory_gamma(s.loss, np, nn, d);
         let gamma = match &cv {
-            Some(r) => r.chosen_over_n * pb.n() as f64,
+            Some(r) => r.report.chosen * pb.n() as f64,
             None if self.theory_gamma => theory,
             None => pb.gamma,
         };
@@ -119,8 +133,7 @@ impl Engine for Vb {
                     level: LogLevel::Info,
                     message: format!(
                         "vb: γ = {}n = {gamma} by {}-fold CV",
-                        r.chosen_over_n,
-                        self.cv.as_ref().map_or(0, |c| c.folds)
+                        r.report.chosen, r.report.folds
                     ),
                 },
                 &mut trace,
@@ -131,8 +144,14 @@ impl Engine for Vb {
                     Event::Log {
                         level: LogLevel::Warn,
                         message: format!(
-                            "vb cv: some fold's fit missed its convergence rule at γ/n = {:?}",
+                            "vb cv: {} fit(s) stopped without meeting their convergence rule and \
+                             were scored as they stood: {}",
+                            r.unconverged.len(),
                             r.unconverged
+                                .iter()
+                                .map(|(f, c)| format!("fold {f} at γ = {c}n"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
                         ),
                     },
                     &mut trace,
@@ -207,7 +226,7 @@ impl Engine for Vb {
             } else {
                 "L-BFGS with strong-Wolfe line search: ‖∇F‖∞ ≤ gtol·max(1,|F|) in whitened coordinates, or F flat (≤ ftol relative) twice with ‖∇F‖∞ ≤ 100·gtol·max(1,|F|)"
             },
-            "cv": cv,
+            "cv": cv.as_ref().map(|r| &r.report),
             "gamma": {
                 "value": gamma,
                 "over_n": gamma / n,

@@ -14,7 +14,7 @@
 //! - `pairs`: the exact AUC term over all pairs by GEMMs + SIMD;
 //! - `lbfgs`: full-batch optimiser with strong-Wolfe line search;
 //! - `stochastic`: Adam on random pair mini-batches for large M;
-//! - `cv`: γ by k-fold cross-validation (local until `engine/select` lands);
+//! - `cv`: γ by k-fold cross-validation (VB as a method of `engine/select`);
 //! - `engine`: the `Engine` (`--method vb`).
 
 pub mod cv;

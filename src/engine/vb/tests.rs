@@ -292,10 +292,12 @@ fn stochastic_reaches_the_full_batch_optimum() {
     }
 }
 
-/// γ by 3-fold CV: one mean held-out AUC per grid point, the best one chosen,
-/// the same answer twice (seeded folds).
+/// γ by 3-fold CV through `select`: one mean held-out AUC per grid point (the
+/// mean of the folds' AUCs, recomputed here from the held-out scores of a
+/// direct `fit` on each fold's rows), the best one chosen, the same answer twice.
 #[test]
 fn cross_validation_picks_the_best_grid_point() {
+    use crate::engine::data::prepare::{fold_indices, stratified_folds};
     let (x, y) = data(150, 3, 13);
     let cv = cv::VbCv {
         grid_over_n: vec![2.0, 0.05, 0.5],
@@ -305,16 +307,44 @@ fn cross_validation_picks_the_best_grid_point() {
     let s = settings(Family::Diag, Loss::Auc);
     let ctl = Control::new();
     let prior = Prior::Gaussian { var: 1.0 };
-    let a = cv::cross_validate(&x, &y, &prior, &s, &cv, &ctl).unwrap();
-    assert_eq!(a.grid_over_n, vec![0.05, 0.5, 2.0]);
-    let best = a.mean_auc.iter().copied().fold(0.0, f64::max);
-    let i = a
-        .grid_over_n
-        .iter()
-        .position(|&c| c == a.chosen_over_n)
-        .unwrap();
-    assert_eq!(a.mean_auc[i], best);
-    assert!(a.mean_auc.iter().all(|&v| v > 0.5 && v <= 1.0));
-    let b = cv::cross_validate(&x, &y, &prior, &s, &cv, &ctl).unwrap();
-    assert_eq!(a.mean_auc, b.mean_auc);
+    let a = cv::cross_validate(&x, &y, &prior, &s, &cv, &ctl, &mut |_| {}).unwrap();
+    let r = &a.report;
+    assert_eq!(r.grid, vec![0.05, 0.5, 2.0]);
+    assert_eq!(r.parameter, "gamma_over_n");
+    // The walk, by hand: folds from the same seed, warm starts upwards.
+    let assignment = stratified_folds(&y, 3, 1);
+    let mut sums = [0.0; 3];
+    for f in 0..3 {
+        let (tr, te) = fold_indices(&assignment, f);
+        let (xt, xv) = (x.select_rows(&tr), x.select_rows(&te));
+        let yt: Vec<bool> = tr.iter().map(|&i| y[i]).collect();
+        let yv: Vec<bool> = te.iter().map(|&i| y[i]).collect();
+        let mut warm = None;
+        for (g, c) in r.grid.iter().enumerate() {
+            let g_fit = fit(
+                &xt,
+                &yt,
+                &prior,
+                c * tr.len() as f64,
+                &s,
+                warm.as_ref(),
+                &ctl,
+                &mut |_| {},
+            )
+            .unwrap();
+            let w = nalgebra::DVector::from_column_slice(&g_fit.mean);
+            let auc = crate::engine::metrics::auc((&xv * w).as_slice(), &yv);
+            assert_eq!(r.fold_auc[f][g], Some(auc), "fold {f}, γ = {c}n");
+            sums[g] += auc;
+            warm = Some(g_fit.params);
+        }
+    }
+    let mean: Vec<Option<f64>> = sums.iter().map(|s| Some(s / 3.0)).collect();
+    assert_eq!(r.mean_auc, mean);
+    let best = sums.iter().copied().fold(0.0, f64::max) / 3.0;
+    let i = r.grid.iter().position(|&c| c == r.chosen).unwrap();
+    assert_eq!(r.mean_auc[i], Some(best));
+    assert!(sums.iter().all(|&v| v / 3.0 > 0.5 && v / 3.0 <= 1.0));
+    let b = cv::cross_validate(&x, &y, &prior, &s, &cv, &ctl, &mut |_| {}).unwrap();
+    assert_eq!(r, &b.report);
 }

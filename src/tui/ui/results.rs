@@ -393,10 +393,10 @@ fn certificate_cell(rec: Option<&RunRecord>, khat: bool, theme: &Theme) -> (Stri
         let text = k.map_or("-".into(), |k| format!("{k:.2}"));
         return (text, if trusted { Style::new() } else { theme.warn() });
     }
-    let b = rec.and_then(|r| r.bound.as_ref()).map(|b| b.risk);
-    let text = b.map_or("-".into(), |b| format!("{b:.4}"));
+    let b = rec.and_then(|r| r.bound.as_ref());
+    let text = b.map_or("-".into(), |b| format!("{:.4}", b.risk));
     match b {
-        Some(b) if b >= 0.5 => (text, theme.warn()),
+        Some(b) if b.is_vacuous() => (text, theme.warn()),
         _ => (text, Style::new()),
     }
 }
