@@ -8,15 +8,15 @@
 //! shape, never by the thread count; column sums add rows in order. The AVX-512,
 //! AVX2 and FMA-less paths differ only in the last bits of the FMA-less one.
 
-use std::sync::OnceLock;
-
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 
+mod isa;
 mod row;
 pub mod sampled;
 mod tiled;
 
+pub use isa::{Isa, detected_isa};
 pub use row::site_throughput;
 use row::{Cols, RowOut, RowQ, Small, load_row, shrink_row, update_row};
 
@@ -35,50 +35,6 @@ const BLOCK_SITES: usize = 1 << 20;
 const SMALL_P: usize = 32;
 /// Fewest sites per rayon task.
 const TASK_SITES: usize = 4096;
-
-/// Instruction set of the element-wise kernels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Isa {
-    Avx512,
-    Avx2,
-    Plain,
-}
-
-impl Isa {
-    pub fn name(self) -> &'static str {
-        match self {
-            Isa::Avx512 => "avx512",
-            Isa::Avx2 => "avx2+fma",
-            Isa::Plain => "portable",
-        }
-    }
-}
-
-/// The best instruction set of this CPU (`PACAUC_ISA=plain|avx2|avx512` lowers it).
-pub fn detected_isa() -> Isa {
-    static ISA: OnceLock<Isa> = OnceLock::new();
-    *ISA.get_or_init(|| {
-        #[cfg(target_arch = "x86_64")]
-        let best = if std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx512dq")
-            && std::is_x86_feature_detected!("avx512vl")
-            && std::is_x86_feature_detected!("fma")
-        {
-            Isa::Avx512
-        } else if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-            Isa::Avx2
-        } else {
-            Isa::Plain
-        };
-        #[cfg(not(target_arch = "x86_64"))]
-        let best = Isa::Plain;
-        match std::env::var("PACAUC_ISA").as_deref() {
-            Ok("plain") => Isa::Plain,
-            Ok("avx2") if best != Isa::Plain => Isa::Avx2,
-            _ => best,
-        }
-    })
-}
 
 /// Positive/negative pairs that are not sites (identical rows, a = 0), as
 /// sorted negative indices per positive row.
@@ -487,9 +443,10 @@ pub(crate) fn pass<S: SiteScalar>(
                     );
             }
             Op::Update { eta, evidence } => {
+                // p > SMALL_P (the small case is the grouped arm above): the
+                // block's products came from the GEMM into `c`.
                 let (cur, next) = (sites.cur, sites.next());
                 let (kin, hin, kout, hout) = sites.read_write(cur, next);
-                let pw = p.max(1);
                 c.par_chunks_mut(nn)
                     .zip(kin[lo..hi].par_chunks(nn))
                     .zip(hin[lo..hi].par_chunks(nn))
@@ -498,39 +455,29 @@ pub(crate) fn pass<S: SiteScalar>(
                     .zip(kb.par_chunks_mut(nn))
                     .zip(hb.par_chunks_mut(nn))
                     .zip(rows.par_iter_mut())
-                    .zip(zvp.par_chunks(pw))
-                    .zip(gb.par_chunks_mut(pw))
                     .enumerate()
                     .with_min_len(min_rows)
-                    .for_each(
-                        |(r, (((((((((c, ki), hi), ko), ho), k64), h64), st), zv), g))| {
-                            let out = RowOut {
-                                k: ko,
-                                h: ho,
-                                k64,
-                                h64,
-                            };
-                            let sm = small.then_some(Small {
-                                zv,
-                                znt,
-                                g: Some(g),
-                                sums: None,
-                            });
-                            *st = update_row(
-                                input.isa,
-                                evidence,
-                                &row_in(r),
-                                &cols,
-                                c,
-                                ki,
-                                hi,
-                                Some(out),
-                                sm,
-                                input.step,
-                                eta,
-                            );
-                        },
-                    );
+                    .for_each(|(r, (((((((c, ki), hi), ko), ho), k64), h64), st))| {
+                        let out = RowOut {
+                            k: ko,
+                            h: ho,
+                            k64,
+                            h64,
+                        };
+                        *st = update_row(
+                            input.isa,
+                            evidence,
+                            &row_in(r),
+                            &cols,
+                            c,
+                            ki,
+                            hi,
+                            Some(out),
+                            None,
+                            input.step,
+                            eta,
+                        );
+                    });
             }
             Op::Check => {
                 let (kin, hin) = sites.get(sites.cur);
