@@ -98,7 +98,7 @@ pub const METHODS: &[MethodPlan] = &[
         // along the SMC path); until then EP's γ, which also lets the EP vs
         // SMC marginals (Fig. 1) overlay the same posterior.
         gamma: GammaPolicy::FromEp,
-        gamma_why: "smc has no γ by CV yet (issue 15 item 3); EP's γ also puts EP and SMC on the same posterior (Fig. 1)",
+        gamma_why: "EP's γ puts EP and SMC on the same posterior (Fig. 1: the check of EP against SMC); SMC's own CV along the path (`--gamma auto`) would add one SMC run per fold",
     },
     MethodPlan {
         key: "gp-ep",
