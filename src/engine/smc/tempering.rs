@@ -108,9 +108,8 @@ pub fn reweight(risks: &[f64], delta: f64) -> Reweighting {
     }
 }
 
-/// The sd of log Ẑ that a run of N particles cannot beat: the sd it would
-/// have if every stage's particles were independent draws of that stage's
-/// target. Then each increment log((1/N)Σw) has variance ≈ χ²/N (delta
+/// The sd log Ẑ would have if every stage's particles were independent
+/// draws of that stage's target (the floor of moves that mix perfectly). Then each increment log((1/N)Σw) has variance ≈ χ²/N (delta
 /// method), χ² the chi-square divergence of the next target from the current
 /// one, which the weights estimate as N·Σw²/(Σw)² − 1 = 1/ESS_frac − 1, and
 /// the stages' errors are independent: var log Ẑ ≈ Σ_t (1/ESS_t − 1)/N
