@@ -7,6 +7,7 @@
 use nalgebra::DMatrix;
 
 use super::basis::{Basis, Form};
+use super::nystrom::{self, LandmarkChoice};
 use super::sweep::{GpEp, GpSweep};
 use crate::engine::ep::design::Form as LinearForm;
 use crate::engine::ep::linear::LinearEp;
@@ -122,6 +123,8 @@ pub struct FitOutcome {
     pub seconds: f64,
     /// How the model stores the score's spread (for the record).
     pub spread: serde_json::Value,
+    /// Nyström: how the landmarks were chosen, and EP's start.
+    pub landmarks: Option<LandmarkChoice>,
 }
 
 /// Exact GP-EP's landmarks: Z (the distinct rows' scores from whitened
@@ -311,6 +314,7 @@ pub fn run_exact(
         sd: map.iter().map(|&u| q.var[u].sqrt()).collect(),
         seconds: out.seconds,
         spread: serde_json::Value::Null,
+        landmarks: None,
     })
 }
 
@@ -327,19 +331,17 @@ pub fn fit_features(
     ctl: &Control,
 ) -> Result<(GpModel, FitOutcome), EngineError> {
     let d = x.ncols();
-    let (phi, basis, form) = match approx {
-        GpApprox::Nystrom { landmarks } => {
-            let distinct = Distinct::of(x);
-            let xu = x.select_rows(&distinct.reps);
-            let f = factor::pivoted_cholesky(kernel, &xu, 0.0, landmarks);
-            let rows = xu.select_rows(&f.pivots);
+    let (phi, basis, form, mut landmarks) = match approx {
+        GpApprox::Nystrom { .. } | GpApprox::Auto => {
+            let (phi, rows, choice) = nystrom::landmarks(kernel, x, approx);
             (
-                f.z.select_rows(&distinct.map),
+                phi,
                 FeatureBasis::Landmarks {
                     d,
                     rows: rows.transpose().as_slice().to_vec(),
                 },
                 "nystrom",
+                Some(choice),
             )
         }
         GpApprox::Rff { features, seed } => {
@@ -353,18 +355,28 @@ pub fn fit_features(
                 factor::fourier_features(x, &w, &b),
                 FeatureBasis::Fourier { d, w, b },
                 "rff",
+                None,
             )
         }
-        GpApprox::Exact | GpApprox::Auto => unreachable!("resolved before"),
+        GpApprox::Exact => unreachable!("resolved before"),
     };
     let r = phi.ncols();
-    if r >= y.len() {
+    // Nyström on every distinct row is exact GP-EP in the whitened form
+    // (tests compare them); more features than rows only costs.
+    if r > y.len() || (r == y.len() && landmarks.is_none()) {
         return Err(EngineError::InvalidParams(format!(
             "the GP feature approximation has {r} features for {} training rows: use the exact GP",
             y.len()
         )));
     }
+    let coarse = match landmarks {
+        Some(_) => nystrom::coarse_fit(&phi, y, gamma, settings, precision, ctl)?,
+        None => None,
+    };
     let mut lep = LinearEp::new(&phi, y, &vec![1.0; r], LinearForm::Primal, precision)?;
+    if let (Some(l), Some(c)) = (landmarks.as_mut(), coarse) {
+        l.start = Some(c.start(&mut lep, gamma));
+    }
     let out = lep.run(gamma, settings, ctl, &mut |_, _| {})?;
     let mean = lep.mean();
     let cov = lep.cov().expect("primal form");
@@ -399,6 +411,7 @@ pub fn fit_features(
             sd,
             seconds: out.seconds,
             spread: serde_json::json!({ "kind": "covariance" }),
+            landmarks,
         },
     ))
 }
