@@ -266,6 +266,38 @@ mod tests {
         }
     }
 
+    /// The residual-trace rule stops at the first rank whose left-out prior
+    /// variance `tr(K − ZZᵀ)/tr K` is within the target (one pivot fewer is
+    /// not), the share reported is that trace computed directly, and the
+    /// factor is bit-identical whatever the thread count.
+    #[test]
+    fn the_trace_rule_stops_at_the_first_rank_within_it() {
+        let x = data(700, 3);
+        let k = Kernel::Se { lengthscale: 0.7 };
+        let stop = Stop {
+            max_rank: 700,
+            max_residual: 0.0,
+            trace_residual: 0.01,
+        };
+        let f = pivoted_cholesky_until(&k, &x, stop);
+        let r = f.z.ncols();
+        let share = |z: &DMatrix<f64>| 1.0 - z.norm_squared() / 700.0;
+        assert!(r > 1 && r < 700, "{r}");
+        assert!((f.trace_residual - share(&f.z)).abs() < 1e-12);
+        assert!(f.trace_residual <= 0.01, "{}", f.trace_residual);
+        let fewer = pivoted_cholesky(&k, &x, 0.0, r - 1);
+        assert!(share(&fewer.z) > 0.01);
+        // Nested: the first r − 1 columns are the smaller factor.
+        assert_eq!(fewer.z, f.z.columns(0, r - 1).into_owned());
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| pivoted_cholesky_until(&k, &x, stop));
+        assert_eq!(one.z, f.z);
+        assert_eq!(one.pivots, f.pivots);
+    }
+
     #[test]
     fn duplicates_are_merged() {
         let mut x = data(10, 2);

@@ -22,6 +22,7 @@ use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
 
 use crate::engine::Prior;
+use super::fitting::EXACT_TOL;
 use crate::engine::ep::design::Form as LinearForm;
 use crate::engine::ep::linear::LinearEp;
 use crate::engine::ep::pair_ep::EpSettings;
@@ -76,11 +77,14 @@ pub fn landmarks(
     x: &DMatrix<f64>,
     approx: GpApprox,
 ) -> (DMatrix<f64>, DMatrix<f64>, LandmarkChoice) {
+    // A landmark whose residual prior variance is below the exact form's
+    // tolerance adds nothing but makes K_II numerically singular (the model's
+    // Cholesky of it fails): stop there, as exact GP-EP's whitened form does.
     let (stop, auto) = match approx {
         GpApprox::Nystrom { landmarks } => (
             Stop {
                 max_rank: landmarks,
-                max_residual: 0.0,
+                max_residual: EXACT_TOL,
                 trace_residual: 0.0,
             },
             false,
@@ -88,7 +92,7 @@ pub fn landmarks(
         GpApprox::Auto => (
             Stop {
                 max_rank: AUTO_MAX_LANDMARKS,
-                max_residual: 0.0,
+                max_residual: EXACT_TOL,
                 trace_residual: AUTO_TRACE_RESIDUAL,
             },
             true,
@@ -222,3 +226,7 @@ pub fn budget_warning(fit: &Fit) -> Option<Warning> {
         ),
     })
 }
+
+#[cfg(test)]
+#[path = "nystrom_tests.rs"]
+mod tests;
