@@ -318,6 +318,51 @@ pub fn run_exact(
     })
 }
 
+/// A feature approximation of the GP prior at the training rows.
+pub struct Features {
+    /// Features of every training row (n × D).
+    pub phi: DMatrix<f64>,
+    pub basis: FeatureBasis,
+    /// "nystrom" or "rff".
+    pub form: &'static str,
+    /// Nyström: how the landmarks were chosen.
+    pub landmarks: Option<LandmarkChoice>,
+}
+
+/// The `approx` features of the rows `x` (not exact GP-EP).
+pub fn features(kernel: &Kernel, approx: GpApprox, x: &DMatrix<f64>) -> Result<Features, EngineError> {
+    let d = x.ncols();
+    Ok(match approx {
+        GpApprox::Nystrom { .. } | GpApprox::Auto => {
+            let (phi, rows, choice) = nystrom::landmarks(kernel, x, approx);
+            Features {
+                phi,
+                basis: FeatureBasis::Landmarks {
+                    d,
+                    rows: rows.transpose().as_slice().to_vec(),
+                },
+                form: "nystrom",
+                landmarks: Some(choice),
+            }
+        }
+        GpApprox::Rff { features, seed } => {
+            let Kernel::Se { lengthscale } = kernel else {
+                return Err(EngineError::InvalidParams(
+                    "random Fourier features approximate the SE kernel only".into(),
+                ));
+            };
+            let (w, b) = factor::fourier_frequencies(d, features, *lengthscale, seed);
+            Features {
+                phi: factor::fourier_features(x, &w, &b),
+                basis: FeatureBasis::Fourier { d, w, b },
+                form: "rff",
+                landmarks: None,
+            }
+        }
+        GpApprox::Exact => unreachable!("resolved before"),
+    })
+}
+
 /// GP-EP through `approx` features: linear EP with prior N(0, I) on them.
 #[allow(clippy::too_many_arguments)]
 pub fn fit_features(
@@ -330,36 +375,24 @@ pub fn fit_features(
     precision: SitePrecision,
     ctl: &Control,
 ) -> Result<(GpModel, FitOutcome), EngineError> {
-    let d = x.ncols();
-    let (phi, basis, form, mut landmarks) = match approx {
-        GpApprox::Nystrom { .. } | GpApprox::Auto => {
-            let (phi, rows, choice) = nystrom::landmarks(kernel, x, approx);
-            (
-                phi,
-                FeatureBasis::Landmarks {
-                    d,
-                    rows: rows.transpose().as_slice().to_vec(),
-                },
-                "nystrom",
-                Some(choice),
-            )
-        }
-        GpApprox::Rff { features, seed } => {
-            let Kernel::Se { lengthscale } = kernel else {
-                return Err(EngineError::InvalidParams(
-                    "random Fourier features approximate the SE kernel only".into(),
-                ));
-            };
-            let (w, b) = factor::fourier_frequencies(d, features, *lengthscale, seed);
-            (
-                factor::fourier_features(x, &w, &b),
-                FeatureBasis::Fourier { d, w, b },
-                "rff",
-                None,
-            )
-        }
-        GpApprox::Exact => unreachable!("resolved before"),
-    };
+    let f = features(kernel, approx, x)?;
+    fit_on_features(kernel, &f, x, y, gamma, settings, precision, ctl)
+}
+
+/// `fit_features` on features computed before (a CV fold reuses its own
+/// along the γ grid).
+#[allow(clippy::too_many_arguments)]
+pub fn fit_on_features(
+    kernel: &Kernel,
+    f: &Features,
+    x: &DMatrix<f64>,
+    y: &[bool],
+    gamma: f64,
+    settings: &EpSettings,
+    precision: SitePrecision,
+    ctl: &Control,
+) -> Result<(GpModel, FitOutcome), EngineError> {
+    let (phi, mut landmarks) = (&f.phi, f.landmarks.clone());
     let r = phi.ncols();
     // Nyström on every distinct row is exact GP-EP in the whitened form
     // (tests compare them); more features than rows only costs.
@@ -370,10 +403,10 @@ pub fn fit_features(
         )));
     }
     let coarse = match landmarks {
-        Some(_) => nystrom::coarse_fit(&phi, y, gamma, settings, precision, ctl)?,
+        Some(_) => nystrom::coarse_fit(phi, y, gamma, settings, precision, ctl)?,
         None => None,
     };
-    let mut lep = LinearEp::new(&phi, y, &vec![1.0; r], LinearForm::Primal, precision)?;
+    let mut lep = LinearEp::new(phi, y, &vec![1.0; r], LinearForm::Primal, precision)?;
     if let (Some(l), Some(c)) = (landmarks.as_mut(), coarse) {
         l.start = Some(c.start(&mut lep, gamma));
     }
@@ -382,7 +415,7 @@ pub fn fit_features(
     let cov = lep.cov().expect("primal form");
     let model = GpModel {
         kernel: kernel.clone(),
-        basis,
+        basis: f.basis.clone(),
         mean: mean.clone(),
         spread: GpSpread::Covariance {
             packed: pack_lower(&cov),
@@ -405,7 +438,7 @@ pub fn fit_features(
             skipped: out.stats.skipped,
             identical_pairs: lep.state().identical_pairs(),
             cold_restart: out.cold_restart,
-            form,
+            form: f.form,
             rank: r,
             mean: s_mean,
             sd,

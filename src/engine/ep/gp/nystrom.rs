@@ -54,6 +54,8 @@ pub struct LandmarkChoice {
     pub budget: Option<usize>,
     /// The criterion was met (false: the budget stopped the landmarks first).
     pub met: bool,
+    /// The pivoted Cholesky's time.
+    pub seconds: f64,
     /// The coarse fit EP started from.
     pub start: Option<CoarseStart>,
 }
@@ -99,6 +101,7 @@ pub fn landmarks(
         ),
         a => unreachable!("not a Nyström approximation: {a:?}"),
     };
+    let t0 = Instant::now();
     let distinct = Distinct::of(x);
     let xu = x.select_rows(&distinct.reps);
     let f = factor::pivoted_cholesky_until(kernel, &xu, stop);
@@ -111,6 +114,7 @@ pub fn landmarks(
         criterion: auto.then_some(AUTO_TRACE_RESIDUAL),
         budget: auto.then_some(AUTO_MAX_LANDMARKS),
         met: !auto || f.trace_residual <= AUTO_TRACE_RESIDUAL,
+        seconds: t0.elapsed().as_secs_f64(),
         start: None,
     };
     (
