@@ -330,7 +330,11 @@ pub struct Features {
 }
 
 /// The `approx` features of the rows `x` (not exact GP-EP).
-pub fn features(kernel: &Kernel, approx: GpApprox, x: &DMatrix<f64>) -> Result<Features, EngineError> {
+pub fn features(
+    kernel: &Kernel,
+    approx: GpApprox,
+    x: &DMatrix<f64>,
+) -> Result<Features, EngineError> {
     let d = x.ncols();
     Ok(match approx {
         GpApprox::Nystrom { .. } | GpApprox::Auto => {

@@ -22,8 +22,8 @@ use std::time::Instant;
 use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
 
-use crate::engine::Prior;
 use super::fitting::EXACT_TOL;
+use crate::engine::Prior;
 use crate::engine::ep::design::Form as LinearForm;
 use crate::engine::ep::linear::LinearEp;
 use crate::engine::ep::pair_ep::EpSettings;
@@ -184,8 +184,7 @@ pub fn coarse_fit(
         &[][..],
     ));
     let ones = vec![1.0; r0];
-    let mut coarse =
-        LinearEp::with_pairs(&phi0, y, &ones, LinearForm::Primal, precision, sample)?;
+    let mut coarse = LinearEp::with_pairs(&phi0, y, &ones, LinearForm::Primal, precision, sample)?;
     let s0 = EpSettings {
         tol: COARSE_TOL.max(settings.tol),
         ..settings.clone()

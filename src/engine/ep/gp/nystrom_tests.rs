@@ -4,9 +4,9 @@ use nalgebra::DMatrix;
 
 use super::super::fitting::{fit_exact, fit_features};
 use super::{COARSE_LANDMARKS, budget_warning, coarse_fit, landmarks};
+use crate::engine::Prior;
 use crate::engine::ep::design::Form as LinearForm;
 use crate::engine::ep::linear::LinearEp;
-use crate::engine::Prior;
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::store::Precision;
 use crate::engine::fit::{Fit, ScoreModel};
@@ -57,8 +57,7 @@ fn landmarks_on_every_row_are_exact_gp_ep() {
     let ctl = Control::new();
     for (ell, form, tol) in [(0.15, "precision", 1e-7), (1.0, "whitened", 1e-6)] {
         let k = Kernel::Se { lengthscale: ell };
-        let (exact, eo) =
-            fit_exact(&k, &x, &y, 60.0, &s, &mut None, &ctl, &mut |_| {}).unwrap();
+        let (exact, eo) = fit_exact(&k, &x, &y, 60.0, &s, &mut None, &ctl, &mut |_| {}).unwrap();
         assert_eq!(eo.form, form);
         let all = GpApprox::Nystrom { landmarks: 160 };
         let (nys, no) = fit_features(&k, all, &x, &y, 60.0, &s, Precision::F64, &ctl).unwrap();
@@ -66,14 +65,28 @@ fn landmarks_on_every_row_are_exact_gp_ep() {
         assert!(l.residual_max <= 1e-10, "{l:?}");
         // ℓ = 0.15: every distinct row is a landmark, EP starts from a coarse
         // fit; ℓ = 1: fewer than 2·64 landmarks, a cold start.
-        assert_eq!(l.start.as_ref().is_some_and(|s| s.used), no.rank >= 2 * COARSE_LANDMARKS);
-        assert_eq!(no.rank >= 2 * COARSE_LANDMARKS, ell < 0.5, "rank {}", no.rank);
+        assert_eq!(
+            l.start.as_ref().is_some_and(|s| s.used),
+            no.rank >= 2 * COARSE_LANDMARKS
+        );
+        assert_eq!(
+            no.rank >= 2 * COARSE_LANDMARKS,
+            ell < 0.5,
+            "rank {}",
+            no.rank
+        );
         let (za, zb) = (eo.log_z.unwrap(), no.log_z.unwrap());
         assert!((za - zb).abs() < tol, "ℓ = {ell}: log Z {za} vs {zb}");
         for i in 0..y.len() {
             let (ma, mb, sa, sb) = (eo.mean[i], no.mean[i], eo.sd[i], no.sd[i]);
-            assert!((ma - mb).abs() < tol * sa, "ℓ = {ell}: mean {i}: {ma} vs {mb}");
-            assert!((sb / sa - 1.0).abs() < tol, "ℓ = {ell}: sd {i}: {sa} vs {sb}");
+            assert!(
+                (ma - mb).abs() < tol * sa,
+                "ℓ = {ell}: mean {i}: {ma} vs {mb}"
+            );
+            assert!(
+                (sb / sa - 1.0).abs() < tol,
+                "ℓ = {ell}: sd {i}: {sa} vs {sb}"
+            );
         }
         let (pa, pb) = (exact.predict_mean(&xnew), nys.predict_mean(&xnew));
         for (a, b) in pa.iter().zip(&pb) {
@@ -110,10 +123,19 @@ fn the_coarse_start_keeps_the_fixed_point() {
     for k in 0..r {
         assert!((mc[k] - mw[k]).abs() < 1e-6 * sd[k], "mean {k}");
     }
-    assert!(ow.sweeps <= oc.sweeps, "{} vs {} sweeps", ow.sweeps, oc.sweeps);
+    assert!(
+        ow.sweeps <= oc.sweeps,
+        "{} vs {} sweeps",
+        ow.sweeps,
+        oc.sweeps
+    );
     // Too few features for a coarse fit to pay: none.
     let few = phi.columns(0, 2 * COARSE_LANDMARKS - 1).into_owned();
-    assert!(coarse_fit(&few, &y, 60.0, &s, Precision::F64, &ctl).unwrap().is_none());
+    assert!(
+        coarse_fit(&few, &y, 60.0, &s, Precision::F64, &ctl)
+            .unwrap()
+            .is_none()
+    );
 }
 
 /// The landmark budget's warning comes from `details.landmarks.met`.

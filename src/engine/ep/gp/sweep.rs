@@ -177,13 +177,12 @@ impl GpEp {
                 st
             })
             .collect();
-        rows.iter()
-            .fold(PassStats::default(), |a, r| PassStats {
-                sum_log_c: a.sum_log_c + r.sum_log_c,
-                negative: a.negative + r.negative,
-                skipped: a.skipped + r.skipped,
-                bad: a.bad + r.bad,
-            })
+        rows.iter().fold(PassStats::default(), |a, r| PassStats {
+            sum_log_c: a.sum_log_c + r.sum_log_c,
+            negative: a.negative + r.negative,
+            skipped: a.skipped + r.skipped,
+            bad: a.bad + r.bad,
+        })
     }
 
     /// `cur ← (prev + cur)/2`: the last step again with η halved.
