@@ -187,7 +187,7 @@ pub fn coarse_fit(
     let mut coarse = LinearEp::with_pairs(&phi0, y, &ones, LinearForm::Primal, precision, sample)?;
     let s0 = EpSettings {
         tol: COARSE_TOL.max(settings.tol),
-        ..settings.clone()
+        ..*settings
     };
     let pairs = coarse.pairs();
     let report = |sweeps: usize, note: String| CoarseStart {
