@@ -256,10 +256,10 @@ pub(crate) fn run(
             l.landmarks,
             100.0 * l.residual_trace_share,
             100.0 * l.residual_max,
-            l.start.as_ref().map_or(String::new(), |s| if s.used {
-                format!("; EP started from a {}-landmark fit ({} sweeps)", s.landmarks, s.sweeps)
+            l.start.as_ref().map_or(String::new(), |s| if s.fit.used {
+                format!("; EP started from a {}-landmark fit ({} sweeps)", s.landmarks, s.fit.sweeps)
             } else {
-                format!("; {}", s.note)
+                format!("; {}", s.fit.note)
             })
         )));
     }

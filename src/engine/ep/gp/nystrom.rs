@@ -27,6 +27,7 @@ use crate::engine::Prior;
 use crate::engine::ep::design::Form as LinearForm;
 use crate::engine::ep::linear::LinearEp;
 use crate::engine::ep::pair_ep::EpSettings;
+use crate::engine::ep::pair_ep::start::SampledStart;
 use crate::engine::ep::posterior::Posterior;
 use crate::engine::ep::store::Precision as SitePrecision;
 use crate::engine::fit::Fit;
@@ -70,18 +71,13 @@ pub struct LandmarkChoice {
     pub start: Option<CoarseStart>,
 }
 
-/// The coarse fit EP started from.
+/// The coarse fit EP started from: its landmarks, and the fit as linear
+/// EP's sampled start reports one (`pairs`: all, or the sample's B).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct CoarseStart {
     pub landmarks: usize,
-    /// Pairs of the coarse fit (a uniform sample on many pairs).
-    pub pairs: usize,
-    pub sweeps: usize,
-    pub tol: f64,
-    pub seconds: f64,
-    /// The start was used (else EP started from the prior), and why not.
-    pub used: bool,
-    pub note: String,
+    #[serde(flatten)]
+    pub fit: SampledStart,
 }
 
 /// Nyström features of the rows `x`: the features of every row (n × D, the
@@ -148,9 +144,9 @@ impl Coarse {
     pub fn start(self, lep: &mut LinearEp, gamma: f64) -> CoarseStart {
         let mut report = self.report;
         if let Some(q) = self.q {
-            report.used = lep.start_from(&q, gamma);
-            if !report.used {
-                report.note =
+            report.fit.used = lep.start_from(&q, gamma);
+            if !report.fit.used {
+                report.fit.note =
                     "the sites from the coarse fit were invalid: EP started from the prior".into();
             }
         }
@@ -192,12 +188,14 @@ pub fn coarse_fit(
     let pairs = coarse.pairs();
     let report = |sweeps: usize, note: String| CoarseStart {
         landmarks: r0,
-        pairs,
-        sweeps,
-        tol: s0.tol,
-        seconds: t0.elapsed().as_secs_f64(),
-        used: false,
-        note,
+        fit: SampledStart {
+            pairs,
+            sweeps,
+            tol: s0.tol,
+            seconds: t0.elapsed().as_secs_f64(),
+            used: false,
+            note,
+        },
     };
     let out = match coarse.run(gamma, &s0, ctl, &mut |_, _| {}) {
         Ok(out) => out,

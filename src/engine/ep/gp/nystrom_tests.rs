@@ -66,7 +66,7 @@ fn landmarks_on_every_row_are_exact_gp_ep() {
         // ℓ = 0.15: every distinct row is a landmark, EP starts from a coarse
         // fit; ℓ = 1: fewer than 2·64 landmarks, a cold start.
         assert_eq!(
-            l.start.as_ref().is_some_and(|s| s.used),
+            l.start.as_ref().is_some_and(|s| s.fit.used),
             no.rank >= 2 * COARSE_LANDMARKS
         );
         assert_eq!(
@@ -115,7 +115,7 @@ fn the_coarse_start_keeps_the_fixed_point() {
         .unwrap()
         .unwrap();
     let mut warm = new().unwrap();
-    assert!(coarse.start(&mut warm, 60.0).used);
+    assert!(coarse.start(&mut warm, 60.0).fit.used);
     let ow = warm.run(60.0, &s, &ctl, &mut |_, _| {}).unwrap();
     let (zc, zw) = (oc.evidence.log_z().unwrap(), ow.evidence.log_z().unwrap());
     assert!((zc - zw).abs() < 1e-8, "log Z {zc} vs {zw}");
