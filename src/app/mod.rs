@@ -511,11 +511,7 @@ impl App {
                     .filter(|w| w.code != code::DATA && !heard.contains(&w.message))
                     .map(|w| format!("{title} [{}]: {}", w.code, w.message))
                     .collect();
-                let n_doubts = record
-                    .warnings
-                    .iter()
-                    .filter(|w| w.code != code::DATA)
-                    .count();
+                let n_doubts = record.warnings.iter().filter(|w| w.casts_doubt()).count();
                 // The doubt first: a narrow header cuts the end of the line.
                 let mark = if !record.converged {
                     " NOT CONVERGED (m: messages):".to_string()

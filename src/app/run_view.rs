@@ -320,13 +320,10 @@ impl RunView {
         self.ep.last().map(|s| format!("sweep {}", s.sweep))
     }
 
-    /// The record's warnings about the result (not the data's).
+    /// The record's warnings that cast doubt on the result (`Warning::casts_doubt`).
     pub fn doubts(&self) -> Vec<&crate::engine::quality::Warning> {
         self.record.as_ref().map_or(Vec::new(), |r| {
-            r.warnings
-                .iter()
-                .filter(|w| w.code != crate::engine::quality::code::DATA)
-                .collect()
+            r.warnings.iter().filter(|w| w.casts_doubt()).collect()
         })
     }
 

@@ -392,3 +392,32 @@ fn results_table_shows_the_certificate_and_khat() {
     );
     assert!(text.contains("0.81"), "{text}");
 }
+
+/// A vacuous certificate is said (record, messages, the bound's cell) but
+/// does not mark the run's status: the fit is sound, the bound uninformative.
+/// Any other warning still does.
+#[test]
+fn a_vacuous_certificate_does_not_mark_the_status() {
+    use crate::engine::quality::{Warning, code};
+    let (mut app, ds, p) = app();
+    let id = started(&app.enqueue(spec("ep")))[0];
+    let mut rec = record(&ds, &p, &testkit::ep(&p.names, 450.0, 5, false));
+    let warn = |c: &str| Warning {
+        code: c.into(),
+        message: format!("a {c} warning"),
+    };
+    rec.warnings = vec![warn(code::DATA), warn(code::CERTIFICATE_VACUOUS)];
+    update(&mut app, msg(id, WorkerEvent::Finished(rec.clone())));
+    let run = app.run(id).unwrap();
+    assert_eq!(run.status_text(), "done");
+    assert!(!run.is_doubtful());
+    assert!(
+        app.messages
+            .warnings()
+            .any(|e| e.text.contains("certificate_vacuous"))
+    );
+    let id = started(&app.enqueue(spec("ep")))[0];
+    rec.warnings.push(warn(code::CV_CHOICE_AT_EDGE));
+    update(&mut app, msg(id, WorkerEvent::Finished(rec)));
+    assert_eq!(app.run(id).unwrap().status_text(), "done ⚠");
+}

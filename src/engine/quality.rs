@@ -73,6 +73,12 @@ impl Warning {
         }
     }
 
+    /// Whether it doubts the fit itself (the explorer marks the status): not
+    /// the data's warnings, nor a vacuous certificate (its cell is marked).
+    pub fn casts_doubt(&self) -> bool {
+        self.code != code::DATA && self.code != code::CERTIFICATE_VACUOUS
+    }
+
     /// Whether this warning means the run did not reach a trustworthy answer
     /// (the record's `converged` is then false).
     pub fn undermines_convergence(&self) -> bool {
