@@ -43,7 +43,6 @@ pub mod code {
     pub const CV_CHOICE_AT_EDGE: &str = "cv_choice_at_edge";
     /// The PAC-Bayes certificate bounds 1 − AUC at or above ½ (`bounds::VACUOUS_RISK`).
     pub const CERTIFICATE_VACUOUS: &str = "certificate_vacuous";
-    /// GP-EP's automatic Nyström landmarks stopped at their budget before the residual criterion.
     pub const GP_LANDMARK_BUDGET: &str = "gp_landmark_budget";
 }
 
