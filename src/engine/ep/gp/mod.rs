@@ -3,7 +3,8 @@
 //!
 //! - `basis`: q(s) from the sites — the Laplacian B in O(M), the checked
 //!   factorisation, the pair marginals from q's blocks.
-//! - `sweep`: the damped parallel sweep loop (§4's acceptance rules), log Z_EP.
+//! - `sweep`: GP-EP's sites and q as a state of the shared sweep driver
+//!   (`ep::driver`: §4's acceptance, damping and stall rules), log Z_EP.
 //! - `fitting`: one fit at a kernel, exact or through Nyström / random Fourier
 //!   features (linear EP on D features), and the score model it yields.
 //! - `nystrom`: how many landmarks (`auto`: by the prior variance they leave
