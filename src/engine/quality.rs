@@ -43,6 +43,7 @@ pub mod code {
     pub const CV_CHOICE_AT_EDGE: &str = "cv_choice_at_edge";
     /// The PAC-Bayes certificate bounds 1 − AUC at or above ½ (`bounds::VACUOUS_RISK`).
     pub const CERTIFICATE_VACUOUS: &str = "certificate_vacuous";
+    pub const GP_LANDMARK_BUDGET: &str = "gp_landmark_budget";
 }
 
 /// Fewest effective particles an SMC tempering step may keep. Measured on the
@@ -131,6 +132,7 @@ pub fn assess(fit: &Fit, data_warnings: &[String]) -> Vec<Warning> {
     }
     derived.extend(spike);
     derived.extend(fit.bound.as_ref().and_then(vacuous_certificate));
+    derived.extend(super::ep::gp::nystrom::budget_warning(fit));
     out.extend(derived);
     let mut seen = std::collections::HashSet::new();
     out.retain(|w| seen.insert(w.message.clone()));

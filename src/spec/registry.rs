@@ -190,7 +190,7 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "GP approximation",
-        help: "GP prior: exact (O(n³) per EP sweep), nystrom:D (D landmark rows, chosen by pivoted Cholesky), rff:D (D random Fourier features; se kernel), or auto (exact up to 4000 training rows, else nystrom:128). SMC samples the exact prior.",
+        help: "GP prior: exact (O(n³) per EP sweep), nystrom:D (D landmark rows, chosen by pivoted Cholesky), rff:D (D random Fourier features; se kernel), or auto (exact up to 4000 training rows; above, Nyström with landmarks added until they leave out at most 0.25% of the prior variance, at most 1024). SMC samples the exact prior.",
         default: "auto",
         methods: Methods::Bayesian,
         priors: &[Gp],

@@ -19,6 +19,7 @@
 use std::collections::HashMap;
 
 use nalgebra::DMatrix;
+use rayon::prelude::*;
 
 use super::dense;
 use super::kernel::Kernel;
@@ -65,12 +66,41 @@ pub struct Pivoted {
     pub pivots: Vec<usize>,
     /// Largest residual prior variance left out, relative to max k(x, x).
     pub residual: f64,
+    /// The prior variance left out, `tr(K − ZZᵀ)`, as a share of `tr K`.
+    pub trace_residual: f64,
+}
+
+/// When the greedy pivoted Cholesky stops (whichever comes first).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stop {
+    /// Most pivots.
+    pub max_rank: usize,
+    /// Every residual prior variance is at most this share of max k(x, x).
+    pub max_residual: f64,
+    /// The residual trace `tr(K − ZZᵀ)` is at most this share of `tr K` (0: not used).
+    pub trace_residual: f64,
 }
 
 /// Pivoted Cholesky of the Gram matrix of `x`: pivots are taken greedily by
 /// largest residual variance until it falls to `tol`·max k(x, x) or `max_rank`
 /// pivots are taken. O(n r (r + d)).
 pub fn pivoted_cholesky(kernel: &Kernel, x: &DMatrix<f64>, tol: f64, max_rank: usize) -> Pivoted {
+    pivoted_cholesky_until(
+        kernel,
+        x,
+        Stop {
+            max_rank,
+            max_residual: tol,
+            trace_residual: 0.0,
+        },
+    )
+}
+
+/// Rows of the update `col −= Z[:, :k] Z[p, :k]ᵀ` one task handles.
+const UPDATE_ROWS: usize = 512;
+
+/// `pivoted_cholesky` with every stopping rule of `stop`.
+pub fn pivoted_cholesky_until(kernel: &Kernel, x: &DMatrix<f64>, stop: Stop) -> Pivoted {
     let n = x.nrows();
     let mut resid = kernel.diag(x);
     let top = resid
@@ -78,8 +108,10 @@ pub fn pivoted_cholesky(kernel: &Kernel, x: &DMatrix<f64>, tol: f64, max_rank: u
         .copied()
         .fold(0.0, f64::max)
         .max(f64::MIN_POSITIVE);
-    let max_rank = max_rank.min(n);
-    let mut z = DMatrix::<f64>::zeros(n, max_rank);
+    let trace: f64 = resid.iter().sum::<f64>().max(f64::MIN_POSITIVE);
+    let max_rank = stop.max_rank.min(n);
+    // Z column-major, grown a column per pivot (no n × max_rank up front).
+    let mut z: Vec<f64> = Vec::new();
     let mut pivots = Vec::new();
     loop {
         let (p, &best) = resid
@@ -87,33 +119,46 @@ pub fn pivoted_cholesky(kernel: &Kernel, x: &DMatrix<f64>, tol: f64, max_rank: u
             .enumerate()
             .max_by(|a, b| a.1.total_cmp(b.1))
             .expect("rows");
-        if pivots.len() == max_rank || best <= tol * top {
+        let left = || resid.iter().map(|v| v.max(0.0)).sum::<f64>() / trace;
+        if pivots.len() == max_rank
+            || best <= stop.max_residual * top
+            || (stop.trace_residual > 0.0 && left() <= stop.trace_residual)
+        {
             let r = pivots.len();
-            let z = z.columns(0, r).into_owned();
             return Pivoted {
-                z,
+                trace_residual: left(),
+                z: DMatrix::from_vec(n, r, z),
                 pivots,
                 residual: best.max(0.0) / top,
             };
         }
         let k = pivots.len();
         let mut col = kernel.column(x, p);
-        // col −= Z[:, :k] Z[p, :k]ᵀ, column by column (contiguous).
-        for c in 0..k {
-            let zpc = z[(p, c)];
-            if zpc != 0.0 {
-                for (v, zi) in col.iter_mut().zip(z.column(c).iter()) {
-                    *v -= zi * zpc;
+        // col −= Z[:, :k] Z[p, :k]ᵀ, column by column within blocks of rows
+        // (each entry sums in the same order whatever the threads).
+        let zs = &z;
+        col.par_chunks_mut(UPDATE_ROWS)
+            .enumerate()
+            .for_each(|(b, chunk)| {
+                let i0 = b * UPDATE_ROWS;
+                for c in 0..k {
+                    let zpc = zs[c * n + p];
+                    if zpc != 0.0 {
+                        let zc = &zs[c * n + i0..c * n + i0 + chunk.len()];
+                        for (v, zi) in chunk.iter_mut().zip(zc) {
+                            *v -= zi * zpc;
+                        }
+                    }
                 }
-            }
-        }
+            });
         let piv = best.sqrt();
+        z.reserve(n);
         for (i, v) in col.iter().enumerate() {
             let zi = v / piv;
-            z[(i, k)] = zi;
+            z.push(zi);
             resid[i] -= zi * zi;
         }
-        z[(p, k)] = piv;
+        z[k * n + p] = piv;
         resid[p] = 0.0;
         for &q in &pivots {
             resid[q] = 0.0;
@@ -219,6 +264,38 @@ mod tests {
                 assert!((zz[(a, b)] - g[(a, b)]).abs() < 1e-10);
             }
         }
+    }
+
+    /// The residual-trace rule stops at the first rank whose left-out prior
+    /// variance `tr(K − ZZᵀ)/tr K` is within the target (one pivot fewer is
+    /// not), the share reported is that trace computed directly, and the
+    /// factor is bit-identical whatever the thread count.
+    #[test]
+    fn the_trace_rule_stops_at_the_first_rank_within_it() {
+        let x = data(700, 3);
+        let k = Kernel::Se { lengthscale: 0.7 };
+        let stop = Stop {
+            max_rank: 700,
+            max_residual: 0.0,
+            trace_residual: 0.01,
+        };
+        let f = pivoted_cholesky_until(&k, &x, stop);
+        let r = f.z.ncols();
+        let share = |z: &DMatrix<f64>| 1.0 - z.norm_squared() / 700.0;
+        assert!(r > 1 && r < 700, "{r}");
+        assert!((f.trace_residual - share(&f.z)).abs() < 1e-12);
+        assert!(f.trace_residual <= 0.01, "{}", f.trace_residual);
+        let fewer = pivoted_cholesky(&k, &x, 0.0, r - 1);
+        assert!(share(&fewer.z) > 0.01);
+        // Nested: the first r − 1 columns are the smaller factor.
+        assert_eq!(fewer.z, f.z.columns(0, r - 1).into_owned());
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| pivoted_cholesky_until(&k, &x, stop));
+        assert_eq!(one.z, f.z);
+        assert_eq!(one.pivots, f.pivots);
     }
 
     #[test]

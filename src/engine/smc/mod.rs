@@ -140,6 +140,11 @@ pub fn build_fit(problem: &Problem, settings: &SmcSettings, run: SmcRun) -> Fit 
     if run.kernel == Kernel::SkewCopula {
         fit.details["kernel_stages"] = skew_copula_summary(&run.path);
     }
+    fit.details["log_z_sd_floor"] = json!(tempering::log_z_sd_floor(
+        run.path[1..].iter().map(|s| s.ess_frac),
+        settings.particles
+    ));
+    fit.details["log_z_accuracy"] = json!(LOG_Z_ACCURACY);
     fit.mean = mean;
     fit.sd = sd;
     fit.trace = run.trace;
@@ -153,6 +158,15 @@ pub fn build_fit(problem: &Problem, settings: &SmcSettings, run: SmcRun) -> Fit 
     });
     fit
 }
+
+/// What `log_z_sd_floor` is, for the record.
+const LOG_Z_ACCURACY: &str = "log_z_sd_floor is the sd one run's log Z would have if the \
+    particles of every stage were independent draws of its target (Σ_t (N/ESS_t − 1)/N); a \
+    real run's sd is at least that and larger when the moves leave particles tied to their \
+    ancestors or the cloud's share of some region persists from stage to stage (measured over \
+    16–24 seeds: 1.0–1.25× on a separable soft-step target; over 8 seeds: 2.1× on a 3 000-row, \
+    84-feature adult subsample, where two seeds can differ by 0.36); independent runs \
+    (`runs`) measure the spread itself";
 
 /// Which stages of a skew-copula run moved by the copula, and why: a few
 /// numbers instead of the stages' maps.

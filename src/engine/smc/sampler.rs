@@ -47,6 +47,10 @@ pub struct StageInfo {
     /// same ancestor (the cloud's duplicates left by resampling).
     #[serde(default)]
     pub duplicated: f64,
+    /// Share of the stage's chains that start from distinct particles after
+    /// resampling (1 at stage 0): the cloud's diversity before the moves.
+    #[serde(default)]
+    pub ancestors: f64,
     /// First move step at which the correlation criterion held (standard mode).
     #[serde(default)]
     pub decorrelated_at: Option<usize>,
@@ -152,6 +156,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
             max_correlation: 0.0,
             unmoved: 0.0,
             duplicated: 0.0,
+            ancestors: 1.0,
             decorrelated_at: None,
             esjd: 0.0,
             skewed: None,
@@ -231,6 +236,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
         );
         // Chains of one fit adjacent (stable: copies of an ancestor stay adjacent).
         ancestors.sort_by_key(|&a| fold_of[a]);
+        let distinct = 1 + ancestors.windows(2).filter(|w| w[0] != w[1]).count();
         let mut chains = Chains {
             d,
             theta: ancestors
@@ -307,6 +313,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
                 max_correlation: max_corr,
                 unmoved,
                 duplicated: mv.duplicated,
+                ancestors: distinct as f64 / chains_n as f64,
                 decorrelated_at: mv.decorrelated_at,
                 esjd: esjd_sum / steps.max(1) as f64,
                 skewed: prop.skewed,

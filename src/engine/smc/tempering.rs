@@ -108,6 +108,22 @@ pub fn reweight(risks: &[f64], delta: f64) -> Reweighting {
     }
 }
 
+/// The sd log Ẑ would have if every stage's particles were independent
+/// draws of that stage's target (the floor of moves that mix perfectly). Then each increment log((1/N)Σw) has variance ≈ χ²/N (delta
+/// method), χ² the chi-square divergence of the next target from the current
+/// one, which the weights estimate as N·Σw²/(Σw)² − 1 = 1/ESS_frac − 1, and
+/// the stages' errors are independent: var log Ẑ ≈ Σ_t (1/ESS_t − 1)/N
+/// (T/N at τ = ½). Moves that leave the particles correlated with their
+/// ancestors make the errors of successive stages correlated and the real sd
+/// larger (docs/BENCHMARKS.md, "log Z's spread at 84 features").
+pub fn log_z_sd_floor(ess_fracs: impl IntoIterator<Item = f64>, particles: usize) -> f64 {
+    let chi2: f64 = ess_fracs
+        .into_iter()
+        .map(|e| (1.0 / e - 1.0).max(0.0))
+        .sum();
+    (chi2 / particles.max(1) as f64).sqrt()
+}
+
 /// Systematic resampling (RACL14 Alg. 2): `m` ancestor indices, ascending, from
 /// normalised weights, with one uniform draw.
 pub fn systematic(weights: &[f64], m: usize, rng: &mut Rng) -> Vec<usize> {

@@ -10,7 +10,7 @@
 
 use nalgebra::DMatrix;
 
-use super::fitting::{fit_features, predictive_mean, run_exact};
+use super::fitting::{Features, features, fit_on_features, predictive_mean, run_exact};
 use super::sweep::GpEp;
 use crate::engine::ep::cv::{MIN_OVER_N, cv_settings, point_fit};
 use crate::engine::ep::pair_ep::EpSettings;
@@ -30,10 +30,12 @@ struct GpCv<'a> {
     precision: SitePrecision,
 }
 
-/// One fold's GP-EP state (exact: the sites, warm-started along the grid).
+/// One fold's GP-EP state (exact: the sites, warm-started along the grid;
+/// features: computed once, the kernel is fixed during the CV).
 struct GpWalker<'a> {
     cv: &'a GpCv<'a>,
     state: Option<GpEp>,
+    features: Option<Features>,
 }
 
 impl<'a> CvMethod for &'a GpCv<'a> {
@@ -55,6 +57,7 @@ impl<'a> CvMethod for &'a GpCv<'a> {
         Ok(GpWalker {
             cv: self,
             state: None,
+            features: None,
         })
     }
 
@@ -89,17 +92,23 @@ impl GridWalker for GpWalker<'_> {
                     out.sweeps,
                 )
             }),
-            a => fit_features(
-                cv.kernel,
-                a,
-                &fold.xtr,
-                &fold.ytr,
-                gamma,
-                &cv.ep,
-                cv.precision,
-                ctl,
-            )
-            .map(|(model, out)| (model.predict_mean(&fold.xte), out.sweeps)),
+            a => {
+                if self.features.is_none() {
+                    self.features = Some(features(cv.kernel, a, &fold.xtr)?);
+                }
+                let f = self.features.as_ref().expect("computed");
+                fit_on_features(
+                    cv.kernel,
+                    f,
+                    &fold.xtr,
+                    &fold.ytr,
+                    gamma,
+                    &cv.ep,
+                    cv.precision,
+                    ctl,
+                )
+                .map(|(model, out)| (model.predict_mean(&fold.xte), out.sweeps))
+            }
         };
         point_fit(res)
     }

@@ -7,6 +7,7 @@
 use nalgebra::DMatrix;
 
 use super::basis::{Basis, Form};
+use super::nystrom::{self, LandmarkChoice};
 use super::sweep::{GpEp, GpSweep};
 use crate::engine::ep::design::Form as LinearForm;
 use crate::engine::ep::linear::LinearEp;
@@ -122,6 +123,8 @@ pub struct FitOutcome {
     pub seconds: f64,
     /// How the model stores the score's spread (for the record).
     pub spread: serde_json::Value,
+    /// Nyström: how the landmarks were chosen, and EP's start.
+    pub landmarks: Option<LandmarkChoice>,
 }
 
 /// Exact GP-EP's landmarks: Z (the distinct rows' scores from whitened
@@ -311,6 +314,56 @@ pub fn run_exact(
         sd: map.iter().map(|&u| q.var[u].sqrt()).collect(),
         seconds: out.seconds,
         spread: serde_json::Value::Null,
+        landmarks: None,
+    })
+}
+
+/// A feature approximation of the GP prior at the training rows.
+pub struct Features {
+    /// Features of every training row (n × D).
+    pub phi: DMatrix<f64>,
+    pub basis: FeatureBasis,
+    /// "nystrom" or "rff".
+    pub form: &'static str,
+    /// Nyström: how the landmarks were chosen.
+    pub landmarks: Option<LandmarkChoice>,
+}
+
+/// The `approx` features of the rows `x` (not exact GP-EP).
+pub fn features(
+    kernel: &Kernel,
+    approx: GpApprox,
+    x: &DMatrix<f64>,
+) -> Result<Features, EngineError> {
+    let d = x.ncols();
+    Ok(match approx {
+        GpApprox::Nystrom { .. } | GpApprox::Auto => {
+            let (phi, rows, choice) = nystrom::landmarks(kernel, x, approx);
+            Features {
+                phi,
+                basis: FeatureBasis::Landmarks {
+                    d,
+                    rows: rows.transpose().as_slice().to_vec(),
+                },
+                form: "nystrom",
+                landmarks: Some(choice),
+            }
+        }
+        GpApprox::Rff { features, seed } => {
+            let Kernel::Se { lengthscale } = kernel else {
+                return Err(EngineError::InvalidParams(
+                    "random Fourier features approximate the SE kernel only".into(),
+                ));
+            };
+            let (w, b) = factor::fourier_frequencies(d, features, *lengthscale, seed);
+            Features {
+                phi: factor::fourier_features(x, &w, &b),
+                basis: FeatureBasis::Fourier { d, w, b },
+                form: "rff",
+                landmarks: None,
+            }
+        }
+        GpApprox::Exact => unreachable!("resolved before"),
     })
 }
 
@@ -326,51 +379,47 @@ pub fn fit_features(
     precision: SitePrecision,
     ctl: &Control,
 ) -> Result<(GpModel, FitOutcome), EngineError> {
-    let d = x.ncols();
-    let (phi, basis, form) = match approx {
-        GpApprox::Nystrom { landmarks } => {
-            let distinct = Distinct::of(x);
-            let xu = x.select_rows(&distinct.reps);
-            let f = factor::pivoted_cholesky(kernel, &xu, 0.0, landmarks);
-            let rows = xu.select_rows(&f.pivots);
-            (
-                f.z.select_rows(&distinct.map),
-                FeatureBasis::Landmarks {
-                    d,
-                    rows: rows.transpose().as_slice().to_vec(),
-                },
-                "nystrom",
-            )
-        }
-        GpApprox::Rff { features, seed } => {
-            let Kernel::Se { lengthscale } = kernel else {
-                return Err(EngineError::InvalidParams(
-                    "random Fourier features approximate the SE kernel only".into(),
-                ));
-            };
-            let (w, b) = factor::fourier_frequencies(d, features, *lengthscale, seed);
-            (
-                factor::fourier_features(x, &w, &b),
-                FeatureBasis::Fourier { d, w, b },
-                "rff",
-            )
-        }
-        GpApprox::Exact | GpApprox::Auto => unreachable!("resolved before"),
-    };
+    let f = features(kernel, approx, x)?;
+    fit_on_features(kernel, &f, x, y, gamma, settings, precision, ctl)
+}
+
+/// `fit_features` on features computed before (a CV fold reuses its own
+/// along the γ grid).
+#[allow(clippy::too_many_arguments)]
+pub fn fit_on_features(
+    kernel: &Kernel,
+    f: &Features,
+    x: &DMatrix<f64>,
+    y: &[bool],
+    gamma: f64,
+    settings: &EpSettings,
+    precision: SitePrecision,
+    ctl: &Control,
+) -> Result<(GpModel, FitOutcome), EngineError> {
+    let (phi, mut landmarks) = (&f.phi, f.landmarks.clone());
     let r = phi.ncols();
-    if r >= y.len() {
+    // Nyström on every distinct row is exact GP-EP in the whitened form
+    // (tests compare them); more features than rows only costs.
+    if r > y.len() || (r == y.len() && landmarks.is_none()) {
         return Err(EngineError::InvalidParams(format!(
             "the GP feature approximation has {r} features for {} training rows: use the exact GP",
             y.len()
         )));
     }
-    let mut lep = LinearEp::new(&phi, y, &vec![1.0; r], LinearForm::Primal, precision)?;
+    let coarse = match landmarks {
+        Some(_) => nystrom::coarse_fit(phi, y, gamma, settings, precision, ctl)?,
+        None => None,
+    };
+    let mut lep = LinearEp::new(phi, y, &vec![1.0; r], LinearForm::Primal, precision)?;
+    if let (Some(l), Some(c)) = (landmarks.as_mut(), coarse) {
+        l.start = Some(c.start(&mut lep, gamma));
+    }
     let out = lep.run(gamma, settings, ctl, &mut |_, _| {})?;
     let mean = lep.mean();
     let cov = lep.cov().expect("primal form");
     let model = GpModel {
         kernel: kernel.clone(),
-        basis,
+        basis: f.basis.clone(),
         mean: mean.clone(),
         spread: GpSpread::Covariance {
             packed: pack_lower(&cov),
@@ -393,12 +442,13 @@ pub fn fit_features(
             skipped: out.stats.skipped,
             identical_pairs: lep.state().identical_pairs(),
             cold_restart: out.cold_restart,
-            form,
+            form: f.form,
             rank: r,
             mean: s_mean,
             sd,
             seconds: out.seconds,
             spread: serde_json::json!({ "kind": "covariance" }),
+            landmarks,
         },
     ))
 }

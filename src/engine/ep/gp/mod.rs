@@ -3,15 +3,19 @@
 //!
 //! - `basis`: q(s) from the sites — the Laplacian B in O(M), the checked
 //!   factorisation, the pair marginals from q's blocks.
-//! - `sweep`: the damped parallel sweep loop (§4's acceptance rules), log Z_EP.
+//! - `sweep`: GP-EP's sites and q as a state of the shared sweep driver
+//!   (`ep::driver`: §4's acceptance, damping and stall rules), log Z_EP.
 //! - `fitting`: one fit at a kernel, exact or through Nyström / random Fourier
 //!   features (linear EP on D features), and the score model it yields.
+//! - `nystrom`: how many landmarks (`auto`: by the prior variance they leave
+//!   out) and EP's start from a coarse fit.
 //! - `lengthscale`: ℓ by maximising log Z_EP.
 
 pub mod basis;
 pub mod cv;
 pub mod fitting;
 pub mod lengthscale;
+pub mod nystrom;
 pub mod sweep;
 #[cfg(test)]
 mod tests;
@@ -25,7 +29,8 @@ use crate::engine::Prior;
 use crate::engine::event::{EpSweep, Event, LogLevel};
 use crate::engine::fit::{Fit, ScoreModel};
 use crate::engine::gp::{
-    AUTO_LANDMARKS, EXACT_MAX_ROWS, GpApprox, GpPrior, KernelKind, LengthScale, median_distance,
+    AUTO_MAX_LANDMARKS, AUTO_TRACE_RESIDUAL, EXACT_MAX_ROWS, GpApprox, GpPrior, KernelKind,
+    LengthScale, median_distance,
 };
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::problem::Problem;
@@ -36,13 +41,12 @@ pub use sweep::{GpEp, GpOutcome, GpSweep};
 /// Most training rows whose per-sweep score means and sds go into the events.
 const SWEEP_MOMENTS_MAX_N: usize = 200;
 
-/// The approximation `approx` resolves to for `n` training rows.
+/// The approximation `approx` resolves to for `n` training rows: `Auto` is
+/// exact up to `EXACT_MAX_ROWS` and stays `Auto` above (Nyström, its
+/// landmarks chosen at each kernel by `nystrom::landmarks`).
 pub fn resolve_approx(approx: GpApprox, n: usize) -> GpApprox {
     match approx {
         GpApprox::Auto if n <= EXACT_MAX_ROWS => GpApprox::Exact,
-        GpApprox::Auto => GpApprox::Nystrom {
-            landmarks: AUTO_LANDMARKS,
-        },
         a => a,
     }
 }
@@ -80,15 +84,15 @@ pub(crate) fn run(
         level: LogLevel::Info,
         message: m,
     };
-    if approx != gp.approx {
+    if gp.approx == GpApprox::Auto {
         sink.emit(info(format!(
             "gp: {n} training rows: {}",
             match approx {
                 GpApprox::Exact => "exact GP-EP".to_string(),
-                GpApprox::Nystrom { landmarks } => format!(
-                    "Nyström features from {landmarks} landmarks (exact GP-EP is O(n³) per sweep above {EXACT_MAX_ROWS} rows)"
+                _ => format!(
+                    "Nyström features, landmarks added until they leave out at most {}% of the prior variance (at most {AUTO_MAX_LANDMARKS}; exact GP-EP is O(n³) per sweep above {EXACT_MAX_ROWS} rows)",
+                    100.0 * AUTO_TRACE_RESIDUAL
                 ),
-                _ => unreachable!(),
             }
         )));
     }
@@ -247,8 +251,28 @@ pub(crate) fn run(
             ),
         });
     }
+    if let Some(l) = &out.landmarks {
+        sink.emit(info(format!(
+            "gp: {} Nyström landmarks leave out {:.3}% of the prior variance (largest share of a row's: {:.3}%){}",
+            l.landmarks,
+            100.0 * l.residual_trace_share,
+            100.0 * l.residual_max,
+            l.start.as_ref().map_or(String::new(), |s| if s.fit.used {
+                format!("; EP started from a {}-landmark fit ({} sweeps)", s.landmarks, s.fit.sweeps)
+            } else {
+                format!("; {}", s.fit.note)
+            })
+        )));
+    }
     let rank = model.rank();
     let model_numbers = model.numbers();
+    // The record's approximation is the one used (auto's landmarks at the final ℓ).
+    let approx = match (&out.landmarks, approx) {
+        (Some(l), GpApprox::Auto) => GpApprox::Nystrom {
+            landmarks: l.landmarks,
+        },
+        (_, a) => a,
+    };
     let resolved = GpPrior {
         kernel: gp.kernel,
         lengthscale: if gp.kernel == KernelKind::Linear {
@@ -269,6 +293,7 @@ pub(crate) fn run(
         "approximation": approx,
         "form": out.form,
         "rank": rank,
+        "landmarks": out.landmarks,
         "model_numbers": model_numbers,
         "spread": out.spread,
         "sweeps": out.sweeps,

@@ -1,24 +1,21 @@
-//! GP-EP's damped parallel sweep loop, to the letter of ALGORITHMS.md §4 in
-//! score space (§6): every sweep updates all pair sites from the same q (the
-//! scalar site maths of `ep::site`, O(1) per site), damps by η and rebuilds q;
-//! the new state is accepted only if the rebuild is positive definite and every
-//! site's new cavity is valid — otherwise η is halved, kept halved, and the
-//! step retried; η < `min_eta` ends the run as a non-convergence. Converged
-//! when `Δ_t < tol·η_t`, Δ on the means and sds of the scores.
-//!
-//! The loop mirrors `PairEp::run` (stall halving included) on its own state so
-//! that it can move onto the shared EP sweep driver (engine/select's) as its
-//! third user: `run_once` is that driver's body.
+//! GP-EP's state for the shared EP sweep driver (`ep::driver`, ALGORITHMS.md
+//! §4 in score space, §6): every pass updates all pair sites from the same q
+//! (the scalar site maths of `ep::site`, O(1) per site) and writes the damped
+//! update; a sweep rebuilds q from them (`basis`). The driver accepts a state
+//! only if the rebuild is positive definite and every site's new cavity is
+//! valid, halves η otherwise (and keeps it halved), applies the stall and
+//! cycle rules, and declares convergence when `Δ_t < tol·η_t`, Δ on the means
+//! and sds of the distinct rows' scores.
 //! The sites persist between runs: a run warm-starts from the previous one
 //! (another γ, another length-scale).
-
-use std::time::Instant;
 
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 use serde_json::json;
 
 use super::basis::{Basis, Q};
+use crate::engine::ep::driver::{self, Marginal, Rules, SweepState};
+use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::site::{self, Site, StepFactor};
 use crate::engine::interface::{Control, EngineError};
@@ -33,15 +30,6 @@ pub struct GpSweep<'a> {
     pub skipped: usize,
     pub elapsed: f64,
     pub q: &'a Q,
-}
-
-/// Sums over a pass's sites.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct GpPassStats {
-    pub sum_log_c: f64,
-    pub negative: usize,
-    pub skipped: usize,
-    pub bad: usize,
 }
 
 /// A converged run.
@@ -141,18 +129,18 @@ impl GpEp {
 
     /// Checks the current sites under q and sums their log C; with `eta`,
     /// writes the damped update into `next`.
-    fn pass(&mut self, step: StepFactor, eta: Option<f64>) -> GpPassStats {
+    fn pass(&mut self, step: StepFactor, eta: Option<f64>) -> PassStats {
         let q = self.q.as_ref().expect("q");
         let b = &self.basis;
         let nn = b.n_neg();
         let (k, h) = (&self.k, &self.h);
         let (kn, hn) = (&mut self.next.0, &mut self.next.1);
-        let rows: Vec<GpPassStats> = kn
+        let rows: Vec<PassStats> = kn
             .par_chunks_mut(nn)
             .zip(hn.par_chunks_mut(nn))
             .enumerate()
             .map(|(i, (ko, ho))| {
-                let mut st = GpPassStats::default();
+                let mut st = PassStats::default();
                 let mut log_c = 0.0;
                 for j in 0..nn {
                     let idx = i * nn + j;
@@ -189,13 +177,12 @@ impl GpEp {
                 st
             })
             .collect();
-        rows.iter()
-            .fold(GpPassStats::default(), |a, r| GpPassStats {
-                sum_log_c: a.sum_log_c + r.sum_log_c,
-                negative: a.negative + r.negative,
-                skipped: a.skipped + r.skipped,
-                bad: a.bad + r.bad,
-            })
+        rows.iter().fold(PassStats::default(), |a, r| PassStats {
+            sum_log_c: a.sum_log_c + r.sum_log_c,
+            negative: a.negative + r.negative,
+            skipped: a.skipped + r.skipped,
+            bad: a.bad + r.bad,
+        })
     }
 
     /// `cur ← (prev + cur)/2`: the last step again with η halved.
@@ -221,7 +208,7 @@ impl GpEp {
         }
     }
 
-    fn log_z(&self, stats: &GpPassStats, step: StepFactor) -> Option<f64> {
+    fn log_z(&self, stats: &PassStats, step: StepFactor) -> Option<f64> {
         let q = self.q.as_ref()?;
         (stats.skipped == 0).then(|| {
             stats.sum_log_c + self.basis.half_log_det_prior_prec() - 0.5 * q.log_det_a + 0.5 * q.b_m
@@ -229,8 +216,10 @@ impl GpEp {
         })
     }
 
-    /// EP to convergence at γ from the current state. A warm start that does
-    /// not converge is retried once from the prior (as `PairEp::run`).
+    /// EP to convergence at γ from the current state, by the shared sweep
+    /// driver (`ep::driver::run`: acceptance, damping, the stall and cycle
+    /// rules, one retry from the prior when a warm start fails). Δ is judged
+    /// on the distinct rows' score means and sds.
     pub fn run(
         &mut self,
         gamma: f64,
@@ -245,186 +234,90 @@ impl GpEp {
                 site::MAX_G
             )));
         }
-        let warm = !self.is_cold();
-        match self.run_once(g, s, ctl, on_sweep) {
-            Err(EngineError::NotConverged { .. }) if warm => {
-                self.reset();
-                let mut out = self.run_once(g, s, ctl, on_sweep)?;
-                out.cold_restart = true;
-                Ok(out)
-            }
-            r => r,
-        }
+        let step = StepFactor::new(g);
+        // GP-EP sums log C in every pass; no extrapolated steps (`overrelax`
+        // is not offered), no drift rule: the iterates are those of the loop
+        // GP-EP had before it moved onto the driver.
+        let rules = Rules {
+            evidence_every_sweep: true,
+            drift: false,
+        };
+        let mut st = GpSweepState { ep: self, step };
+        let out = driver::run(&mut st, s, rules, ctl, &mut |st, status| {
+            let ep = &*st.ep;
+            on_sweep(GpSweep {
+                sweep: status.sweep,
+                delta: status.delta,
+                log_z: ep.log_z(&status.stats, step),
+                eta: status.eta,
+                negative_share: ep.negative_share(&status.stats),
+                skipped: status.stats.skipped,
+                elapsed: status.elapsed,
+                q: ep.q.as_ref().expect("rebuilt"),
+            })
+        })?;
+        Ok(GpOutcome {
+            sweeps: out.sweeps,
+            eta: out.eta,
+            delta: out.delta,
+            log_z: self.log_z(&out.stats, step),
+            negative_share: self.negative_share(&out.stats),
+            skipped: out.stats.skipped,
+            cold_restart: out.cold_restart,
+            seconds: out.seconds,
+        })
     }
 
-    fn run_once(
-        &mut self,
-        g: f64,
-        s: &EpSettings,
-        ctl: &Control,
-        on_sweep: &mut dyn FnMut(GpSweep<'_>),
-    ) -> Result<GpOutcome, EngineError> {
-        s.validate().map_err(EngineError::InvalidParams)?;
-        let t0 = Instant::now();
-        let step = StepFactor::new(g);
-        let mut cold_restart = false;
-        self.prev = None;
-        if self.q.is_none() && !self.rebuild() {
-            self.reset();
-            cold_restart = true;
-            if !self.rebuild() {
-                return Err(EngineError::Numerical(
-                    "the GP prior's covariance is not positive definite".into(),
-                ));
-            }
-        }
-        let mut q_prev: Option<Q> = None;
-        let (mut eta, mut cur_eta) = (s.eta, s.eta);
-        let (mut sweep, mut delta, mut candidate) = (0usize, f64::INFINITY, false);
-        let mut halvings = 0usize;
-        let (mut best_delta, mut since_best, mut stall_halvings) = (f64::INFINITY, 0usize, 0usize);
-        let fail = |why: &str, sweep: usize, eta: f64, delta: f64, extra: serde_json::Value| {
-            EngineError::NotConverged {
-                message: format!(
-                    "GP-EP {why} (after {sweep} sweeps, η = {eta:.3e}, Δ = {delta:.3e})"
-                ),
-                diagnostics: json!({
-                    "sweeps": sweep, "eta": eta, "delta": delta, "tol": s.tol,
-                    "gamma_over_pairs": g, "detail": extra,
-                }),
-            }
-        };
-        loop {
-            ctl.checkpoint()?;
-            let stats = self.pass(step, (!candidate).then_some(eta));
-            if stats.bad > 0 {
-                if self.prev.is_none() {
-                    if cold_restart {
-                        return Err(fail(
-                            "found invalid cavities at the prior",
-                            sweep,
-                            eta,
-                            delta,
-                            json!({ "bad_sites": stats.bad }),
-                        ));
-                    }
-                    self.reset();
-                    cold_restart = true;
-                    self.rebuild();
-                    continue;
-                }
-                // Reject the current state: the same step with η halved, kept halved.
-                loop {
-                    cur_eta *= 0.5;
-                    eta = eta.min(cur_eta);
-                    halvings += 1;
-                    if cur_eta < s.min_eta {
-                        return Err(fail(
-                            "did not converge: η fell below its minimum",
-                            sweep,
-                            cur_eta,
-                            delta,
-                            json!({ "reason": "invalid cavities", "bad_sites": stats.bad, "halvings": halvings }),
-                        ));
-                    }
-                    self.shrink();
-                    if self.rebuild() {
-                        break;
-                    }
-                }
-                delta = score_delta(self.q.as_ref().unwrap(), q_prev.as_ref().unwrap());
-                candidate = delta < s.tol * cur_eta;
-                continue;
-            }
-            let sites = (self.pairs() - self.identical).max(1) as f64;
-            let negative_share = stats.negative as f64 / sites;
-            let log_z = self.log_z(&stats, step);
-            if sweep > 0 {
-                on_sweep(GpSweep {
-                    sweep,
-                    delta,
-                    log_z,
-                    eta: cur_eta,
-                    negative_share,
-                    skipped: stats.skipped,
-                    elapsed: t0.elapsed().as_secs_f64(),
-                    q: self.q.as_ref().unwrap(),
-                });
-            }
-            if candidate {
-                return Ok(GpOutcome {
-                    sweeps: sweep,
-                    eta: cur_eta,
-                    delta,
-                    log_z,
-                    negative_share,
-                    skipped: stats.skipped,
-                    cold_restart,
-                    seconds: t0.elapsed().as_secs_f64(),
-                });
-            }
-            if sweep >= s.max_sweeps {
-                return Err(fail(
-                    "did not converge within the most sweeps allowed",
-                    sweep,
-                    eta,
-                    delta,
-                    json!({ "reason": "max sweeps", "halvings": halvings, "stall_halvings": stall_halvings }),
-                ));
-            }
-            self.accept_next();
-            q_prev = self.q.take();
-            cur_eta = eta;
-            while !self.rebuild() {
-                cur_eta *= 0.5;
-                eta = cur_eta;
-                halvings += 1;
-                if cur_eta < s.min_eta {
-                    return Err(fail(
-                        "did not converge: η fell below its minimum",
-                        sweep,
-                        cur_eta,
-                        delta,
-                        json!({ "reason": "q not positive definite", "halvings": halvings }),
-                    ));
-                }
-                self.shrink();
-            }
-            sweep += 1;
-            delta = score_delta(self.q.as_ref().unwrap(), q_prev.as_ref().unwrap());
-            candidate = delta < s.tol * cur_eta;
-            if delta < best_delta {
-                (best_delta, since_best) = (delta, 0);
-            } else {
-                since_best += 1;
-                if s.stall_sweeps > 0 && since_best >= s.stall_sweeps && !candidate {
-                    // A cycle: smaller steps from the current (valid) state.
-                    eta *= 0.5;
-                    stall_halvings += 1;
-                    (best_delta, since_best) = (f64::INFINITY, 0);
-                    if eta < s.min_eta {
-                        return Err(fail(
-                            "did not converge: η fell below its minimum",
-                            sweep,
-                            eta,
-                            delta,
-                            json!({ "reason": "Δ stalled", "halvings": halvings, "stall_halvings": stall_halvings }),
-                        ));
-                    }
-                }
-            }
-        }
+    fn negative_share(&self, stats: &PassStats) -> f64 {
+        stats.negative as f64 / (self.pairs() - self.identical).max(1) as f64
     }
 }
 
-/// Δ = max over distinct rows of |m − m'|/sd' and |sd/sd' − 1| (primes: previous).
-pub fn score_delta(new: &Q, old: &Q) -> f64 {
-    let mut d: f64 = 0.0;
-    for a in 0..new.mean.len() {
-        let (sd, sd_old) = (new.var[a].sqrt(), old.var[a].sqrt());
-        d = d
-            .max((new.mean[a] - old.mean[a]).abs() / sd_old)
-            .max((sd / sd_old - 1.0).abs());
+/// GP-EP as the driver's state.
+struct GpSweepState<'a> {
+    ep: &'a mut GpEp,
+    step: StepFactor,
+}
+
+impl SweepState for GpSweepState<'_> {
+    fn label(&self) -> &'static str {
+        "GP-EP"
     }
-    d
+    fn ensure_q(&mut self) -> bool {
+        self.ep.q.is_some() || self.ep.rebuild()
+    }
+    fn reset(&mut self) {
+        self.ep.reset();
+    }
+    fn is_cold(&self) -> bool {
+        self.ep.is_cold()
+    }
+    fn pass(&mut self, eta: Option<f64>, _evidence: bool) -> PassStats {
+        self.ep.pass(self.step, eta)
+    }
+    fn accept(&mut self) {
+        self.ep.accept_next();
+    }
+    fn shrink(&mut self) {
+        self.ep.shrink();
+    }
+    fn can_roll_back(&self) -> bool {
+        self.ep.prev.is_some()
+    }
+    fn forget_rollback(&mut self) {
+        self.ep.prev = None;
+    }
+    fn complete_sweep(&mut self, _eta: f64, _warmup: bool) -> bool {
+        self.ep.rebuild()
+    }
+    fn marginal(&self) -> Marginal {
+        let q = self.ep.q.as_ref().expect("rebuilt");
+        Marginal {
+            mean: q.mean.clone(),
+            var: q.var.clone(),
+        }
+    }
+    fn context(&self) -> serde_json::Value {
+        json!({ "gamma_over_pairs": self.step.g })
+    }
 }

@@ -1,0 +1,162 @@
+//! Nyström GP-EP against exact GP-EP, and the landmark budget's warning.
+
+use nalgebra::DMatrix;
+
+use super::super::fitting::{fit_exact, fit_features};
+use super::{COARSE_LANDMARKS, budget_warning, coarse_fit, landmarks};
+use crate::engine::Prior;
+use crate::engine::ep::design::Form as LinearForm;
+use crate::engine::ep::linear::LinearEp;
+use crate::engine::ep::pair_ep::EpSettings;
+use crate::engine::ep::store::Precision;
+use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::gp::{GpApprox, GpPrior, Kernel, KernelKind, LengthScale};
+use crate::engine::interface::Control;
+use crate::engine::quality::{assess, code};
+
+/// 160 rows in the plane, a ring of positives, one duplicate within a class
+/// and one identical positive/negative pair.
+fn data() -> (DMatrix<f64>, Vec<bool>) {
+    let n = 160;
+    let mut x = DMatrix::from_fn(n, 2, |i, j| {
+        ((i * 7 + j * 13) as f64 * 0.37 + (i * j) as f64 * 0.011).sin() * 1.5
+    });
+    let mut y: Vec<bool> = (0..n)
+        .map(|i| {
+            let r2 = x[(i, 0)] * x[(i, 0)] + x[(i, 1)] * x[(i, 1)];
+            r2 < 1.2 || i % 11 == 0
+        })
+        .collect();
+    let row = x.row(3).clone_owned();
+    x.set_row(90, &row);
+    y[90] = y[3];
+    let row = x.row(8).clone_owned();
+    x.set_row(41, &row);
+    y[41] = !y[8];
+    (x, y)
+}
+
+/// Item 2's check: Nyström with every distinct row as a landmark is the GP
+/// prior itself (K̃ = K up to the pivoted Cholesky's rounding), so linear EP
+/// on those features is exact GP-EP in other coordinates — EP is equivariant
+/// under a change of basis: the same log Z_EP, training score moments and
+/// predictions. Linear EP judges Δ on the weights and exact GP-EP on the
+/// scores, so both run to tol = 1e-10, where stopping a sweep apart no longer
+/// shows. The features start from the coarse fit (≥ 2·64 of them): the
+/// start must not move the fixed point. ℓ = 0.15: exact GP-EP in the precision
+/// form; ℓ = 1: K ill-conditioned, the whitened form (both drop the
+/// directions of relative prior variance below 1e-10).
+#[test]
+fn landmarks_on_every_row_are_exact_gp_ep() {
+    let (x, y) = data();
+    let xnew = DMatrix::from_fn(9, 2, |i, j| ((i * 3 + j) as f64 * 0.8).cos() * 1.3);
+    let s = EpSettings {
+        tol: 1e-10,
+        ..EpSettings::default()
+    };
+    let ctl = Control::new();
+    for (ell, form, tol) in [(0.15, "precision", 1e-7), (1.0, "whitened", 1e-6)] {
+        let k = Kernel::Se { lengthscale: ell };
+        let (exact, eo) = fit_exact(&k, &x, &y, 60.0, &s, &mut None, &ctl, &mut |_| {}).unwrap();
+        assert_eq!(eo.form, form);
+        let all = GpApprox::Nystrom { landmarks: 160 };
+        let (nys, no) = fit_features(&k, all, &x, &y, 60.0, &s, Precision::F64, &ctl).unwrap();
+        let l = no.landmarks.as_ref().unwrap();
+        assert!(l.residual_max <= 1e-10, "{l:?}");
+        // ℓ = 0.15: every distinct row is a landmark, EP starts from a coarse
+        // fit; ℓ = 1: fewer than 2·64 landmarks, a cold start.
+        assert_eq!(
+            l.start.as_ref().is_some_and(|s| s.fit.used),
+            no.rank >= 2 * COARSE_LANDMARKS
+        );
+        assert_eq!(
+            no.rank >= 2 * COARSE_LANDMARKS,
+            ell < 0.5,
+            "rank {}",
+            no.rank
+        );
+        let (za, zb) = (eo.log_z.unwrap(), no.log_z.unwrap());
+        assert!((za - zb).abs() < tol, "ℓ = {ell}: log Z {za} vs {zb}");
+        for i in 0..y.len() {
+            let (ma, mb, sa, sb) = (eo.mean[i], no.mean[i], eo.sd[i], no.sd[i]);
+            assert!(
+                (ma - mb).abs() < tol * sa,
+                "ℓ = {ell}: mean {i}: {ma} vs {mb}"
+            );
+            assert!(
+                (sb / sa - 1.0).abs() < tol,
+                "ℓ = {ell}: sd {i}: {sa} vs {sb}"
+            );
+        }
+        let (pa, pb) = (exact.predict_mean(&xnew), nys.predict_mean(&xnew));
+        for (a, b) in pa.iter().zip(&pb) {
+            assert!((a - b).abs() < tol, "ℓ = {ell}: prediction {a} vs {b}");
+        }
+    }
+}
+
+/// The coarse start changes where EP starts, not where it ends: the same
+/// log Z_EP and posterior as a cold run from the prior, in fewer sweeps here.
+#[test]
+fn the_coarse_start_keeps_the_fixed_point() {
+    let (x, y) = data();
+    let k = Kernel::Se { lengthscale: 0.5 };
+    let s = EpSettings {
+        tol: 1e-10,
+        ..EpSettings::default()
+    };
+    let ctl = Control::new();
+    let (phi, _, _) = landmarks(&k, &x, GpApprox::Nystrom { landmarks: 140 });
+    let r = phi.ncols();
+    let new = || LinearEp::new(&phi, &y, &vec![1.0; r], LinearForm::Primal, Precision::F64);
+    let mut cold = new().unwrap();
+    let oc = cold.run(60.0, &s, &ctl, &mut |_, _| {}).unwrap();
+    let coarse = coarse_fit(&phi, &y, 60.0, &s, Precision::F64, &ctl)
+        .unwrap()
+        .unwrap();
+    let mut warm = new().unwrap();
+    assert!(coarse.start(&mut warm, 60.0).fit.used);
+    let ow = warm.run(60.0, &s, &ctl, &mut |_, _| {}).unwrap();
+    let (zc, zw) = (oc.evidence.log_z().unwrap(), ow.evidence.log_z().unwrap());
+    assert!((zc - zw).abs() < 1e-8, "log Z {zc} vs {zw}");
+    let (mc, mw, sd) = (cold.mean(), warm.mean(), cold.sd());
+    for k in 0..r {
+        assert!((mc[k] - mw[k]).abs() < 1e-6 * sd[k], "mean {k}");
+    }
+    assert!(
+        ow.sweeps <= oc.sweeps,
+        "{} vs {} sweeps",
+        ow.sweeps,
+        oc.sweeps
+    );
+    // Too few features for a coarse fit to pay: none.
+    let few = phi.columns(0, 2 * COARSE_LANDMARKS - 1).into_owned();
+    assert!(
+        coarse_fit(&few, &y, 60.0, &s, Precision::F64, &ctl)
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// The landmark budget's warning comes from `details.landmarks.met`.
+#[test]
+fn a_budget_stop_is_a_coded_warning() {
+    let prior = Prior::Gp(GpPrior {
+        kernel: KernelKind::Se,
+        lengthscale: LengthScale::Value(1.0),
+        approx: GpApprox::Nystrom { landmarks: 1024 },
+    });
+    let model = ScoreModel::Linear { weights: vec![0.0] };
+    let mut fit = Fit::new("ep", vec!["x".into()], model);
+    fit.prior = Some(prior);
+    fit.converged = true;
+    fit.details = serde_json::json!({ "landmarks": {
+        "landmarks": 1024, "chosen_by": "residual", "residual_trace_share": 0.004,
+        "residual_max": 0.02, "criterion": 0.0025, "budget": 1024, "met": true } });
+    assert!(budget_warning(&fit).is_none());
+    fit.details["landmarks"]["met"] = serde_json::json!(false);
+    let w = assess(&fit, &[]);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0].code, code::GP_LANDMARK_BUDGET);
+    assert!(w[0].message.contains("0.40%"), "{}", w[0].message);
+}
