@@ -320,9 +320,14 @@ pub fn run_split(
             Some(why) => (Status::Skipped(why.to_string()), None),
             None => match spec_of(m, data, file, seed, mode, ep_gamma) {
                 Ok(spec) if fit => run_or_reuse(&id, &spec, records, &mut split),
+                // From disk: a saved failure counts too (the tables say why a
+                // split is missing instead of dropping it silently).
                 Ok(spec) => match reusable(&id.record_path(records), &spec) {
                     Some(r) => (Status::Reused, Some(r)),
-                    None => continue,
+                    None => match reusable_failure(&id.failure_path(records), &spec) {
+                        Some(e) => (Status::Failed(e), None),
+                        None => continue,
+                    },
                 },
                 Err(why) if fit => (Status::Skipped(why), None),
                 // Waiting for EP Gaussian's γ on this split: not run yet.
