@@ -138,6 +138,11 @@ pub trait SweepState {
     /// Back to the rollback point exactly (a rejected extrapolation); there is
     /// no rollback point afterwards; q is rebuilt by `ensure_q`.
     fn restore(&mut self) {}
+    /// Sweeps after an undone extrapolation before another may be tried at
+    /// the same η (None: never at that η).
+    fn jump_retry_after(&self) -> Option<usize> {
+        None
+    }
     /// Back exactly to the state before the rollback point — the one an
     /// extrapolation jumped from, one accepted sweep after the jump (it is
     /// still held: only the sweep after the jump was written since); no
@@ -328,7 +333,8 @@ pub fn run_once<S: SweepState>(
     // The largest Δ the sweep after the last jump may have; the largest ω.
     // The η at which a jump was undone (no more jumps at that η).
     let (mut pending_jump, mut jump_cap): (Option<f64>, f64) = (None, JUMP_MAX);
-    let mut blocked_eta: Option<f64> = None;
+    // (η, the sweep from which jumps at that η are allowed again).
+    let mut blocked_eta: Option<(f64, usize)> = None;
     let fail = |st: &S, why: &str, sweep: usize, eta: f64, delta: f64, reason: &str, n: &Counts| {
         let mut detail = json!({
             "reason": reason, "halvings": n.halvings, "stall_halvings": n.stall_halvings,
@@ -469,7 +475,8 @@ pub fn run_once<S: SweepState>(
         st.begin_sweep();
         cur_eta = eta;
         let threshold = s.tol * st.step_floor(cur_eta);
-        let jump_ok = may_jump && sweep >= warmup && blocked_eta != Some(cur_eta);
+        let blocked = blocked_eta.is_some_and(|(e, until)| e == cur_eta && sweep < until);
+        let jump_ok = may_jump && sweep >= warmup && !blocked;
         if let Some((f, r)) = jump_factor(&hist, threshold, jump_cap).filter(|_| jump_ok)
             && st.overrelax(f)
         {
@@ -547,7 +554,8 @@ pub fn run_once<S: SweepState>(
             n.failed_jumps += 1;
             jump_cap /= 4.0;
             may_jump &= n.failed_jumps < JUMP_FAILS;
-            (blocked_eta, delta, candidate) = (Some(cur_eta), before, false);
+            let until = st.jump_retry_after().map_or(usize::MAX, |b| sweep + b);
+            (blocked_eta, delta, candidate) = (Some((cur_eta, until)), before, false);
             hist.clear();
             last_step_m = None;
             continue;

@@ -66,6 +66,19 @@ impl LikelihoodSites for PairSites {
     fn forget_rollback(&mut self) {
         self.ep.forget_rollback();
     }
+    fn relax(&mut self, f: f64) -> bool {
+        self.ep.relax_current(self.g, f);
+        self.moments = None;
+        true
+    }
+    fn restore(&mut self) {
+        self.ep.restore_rollback();
+        self.moments = None;
+    }
+    fn restore_older(&mut self) {
+        self.ep.restore_before_rollback();
+        self.moments = None;
+    }
     fn reset(&mut self) {
         self.ep.reset();
     }
