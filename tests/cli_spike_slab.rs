@@ -349,7 +349,14 @@ fn glass_split_15_converges_and_agrees_with_smc_on_its_feature() {
         return;
     }
     let base = [
-        "fit", path, "--seed", "15", "--gamma", "161", "--prior", "spike-slab",
+        "fit",
+        path,
+        "--seed",
+        "15",
+        "--gamma",
+        "161",
+        "--prior",
+        "spike-slab",
     ];
     let fit = |extra: &[&str]| json(&pacauc(&[&base[..], extra].concat()));
     let a = fit(&["--method", "ep"]);
@@ -365,23 +372,30 @@ fn glass_split_15_converges_and_agrees_with_smc_on_its_feature() {
     // Both stop at Δ < 1e-4·η on a tail falling 0.4% a sweep: up to ~0.01 sd
     // from the limit.
     assert!((za - zb).abs() < 1e-3, "{za} vs {zb}");
-    let coef = |v: &serde_json::Value, k: usize, f: &str| {
-        v["coefficients"][k][f].as_f64().unwrap()
-    };
+    let coef = |v: &serde_json::Value, k: usize, f: &str| v["coefficients"][k][f].as_f64().unwrap();
     for k in 0..9 {
         let (ma, mb) = (coef(&a, k, "mean"), coef(&b, k, "mean"));
-        assert!((ma - mb).abs() < 0.02 * coef(&b, k, "sd"), "{k}: {ma} vs {mb}");
+        assert!(
+            (ma - mb).abs() < 0.02 * coef(&b, k, "sd"),
+            "{k}: {ma} vs {mb}"
+        );
     }
     let (incl_ep, incl_smc) = (inclusion(&a), inclusion(&s));
     let k = (0..9)
         .max_by(|&i, &j| incl_smc[i].total_cmp(&incl_smc[j]))
         .unwrap();
     assert_eq!(a["coefficients"][k]["name"], "K");
-    assert!(incl_ep[k] > 0.9 && incl_smc[k] > 0.7, "{incl_ep:?} {incl_smc:?}");
+    assert!(
+        incl_ep[k] > 0.9 && incl_smc[k] > 0.7,
+        "{incl_ep:?} {incl_smc:?}"
+    );
     // SMC's posterior of K is a slab/spike mixture (sd 0.65); EP's one
     // Gaussian matches its mean (seen: −0.85 vs −0.85), not its spread.
     let (m_ep, m_smc, sd_smc) = (coef(&a, k, "mean"), coef(&s, k, "mean"), coef(&s, k, "sd"));
-    assert!((m_ep - m_smc).abs() < 0.25 * sd_smc, "{m_ep} vs {m_smc} ± {sd_smc}");
+    assert!(
+        (m_ep - m_smc).abs() < 0.25 * sd_smc,
+        "{m_ep} vs {m_smc} ± {sd_smc}"
+    );
     let warned = a["warnings"]
         .as_array()
         .unwrap()

@@ -331,9 +331,9 @@ pub fn run_once<S: SweepState>(
     let (mut hist, mut hist_eta): (Vec<f64>, f64) = (Vec::new(), s.eta);
     let (mut jumped, mut delta_before_jump, mut may_jump) = (false, delta, s.extrapolate);
     // The largest Δ the sweep after the last jump may have; the largest ω.
-    // The η at which a jump was undone (no more jumps at that η).
     let (mut pending_jump, mut jump_cap): (Option<f64>, f64) = (None, JUMP_MAX);
-    // (η, the sweep from which jumps at that η are allowed again).
+    // The η at which a jump was undone and the sweep from which jumps at that
+    // η are allowed again (never, unless `jump_retry_after`).
     let mut blocked_eta: Option<(f64, usize)> = None;
     let fail = |st: &S, why: &str, sweep: usize, eta: f64, delta: f64, reason: &str, n: &Counts| {
         let mut detail = json!({
