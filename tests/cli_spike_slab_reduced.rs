@@ -48,8 +48,8 @@ fn wide_data_runs_in_the_reduced_form() {
 }
 
 /// With p = 0.1 and γ = 4n the three informative features are selected, and
-/// `--ep-form primal --keep-fixes` gives the same record (log Z, inclusion,
-/// means) up to rounding (the reduced form cannot release the negative-site
+/// `--ep-form primal --keep-fixes` gives the same record (log Z, inclusion)
+/// up to the convergence tolerance (the reduced form cannot release the negative-site
 /// fix: it whitens by the prior sites' precisions, which must stay positive).
 #[test]
 fn reduced_form_selects_the_signal_and_matches_the_primal_form() {
@@ -68,15 +68,18 @@ fn reduced_form_selects_the_signal_and_matches_the_primal_form() {
         ),
         (Some("reduced"), Some("primal"))
     );
-    assert_eq!(red["details"]["sweeps"], pri["details"]["sweeps"]);
+    // The primal form extrapolates slow tails (the driver's Aitken steps), the
+    // reduced one cannot (an extrapolated prior precision may fall below zero,
+    // which it cannot whiten by): the same fixed point by other steps, so they
+    // agree to the convergence tolerance (Δ < 1e-4·η), not to rounding.
     let (a, b) = (
         red["log_evidence"].as_f64().unwrap(),
         pri["log_evidence"].as_f64().unwrap(),
     );
-    assert!((a - b).abs() < 1e-7, "log Z {a} vs {b}");
+    assert!((a - b).abs() < 1e-4, "log Z {a} vs {b}");
     let (pr, pp) = (inclusion(&red), inclusion(&pri));
     for (k, (a, b)) in pr.iter().zip(&pp).enumerate() {
-        assert!((a - b).abs() < 1e-7, "inclusion {k}: {a} vs {b}");
+        assert!((a - b).abs() < 1e-3, "inclusion {k}: {a} vs {b}");
     }
     for (k, p) in pr.iter().take(3).enumerate() {
         assert!(*p > 0.5, "g00{k}: {p}");

@@ -66,7 +66,13 @@ impl LikelihoodSites for PairSites {
     fn forget_rollback(&mut self) {
         self.ep.forget_rollback();
     }
+    /// Not in the reduced form: it whitens by the prior sites' precisions,
+    /// which an extrapolated step can take below zero (the primal form checks
+    /// Q instead), and a refused jump ends extrapolation for the run.
     fn relax(&mut self, f: f64) -> bool {
+        if self.reduction.is_some() {
+            return false;
+        }
         self.ep.relax_current(self.g, f);
         self.moments = None;
         true

@@ -266,12 +266,6 @@ fn prior_half<L: LikelihoodSites>(
     );
     steps.fixed = fixed;
     steps.dir = dir;
-    // An extrapolated step can overshoot a prior precision below zero, which
-    // the reduced form cannot whiten by: refused in both forms alike, so that
-    // they keep taking the same steps.
-    if relax > 1.0 && sites.u.iter().any(|&u| u <= 0.0) {
-        return None;
-    }
     rebuild_checked(lik, sites).then_some(up?.fixes)
 }
 
