@@ -218,7 +218,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
             (&theta, &risk),
             &rw.weights,
             (&pool.0, &pool.1),
-            delta,
+            delta * (1.0 + s.fit_lookahead),
             d,
             families,
             prior_sd.as_deref(),
@@ -271,6 +271,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
                 radial: s.radial,
                 chart: prop.chart.as_ref(),
                 maps: prop.maps.as_deref(),
+                df: s.proposal_df,
             },
             StageStart {
                 chains,

@@ -59,6 +59,14 @@ pub struct SmcSettings {
     pub max_duplicated: f64,
     /// Cap on the number of tempering stages.
     pub max_stages: usize,
+    /// Degrees of freedom ν of a Student-t proposal around the particles'
+    /// fit (gpcn and copula moves; None: the Gaussian).
+    #[serde(default)]
+    pub proposal_df: Option<f64>,
+    /// The fits are of the cloud reweighted to γ + (1 + lookahead)·δ, δ the
+    /// stage's step (0: to the stage's own target).
+    #[serde(default)]
+    pub fit_lookahead: f64,
     pub seed: u64,
     /// Independent runs (`runs`): R > 1 runs the sampler R times from seeds
     /// derived from `seed` and pools their clouds (see `runs`).
@@ -84,6 +92,8 @@ impl Default for SmcSettings {
             decorrelation: 0.1,
             max_duplicated: 0.01,
             max_stages: 1000,
+            proposal_df: None,
+            fit_lookahead: 0.0,
             seed: 0,
             runs: 1,
         }
