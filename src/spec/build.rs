@@ -211,9 +211,6 @@ pub fn smc_settings(s: &SmcSpec, seed: u64) -> SmcSettings {
         max_stages: s.max_stages,
         seed: s.smc_seed.unwrap_or(seed),
         runs: s.runs,
-        // TEMP experiment override
-        proposal_df: std::env::var("PACAUC_DF").ok().and_then(|v| v.parse().ok()),
-        fit_lookahead: std::env::var("PACAUC_LOOK").ok().and_then(|v| v.parse().ok()).unwrap_or(0.0),
         ..d
     }
 }

@@ -432,7 +432,8 @@ fn propose<T: Target + ?Sized>(
                 bb.correction[j] = match spec.df {
                     None => 0.5 * (w2_new - w2_old),
                     Some(nu) => {
-                        0.5 * (nu + d as f64) * ((1.0 + w2_new / nu).ln() - (1.0 + w2_old / nu).ln())
+                        0.5 * (nu + d as f64)
+                            * ((1.0 + w2_new / nu).ln() - (1.0 + w2_old / nu).ln())
                     }
                 };
                 if let Some(maps) = spec.maps.map(|m| &m[fold[j]]) {

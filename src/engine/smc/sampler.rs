@@ -218,7 +218,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
             (&theta, &risk),
             &rw.weights,
             (&pool.0, &pool.1),
-            delta * (1.0 + s.fit_lookahead),
+            delta,
             d,
             families,
             prior_sd.as_deref(),

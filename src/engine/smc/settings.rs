@@ -63,10 +63,6 @@ pub struct SmcSettings {
     /// fit (gpcn and copula moves; None: the Gaussian).
     #[serde(default)]
     pub proposal_df: Option<f64>,
-    /// The fits are of the cloud reweighted to γ + (1 + lookahead)·δ, δ the
-    /// stage's step (0: to the stage's own target).
-    #[serde(default)]
-    pub fit_lookahead: f64,
     pub seed: u64,
     /// Independent runs (`runs`): R > 1 runs the sampler R times from seeds
     /// derived from `seed` and pools their clouds (see `runs`).
@@ -93,7 +89,6 @@ impl Default for SmcSettings {
             max_duplicated: 0.01,
             max_stages: 1000,
             proposal_df: None,
-            fit_lookahead: 0.0,
             seed: 0,
             runs: 1,
         }
