@@ -73,7 +73,9 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
     if fit.gamma.is_none() {
         return;
     }
-    let mut warn = Vec::new();
+    // (level, message): a check that does not apply by design (GP-EP) is
+    // information, not a doubt about the fit; one that failed is a warning.
+    let mut notes: Vec<(LogLevel, String)> = Vec::new();
     // Missing certificates are said in the record too (`details.uncertified`).
     let mut uncertified = serde_json::Map::new();
     // GP-EP's q is a Gaussian of the training scores (prior N(0, K)), not of
@@ -91,12 +93,20 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
         Ok(b) => fit.bound = Some(b),
         Err(e) => {
             uncertified.insert("bound".into(), json!(e));
-            warn.push(format!("no PAC-Bayes certificate: {e}"));
+            let level = if gp_gaussian {
+                LogLevel::Info
+            } else {
+                LogLevel::Warn
+            };
+            notes.push((level, format!("no PAC-Bayes certificate: {e}")));
         }
     }
     if s.is_draws > 0 && gp_gaussian {
         uncertified.insert("is_check".into(), json!(GP_NO_THETA));
-        warn.push(format!("no importance-sampling check: {GP_NO_THETA}"));
+        notes.push((
+            LogLevel::Info,
+            format!("no importance-sampling check: {GP_NO_THETA}"),
+        ));
     }
     let gaussian =
         fit.particles.is_none() && (fit.covariance.is_some() || fit.low_rank_covariance.is_some());
@@ -109,7 +119,10 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
         match is_check_fit(fit, pb, &settings) {
             Ok(c) => {
                 if !c.trusted {
-                    warn.push(format!("importance-sampling check: {}", c.verdict));
+                    notes.push((
+                        LogLevel::Warn,
+                        format!("importance-sampling check: {}", c.verdict),
+                    ));
                 }
                 if !fit.details.is_object() {
                     fit.details = json!({});
@@ -118,7 +131,7 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
             }
             Err(e) => {
                 uncertified.insert("is_check".into(), json!(e));
-                warn.push(format!("no importance-sampling check: {e}"));
+                notes.push((LogLevel::Warn, format!("no importance-sampling check: {e}")));
             }
         }
     }
@@ -128,11 +141,8 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
         }
         fit.details["uncertified"] = serde_json::Value::Object(uncertified);
     }
-    for message in warn {
-        let e = Event::Log {
-            level: LogLevel::Warn,
-            message,
-        };
+    for (level, message) in notes {
+        let e = Event::Log { level, message };
         // An engine without its own trace gets the observed events as one
         // (the CLI and the worker): the warning reaches it through `obs`.
         if !fit.trace.is_empty() {

@@ -339,7 +339,7 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "CV: full path",
-        help: "With γ = auto: run every fold's path to the top of the γ grid instead of ending the paths once the mean held-out AUC has clearly fallen (at three grid points in a row, each more than one paired standard error below the best; announced and recorded).",
+        help: "With γ = auto: run every fold's path to the top of the γ grid instead of ending the paths once the mean held-out AUC has clearly fallen (at two grid points in a row, each more than one paired standard error below the best; announced and recorded).",
         methods: SMC,
         requires: Requires::GammaAuto,
         group: Group::Smc,

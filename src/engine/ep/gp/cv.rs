@@ -106,6 +106,7 @@ impl GridWalker for GpWalker<'_> {
                     &cv.ep,
                     cv.precision,
                     ctl,
+                    &mut |_| {},
                 )
                 .map(|(model, out)| (model.predict_mean(&fold.xte), out.sweeps))
             }

@@ -378,9 +378,10 @@ pub fn fit_features(
     settings: &EpSettings,
     precision: SitePrecision,
     ctl: &Control,
+    on_sweep: &mut dyn FnMut(GpSweep<'_>),
 ) -> Result<(GpModel, FitOutcome), EngineError> {
     let f = features(kernel, approx, x)?;
-    fit_on_features(kernel, &f, x, y, gamma, settings, precision, ctl)
+    fit_on_features(kernel, &f, x, y, gamma, settings, precision, ctl, on_sweep)
 }
 
 /// `fit_features` on features computed before (a CV fold reuses its own
@@ -395,6 +396,7 @@ pub fn fit_on_features(
     settings: &EpSettings,
     precision: SitePrecision,
     ctl: &Control,
+    on_sweep: &mut dyn FnMut(GpSweep<'_>),
 ) -> Result<(GpModel, FitOutcome), EngineError> {
     let (phi, mut landmarks) = (&f.phi, f.landmarks.clone());
     let r = phi.ncols();
@@ -414,7 +416,18 @@ pub fn fit_on_features(
     if let (Some(l), Some(c)) = (landmarks.as_mut(), coarse) {
         l.start = Some(c.start(&mut lep, gamma));
     }
-    let out = lep.run(gamma, settings, ctl, &mut |_, _| {})?;
+    let out = lep.run(gamma, settings, ctl, &mut |s, _| {
+        on_sweep(GpSweep {
+            sweep: s.sweep,
+            delta: s.delta,
+            log_z: s.log_z,
+            eta: s.eta,
+            negative_share: s.negative_share,
+            skipped: s.skipped,
+            elapsed: s.elapsed,
+            q: None,
+        })
+    })?;
     let mean = lep.mean();
     let cov = lep.cov().expect("primal form");
     let model = GpModel {

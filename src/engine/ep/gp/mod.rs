@@ -161,6 +161,7 @@ pub(crate) fn run(
                 &ep.settings,
                 ep.precision,
                 ctl,
+                on_sweep,
             ),
         }
     };
@@ -224,7 +225,7 @@ pub(crate) fn run(
 
     // The final fit, its sweeps streamed.
     let (model, out) = fit_at(ell, &mut state, &mut |s: GpSweep<'_>| {
-        let small = s.q.mean.len() <= SWEEP_MOMENTS_MAX_N;
+        let small = s.q.filter(|q| q.mean.len() <= SWEEP_MOMENTS_MAX_N);
         sink.emit(Event::EpSweep(EpSweep {
             sweep: s.sweep,
             delta: s.delta,
@@ -232,12 +233,8 @@ pub(crate) fn run(
             eta: s.eta,
             negative_share: s.negative_share,
             skipped: s.skipped,
-            mean: if small { s.q.mean.clone() } else { Vec::new() },
-            sd: if small {
-                s.q.var.iter().map(|v| v.sqrt()).collect()
-            } else {
-                Vec::new()
-            },
+            mean: small.map_or_else(Vec::new, |q| q.mean.clone()),
+            sd: small.map_or_else(Vec::new, |q| q.var.iter().map(|v| v.sqrt()).collect()),
             elapsed: s.elapsed,
             inclusion: None,
         }))

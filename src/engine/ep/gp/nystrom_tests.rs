@@ -60,7 +60,14 @@ fn landmarks_on_every_row_are_exact_gp_ep() {
         let (exact, eo) = fit_exact(&k, &x, &y, 60.0, &s, &mut None, &ctl, &mut |_| {}).unwrap();
         assert_eq!(eo.form, form);
         let all = GpApprox::Nystrom { landmarks: 160 };
-        let (nys, no) = fit_features(&k, all, &x, &y, 60.0, &s, Precision::F64, &ctl).unwrap();
+        // The fit streams its sweeps (the explorer's convergence pane).
+        let mut last = None;
+        let (nys, no) = fit_features(&k, all, &x, &y, 60.0, &s, Precision::F64, &ctl, &mut |w| {
+            assert!(w.q.is_none() && w.delta.is_finite());
+            last = Some((w.sweep, w.log_z));
+        })
+        .unwrap();
+        assert_eq!(last, Some((no.sweeps, no.log_z)), "the last sweep streamed");
         let l = no.landmarks.as_ref().unwrap();
         assert!(l.residual_max <= 1e-10, "{l:?}");
         // ℓ = 0.15: every distinct row is a landmark, EP starts from a coarse

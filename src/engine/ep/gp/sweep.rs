@@ -29,7 +29,9 @@ pub struct GpSweep<'a> {
     pub negative_share: f64,
     pub skipped: usize,
     pub elapsed: f64,
-    pub q: &'a Q,
+    /// The score-space moments at the training rows (None for a feature
+    /// approximation: they would cost n·D² a sweep).
+    pub q: Option<&'a Q>,
 }
 
 /// A converged run.
@@ -253,7 +255,7 @@ impl GpEp {
                 negative_share: ep.negative_share(&status.stats),
                 skipped: status.stats.skipped,
                 elapsed: status.elapsed,
-                q: ep.q.as_ref().expect("rebuilt"),
+                q: Some(ep.q.as_ref().expect("rebuilt")),
             })
         })?;
         Ok(GpOutcome {
