@@ -660,7 +660,7 @@ fn log_z_spread_over_seeds_is_the_floor_of_independent_stages() {
 
 /// The same 20-d soft steps with the Student-t proposal (ν = 5) in every
 /// stage (gpcn's and the copula's): log Ẑ unbiased within 4 standard errors
-/// + ½ floor² over 16 seeds, as above; its sd below 2 floors (χ²₁₅: a sd
+/// plus ½ floor² over 16 seeds, as above; its sd below 2 floors (χ²₁₅: a sd
 /// equal to the floor exceeds that with probability < 10⁻⁶).
 #[test]
 fn the_student_proposal_keeps_log_z_unbiased_on_soft_steps() {
