@@ -245,6 +245,9 @@ pub struct StepSpec<'a> {
     /// The marginal maps of the Copula kernel, one per fit (its fits are of
     /// mapped θ).
     pub maps: Option<&'a [MarginalMaps]>,
+    /// Gpcn and Copula: degrees of freedom ν of a Student-t proposal in the
+    /// whitened coordinates instead of the Gaussian (see `student_scale`).
+    pub df: Option<f64>,
 }
 
 /// Outcome of one step over all chains.
@@ -380,8 +383,10 @@ fn propose<T: Target + ?Sized>(
                 }
             }
             Kernel::Gpcn | Kernel::Copula => {
-                for (v, wi) in z.iter_mut().zip(&wh[j * d..(j + 1) * d]) {
-                    *v = rho * wi + s * rng::normal(r);
+                let w = &wh[j * d..(j + 1) * d];
+                let sd = s * spec.df.map_or(1.0, |nu| student_scale(nu, w, r).sqrt());
+                for (v, wi) in z.iter_mut().zip(w) {
+                    *v = rho * wi + sd * rng::normal(r);
                 }
             }
         }
@@ -423,8 +428,14 @@ fn propose<T: Target + ?Sized>(
                 let w2_old: f64 = wh[j * d..(j + 1) * d].iter().map(|v| v * v).sum();
                 let w2_new: f64 = z.iter().map(|v| v * v).sum();
                 bb.white[j * d..(j + 1) * d].copy_from_slice(z);
-                // log N(θ; fit) − log N(θ'; fit).
-                bb.correction[j] = 0.5 * (w2_new - w2_old);
+                // log q(θ) − log q(θ'), q the fit (Gaussian or Student-t).
+                bb.correction[j] = match spec.df {
+                    None => 0.5 * (w2_new - w2_old),
+                    Some(nu) => {
+                        0.5 * (nu + d as f64)
+                            * ((1.0 + w2_new / nu).ln() - (1.0 + w2_old / nu).ln())
+                    }
+                };
                 if let Some(maps) = spec.maps.map(|m| &m[fold[j]]) {
                     // Back from the mapped coordinates, with the maps'
                     // Jacobians: log T'(θ) − log T'(θ').
@@ -438,6 +449,24 @@ fn propose<T: Target + ?Sized>(
         }
         bb.log_prior[j] = target.log_prior(out);
     }
+}
+
+/// The Student-t proposal's scale for a chain at whitened state w: a draw of
+/// s | w ~ InvGamma((ν + d)/2, (ν + ‖w‖²)/2), the conditional of the scale
+/// mixture t_ν = ∫ N(0, s I) InvGamma(s; ν/2, ν/2) ds. Given s, pCN with
+/// innovation variance s is reversible for N(0, s I); with s refreshed from
+/// its conditional first, the pair leaves t_ν invariant, and the Metropolis
+/// ratio for the target π is π(w')t(w)/(π(w)t(w')) (Nishihara, Murray &
+/// Adams 2014, the generalised elliptical slice sampler's augmentation). Why:
+/// an independence-like proposal cannot move a state where π/q is large, and
+/// a t's wider spread of ‖w‖ bounds π/q on both sides of the Gaussian's shell;
+/// a chain far out (or far in) draws larger (or smaller) steps.
+fn student_scale(nu: f64, w: &[f64], r: &mut Rng) -> f64 {
+    let w2: f64 = w.iter().map(|v| v * v).sum();
+    let chi: f64 = ChiSquared::new(nu + w.len() as f64)
+        .expect("ν + d > 0")
+        .sample(r);
+    (nu + w2) / chi
 }
 
 /// Metropolis decisions of one block (`dims`: θ's d and the whitened
@@ -634,6 +663,7 @@ mod tests {
                     radial: true,
                     chart: None,
                     maps: None,
+                    df: None,
                 };
                 step(&t, &mut chains, &mut buf, spec);
             }

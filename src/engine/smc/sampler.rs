@@ -271,6 +271,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
                 radial: s.radial,
                 chart: prop.chart.as_ref(),
                 maps: prop.maps.as_deref(),
+                df: s.proposal_df,
             },
             StageStart {
                 chains,

@@ -59,6 +59,10 @@ pub struct SmcSettings {
     pub max_duplicated: f64,
     /// Cap on the number of tempering stages.
     pub max_stages: usize,
+    /// Degrees of freedom ν of a Student-t proposal around the particles'
+    /// fit (gpcn and copula moves; None: the Gaussian).
+    #[serde(default)]
+    pub proposal_df: Option<f64>,
     pub seed: u64,
     /// Independent runs (`runs`): R > 1 runs the sampler R times from seeds
     /// derived from `seed` and pools their clouds (see `runs`).
@@ -84,6 +88,7 @@ impl Default for SmcSettings {
             decorrelation: 0.1,
             max_duplicated: 0.01,
             max_stages: 1000,
+            proposal_df: None,
             seed: 0,
             runs: 1,
         }
@@ -119,6 +124,12 @@ impl SmcSettings {
         }
         if !(self.ess > 0.0 && self.ess < 1.0) {
             return bad(format!("`ess` must be in (0, 1); got {}", self.ess));
+        }
+        // ν ≤ 0 (or NaN) would make every acceptance ratio NaN: every move refused.
+        if let Some(df) = self.proposal_df.filter(|df| !(*df > 0.0 && df.is_finite())) {
+            return bad(format!(
+                "`proposal_df` (the Student-t proposal's ν) must be a positive number; got {df}"
+            ));
         }
         if let Some(p) = self.waste_free {
             if p < 2 {
@@ -165,5 +176,29 @@ impl SmcSettings {
             return bad("`runs` must be ≥ 1".into());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Student-t ν ≤ 0 or NaN is refused up front (it would make every
+    /// acceptance ratio NaN, so every move would be silently refused).
+    #[test]
+    fn a_non_positive_proposal_df_is_refused() {
+        for df in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let s = SmcSettings {
+                proposal_df: Some(df),
+                ..SmcSettings::default()
+            };
+            let e = s.validate(3).unwrap_err().to_string();
+            assert!(e.contains("proposal_df"), "{e}");
+        }
+        let ok = SmcSettings {
+            proposal_df: Some(5.0),
+            ..SmcSettings::default()
+        };
+        assert!(ok.validate(3).is_ok());
     }
 }
