@@ -308,7 +308,7 @@ pub fn data_plan(name: &str) -> DataPlan {
                 method: "gp-ep",
                 key: "gp_approx",
                 value: "auto",
-                why: "exact GP-EP on 11 235 training rows costs O(n³) a sweep; `auto` is Nyström with 128 pivoted landmarks above 4 000 rows",
+                why: "exact GP-EP on 11 235 training rows costs O(n³) a sweep; `auto` is Nyström above 4 000 rows, its pivoted landmarks grown until they leave out ≤ 0.25% of the prior variance (at most 1024)",
             }],
             small: false,
             paper: student(0.625),
