@@ -110,6 +110,13 @@ impl Tables<'_> {
             format!("skipped{}", notes.mark(&c.skipped[0].1))
         } else if !c.failed.is_empty() && c.failed.len() + c.skipped.len() == c.planned {
             format!("failed ({}){}", c.failed.len(), notes.mark(&c.failed[0].1))
+        } else if !c.failed.is_empty() {
+            // Some splits failed, the others are still to run: say both.
+            format!(
+                "n/a (not run yet); {} failed{}",
+                c.failed.len(),
+                notes.mark(&c.failed[0].1)
+            )
         } else {
             "n/a (not run yet)".into()
         }

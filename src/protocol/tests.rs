@@ -76,6 +76,8 @@ fn tables_show_mean_sd_paired_differences_and_why_cells_are_empty() {
         done("pima", "ep", 0, 0.8, 0.5),
         done("pima", "ep", 1, 0.9, 0.5),
         other("pima", "ep", 2, Status::Failed("no fixed point".into())),
+        // smc: one split failed, the other two not run yet.
+        other("pima", "smc", 1, Status::Failed("no fixed point".into())),
         other("pima", "gcs", 0, Status::Skipped("too slow".into())),
         other("pima", "gcs", 1, Status::Skipped("too slow".into())),
         other("pima", "gcs", 2, Status::Skipped("too slow".into())),
@@ -104,7 +106,7 @@ fn tables_show_mean_sd_paired_differences_and_why_cells_are_empty() {
     // logit: 0.7, 0.85, 0.6 → mean 0.7167, sd 0.1258.
     assert!(md.contains("| pima | 3 | 0.7167 ± 0.126 (3) |"), "{md}");
     assert!(md.contains("0.8500 ± 0.071 (2) of 3; 1 failed [1]"), "{md}");
-    assert!(md.contains("n/a (not run yet)"), "{md}");
+    assert!(md.contains("| n/a (not run yet); 1 failed [1] |"), "{md}");
     assert!(md.contains("skipped [2]"), "{md}");
     assert!(
         md.contains("1. no fixed point") && md.contains("2. too slow"),
