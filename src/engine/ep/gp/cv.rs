@@ -10,7 +10,7 @@
 
 use nalgebra::DMatrix;
 
-use super::fitting::{Features, features, fit_on_features, predictive_mean, run_exact};
+use super::fitting::{Features, features, fit_features, predictive_mean, run_exact};
 use super::sweep::GpEp;
 use crate::engine::ep::cv::{MIN_OVER_N, cv_settings, point_fit};
 use crate::engine::ep::pair_ep::EpSettings;
@@ -97,7 +97,7 @@ impl GridWalker for GpWalker<'_> {
                     self.features = Some(features(cv.kernel, a, &fold.xtr)?);
                 }
                 let f = self.features.as_ref().expect("computed");
-                fit_on_features(
+                fit_features(
                     cv.kernel,
                     f,
                     &fold.xtr,

@@ -367,27 +367,11 @@ pub fn features(
     })
 }
 
-/// GP-EP through `approx` features: linear EP with prior N(0, I) on them.
+/// GP-EP through the features `f` of the rows `x` (`features`): linear EP
+/// with prior N(0, I) on them. A CV fold computes its features once and fits
+/// them along the γ grid.
 #[allow(clippy::too_many_arguments)]
 pub fn fit_features(
-    kernel: &Kernel,
-    approx: GpApprox,
-    x: &DMatrix<f64>,
-    y: &[bool],
-    gamma: f64,
-    settings: &EpSettings,
-    precision: SitePrecision,
-    ctl: &Control,
-    on_sweep: &mut dyn FnMut(GpSweep<'_>),
-) -> Result<(GpModel, FitOutcome), EngineError> {
-    let f = features(kernel, approx, x)?;
-    fit_on_features(kernel, &f, x, y, gamma, settings, precision, ctl, on_sweep)
-}
-
-/// `fit_features` on features computed before (a CV fold reuses its own
-/// along the γ grid).
-#[allow(clippy::too_many_arguments)]
-pub fn fit_on_features(
     kernel: &Kernel,
     f: &Features,
     x: &DMatrix<f64>,

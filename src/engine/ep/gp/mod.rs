@@ -154,7 +154,7 @@ pub(crate) fn run(
             ),
             a => fitting::fit_features(
                 &kernel,
-                a,
+                &fitting::features(&kernel, a, &pb.x)?,
                 &pb.x,
                 &pb.y,
                 gamma,

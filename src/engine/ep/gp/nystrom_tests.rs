@@ -2,7 +2,7 @@
 
 use nalgebra::DMatrix;
 
-use super::super::fitting::{fit_exact, fit_features};
+use super::super::fitting::{features, fit_exact, fit_features};
 use super::{COARSE_LANDMARKS, budget_warning, coarse_fit, landmarks};
 use crate::engine::Prior;
 use crate::engine::ep::design::Form as LinearForm;
@@ -62,7 +62,8 @@ fn landmarks_on_every_row_are_exact_gp_ep() {
         let all = GpApprox::Nystrom { landmarks: 160 };
         // The fit streams its sweeps (the explorer's convergence pane).
         let mut last = None;
-        let (nys, no) = fit_features(&k, all, &x, &y, 60.0, &s, Precision::F64, &ctl, &mut |w| {
+        let f = features(&k, all, &x).unwrap();
+        let (nys, no) = fit_features(&k, &f, &x, &y, 60.0, &s, Precision::F64, &ctl, &mut |w| {
             assert!(w.q.is_none() && w.delta.is_finite());
             last = Some((w.sweep, w.log_z));
         })
