@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 pub use super::checkpoint::{AfterCheckpoint, Checkpoint, Checkpoints};
+use super::energy_mixing::{self, EnergyMixing};
 use super::fit_pool::{Snapshots, stage_proposal};
 use super::moves::{self, Chains, Kernel, Proposals, StepSpec};
 use super::settings::{Moves, SmcSettings};
@@ -60,6 +61,10 @@ pub struct StageInfo {
     /// stage moved by plain gpcn, else by the copula).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skewed: Option<usize>,
+    /// How far the moves refreshed the chains' risk (standard mode; see
+    /// `energy_mixing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<EnergyMixing>,
     pub mean_risk: f64,
     pub evaluations: u64,
     pub elapsed: f64,
@@ -160,6 +165,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
             decorrelated_at: None,
             esjd: 0.0,
             skewed: None,
+            energy: None,
             mean_risk: mean(&risk),
             evaluations,
             elapsed: t0.elapsed().as_secs_f64(),
@@ -318,6 +324,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
                 decorrelated_at: mv.decorrelated_at,
                 esjd: esjd_sum / steps.max(1) as f64,
                 skewed: prop.skewed,
+                energy: mv.energy,
                 mean_risk: mean(&risk),
                 evaluations,
                 elapsed: t0.elapsed().as_secs_f64(),
@@ -370,6 +377,7 @@ struct Moved {
     unmoved: f64,
     duplicated: f64,
     decorrelated_at: Option<usize>,
+    energy: Option<EnergyMixing>,
     /// Snapshots of the chains for the next stage's fits (θ, risk).
     snapshots: (Vec<f64>, Vec<f64>),
     /// Step size after adaptation.
@@ -492,6 +500,7 @@ fn move_stage<T: Target + ?Sized>(
         }
         progress.step(steps, accepted as f64 / (steps * m) as f64, measured);
     }
+    let energy = Some(energy_mixing::measure(&start_risk, &chains.risk));
     if s.waste_free.is_some() {
         max_corr = max_correlation(&start_theta, &start_risk, &chains.theta, &chains.risk, d);
     } else {
@@ -507,6 +516,7 @@ fn move_stage<T: Target + ?Sized>(
         unmoved,
         duplicated,
         decorrelated_at,
+        energy,
         snapshots: snapshots.finish(steps),
         scale: spec.scale,
     })
