@@ -75,7 +75,8 @@ fn ranks(v: &[f64]) -> Vec<f64> {
     r
 }
 
-fn pearson(a: &[f64], b: &[f64]) -> f64 {
+/// Pearson's correlation (0 when either side is constant).
+pub(super) fn pearson(a: &[f64], b: &[f64]) -> f64 {
     let n = a.len().max(1) as f64;
     let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
     let (mut ab, mut aa, mut bb) = (0.0, 0.0, 0.0);

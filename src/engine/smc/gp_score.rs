@@ -27,6 +27,7 @@ use rand::RngExt;
 use rayon::prelude::*;
 use serde_json::json;
 
+use super::energy_mixing::pearson;
 use super::settings::{Moves, SmcSettings};
 use super::tempering::{next_delta, reweight, systematic};
 use crate::engine::Prior;
@@ -186,21 +187,6 @@ impl Space {
     }
 }
 
-fn correlation(a: &[f64], b: &[f64]) -> f64 {
-    let n = a.len() as f64;
-    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
-    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
-    for (x, y) in a.iter().zip(b) {
-        sab += (x - ma) * (y - mb);
-        saa += (x - ma) * (x - ma);
-        sbb += (y - mb) * (y - mb);
-    }
-    if saa <= 0.0 || sbb <= 0.0 {
-        return 0.0;
-    }
-    sab / (saa * sbb).sqrt()
-}
-
 /// `Smc::run` for a GP prior.
 pub fn run(
     s: &SmcSettings,
@@ -328,10 +314,10 @@ pub fn run(
                 .sum();
             evaluations += evals;
             moves += 1;
-            max_corr = correlation(&start_risk, &risk).abs();
+            max_corr = pearson(&start_risk, &risk).abs();
             for (k, &a) in watched.iter().enumerate() {
                 let now: Vec<f64> = sc.iter().map(|p| p[a]).collect();
-                max_corr = max_corr.max(correlation(&start_watch[k], &now).abs());
+                max_corr = max_corr.max(pearson(&start_watch[k], &now).abs());
             }
         }
         if max_corr > s.decorrelation {
