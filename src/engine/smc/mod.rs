@@ -165,9 +165,10 @@ const LOG_Z_ACCURACY: &str = "log_z_sd_floor is the sd one run's log Z would hav
     particles of every stage were independent draws of its target (Σ_t (N/ESS_t − 1)/N); a \
     real run's sd is at least that and larger when the moves leave particles tied to their \
     ancestors or the cloud's share of some region persists from stage to stage (measured over \
-    16–24 seeds: 1.0–1.25× on a separable soft-step target; over 8 seeds: 2.1× on a 3 000-row, \
-    84-feature adult subsample, where two seeds can differ by 0.36); independent runs \
-    (`runs`) measure the spread itself";
+    16–24 seeds: 1.0–1.25× on a separable soft-step target; over 14 seeds on a 3 000-row, \
+    84-feature adult subsample 1.6× (robust sd 1.0×): most runs at the floor, about 1 in 7 off \
+    by up to 0.2, and two seeds can differ by 0.36); independent runs (`runs`) measure the \
+    spread itself";
 
 /// Which stages of a skew-copula run moved by the copula, and why: a few
 /// numbers instead of the stages' maps.
