@@ -3,16 +3,20 @@
 //! thread count); after every batch the diagnostics of the kept draws decide
 //! whether to stop: the smallest bulk and tail ESS over the coefficients and the
 //! risk at least the target and the largest R-hat at most its target, or the
-//! step cap (not converged).
+//! step cap (not converged). With adapted directions the warm-up also
+//! estimates the covariance that shapes the circles (`directions`), in
+//! windows, and fixes it when the warm-up ends.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
 
 use super::chain::{Chain, Work};
 use super::design::Design;
-use super::settings::GcsSettings;
-use crate::engine::event::{Event, GcsBatch};
+use super::directions::{Shape, ShapeSummary};
+use super::settings::{Directions, GcsSettings};
+use crate::engine::event::{Event, GcsBatch, LogLevel};
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::mcmc_diag::{Convergence, Diagnostics, convergence, diagnose};
 
@@ -20,6 +24,9 @@ use crate::engine::mcmc_diag::{Convergence, Diagnostics, convergence, diagnose};
 /// quarter of the steps so far), so the diagnostics cost O(S log S) in total.
 const MIN_BATCH: usize = 50;
 const MAX_BATCH: usize = 5000;
+/// A shorter warm-up keeps uniform directions: its windows would hold a
+/// handful of steps per chain.
+const MIN_ADAPT_WARMUP: usize = 40;
 
 /// A finished run: the chains with their kept draws and the diagnostics.
 #[derive(Debug, Clone)]
@@ -32,6 +39,13 @@ pub struct GcsRun {
     /// Steps per chain, warm-up included.
     pub steps: usize,
     pub work: Work,
+    /// The work after the warm-up (the fixed kernel's acceptance and jumps).
+    pub sampling: Work,
+    /// The directions used after the warm-up and every estimate of their
+    /// covariance (the last one was kept), or why they stayed uniform.
+    pub directions: Directions,
+    pub shapes: Vec<ShapeSummary>,
+    pub uniform_because: Option<String>,
     pub elapsed: f64,
     pub trace: Vec<Event>,
 }
@@ -57,6 +71,44 @@ impl GcsRun {
             |f: fn(&Diagnostics) -> f64| self.diagnostics.iter().map(f).fold(f64::NAN, f64::min);
         (min(|d| d.ess_bulk), min(|d| d.ess_tail))
     }
+}
+
+/// The warm-up steps at which adapted directions start recording the chains'
+/// directions (W/8) and re-estimate Σ from the window just ended (W/4, W/2,
+/// W): each window moves with the previous estimate, so the last one sees the
+/// posterior explored by shaped circles. Err: why the directions stay uniform.
+fn adapt_plan(settings: &GcsSettings, d: usize) -> Result<Option<[usize; 4]>, String> {
+    if settings.directions == Directions::Uniform {
+        return Ok(None);
+    }
+    let w = settings.warmup;
+    if d < 3 {
+        return Err("in 2 dimensions every tangent direction gives the same circle".into());
+    }
+    if w < MIN_ADAPT_WARMUP {
+        return Err(format!(
+            "a warm-up of {w} steps is too short to estimate the directions' covariance \
+             (at least {MIN_ADAPT_WARMUP})"
+        ));
+    }
+    Ok(Some([w / 8, w / 4, w / 2, w]))
+}
+
+/// Σ from the windows of every chain (chain order: independent of threads),
+/// set on every chain; the summary, or None when the estimate failed.
+fn adapt(chains: &mut [Chain], d: usize, step: usize) -> Option<ShapeSummary> {
+    let pooled: Vec<f64> = chains
+        .iter()
+        .flat_map(|c| c.window.iter().copied())
+        .collect();
+    for c in chains.iter_mut() {
+        c.window.clear();
+    }
+    let shape = Arc::new(Shape::estimate(&pooled, d, step)?);
+    for c in chains.iter_mut() {
+        c.set_shape(Some(shape.clone()));
+    }
+    shape.summary
 }
 
 /// The kept draws of coordinate k (k = d: the risk), chain by chain.
@@ -116,11 +168,22 @@ pub fn run(
     let mut trace = Vec::new();
     let mut diag: Vec<(Convergence, f64, f64)> = Vec::new();
     let mut converged = false;
+    let (plan, uniform_because) = match adapt_plan(settings, d) {
+        Ok(p) => (p, None),
+        Err(why) => (None, Some(why)),
+    };
+    let mut shapes = Vec::new();
+    let mut warm_work = vec![Work::default(); chains.len()];
     for batch in 1.. {
         ctl.checkpoint()?;
         let steps = chains[0].steps;
+        let next_point = plan
+            .and_then(|p| p.into_iter().find(|&x| x > steps))
+            .unwrap_or(usize::MAX);
         let len = if steps < settings.warmup {
-            (settings.warmup - steps).min(MIN_BATCH.max(settings.warmup / 4))
+            (settings.warmup - steps)
+                .min(MIN_BATCH.max(settings.warmup / 4))
+                .min(next_point - steps)
         } else {
             ((steps - settings.warmup) / 4).clamp(MIN_BATCH, MAX_BATCH)
         }
@@ -138,6 +201,45 @@ pub fn run(
             return Err(EngineError::Cancelled);
         }
         let steps = chains[0].steps;
+        if let Some(p) = plan {
+            if steps == p[0] {
+                chains.iter_mut().for_each(|c| c.recording = true);
+            } else if p[1..].contains(&steps) {
+                if steps == p[3] {
+                    chains.iter_mut().for_each(|c| c.recording = false);
+                }
+                let event = match adapt(&mut chains, d, steps) {
+                    Some(s) => {
+                        shapes.push(s);
+                        Event::Log {
+                            level: LogLevel::Info,
+                            message: format!(
+                                "great-circle directions adapted at warm-up step {steps} from {} \
+                                 pooled directions: the cap's tangent covariance spans {:.0}×, \
+                                 shrunk by {:.2} to {:.0}×{}",
+                                s.draws,
+                                s.tangent_span,
+                                s.shrinkage,
+                                s.span,
+                                if steps == p[3] { " (fixed from now on)" } else { "" }
+                            ),
+                        }
+                    }
+                    None => Event::Log {
+                        level: LogLevel::Warn,
+                        message: format!(
+                            "the directions' covariance could not be estimated at warm-up step \
+                             {steps}; the previous directions are kept"
+                        ),
+                    },
+                };
+                trace.push(event.clone());
+                obs.observe(event);
+            }
+        }
+        if steps == settings.warmup {
+            warm_work = chains.iter().map(|c| c.work).collect();
+        }
         let kept = chains[0].kept(d);
         let ready = kept >= 8;
         if ready {
@@ -174,6 +276,7 @@ pub fn run(
             ess_tail: ready.then_some(tail),
             risk: per_chain(&|w, b| (w.risk - b.risk) / n_steps(w, b)),
             proposals: per_chain(&|w, b| (w.proposals - b.proposals) as f64 / n_steps(w, b)),
+            acceptance: per_chain(&|w, b| (w.accepted - b.accepted) as f64 / n_steps(w, b)),
             jump: per_chain(&|w, b| (w.jump - b.jump) / n_steps(w, b)),
             arcs: 2 * design.pairs(),
             mean: diag.iter().take(d).map(|x| x.1).collect(),
@@ -195,14 +298,12 @@ pub fn run(
         }
     }
     let mut work = Work::default();
-    for c in &chains {
-        let w = c.work;
-        work.steps += w.steps;
-        work.proposals += w.proposals;
-        work.envelope_misses += w.envelope_misses;
-        work.jump += w.jump;
-        work.risk += w.risk;
+    let mut sampling = Work::default();
+    for (c, warm) in chains.iter().zip(&warm_work) {
+        work.add(&c.work);
+        sampling.add(&c.work.since(warm));
     }
+    let adapted = chains[0].shape().is_some();
     Ok(GcsRun {
         d,
         steps: chains[0].steps,
@@ -210,6 +311,14 @@ pub fn run(
         chains,
         converged,
         work,
+        sampling,
+        directions: if adapted {
+            Directions::Adapted
+        } else {
+            Directions::Uniform
+        },
+        shapes,
+        uniform_because,
         elapsed: t0.elapsed().as_secs_f64(),
         trace,
     })
