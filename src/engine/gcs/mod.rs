@@ -12,6 +12,8 @@ pub mod chain;
 pub mod circle;
 pub mod design;
 pub mod directions;
+#[cfg(test)]
+mod directions_tests;
 pub mod evidence;
 pub mod kernel;
 pub mod pair_codes;
