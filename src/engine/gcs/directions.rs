@@ -36,10 +36,11 @@ pub struct ShapeSummary {
     pub draws: usize,
     /// λ in `(1 − λ) C + λ (tr C/(d − 1)) I`.
     pub shrinkage: f64,
-    /// Largest over smallest eigenvalue of C's part across the mean direction
-    /// (its tangent space) before shrinkage: how elongated the cap is.
-    pub tangent_span: f64,
-    /// The same span after shrinkage (what the proposal uses).
+    /// Largest over smallest eigenvalue of C on the tangent space of the mean
+    /// direction, before shrinkage: how elongated the cap is (None with fewer
+    /// draws than dimensions: C is singular there).
+    pub tangent_span: Option<f64>,
+    /// Largest over smallest eigenvalue of Σ (what the proposal uses).
     pub span: f64,
 }
 
@@ -96,7 +97,7 @@ impl Shape {
         }
         let lambda = (d as f64 / s as f64).clamp(SHRINK_MIN, 1.0);
         let sigma = &cov * (1.0 - lambda) + DMatrix::identity(d, d) * (lambda * level);
-        let tangent_span = tangent_span(&cov, &mean.transpose());
+        let tangent_span = (s > d).then(|| tangent_span(&cov, &mean.transpose()));
         let eig = sigma.clone().symmetric_eigenvalues();
         let span = eig.max() / eig.min();
         let mut shape = Shape::new(&sigma)?;
@@ -130,6 +131,19 @@ impl Shape {
         *v /= norm;
         self.prec.mul_to(v, prec_v);
         true
+    }
+
+    /// The largest factor by which some direction's variance differs between
+    /// this Σ and `other`'s: exp(max |log λ|) over the eigenvalues λ of Σ⁻¹Σ'.
+    pub fn discrepancy(&self, other: &Shape) -> f64 {
+        let Some(m) = self.chol.solve_lower_triangular(&other.chol) else {
+            return f64::INFINITY;
+        };
+        m.singular_values()
+            .iter()
+            .map(|s| (2.0 * s.ln()).abs())
+            .fold(0.0, f64::max)
+            .exp()
     }
 
     /// Λx.
@@ -243,7 +257,8 @@ mod tests {
         let shape = Shape::estimate(&rows, d, 100).unwrap();
         let s = shape.summary.unwrap();
         assert_eq!((s.draws, s.shrinkage), (2000, SHRINK_MIN));
-        assert!(s.tangent_span > 50.0 && s.tangent_span < 150.0, "{s:?}");
+        let t = s.tangent_span.unwrap();
+        assert!(t > 50.0 && t < 150.0, "{s:?}");
         // λ_max(C) ≤ tr C = (d − 1)·level bounds the span after shrinkage.
         let bound = 1.0 + (d - 1) as f64 * (1.0 - SHRINK_MIN) / SHRINK_MIN;
         assert!(s.span > 20.0 && s.span <= bound, "{s:?}");

@@ -8,6 +8,7 @@
 //! of the draws (transduction, rejection curve, active learning) are in
 //! `engine::votes`, for any sampler's draws.
 
+pub mod adapt;
 pub mod chain;
 pub mod circle;
 pub mod design;
@@ -193,7 +194,7 @@ pub fn build_fit(
         "kind": run.directions.name(),
         "asked": settings.directions.name(),
         "uniform_because": run.uniform_because,
-        "estimates": run.shapes,
+        "estimates": run.estimates,
         "note": note,
     });
     fit.details = json!({
@@ -202,7 +203,7 @@ pub fn build_fit(
         "ess_tail_min": run.smallest_ess().1,
         "chains": settings.chains,
         "steps_per_chain": run.steps,
-        "warmup": settings.warmup,
+        "warmup": run.warmup,
         "draws": s,
         "loss": settings.loss,
         "gamma_risk": design.gamma,

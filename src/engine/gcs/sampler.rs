@@ -7,14 +7,13 @@
 //! estimates the covariance that shapes the circles (`directions`), in
 //! windows, and fixes it when the warm-up ends.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
 
+use super::adapt::{Adaptation, Estimate, Outcome};
 use super::chain::{Chain, Work};
 use super::design::Design;
-use super::directions::{Shape, ShapeSummary};
 use super::settings::{Directions, GcsSettings};
 use crate::engine::event::{Event, GcsBatch, LogLevel};
 use crate::engine::interface::{Control, EngineError, Observer};
@@ -24,9 +23,6 @@ use crate::engine::mcmc_diag::{Convergence, Diagnostics, convergence, diagnose};
 /// quarter of the steps so far), so the diagnostics cost O(S log S) in total.
 const MIN_BATCH: usize = 50;
 const MAX_BATCH: usize = 5000;
-/// A shorter warm-up keeps uniform directions: its windows would hold a
-/// handful of steps per chain.
-const MIN_ADAPT_WARMUP: usize = 40;
 
 /// A finished run: the chains with their kept draws and the diagnostics.
 #[derive(Debug, Clone)]
@@ -44,8 +40,10 @@ pub struct GcsRun {
     /// The directions used after the warm-up and every estimate of their
     /// covariance (the last one was kept), or why they stayed uniform.
     pub directions: Directions,
-    pub shapes: Vec<ShapeSummary>,
+    pub estimates: Vec<Estimate>,
     pub uniform_because: Option<String>,
+    /// The warm-up (adapted directions may extend the one asked for).
+    pub warmup: usize,
     pub elapsed: f64,
     pub trace: Vec<Event>,
 }
@@ -73,42 +71,20 @@ impl GcsRun {
     }
 }
 
-/// The warm-up steps at which adapted directions start recording the chains'
-/// directions (W/8) and re-estimate Σ from the window just ended (W/4, W/2,
-/// W): each window moves with the previous estimate, so the last one sees the
-/// posterior explored by shaped circles. Err: why the directions stay uniform.
-fn adapt_plan(settings: &GcsSettings, d: usize) -> Result<Option<[usize; 4]>, String> {
-    if settings.directions == Directions::Uniform {
-        return Ok(None);
-    }
-    let w = settings.warmup;
-    if d < 3 {
-        return Err("in 2 dimensions every tangent direction gives the same circle".into());
-    }
-    if w < MIN_ADAPT_WARMUP {
-        return Err(format!(
-            "a warm-up of {w} steps is too short to estimate the directions' covariance \
-             (at least {MIN_ADAPT_WARMUP})"
-        ));
-    }
-    Ok(Some([w / 8, w / 4, w / 2, w]))
-}
-
-/// Σ from the windows of every chain (chain order: independent of threads),
-/// set on every chain; the summary, or None when the estimate failed.
-fn adapt(chains: &mut [Chain], d: usize, step: usize) -> Option<ShapeSummary> {
-    let pooled: Vec<f64> = chains
-        .iter()
-        .flat_map(|c| c.window.iter().copied())
-        .collect();
-    for c in chains.iter_mut() {
-        c.window.clear();
-    }
-    let shape = Arc::new(Shape::estimate(&pooled, d, step)?);
-    for c in chains.iter_mut() {
-        c.set_shape(Some(shape.clone()));
-    }
-    shape.summary
+/// One line on an estimate of the directions' covariance.
+fn describe(steps: usize, e: &Estimate) -> String {
+    let s = &e.shape;
+    format!(
+        "great-circle directions adapted at warm-up step {steps} from {} pooled directions: \
+         their tangent covariance spans {}, {:.0}× after shrinkage by {:.2}{}",
+        s.draws,
+        s.tangent_span
+            .map_or("(too few draws to tell)".into(), |t| format!("{t:.0}×")),
+        s.span,
+        s.shrinkage,
+        e.change
+            .map_or(String::new(), |c| format!("; variances moved by up to {c:.2}× since the last")),
+    )
 }
 
 /// The kept draws of coordinate k (k = d: the risk), chain by chain.
@@ -168,24 +144,25 @@ pub fn run(
     let mut trace = Vec::new();
     let mut diag: Vec<(Convergence, f64, f64)> = Vec::new();
     let mut converged = false;
-    let (plan, uniform_because) = match adapt_plan(settings, d) {
+    let (mut plan, uniform_because) = match Adaptation::plan(settings, d) {
         Ok(p) => (p, None),
         Err(why) => (None, Some(why)),
     };
-    let mut shapes = Vec::new();
+    let mut warmup = settings.warmup;
     let mut warm_work = vec![Work::default(); chains.len()];
     for batch in 1.. {
         ctl.checkpoint()?;
         let steps = chains[0].steps;
         let next_point = plan
-            .and_then(|p| p.into_iter().find(|&x| x > steps))
+            .as_ref()
+            .and_then(|p| p.next_point(steps))
             .unwrap_or(usize::MAX);
-        let len = if steps < settings.warmup {
-            (settings.warmup - steps)
-                .min(MIN_BATCH.max(settings.warmup / 4))
+        let len = if steps < warmup {
+            (warmup - steps)
+                .min(MIN_BATCH.max(warmup / 4))
                 .min(next_point - steps)
         } else {
-            ((steps - settings.warmup) / 4).clamp(MIN_BATCH, MAX_BATCH)
+            ((steps - warmup) / 4).clamp(MIN_BATCH, MAX_BATCH)
         }
         .min(settings.max_steps - steps);
         let before: Vec<Work> = chains.iter().map(|c| c.work).collect();
@@ -194,50 +171,48 @@ pub fn run(
                 if ctl.is_cancelled() {
                     return;
                 }
-                c.step(design, settings.warmup, settings.thin);
+                c.step(design, warmup, settings.thin);
             }
         });
         if ctl.is_cancelled() {
             return Err(EngineError::Cancelled);
         }
         let steps = chains[0].steps;
-        if let Some(p) = plan {
-            if steps == p[0] {
-                chains.iter_mut().for_each(|c| c.recording = true);
-            } else if p[1..].contains(&steps) {
-                if steps == p[3] {
-                    chains.iter_mut().for_each(|c| c.recording = false);
-                }
-                let event = match adapt(&mut chains, d, steps) {
-                    Some(s) => {
-                        shapes.push(s);
-                        Event::Log {
-                            level: LogLevel::Info,
-                            message: format!(
-                                "great-circle directions adapted at warm-up step {steps} from {} \
-                                 pooled directions: the cap's tangent covariance spans {:.0}×, \
-                                 shrunk by {:.2} to {:.0}×{}",
-                                s.draws,
-                                s.tangent_span,
-                                s.shrinkage,
-                                s.span,
-                                if steps == p[3] { " (fixed from now on)" } else { "" }
-                            ),
-                        }
-                    }
-                    None => Event::Log {
-                        level: LogLevel::Warn,
-                        message: format!(
-                            "the directions' covariance could not be estimated at warm-up step \
-                             {steps}; the previous directions are kept"
-                        ),
-                    },
-                };
+        if let Some(p) = plan.as_mut() {
+            let message = match p.after_batch(&mut chains, d, steps) {
+                Outcome::Nothing => None,
+                Outcome::Adapted { estimate, fixed } => Some((
+                    LogLevel::Info,
+                    format!(
+                        "{}{}",
+                        describe(steps, &estimate),
+                        if fixed { "; fixed from now on" } else { "" }
+                    ),
+                )),
+                Outcome::Extended { estimate, warmup } => Some((
+                    LogLevel::Info,
+                    format!(
+                        "{}; the warm-up is extended to {warmup} steps (the estimate is not \
+                         stable yet)",
+                        describe(steps, &estimate)
+                    ),
+                )),
+                Outcome::Failed => Some((
+                    LogLevel::Warn,
+                    format!(
+                        "the directions' covariance could not be estimated at warm-up step \
+                         {steps}; the previous directions are kept"
+                    ),
+                )),
+            };
+            warmup = p.warmup;
+            if let Some((level, message)) = message {
+                let event = Event::Log { level, message };
                 trace.push(event.clone());
                 obs.observe(event);
             }
         }
-        if steps == settings.warmup {
+        if steps == warmup {
             warm_work = chains.iter().map(|c| c.work).collect();
         }
         let kept = chains[0].kept(d);
@@ -269,7 +244,7 @@ pub fn run(
         let event = Event::GcsBatch(GcsBatch {
             batch,
             steps,
-            warmup: settings.warmup,
+            warmup,
             draws: kept * chains.len(),
             rhat: ready.then_some(rhat),
             ess_bulk: ready.then_some(bulk),
@@ -317,8 +292,9 @@ pub fn run(
         } else {
             Directions::Uniform
         },
-        shapes,
+        estimates: plan.map(|p| p.estimates).unwrap_or_default(),
         uniform_because,
+        warmup,
         elapsed: t0.elapsed().as_secs_f64(),
         trace,
     })
