@@ -4,7 +4,7 @@
 //! estimate, so later ones see the posterior explored by shaped circles. A
 //! posterior that uniform circles explore slowly (a small elongated cap) is
 //! badly estimated by a short warm-up, so while two consecutive estimates
-//! differ by more than a factor `STABLE` in some direction's variance the
+//! differ by more than a factor `STABLE` in a typical direction's variance the
 //! warm-up doubles (a new window as long as the warm-up so far), up to a
 //! quarter of the step cap. Then Σ is fixed: the kept draws come from one
 //! time-homogeneous, exact chain. Every decision reads the chains in index
@@ -21,18 +21,20 @@ use super::settings::{Directions, GcsSettings};
 /// A shorter warm-up keeps uniform directions: its windows would hold a
 /// handful of steps per chain.
 pub const MIN_ADAPT_WARMUP: usize = 40;
-/// Consecutive estimates agree when every direction's variance is within this
-/// factor (the largest |log| generalised eigenvalue ≤ ln STABLE).
-pub const STABLE: f64 = 2.0;
+/// Consecutive estimates agree when a typical direction's variance moved by
+/// less than this factor (the root mean square of the log generalised
+/// eigenvalues ≤ ln STABLE; the largest one is noisy in many dimensions).
+pub const STABLE: f64 = 1.5;
 
 /// One estimate of Σ and how far it moved from the previous one.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Estimate {
     #[serde(flatten)]
     pub shape: ShapeSummary,
-    /// The largest factor by which a direction's variance changed from the
-    /// previous estimate (None for the first).
+    /// The typical and the largest factor by which a direction's variance
+    /// changed from the previous estimate (None for the first).
     pub change: Option<f64>,
+    pub change_max: Option<f64>,
 }
 
 /// What happened at the end of a batch.
@@ -109,7 +111,8 @@ impl Adaptation {
             return Outcome::Failed;
         };
         let shape = Arc::new(shape);
-        let change = self.last.as_ref().map(|l| l.discrepancy(&shape));
+        let moved = self.last.as_ref().map(|l| l.discrepancy(&shape));
+        let (change, change_max) = (moved.map(|m| m.0), moved.map(|m| m.1));
         for c in chains.iter_mut() {
             c.set_shape(Some(shape.clone()));
         }
@@ -117,6 +120,7 @@ impl Adaptation {
         let estimate = Estimate {
             shape: shape.summary.expect("an estimate has a summary"),
             change,
+            change_max,
         };
         self.estimates.push(estimate);
         if steps < self.warmup {

@@ -74,30 +74,40 @@ impl Shape {
     }
 
     /// Σ estimated from unit directions (rows of d, every chain's window
-    /// pooled): their covariance C about the pooled mean, shrunk towards the
-    /// isotropic matrix of the same mean tangent variance. λ = max(SHRINK_MIN,
-    /// d/draws): with fewer draws than dimensions C is mostly noise. C has an
-    /// eigenvalue near 0 along the mean direction (unit vectors in a small cap
-    /// hardly vary along their mean); the shrinkage lifts it with the rest.
+    /// pooled). C is their covariance about the pooled mean m, projected on the
+    /// tangent space of m: unit vectors in a cap hardly vary along m, and a tiny
+    /// variance there would make uᵀΛu — hence the acceptance ratio, a power
+    /// (d−2)/2 of its change — swing across the cap; m gets the mean tangent
+    /// variance `level = tr C/(d − 1)` instead (an isotropic cap then gives
+    /// exactly the uniform directions, every move accepted). Then shrinkage
+    /// towards `level·I` with λ = max(SHRINK_MIN, d/draws): with fewer draws
+    /// than dimensions C is mostly noise.
     pub fn estimate(directions: &[f64], d: usize, at_step: usize) -> Option<Shape> {
         let s = directions.len() / d;
         if s < 2 || d < 2 {
             return None;
         }
         let x = DMatrix::from_row_slice(s, d, &directions[..s * d]);
-        let mean = x.row_mean();
+        let mean = x.row_mean().transpose();
         let mut c = x.clone();
         for mut row in c.row_iter_mut() {
-            row -= &mean;
+            row -= &mean.transpose();
         }
         let cov = crate::engine::linalg::at_b(&c, &c) / (s - 1) as f64;
-        let level = cov.trace() / (d - 1) as f64;
+        let m = mean.normalize();
+        if !m.iter().all(|x| x.is_finite()) {
+            return None;
+        }
+        let p = DMatrix::identity(d, d) - &m * m.transpose();
+        let tangent = &p * &cov * &p;
+        let level = tangent.trace() / (d - 1) as f64;
         if !(level.is_finite() && level > 0.0) {
             return None;
         }
         let lambda = (d as f64 / s as f64).clamp(SHRINK_MIN, 1.0);
-        let sigma = &cov * (1.0 - lambda) + DMatrix::identity(d, d) * (lambda * level);
-        let tangent_span = (s > d).then(|| tangent_span(&cov, &mean.transpose()));
+        let sigma = (&tangent + &m * m.transpose() * level) * (1.0 - lambda)
+            + DMatrix::identity(d, d) * (lambda * level);
+        let tangent_span = (s > d).then(|| tangent_span(&tangent));
         let eig = sigma.clone().symmetric_eigenvalues();
         let span = eig.max() / eig.min();
         let mut shape = Shape::new(&sigma)?;
@@ -133,17 +143,17 @@ impl Shape {
         true
     }
 
-    /// The largest factor by which some direction's variance differs between
-    /// this Σ and `other`'s: exp(max |log λ|) over the eigenvalues λ of Σ⁻¹Σ'.
-    pub fn discrepancy(&self, other: &Shape) -> f64 {
+    /// How far `other`'s Σ' is from this Σ: the root mean square of the
+    /// log eigenvalues of Σ⁻¹Σ' as a factor (a typical direction's variance
+    /// changed by this factor), and the largest such factor.
+    pub fn discrepancy(&self, other: &Shape) -> (f64, f64) {
         let Some(m) = self.chol.solve_lower_triangular(&other.chol) else {
-            return f64::INFINITY;
+            return (f64::INFINITY, f64::INFINITY);
         };
-        m.singular_values()
-            .iter()
-            .map(|s| (2.0 * s.ln()).abs())
-            .fold(0.0, f64::max)
-            .exp()
+        let logs: Vec<f64> = m.singular_values().iter().map(|s| 2.0 * s.ln()).collect();
+        let rms = (logs.iter().map(|l| l * l).sum::<f64>() / logs.len() as f64).sqrt();
+        let max = logs.iter().map(|l| l.abs()).fold(0.0, f64::max);
+        (rms.exp(), max.exp())
     }
 
     /// Λx.
@@ -160,15 +170,12 @@ impl Shape {
     }
 }
 
-/// Eigenvalue span of `cov` on the orthogonal complement of `mean`.
-fn tangent_span(cov: &DMatrix<f64>, mean: &DVector<f64>) -> f64 {
-    let d = cov.nrows();
-    let m = mean.normalize();
-    let p = DMatrix::identity(d, d) - &m * m.transpose();
-    let t = &p * cov * &p;
+/// Eigenvalue span of a covariance projected on a tangent space (its smallest
+/// eigenvalue, ≈ 0, is the projected-out direction).
+fn tangent_span(t: &DMatrix<f64>) -> f64 {
+    let d = t.nrows();
     let mut eig: Vec<f64> = t.symmetric_eigenvalues().iter().copied().collect();
     eig.sort_unstable_by(f64::total_cmp);
-    // The smallest is the (projected-out) mean direction.
     eig[d - 1] / eig[1]
 }
 

@@ -187,7 +187,7 @@ pub fn build_fit(
             Directions::Adapted => "tangent directions P_u z, z ~ N(0, Σ): Σ the chains' pooled \
                 covariance of the direction over the last warm-up window, shrunk towards the \
                 isotropic matrix (estimates), the warm-up doubled while consecutive estimates \
-                differed by more than 2× in some direction; fixed after the warm-up, each move \
+                differed by more than 1.5× in a typical direction's variance; fixed after the warm-up, each move \
                 accepted with the Metropolis–Hastings ratio (u'ᵀΣ⁻¹u' / uᵀΣ⁻¹u)^((d−2)/2), which \
                 keeps the posterior exact",
             Directions::Uniform => "tangent directions uniform: every move accepted",

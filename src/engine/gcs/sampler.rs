@@ -83,7 +83,7 @@ fn describe(steps: usize, e: &Estimate) -> String {
         s.span,
         s.shrinkage,
         e.change
-            .map_or(String::new(), |c| format!("; variances moved by up to {c:.2}× since the last")),
+            .map_or(String::new(), |c| format!("; variances moved by {c:.2}× (typical) since the last")),
     )
 }
 
