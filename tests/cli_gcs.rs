@@ -57,8 +57,17 @@ fn uniform_directions_and_a_short_warm_up() {
     assert_eq!(v["details"]["acceptance"], 1.0);
     let v = fit(&["--warmup", "20"]);
     let dir = &v["details"]["directions"];
-    assert_eq!((&dir["kind"], &dir["asked"]), (&"uniform".into(), &"adapted".into()));
-    assert!(dir["uniform_because"].as_str().unwrap().contains("too short"), "{dir}");
+    assert_eq!(
+        (&dir["kind"], &dir["asked"]),
+        (&"uniform".into(), &"adapted".into())
+    );
+    assert!(
+        dir["uniform_because"]
+            .as_str()
+            .unwrap()
+            .contains("too short"),
+        "{dir}"
+    );
 }
 
 #[test]

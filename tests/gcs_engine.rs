@@ -184,6 +184,14 @@ fn draws_do_not_depend_on_the_thread_count() {
         );
         assert_eq!(a.mean, b.mean);
         assert_eq!(a.details["directions"], b.details["directions"]);
+        // Draws are kept after the (possibly extended) warm-up only, which
+        // stays within a quarter of the step cap.
+        let (steps, warm) = (
+            a.details["steps_per_chain"].as_u64().unwrap(),
+            a.details["warmup"].as_u64().unwrap(),
+        );
+        assert!((100..=250).contains(&warm), "warm-up {warm}");
+        assert_eq!(a.details["draws"].as_u64(), Some(4 * (steps - warm)));
         assert_eq!(a.particles.unwrap().theta, b.particles.unwrap().theta);
     }
 }
@@ -214,12 +222,12 @@ fn adapted_directions_agree_with_uniform_ones_on_a_peaked_posterior() {
     let acc = a.details["acceptance"].as_f64().unwrap();
     assert!(acc > 0.3 && acc <= 1.0, "acceptance {acc}");
     assert_eq!(u.details["acceptance"].as_f64(), Some(1.0));
-    let diag = |f: &Fit, k: usize, what: &str| {
-        f.details["diagnostics"][k][what].as_f64().unwrap()
-    };
+    let diag = |f: &Fit, k: usize, what: &str| f.details["diagnostics"][k][what].as_f64().unwrap();
     eprintln!(
         "adapted: {} steps per chain, acceptance {acc:.3}, jump {:.4}; uniform: {} steps, jump {:.4}",
-        a.details["steps_per_chain"], a.details["mean_jump"], u.details["steps_per_chain"],
+        a.details["steps_per_chain"],
+        a.details["mean_jump"],
+        u.details["steps_per_chain"],
         u.details["mean_jump"]
     );
     for k in 0..p.d() {
@@ -253,7 +261,11 @@ fn adapted_directions_agree_with_smc_on_pima() {
     let r = smc_reference(&p, SmcSettings::default().particles, 2);
     for (k, (zm, zs)) in z_scores(&gcs, &r).into_iter().enumerate() {
         eprintln!("{}: z mean {zm:.2}, z sd {zs:.2}", p.names[k]);
-        assert!(zm < 4.0 && zs < 4.0, "{}: z mean {zm}, z sd {zs}", p.names[k]);
+        assert!(
+            zm < 4.0 && zs < 4.0,
+            "{}: z mean {zm}, z sd {zs}",
+            p.names[k]
+        );
     }
 }
 

@@ -53,8 +53,14 @@ fn quadrature(design: &Design, h: &dyn Fn(&[f64]) -> f64, meridians: usize) -> [
     for j in 0..meridians {
         let psi = PI * (j as f64 + 0.5) / meridians as f64;
         let (sp, cp) = psi.sin_cos();
-        let (pa, pb) = (col(&design.pos, [0.0, 0.0, 1.0]), col(&design.pos, [cp, sp, 0.0]));
-        let (na, nb) = (col(&design.neg, [0.0, 0.0, 1.0]), col(&design.neg, [cp, sp, 0.0]));
+        let (pa, pb) = (
+            col(&design.pos, [0.0, 0.0, 1.0]),
+            col(&design.pos, [cp, sp, 0.0]),
+        );
+        let (na, nb) = (
+            col(&design.neg, [0.0, 0.0, 1.0]),
+            col(&design.neg, [cp, sp, 0.0]),
+        );
         let profile = Profile::of(&Circle {
             pos_a: &pa,
             pos_b: &pb,
@@ -93,8 +99,16 @@ fn design() -> Design {
 /// axes not aligned with the features.
 fn anisotropic() -> DMatrix<f64> {
     let (a, b) = (0.7_f64, 0.4_f64);
-    let rz = DMatrix::from_row_slice(3, 3, &[a.cos(), -a.sin(), 0.0, a.sin(), a.cos(), 0.0, 0.0, 0.0, 1.0]);
-    let rx = DMatrix::from_row_slice(3, 3, &[1.0, 0.0, 0.0, 0.0, b.cos(), -b.sin(), 0.0, b.sin(), b.cos()]);
+    let rz = DMatrix::from_row_slice(
+        3,
+        3,
+        &[a.cos(), -a.sin(), 0.0, a.sin(), a.cos(), 0.0, 0.0, 0.0, 1.0],
+    );
+    let rx = DMatrix::from_row_slice(
+        3,
+        3,
+        &[1.0, 0.0, 0.0, 0.0, b.cos(), -b.sin(), 0.0, b.sin(), b.cos()],
+    );
     let r = rz * rx;
     &r * DMatrix::from_diagonal(&DVector::from_row_slice(&[4.0, 0.05, 1.0])) * r.transpose()
 }
@@ -146,9 +160,17 @@ fn worst_z(chain: &[(f64, f64)], exact: &[f64; MOMENTS], what: &str) -> f64 {
 #[test]
 fn quadrature_on_the_sphere_has_converged() {
     let d = design();
-    let (a, b) = (quadrature(&d, &|_| 1.0, 1500), quadrature(&d, &|_| 1.0, 3000));
+    let (a, b) = (
+        quadrature(&d, &|_| 1.0, 1500),
+        quadrature(&d, &|_| 1.0, 3000),
+    );
     for k in 0..MOMENTS {
-        assert!((a[k] - b[k]).abs() < 1e-5, "moment {k}: {} vs {}", a[k], b[k]);
+        assert!(
+            (a[k] - b[k]).abs() < 1e-5,
+            "moment {k}: {} vs {}",
+            a[k],
+            b[k]
+        );
     }
     // The posterior is far from uniform (E u = 0) and from a point mass.
     assert!(a[..3].iter().map(|m| m * m).sum::<f64>().sqrt() > 0.3);
@@ -173,7 +195,10 @@ fn shaped_directions_sample_the_exact_posterior_on_the_sphere() {
     wrong.correct = false;
     let uncorrected = chain_moments(&d, Some(wrong), STEPS);
     let bias = worst_z(&uncorrected, &exact, "uncorrected vs π");
-    assert!(bias > 12.0, "the uncorrected kernel passed (largest z {bias:.1})");
+    assert!(
+        bias > 12.0,
+        "the uncorrected kernel passed (largest z {bias:.1})"
+    );
     let lambda = sigma.clone().try_inverse().unwrap();
     let tilted = quadrature(
         &d,

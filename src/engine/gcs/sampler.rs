@@ -82,8 +82,9 @@ fn describe(steps: usize, e: &Estimate) -> String {
             .map_or("(too few draws to tell)".into(), |t| format!("{t:.0}×")),
         s.span,
         s.shrinkage,
-        e.change
-            .map_or(String::new(), |c| format!("; variances moved by {c:.2}× (typical) since the last")),
+        e.change.map_or(String::new(), |c| format!(
+            "; variances moved by {c:.2}× (typical) since the last"
+        )),
     )
 }
 
