@@ -140,10 +140,6 @@ pub struct GcsBatch {
     pub risk: Vec<f64>,
     pub proposals: Vec<f64>,
     pub jump: Vec<f64>,
-    /// Per chain, over this batch: share of moves accepted (1 with uniform
-    /// directions; adapted directions pass a Metropolis–Hastings test).
-    #[serde(default)]
-    pub acceptance: Vec<f64>,
     /// Arcs on each circle (2 per compared pair): what one step sweeps over.
     pub arcs: u64,
     /// Pooled posterior mean and sd of every coefficient so far (after warm-up).

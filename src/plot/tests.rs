@@ -158,7 +158,6 @@ fn gcs_batches() -> Vec<crate::engine::event::GcsBatch> {
             risk: vec![0.2; 4],
             proposals: vec![1.5; 4],
             jump: vec![0.3; 4],
-            acceptance: vec![1.0; 4],
             arcs: 10,
             mean: vec![],
             sd: vec![],

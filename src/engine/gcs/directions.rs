@@ -135,7 +135,7 @@ impl Shape {
         let along = v.dot(u);
         v.axpy(-along, u, 1.0);
         let norm = v.norm();
-        if !(norm > 1e-12 * eps.norm()) {
+        if norm.is_nan() || norm <= 1e-12 * eps.norm() {
             return false;
         }
         *v /= norm;

@@ -122,7 +122,7 @@ fn chain_moments(design: &Design, shape: Option<Shape>, steps: usize) -> Vec<(f6
         .map(|c| {
             let mut chain = Chain::new(design, 11, c);
             chain.set_shape(shape.clone());
-            let mut out = vec![Vec::with_capacity(steps); MOMENTS];
+            let mut out: Vec<Vec<f64>> = (0..MOMENTS).map(|_| Vec::with_capacity(steps)).collect();
             for t in 0..burn + steps {
                 chain.step(design, usize::MAX, 1);
                 if t >= burn {

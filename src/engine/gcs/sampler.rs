@@ -252,7 +252,6 @@ pub fn run(
             ess_tail: ready.then_some(tail),
             risk: per_chain(&|w, b| (w.risk - b.risk) / n_steps(w, b)),
             proposals: per_chain(&|w, b| (w.proposals - b.proposals) as f64 / n_steps(w, b)),
-            acceptance: per_chain(&|w, b| (w.accepted - b.accepted) as f64 / n_steps(w, b)),
             jump: per_chain(&|w, b| (w.jump - b.jump) / n_steps(w, b)),
             arcs: 2 * design.pairs(),
             mean: diag.iter().take(d).map(|x| x.1).collect(),
