@@ -11,7 +11,7 @@ use super::cv::{self, CvSettings};
 use super::design::{Design, Form};
 use super::kernel::detected_isa;
 use super::linear::LinearEp;
-use super::pair_ep::{EpSettings, SweepInfo};
+use super::pair_ep::{EpOutcome, EpSettings, SweepInfo};
 use super::spike_slab::SiteStepRule;
 use super::store::Precision;
 use crate::engine::event::{EpSweep, Event, LogLevel};
@@ -235,9 +235,39 @@ impl Engine for Ep {
                 inclusion: None,
             }));
         };
-        // γ/n of the warm-start path of the final fit (when its cold start failed).
+        // After the final fit's first start failed to converge: from the prior
+        // again, warm-started along γ/n = `path` at the folds' tolerance (the
+        // path's points are only starts), then at γ. Returns the γ/n of the
+        // path when it was taken.
+        let along_path = |lep: &mut LinearEp,
+                          first: Result<EpOutcome, EngineError>,
+                          path: Vec<f64>,
+                          (s, from): (&EpSettings, &str),
+                          on_sweep: &mut dyn FnMut(&SweepInfo<'_>, &Design)|
+         -> Result<(EpOutcome, Option<Vec<f64>>), EngineError> {
+            match first {
+                Err(EngineError::NotConverged { message, .. }) if !path.is_empty() => {
+                    {
+                        let mut sk = sink.borrow_mut();
+                        sk.drop_earlier_sweeps();
+                        sk.emit(log(format!(
+                            "ep: the fit from the {from} did not converge ({message}); \
+                             warm-starting it along γ/n = {path:?}"
+                        )));
+                    }
+                    lep.state_mut().reset();
+                    let loose = cv::fold_settings(&self.settings);
+                    for &c in &path {
+                        lep.run(c * pb.n() as f64, &loose, ctl, &mut |_, _| {})?;
+                    }
+                    Ok((lep.run(gamma, s, ctl, on_sweep)?, Some(path)))
+                }
+                res => Ok((res?, None)),
+            }
+        };
+        // γ/n of the warm-start path of the final fit (when its first start failed).
         let mut final_warm_path: Option<Vec<f64>> = None;
-        // Where the final fit of a CV started: the folds' posterior, the prior or the warm path.
+        // Where the final fit started: the folds' posterior (CV), the prior or the warm path.
         let mut final_start = "prior";
         let (outcome, ard_result) = if ard_on {
             let r = ard::optimise(
@@ -260,49 +290,49 @@ impl Engine for Ep {
                 },
             )?;
             (r.outcome.clone(), Some(r))
-        } else if let Some(r) = &cv_result {
-            // Start from the folds' average posterior at the chosen point (a
-            // cold start at a large chosen γ can cycle where the folds' warm
-            // paths converged: EEG at 16n). If that start is unavailable or
-            // fails, the prior; if that fails, climb the converged grid points.
-            let s = cv::cv_settings(&self.settings);
-            let from_folds = cv_start
-                .as_ref()
-                .is_some_and(|q0| lep.start_from(q0, gamma));
-            final_start = if from_folds { "cv_folds" } else { "prior" };
-            sink.borrow_mut().emit(log(if from_folds {
-                format!(
-                    "ep: the final fit starts from the {}-fold average posterior at γ = {}n \
-                     (every site computed from it in one pass)",
-                    r.folds, r.chosen
+        } else {
+            let (first, path, settings) = if let Some(r) = &cv_result {
+                // Start from the folds' average posterior at the chosen point (a
+                // cold start at a large chosen γ can cycle where the folds' warm
+                // paths converged: EEG at 16n). If that start is unavailable or
+                // fails, the prior; if that fails, climb the converged grid points.
+                let s = cv::cv_settings(&self.settings);
+                let from_folds = cv_start
+                    .as_ref()
+                    .is_some_and(|q0| lep.start_from(q0, gamma));
+                final_start = if from_folds { "cv_folds" } else { "prior" };
+                sink.borrow_mut().emit(log(if from_folds {
+                    format!(
+                        "ep: the final fit starts from the {}-fold average posterior at γ = {}n \
+                         (every site computed from it in one pass)",
+                        r.folds, r.chosen
+                    )
+                } else {
+                    "ep: the final fit starts from the prior".to_string()
+                }));
+                (
+                    lep.run(gamma, &s, ctl, &mut on_sweep),
+                    r.eligible_below_chosen(),
+                    s,
                 )
             } else {
-                "ep: the final fit starts from the prior".to_string()
-            }));
-            match lep.run(gamma, &s, ctl, &mut on_sweep) {
-                Err(EngineError::NotConverged { message, .. }) => {
-                    let path = r.eligible_below_chosen();
-                    {
-                        let mut sk = sink.borrow_mut();
-                        sk.drop_earlier_sweeps();
-                        sk.emit(log(format!(
-                            "ep: the final fit from the {final_start} failed ({message}); warm-starting it along γ/n = {path:?}"
-                        )));
-                    }
-                    lep.state_mut().reset();
-                    // The path's points are only starts: the folds' tolerance.
-                    let loose = cv::fold_settings(&self.settings);
-                    for &c in &path {
-                        lep.run(c * pb.n() as f64, &loose, ctl, &mut |_, _| {})?;
-                    }
-                    final_warm_path = Some(path);
-                    final_start = "warm_path";
-                    (lep.run(gamma, &s, ctl, &mut on_sweep)?, None)
-                }
-                res => (res?, None),
+                // A start from the prior at a fixed γ can drift where a warm
+                // path converges (EEG at 2n: 1000 sweeps from the prior, then 18
+                // after the path): the default grid's points below γ.
+                let path = cv::default_grid()
+                    .into_iter()
+                    .filter(|c| c * (pb.n() as f64) < gamma)
+                    .collect();
+                let s = self.settings;
+                (lep.run(gamma, &s, ctl, &mut on_sweep), path, s)
+            };
+            let from = final_start;
+            let (out, path) = along_path(&mut lep, first, path, (&settings, from), &mut on_sweep)?;
+            if path.is_some() {
+                final_start = "warm_path";
             }
-        } else {
-            (lep.run(gamma, &self.settings, ctl, &mut on_sweep)?, None)
+            final_warm_path = path;
+            (out, None)
         };
         let ep_seconds = t_ep.elapsed().as_secs_f64();
         if let Some(st) = lep.sampled_start() {
@@ -409,7 +439,7 @@ impl Engine for Ep {
                 "per_pair": gamma / lep.pairs() as f64,
                 "chosen_by": if cv_result.is_some() { "cv" } else { "fixed" },
                 "final_warm_path_over_n": final_warm_path,
-                "final_start": cv_result.as_ref().map(|_| final_start),
+                "final_start": (cv_result.is_some() || final_warm_path.is_some()).then_some(final_start),
                 "convention": "π ∝ prior · exp(−γ R_n), R_n = share of discordant pairs; each pair's factor is exp(−(γ/M)·1{<θ, x_i − x_j> < 0})",
             },
             "evidence": outcome.evidence,

@@ -509,10 +509,14 @@ impl<L: LikelihoodSites> SweepState for SsSweep<'_, L> {
             // Seen on Colon (d = 2000 ≫ n = 46) with the default p: the pair
             // sites leave ~no (or negative) information on one feature, so its
             // prior cavity 1/V_kk − u_k sits at 0 and flips sign at any step.
+            // EEG (d = 14, n = 11 235) at every γ from n: 29% of the pair sites
+            // are negative and the feature carrying the score's scale (mean
+            // −11 to −14, V_kk ≈ 0.15) gets 1/V_kk − u_k ≈ −0.06 to −0.6.
             Failure::Rebuild => {
-                "Q not positive definite or a prior cavity stayed invalid — e.g. the likelihood \
-                 leaves a feature almost no information, as when d ≫ n; try another inclusion \
-                 prior p, p chosen by evidence, or the Gaussian prior"
+                "Q not positive definite or a prior cavity stayed invalid — the pair sites \
+                 leave a feature no (or negative) information, as when d ≫ n or when one \
+                 feature carries the score's scale; try another inclusion prior p, p chosen \
+                 by evidence, or the Gaussian prior"
             }
             Failure::Drift => "try p chosen by evidence, another p, or a smaller γ",
         })
