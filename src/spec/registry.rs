@@ -570,7 +570,7 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "circle directions",
-        help: "Tangent directions of the great circles: adapted (drawn from the chains' covariance of the direction, estimated over the warm-up and then fixed, each move accepted by an exact Metropolis–Hastings ratio: for small elongated posteriors, e.g. large γ; uniform when the warm-up is under 40 steps or d = 2) or uniform (GH00's, every move accepted).",
+        help: "Tangent directions of the great circles: adapted (drawn from the chains' covariance of the direction, estimated over the warm-up and then fixed, each move accepted by an exact Metropolis–Hastings ratio: for small elongated posteriors, e.g. large γ; uniform when the warm-up is under 40 steps, d = 2 or d > 400) or uniform (GH00's, every move accepted).",
         default: "adapted",
         methods: GCS,
         form: true,

@@ -21,6 +21,11 @@ use super::settings::{Directions, GcsSettings};
 /// A shorter warm-up keeps uniform directions: its windows would hold a
 /// handful of steps per chain.
 pub const MIN_ADAPT_WARMUP: usize = 40;
+/// Above this many dimensions the directions stay uniform: a shaped direction
+/// costs O(d²) per step (against the pass over the pairs) and O(d³) per
+/// estimate, and the warm-up's few thousand draws would leave Σ mostly
+/// shrinkage.
+pub const MAX_ADAPT_DIM: usize = 400;
 /// Consecutive estimates agree when a typical direction's variance moved by
 /// less than this factor (the root mean square of the log generalised
 /// eigenvalues ≤ ln STABLE; the largest one is noisy in many dimensions).
@@ -66,6 +71,12 @@ impl Adaptation {
         let w = settings.warmup;
         if d < 3 {
             return Err("in 2 dimensions every tangent direction gives the same circle".into());
+        }
+        if d > MAX_ADAPT_DIM {
+            return Err(format!(
+                "above {MAX_ADAPT_DIM} dimensions ({d}) shaped directions cost O(d²) per step \
+                 and their covariance would be mostly shrinkage"
+            ));
         }
         if w < MIN_ADAPT_WARMUP {
             return Err(format!(

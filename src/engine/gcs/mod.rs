@@ -185,12 +185,12 @@ pub fn build_fit(
     let per_kept = |x: f64| x / kept.steps.max(1) as f64;
     let note = match run.directions {
         Directions::Adapted => {
-            "tangent directions P_u z, z ~ N(0, Σ): Σ the chains' pooled \
-                covariance of the direction over the last warm-up window, shrunk towards the \
-                isotropic matrix (estimates), the warm-up doubled while consecutive estimates \
-                differed by more than 1.5× in a typical direction's variance; fixed after the warm-up, each move \
-                accepted with the Metropolis–Hastings ratio (u'ᵀΣ⁻¹u' / uᵀΣ⁻¹u)^((d−2)/2), which \
-                keeps the posterior exact"
+            "tangent directions P_u z, z ~ N(0, Σ): Σ the chains' pooled covariance of the \
+             direction over the last warm-up window, shrunk towards the isotropic matrix \
+             (estimates), the warm-up doubled while consecutive estimates differed by more than \
+             1.5× in a typical direction's variance; fixed after the warm-up, each move accepted \
+             with the Metropolis–Hastings ratio (u'ᵀΣ⁻¹u' / uᵀΣ⁻¹u)^((d−2)/2), which keeps the \
+             posterior exact"
         }
         Directions::Uniform => "tangent directions uniform: every move accepted",
     };
