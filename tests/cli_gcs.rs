@@ -36,6 +36,38 @@ fn gcs_fit_prints_diagnostics_and_draw_summaries() {
     );
     assert!(!events(&v, "gcs_batch").is_empty());
     assert!(v["auc"]["test"].as_f64().unwrap() > 0.7);
+    // The default directions are adapted over the warm-up, and the record says how.
+    assert_eq!(d["directions"]["kind"], "adapted", "{}", d["directions"]);
+    assert!(!d["directions"]["estimates"].as_array().unwrap().is_empty());
+    let acc = d["acceptance"].as_f64().unwrap();
+    assert!(acc > 0.0 && acc <= 1.0 && d["mean_jump"].as_f64().unwrap() > 0.0);
+}
+
+/// `--directions uniform`: GH00's circles, every move accepted; a warm-up too
+/// short to adapt says why the directions stayed uniform.
+#[test]
+fn uniform_directions_and_a_short_warm_up() {
+    let fit = |extra: &[&str]| {
+        let mut args = vec!["fit", DATA, "--method", "gcs", "--max-steps", "300"];
+        args.extend_from_slice(extra);
+        json(&pacauc(&args))
+    };
+    let v = fit(&["--directions", "uniform"]);
+    assert_eq!(v["details"]["directions"]["kind"], "uniform");
+    assert_eq!(v["details"]["acceptance"], 1.0);
+    let v = fit(&["--warmup", "20"]);
+    let dir = &v["details"]["directions"];
+    assert_eq!(
+        (&dir["kind"], &dir["asked"]),
+        (&"uniform".into(), &"adapted".into())
+    );
+    assert!(
+        dir["uniform_because"]
+            .as_str()
+            .unwrap()
+            .contains("too short"),
+        "{dir}"
+    );
 }
 
 #[test]

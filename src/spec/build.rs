@@ -179,6 +179,7 @@ pub fn gcs_settings(s: &GcsSpec, seed: u64) -> GcsSettings {
                 intercept: true,
             },
         },
+        directions: s.directions,
         evidence: s.evidence,
         seed,
         ..GcsSettings::default()

@@ -569,6 +569,19 @@ pub const SETTINGS: &[Setting] = &[
         ..setting("max_steps", "method.max_steps", Kind::Count(1))
     },
     Setting {
+        label: "circle directions",
+        help: "Tangent directions of the great circles: adapted (drawn from the chains' covariance of the direction, estimated over the warm-up and then fixed, each move accepted by an exact Metropolis–Hastings ratio: for small elongated posteriors, e.g. large γ; uniform when the warm-up is under 40 steps, d = 2 or d > 400) or uniform (GH00's, every move accepted).",
+        default: "adapted",
+        methods: GCS,
+        form: true,
+        group: Group::Gcs,
+        ..setting(
+            "directions",
+            "method.directions",
+            Kind::Choice(&["uniform", "adapted"]),
+        )
+    },
+    Setting {
         label: "label-noise level q",
         help: "With loss label-noise: the probability q that a training label is flipped.",
         default: "0.1",

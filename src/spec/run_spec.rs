@@ -456,6 +456,8 @@ pub struct GcsSpec {
     pub max_rhat: f64,
     pub max_steps: usize,
     pub loss: GcsLoss,
+    /// The circles' tangent directions (adapted: shaped by the warm-up's covariance).
+    pub directions: crate::engine::gcs::Directions,
     /// Label-noise level q (loss = label-noise).
     pub noise: f64,
     /// Also estimate log Z by stepping stones from γ = 0 (the certificate needs it).
@@ -473,6 +475,7 @@ impl Default for GcsSpec {
             max_rhat: 1.01,
             max_steps: 200_000,
             loss: GcsLoss::Auc,
+            directions: crate::engine::gcs::Directions::Adapted,
             noise: 0.1,
             evidence: false,
             epsilon: DEFAULT_EPSILON,

@@ -8,9 +8,13 @@
 //! of the draws (transduction, rejection curve, active learning) are in
 //! `engine::votes`, for any sampler's draws.
 
+pub mod adapt;
 pub mod chain;
 pub mod circle;
 pub mod design;
+pub mod directions;
+#[cfg(test)]
+mod directions_tests;
 pub mod evidence;
 pub mod kernel;
 pub mod pair_codes;
@@ -22,7 +26,7 @@ use serde_json::json;
 
 pub use design::Design;
 pub use sampler::GcsRun;
-pub use settings::{GcsSettings, Loss};
+pub use settings::{Directions, GcsSettings, Loss};
 
 use crate::engine::event::{Event, Histogram, LogLevel};
 use crate::engine::fit::{Fit, Particles, ScoreModel};
@@ -176,13 +180,34 @@ pub fn build_fit(
         x
     });
     let w = run.work;
+    let kept = run.sampling;
+    // After the warm-up (the fixed kernel); a refused move jumps 0.
+    let per_kept = |x: f64| x / kept.steps.max(1) as f64;
+    let note = match run.directions {
+        Directions::Adapted => {
+            "tangent directions P_u z, z ~ N(0, Σ): Σ the chains' pooled covariance of the \
+             direction over the last warm-up window, shrunk towards the isotropic matrix \
+             (estimates), the warm-up doubled while consecutive estimates differed by more than \
+             1.5× in a typical direction's variance; fixed after the warm-up, each move accepted \
+             with the Metropolis–Hastings ratio (u'ᵀΣ⁻¹u' / uᵀΣ⁻¹u)^((d−2)/2), which keeps the \
+             posterior exact"
+        }
+        Directions::Uniform => "tangent directions uniform: every move accepted",
+    };
+    let directions = json!({
+        "kind": run.directions.name(),
+        "asked": settings.directions.name(),
+        "uniform_because": run.uniform_because,
+        "estimates": run.estimates,
+        "note": note,
+    });
     fit.details = json!({
         "rhat": run.largest_rhat(),
         "ess_bulk_min": run.smallest_ess().0,
         "ess_tail_min": run.smallest_ess().1,
         "chains": settings.chains,
         "steps_per_chain": run.steps,
-        "warmup": settings.warmup,
+        "warmup": run.warmup,
         "draws": s,
         "loss": settings.loss,
         "gamma_risk": design.gamma,
@@ -191,7 +216,9 @@ pub fn build_fit(
         "intercept": intercept,
         "arcs_per_step": 2 * design.pairs(),
         "proposals_per_step": w.proposals as f64 / w.steps.max(1) as f64,
-        "mean_jump": w.jump / w.steps.max(1) as f64,
+        "directions": directions,
+        "acceptance": per_kept(kept.accepted as f64),
+        "mean_jump": per_kept(kept.jump),
         "envelope_misses": w.envelope_misses,
         "sampler_seconds": run.elapsed,
         "converged_means": format!(

@@ -3,16 +3,19 @@
 //! thread count); after every batch the diagnostics of the kept draws decide
 //! whether to stop: the smallest bulk and tail ESS over the coefficients and the
 //! risk at least the target and the largest R-hat at most its target, or the
-//! step cap (not converged).
+//! step cap (not converged). With adapted directions the warm-up also
+//! estimates the covariance that shapes the circles (`directions`), in
+//! windows, and fixes it when the warm-up ends.
 
 use std::time::Instant;
 
 use rayon::prelude::*;
 
+use super::adapt::{Adaptation, Estimate, Outcome};
 use super::chain::{Chain, Work};
 use super::design::Design;
-use super::settings::GcsSettings;
-use crate::engine::event::{Event, GcsBatch};
+use super::settings::{Directions, GcsSettings};
+use crate::engine::event::{Event, GcsBatch, LogLevel};
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::mcmc_diag::{Convergence, Diagnostics, convergence, diagnose};
 
@@ -32,6 +35,15 @@ pub struct GcsRun {
     /// Steps per chain, warm-up included.
     pub steps: usize,
     pub work: Work,
+    /// The work after the warm-up (the fixed kernel's acceptance and jumps).
+    pub sampling: Work,
+    /// The directions used after the warm-up and every estimate of their
+    /// covariance (the last one was kept), or why they stayed uniform.
+    pub directions: Directions,
+    pub estimates: Vec<Estimate>,
+    pub uniform_because: Option<String>,
+    /// The warm-up (adapted directions may extend the one asked for).
+    pub warmup: usize,
     pub elapsed: f64,
     pub trace: Vec<Event>,
 }
@@ -57,6 +69,23 @@ impl GcsRun {
             |f: fn(&Diagnostics) -> f64| self.diagnostics.iter().map(f).fold(f64::NAN, f64::min);
         (min(|d| d.ess_bulk), min(|d| d.ess_tail))
     }
+}
+
+/// One line on an estimate of the directions' covariance.
+fn describe(steps: usize, e: &Estimate) -> String {
+    let s = &e.shape;
+    format!(
+        "great-circle directions adapted at warm-up step {steps} from {} pooled directions: \
+         their tangent covariance spans {}, {:.0}× after shrinkage by {:.2}{}",
+        s.draws,
+        s.tangent_span
+            .map_or("(too few draws to tell)".into(), |t| format!("{t:.0}×")),
+        s.span,
+        s.shrinkage,
+        e.change.map_or(String::new(), |c| format!(
+            "; variances moved by {c:.2}× (typical) since the last"
+        )),
+    )
 }
 
 /// The kept draws of coordinate k (k = d: the risk), chain by chain.
@@ -116,13 +145,25 @@ pub fn run(
     let mut trace = Vec::new();
     let mut diag: Vec<(Convergence, f64, f64)> = Vec::new();
     let mut converged = false;
+    let (mut plan, uniform_because) = match Adaptation::plan(settings, d) {
+        Ok(p) => (p, None),
+        Err(why) => (None, Some(why)),
+    };
+    let mut warmup = settings.warmup;
+    let mut warm_work = vec![Work::default(); chains.len()];
     for batch in 1.. {
         ctl.checkpoint()?;
         let steps = chains[0].steps;
-        let len = if steps < settings.warmup {
-            (settings.warmup - steps).min(MIN_BATCH.max(settings.warmup / 4))
+        let next_point = plan
+            .as_ref()
+            .and_then(|p| p.next_point(steps))
+            .unwrap_or(usize::MAX);
+        let len = if steps < warmup {
+            (warmup - steps)
+                .min(MIN_BATCH.max(warmup / 4))
+                .min(next_point - steps)
         } else {
-            ((steps - settings.warmup) / 4).clamp(MIN_BATCH, MAX_BATCH)
+            ((steps - warmup) / 4).clamp(MIN_BATCH, MAX_BATCH)
         }
         .min(settings.max_steps - steps);
         let before: Vec<Work> = chains.iter().map(|c| c.work).collect();
@@ -131,13 +172,50 @@ pub fn run(
                 if ctl.is_cancelled() {
                     return;
                 }
-                c.step(design, settings.warmup, settings.thin);
+                c.step(design, warmup, settings.thin);
             }
         });
         if ctl.is_cancelled() {
             return Err(EngineError::Cancelled);
         }
         let steps = chains[0].steps;
+        if let Some(p) = plan.as_mut() {
+            let message = match p.after_batch(&mut chains, d, steps) {
+                Outcome::Nothing => None,
+                Outcome::Adapted { estimate, fixed } => Some((
+                    LogLevel::Info,
+                    format!(
+                        "{}{}",
+                        describe(steps, &estimate),
+                        if fixed { "; fixed from now on" } else { "" }
+                    ),
+                )),
+                Outcome::Extended { estimate, warmup } => Some((
+                    LogLevel::Info,
+                    format!(
+                        "{}; the warm-up is extended to {warmup} steps (the estimate is not \
+                         stable yet)",
+                        describe(steps, &estimate)
+                    ),
+                )),
+                Outcome::Failed => Some((
+                    LogLevel::Warn,
+                    format!(
+                        "the directions' covariance could not be estimated at warm-up step \
+                         {steps}; the previous directions are kept"
+                    ),
+                )),
+            };
+            warmup = p.warmup;
+            if let Some((level, message)) = message {
+                let event = Event::Log { level, message };
+                trace.push(event.clone());
+                obs.observe(event);
+            }
+        }
+        if steps == warmup {
+            warm_work = chains.iter().map(|c| c.work).collect();
+        }
         let kept = chains[0].kept(d);
         let ready = kept >= 8;
         if ready {
@@ -167,7 +245,7 @@ pub fn run(
         let event = Event::GcsBatch(GcsBatch {
             batch,
             steps,
-            warmup: settings.warmup,
+            warmup,
             draws: kept * chains.len(),
             rhat: ready.then_some(rhat),
             ess_bulk: ready.then_some(bulk),
@@ -195,14 +273,12 @@ pub fn run(
         }
     }
     let mut work = Work::default();
-    for c in &chains {
-        let w = c.work;
-        work.steps += w.steps;
-        work.proposals += w.proposals;
-        work.envelope_misses += w.envelope_misses;
-        work.jump += w.jump;
-        work.risk += w.risk;
+    let mut sampling = Work::default();
+    for (c, warm) in chains.iter().zip(&warm_work) {
+        work.add(&c.work);
+        sampling.add(&c.work.since(warm));
     }
+    let adapted = chains[0].shape().is_some();
     Ok(GcsRun {
         d,
         steps: chains[0].steps,
@@ -210,6 +286,15 @@ pub fn run(
         chains,
         converged,
         work,
+        sampling,
+        directions: if adapted {
+            Directions::Adapted
+        } else {
+            Directions::Uniform
+        },
+        estimates: plan.map(|p| p.estimates).unwrap_or_default(),
+        uniform_because,
+        warmup,
         elapsed: t0.elapsed().as_secs_f64(),
         trace,
     })

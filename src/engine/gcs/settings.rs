@@ -26,6 +26,30 @@ impl Loss {
     }
 }
 
+/// How a chain draws the great circle's tangent direction at u.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Directions {
+    /// Uniform on the tangent sphere (GH00): every move is accepted.
+    Uniform,
+    /// `P_u z` with `z ~ N(0, Σ)`, Σ the chains' pooled covariance of the
+    /// direction over the warm-up (shrunk, then fixed), each move accepted by
+    /// the Metropolis–Hastings ratio of the circle's two tangent densities
+    /// (`directions`). Uniform when the warm-up is too short to estimate Σ or
+    /// d = 2 (one circle only).
+    #[default]
+    Adapted,
+}
+
+impl Directions {
+    pub fn name(self) -> &'static str {
+        match self {
+            Directions::Uniform => "uniform",
+            Directions::Adapted => "adapted",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GcsSettings {
     /// Independent chains (run on threads), each from its own prior draw.
@@ -42,11 +66,19 @@ pub struct GcsSettings {
     /// Keep every `thin`-th draw.
     pub thin: usize,
     pub loss: Loss,
+    /// The tangent directions of the circles (records before this setting
+    /// existed used uniform ones).
+    #[serde(default = "uniform")]
+    pub directions: Directions,
     /// Also estimate log Z_γ by stepping stones from γ = 0 (each stone a run of
     /// these chains; the last one is the posterior reported).
     #[serde(default)]
     pub evidence: bool,
     pub seed: u64,
+}
+
+fn uniform() -> Directions {
+    Directions::Uniform
 }
 
 impl Default for GcsSettings {
@@ -59,6 +91,7 @@ impl Default for GcsSettings {
             max_steps: 200_000,
             thin: 1,
             loss: Loss::Auc,
+            directions: Directions::default(),
             evidence: false,
             seed: 0,
         }
