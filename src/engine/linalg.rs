@@ -60,6 +60,18 @@ pub fn gemm_into(
     }
 }
 
+/// The row mean m of `x` and the scatter `Σ_i (x_i − m)ᵀ(x_i − m)` of its
+/// rows about it (a covariance up to the divisor the caller chooses).
+pub fn row_scatter(x: &DMatrix<f64>) -> (nalgebra::RowDVector<f64>, DMatrix<f64>) {
+    let mean = x.row_mean();
+    let mut c = x.clone();
+    for mut row in c.row_iter_mut() {
+        row -= &mean;
+    }
+    let scatter = at_b(&c, &c);
+    (mean, scatter)
+}
+
 /// `aᵀ · b`.
 pub fn at_b(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
     let mut out = DMatrix::zeros(a.ncols(), b.ncols());

@@ -178,30 +178,31 @@ pub fn ks_distance(mut draws: Vec<f64>, cdf: &dyn Fn(f64) -> f64) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// Pooled ranks (ties get their average rank) mapped to normal scores
-/// `Φ⁻¹((r − 3/8)/(S + 1/4))` (Blom), chain by chain.
-fn rank_normalise(chains: &[&[f64]]) -> Vec<Vec<f64>> {
-    let mut idx: Vec<(f64, usize)> = chains
-        .iter()
-        .flat_map(|c| c.iter().copied())
-        .enumerate()
-        .map(|(i, x)| (x, i))
-        .collect();
-    let s = idx.len();
-    idx.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-    let mut rank = vec![0.0; s];
+/// Ranks 1..n of `v`, ties sharing their average rank (resampled or refused
+/// moves repeat values).
+pub fn average_ranks(v: &[f64]) -> Vec<f64> {
+    let mut idx: Vec<usize> = (0..v.len()).collect();
+    idx.sort_unstable_by(|&i, &j| v[i].total_cmp(&v[j]));
+    let mut rank = vec![0.0; v.len()];
     let mut i = 0;
-    while i < s {
+    while i < idx.len() {
         let mut j = i + 1;
-        while j < s && idx[j].0 == idx[i].0 {
+        while j < idx.len() && v[idx[j]] == v[idx[i]] {
             j += 1;
         }
         let avg = (i + j + 1) as f64 / 2.0; // ranks i+1..=j
-        for e in &idx[i..j] {
-            rank[e.1] = avg;
-        }
+        idx[i..j].iter().for_each(|&t| rank[t] = avg);
         i = j;
     }
+    rank
+}
+
+/// Pooled ranks (ties get their average rank) mapped to normal scores
+/// `Φ⁻¹((r − 3/8)/(S + 1/4))` (Blom), chain by chain.
+fn rank_normalise(chains: &[&[f64]]) -> Vec<Vec<f64>> {
+    let pooled: Vec<f64> = chains.iter().flat_map(|c| c.iter().copied()).collect();
+    let s = pooled.len();
+    let rank = average_ranks(&pooled);
     let normal = Normal::standard();
     let mut at = 0;
     chains

@@ -88,13 +88,9 @@ impl Shape {
             return None;
         }
         let x = DMatrix::from_row_slice(s, d, &directions[..s * d]);
-        let mean = x.row_mean().transpose();
-        let mut c = x.clone();
-        for mut row in c.row_iter_mut() {
-            row -= &mean.transpose();
-        }
-        let cov = crate::engine::linalg::at_b(&c, &c) / (s - 1) as f64;
-        let m = mean.normalize();
+        let (mean, scatter) = crate::engine::linalg::row_scatter(&x);
+        let cov = scatter / (s - 1) as f64;
+        let m = mean.transpose().normalize();
         if !m.iter().all(|x| x.is_finite()) {
             return None;
         }

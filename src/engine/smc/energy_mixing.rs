@@ -11,6 +11,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::mcmc_diag::average_ranks;
+
 /// Share of the chains, lowest risk at the stage's start, that make up the tail.
 pub const TAIL_SHARE: f64 = 0.05;
 
@@ -57,25 +59,7 @@ fn lowest(v: &[f64], k: usize) -> Vec<usize> {
 /// Spearman's rank correlation (average ranks for ties; 0 when either side
 /// is constant).
 pub fn spearman(a: &[f64], b: &[f64]) -> f64 {
-    pearson(&ranks(a), &ranks(b))
-}
-
-/// Ranks 1..n, ties sharing their average rank (resampled copies tie).
-fn ranks(v: &[f64]) -> Vec<f64> {
-    let mut idx: Vec<usize> = (0..v.len()).collect();
-    idx.sort_by(|&i, &j| v[i].total_cmp(&v[j]));
-    let mut r = vec![0.0; v.len()];
-    let mut i = 0;
-    while i < idx.len() {
-        let mut j = i + 1;
-        while j < idx.len() && v[idx[j]] == v[idx[i]] {
-            j += 1;
-        }
-        let avg = (i + j + 1) as f64 / 2.0;
-        idx[i..j].iter().for_each(|&t| r[t] = avg);
-        i = j;
-    }
-    r
+    pearson(&average_ranks(a), &average_ranks(b))
 }
 
 /// Pearson's correlation (0 when either side is constant).
@@ -101,7 +85,10 @@ mod tests {
 
     #[test]
     fn ranks_average_ties() {
-        assert_eq!(ranks(&[3.0, 1.0, 3.0, 2.0]), vec![3.5, 1.0, 3.5, 2.0]);
+        assert_eq!(
+            average_ranks(&[3.0, 1.0, 3.0, 2.0]),
+            vec![3.5, 1.0, 3.5, 2.0]
+        );
     }
 
     /// Nothing moved: every statistic says so; a monotone change of the risk

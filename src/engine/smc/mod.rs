@@ -194,11 +194,5 @@ fn skew_copula_summary(path: &[StageInfo]) -> serde_json::Value {
 }
 
 fn covariance(theta: &DMatrix<f64>) -> DMatrix<f64> {
-    let n = theta.nrows() as f64;
-    let mean = theta.row_mean();
-    let mut c = theta.clone();
-    for mut row in c.row_iter_mut() {
-        row -= &mean;
-    }
-    crate::engine::linalg::at_b(&c, &c) / n
+    crate::engine::linalg::row_scatter(theta).1 / theta.nrows() as f64
 }
