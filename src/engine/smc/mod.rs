@@ -4,6 +4,7 @@
 //! loop), `summary` (quantiles, modes, inclusion), `settings`.
 
 pub mod checkpoint;
+pub mod copies;
 pub mod energy_mixing;
 pub mod fast_prior;
 pub mod fit_pool;

@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 pub use super::checkpoint::{AfterCheckpoint, Checkpoint, Checkpoints};
+use super::copies;
 use super::energy_mixing::{self, EnergyMixing};
 use super::fit_pool::{Snapshots, stage_proposal};
 use super::moves::{self, Chains, Kernel, Proposals, StepSpec};
@@ -52,6 +53,12 @@ pub struct StageInfo {
     /// resampling (1 at stage 0): the cloud's diversity before the moves.
     #[serde(default)]
     pub ancestors: f64,
+    /// Largest group of resampled copies of one ancestor that the moves all
+    /// left in place (see `copies`): a large group marks a state far in the
+    /// low-risk tail that resampling multiplied and the proposals rarely leave
+    /// (docs/BENCHMARKS.md, "log Z at 84 features: one lucky lineage").
+    #[serde(default)]
+    pub stuck_copies: usize,
     /// First move step at which the correlation criterion held (standard mode).
     #[serde(default)]
     pub decorrelated_at: Option<usize>,
@@ -162,6 +169,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
             unmoved: 0.0,
             duplicated: 0.0,
             ancestors: 1.0,
+            stuck_copies: 0,
             decorrelated_at: None,
             esjd: 0.0,
             skewed: None,
@@ -321,6 +329,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
                 unmoved,
                 duplicated: mv.duplicated,
                 ancestors: distinct as f64 / chains_n as f64,
+                stuck_copies: mv.stuck_copies,
                 decorrelated_at: mv.decorrelated_at,
                 esjd: esjd_sum / steps.max(1) as f64,
                 skewed: prop.skewed,
@@ -376,6 +385,7 @@ struct Moved {
     max_corr: f64,
     unmoved: f64,
     duplicated: f64,
+    stuck_copies: usize,
     decorrelated_at: Option<usize>,
     energy: Option<EnergyMixing>,
     /// Snapshots of the chains for the next stage's fits (θ, risk).
@@ -461,6 +471,7 @@ fn move_stage<T: Target + ?Sized>(
     let mut moved = vec![false; m];
     let mut unmoved = 1.0;
     let mut duplicated = 1.0;
+    let mut stuck_copies = m;
     let mut decorrelated_at = None;
     let mut measured = None;
     while steps < max_steps {
@@ -471,7 +482,7 @@ fn move_stage<T: Target + ?Sized>(
             *mv |= a;
         }
         unmoved = moved.iter().filter(|&&mv| !mv).count() as f64 / m as f64;
-        duplicated = duplicated_share(ancestors, &moved);
+        (duplicated, stuck_copies) = copies::unmoved_copies(ancestors, &moved);
         accepted += st.accepted;
         esjd_sum += st.esjd;
         if s.adapt_scale {
@@ -515,31 +526,12 @@ fn move_stage<T: Target + ?Sized>(
         max_corr,
         unmoved,
         duplicated,
+        stuck_copies,
         decorrelated_at,
         energy,
         snapshots: snapshots.finish(steps),
         scale: spec.scale,
     })
-}
-
-/// Share of the chains that still duplicate another chain's state: copies of
-/// one ancestor (adjacent: systematic resampling gives ascending ancestors)
-/// that have all stayed put count once.
-fn duplicated_share(ancestors: &[usize], moved: &[bool]) -> f64 {
-    let m = ancestors.len();
-    let mut excess = 0usize;
-    let mut i = 0;
-    while i < m {
-        let mut j = i;
-        let mut stayed = 0usize;
-        while j < m && ancestors[j] == ancestors[i] {
-            stayed += usize::from(!moved[j]);
-            j += 1;
-        }
-        excess += stayed.saturating_sub(1);
-        i = j;
-    }
-    excess as f64 / m.max(1) as f64
 }
 
 /// The particles as model parameters.
