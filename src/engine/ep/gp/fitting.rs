@@ -135,6 +135,23 @@ pub struct FitOutcome {
 /// all 1000 sweeps (18 min) where a climb along the grid converges.
 const FIRST_START_SHARE: usize = 4;
 
+/// A failure on the warm path says where, and why the path was taken.
+fn on_the_path(e: EngineError, first: &str, over_n: f64) -> EngineError {
+    match e {
+        EngineError::NotConverged {
+            message,
+            diagnostics,
+        } => EngineError::NotConverged {
+            message: format!(
+                "{message}, at γ = {over_n}n on the warm path taken after the start from the \
+                 prior failed ({first})"
+            ),
+            diagnostics,
+        },
+        e => e,
+    }
+}
+
 /// The climb of a fit whose start from the prior failed.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct WarmPath {
@@ -446,9 +463,12 @@ pub fn fit_features(
                 let loose = crate::engine::ep::cv::fold_settings(settings);
                 let n = y.len() as f64;
                 for &c in path {
-                    lep.run(c * n, &loose, ctl, &mut |_, _| {})?;
+                    lep.run(c * n, &loose, ctl, &mut |_, _| {})
+                        .map_err(|e| on_the_path(e, &message, c))?;
                 }
-                let out = lep.run(gamma, settings, ctl, &mut stream)?;
+                let out = lep
+                    .run(gamma, settings, ctl, &mut stream)
+                    .map_err(|e| on_the_path(e, &message, gamma / n))?;
                 let climb = WarmPath {
                     over_n: path.to_vec(),
                     first_start: message,
