@@ -231,8 +231,26 @@ pub fn run<L: LikelihoodSites>(
 }
 
 /// Rebuilds q and checks the prior cavities.
-fn rebuild_checked<L: LikelihoodSites>(lik: &mut L, sites: &PriorSites) -> bool {
-    lik.rebuild(&sites.terms()) && sites.cavities_valid(lik.moments())
+fn rebuild_checked<L: LikelihoodSites>(
+    lik: &mut L,
+    sites: &PriorSites,
+    prior: &MixturePrior,
+) -> bool {
+    let ok = lik.rebuild(&sites.terms());
+    if std::env::var("SSDEBUG").is_ok() {
+        if !ok {
+            eprintln!("DBG rebuild: Q not PD");
+        } else {
+            let q = lik.moments();
+            for k in 0..sites.u.len() {
+                let tau = 1.0 / q.var[k] - sites.u[k];
+                if std::env::var("SSDEBUG").unwrap() == "all" || sites.cavity(q, k, prior).is_none() {
+                    eprintln!("DBG k={k} m={:.4} V={:.4e} u={:.4e} v={:.4e} tau-={:.4e} p={:.3} ok={}", q.mean[k], q.var[k], sites.u[k], sites.v[k], tau, sites.p[k], sites.cavity(q, k, prior).is_some());
+                }
+            }
+        }
+    }
+    ok && sites.cavities_valid(lik.moments(), prior)
 }
 
 /// After the likelihood sites' trial was accepted: rebuild, update the prior
@@ -248,7 +266,7 @@ fn prior_half<L: LikelihoodSites>(
     steps: &mut SiteSteps,
     warmup: bool,
 ) -> Option<usize> {
-    if !rebuild_checked(lik, sites) {
+    if !rebuild_checked(lik, sites, prior) {
         return None;
     }
     if warmup {
@@ -266,7 +284,7 @@ fn prior_half<L: LikelihoodSites>(
     );
     steps.fixed = fixed;
     steps.dir = dir;
-    rebuild_checked(lik, sites).then_some(up?.fixes)
+    rebuild_checked(lik, sites, prior).then_some(up?.fixes)
 }
 
 /// How the prior sites are updated.
@@ -449,7 +467,7 @@ impl<L: LikelihoodSites> SweepState for SsSweep<'_, L> {
                 };
                 self.negative = neg;
                 self.lik.rebuild(&self.sites.terms())
-                    && self.sites.cavities_valid(self.lik.moments())
+                    && self.sites.cavities_valid(self.lik.moments(), self.prior)
             }
         }
     }
