@@ -370,9 +370,6 @@ pub fn run_once<S: SweepState>(
             continue;
         }
         jumped = false;
-        if std::env::var("SSDEBUG").is_ok() {
-            eprintln!("DBG sweep {sweep} eta {cur_eta} bad {} neg {} delta {delta}", stats.bad, stats.negative);
-        }
         if stats.bad > 0 {
             if !st.can_roll_back() {
                 if cold_restart || !st.can_reset() {

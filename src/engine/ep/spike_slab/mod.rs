@@ -42,3 +42,5 @@ mod release_tests;
 mod smc_agreement;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod warm_path_tests;

@@ -236,21 +236,7 @@ fn rebuild_checked<L: LikelihoodSites>(
     sites: &PriorSites,
     prior: &MixturePrior,
 ) -> bool {
-    let ok = lik.rebuild(&sites.terms());
-    if std::env::var("SSDEBUG").is_ok() {
-        if !ok {
-            eprintln!("DBG rebuild: Q not PD");
-        } else {
-            let q = lik.moments();
-            for k in 0..sites.u.len() {
-                let tau = 1.0 / q.var[k] - sites.u[k];
-                if std::env::var("SSDEBUG").unwrap() == "all" || sites.cavity(q, k, prior).is_none() {
-                    eprintln!("DBG k={k} m={:.4} V={:.4e} u={:.4e} v={:.4e} tau-={:.4e} p={:.3} ok={}", q.mean[k], q.var[k], sites.u[k], sites.v[k], tau, sites.p[k], sites.cavity(q, k, prior).is_some());
-                }
-            }
-        }
-    }
-    ok && sites.cavities_valid(lik.moments(), prior)
+    lik.rebuild(&sites.terms()) && sites.cavities_valid(lik.moments(), prior)
 }
 
 /// After the likelihood sites' trial was accepted: rebuild, update the prior
