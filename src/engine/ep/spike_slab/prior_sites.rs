@@ -211,7 +211,9 @@ impl PriorSites {
         dir: &mut [f64],
     ) -> Option<PriorUpdate> {
         let mut out = PriorUpdate::default();
-        let cavs: Option<Vec<Natural>> = (0..self.u.len()).map(|k| self.cavity(q, k, prior)).collect();
+        let cavs: Option<Vec<Natural>> = (0..self.u.len())
+            .map(|k| self.cavity(q, k, prior))
+            .collect();
         for (k, cav) in cavs?.into_iter().enumerate() {
             let t = tilted(cav, prior);
             let (new, was_fixed) = site_update(cav, &t, prior);
@@ -295,7 +297,11 @@ mod tests {
             };
             let t = tilted(cav, &prior);
             let (lz, mean, var, w1) = quadrature(m, s, &prior);
-            assert!((t.log_z(cav) - lz).abs() < 1e-9, "log Z {} vs {lz}", t.log_z(cav));
+            assert!(
+                (t.log_z(cav) - lz).abs() < 1e-9,
+                "log Z {} vs {lz}",
+                t.log_z(cav)
+            );
             assert!((t.mean - mean).abs() < 1e-9, "mean {} vs {mean}", t.mean);
             assert!(
                 (t.var - var).abs() < 1e-9 * var.max(1e-3),
@@ -356,7 +362,11 @@ mod tests {
                 t.log_mass,
                 z.ln()
             );
-            assert!((t.mean - mean).abs() < 1e-8 * sd, "mean {} vs {mean}", t.mean);
+            assert!(
+                (t.mean - mean).abs() < 1e-8 * sd,
+                "mean {} vs {mean}",
+                t.mean
+            );
             assert!((t.var - var).abs() < 1e-7 * var, "var {} vs {var}", t.var);
             assert!((t.w1 - z1 / z).abs() < 1e-8, "w1 {} vs {}", t.w1, z1 / z);
             // The new site makes q's marginal proper with the tilted moments.

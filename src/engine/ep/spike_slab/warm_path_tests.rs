@@ -25,7 +25,11 @@ pub(super) fn channels(n: usize, d: usize, seed: u64) -> (DMatrix<f64>, Vec<bool
         }
         if rng.random::<f64>() < 0.01 {
             let k = ((rng.random::<f64>() * d as f64) as usize).min(d - 1);
-            x[(i, k)] += if rng.random::<f64>() < 0.5 { -40.0 } else { 40.0 };
+            x[(i, k)] += if rng.random::<f64>() < 0.5 {
+                -40.0
+            } else {
+                40.0
+            };
         }
         lin.push(x[(i, 0)] - x[(i, 1)] + 0.5 * normal(&mut rng));
     }
@@ -55,7 +59,12 @@ fn search_failing_seeds() {
         };
         for c in [2.0, 8.0] {
             let mut m = SpikeSlabEp::new(&x, &y, prior, Precision::F64).unwrap();
-            let r = m.run(c * 300.0, &SsSettings::default(), &Control::new(), &mut |_, _| {});
+            let r = m.run(
+                c * 300.0,
+                &SsSettings::default(),
+                &Control::new(),
+                &mut |_, _| {},
+            );
             let what = match r {
                 Ok(o) => format!("ok {}", o.sweeps),
                 Err(EngineError::NotConverged { message, .. }) => message[..60].to_string(),
@@ -84,7 +93,10 @@ fn prior_start_failure_is_recovered_along_the_grid() {
         Err(EngineError::NotConverged { message, .. }) => {
             assert!(message.contains("η fell below its minimum"), "{message}")
         }
-        r => panic!("the start from the prior should fail here: {:?}", r.map(|o| o.sweeps)),
+        r => panic!(
+            "the start from the prior should fail here: {:?}",
+            r.map(|o| o.sweeps)
+        ),
     }
     let mut model = SpikeSlabEp::new(&x, &y, prior, Precision::F64).unwrap();
     let (out, path) = super::warm_path::run(
@@ -112,7 +124,16 @@ fn prior_start_failure_is_recovered_along_the_grid() {
         let cav = sites.cavity(&q, k, &mixture).expect("proper tilted");
         let t = super::prior_sites::tilted(cav, &mixture);
         let sd = q.var[k].sqrt();
-        assert!((q.mean[k] - t.mean).abs() < 1e-3 * sd, "θ_{k}: {} vs {}", q.mean[k], t.mean);
-        assert!((sd / t.var.sqrt() - 1.0).abs() < 1e-3, "θ_{k}: sd {sd} vs {}", t.var.sqrt());
+        assert!(
+            (q.mean[k] - t.mean).abs() < 1e-3 * sd,
+            "θ_{k}: {} vs {}",
+            q.mean[k],
+            t.mean
+        );
+        assert!(
+            (sd / t.var.sqrt() - 1.0).abs() < 1e-3,
+            "θ_{k}: sd {sd} vs {}",
+            t.var.sqrt()
+        );
     }
 }
