@@ -105,6 +105,7 @@ impl GridWalker for GpWalker<'_> {
                     gamma,
                     &cv.ep,
                     cv.precision,
+                    &[],
                     ctl,
                     &mut |_| {},
                 )

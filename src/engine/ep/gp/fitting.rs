@@ -9,9 +9,10 @@ use nalgebra::DMatrix;
 use super::basis::{Basis, Form};
 use super::nystrom::{self, LandmarkChoice};
 use super::sweep::{GpEp, GpSweep};
+use crate::engine::ep::design::Design;
 use crate::engine::ep::design::Form as LinearForm;
 use crate::engine::ep::linear::LinearEp;
-use crate::engine::ep::pair_ep::EpSettings;
+use crate::engine::ep::pair_ep::{EpSettings, SweepInfo};
 use crate::engine::ep::store::Precision as SitePrecision;
 use crate::engine::gp::dense;
 use crate::engine::gp::factor::{self, Distinct};
@@ -125,6 +126,39 @@ pub struct FitOutcome {
     pub spread: serde_json::Value,
     /// Nyström: how the landmarks were chosen, and EP's start.
     pub landmarks: Option<LandmarkChoice>,
+    /// Set when the start from the prior failed and EP climbed a γ path.
+    pub warm_path: Option<WarmPath>,
+}
+
+/// A feature fit's first start gets this share of the sweep budget (1/4)
+/// when a warm path exists: at EEG's 16n the start from the prior drifts for
+/// all 1000 sweeps (18 min) where a climb along the grid converges.
+const FIRST_START_SHARE: usize = 4;
+
+/// A failure on the warm path says where, and why the path was taken.
+fn on_the_path(e: EngineError, first: &str, over_n: f64) -> EngineError {
+    match e {
+        EngineError::NotConverged {
+            message,
+            diagnostics,
+        } => EngineError::NotConverged {
+            message: format!(
+                "{message}, at γ = {over_n}n on the warm path taken after the start from the \
+                 prior failed ({first})"
+            ),
+            diagnostics,
+        },
+        e => e,
+    }
+}
+
+/// The climb of a fit whose start from the prior failed.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WarmPath {
+    /// γ/n of the points climbed (at the folds' tolerance) before γ.
+    pub over_n: Vec<f64>,
+    /// Why the first start was abandoned.
+    pub first_start: String,
 }
 
 /// Exact GP-EP's landmarks: Z (the distinct rows' scores from whitened
@@ -312,6 +346,7 @@ pub fn run_exact(
         rank: ep.basis.dim(),
         mean: map.iter().map(|&u| q.mean[u]).collect(),
         sd: map.iter().map(|&u| q.var[u].sqrt()).collect(),
+        warm_path: None,
         seconds: out.seconds,
         spread: serde_json::Value::Null,
         landmarks: None,
@@ -369,7 +404,9 @@ pub fn features(
 
 /// GP-EP through the features `f` of the rows `x` (`features`): linear EP
 /// with prior N(0, I) on them. A CV fold computes its features once and fits
-/// them along the γ grid.
+/// them along the γ grid. With a non-empty `path` (γ/n below γ), a first
+/// start that does not converge within a quarter of the sweep budget is
+/// abandoned for a climb along the path (`warm_path`).
 #[allow(clippy::too_many_arguments)]
 pub fn fit_features(
     kernel: &Kernel,
@@ -379,6 +416,7 @@ pub fn fit_features(
     gamma: f64,
     settings: &EpSettings,
     precision: SitePrecision,
+    path: &[f64],
     ctl: &Control,
     on_sweep: &mut dyn FnMut(GpSweep<'_>),
 ) -> Result<(GpModel, FitOutcome), EngineError> {
@@ -400,7 +438,7 @@ pub fn fit_features(
     if let (Some(l), Some(c)) = (landmarks.as_mut(), coarse) {
         l.start = Some(c.start(&mut lep, gamma));
     }
-    let out = lep.run(gamma, settings, ctl, &mut |s, _| {
+    let mut stream = |s: &SweepInfo<'_>, _: &Design| {
         on_sweep(GpSweep {
             sweep: s.sweep,
             delta: s.delta,
@@ -411,7 +449,35 @@ pub fn fit_features(
             elapsed: s.elapsed,
             q: None,
         })
-    })?;
+    };
+    let (out, warm_path) = if path.is_empty() {
+        (lep.run(gamma, settings, ctl, &mut stream)?, None)
+    } else {
+        let first = EpSettings {
+            max_sweeps: (settings.max_sweeps / FIRST_START_SHARE).max(1),
+            ..*settings
+        };
+        match lep.run(gamma, &first, ctl, &mut stream) {
+            Err(EngineError::NotConverged { message, .. }) => {
+                lep.state_mut().reset();
+                let loose = crate::engine::ep::cv::fold_settings(settings);
+                let n = y.len() as f64;
+                for &c in path {
+                    lep.run(c * n, &loose, ctl, &mut |_, _| {})
+                        .map_err(|e| on_the_path(e, &message, c))?;
+                }
+                let out = lep
+                    .run(gamma, settings, ctl, &mut stream)
+                    .map_err(|e| on_the_path(e, &message, gamma / n))?;
+                let climb = WarmPath {
+                    over_n: path.to_vec(),
+                    first_start: message,
+                };
+                (out, Some(climb))
+            }
+            res => (res?, None),
+        }
+    };
     let mean = lep.mean();
     let cov = lep.cov().expect("primal form");
     let model = GpModel {
@@ -446,6 +512,7 @@ pub fn fit_features(
             seconds: out.seconds,
             spread: serde_json::json!({ "kind": "covariance" }),
             landmarks,
+            warm_path,
         },
     ))
 }

@@ -135,6 +135,12 @@ pub(crate) fn run(
     };
     let cv_seconds = t_cv.elapsed().as_secs_f64();
 
+    // A start from the prior can drift where a climb along the default grid
+    // converges (EEG at 16n): its points below γ (Nyström and RFF fits).
+    let path: Vec<f64> = crate::engine::ep::cv::default_grid()
+        .into_iter()
+        .filter(|c| c * (n as f64) < gamma)
+        .collect();
     let mut state: Option<GpEp> = None;
     let fit_at = |ell: f64,
                   state: &mut Option<GpEp>,
@@ -160,6 +166,7 @@ pub(crate) fn run(
                 gamma,
                 &ep.settings,
                 ep.precision,
+                &path,
                 ctl,
                 on_sweep,
             ),
@@ -248,6 +255,15 @@ pub(crate) fn run(
             ),
         });
     }
+    if let Some(w) = &out.warm_path {
+        sink.emit(Event::Log {
+            level: LogLevel::Info,
+            message: format!(
+                "gp: the fit from the prior was abandoned ({}); EP climbed γ/n = {:?} warm and then converged at γ",
+                w.first_start, w.over_n
+            ),
+        });
+    }
     if let Some(l) = &out.landmarks {
         sink.emit(info(format!(
             "gp: {} Nyström landmarks leave out {:.3}% of the prior variance (largest share of a row's: {:.3}%){}",
@@ -303,6 +319,7 @@ pub(crate) fn run(
         "identical_pairs": out.identical_pairs,
         "skipped_sites": out.skipped,
         "cold_restart": out.cold_restart,
+        "warm_path": out.warm_path,
         "lengthscale": {
             "value": (gp.kernel != KernelKind::Linear).then_some(ell),
             "median_distance": median,

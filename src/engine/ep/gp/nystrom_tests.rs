@@ -63,10 +63,21 @@ fn landmarks_on_every_row_are_exact_gp_ep() {
         // The fit streams its sweeps (the explorer's convergence pane).
         let mut last = None;
         let f = features(&k, all, &x).unwrap();
-        let (nys, no) = fit_features(&k, &f, &x, &y, 60.0, &s, Precision::F64, &ctl, &mut |w| {
-            assert!(w.q.is_none() && w.delta.is_finite());
-            last = Some((w.sweep, w.log_z));
-        })
+        let (nys, no) = fit_features(
+            &k,
+            &f,
+            &x,
+            &y,
+            60.0,
+            &s,
+            Precision::F64,
+            &[],
+            &ctl,
+            &mut |w| {
+                assert!(w.q.is_none() && w.delta.is_finite());
+                last = Some((w.sweep, w.log_z));
+            },
+        )
         .unwrap();
         assert_eq!(last, Some((no.sweeps, no.log_z)), "the last sweep streamed");
         let l = no.landmarks.as_ref().unwrap();
@@ -167,4 +178,64 @@ fn a_budget_stop_is_a_coded_warning() {
     assert_eq!(w.len(), 1, "{w:?}");
     assert_eq!(w[0].code, code::GP_LANDMARK_BUDGET);
     assert!(w[0].message.contains("0.40%"), "{}", w[0].message);
+}
+
+/// A feature fit whose start from the prior needs more than a quarter of the
+/// sweep budget climbs the given γ/n path instead and lands on the same fixed
+/// point (Δ ≤ tol at γ both ways: within 1% of a score sd); without a path
+/// it keeps the whole budget for the one start.
+#[test]
+fn a_slow_start_climbs_the_warm_path_to_the_same_fixed_point() {
+    let (x, y) = data();
+    let k = Kernel::Se { lengthscale: 0.5 };
+    let ctl = Control::new();
+    let f = features(&k, GpApprox::Nystrom { landmarks: 60 }, &x).unwrap();
+    let gamma = 16.0 * y.len() as f64;
+    let fit = |max_sweeps: usize, path: &[f64]| {
+        let s = EpSettings {
+            max_sweeps,
+            ..EpSettings::default()
+        };
+        fit_features(
+            &k,
+            &f,
+            &x,
+            &y,
+            gamma,
+            &s,
+            Precision::F64,
+            path,
+            &ctl,
+            &mut |_| {},
+        )
+    };
+    let path = [0.25, 1.0, 4.0];
+    let (_, cold) = fit(10_000, &[]).unwrap();
+    let sweeps = cold.sweeps;
+    assert!(cold.warm_path.is_none());
+    assert!(
+        sweeps > 8,
+        "the cold start should need some sweeps: {sweeps}"
+    );
+    // A budget whose quarter the start from the prior just misses.
+    let budget = 4 * (sweeps - 1);
+    let (_, warm) = fit(budget, &path).unwrap();
+    let climb = warm.warm_path.as_ref().expect("the path was climbed");
+    assert_eq!(climb.over_n, path);
+    assert!(
+        climb.first_start.contains("did not converge"),
+        "{}",
+        climb.first_start
+    );
+    // Without a path the same budget is spent on the one start, which converges.
+    let (_, whole) = fit(budget, &[]).unwrap();
+    assert!(whole.warm_path.is_none() && whole.sweeps == sweeps);
+    for i in 0..y.len() {
+        let dm = (warm.mean[i] - cold.mean[i]).abs();
+        assert!(
+            dm < 0.01 * cold.sd[i],
+            "score {i}: {dm} vs sd {}",
+            cold.sd[i]
+        );
+    }
 }
