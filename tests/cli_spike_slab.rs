@@ -24,6 +24,9 @@ fn spike_slab_fit_reports_inclusion_and_evidence() {
     assert_eq!(v["method"], "ep");
     assert_eq!(v["prior"]["kind"], "spike_slab");
     assert_eq!(v["details"]["prior"], "spike-slab");
+    // Converged from the prior: no warm path along the γ grid.
+    assert_eq!(v["details"]["gamma"]["start"], "prior");
+    assert!(v["details"]["gamma"]["warm_path"].is_null());
     assert!(v["log_evidence"].as_f64().unwrap() < 0.0);
     let incl = v["inclusion"].as_array().unwrap();
     assert_eq!(incl.len(), 20);

@@ -10,6 +10,7 @@ use super::model::{SpikeSlab, SpikeSlabEp};
 use super::release::ReleaseStatus;
 use super::sweep::{SsSettings, SsSweepInfo};
 use super::tune::{self, Hooks, Tuning};
+use super::warm_path;
 use crate::engine::ep::design::Design;
 use crate::engine::ep::engine::{Ep, GammaMode, Sink, Z_QUANTILES};
 use crate::engine::ep::kernel::detected_isa;
@@ -144,6 +145,8 @@ pub fn run(
         sink.borrow_mut()
             .emit(Event::EpSweep(sweep_event(s, design)));
     };
+    // The warm path along the γ grid when the start from the prior failed.
+    let mut warm = None;
     let (outcome, tuned) = if what.incl || what.slab {
         let mut hooks = Hooks {
             on_sweep: &mut on_sweep,
@@ -173,7 +176,23 @@ pub fn run(
             )),
         )
     } else {
-        (model.run(gamma, &settings, ctl, &mut on_sweep)?, None)
+        let (out, path) = warm_path::run(
+            &mut model,
+            gamma,
+            pb.n(),
+            &settings,
+            ctl,
+            &mut on_sweep,
+            &mut || sink.borrow_mut().drop_earlier_sweeps(),
+            &mut |message| {
+                sink.borrow_mut().emit(Event::Log {
+                    level: LogLevel::Warn,
+                    message,
+                })
+            },
+        )?;
+        warm = path;
+        (out, None)
     };
     let SpikeSlab {
         spike_var,
@@ -295,6 +314,8 @@ pub fn run(
             "over_n": gamma / pb.n() as f64,
             "per_pair": gamma / model.pairs() as f64,
             "chosen_by": "fixed",
+            "start": if warm.is_some() { "warm_path" } else { "prior" },
+            "warm_path": warm,
             "convention": "π ∝ prior · exp(−γ R_n), R_n = share of discordant pairs; each pair's factor is exp(−(γ/M)·1{<θ, x_i − x_j> < 0})",
         },
         "evidence": outcome.evidence,

@@ -12,7 +12,8 @@
 //! - `reduced`: the reduced form (d ≥ n): EP on the row space of the whitened X.
 //! - `gaussian_lik`: an exact Gaussian (linear-regression) likelihood, for tests.
 //! - `engine`: `--method ep --prior spike-slab`; `path`: the regularisation path over v0;
-//!   `tune`: `--inclusion-prior auto` and `--slab-var auto` by evidence.
+//!   `tune`: `--inclusion-prior auto` and `--slab-var auto` by evidence;
+//!   `warm_path`: a fixed γ whose start from the prior fails, reached along the γ grid.
 
 pub mod engine;
 pub mod gaussian_lik;
@@ -25,6 +26,7 @@ pub mod release;
 pub mod site_steps;
 pub mod sweep;
 pub mod tune;
+pub mod warm_path;
 
 pub use model::{PairSites, SpikeSlab, SpikeSlabEp};
 pub use path::{PathPoint, PathResult, spike_var_grid};
@@ -40,3 +42,5 @@ mod release_tests;
 mod smc_agreement;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod warm_path_tests;

@@ -289,6 +289,13 @@ impl SpikeSlabEp {
         }
     }
 
+    /// Every site back to its start (q = the prior).
+    pub fn reset(&mut self) {
+        self.lik.reset();
+        self.sites = PriorSites::init(self.sites.u.len(), &self.mixture());
+        self.release = ReleaseStatus::NotNeeded;
+    }
+
     /// Whether `run` continues without the negative-site fix when the fix is
     /// still active at convergence (`release`; primal form only). Off by
     /// default (§5's letter; the reduced form cannot release, so with it the

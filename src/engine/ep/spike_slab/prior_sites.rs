@@ -31,42 +31,73 @@ impl MixturePrior {
 /// Moments of one tilted mixture.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MixtureTilted {
-    /// log Ẑ_k.
-    pub log_z: f64,
+    /// log ∫ exp(−½ τ₋ θ² + ν₋ θ) prior(θ) dθ: the tilted mass under the
+    /// *unnormalised* cavity, defined whenever the tilted distribution is
+    /// (the cavity itself may be improper, `cavity_ok`).
+    pub log_mass: f64,
     pub mean: f64,
     pub var: f64,
     /// P(z_k = 1): the slab's posterior weight.
     pub w1: f64,
 }
 
-/// Tilted moments for a valid cavity (`cav.tau > 0`): component c has evidence
-/// `p_c N(m₋; 0, v_c + s₋)`, mean `m₋ v_c/(v_c + s₋)`, variance `v_c s₋/(v_c + s₋)`.
+impl MixtureTilted {
+    /// log Ẑ_k under the normalised cavity (proper cavities only: τ₋ > 0).
+    pub fn log_z(&self, cav: Natural) -> f64 {
+        self.log_mass - 0.5 * (LN_2PI - cav.tau.ln()) - 0.5 * cav.nu * cav.nu / cav.tau
+    }
+
+    /// The site's log C_k (§4's formula) written without the cavity's
+    /// normaliser, so that it holds for an improper cavity too:
+    /// `log C = log ∫ cavity·prior − log ∫ exp(−½ τ θ² + ν θ)`, (τ, ν) = q's marginal.
+    pub fn log_c(&self, cav: Natural, site: Site) -> f64 {
+        let (tau, nu) = (cav.tau + site.k, cav.nu + site.h);
+        self.log_mass - 0.5 * (LN_2PI - tau.ln()) - 0.5 * nu * nu / tau
+    }
+}
+
+/// Whether the tilted distribution `cavity · prior` of a cavity is proper:
+/// `τ₋ + 1/v1 > 0` (the slab is the wider component). EP's fixed-point
+/// equations match q's marginal to the tilted moments; they need the tilted
+/// distribution, not the cavity, to be proper. A negative cavity precision
+/// (the rest of q gives θ_k negative information: on EEG the feature that
+/// carries the score's scale, whose pair sites are partly negative) is
+/// therefore not a failure; requiring τ₋ > 0 stopped EP on EEG at every γ ≥ n.
+pub fn cavity_ok(cav: Natural, prior: &MixturePrior) -> bool {
+    cav.tau + 1.0 / prior.slab > 0.0 && cav.tau.is_finite() && cav.nu.is_finite()
+}
+
+/// Tilted moments for a cavity with `cavity_ok`, in natural parameters:
+/// component c has precision `λ_c = τ₋ + 1/v_c`, mean `ν₋/λ_c`, variance
+/// `1/λ_c` and mass `p_c (1 + v_c τ₋)^(−½) exp(ν₋²/(2 λ_c))`. The components'
+/// log-odds use `1/λ0 − 1/λ1 = (1/v0 − 1/v1)/(λ0 λ1)` (no cancellation of the
+/// large ν₋²/λ terms). For τ₋ > 0 these are the moments of §5's formulas.
 pub fn tilted(cav: Natural, prior: &MixturePrior) -> MixtureTilted {
-    let s = 1.0 / cav.tau;
-    let m = cav.nu * s;
-    let component = |log_w: f64, v: f64| {
-        let t = v + s;
-        (
-            log_w - 0.5 * (LN_2PI + t.ln() + m * m / t),
-            m * v / t,
-            v * s / t,
-        )
-    };
-    let (l1, mu1, s1) = component(prior.incl.ln(), prior.slab);
+    let nu = cav.nu;
+    let l1 = cav.tau + 1.0 / prior.slab;
+    let mass1 = prior.incl.ln() - 0.5 * (prior.slab * cav.tau).ln_1p() + 0.5 * nu * nu / l1;
+    let (mu1, s1) = (nu / l1, 1.0 / l1);
     if prior.incl >= 1.0 {
         return MixtureTilted {
-            log_z: l1,
+            log_mass: mass1,
             mean: mu1,
             var: s1,
             w1: 1.0,
         };
     }
-    let (l0, mu0, s0) = component((-prior.incl).ln_1p(), prior.spike);
-    let log_z = logaddexp(l1, l0);
-    let (w1, w0) = ((l1 - log_z).exp(), (l0 - log_z).exp());
-    let dm = mu1 - mu0;
+    let l0 = cav.tau + 1.0 / prior.spike;
+    let (mu0, s0) = (nu / l0, 1.0 / l0);
+    let gap = (1.0 / prior.spike - 1.0 / prior.slab) / (l0 * l1);
+    // log(w1/w0)
+    let odds = (prior.incl.ln() - (-prior.incl).ln_1p())
+        - 0.5 * ((prior.slab * cav.tau).ln_1p() - (prior.spike * cav.tau).ln_1p())
+        + 0.5 * nu * nu * gap;
+    let log_mass = mass1 + logaddexp(0.0, -odds);
+    let w1 = 1.0 / (1.0 + (-odds).exp());
+    let w0 = 1.0 / (1.0 + odds.exp());
+    let dm = nu * gap;
     MixtureTilted {
-        log_z,
+        log_mass,
         mean: w1 * mu1 + w0 * mu0,
         var: w1 * s1 + w0 * s0 + w1 * w0 * dm * dm,
         w1,
@@ -138,8 +169,9 @@ impl PriorSites {
         }
     }
 
-    /// Cavity of site k under q; None when invalid (τ₋ ≤ 0 or not finite).
-    pub fn cavity(&self, q: &ThetaMoments, k: usize) -> Option<Natural> {
+    /// Cavity of site k under q; None when its tilted distribution is
+    /// improper or not finite (`cavity_ok`; the cavity itself may be improper).
+    pub fn cavity(&self, q: &ThetaMoments, k: usize, prior: &MixturePrior) -> Option<Natural> {
         let vkk = q.var[k];
         let cav = site::cavity(
             q.mean[k],
@@ -149,12 +181,12 @@ impl PriorSites {
                 h: self.v[k],
             },
         );
-        (cav.tau > 0.0 && cav.tau.is_finite() && cav.nu.is_finite()).then_some(cav)
+        cavity_ok(cav, prior).then_some(cav)
     }
 
     /// Whether every site's cavity under q is valid.
-    pub fn cavities_valid(&self, q: &ThetaMoments) -> bool {
-        (0..self.u.len()).all(|k| self.cavity(q, k).is_some())
+    pub fn cavities_valid(&self, q: &ThetaMoments, prior: &MixturePrior) -> bool {
+        (0..self.u.len()).all(|k| self.cavity(q, k, prior).is_some())
     }
 
     /// Parallel damped update of every site from q; None when a cavity is invalid.
@@ -179,7 +211,9 @@ impl PriorSites {
         dir: &mut [f64],
     ) -> Option<PriorUpdate> {
         let mut out = PriorUpdate::default();
-        let cavs: Option<Vec<Natural>> = (0..self.u.len()).map(|k| self.cavity(q, k)).collect();
+        let cavs: Option<Vec<Natural>> = (0..self.u.len())
+            .map(|k| self.cavity(q, k, prior))
+            .collect();
         for (k, cav) in cavs?.into_iter().enumerate() {
             let t = tilted(cav, prior);
             let (new, was_fixed) = site_update(cav, &t, prior);
@@ -203,7 +237,7 @@ impl PriorSites {
         let mut sum = Some(0.0);
         let mut inclusion = self.p.clone();
         for (k, incl) in inclusion.iter_mut().enumerate() {
-            match self.cavity(q, k) {
+            match self.cavity(q, k, prior) {
                 Some(cav) => {
                     let t = tilted(cav, prior);
                     *incl = t.w1;
@@ -211,7 +245,7 @@ impl PriorSites {
                         k: self.u[k],
                         h: self.v[k],
                     };
-                    sum = sum.map(|s| s + site::log_c(t.log_z, cav, site));
+                    sum = sum.map(|s| s + t.log_c(cav, site));
                 }
                 None => sum = None,
             }
@@ -257,15 +291,17 @@ mod tests {
             (2.0, 1.5, 0.1, 1.0, 0.9),
         ] {
             let prior = MixturePrior { spike, slab, incl };
-            let t = tilted(
-                Natural {
-                    tau: 1.0 / s,
-                    nu: m / s,
-                },
-                &prior,
-            );
+            let cav = Natural {
+                tau: 1.0 / s,
+                nu: m / s,
+            };
+            let t = tilted(cav, &prior);
             let (lz, mean, var, w1) = quadrature(m, s, &prior);
-            assert!((t.log_z - lz).abs() < 1e-9, "log Z {} vs {lz}", t.log_z);
+            assert!(
+                (t.log_z(cav) - lz).abs() < 1e-9,
+                "log Z {} vs {lz}",
+                t.log_z(cav)
+            );
             assert!((t.mean - mean).abs() < 1e-9, "mean {} vs {mean}", t.mean);
             assert!(
                 (t.var - var).abs() < 1e-9 * var.max(1e-3),
@@ -274,6 +310,77 @@ mod tests {
             );
             assert!((t.w1 - w1).abs() < 1e-9, "w1 {} vs {w1}", t.w1);
         }
+    }
+
+    /// An improper cavity (τ₋ < 0, the rest of q pushing θ_k outwards) whose
+    /// tilted distribution is proper (τ₋ + 1/v1 > 0): the natural-parameter
+    /// moments and log mass against the trapezoid rule on the unnormalised
+    /// integrand exp(−½ τ₋ θ² + ν₋ θ)·prior(θ).
+    #[test]
+    fn improper_cavity_with_proper_tilted_matches_quadrature() {
+        // cavity × N(x; 0, v) in one exponent (each factor alone overflows).
+        let part = |x: f64, tau: f64, nu: f64, v: f64| {
+            (-0.5 * tau * x * x + nu * x - x * x / (2.0 * v) - 0.5 * (LN_2PI + v.ln())).exp()
+        };
+        for &(tau, nu, spike, slab, incl) in &[
+            (-0.6, -4.0, 1e-4, 1.0, 0.07),
+            (-0.3, 0.5, 1e-2, 2.0, 0.3),
+            (-3e-4, -1.0, 1e-3, 1.0, 0.5),
+            (-0.9, 2.0, 1e-4, 1.0, 1.0),
+        ] {
+            let prior = MixturePrior { spike, slab, incl };
+            let cav = Natural { tau, nu };
+            assert!(cavity_ok(cav, &prior));
+            let t = tilted(cav, &prior);
+            // ±20 sds of the slab component; the step (≤ 2e-4) resolves the
+            // narrowest spike (sd 0.01) finely.
+            let sd = (1.0 / (tau + 1.0 / slab)).sqrt();
+            let centre = nu / (tau + 1.0 / slab);
+            let (lo, hi, steps) = (centre - 20.0 * sd, centre + 20.0 * sd, 800_000);
+            let h = (hi - lo) / steps as f64;
+            let (mut z, mut m1, mut m2, mut z1) = (0.0, 0.0, 0.0, 0.0);
+            for i in 0..=steps {
+                let x = lo + i as f64 * h;
+                let w = if i == 0 || i == steps { 0.5 * h } else { h };
+                let slab_part = incl * part(x, tau, nu, slab);
+                let f = slab_part
+                    + if incl < 1.0 {
+                        (1.0 - incl) * part(x, tau, nu, spike)
+                    } else {
+                        0.0
+                    };
+                z += w * f;
+                m1 += w * f * x;
+                m2 += w * f * x * x;
+                z1 += w * slab_part;
+            }
+            let mean = m1 / z;
+            let var = m2 / z - mean * mean;
+            assert!(
+                (t.log_mass - z.ln()).abs() < 1e-8,
+                "log mass {} vs {}",
+                t.log_mass,
+                z.ln()
+            );
+            assert!(
+                (t.mean - mean).abs() < 1e-8 * sd,
+                "mean {} vs {mean}",
+                t.mean
+            );
+            assert!((t.var - var).abs() < 1e-7 * var, "var {} vs {var}", t.var);
+            assert!((t.w1 - z1 / z).abs() < 1e-8, "w1 {} vs {}", t.w1, z1 / z);
+            // The new site makes q's marginal proper with the tilted moments.
+            let (site, fixed) = site_update(cav, &t, &prior);
+            assert!(!fixed && site.k > 0.0);
+            assert!(((cav.nu + site.h) / (cav.tau + site.k) - t.mean).abs() < 1e-10 * sd);
+        }
+        // τ₋ + 1/v1 ≤ 0: the tilted distribution is improper.
+        let prior = MixturePrior {
+            spike: 1e-4,
+            slab: 1.0,
+            incl: 0.1,
+        };
+        assert!(!cavity_ok(Natural { tau: -1.0, nu: 0.0 }, &prior));
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub fn update_unfixed(
     eta: f64,
 ) -> Option<usize> {
     let d = sites.u.len();
-    let cavs: Option<Vec<_>> = (0..d).map(|k| sites.cavity(q, k)).collect();
+    let cavs: Option<Vec<_>> = (0..d).map(|k| sites.cavity(q, k, prior)).collect();
     let mut negative = 0;
     for (k, cav) in cavs?.into_iter().enumerate() {
         let t = tilted(cav, prior);
@@ -84,7 +84,7 @@ pub fn update_unfixed(
 pub fn worth_releasing(sites: &PriorSites, q: &ThetaMoments, prior: &MixturePrior) -> bool {
     let (mut needs_fix, mut anchored) = (false, false);
     for k in 0..sites.u.len() {
-        let Some(cav) = sites.cavity(q, k) else {
+        let Some(cav) = sites.cavity(q, k, prior) else {
             return false;
         };
         let t = tilted(cav, prior);

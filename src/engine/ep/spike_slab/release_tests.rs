@@ -26,7 +26,7 @@ const DEMO_PRIOR: MixturePrior = MixturePrior {
 fn moment_mismatch(sites: &PriorSites, q: &ThetaMoments, prior: &MixturePrior) -> (f64, f64) {
     let mut worst = (0.0f64, 0.0f64);
     for k in 0..sites.u.len() {
-        let t = tilted(sites.cavity(q, k).expect("valid cavity"), prior);
+        let t = tilted(sites.cavity(q, k, prior).expect("valid cavity"), prior);
         let (sd, tsd) = (q.var[k].sqrt(), t.var.sqrt());
         worst.0 = worst.0.max((q.mean[k] - t.mean).abs() / tsd);
         worst.1 = worst.1.max((sd / tsd - 1.0).abs());

@@ -4,7 +4,7 @@
 //! in tests, by an exact Gaussian likelihood.
 //!
 //! One sweep from an accepted state t: parallel update of every likelihood site
-//! → rebuild (Q positive definite, valid prior cavities) → parallel update of
+//! → rebuild (Q positive definite, proper prior tilteds) → parallel update of
 //! the d prior sites from that q → rebuild and check. The likelihood sites'
 //! cavities of the resulting state are checked by the next sweep's pass, which
 //! also yields its evidence: if that check (or any other) fails, the whole
@@ -230,9 +230,13 @@ pub fn run<L: LikelihoodSites>(
     Ok(st.outcome(&out))
 }
 
-/// Rebuilds q and checks the prior cavities.
-fn rebuild_checked<L: LikelihoodSites>(lik: &mut L, sites: &PriorSites) -> bool {
-    lik.rebuild(&sites.terms()) && sites.cavities_valid(lik.moments())
+/// Rebuilds q and checks the prior sites' cavities (`PriorSites::cavity`).
+fn rebuild_checked<L: LikelihoodSites>(
+    lik: &mut L,
+    sites: &PriorSites,
+    prior: &MixturePrior,
+) -> bool {
+    lik.rebuild(&sites.terms()) && sites.cavities_valid(lik.moments(), prior)
 }
 
 /// After the likelihood sites' trial was accepted: rebuild, update the prior
@@ -248,7 +252,7 @@ fn prior_half<L: LikelihoodSites>(
     steps: &mut SiteSteps,
     warmup: bool,
 ) -> Option<usize> {
-    if !rebuild_checked(lik, sites) {
+    if !rebuild_checked(lik, sites, prior) {
         return None;
     }
     if warmup {
@@ -266,7 +270,7 @@ fn prior_half<L: LikelihoodSites>(
     );
     steps.fixed = fixed;
     steps.dir = dir;
-    rebuild_checked(lik, sites).then_some(up?.fixes)
+    rebuild_checked(lik, sites, prior).then_some(up?.fixes)
 }
 
 /// How the prior sites are updated.
@@ -449,7 +453,7 @@ impl<L: LikelihoodSites> SweepState for SsSweep<'_, L> {
                 };
                 self.negative = neg;
                 self.lik.rebuild(&self.sites.terms())
-                    && self.sites.cavities_valid(self.lik.moments())
+                    && self.sites.cavities_valid(self.lik.moments(), self.prior)
             }
         }
     }
@@ -509,20 +513,21 @@ impl<L: LikelihoodSites> SweepState for SsSweep<'_, L> {
             // Seen on Colon (d = 2000 ≫ n = 46) with the default p: the pair
             // sites leave ~no (or negative) information on one feature, so its
             // prior cavity 1/V_kk − u_k sits at 0 and flips sign at any step.
-            // EEG (d = 14, n = 11 235) at every γ from n: 29% of the pair sites
-            // are negative and the feature carrying the score's scale (mean
-            // −11 to −14, V_kk ≈ 0.15) gets 1/V_kk − u_k ≈ −0.06 to −0.6.
+            // EEG (d = 14, n = 11 235) from the prior at γ ≥ n: the first pair
+            // updates overshoot and three features get 1/V_kk − u_k ≈ −2 to −3,
+            // beyond −1/v1 (negative cavities above −1/v1 are accepted now,
+            // `prior_sites::cavity_ok`; a fixed γ then retries along the grid).
             Failure::Rebuild => {
-                "Q not positive definite or a prior cavity stayed invalid — the pair sites \
-                 leave a feature no (or negative) information, as when d ≫ n or when one \
-                 feature carries the score's scale; try another inclusion prior p, p chosen \
-                 by evidence, or the Gaussian prior"
+                "Q not positive definite or a prior site's tilted distribution stayed improper \
+                 — the pair sites leave a feature no (or negative) information, as when d ≫ n \
+                 or when one feature carries the score's scale; try another inclusion prior p, \
+                 p chosen by evidence, or the Gaussian prior"
             }
             Failure::Drift => "try p chosen by evidence, another p, or a smaller γ",
         })
     }
     fn rebuild_reason(&self) -> &'static str {
-        "Q not positive definite or invalid prior cavities"
+        "Q not positive definite or improper prior-site tilted distributions"
     }
     fn failure_detail(&self) -> serde_json::Value {
         json!({ "fixes_last_sweep": self.fixes_last })

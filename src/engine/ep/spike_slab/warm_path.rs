@@ -1,0 +1,110 @@
+//! Spike-and-slab EP at a fixed γ when the start from the prior fails: climb
+//! the default γ grid from its smallest point, each point warm-started from the
+//! last (the fixed-γ fallback of Gaussian EP, `ep::engine`), then γ itself.
+//!
+//! Why: from the prior at γ ≥ n on EEG the first pair updates overshoot (Δ ≈
+//! 300 after one sweep, the means of three features at 11–36 prior sds) and the
+//! prior sites, updated from that q, see a negative information on those
+//! features beyond the slab's own precision (τ₋ ≈ −3 < −1/v1): the tilted
+//! distribution is improper, η halves to its floor within 8–172 sweeps. From
+//! n/16 the same iteration converges, and each doubling of γ moves the fixed
+//! point little. The failure from the prior is fast, so the retry costs little
+//! beyond the path itself. Every point of the path is a fixed point of the
+//! same EP iteration; the path's points only run at the loosened tolerance of
+//! the CV folds (`cv::fold_settings`), γ itself at the asked one.
+
+use serde::Serialize;
+
+use super::model::SpikeSlabEp;
+use super::sweep::{SsOutcome, SsSettings, SsSweepInfo};
+use crate::engine::ep::cv;
+use crate::engine::ep::design::Design;
+use crate::engine::interface::{Control, EngineError};
+
+/// One point of the warm path.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathStep {
+    pub gamma_over_n: f64,
+    pub sweeps: usize,
+}
+
+/// What the fallback did (`details.gamma.warm_path`).
+#[derive(Debug, Clone, Serialize)]
+pub struct WarmPath {
+    /// Why the start from the prior failed.
+    pub first_error: String,
+    /// The grid points below γ, in the order run.
+    pub points: Vec<PathStep>,
+}
+
+/// The default grid's points strictly below γ/n.
+pub fn path_below(gamma: f64, n: usize) -> Vec<f64> {
+    cv::default_grid()
+        .into_iter()
+        .filter(|c| c * (n as f64) < gamma * (1.0 - 1e-12))
+        .collect()
+}
+
+/// `model.run` at γ from the model's current state; if it does not converge
+/// and the grid has points below γ, from the prior again along them. `log`
+/// says why the path is taken; `new_run` is called before each run of the path.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    model: &mut SpikeSlabEp,
+    gamma: f64,
+    n: usize,
+    s: &SsSettings,
+    ctl: &Control,
+    on_sweep: &mut dyn FnMut(&SsSweepInfo<'_>, &Design),
+    new_run: &mut dyn FnMut(),
+    log: &mut dyn FnMut(String),
+) -> Result<(SsOutcome, Option<WarmPath>), EngineError> {
+    let path = path_below(gamma, n);
+    let first_error = match model.run(gamma, s, ctl, on_sweep) {
+        Err(EngineError::NotConverged { message, .. }) if !path.is_empty() => message,
+        res => return Ok((res?, None)),
+    };
+    log(format!(
+        "ep spike-slab: the fit from the prior did not converge ({first_error}); \
+         warm-starting it along γ/n = {path:?}"
+    ));
+    model.reset();
+    let loose = SsSettings {
+        ep: cv::fold_settings(&s.ep),
+        ..*s
+    };
+    let mut points = Vec::with_capacity(path.len());
+    for &c in &path {
+        new_run();
+        let out = model
+            .run(c * n as f64, &loose, ctl, on_sweep)
+            .map_err(|e| at_path_point(e, c))?;
+        points.push(PathStep {
+            gamma_over_n: c,
+            sweeps: out.sweeps,
+        });
+    }
+    new_run();
+    let out = model.run(gamma, s, ctl, on_sweep)?;
+    Ok((
+        out,
+        Some(WarmPath {
+            first_error,
+            points,
+        }),
+    ))
+}
+
+/// A failure on the path names the point.
+fn at_path_point(e: EngineError, c: f64) -> EngineError {
+    match e {
+        EngineError::NotConverged {
+            message,
+            diagnostics,
+        } => EngineError::NotConverged {
+            message: format!("on the warm path at γ = {c}n: {message}"),
+            diagnostics,
+        },
+        e => e,
+    }
+}
