@@ -56,6 +56,15 @@ pub fn default_grid() -> Vec<f64> {
     (-4..=4).map(|k| 2f64.powi(k)).collect()
 }
 
+/// The default grid's points strictly below γ/n: the warm path of a fixed-γ
+/// fit whose start from the prior failed (Gaussian, GP and spike-and-slab EP).
+pub fn grid_below(gamma: f64, n: usize) -> Vec<f64> {
+    default_grid()
+        .into_iter()
+        .filter(|c| c * (n as f64) < gamma * (1.0 - 1e-12))
+        .collect()
+}
+
 pub struct CvSettings<'a> {
     pub grid_over_n: &'a [f64],
     pub folds: usize,

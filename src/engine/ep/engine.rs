@@ -319,10 +319,7 @@ impl Engine for Ep {
                 // A start from the prior at a fixed γ can drift where a warm
                 // path converges (EEG at 2n: 1000 sweeps from the prior, then 18
                 // after the path): the default grid's points below γ.
-                let path = cv::default_grid()
-                    .into_iter()
-                    .filter(|c| c * (pb.n() as f64) < gamma)
-                    .collect();
+                let path = cv::grid_below(gamma, pb.n());
                 let s = self.settings;
                 (lep.run(gamma, &s, ctl, &mut on_sweep), path, s)
             };

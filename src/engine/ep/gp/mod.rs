@@ -137,10 +137,7 @@ pub(crate) fn run(
 
     // A start from the prior can drift where a climb along the default grid
     // converges (EEG at 16n): its points below γ (Nyström and RFF fits).
-    let path: Vec<f64> = crate::engine::ep::cv::default_grid()
-        .into_iter()
-        .filter(|c| c * (n as f64) < gamma)
-        .collect();
+    let path = crate::engine::ep::cv::grid_below(gamma, n);
     let mut state: Option<GpEp> = None;
     let fit_at = |ell: f64,
                   state: &mut Option<GpEp>,

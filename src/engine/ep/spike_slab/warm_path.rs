@@ -37,14 +37,6 @@ pub struct WarmPath {
     pub points: Vec<PathStep>,
 }
 
-/// The default grid's points strictly below γ/n.
-pub fn path_below(gamma: f64, n: usize) -> Vec<f64> {
-    cv::default_grid()
-        .into_iter()
-        .filter(|c| c * (n as f64) < gamma * (1.0 - 1e-12))
-        .collect()
-}
-
 /// `model.run` at γ from the model's current state; if it does not converge
 /// and the grid has points below γ, from the prior again along them. `log`
 /// says why the path is taken; `new_run` is called before each run of the path.
@@ -59,7 +51,7 @@ pub fn run(
     new_run: &mut dyn FnMut(),
     log: &mut dyn FnMut(String),
 ) -> Result<(SsOutcome, Option<WarmPath>), EngineError> {
-    let path = path_below(gamma, n);
+    let path = cv::grid_below(gamma, n);
     let first_error = match model.run(gamma, s, ctl, on_sweep) {
         Err(EngineError::NotConverged { message, .. }) if !path.is_empty() => message,
         res => return Ok((res?, None)),
