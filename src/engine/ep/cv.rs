@@ -98,7 +98,8 @@ pub struct CvSettings<'a> {
 }
 
 /// The settings of EP runs inside the CV: a cycling point fails fast (unless
-/// the caller chose another number of stalls).
+/// the caller chose another number of stalls), and so does one whose drift
+/// goes nowhere (the early verdict): a failed point has a fallback.
 pub fn cv_settings(ep: &EpSettings) -> EpSettings {
     EpSettings {
         cycle_stalls: if ep.cycle_stalls == 0 {
@@ -106,6 +107,16 @@ pub fn cv_settings(ep: &EpSettings) -> EpSettings {
         } else {
             ep.cycle_stalls
         },
+        early_verdict: true,
+        ..*ep
+    }
+}
+
+/// The settings of a fixed-γ fit's first start when a warm path is its
+/// fallback: the early verdict on, nothing else changed.
+pub fn first_start_settings(ep: &EpSettings, path: &[f64]) -> EpSettings {
+    EpSettings {
+        early_verdict: ep.early_verdict || !path.is_empty(),
         ..*ep
     }
 }

@@ -30,8 +30,10 @@
 //! the smallest Δ/η: fail fast), the drift rule (`Rules::drift`: a stall whose
 //! mean kept its direction is a slow drift, not a cycle: no halving), Δ_t and
 //! convergence (`Δ_t < tol·η_t`, η_t the smallest step of the sweep, never
-//! during the warm-up), the `NotConverged` diagnostics, per-sweep reports, and
-//! one retry from the prior when a warm start fails (`run`).
+//! during the warm-up), the early verdict where a failure has a fallback
+//! (`verdict`: drift windows that go nowhere, reason `wandering`), the
+//! `NotConverged` diagnostics, per-sweep reports, and one retry from the
+//! prior when a warm start fails (`run`).
 //!
 //! # Extrapolation
 //! Near a fixed point EP converges geometrically, often slowly (Δ_t falling
@@ -62,6 +64,7 @@ use serde_json::{Value, json};
 
 use super::kernel::PassStats;
 use super::pair_ep::EpSettings;
+use super::verdict::Wander;
 use crate::engine::interface::{Control, EngineError};
 
 /// Means and variances of the coordinates convergence is judged on.
@@ -262,7 +265,7 @@ pub fn run<S: SweepState>(
         Err(EngineError::NotConverged { diagnostics, .. })
             if warm
                 && st.can_reset()
-                && !["cycle", "drift"]
+                && !["cycle", "drift", "wandering"]
                     .contains(&diagnostics["detail"]["reason"].as_str().unwrap_or("")) =>
         {
             st.reset();
@@ -312,6 +315,9 @@ pub fn run_once<S: SweepState>(
         }
     }
     let warmup = if st.is_cold() { st.warmup_sweeps() } else { 0 };
+    // The early verdict (`verdict`): drift windows that go nowhere.
+    let mut wander = Wander::default();
+    wander.start_window(st.marginal());
     st.forget_rollback();
     st.begin_sweep();
     let mut q_prev: Option<Marginal> = None;
@@ -528,9 +534,8 @@ pub fn run_once<S: SweepState>(
         }
         sweep += 1;
         st.end_sweep();
-        delta = st
-            .marginal()
-            .delta(q_prev.as_ref().expect("a previous state"));
+        let now = st.marginal();
+        delta = now.delta(q_prev.as_ref().expect("a previous state"));
         if !delta.is_finite() {
             return Err(fail(
                 st,
@@ -542,6 +547,7 @@ pub fn run_once<S: SweepState>(
                 &n,
             ));
         }
+        wander.step(q_prev.as_ref().expect("a previous state"), &now);
         if let Some(before) = pending_jump.take()
             && delta >= before
         {
@@ -588,9 +594,30 @@ pub fn run_once<S: SweepState>(
             continue;
         }
         if rules.drift && 2 * reversals < since_best {
-            // Δ stalls but the mean keeps its direction: a slow drift (towards the
-            // all-spike fixed point, say), not a cycle; smaller steps would only
-            // slow it down. Watch a fresh window.
+            // Δ stalls but the mean keeps its direction from sweep to sweep: a
+            // slow drift (towards the all-spike fixed point, say) or a slow
+            // cycle. Where a fallback exists, the early verdict ends the run
+            // when the drift windows go nowhere (`verdict`).
+            let wandering =
+                wander.drift_window(sweep, &st.marginal(), best_delta / st.step_floor(cur_eta));
+            wander.start_window(st.marginal());
+            if wandering && s.early_verdict {
+                let mut why = format!(
+                    "did not converge: the mean wanders without a direction and Δ/η does not \
+                     fall (a slow cycle, no fixed point in reach; early verdict: {})",
+                    wander.summary()
+                );
+                if let Some(h) = st.hint(Failure::Drift) {
+                    why = format!("{why}; {h}");
+                }
+                let mut e = fail(st, &why, sweep, cur_eta, delta, "wandering", &n);
+                if let EngineError::NotConverged { diagnostics, .. } = &mut e {
+                    diagnostics["detail"]["verdict"] = wander.detail(sweep);
+                }
+                return Err(e);
+            }
+            // A drift, not a cycle: smaller steps would only slow it down.
+            // Watch a fresh window.
             (best_delta, since_best, reversals) = (f64::INFINITY, 0, 0);
             n.drift_windows += 1;
             // Rejected steps cut η far down and the mean still drifts: the
@@ -618,6 +645,8 @@ pub fn run_once<S: SweepState>(
         }
         // A cycle: smaller steps from the current (valid) state.
         let ratio = best_delta / cur_eta;
+        wander.stall_window(best_delta / st.step_floor(cur_eta));
+        wander.start_window(st.marginal());
         match n.stall_ratios.last() {
             Some(&r0) if ratio > 0.5 * r0 => flat_stalls += 1,
             _ => flat_stalls = 0,

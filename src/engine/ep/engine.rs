@@ -321,7 +321,8 @@ impl Engine for Ep {
                 // after the path): the default grid's points below γ.
                 let path = cv::grid_below(gamma, pb.n());
                 let s = self.settings;
-                (lep.run(gamma, &s, ctl, &mut on_sweep), path, s)
+                let first = cv::first_start_settings(&s, &path);
+                (lep.run(gamma, &first, ctl, &mut on_sweep), path, s)
             };
             let from = final_start;
             let (out, path) = along_path(&mut lep, first, path, (&settings, from), &mut on_sweep)?;

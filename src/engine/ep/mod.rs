@@ -31,6 +31,7 @@ pub(crate) mod simd;
 pub mod site;
 pub mod spike_slab;
 mod store;
+pub mod verdict;
 
 pub use ard::ArdSettings;
 pub use design::{Design, Form, identical_pairs};

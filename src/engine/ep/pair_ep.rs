@@ -51,6 +51,12 @@ pub struct EpSettings {
     /// and the convergence test are unchanged.
     #[serde(default = "extrapolate_default")]
     pub extrapolate: bool,
+    /// End a run early when its drift windows go nowhere (`verdict`): set
+    /// where a failure has a fallback (CV folds, the first start of a
+    /// fixed-γ fit with a warm path). Derived, never the user's choice: not
+    /// written to records (a verdict that fires is in the failure's message).
+    #[serde(default, skip_serializing)]
+    pub early_verdict: bool,
 }
 
 fn extrapolate_default() -> bool {
@@ -67,6 +73,7 @@ impl Default for EpSettings {
             stall_sweeps: 20,
             cycle_stalls: 0,
             extrapolate: true,
+            early_verdict: false,
         }
     }
 }

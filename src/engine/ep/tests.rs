@@ -94,6 +94,7 @@ fn tight(eta: f64, tol: f64) -> EpSettings {
         stall_sweeps: 0,
         cycle_stalls: 0,
         extrapolate: false,
+        early_verdict: false,
     }
 }
 

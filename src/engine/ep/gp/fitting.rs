@@ -440,7 +440,7 @@ pub fn fit_features(
     } else {
         let first = EpSettings {
             max_sweeps: (settings.max_sweeps / FIRST_START_SHARE).max(1),
-            ..*settings
+            ..cv::first_start_settings(settings, path)
         };
         match lep.run(gamma, &first, ctl, &mut stream) {
             Err(EngineError::NotConverged { message, .. }) => {

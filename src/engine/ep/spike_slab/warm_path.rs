@@ -52,7 +52,11 @@ pub fn run(
     log: &mut dyn FnMut(String),
 ) -> Result<(SsOutcome, Option<WarmPath>), EngineError> {
     let path = cv::grid_below(gamma, n);
-    let first_error = match model.run(gamma, s, ctl, on_sweep) {
+    let first = SsSettings {
+        ep: cv::first_start_settings(&s.ep, &path),
+        ..*s
+    };
+    let first_error = match model.run(gamma, &first, ctl, on_sweep) {
         Err(EngineError::NotConverged { message, .. }) if !path.is_empty() => message,
         res => return Ok((res?, None)),
     };
