@@ -4,10 +4,10 @@
 //! to sweep a drift and does not halve η (a drift towards a distant fixed
 //! point only slows down with smaller steps). A slow cycle looks the same
 //! sweep to sweep: spike-and-slab EP on Colon (split 0, from the prior at
-//! 1.5n, and on its warm path at n/2) circles with a period of ~50 sweeps,
+//! 2n, and on its warm path at n/2) circles with a period of ~50 sweeps,
 //! ‖mean‖ going 0.05 → 0.6 → 0.05, Δ between 0.02 and 1 for 1000 sweeps at
 //! η = 0.7 (and 0.2 or 0.35: a smaller step does not help). A true drift
-//! moves the mean in a straight line across a window (Glass 10 at 0.25n:
+//! moves the mean in a straight line across a window (Glass split 10 at n/2:
 //! Δ/η rising for 13 windows while the mean slid straight towards a spike,
 //! then converging at sweep 689). So a drift window counts as *wandering*
 //! when the mean's net move across it is a small share of the way it
