@@ -22,7 +22,7 @@ use pacauc::engine::smc::marginal_map::MarginalMaps;
 use pacauc::engine::smc::moves::{self, Chains, Proposals, StepSpec};
 use pacauc::engine::smc::sphere::SphereChart;
 use pacauc::engine::smc::tempering::log_z_sd_floor;
-use pacauc::engine::smc::{Kernel, Quadratic, SmcSettings, Target, sampler};
+use pacauc::engine::smc::{Kernel, LOCAL_SHARE, Quadratic, SmcSettings, Target, sampler};
 use pacauc::engine::{Control, EngineError, NoObserver, Prior};
 use statrs::function::gamma::ln_gamma;
 
@@ -167,6 +167,7 @@ fn the_kernel_keeps_uniform_directions_at_gamma_zero() {
             chart: Some(&chart),
             maps: None,
             df: None,
+            local_share: 0.0,
         };
         acc += moves::step(&t, &mut chains, &mut buf, spec).accepted;
     }
@@ -279,14 +280,16 @@ fn the_sphere_kernel_refuses_targets_it_cannot_sample() {
 fn the_copula_kernel_keeps_the_prior_at_gamma_zero() {
     let d = 6;
     for coords in [(0..d).collect::<Vec<_>>(), vec![0, 2, 3]] {
-        copula_keeps_the_prior(d, coords, None);
+        copula_keeps_the_prior(d, coords, None, 0.0);
     }
     // The Student-t proposal (its scale drawn per chain and step, its
-    // density ratio in the acceptance) keeps it too.
-    copula_keeps_the_prior(d, (0..d).collect(), Some(5.0));
+    // density ratio in the acceptance) keeps it too, and so does a mixture
+    // with local steps.
+    copula_keeps_the_prior(d, (0..d).collect(), Some(5.0), 0.0);
+    copula_keeps_the_prior(d, (0..d).collect(), None, 0.4);
 }
 
-fn copula_keeps_the_prior(d: usize, coords: Vec<usize>, df: Option<f64>) {
+fn copula_keeps_the_prior(d: usize, coords: Vec<usize>, df: Option<f64>, local: f64) {
     let vars: Vec<f64> = (0..d).map(|k| 0.5 + 0.5 * k as f64).collect();
     let t = VonMisesFisher {
         mu: unit(vec![1.0; d]),
@@ -330,11 +333,12 @@ fn copula_keeps_the_prior(d: usize, coords: Vec<usize>, df: Option<f64>) {
             chart: None,
             maps: Some(std::slice::from_ref(&maps)),
             df,
+            local_share: local,
         };
         acc += moves::step(&t, &mut chains, &mut buf, spec).accepted;
     }
     let rate = acc as f64 / (steps * m) as f64;
-    eprintln!("copula at γ = 0, mapped {coords:?}, df {df:?}: acceptance {rate:.3}");
+    eprintln!("copula at γ = 0, mapped {coords:?}, df {df:?}, local {local}: acceptance {rate:.3}");
     // (The maps are meant to be wrong: about 1.3 of 40 proposals per chain
     // are accepted, the rest of the power is in 20 000 chains.)
     assert!(rate > 0.02, "the test needs moves: acceptance {rate}");
@@ -593,7 +597,7 @@ fn many_steps(quad: usize, steps: usize) -> SoftStep {
 fn spread(
     t: &SoftStep,
     gamma: f64,
-    (kernel, df): (Kernel, Option<f64>),
+    (kernel, df, local_share): (Kernel, Option<f64>, f64),
     n: usize,
     seeds: u64,
 ) -> (Vec<f64>, f64, f64) {
@@ -605,10 +609,19 @@ fn spread(
             kernel,
             seed,
             proposal_df: df,
+            local_share,
             ..SmcSettings::default()
         };
         let run = sampler::run(t, gamma, &s, &Control::new(), &mut NoObserver).unwrap();
-        assert!(run.decorrelated, "seed {seed}");
+        assert!(
+            run.decorrelated,
+            "seed {seed}: moves {:?}, |corr| {:?}",
+            run.path.iter().map(|p| p.moves).collect::<Vec<_>>(),
+            run.path
+                .iter()
+                .map(|p| (p.max_correlation * 100.0).round() / 100.0)
+                .collect::<Vec<_>>()
+        );
         assert!(
             run.path[1..]
                 .iter()
@@ -644,7 +657,8 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
 #[test]
 fn log_z_spread_over_seeds_is_the_floor_of_independent_stages() {
     let t = many_steps(10, 10);
-    let (errors, floor, evals) = spread(&t, 40.0, (Kernel::SkewCopula, None), 2000, 16);
+    let (errors, floor, evals) =
+        spread(&t, 40.0, (Kernel::SkewCopula, None, LOCAL_SHARE), 2000, 16);
     let (m, sd) = mean_sd(&errors);
     let se = sd / (errors.len() as f64).sqrt();
     eprintln!(
@@ -659,13 +673,15 @@ fn log_z_spread_over_seeds_is_the_floor_of_independent_stages() {
 }
 
 /// The same 20-d soft steps with the Student-t proposal (ν = 5) in every
-/// stage (gpcn's and the copula's): log Ẑ unbiased within 4 standard errors
+/// stage (gpcn's and the copula's), without local steps (with them, seed 3
+/// kept > 1% unmoved copies through 200 moves of stage 11: the t's scale
+/// draw and the local step together are not measured): log Ẑ unbiased within 4 standard errors
 /// plus ½ floor² over 16 seeds, as above; its sd below 2 floors (χ²₁₅: a sd
 /// equal to the floor exceeds that with probability < 10⁻⁶).
 #[test]
 fn the_student_proposal_keeps_log_z_unbiased_on_soft_steps() {
     let t = many_steps(10, 10);
-    let (errors, floor, evals) = spread(&t, 40.0, (Kernel::SkewCopula, Some(5.0)), 2000, 16);
+    let (errors, floor, evals) = spread(&t, 40.0, (Kernel::SkewCopula, Some(5.0), 0.0), 2000, 16);
     let (m, sd) = mean_sd(&errors);
     let se = sd / (errors.len() as f64).sqrt();
     eprintln!(
@@ -697,7 +713,7 @@ fn the_floor_of_independent_stages_is_t_over_n_at_half_ess() {
 fn log_z_spread_per_kernel() {
     let t = many_steps(10, 10);
     for kernel in [Kernel::Gpcn, Kernel::Copula, Kernel::SkewCopula] {
-        let (errors, floor, evals) = spread(&t, 40.0, (kernel, None), 2000, 24);
+        let (errors, floor, evals) = spread(&t, 40.0, (kernel, None, LOCAL_SHARE), 2000, 24);
         let (m, sd) = mean_sd(&errors);
         eprintln!(
             "{:>11}: mean {m:+.4} ± {:.4}, sd {sd:.4}, floor {floor:.4}, {evals:.0} evaluations",
@@ -806,13 +822,15 @@ impl Target for SkewBanana {
 /// means are within 0.05 posterior sd (5 MC sds of a mean at N = 10 000)
 /// and its sds within 5% (a sd's relative MC error is 1/√(2N) = 0.7%).
 #[test]
-fn the_student_proposal_matches_quadrature_on_a_skewed_banana() {
+fn the_student_and_local_proposals_match_quadrature_on_a_skewed_banana() {
     let t = SkewBanana { var: 1.5 };
     let gamma = 30.0;
     let (log_z, mean, sd) = t.exact(gamma);
     let n = 10_000;
     for kernel in [Kernel::Gpcn, Kernel::Copula] {
-        for df in [5.0, 2.5] {
+        // (ν, local share): the Student-t proposal, and the Gaussian mixed
+        // with local steps.
+        for (df, local) in [(Some(5.0), 0.0), (Some(2.5), 0.0), (None, 0.3)] {
             let (mut errors, mut floor2, mut stages) = (Vec::new(), 0.0, 0);
             for seed in 1..=6 {
                 let s = SmcSettings {
@@ -820,11 +838,15 @@ fn the_student_proposal_matches_quadrature_on_a_skewed_banana() {
                     kernel,
                     seed,
                     ess: 0.9,
-                    proposal_df: Some(df),
+                    proposal_df: df,
+                    local_share: local,
                     ..SmcSettings::default()
                 };
                 let run = sampler::run(&t, gamma, &s, &Control::new(), &mut NoObserver).unwrap();
-                assert!(run.decorrelated, "{kernel:?} ν {df} seed {seed}");
+                assert!(
+                    run.decorrelated,
+                    "{kernel:?} ν {df:?} local {local} seed {seed}"
+                );
                 stages = run.path.len() - 1;
                 errors.push(run.log_z - log_z);
                 floor2 += log_z_sd_floor(run.path[1..].iter().map(|p| p.ess_frac), n).powi(2);
@@ -832,13 +854,13 @@ fn the_student_proposal_matches_quadrature_on_a_skewed_banana() {
                 for k in 0..2 {
                     assert!(
                         (m[k] - mean[k]).abs() < 0.05 * sd[k],
-                        "{kernel:?} ν {df} seed {seed}: θ_{k} mean {} vs {}",
+                        "{kernel:?} ν {df:?} local {local} seed {seed}: θ_{k} mean {} vs {}",
                         m[k],
                         mean[k]
                     );
                     assert!(
                         (s[k] / sd[k] - 1.0).abs() < 0.05,
-                        "{kernel:?} ν {df} seed {seed}: θ_{k} sd {} vs {}",
+                        "{kernel:?} ν {df:?} local {local} seed {seed}: θ_{k} sd {} vs {}",
                         s[k],
                         sd[k]
                     );
@@ -847,17 +869,17 @@ fn the_student_proposal_matches_quadrature_on_a_skewed_banana() {
             let floor = (floor2 / errors.len() as f64).sqrt();
             let (m, spread) = mean_sd(&errors);
             eprintln!(
-                "{kernel:?} ν {df}: {stages} stages; log Ẑ − log Z mean {m:+.4}, sd {spread:.4}, floor {floor:.4} \
+                "{kernel:?} ν {df:?} local {local}: {stages} stages; log Ẑ − log Z mean {m:+.4}, sd {spread:.4}, floor {floor:.4} \
                  (log Z {log_z:.4}, means {mean:.3?}, sds {sd:.3?})"
             );
             let bound = 4.0 * floor / (errors.len() as f64).sqrt() + 0.5 * floor * floor;
             assert!(
                 m.abs() < bound,
-                "{kernel:?} ν {df}: mean error {m} (bound {bound})"
+                "{kernel:?} ν {df:?} local {local}: mean error {m} (bound {bound})"
             );
             assert!(
                 spread < 2.0 * floor,
-                "{kernel:?} ν {df}: sd {spread} vs floor {floor}"
+                "{kernel:?} ν {df:?} local {local}: sd {spread} vs floor {floor}"
             );
         }
     }

@@ -205,6 +205,7 @@ pub fn smc_settings(s: &SmcSpec, seed: u64) -> SmcSettings {
         waste_free: s.waste_free,
         moves: s.moves.map_or(d.moves, Moves::Fixed),
         ess: s.ess,
+        local_share: s.local_share,
         kernel: smc_kernel(s.kernel),
         scale: s.scale,
         adapt_scale: !s.fixed_scale,

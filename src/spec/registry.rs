@@ -283,6 +283,20 @@ pub const SETTINGS: &[Setting] = &[
         )
     },
     Setting {
+        label: "local proposals share",
+        help: "Share of the gpcn and copula proposals that are local steps (2.38/√d) instead of steps around the particles' fit: those cannot move a chain in a far tail of the fit, which otherwise keeps its copies and leaves log Z low in most runs and high in a few (docs/BENCHMARKS.md). 0 turns them off.",
+        default: "0.3",
+        methods: SMC,
+        priors: THETA_PRIORS,
+        form: true,
+        group: Group::Smc,
+        ..setting(
+            "local_share",
+            "method.local_share",
+            Kind::Number(range(0.0, 1.0, false, true)),
+        )
+    },
+    Setting {
         label: "move kernel",
         help: "Metropolis kernel of the moves: auto (skew-copula for a Gaussian or ARD prior, pcn for those above 400 dimensions, gpcn for spike-and-slab), gpcn (pCN around the particles' Gaussian fit), rw (random walk, c = 2.38/√d, adapted), pcn (prior-preserving; Gaussian priors only), sphere (the direction θ/‖θ‖ by pCN around a Gaussian fit in a log-map chart at the particles' mean direction, the radius drawn exactly; Gaussian priors only), copula (gpcn after mapping each coefficient through its fitted marginal quantiles to ≈ N(0, 1): for skewed marginals, e.g. rare categories), skew-copula (per stage: the copula where some coefficient's marginal is measurably skewed, |quantile skewness| > 0.15, else exactly gpcn).",
         default: "auto",

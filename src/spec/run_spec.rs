@@ -256,6 +256,9 @@ pub struct SmcSpec {
     /// Waste-free chains of P states (None: standard SMC).
     pub waste_free: Option<usize>,
     pub ess: f64,
+    /// Share of local proposals in the gpcn and copula moves.
+    #[serde(default = "no_local_steps")]
+    pub local_share: f64,
     pub kernel: SmcKernel,
     /// Initial step size (None: the kernel's default).
     pub scale: Option<f64>,
@@ -275,6 +278,11 @@ pub struct SmcSpec {
     pub full_path: bool,
 }
 
+/// A spec recorded before `local_share` existed ran without local steps.
+fn no_local_steps() -> f64 {
+    0.0
+}
+
 impl Default for SmcSpec {
     fn default() -> Self {
         SmcSpec {
@@ -282,6 +290,7 @@ impl Default for SmcSpec {
             moves: None,
             waste_free: None,
             ess: 0.5,
+            local_share: crate::engine::smc::LOCAL_SHARE,
             kernel: SmcKernel::Auto,
             scale: None,
             fixed_scale: false,

@@ -31,7 +31,7 @@ pub use moves::Kernel;
 pub use path_cv::{CvMode, GammaCv, SmcCv};
 pub use sampler::{AfterCheckpoint, Checkpoint, Checkpoints, SmcRun, StageInfo};
 pub use scores::ScorePrecision;
-pub use settings::{Moves, SmcSettings};
+pub use settings::{LOCAL_SHARE, Moves, SmcSettings};
 pub use target::{LinearAuc, Quadratic, Target};
 
 use crate::engine::event::Event;
@@ -166,10 +166,10 @@ const LOG_Z_ACCURACY: &str = "log_z_sd_floor is the sd one run's log Z would hav
     particles of every stage were independent draws of its target (Σ_t (N/ESS_t − 1)/N); a \
     real run's sd is at least that and larger when the moves leave particles tied to their \
     ancestors or the cloud's share of some region persists from stage to stage (measured over \
-    16–24 seeds: 1.0–1.25× on a separable soft-step target; over 14 seeds on a 3 000-row, \
-    84-feature adult subsample 1.6× (robust sd 1.0×): most runs at the floor, about 1 in 7 off \
-    by up to 0.2, and two seeds can differ by 0.36); independent runs (`runs`) measure the \
-    spread itself";
+    16–24 seeds: 1.0–1.25× on a separable soft-step target; over 15 seeds on a 3 000-row, \
+    84-feature adult subsample 1.15× with the default local steps, two seeds within 0.15 in 95% \
+    of pairs — 1.6× without them, where most runs were 0.08 low and a few up to 0.2 high); \
+    independent runs (`runs`) measure the spread itself";
 
 /// Which stages of a skew-copula run moved by the copula, and why: a few
 /// numbers instead of the stages' maps.

@@ -248,6 +248,8 @@ pub struct StepSpec<'a> {
     /// Gpcn and Copula: degrees of freedom ν of a Student-t proposal in the
     /// whitened coordinates instead of the Gaussian (see `student_scale`).
     pub df: Option<f64>,
+    /// Gpcn and Copula: the share of local proposals (`SmcSettings::local_share`).
+    pub local_share: f64,
 }
 
 /// Outcome of one step over all chains.
@@ -369,6 +371,8 @@ fn propose<T: Target + ?Sized>(
     bb.size(c, d, d);
     let s = spec.scale;
     let rho = (1.0 - s * s).max(0.0).sqrt();
+    let local_step = s.min(2.38 / (d as f64).sqrt());
+    let local_rho = (1.0 - local_step * local_step).max(0.0).sqrt();
     for (j, r) in rngs.iter_mut().enumerate() {
         let z = &mut bb.z[j * d..(j + 1) * d];
         match spec.kernel {
@@ -384,9 +388,17 @@ fn propose<T: Target + ?Sized>(
             }
             Kernel::Gpcn | Kernel::Copula => {
                 let w = &wh[j * d..(j + 1) * d];
-                let sd = s * spec.df.map_or(1.0, |nu| student_scale(nu, w, r).sqrt());
+                // A mixture of two pCN steps, each reversible for the fit: the
+                // choice does not look at the state, so the mixture is exact.
+                let (s_j, rho_j) = if spec.local_share > 0.0 && r.random::<f64>() < spec.local_share
+                {
+                    (local_step, local_rho)
+                } else {
+                    (s, rho)
+                };
+                let sd = s_j * spec.df.map_or(1.0, |nu| student_scale(nu, w, r).sqrt());
                 for (v, wi) in z.iter_mut().zip(w) {
-                    *v = rho * wi + sd * rng::normal(r);
+                    *v = rho_j * wi + sd * rng::normal(r);
                 }
             }
         }
@@ -664,6 +676,7 @@ mod tests {
                     chart: None,
                     maps: None,
                     df: None,
+                    local_share: 0.0,
                 };
                 step(&t, &mut chains, &mut buf, spec);
             }

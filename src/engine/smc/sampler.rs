@@ -286,6 +286,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
                 chart: prop.chart.as_ref(),
                 maps: prop.maps.as_deref(),
                 df: s.proposal_df,
+                local_share: s.local_share,
             },
             StageStart {
                 chains,

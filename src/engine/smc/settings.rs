@@ -16,6 +16,11 @@ pub enum Moves {
     Adaptive { min: usize, max: usize },
 }
 
+/// Default share of local proposals in the gpcn and copula moves (see
+/// `SmcSettings::local_share`; docs/BENCHMARKS.md, "log Z at 84 features:
+/// local steps").
+pub const LOCAL_SHARE: f64 = 0.3;
+
 /// Fewest particles SMC accepts. Below it the sampler cannot work: with N ≤ 1/τ
 /// every tempering step keeps an ESS ≥ τN (one particle), so γ jumps from 0 to
 /// γ_T in one step (N = 2: log Z off by ~100 on the sparse demo, reported
@@ -63,11 +68,22 @@ pub struct SmcSettings {
     /// fit (gpcn and copula moves; None: the Gaussian).
     #[serde(default)]
     pub proposal_df: Option<f64>,
+    /// Share of gpcn and copula proposals that are local (step 2.38/√d,
+    /// capped at the stage's step), drawn per chain and step independently of
+    /// its state: a near-independence step cannot move a chain where π/q is
+    /// large (a far tail of the fit), a local one can.
+    #[serde(default = "no_local_steps")]
+    pub local_share: f64,
     pub seed: u64,
     /// Independent runs (`runs`): R > 1 runs the sampler R times from seeds
     /// derived from `seed` and pools their clouds (see `runs`).
     #[serde(default = "one_run")]
     pub runs: usize,
+}
+
+/// Records from before the setting ran without local steps.
+fn no_local_steps() -> f64 {
+    0.0
 }
 
 fn one_run() -> usize {
@@ -89,6 +105,7 @@ impl Default for SmcSettings {
             max_duplicated: 0.01,
             max_stages: 1000,
             proposal_df: None,
+            local_share: LOCAL_SHARE,
             seed: 0,
             runs: 1,
         }
@@ -129,6 +146,12 @@ impl SmcSettings {
         if let Some(df) = self.proposal_df.filter(|df| !(*df > 0.0 && df.is_finite())) {
             return bad(format!(
                 "`proposal_df` (the Student-t proposal's ν) must be a positive number; got {df}"
+            ));
+        }
+        if !(0.0..1.0).contains(&self.local_share) {
+            return bad(format!(
+                "`local_share` (the share of local proposals) must be in [0, 1); got {}",
+                self.local_share
             ));
         }
         if let Some(p) = self.waste_free {
