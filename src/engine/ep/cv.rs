@@ -65,6 +65,24 @@ pub fn grid_below(gamma: f64, n: usize) -> Vec<f64> {
         .collect()
 }
 
+/// A failure on a fixed-γ fit's warm path (GP and spike-and-slab EP) says at
+/// which point, and why the path was taken.
+pub fn on_warm_path(e: EngineError, over_n: f64, first: &str) -> EngineError {
+    match e {
+        EngineError::NotConverged {
+            message,
+            diagnostics,
+        } => EngineError::NotConverged {
+            message: format!(
+                "on the warm path at γ = {over_n}n (taken after the start from the prior \
+                 failed: {first}): {message}"
+            ),
+            diagnostics,
+        },
+        e => e,
+    }
+}
+
 pub struct CvSettings<'a> {
     pub grid_over_n: &'a [f64],
     pub folds: usize,

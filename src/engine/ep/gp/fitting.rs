@@ -9,6 +9,7 @@ use nalgebra::DMatrix;
 use super::basis::{Basis, Form};
 use super::nystrom::{self, LandmarkChoice};
 use super::sweep::{GpEp, GpSweep};
+use crate::engine::ep::cv;
 use crate::engine::ep::design::Design;
 use crate::engine::ep::design::Form as LinearForm;
 use crate::engine::ep::linear::LinearEp;
@@ -131,26 +132,10 @@ pub struct FitOutcome {
 }
 
 /// A feature fit's first start gets this share of the sweep budget (1/4)
-/// when a warm path exists: at EEG's 16n the start from the prior drifts for
-/// all 1000 sweeps (18 min) where a climb along the grid converges.
+/// when a warm path exists, so that a drifting start leaves time for the
+/// climb (EEG at 16n drifts for all 1000 sweeps, 23 CPU min — and its climb
+/// drifts too). A choice, not a tuned value.
 const FIRST_START_SHARE: usize = 4;
-
-/// A failure on the warm path says where, and why the path was taken.
-fn on_the_path(e: EngineError, first: &str, over_n: f64) -> EngineError {
-    match e {
-        EngineError::NotConverged {
-            message,
-            diagnostics,
-        } => EngineError::NotConverged {
-            message: format!(
-                "{message}, at γ = {over_n}n on the warm path taken after the start from the \
-                 prior failed ({first})"
-            ),
-            diagnostics,
-        },
-        e => e,
-    }
-}
 
 /// The climb of a fit whose start from the prior failed.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -460,15 +445,15 @@ pub fn fit_features(
         match lep.run(gamma, &first, ctl, &mut stream) {
             Err(EngineError::NotConverged { message, .. }) => {
                 lep.state_mut().reset();
-                let loose = crate::engine::ep::cv::fold_settings(settings);
+                let loose = cv::fold_settings(settings);
                 let n = y.len() as f64;
                 for &c in path {
                     lep.run(c * n, &loose, ctl, &mut |_, _| {})
-                        .map_err(|e| on_the_path(e, &message, c))?;
+                        .map_err(|e| cv::on_warm_path(e, c, &message))?;
                 }
                 let out = lep
                     .run(gamma, settings, ctl, &mut stream)
-                    .map_err(|e| on_the_path(e, &message, gamma / n))?;
+                    .map_err(|e| cv::on_warm_path(e, gamma / n, &message))?;
                 let climb = WarmPath {
                     over_n: path.to_vec(),
                     first_start: message,

@@ -136,7 +136,8 @@ pub(crate) fn run(
     let cv_seconds = t_cv.elapsed().as_secs_f64();
 
     // A start from the prior can drift where a climb along the default grid
-    // converges (EEG at 16n): its points below γ (Nyström and RFF fits).
+    // converges (linear EP on EEG at 2n; GP-EP's climb at EEG's 16n drifts
+    // too): its points below γ (Nyström and RFF fits).
     let path = crate::engine::ep::cv::grid_below(gamma, n);
     let mut state: Option<GpEp> = None;
     let fit_at = |ell: f64,

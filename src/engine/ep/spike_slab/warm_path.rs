@@ -73,7 +73,7 @@ pub fn run(
         new_run();
         let out = model
             .run(c * n as f64, &loose, ctl, on_sweep)
-            .map_err(|e| at_path_point(e, c))?;
+            .map_err(|e| cv::on_warm_path(e, c, &first_error))?;
         points.push(PathStep {
             gamma_over_n: c,
             sweeps: out.sweeps,
@@ -88,18 +88,4 @@ pub fn run(
             points,
         }),
     ))
-}
-
-/// A failure on the path names the point.
-fn at_path_point(e: EngineError, c: f64) -> EngineError {
-    match e {
-        EngineError::NotConverged {
-            message,
-            diagnostics,
-        } => EngineError::NotConverged {
-            message: format!("on the warm path at γ = {c}n: {message}"),
-            diagnostics,
-        },
-        e => e,
-    }
 }
