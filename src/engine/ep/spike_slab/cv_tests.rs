@@ -57,10 +57,15 @@ fn scores(fold: &FoldData, mean: Vec<f64>) -> Vec<f64> {
 
 /// Held-out (positive, negative) pairs whose scores differ by less than `eps`.
 fn near_ties(s: &[f64], y: &[bool], eps: f64) -> usize {
-    let (p, n): (Vec<(usize, &f64)>, Vec<(usize, &f64)>) =
-        s.iter().enumerate().partition(|(i, _)| y[*i]);
+    let of = |label: bool| -> Vec<f64> {
+        (0..s.len())
+            .filter(|&i| y[i] == label)
+            .map(|i| s[i])
+            .collect()
+    };
+    let (p, n) = (of(true), of(false));
     p.iter()
-        .map(|(_, a)| n.iter().filter(|(_, b)| (*a - *b).abs() < eps).count())
+        .map(|a| n.iter().filter(|b| (a - *b).abs() < eps).count())
         .sum()
 }
 
