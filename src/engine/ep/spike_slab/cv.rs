@@ -34,14 +34,15 @@ use nalgebra::{DMatrix, DVector};
 use super::model::{SpikeSlab, SpikeSlabEp};
 use super::sweep::SsSettings;
 use super::warm_path;
-use crate::engine::ep::cv::{MIN_OVER_N, fold_precision, fold_settings, point_fit};
+use crate::engine::ep::cv::{
+    fold_precision, fold_settings, gamma_label, gamma_names, gamma_spec, point_fit,
+};
 use crate::engine::ep::design::Form;
 use crate::engine::ep::pair_ep::PairEp;
 use crate::engine::ep::store::Precision;
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::select::{
-    CvMethod, CvNames, CvReport, CvSpec, FoldData, GridWalker, MEMORY_BUDGET, PointFit, Walk,
-    cross_validate as select_cv,
+    CvMethod, CvNames, CvReport, FoldData, GridWalker, PointFit, cross_validate as select_cv,
 };
 
 /// What the CV of spike-and-slab EP's γ runs.
@@ -105,15 +106,11 @@ impl<'a> CvMethod for &'a SsCv<'a> {
     type Walker = SsWalker<'a>;
 
     fn names(&self) -> CvNames {
-        CvNames {
-            prefix: "ep spike-slab",
-            parameter: "gamma_over_n",
-            unit: "sweeps",
-        }
+        gamma_names("ep spike-slab")
     }
 
     fn label(&self, c: f64) -> String {
-        format!("γ = {c}n")
+        gamma_label(c)
     }
 
     fn start(&self, fold: &FoldData) -> Result<SsWalker<'a>, EngineError> {
@@ -182,13 +179,12 @@ pub fn cross_validate(
     log: &mut dyn FnMut(String),
 ) -> Result<CvReport, EngineError> {
     let method = SsCv::new(cv);
-    let spec = CvSpec {
-        folds: cv.folds,
-        seed: cv.seed,
-        grid: cv.grid_over_n.to_vec(),
-        walk: Walk::Ascending,
-        extend_below_to: Some(MIN_OVER_N),
-        memory_budget: MEMORY_BUDGET,
-    };
-    select_cv(x, y, &spec, &&method, ctl, log)
+    select_cv(
+        x,
+        y,
+        &gamma_spec(cv.folds, cv.seed, cv.grid_over_n),
+        &&method,
+        ctl,
+        log,
+    )
 }

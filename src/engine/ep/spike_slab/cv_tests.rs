@@ -7,7 +7,7 @@ use super::cv::{SsCv, SsCvSettings, cross_validate, fold_ss_settings};
 use super::model::{SpikeSlab, SpikeSlabEp};
 use super::sweep::SsSettings;
 use super::tests::sparse_demo;
-use crate::engine::data::prepare::{fold_indices, stratified_folds};
+use crate::engine::data::prepare::stratified_folds;
 use crate::engine::ep::cv::default_grid;
 use crate::engine::ep::design::Form;
 use crate::engine::ep::pair_ep::EpSettings;
@@ -38,14 +38,7 @@ fn settings<'a>(grid: &'a [f64], ss: &'a SsSettings) -> SsCvSettings<'a> {
 }
 
 fn fold_data(x: &DMatrix<f64>, y: &[bool], folds: usize, seed: u64, f: usize) -> FoldData {
-    let (tr, te) = fold_indices(&stratified_folds(y, folds, seed), f);
-    FoldData {
-        fold: f,
-        xtr: x.select_rows(&tr),
-        ytr: tr.iter().map(|&i| y[i]).collect(),
-        xte: x.select_rows(&te),
-        yte: te.iter().map(|&i| y[i]).collect(),
-    }
+    FoldData::of(x, y, &stratified_folds(y, folds, seed), f)
 }
 
 fn scores(fold: &FoldData, mean: Vec<f64>) -> Vec<f64> {
