@@ -314,7 +314,8 @@ mod tests {
         }
         let keys: Vec<&str> = f.visible().iter().map(|s| s.key).collect();
         assert!(keys.contains(&"slab_var") && !keys.contains(&"prior_var"));
-        assert!(!gamma.hint("ep", f.prior()).contains("auto"));
+        // Spike-and-slab EP takes γ = auto (cross-validation).
+        assert!(gamma.hint("ep", f.prior()).contains("auto"));
         type_into(&mut f, "gamma", "2n");
         let s = f.spec().unwrap();
         assert_eq!(s.gamma, Some(Gamma::PerN(2.0)));

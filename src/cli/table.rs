@@ -11,6 +11,35 @@ fn num(v: Option<f64>, digits: usize) -> String {
     }
 }
 
+/// A cross-validation's curve (`details.cv`) on one line: each grid point's
+/// mean held-out AUC, the chosen one starred, points without one "failed".
+fn cv_curve(cv: &serde_json::Value) -> Option<String> {
+    let grid = cv.get("grid")?.as_array()?;
+    let mean = cv.get("mean_auc")?.as_array()?;
+    let chosen = cv.get("chosen")?.as_f64();
+    let unit = match cv.get("parameter")?.as_str()? {
+        "gamma_over_n" => "n",
+        _ => "",
+    };
+    let points: Vec<String> = grid
+        .iter()
+        .zip(mean)
+        .map(|(g, a)| {
+            let g = g.as_f64().unwrap_or(f64::NAN);
+            let star = if Some(g) == chosen { "*" } else { "" };
+            match a.as_f64() {
+                Some(a) => format!("{g}{unit} {a:.4}{star}"),
+                None => format!("{g}{unit} failed"),
+            }
+        })
+        .collect();
+    Some(format!(
+        "{}-fold held-out AUC: {}",
+        cv.get("folds")?,
+        points.join(", ")
+    ))
+}
+
 pub fn print_table(r: &RunRecord) {
     let d = &r.dataset;
     println!(
@@ -48,6 +77,9 @@ pub fn print_table(r: &RunRecord) {
     }
     if let Some(g) = r.gamma {
         println!("gamma     {g}");
+    }
+    if let Some(line) = r.details.get("cv").and_then(cv_curve) {
+        println!("cv        {line}");
     }
     if let Some(z) = r.log_evidence {
         println!("log Z     {z:.4}");

@@ -207,11 +207,11 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "γ",
-        help: "Inverse temperature γ of the Gibbs posterior: a number, a multiple of the training size like 2n, auto (cross-validation: EP with a Gaussian, ARD or GP prior, VB, SMC with a Gaussian, ARD or spike-and-slab prior — one run per fold along its tempering path) or theory (VB: ARC16's value, its default). RACL14 Thm 2.3 gives γ ∝ n.",
+        help: "Inverse temperature γ of the Gibbs posterior: a number, a multiple of the training size like 2n, auto (cross-validation: EP with a Gaussian, ARD, spike-and-slab or GP prior, VB, SMC with a Gaussian, ARD or spike-and-slab prior — one run per fold along its tempering path) or theory (VB: ARC16's value, its default). RACL14 Thm 2.3 gives γ ∝ n.",
         default: "n",
         methods: Methods::Bayesian,
         auto_for: &[
-            ("ep", &[Gaussian, Ard, Gp]),
+            ("ep", &[Gaussian, Ard, SpikeSlab, Gp]),
             ("vb", &[]),
             ("smc", &[Gaussian, Ard, SpikeSlab]),
         ],

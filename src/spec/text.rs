@@ -369,8 +369,10 @@ mod tests {
         assert!(e.message.contains("must be a number ≥ 0"), "{e}");
         let e = spec("gcs", &[("gamma", "auto")]).unwrap_err();
         assert!(e.message.contains("cannot be auto for gcs"), "{e}");
-        let e = spec("ep", &[("prior", "spike-slab"), ("gamma", "auto")]).unwrap_err();
-        assert!(e.message.contains("spike-slab prior"), "{e}");
+        // Every EP prior takes γ = auto; SMC's GP prior does not.
+        assert!(spec("ep", &[("prior", "spike-slab"), ("gamma", "auto")]).is_ok());
+        let e = spec("smc", &[("prior", "gp"), ("gamma", "auto")]).unwrap_err();
+        assert!(e.message.contains("gp prior"), "{e}");
         let e = spec("ep", &[("ard_iters", "5")]).unwrap_err();
         assert!(e.message.contains("only with the ard prior"), "{e}");
         let e = spec("ep", &[("gamma_grid", "1,2")]).unwrap_err();

@@ -83,6 +83,33 @@ pub fn on_warm_path(e: EngineError, over_n: f64, first: &str) -> EngineError {
     }
 }
 
+/// The names of γ/n's cross-validation for an EP flavour (log prefix `prefix`).
+pub fn gamma_names(prefix: &'static str) -> CvNames {
+    CvNames {
+        prefix,
+        parameter: "gamma_over_n",
+        unit: "sweeps",
+    }
+}
+
+/// The CV of γ/n every EP flavour runs: walked upwards (warm starts, and
+/// failures only get likelier with γ), extended down to `MIN_OVER_N`.
+pub fn gamma_spec(folds: usize, seed: u64, grid_over_n: &[f64]) -> CvSpec {
+    CvSpec {
+        folds,
+        seed,
+        grid: grid_over_n.to_vec(),
+        walk: Walk::Ascending,
+        extend_below_to: Some(MIN_OVER_N),
+        memory_budget: MEMORY_BUDGET,
+    }
+}
+
+/// A grid point of γ/n as text ("γ = 0.5n").
+pub fn gamma_label(c: f64) -> String {
+    format!("γ = {c}n")
+}
+
 pub struct CvSettings<'a> {
     pub grid_over_n: &'a [f64],
     pub folds: usize,
@@ -201,15 +228,11 @@ impl CvMethod for EpCv<'_> {
     type Walker = EpWalker;
 
     fn names(&self) -> CvNames {
-        CvNames {
-            prefix: "ep",
-            parameter: "gamma_over_n",
-            unit: "sweeps",
-        }
+        gamma_names("ep")
     }
 
     fn label(&self, c: f64) -> String {
-        format!("γ = {c}n")
+        gamma_label(c)
     }
 
     fn start(&self, fold: &FoldData) -> Result<EpWalker, EngineError> {
@@ -337,14 +360,7 @@ pub fn cross_validate(
         },
         kept: Arc::clone(&kept),
     };
-    let spec = CvSpec {
-        folds: cv.folds,
-        seed: cv.seed,
-        grid: cv.grid_over_n.to_vec(),
-        walk: Walk::Ascending,
-        extend_below_to: Some(MIN_OVER_N),
-        memory_budget: MEMORY_BUDGET,
-    };
+    let spec = gamma_spec(cv.folds, cv.seed, cv.grid_over_n);
     let report = select_cv(x, y, &spec, &method, ctl, log)?;
     drop(method);
     let kept = kept.lock().expect("a fold panicked");

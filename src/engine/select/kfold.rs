@@ -88,6 +88,20 @@ pub struct FoldData {
     pub yte: Vec<bool>,
 }
 
+impl FoldData {
+    /// Fold `f`'s training and held-out rows under the fold `assignment`.
+    pub fn of(x: &DMatrix<f64>, y: &[bool], assignment: &[usize], f: usize) -> FoldData {
+        let (tr, te) = fold_indices(assignment, f);
+        FoldData {
+            fold: f,
+            xtr: x.select_rows(&tr),
+            ytr: tr.iter().map(|&i| y[i]).collect(),
+            xte: x.select_rows(&te),
+            yte: te.iter().map(|&i| y[i]).collect(),
+        }
+    }
+}
+
 /// The result of one grid point in one fold.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PointFit {
@@ -228,14 +242,7 @@ struct Walks<'a, M: CvMethod> {
 
 impl<M: CvMethod> Walks<'_, M> {
     fn data(&self, f: usize) -> FoldData {
-        let (tr, te) = fold_indices(&self.assignment, f);
-        FoldData {
-            fold: f,
-            xtr: self.x.select_rows(&tr),
-            ytr: tr.iter().map(|&i| self.y[i]).collect(),
-            xte: self.x.select_rows(&te),
-            yte: te.iter().map(|&i| self.y[i]).collect(),
-        }
+        FoldData::of(self.x, self.y, &self.assignment, f)
     }
 
     /// Walks fold `f` through the points `todo` (indices into `values`), cold at

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::kfold::{
     CvMethod, CvNames, CvReport, CvSpec, FoldData, GridWalker, PointFit, TIE, Walk, cross_validate,
 };
-use crate::engine::data::prepare::{fold_indices, stratified_folds};
+use crate::engine::data::prepare::stratified_folds;
 use crate::engine::interface::{Control, EngineError};
 
 /// A method whose one run on a fold's training rows visits every grid point.
@@ -215,18 +215,7 @@ fn lockstep<M: PathMethod>(
 ) -> Result<(FoldFits, Option<StoppedEarly>), EngineError> {
     let k = spec.folds;
     let assignment = stratified_folds(y, k, spec.seed);
-    let data: Vec<FoldData> = (0..k)
-        .map(|f| {
-            let (tr, te) = fold_indices(&assignment, f);
-            FoldData {
-                fold: f,
-                xtr: x.select_rows(&tr),
-                ytr: tr.iter().map(|&i| y[i]).collect(),
-                xte: x.select_rows(&te),
-                yte: te.iter().map(|&i| y[i]).collect(),
-            }
-        })
-        .collect();
+    let data: Vec<FoldData> = (0..k).map(|f| FoldData::of(x, y, &assignment, f)).collect();
     let (tx, rx) = mpsc::channel::<Report>();
     let (go_tx, go_rx): (Vec<_>, Vec<_>) = (0..k).map(|_| mpsc::channel::<bool>()).unzip();
     std::thread::scope(|sc| {

@@ -12,14 +12,13 @@ use nalgebra::DMatrix;
 
 use super::fitting::{Features, features, fit_features, predictive_mean, run_exact};
 use super::sweep::GpEp;
-use crate::engine::ep::cv::{MIN_OVER_N, cv_settings, point_fit};
+use crate::engine::ep::cv::{cv_settings, gamma_label, gamma_names, gamma_spec, point_fit};
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::store::Precision as SitePrecision;
 use crate::engine::gp::{GpApprox, Kernel};
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::select::{
-    CvMethod, CvNames, CvReport, CvSpec, FoldData, GridWalker, MEMORY_BUDGET, PointFit, Walk,
-    cross_validate as select_cv,
+    CvMethod, CvNames, CvReport, FoldData, GridWalker, PointFit, cross_validate as select_cv,
 };
 
 /// GP-EP at a fixed kernel and approximation, as a cross-validated method.
@@ -42,15 +41,11 @@ impl<'a> CvMethod for &'a GpCv<'a> {
     type Walker = GpWalker<'a>;
 
     fn names(&self) -> CvNames {
-        CvNames {
-            prefix: "gp",
-            parameter: "gamma_over_n",
-            unit: "sweeps",
-        }
+        gamma_names("gp")
     }
 
     fn label(&self, c: f64) -> String {
-        format!("γ = {c}n")
+        gamma_label(c)
     }
 
     fn start(&self, _fold: &FoldData) -> Result<GpWalker<'a>, EngineError> {
@@ -138,13 +133,6 @@ pub fn cross_validate(
         ep: cv_settings(ep),
         precision,
     };
-    let spec = CvSpec {
-        folds,
-        seed,
-        grid: grid_over_n.to_vec(),
-        walk: Walk::Ascending,
-        extend_below_to: Some(MIN_OVER_N),
-        memory_budget: MEMORY_BUDGET,
-    };
+    let spec = gamma_spec(folds, seed, grid_over_n);
     select_cv(x, y, &spec, &&method, ctl, log)
 }

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
+use super::cv::{self, SsCvSettings, fold_ss_settings};
 use super::model::{SpikeSlab, SpikeSlabEp};
 use super::release::ReleaseStatus;
 use super::sweep::{SsSettings, SsSweepInfo};
@@ -94,13 +95,6 @@ pub fn run(
             "spike-and-slab EP needs the spike-and-slab prior".into(),
         ));
     };
-    if !matches!(ep.gamma, GammaMode::Fixed) {
-        return Err(EngineError::InvalidParams(
-            "γ by cross-validation is not available with the spike-and-slab prior; give \
-             `gamma` as a number or a multiple of n"
-                .into(),
-        ));
-    }
     if ep.pairs.is_some() {
         return Err(EngineError::InvalidParams(
             "a sample of pairs is supported with the Gaussian and ARD priors, not spike-and-slab"
@@ -110,7 +104,6 @@ pub fn run(
     let settings = settings(ep);
     let t0 = Instant::now();
     let d = pb.d();
-    let gamma = pb.gamma;
     let sink = RefCell::new(Sink {
         obs,
         trace: Vec::new(),
@@ -121,7 +114,7 @@ pub fn run(
         n: pb.n(),
         d,
         pairs: pb.pairs(),
-        gamma,
+        gamma: pb.gamma,
     });
     let start = SpikeSlab {
         spike_var,
@@ -139,6 +132,55 @@ pub fn run(
     } else {
         start
     };
+    let info = |message: String| Event::Log {
+        level: LogLevel::Info,
+        message,
+    };
+    // γ: the problem's, or by cross-validation at the starting prior.
+    let t_cv = Instant::now();
+    let cv_report = match &ep.gamma {
+        GammaMode::Fixed => None,
+        GammaMode::Cv {
+            grid_over_n,
+            folds,
+            seed,
+        } => {
+            let cvs = SsCvSettings {
+                grid_over_n,
+                folds: *folds,
+                seed: *seed,
+                prior: start,
+                form: ep.form,
+                precision: ep.precision,
+                ss: &settings,
+                release_fixes: ep.release_fixes,
+            };
+            if what.incl || what.slab {
+                sink.borrow_mut().emit(info(format!(
+                    "ep spike-slab: the CV of γ holds the prior at its starting point (v0 = {:e}, \
+                     v1 = {:e}, p = {}); the scales given as auto are tuned by evidence at the \
+                     chosen γ",
+                    start.spike_var, start.slab_var, start.incl
+                )));
+            }
+            let r = cv::cross_validate(&pb.x, &pb.y, &cvs, ctl, &mut |m| {
+                sink.borrow_mut().emit(info(m))
+            })?;
+            sink.borrow_mut().emit(info(format!(
+                "ep spike-slab: γ = {}n = {} by {folds}-fold CV (EP in the folds converged to \
+                 tol = {:e}, {}× the final fit's)",
+                r.chosen,
+                r.chosen * pb.n() as f64,
+                fold_ss_settings(&settings).ep.tol,
+                crate::engine::ep::cv::FOLD_TOL_FACTOR
+            )));
+            Some(r)
+        }
+    };
+    let cv_seconds = t_cv.elapsed().as_secs_f64();
+    let gamma = cv_report
+        .as_ref()
+        .map_or(pb.gamma, |r| r.chosen * pb.n() as f64);
     let mut model = SpikeSlabEp::with_form(&pb.x, &pb.y, start, ep.precision, ep.form)?;
     model.set_release_fixes(ep.release_fixes);
     let mut on_sweep = |s: &SsSweepInfo<'_>, design: &Design| {
@@ -176,9 +218,16 @@ pub fn run(
             )),
         )
     } else {
+        // After a CV the path is the points below the chosen γ that converged
+        // in every fold; at a fixed γ the default grid's points below it.
+        let path = cv_report.as_ref().map_or_else(
+            || crate::engine::ep::cv::grid_below(gamma, pb.n()),
+            |r| r.eligible_below_chosen(),
+        );
         let (out, path) = warm_path::run(
             &mut model,
             gamma,
+            path,
             pb.n(),
             &settings,
             ctl,
@@ -313,12 +362,18 @@ pub fn run(
             "value": gamma,
             "over_n": gamma / pb.n() as f64,
             "per_pair": gamma / model.pairs() as f64,
-            "chosen_by": "fixed",
+            "chosen_by": if cv_report.is_some() { "cv" } else { "fixed" },
             "start": if warm.is_some() { "warm_path" } else { "prior" },
             "warm_path": warm,
             "convention": "π ∝ prior · exp(−γ R_n), R_n = share of discordant pairs; each pair's factor is exp(−(γ/M)·1{<θ, x_i − x_j> < 0})",
         },
         "evidence": outcome.evidence,
+        "cv": cv_report,
+        "cv_tol": cv_report.as_ref().map(|_| fold_ss_settings(&settings).ep.tol),
+        "cv_prior": cv_report.as_ref().map(|_| json!({
+            "spike_var": start.spike_var, "slab_var": start.slab_var, "incl": start.incl,
+            "note": "the prior is held at its starting point during the CV of γ",
+        })),
         "inclusion_prior": {
             "value": incl,
             "chosen_by": if what.incl { "evidence" } else { "fixed" },
@@ -333,7 +388,7 @@ pub fn run(
             "trace": tuned.as_ref().filter(|_| what.slab).map(|t| &t.3),
         },
         "tuning_rounds": tuned.as_ref().map(|t| json!({ "rounds": t.4, "settled": t.5 })),
-        "seconds": { "ep": outcome.seconds, "total": t0.elapsed().as_secs_f64() },
+        "seconds": { "cv": cv_seconds, "ep": outcome.seconds, "total": t0.elapsed().as_secs_f64() },
     });
     fit.trace = sink.trace;
     Ok(fit)

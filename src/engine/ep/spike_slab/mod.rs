@@ -11,10 +11,12 @@
 //! - `model`: the AUC pair sites as that likelihood; warm-startable state.
 //! - `reduced`: the reduced form (d ≥ n): EP on the row space of the whitened X.
 //! - `gaussian_lik`: an exact Gaussian (linear-regression) likelihood, for tests.
+//! - `cv`: γ by cross-validation (`--gamma auto`), the folds walking the γ grid warm.
 //! - `engine`: `--method ep --prior spike-slab`; `path`: the regularisation path over v0;
 //!   `tune`: `--inclusion-prior auto` and `--slab-var auto` by evidence;
 //!   `warm_path`: a fixed γ whose start from the prior fails, reached along the γ grid.
 
+pub mod cv;
 pub mod engine;
 pub mod gaussian_lik;
 pub mod model;
@@ -34,6 +36,8 @@ pub use prior_sites::{MixturePrior, PriorSites};
 pub use site_steps::SiteStepRule;
 pub use sweep::{LikelihoodSites, SsEvidence, SsOutcome, SsSettings, SsSweepInfo, ThetaMoments};
 
+#[cfg(test)]
+mod cv_tests;
 #[cfg(test)]
 mod reduced_tests;
 #[cfg(test)]

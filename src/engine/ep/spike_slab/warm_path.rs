@@ -1,6 +1,8 @@
-//! Spike-and-slab EP at a fixed γ when the start from the prior fails: climb
-//! the default γ grid from its smallest point, each point warm-started from the
-//! last (the fixed-γ fallback of Gaussian EP, `ep::engine`), then γ itself.
+//! Spike-and-slab EP at γ when the start from the prior fails: climb a path of
+//! smaller γ from its smallest point, each point warm-started from the last
+//! (the fallback of Gaussian EP, `ep::engine`), then γ itself. At a fixed γ the
+//! path is the default grid's points below γ (`cv::grid_below`); at a γ chosen
+//! by cross-validation, the grid points below it that converged in every fold.
 //!
 //! Why: from the prior at γ ≥ n on EEG the first pair updates overshoot (Δ ≈
 //! 300 after one sweep, the means of three features at 11–36 prior sds) and the
@@ -38,12 +40,14 @@ pub struct WarmPath {
 }
 
 /// `model.run` at γ from the model's current state; if it does not converge
-/// and the grid has points below γ, from the prior again along them. `log`
-/// says why the path is taken; `new_run` is called before each run of the path.
+/// and `path` (γ/n, ascending, below γ) is not empty, from the prior again
+/// along it. `log` says why the path is taken; `new_run` is called before each
+/// run of the path.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     model: &mut SpikeSlabEp,
     gamma: f64,
+    path: Vec<f64>,
     n: usize,
     s: &SsSettings,
     ctl: &Control,
@@ -51,7 +55,6 @@ pub fn run(
     new_run: &mut dyn FnMut(),
     log: &mut dyn FnMut(String),
 ) -> Result<(SsOutcome, Option<WarmPath>), EngineError> {
-    let path = cv::grid_below(gamma, n);
     let first = SsSettings {
         ep: cv::first_start_settings(&s.ep, &path),
         ..*s

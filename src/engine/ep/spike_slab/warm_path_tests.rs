@@ -102,6 +102,7 @@ fn prior_start_failure_is_recovered_along_the_grid() {
     let (out, path) = super::warm_path::run(
         &mut model,
         gamma,
+        crate::engine::ep::cv::grid_below(gamma, 300),
         300,
         &s,
         &ctl,
