@@ -83,11 +83,13 @@ pub const METHODS: &[MethodPlan] = &[
     MethodPlan {
         key: "ep-ss",
         method: "ep",
-        // The registry has no γ = auto for spike-and-slab EP.
+        // EP's γ: the tables' cells ran before spike-and-slab EP had γ by CV
+        // (2026-11-24); its CV fits every fold point from the prior, which
+        // on EEG-sized data costs hours (BENCHMARKS.md, branch ssauto).
         settings: &[("prior", "spike-slab")],
         quick: &[("prior", "spike-slab")],
         gamma: GammaPolicy::FromEp,
-        gamma_why: "the registry has no γ by CV for spike-and-slab EP",
+        gamma_why: "EP's γ (the cells ran before spike-and-slab EP had γ by CV; that CV fits every fold point from the prior, hours on EEG-sized data)",
     },
     MethodPlan {
         key: "smc",
