@@ -283,7 +283,7 @@ pub const SETTINGS: &[Setting] = &[
         )
     },
     Setting {
-        label: "local proposals share",
+        label: "local step share",
         help: "Share of the gpcn and copula proposals that are local steps (2.38/√d) instead of steps around the particles' fit: those cannot move a chain in a far tail of the fit, which otherwise keeps its copies and leaves log Z low in most runs and high in a few (docs/BENCHMARKS.md). 0 turns them off.",
         default: "0.3",
         methods: SMC,
