@@ -257,7 +257,7 @@ pub struct SmcSpec {
     pub waste_free: Option<usize>,
     pub ess: f64,
     /// Share of local proposals in the gpcn and copula moves.
-    #[serde(default = "no_local_steps")]
+    #[serde(default = "crate::engine::smc::settings::no_local_steps")]
     pub local_share: f64,
     pub kernel: SmcKernel,
     /// Initial step size (None: the kernel's default).
@@ -276,11 +276,6 @@ pub struct SmcSpec {
     pub folds: usize,
     /// γ = auto: every fold's path to the top of the grid (no early stop).
     pub full_path: bool,
-}
-
-/// A spec recorded before `local_share` existed ran without local steps.
-fn no_local_steps() -> f64 {
-    0.0
 }
 
 impl Default for SmcSpec {

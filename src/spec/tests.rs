@@ -320,3 +320,15 @@ fn a_shared_choice_takes_each_methods_own_names() {
         assert!(e.to_string().contains("must be one of"), "{m}: {e}");
     }
 }
+
+/// A spec recorded before local SMC steps existed ran without them: it reads
+/// back as 0 (a spec made now gets the default), so a replay or a reproduce
+/// reuse check does not claim local steps it did not take.
+#[test]
+fn an_smc_spec_without_local_share_reads_as_none() {
+    let mut v = serde_json::to_value(super::run_spec::SmcSpec::default()).unwrap();
+    assert_eq!(v["local_share"], crate::engine::smc::LOCAL_SHARE);
+    v.as_object_mut().unwrap().remove("local_share");
+    let old: super::run_spec::SmcSpec = serde_json::from_value(v).unwrap();
+    assert_eq!(old.local_share, 0.0);
+}

@@ -81,8 +81,9 @@ pub struct SmcSettings {
     pub runs: usize,
 }
 
-/// Records from before the setting ran without local steps.
-fn no_local_steps() -> f64 {
+/// Records from before the setting ran without local steps (the serde
+/// default of `local_share` here and in the run specification).
+pub fn no_local_steps() -> f64 {
     0.0
 }
 
@@ -223,5 +224,24 @@ mod tests {
             ..SmcSettings::default()
         };
         assert!(ok.validate(3).is_ok());
+    }
+
+    /// Settings recorded before local steps existed ran without them: read
+    /// back as 0, while a new default is `LOCAL_SHARE`; a share of 1 is refused.
+    #[test]
+    fn records_without_local_share_read_as_none() {
+        let mut v = serde_json::to_value(SmcSettings::default()).unwrap();
+        assert_eq!(v["local_share"], LOCAL_SHARE);
+        v.as_object_mut().unwrap().remove("local_share");
+        let old: SmcSettings = serde_json::from_value(v).unwrap();
+        assert_eq!(old.local_share, 0.0);
+        let e = SmcSettings {
+            local_share: 1.0,
+            ..SmcSettings::default()
+        }
+        .validate(3)
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("local_share"), "{e}");
     }
 }

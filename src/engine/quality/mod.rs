@@ -14,6 +14,8 @@ use super::event::{Event, LogLevel};
 use super::fit::Fit;
 use super::prior::Prior;
 
+mod smc;
+
 /// A reason to doubt a result: a stable `code` for scripts and a sentence.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Warning {
@@ -46,23 +48,7 @@ pub mod code {
     pub const GP_LANDMARK_BUDGET: &str = "gp_landmark_budget";
 }
 
-/// Fewest effective particles an SMC tempering step may keep. Measured on the
-/// Pima split (N = 10 000, three seeds, reference log Z −64.55): steps at an
-/// ESS of 5–10 particles put log Z off by up to 1.4 (and still reported
-/// `converged`), 25 particles by up to 0.36, 50 or more by ≤ 0.2 (docs/BENCHMARKS.md).
-pub const MIN_STEP_ESS: f64 = 50.0;
-
-/// Largest R-hat across independent runs taken as agreement: the threshold
-/// of Vehtari, Gelman, Simpson, Carpenter & Bürkner (2021), "Rank-normalization,
-/// folding, and localization: an improved R-hat".
-pub const MAX_RHAT: f64 = 1.01;
-
-/// Largest sd of log Ẑ across independent SMC runs accepted without a warning:
-/// at 0.15 two runs' evidences differ by less than ≈ 0.4 (a Bayes factor of
-/// 1.5) in 95% of pairs, below the differences evidence searches act on; runs
-/// that kept ≥ `MIN_STEP_ESS` particles per step were within 0.2 of the Pima
-/// reference (docs/BENCHMARKS.md).
-pub const MAX_LOG_Z_SD: f64 = 0.15;
+pub use smc::{MAX_LOG_Z_SD, MAX_RHAT, MIN_STEP_ESS};
 
 impl Warning {
     fn new(code: &str, message: impl Into<String>) -> Warning {
@@ -95,9 +81,7 @@ pub fn assess(fit: &Fit, data_warnings: &[String]) -> Vec<Warning> {
         .collect();
     let mut derived = Vec::new();
     if fit.engine == "smc" {
-        derived.extend(smc_not_converged(fit));
-        derived.extend(smc_ess(fit));
-        derived.extend(smc_runs(fit));
+        derived.extend(smc::warnings(fit));
     } else if !fit.converged {
         derived.push(Warning::new(
             code::NOT_CONVERGED,
@@ -162,145 +146,6 @@ pub fn vacuous_certificate(b: &Bound) -> Option<Warning> {
 
 fn num(v: &Value, key: &str) -> Option<f64> {
     v.get(key)?.as_f64()
-}
-
-/// The SMC stages that missed the decorrelation rule.
-fn smc_not_converged(fit: &Fit) -> Option<Warning> {
-    if fit.converged {
-        return None;
-    }
-    let d = &fit.details;
-    let settings = d.get("settings");
-    let corr_max = settings
-        .and_then(|s| num(s, "decorrelation"))
-        .unwrap_or(0.1);
-    // The sampler's own rule (`sampler.rs`): a stage converged when every
-    // correlation is at most `decorrelation` and at most `max_duplicated` of
-    // the particles are still unmoved copies of another. (Chains that never
-    // moved but hold a distinct state are not a failure.)
-    let dup_max = settings
-        .and_then(|s| num(s, "max_duplicated"))
-        .unwrap_or(0.01);
-    let path = d.get("path").and_then(Value::as_array);
-    let bad: Vec<String> = path
-        .into_iter()
-        .flatten()
-        .filter(|s| num(s, "stage").is_some_and(|t| t >= 1.0))
-        .filter(|s| {
-            num(s, "max_correlation").is_some_and(|c| c > corr_max)
-                || num(s, "duplicated").is_some_and(|u| u > dup_max)
-        })
-        .map(|s| {
-            format!(
-                "{}{} ({} moves, |correlation| {:.2}, {:.1}% unmoved copies)",
-                // Several runs: their stages are numbered within each run.
-                num(s, "run").map_or(String::new(), |r| format!("run {r} stage ")),
-                num(s, "stage").unwrap_or(0.0),
-                num(s, "moves").unwrap_or(0.0),
-                num(s, "max_correlation").unwrap_or(f64::NAN),
-                100.0 * num(s, "duplicated").unwrap_or(f64::NAN)
-            )
-        })
-        .collect();
-    // Stages of several runs carry their run ("run 2 stage 3").
-    let word = if bad.first().is_some_and(|b| b.starts_with("run")) {
-        ""
-    } else {
-        "stage "
-    };
-    let stages = match bad.len() {
-        0 => String::new(),
-        1..=3 => format!(" in {word}{}", bad.join(", ")),
-        k => format!(" in {word}{} and {} more", bad[..2].join(", "), k - 2),
-    };
-    Some(Warning::new(
-        code::NOT_CONVERGED,
-        format!(
-            "SMC did not converge{stages}: the moves stopped before every coordinate and the risk \
-             decorrelated from their stage-start values (|correlation| ≤ {corr_max}) with at most \
-             {}% of the particles still unmoved copies of another; the posterior and log Z may be off: use more \
-             `particles` or compare two seeds",
-            100.0 * dup_max
-        ),
-    ))
-}
-
-/// Independent SMC runs (`details.runs`, count ≥ 2) that disagree: R-hat
-/// above `MAX_RHAT`, or log Z spread above `MAX_LOG_Z_SD`. (A run that did not
-/// converge is `smc_not_converged`'s, which names it.)
-fn smc_runs(fit: &Fit) -> Vec<Warning> {
-    let mut out = Vec::new();
-    let Some(r) = fit
-        .details
-        .get("runs")
-        .filter(|r| num(r, "count").is_some_and(|c| c >= 2.0))
-    else {
-        return out;
-    };
-    let count = num(r, "count").unwrap_or(0.0);
-    if let Some(rhat) = num(r, "rhat_max").filter(|&x| x > MAX_RHAT) {
-        let worst = r.get("rhat_worst").and_then(Value::as_str).unwrap_or("?");
-        out.push(Warning::new(
-            code::RUNS_DISAGREE,
-            format!(
-                "SMC: the {count} independent runs disagree: R-hat {rhat:.3} ({worst}) > \
-                 {MAX_RHAT} (Vehtari et al. 2021): their clouds differ by more than Monte Carlo \
-                 error, so neither a run nor their pool can be trusted; use more `particles` \
-                 (or moves) and compare again"
-            ),
-        ));
-    }
-    if let Some(sd) = num(r, "log_z_sd").filter(|&x| x > MAX_LOG_Z_SD) {
-        out.push(Warning::new(
-            code::LOG_Z_SPREAD,
-            format!(
-                "SMC: log Z varies across the {count} runs with sd {sd:.3} > {MAX_LOG_Z_SD} (mean \
-                 {:.3}, MCSE of the mean {:.3}): one run's evidence is uncertain by about that \
-                 much; use more `particles` before comparing evidences",
-                num(r, "log_z_mean").unwrap_or(f64::NAN),
-                num(r, "log_z_mcse").unwrap_or(f64::NAN),
-            ),
-        ));
-    }
-    out
-}
-
-/// Tempering steps whose ESS fell below `MIN_STEP_ESS` particles.
-fn smc_ess(fit: &Fit) -> Option<Warning> {
-    let d = &fit.details;
-    let n = d.get("settings").and_then(|s| num(s, "particles"))?;
-    let path = d.get("path")?.as_array()?;
-    let gamma_t = fit.gamma.unwrap_or(f64::NAN);
-    let (mut worst, mut count) = (None::<(f64, f64)>, 0);
-    for s in path
-        .iter()
-        .filter(|s| num(s, "stage").is_some_and(|t| t >= 1.0))
-    {
-        let ess = num(s, "ess_frac").unwrap_or(1.0) * n;
-        // A target ESS of exactly 50 (N = 100, τ = ½) is met up to the root
-        // finder's tolerance.
-        if ess < MIN_STEP_ESS * 0.999 {
-            count += 1;
-            if worst.is_none_or(|(e, _)| ess < e) {
-                worst = Some((ess, num(s, "stage").unwrap_or(0.0)));
-            }
-        }
-    }
-    let (ess, stage) = worst?;
-    let one_step = path.len() == 2;
-    Some(Warning::new(
-        code::ESS_COLLAPSED,
-        format!(
-            "SMC: {count} tempering step(s) kept fewer than {MIN_STEP_ESS} effective particles \
-             (stage {stage}: {ess:.1} of {n}){}: log Z and the posterior rest on a handful of \
-             particles; raise `particles` or the ESS target `ess`",
-            if one_step {
-                format!(", the whole path γ 0 → {gamma_t} in one step")
-            } else {
-                String::new()
-            }
-        ),
-    ))
 }
 
 /// Spike-and-slab EP where no feature's inclusion exceeds ½ (`words`: the
@@ -471,7 +316,7 @@ mod tests {
     use crate::engine::fit::ScoreModel;
     use serde_json::json;
 
-    fn fit(engine: &str) -> Fit {
+    pub(super) fn fit(engine: &str) -> Fit {
         Fit::new(
             engine,
             vec!["a".into()],
@@ -479,149 +324,8 @@ mod tests {
         )
     }
 
-    fn codes(w: &[Warning]) -> Vec<&str> {
+    pub(super) fn codes(w: &[Warning]) -> Vec<&str> {
         w.iter().map(|w| w.code.as_str()).collect()
-    }
-
-    fn smc(path: Value, particles: f64, converged: bool) -> Fit {
-        let mut f = fit("smc");
-        f.gamma = Some(100.0);
-        f.converged = converged;
-        f.details = json!({
-            "settings": { "particles": particles, "decorrelation": 0.1, "max_duplicated": 0.01 },
-            "path": path,
-        });
-        f
-    }
-
-    /// A stage record; `duplicated` is the share of unmoved copies.
-    fn stage(t: usize, ess: f64, corr: f64, duplicated: f64) -> Value {
-        json!({ "stage": t, "ess_frac": ess, "max_correlation": corr, "duplicated": duplicated, "moves": 200 })
-    }
-
-    #[test]
-    fn a_clean_run_has_no_warnings() {
-        let f = smc(
-            json!([
-                stage(0, 1.0, 0.0, 0.0),
-                stage(1, 0.5, 0.05, 0.0),
-                stage(2, 0.7, 0.08, 0.0)
-            ]),
-            1000.0,
-            true,
-        );
-        assert!(assess(&f, &[]).is_empty());
-        assert!(assess(&fit("logit"), &[]).is_empty());
-    }
-
-    /// Several runs: R-hat above 1.01 undermines convergence, a log Z spread
-    /// above 0.15 is a warning, and a run's failed stages carry its number.
-    #[test]
-    fn smc_runs_that_disagree_are_flagged() {
-        let runs = |rhat: f64, sd: f64, converged: bool| {
-            let mut f = smc(
-                json!([stage(0, 1.0, 0.0, 0.0), {
-                    "run": 2, "stage": 1, "ess_frac": 0.5, "max_correlation": 0.3, "duplicated": 0.0, "moves": 200
-                }]),
-                1000.0,
-                converged,
-            );
-            f.details["runs"] = json!({
-                "count": 4, "rhat_max": rhat, "rhat_worst": "x3", "log_z_sd": sd,
-                "log_z_mean": -60.0, "log_z_mcse": sd / 2.0,
-            });
-            assert_eq!(MAX_RHAT, 1.01);
-            assess(&f, &[])
-        };
-        assert!(runs(1.005, 0.1, true).is_empty());
-        let w = runs(1.2, 0.1, true);
-        assert_eq!(codes(&w), [code::RUNS_DISAGREE]);
-        assert!(w[0].undermines_convergence() && w[0].message.contains("1.200 (x3)"));
-        let w = runs(1.0, 0.3, true);
-        assert_eq!(codes(&w), [code::LOG_Z_SPREAD]);
-        assert!(!w[0].undermines_convergence());
-        let w = runs(1.0, 0.1, false);
-        assert_eq!(codes(&w), [code::NOT_CONVERGED]);
-        assert!(
-            w[0].message.contains("in run 2 stage 1 ("),
-            "{}",
-            w[0].message
-        );
-        // One run (count 1): nothing to compare.
-        let mut f = smc(json!([stage(0, 1.0, 0.0, 0.0)]), 1000.0, true);
-        f.details["runs"] = json!({ "count": 1, "rhat_max": null });
-        assert!(assess(&f, &[]).is_empty());
-    }
-
-    #[test]
-    fn smc_stages_that_did_not_decorrelate_are_named() {
-        let f = smc(
-            json!([
-                stage(0, 1.0, 0.0, 0.0),
-                stage(1, 0.5, 0.35, 0.0),
-                stage(2, 0.5, 0.05, 0.2)
-            ]),
-            1000.0,
-            false,
-        );
-        let w = assess(&f, &[]);
-        assert_eq!(codes(&w), [code::NOT_CONVERGED]);
-        assert!(
-            w[0].message
-                .contains("stage 1 (200 moves, |correlation| 0.35"),
-            "{}",
-            w[0].message
-        );
-        assert!(w[0].message.contains("2 (200 moves"), "{}", w[0].message);
-        assert!(w[0].undermines_convergence());
-    }
-
-    /// Chains that never moved but are not copies of another are not a
-    /// failure (the sampler's rule): the stage named is the one that missed
-    /// the rule, not a gpcn stage with 5% of chains unmoved (a 40-stage run
-    /// was reported as failing "in stage 2 (2 moves, |correlation| 0.04,
-    /// 1.8% never moved) … and 37 more" where only stage 20 missed it).
-    #[test]
-    fn unmoved_distinct_chains_are_not_named_as_failures() {
-        let mut quiet = stage(1, 0.8, 0.04, 0.0003);
-        quiet["unmoved"] = json!(0.05);
-        quiet["moves"] = json!(2);
-        let f = smc(
-            json!([stage(0, 1.0, 0.0, 0.0), quiet, stage(2, 0.8, 0.158, 0.004)]),
-            10000.0,
-            false,
-        );
-        let w = assess(&f, &[]);
-        assert_eq!(codes(&w), [code::NOT_CONVERGED]);
-        assert!(
-            w[0].message
-                .contains(" in stage 2 (200 moves, |correlation| 0.16, 0.4% unmoved copies)"),
-            "{}",
-            w[0].message
-        );
-        assert!(!w[0].message.contains("stage 1"), "{}", w[0].message);
-    }
-
-    /// A one-step jump from the prior to γ_T resting on one particle (N = 2,
-    /// τ = ½) is flagged although its moves "decorrelated"; 50 effective
-    /// particles are enough.
-    #[test]
-    fn a_collapsed_ess_is_flagged_and_one_step_paths_said() {
-        let f = smc(
-            json!([stage(0, 1.0, 0.0, 0.0), stage(1, 0.5, 0.0, 0.0)]),
-            2.0,
-            true,
-        );
-        let w = assess(&f, &[]);
-        assert_eq!(codes(&w), [code::ESS_COLLAPSED]);
-        assert!(w[0].message.contains("one step"), "{}", w[0].message);
-        assert!(w[0].undermines_convergence());
-        let ok = smc(
-            json!([stage(0, 1.0, 0.0, 0.0), stage(1, 0.5, 0.0, 0.0)]),
-            100.0,
-            true,
-        );
-        assert!(assess(&ok, &[]).is_empty());
     }
 
     #[test]
