@@ -10,7 +10,7 @@ use nalgebra::DMatrix;
 use pacauc::engine::data::{Dataset, LoadOptions, TestSource, label_noise, prepare};
 use pacauc::engine::gcs::kernel::KernelFeatures;
 use pacauc::engine::gcs::{Design, Directions, Gcs, GcsSettings, Loss, sampler};
-use pacauc::engine::linalg::a_bt;
+use pacauc::engine::numerics::linalg::a_bt;
 use pacauc::engine::mcmc_diag::{diagnose, ks_distance};
 use pacauc::engine::metrics::auc_risk;
 use pacauc::engine::smc::{Smc, SmcSettings};

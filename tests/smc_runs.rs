@@ -11,7 +11,8 @@
 use nalgebra::DMatrix;
 use pacauc::engine::smc::runs::{self, SmcRuns};
 use pacauc::engine::smc::{Kernel, LinearAuc, Moves, Quadratic, SmcSettings, sampler};
-use pacauc::engine::{Control, Event, NoObserver, Prior, rng};
+use pacauc::engine::numerics::rng;
+use pacauc::engine::{Control, Event, NoObserver, Prior};
 
 /// t_{7}, 99.9% two-sided.
 const T7: f64 = 5.41;

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use super::data::{Dataset, DroppedColumn, Prepared, Schema, Standardizer};
 use super::fit::{Fit, LowRankCov, ScoreModel};
-use super::linalg::{a_b, at_b};
-use super::rng;
+use super::numerics::linalg::{a_b, at_b};
+use super::numerics::rng;
 use super::votes::{Vote, Votes};
 
 /// Largest dimension whose full covariance a record stores (d(d+1)/2 numbers:
@@ -148,7 +148,7 @@ impl Spread {
             }
             Spread::Samples { theta } => {
                 let t = DMatrix::from_fn(theta.len(), d, |i, k| theta[i][k]);
-                let s = crate::engine::linalg::a_bt(x, &t); // n × draws
+                let s = crate::engine::numerics::linalg::a_bt(x, &t); // n × draws
                 return s
                     .row_iter()
                     .map(|r| {

@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::engine::event::{Event, LogLevel};
 use crate::engine::fit::{Fit, ScoreModel};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
-use crate::engine::linalg::at_b;
+use crate::engine::numerics::linalg::at_b;
 use crate::engine::problem::Problem;
 use crate::engine::select::{
     CvMethod, CvNames, CvSpec, FoldData, GridWalker, MEMORY_BUDGET, PointFit, Walk, cross_validate,
@@ -348,7 +348,7 @@ impl Engine for Logit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng;
+    use crate::engine::numerics::rng;
 
     fn toy(n: usize, d: usize, seed: u64) -> (DMatrix<f64>, Vec<bool>) {
         let mut r = rng::stream(seed, &[]);

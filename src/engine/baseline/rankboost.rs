@@ -311,7 +311,7 @@ impl Engine for RankBoost {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng;
+    use crate::engine::numerics::rng;
 
     /// Naive RankBoost over the explicit pair distribution D(i, j).
     fn naive(x: &DMatrix<f64>, y: &[bool], rounds: usize) -> Vec<(usize, f64, f64)> {

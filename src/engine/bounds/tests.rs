@@ -4,7 +4,7 @@ use nalgebra::DMatrix;
 
 use super::*;
 use crate::engine::metrics::auc_risk;
-use crate::engine::rng::{normal, stream};
+use crate::engine::numerics::rng::{normal, stream};
 
 fn sizes(n_pos: usize, n_neg: usize) -> Sizes {
     Sizes { n_pos, n_neg, d: 5 }

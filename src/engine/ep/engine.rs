@@ -9,7 +9,7 @@ use serde_json::json;
 use super::ard::{self, ArdSettings};
 use super::cv::{self, CvSettings};
 use super::design::{Design, Form};
-use super::kernel::detected_isa;
+use crate::engine::numerics::isa::detected_isa;
 use super::linear::LinearEp;
 use super::pair_ep::{EpOutcome, EpSettings, SweepInfo};
 use super::spike_slab::SiteStepRule;

@@ -235,7 +235,7 @@ pub fn build_fit(
     for (k, mut col) in c.column_iter_mut().enumerate() {
         col.add_scalar_mut(-fit.mean[k]);
     }
-    fit.covariance = Some(crate::engine::linalg::at_b(&c, &c) / n);
+    fit.covariance = Some(crate::engine::numerics::linalg::at_b(&c, &c) / n);
     // The label-noise loss's classifier decides at minus its intercept.
     let thresholds = design
         .intercept

@@ -1,7 +1,7 @@
 //! Tests of the k-fold cross-validation (`kfold.rs`).
 
 use super::*;
-use crate::engine::rng;
+use crate::engine::numerics::rng;
 
 /// Rows with a signal in column 0 and noise in column 1.
 fn toy(n: usize) -> (DMatrix<f64>, Vec<bool>) {

@@ -401,7 +401,7 @@ impl<M: PathMethod> GridWalker for PathWalker<'_, M> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng;
+    use crate::engine::numerics::rng;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     const TOY: CvNames = CvNames {

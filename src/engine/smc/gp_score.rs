@@ -39,7 +39,7 @@ use crate::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale, median_dista
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::metrics::auc_risk;
 use crate::engine::problem::Problem;
-use crate::engine::rng::{self, Rng};
+use crate::engine::numerics::rng::{self, Rng};
 
 /// Largest number of pairs for the exact ellipse move (O(M log M) per move).
 pub const EXACT_MAX_PAIRS: usize = 20_000;
@@ -361,7 +361,7 @@ pub fn run(
     for (k, &m) in mean_w.iter().enumerate() {
         centred.column_mut(k).add_scalar_mut(-m);
     }
-    let cov = crate::engine::linalg::at_b(&centred, &centred) / n_part as f64;
+    let cov = crate::engine::numerics::linalg::at_b(&centred, &centred) / n_part as f64;
     let (s_mean, s_sd) = moments(&sc, nu);
     let model = GpModel {
         kernel: kernel.clone(),

@@ -12,7 +12,6 @@ pub mod gaussian_fit;
 pub mod gp_score;
 pub mod marginal_map;
 pub mod moves;
-pub mod packed_gemm;
 pub mod path_cv;
 pub mod reparam;
 pub mod runs;
@@ -195,5 +194,5 @@ fn skew_copula_summary(path: &[StageInfo]) -> serde_json::Value {
 }
 
 fn covariance(theta: &DMatrix<f64>) -> DMatrix<f64> {
-    crate::engine::linalg::row_scatter(theta).1 / theta.nrows() as f64
+    crate::engine::numerics::linalg::row_scatter(theta).1 / theta.nrows() as f64
 }

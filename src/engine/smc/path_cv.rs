@@ -25,7 +25,7 @@ use crate::engine::fit::Fit;
 use crate::engine::interface::{Control, Engine, EngineError, NoObserver, Observer};
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
-use crate::engine::rng;
+use crate::engine::numerics::rng;
 use crate::engine::select::{
     CvNames, CvReport, CvSpec, EarlyStop, FoldData, PathMethod, PointFit, RefitPoint, StoppedEarly,
     cross_validate_path, cross_validate_refit,

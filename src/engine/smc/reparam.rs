@@ -108,7 +108,7 @@ impl PitMap {
 mod tests {
     use super::*;
     use crate::engine::prior::Prior;
-    use crate::engine::rng;
+    use crate::engine::numerics::rng;
 
     #[test]
     fn the_map_is_monotone_invertible_and_gaussianises_the_prior() {

@@ -2,7 +2,7 @@
 //! as careful users of SMC libraries do: one run can be badly wrong while
 //! looking fine (ALGORITHMS.md §3, "Accuracy is not free"), and only runs that
 //! agree show it is not. R runs of the same target, from seeds derived from
-//! the SMC seed through `engine::rng` streams, run one after another (each uses
+//! the SMC seed through `numerics::rng` streams, run one after another (each uses
 //! every core through the particle loop, so the bits do not depend on the
 //! thread count); their clouds are pooled into one posterior, and the record
 //! gets the diagnostics across runs: R-hat per coefficient, log Z as mean ± sd
@@ -37,7 +37,7 @@ use crate::engine::fit::Fit;
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::mcmc_diag::rhat_unsplit;
 use crate::engine::problem::Problem;
-use crate::engine::rng;
+use crate::engine::numerics::rng;
 
 /// RNG stream key of the runs' seeds (with the SMC seed and the run index).
 const KEY_RUN: u64 = 0x5EED_0010;

@@ -18,7 +18,7 @@ use super::target::Target;
 use super::tempering::{next_delta, reweight, systematic};
 use crate::engine::event::{Event, Histogram, SmcMove, SmcStage};
 use crate::engine::interface::{Control, EngineError, Observer};
-use crate::engine::rng::{self, Rng};
+use crate::engine::numerics::rng::{self, Rng};
 
 /// RNG stream keys (with the seed): prior draws, resampling, moves.
 const KEY_PRIOR: u64 = 0x5EED_0001;

@@ -14,7 +14,7 @@ use super::tune::{self, Hooks, Tuning};
 use super::warm_path;
 use crate::engine::ep::design::Design;
 use crate::engine::ep::engine::{Ep, GammaMode, Sink, Z_QUANTILES};
-use crate::engine::ep::kernel::detected_isa;
+use crate::engine::numerics::isa::detected_isa;
 use crate::engine::event::{EpSweep, Event, LogLevel};
 use crate::engine::fit::{Fit, ScoreModel};
 use crate::engine::interface::{Control, EngineError, Observer};

@@ -7,7 +7,7 @@
 //! the variances of `MixturePrior` are the prior's divided by that scale².
 
 use super::sweep::ThetaMoments;
-use crate::engine::ep::normal::logaddexp;
+use crate::engine::numerics::normal::logaddexp;
 use crate::engine::ep::posterior::PriorTerms;
 use crate::engine::ep::site::{self, Natural, Site};
 
