@@ -6,6 +6,7 @@ pub mod bounds;
 pub mod certify;
 pub mod data;
 pub mod ep;
+pub mod error;
 pub mod event;
 pub mod fit;
 pub mod gcs;
@@ -28,7 +29,8 @@ pub mod vb;
 pub mod votes;
 
 pub use event::Event;
-pub use fit::{Fit, ScoreModel};
-pub use interface::{Control, Engine, EngineError, NoObserver, Observer};
+pub use fit::{EngineKind, Fit, ScoreModel};
+pub use error::{EngineError, NonConvergence};
+pub use interface::{Control, Engine, NoObserver, Observer};
 pub use prior::Prior;
 pub use problem::Problem;

@@ -279,6 +279,7 @@ pub fn truncate(v: &DMatrix<f64>, k: usize) -> (LowRankCov, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::fit::EngineKind;
 
     fn quad(v: &DMatrix<f64>, x: &DMatrix<f64>) -> Vec<f64> {
         (0..x.nrows())
@@ -308,7 +309,7 @@ mod tests {
             }
         };
         let mut fit = Fit::new(
-            "ep",
+            EngineKind::Ep,
             vec!["a".into(); d],
             ScoreModel::Linear {
                 weights: vec![0.0; d],
@@ -354,7 +355,7 @@ mod tests {
     fn large_covariances_are_stored_factored() {
         let d = FULL_COVARIANCE_MAX_D + 1;
         let mut fit = Fit::new(
-            "smc",
+            EngineKind::Smc,
             vec!["a".into(); d],
             ScoreModel::Linear {
                 weights: vec![0.0; d],

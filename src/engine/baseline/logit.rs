@@ -6,7 +6,7 @@ use nalgebra::{DMatrix, DVector};
 use serde_json::json;
 
 use crate::engine::event::{Event, LogLevel};
-use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::fit::{EngineKind, Fit, ScoreModel};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::numerics::linalg::at_b;
 use crate::engine::problem::Problem;
@@ -326,7 +326,7 @@ impl Engine for Logit {
         let m = fit_logit(&pb.x, &pb.y, lambda, None);
         let weights: Vec<f64> = m.beta.iter().copied().collect();
         let mut fit = Fit::new(
-            "logit",
+            EngineKind::Logit,
             pb.names.clone(),
             ScoreModel::Linear {
                 weights: weights.clone(),

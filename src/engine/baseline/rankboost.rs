@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use serde_json::json;
 
 use crate::engine::event::{Event, LogLevel};
-use crate::engine::fit::{Fit, ScoreModel, Stump};
+use crate::engine::fit::{EngineKind, Fit, ScoreModel, Stump};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::problem::Problem;
 use crate::engine::select::{
@@ -287,7 +287,7 @@ impl Engine for RankBoost {
         };
         let stumps = boost(&pb.x, &pb.y, rounds, ctl, |_, _| {})?;
         let mut fit = Fit::new(
-            "rankboost",
+            EngineKind::Rankboost,
             pb.names.clone(),
             ScoreModel::Stumps {
                 stumps: stumps.clone(),

@@ -2,6 +2,7 @@
 
 use nalgebra::DMatrix;
 
+use super::certificate::kl_bernoulli;
 use super::*;
 use crate::engine::metrics::auc_risk;
 use crate::engine::numerics::rng::{normal, stream};
@@ -235,10 +236,10 @@ fn gcs_is_certified_through_its_evidence_only() {
 /// a tight one, or none, is not.
 #[test]
 fn vacuous_certificates_are_coded() {
-    use crate::engine::fit::{Fit, ScoreModel};
+    use crate::engine::fit::{EngineKind, Fit, ScoreModel};
     use crate::engine::quality::{assess, code};
     let mut f = Fit::new(
-        "vb",
+        EngineKind::Vb,
         vec!["a".into()],
         ScoreModel::Linear { weights: vec![1.0] },
     );

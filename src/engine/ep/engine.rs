@@ -15,7 +15,7 @@ use super::pair_ep::{EpOutcome, EpSettings, SweepInfo};
 use super::spike_slab::SiteStepRule;
 use super::store::Precision;
 use crate::engine::event::{EpSweep, Event, LogLevel};
-use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::fit::{EngineKind, Fit, ScoreModel};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::pairs::PairSampling;
 use crate::engine::prior::Prior;
@@ -395,7 +395,7 @@ impl Engine for Ep {
             pb.prior.clone()
         };
         let mut fit = Fit::new(
-            "ep",
+            EngineKind::Ep,
             pb.names.clone(),
             ScoreModel::Linear {
                 weights: mean.clone(),

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::bounds::Bound;
 use super::event::{Event, LogLevel};
-use super::fit::Fit;
+use super::fit::{EngineKind, Fit};
 use super::prior::Prior;
 
 mod smc;
@@ -80,7 +80,7 @@ pub fn assess(fit: &Fit, data_warnings: &[String]) -> Vec<Warning> {
         .map(|w| Warning::new(code::DATA, w.clone()))
         .collect();
     let mut derived = Vec::new();
-    if fit.engine == "smc" {
+    if fit.engine == EngineKind::Smc {
         derived.extend(smc::warnings(fit));
     } else if !fit.converged {
         derived.push(Warning::new(
@@ -107,7 +107,7 @@ pub fn assess(fit: &Fit, data_warnings: &[String]) -> Vec<Warning> {
         .map(|m| m.as_str());
     let spike = all_spike(fit, spike_words);
     if let Some(cv) = fit.details.get("cv").filter(|c| c.is_object()) {
-        derived.extend(cv_grid(cv, &fit.engine));
+        derived.extend(cv_grid(cv, fit.engine));
     }
     for m in engine_warnings {
         if spike.is_none() || Some(m.as_str()) != spike_words {
@@ -151,7 +151,7 @@ fn num(v: &Value, key: &str) -> Option<f64> {
 /// Spike-and-slab EP where no feature's inclusion exceeds ½ (`words`: the
 /// engine's own warning about it).
 fn all_spike(fit: &Fit, words: Option<&str>) -> Option<Warning> {
-    if fit.engine != "ep" || !matches!(fit.prior, Some(Prior::SpikeSlab { .. })) {
+    if fit.engine != EngineKind::Ep || !matches!(fit.prior, Some(Prior::SpikeSlab { .. })) {
         return None;
     }
     let incl = fit.inclusion.as_ref()?;
@@ -186,10 +186,10 @@ struct CvParameter {
     extend: &'static str,
 }
 
-fn cv_parameter(name: &str, engine: &str) -> CvParameter {
+fn cv_parameter(name: &str, engine: EngineKind) -> CvParameter {
     let (what, unit, method, low, extend) = match name {
-        "gamma_over_n" if engine == "smc" => ("γ", "n", "SMC", true, " (extend `gamma_grid`)"),
-        "gamma_over_n" if engine == "vb" => ("γ", "n", "VB", true, " (extend `gamma_grid`)"),
+        "gamma_over_n" if engine == EngineKind::Smc => ("γ", "n", "SMC", true, " (extend `gamma_grid`)"),
+        "gamma_over_n" if engine == EngineKind::Vb => ("γ", "n", "VB", true, " (extend `gamma_grid`)"),
         "gamma_over_n" => ("γ", "n", "EP", true, " (extend `gamma_grid`)"),
         "lambda" => ("penalty λ", "", "the fit", false, ""),
         "rounds" => ("number of rounds", "", "the fit", true, ""),
@@ -208,7 +208,7 @@ fn cv_parameter(name: &str, engine: &str) -> CvParameter {
 /// `parameter`, `grid` ascending, `mean_auc`, `dropped`, `extended_below`,
 /// `chosen`): points dropped, and a choice at an end of the points scored in
 /// every fold.
-fn cv_grid(cv: &Value, engine: &str) -> Vec<Warning> {
+fn cv_grid(cv: &Value, engine: EngineKind) -> Vec<Warning> {
     let mut out = Vec::new();
     let p = cv_parameter(
         cv.get("parameter").and_then(Value::as_str).unwrap_or(""),
@@ -316,7 +316,7 @@ mod tests {
     use crate::engine::fit::ScoreModel;
     use serde_json::json;
 
-    pub(super) fn fit(engine: &str) -> Fit {
+    pub(super) fn fit(engine: EngineKind) -> Fit {
         Fit::new(
             engine,
             vec!["a".into()],
@@ -330,7 +330,7 @@ mod tests {
 
     #[test]
     fn all_spike_ep_is_coded_in_the_engines_words_or_ours() {
-        let mut f = fit("ep");
+        let mut f = fit(EngineKind::Ep);
         f.prior = Some(Prior::SpikeSlab {
             spike_var: 1e-4,
             slab_var: 1.0,
@@ -357,7 +357,7 @@ mod tests {
     }
 
     fn cv(grid: &[f64], mean: &[Option<f64>], chosen: f64, dropped: usize) -> Fit {
-        let mut f = fit("ep");
+        let mut f = fit(EngineKind::Ep);
         f.details = json!({ "cv": {
             "parameter": "gamma_over_n", "grid": grid, "mean_auc": mean, "chosen": chosen,
             "dropped": vec!["why"; dropped], "extended_below": [],
@@ -398,9 +398,9 @@ mod tests {
     fn baselines_chosen_at_an_end_of_their_grid() {
         let curve = |parameter: &str, chosen: f64| {
             let mut f = fit(if parameter == "lambda" {
-                "logit"
+                EngineKind::Logit
             } else {
-                "rankboost"
+                EngineKind::Rankboost
             });
             let grid = if parameter == "lambda" {
                 [0.001, 1.0, 1000.0]

@@ -32,10 +32,11 @@ use super::settings::{Moves, SmcSettings};
 use super::tempering::{next_delta, reweight, systematic};
 use crate::engine::Prior;
 use crate::engine::event::{Event, SmcStage};
-use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::fit::{EngineKind, Fit, ScoreModel};
 use crate::engine::gp::factor::{Distinct, pivoted_cholesky};
 use crate::engine::gp::model::{FeatureBasis, GpModel, pack_lower};
 use crate::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale, median_distance};
+use crate::engine::error::NonConvergence;
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::metrics::auc_risk;
 use crate::engine::problem::Problem;
@@ -268,6 +269,7 @@ pub fn run(
         ctl.checkpoint()?;
         if stage >= s.max_stages {
             return Err(EngineError::NotConverged {
+                reason: NonConvergence::StageCap,
                 message: format!(
                     "SMC reached {} stages at γ = {gamma} < {}",
                     s.max_stages, pb.gamma
@@ -380,7 +382,7 @@ pub fn run(
         alpha: Vec::new(),
     }
     .with_alpha();
-    let mut fit = Fit::new("smc", pb.names.clone(), ScoreModel::Gp(Box::new(model)));
+    let mut fit = Fit::new(EngineKind::Smc, pb.names.clone(), ScoreModel::Gp(Box::new(model)));
     fit.log_evidence = Some(log_z);
     fit.gamma = Some(pb.gamma);
     fit.prior = Some(Prior::Gp(GpPrior {

@@ -34,7 +34,7 @@ pub use settings::{LOCAL_SHARE, Moves, SmcSettings};
 pub use target::{LinearAuc, Quadratic, Target};
 
 use crate::engine::event::Event;
-use crate::engine::fit::{Fit, Particles, ScoreModel};
+use crate::engine::fit::{EngineKind, Fit, Particles, ScoreModel};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::problem::Problem;
 
@@ -106,7 +106,7 @@ pub fn build_fit(problem: &Problem, settings: &SmcSettings, run: SmcRun) -> Fit 
     let (mean, sd) = sampler::moments(&run.theta, d);
     let modes = summary::marginal_modes(&run.theta, d);
     let mut fit = Fit::new(
-        "smc",
+        EngineKind::Smc,
         problem.names.clone(),
         ScoreModel::Linear {
             weights: mean.clone(),

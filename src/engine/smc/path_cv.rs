@@ -22,6 +22,7 @@ use super::settings::SmcSettings;
 use super::target::LinearAuc;
 use crate::engine::event::{Event, LogLevel};
 use crate::engine::fit::Fit;
+use crate::engine::error::NonConvergence;
 use crate::engine::interface::{Control, Engine, EngineError, NoObserver, Observer};
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
@@ -128,7 +129,7 @@ impl Folds<'_> {
     fn failure(e: EngineError) -> Result<PointFit, EngineError> {
         match e {
             EngineError::NotConverged { message, .. } => Ok(PointFit::Failed {
-                reason: "stage cap".into(),
+                reason: NonConvergence::StageCap,
                 message,
                 iterations: 0,
             }),

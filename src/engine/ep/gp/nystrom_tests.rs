@@ -9,7 +9,7 @@ use crate::engine::ep::design::Form as LinearForm;
 use crate::engine::ep::linear::LinearEp;
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::store::Precision;
-use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::fit::{EngineKind, Fit, ScoreModel};
 use crate::engine::gp::{GpApprox, GpPrior, Kernel, KernelKind, LengthScale};
 use crate::engine::interface::Control;
 use crate::engine::quality::{assess, code};
@@ -166,7 +166,7 @@ fn a_budget_stop_is_a_coded_warning() {
         approx: GpApprox::Nystrom { landmarks: 1024 },
     });
     let model = ScoreModel::Linear { weights: vec![0.0] };
-    let mut fit = Fit::new("ep", vec!["x".into()], model);
+    let mut fit = Fit::new(EngineKind::Ep, vec!["x".into()], model);
     fit.prior = Some(prior);
     fit.converged = true;
     fit.details = serde_json::json!({ "landmarks": {

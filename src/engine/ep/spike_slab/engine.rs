@@ -16,7 +16,7 @@ use crate::engine::ep::design::Design;
 use crate::engine::ep::engine::{Ep, GammaMode, Sink, Z_QUANTILES};
 use crate::engine::numerics::isa::detected_isa;
 use crate::engine::event::{EpSweep, Event, LogLevel};
-use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::fit::{EngineKind, Fit, ScoreModel};
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
@@ -302,7 +302,7 @@ pub fn run(
     }
     let (mean, sd) = (model.mean(), model.sd());
     let mut fit = Fit::new(
-        "ep",
+        EngineKind::Ep,
         pb.names.clone(),
         ScoreModel::Linear {
             weights: mean.clone(),
