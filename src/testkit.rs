@@ -9,9 +9,9 @@ use std::time::Duration;
 use nalgebra::DMatrix;
 
 use crate::engine::event::{EpSweep, Histogram, SmcStage};
+use crate::engine::fit::EngineKind;
 use crate::engine::fit::Particles;
 use crate::engine::numerics::rng::{normal, stream};
-use crate::engine::fit::EngineKind;
 use crate::engine::{Control, Engine, EngineError, Event, Fit, Observer, Problem, ScoreModel};
 
 /// Events to replay and the fit to return.

@@ -405,7 +405,8 @@ fn reduced_form_score_sds_match_the_primal_form() {
         let x: Vec<f64> = (0..d)
             .map(|_| pacauc::engine::numerics::rng::normal(&mut r))
             .collect();
-        let y = x[0] + x[1] + 0.8 * pacauc::engine::numerics::rng::normal(&mut r) > 0.0 || i % 7 == 0;
+        let y =
+            x[0] + x[1] + 0.8 * pacauc::engine::numerics::rng::normal(&mut r) > 0.0 || i % 7 == 0;
         body += &format!(
             "{},{}\n",
             x.iter()

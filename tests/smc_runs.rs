@@ -10,9 +10,9 @@
 
 use nalgebra::DMatrix;
 use pacauc::engine::fit::IndependentRuns;
+use pacauc::engine::numerics::rng;
 use pacauc::engine::smc::runs;
 use pacauc::engine::smc::{Kernel, LinearAuc, Moves, Quadratic, SmcSettings, sampler};
-use pacauc::engine::numerics::rng;
 use pacauc::engine::{Control, Event, NoObserver, Prior};
 
 /// t_{7}, 99.9% two-sided.

@@ -173,6 +173,37 @@ impl std::fmt::Display for EngineKind {
     }
 }
 
+/// A cross-validation as the quality checks read it (the record's
+/// `details.cv` has it all): the parameter, the points tried ascending, their
+/// mean held-out AUC (None: failed in some fold), how many were dropped, the
+/// points added below the grid, and the choice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CvSummary {
+    pub parameter: String,
+    pub grid: Vec<f64>,
+    pub mean_auc: Vec<Option<f64>>,
+    pub dropped: usize,
+    pub extended_below: Vec<f64>,
+    pub chosen: f64,
+}
+
+/// A method's finding about its own fit, typed for the quality checks
+/// (`quality::assess` words it as a coded warning; the record's `details` and
+/// `trace` carry the same for readers).
+#[derive(Debug, Clone, PartialEq)]
+pub enum MethodReport {
+    /// Spike-and-slab: no feature's inclusion above ½ (EP's all-spike fixed
+    /// point, perhaps); the warning the engine gave, in its words.
+    AllSpike { words: String },
+    /// GP: the automatic Nyström landmarks stopped at their budget before the
+    /// share of the prior variance they leave out fell to the criterion.
+    LandmarkBudget {
+        landmarks: usize,
+        residual_trace_share: f64,
+        criterion: Option<f64>,
+    },
+}
+
 /// The result of a run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Fit {
@@ -218,6 +249,13 @@ pub struct Fit {
     pub low_rank_covariance: Option<LowRankCov>,
     #[serde(skip)]
     pub particles: Option<Particles>,
+    /// The method's typed findings (not in the record: `details` has them).
+    #[serde(skip)]
+    pub reports: Vec<MethodReport>,
+    /// The cross-validation that chose a parameter, if one did (not in the
+    /// record: `details.cv` has it).
+    #[serde(skip)]
+    pub cv: Option<CvSummary>,
 }
 
 impl Fit {
@@ -244,6 +282,8 @@ impl Fit {
             covariance: None,
             low_rank_covariance: None,
             particles: None,
+            reports: Vec::new(),
+            cv: None,
         }
     }
 }

@@ -28,9 +28,9 @@ pub mod smc;
 pub mod vb;
 pub mod votes;
 
+pub use error::{EngineError, NonConvergence};
 pub use event::Event;
 pub use fit::{EngineKind, Fit, ScoreModel};
-pub use error::{EngineError, NonConvergence};
 pub use interface::{Control, Engine, NoObserver, Observer};
 pub use prior::Prior;
 pub use problem::Problem;

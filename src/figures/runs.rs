@@ -3,8 +3,8 @@
 //! the pooled sd — the disagreement per coefficient that R-hat summarises.
 
 use super::{Axis, Dash, Data, Figure, Mark, Panel, Series, Style, finite};
-use crate::engine::record::Coefficient;
 use crate::engine::fit::IndependentRuns;
+use crate::engine::record::Coefficient;
 
 /// Most coefficients in the run-means panel (those of largest |mean/sd|).
 pub const MAX_COEFFICIENTS: usize = 12;

@@ -334,6 +334,7 @@ impl Engine for Logit {
         );
         fit.mean = weights;
         fit.sd = m.var.iter().map(|v| v.sqrt()).collect();
+        fit.cv = curve.as_ref().map(|r| r.summary());
         fit.details = json!({
             "lambda": lambda,
             "intercept": m.intercept,

@@ -298,6 +298,7 @@ impl Engine for RankBoost {
         for s in &stumps {
             importance[s.feature] += s.alpha.abs();
         }
+        fit.cv = cv.as_ref().map(|r| r.summary());
         fit.details = json!({
             "rounds": rounds,
             "rounds_run": stumps.len(),

@@ -411,7 +411,15 @@ pub fn run_once<S: SweepState>(
                 eta = eta.min(cur_eta);
                 n.halvings += 1;
                 if cur_eta < s.min_eta {
-                    let mut e = fail(st, below_min, sweep, cur_eta, delta, NonConvergence::InvalidCavities, &n);
+                    let mut e = fail(
+                        st,
+                        below_min,
+                        sweep,
+                        cur_eta,
+                        delta,
+                        NonConvergence::InvalidCavities,
+                        &n,
+                    );
                     if let EngineError::NotConverged { diagnostics, .. } = &mut e {
                         diagnostics["detail"]["bad_sites"] = json!(stats.bad);
                     }
@@ -478,7 +486,15 @@ pub fn run_once<S: SweepState>(
                 Some(h) => format!("{why}; {h}"),
                 None => why,
             };
-            return Err(fail(st, &why, sweep, eta, delta, NonConvergence::MaxSweeps, &n));
+            return Err(fail(
+                st,
+                &why,
+                sweep,
+                eta,
+                delta,
+                NonConvergence::MaxSweeps,
+                &n,
+            ));
         }
         // The pass's output becomes the current state.
         st.accept();
@@ -615,7 +631,15 @@ pub fn run_once<S: SweepState>(
                 if let Some(h) = st.hint(Failure::Drift) {
                     why = format!("{why}; {h}");
                 }
-                let mut e = fail(st, &why, sweep, cur_eta, delta, NonConvergence::Wandering, &n);
+                let mut e = fail(
+                    st,
+                    &why,
+                    sweep,
+                    cur_eta,
+                    delta,
+                    NonConvergence::Wandering,
+                    &n,
+                );
                 if let EngineError::NotConverged { diagnostics, .. } = &mut e {
                     diagnostics["detail"]["verdict"] = wander.detail(sweep);
                 }
@@ -672,7 +696,15 @@ pub fn run_once<S: SweepState>(
         n.stall_halvings += 1;
         (best_delta, since_best, reversals) = (f64::INFINITY, 0, 0);
         if eta < s.min_eta {
-            return Err(fail(st, below_min, sweep, eta, delta, NonConvergence::Stalled, &n));
+            return Err(fail(
+                st,
+                below_min,
+                sweep,
+                eta,
+                delta,
+                NonConvergence::Stalled,
+                &n,
+            ));
         }
     }
 }

@@ -9,7 +9,9 @@
 //! 0/0), the new site from `w` without subtracting precisions, negative
 //! precisions kept (they are exact, §4).
 
-use crate::engine::numerics::normal::{Scalar, cdf_pdf, log, log_ndtr_ratio, logaddexp, recip, rsqrt};
+use crate::engine::numerics::normal::{
+    Scalar, cdf_pdf, log, log_ndtr_ratio, logaddexp, recip, rsqrt,
+};
 use crate::engine::numerics::simd::Simd;
 
 /// The step factor of one pair.

@@ -32,6 +32,7 @@ use serde::Serialize;
 
 use crate::engine::data::prepare::{fold_indices, stratified_folds};
 use crate::engine::error::NonConvergence;
+use crate::engine::fit::CvSummary;
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::metrics::auc;
 
@@ -180,6 +181,18 @@ pub struct CvReport {
 }
 
 impl CvReport {
+    /// What the quality checks read of it (`Fit::cv`).
+    pub fn summary(&self) -> CvSummary {
+        CvSummary {
+            parameter: self.parameter.to_string(),
+            grid: self.grid.clone(),
+            mean_auc: self.mean_auc.clone(),
+            dropped: self.dropped.len(),
+            extended_below: self.extended_below.clone(),
+            chosen: self.chosen,
+        }
+    }
+
     /// The eligible points below the chosen one, ascending.
     pub fn eligible_below_chosen(&self) -> Vec<f64> {
         self.grid

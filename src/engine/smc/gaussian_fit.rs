@@ -13,8 +13,8 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use crate::engine::numerics::packed_gemm::PackedRows;
 use crate::engine::numerics::linalg::a_bt;
+use crate::engine::numerics::packed_gemm::PackedRows;
 
 /// Folds of the cross-fit (each fit uses the other 3/4 of the particles).
 pub const FIT_FOLDS: usize = 4;

@@ -31,16 +31,16 @@ use super::energy_mixing::pearson;
 use super::settings::{Moves, SmcSettings};
 use super::tempering::{next_delta, reweight, systematic};
 use crate::engine::Prior;
+use crate::engine::error::NonConvergence;
 use crate::engine::event::{Event, SmcStage};
 use crate::engine::fit::{EngineKind, Fit, ScoreModel};
 use crate::engine::gp::factor::{Distinct, pivoted_cholesky};
 use crate::engine::gp::model::{FeatureBasis, GpModel, pack_lower};
 use crate::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale, median_distance};
-use crate::engine::error::NonConvergence;
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::metrics::auc_risk;
-use crate::engine::problem::Problem;
 use crate::engine::numerics::rng::{self, Rng};
+use crate::engine::problem::Problem;
 
 /// Largest number of pairs for the exact ellipse move (O(M log M) per move).
 pub const EXACT_MAX_PAIRS: usize = 20_000;
@@ -382,7 +382,11 @@ pub fn run(
         alpha: Vec::new(),
     }
     .with_alpha();
-    let mut fit = Fit::new(EngineKind::Smc, pb.names.clone(), ScoreModel::Gp(Box::new(model)));
+    let mut fit = Fit::new(
+        EngineKind::Smc,
+        pb.names.clone(),
+        ScoreModel::Gp(Box::new(model)),
+    );
     fit.log_evidence = Some(log_z);
     fit.gamma = Some(pb.gamma);
     fit.prior = Some(Prior::Gp(GpPrior {

@@ -35,8 +35,8 @@ use crate::engine::event::{Event, LogLevel};
 use crate::engine::fit::{Fit, IndependentRuns, LogZRuns, RunSummary};
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::mcmc_diag::rhat_unsplit;
-use crate::engine::problem::Problem;
 use crate::engine::numerics::rng;
+use crate::engine::problem::Problem;
 
 /// RNG stream key of the runs' seeds (with the SMC seed and the run index).
 const KEY_RUN: u64 = 0x5EED_0010;

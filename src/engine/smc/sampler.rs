@@ -16,8 +16,8 @@ use super::moves::{self, Chains, Kernel, Proposals, StepSpec};
 use super::settings::{Moves, SmcSettings};
 use super::target::Target;
 use super::tempering::{next_delta, reweight, systematic};
-use crate::engine::event::{Event, Histogram, SmcMove, SmcStage};
 use crate::engine::error::NonConvergence;
+use crate::engine::event::{Event, Histogram, SmcMove, SmcStage};
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::numerics::rng::{self, Rng};
 

@@ -16,8 +16,8 @@
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::numerics::packed_gemm::PackedRows;
 use crate::engine::numerics::fast_risk::{RiskScratch, Score, risk_from_twice};
+use crate::engine::numerics::packed_gemm::PackedRows;
 
 /// Precision of the score products.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -10,8 +10,8 @@ use rayon::prelude::*;
 use super::fast_prior::FastPrior;
 use super::reparam::PitMap;
 use super::scores::{LinearScores, ScorePrecision, ScoreScratch};
-use crate::engine::prior::Prior;
 use crate::engine::numerics::rng::Rng;
+use crate::engine::prior::Prior;
 
 /// A tempered target: a prior and a risk.
 pub trait Target: Sync {

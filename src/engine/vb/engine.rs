@@ -208,6 +208,7 @@ impl Engine for Vb {
         f.covariance = Some(out.cov.clone());
         let n = pb.n() as f64;
         let u_scale = 2.0 * (np * nn) as f64 / (n * (n - 1.0));
+        f.cv = cv.as_ref().map(|r| r.report.summary());
         f.details = json!({
             "family": out.family.name(),
             "loss": out.loss.name(),

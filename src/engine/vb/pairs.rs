@@ -14,8 +14,8 @@ use rayon::prelude::*;
 
 use super::family::{Family, Params, SigmaGrad};
 use super::loss::{DEGENERATE, RiskEval};
-use crate::engine::numerics::gemm::{View, ViewMut, gemm};
 use crate::engine::numerics::gemm::column_sums;
+use crate::engine::numerics::gemm::{View, ViewMut, gemm};
 use crate::engine::numerics::isa::{Isa, detected_isa};
 use crate::engine::numerics::normal::{cdf_pdf, rsqrt};
 use crate::engine::numerics::simd::{F64x1, Simd, Two};

@@ -26,13 +26,13 @@ use serde_json::json;
 
 use super::engine::{Ep, GammaMode, Sink};
 use crate::engine::Prior;
+use crate::engine::error::NonConvergence;
 use crate::engine::event::{EpSweep, Event, LogLevel};
-use crate::engine::fit::{EngineKind, Fit, ScoreModel};
+use crate::engine::fit::{EngineKind, Fit, MethodReport, ScoreModel};
 use crate::engine::gp::{
     AUTO_MAX_LANDMARKS, AUTO_TRACE_RESIDUAL, EXACT_MAX_ROWS, GpApprox, GpPrior, KernelKind,
     LengthScale, median_distance,
 };
-use crate::engine::error::NonConvergence;
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::problem::Problem;
 
@@ -295,11 +295,23 @@ pub(crate) fn run(
         },
         approx,
     };
-    let mut fit = Fit::new(EngineKind::Ep, pb.names.clone(), ScoreModel::Gp(Box::new(model)));
+    let mut fit = Fit::new(
+        EngineKind::Ep,
+        pb.names.clone(),
+        ScoreModel::Gp(Box::new(model)),
+    );
+    if let Some(l) = out.landmarks.as_ref().filter(|l| !l.met) {
+        fit.reports.push(MethodReport::LandmarkBudget {
+            landmarks: l.landmarks,
+            residual_trace_share: l.residual_trace_share,
+            criterion: l.criterion,
+        });
+    }
     fit.log_evidence = out.log_z;
     fit.gamma = Some(gamma);
     fit.prior = Some(Prior::Gp(resolved));
     fit.converged = true;
+    fit.cv = cv_report.as_ref().map(|r| r.summary());
     fit.details = json!({
         "model": "gp",
         "kernel": gp.kernel,

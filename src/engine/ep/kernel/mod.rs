@@ -18,11 +18,11 @@ mod tiled;
 pub use row::site_throughput;
 use row::{Cols, RowOut, RowQ, Small, load_row, shrink_row, update_row};
 
+use super::site::StepFactor;
+use super::store::{SiteBuffers, SiteScalar};
 use crate::engine::numerics::gemm::{View, ViewMut, column_sums, gemm};
 /// The kernels dispatch on it (re-exported for the flavours that pick one).
 pub use crate::engine::numerics::isa::{Isa, detected_isa};
-use super::site::StepFactor;
-use super::store::{SiteBuffers, SiteScalar};
 
 /// Sites per block (the block's C, K and h scratch: 3 × 8 × this bytes = 24 MiB).
 /// Large blocks pay: matrixmultiply packs Z_N again for every block's two

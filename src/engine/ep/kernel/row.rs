@@ -2,12 +2,12 @@
 //! tilted moments, damped update, log C, in 8 f64 lanes (AVX-512, AVX2 + FMA or
 //! portable), with the small-p block products done inside the row task.
 
-use crate::engine::numerics::simd::{F64x1, Simd, Two};
-#[cfg(target_arch = "x86_64")]
-use crate::engine::numerics::simd::{F64x4x2, F64x8};
 use super::super::site::{LaneConsts, StepFactor, pair_lane};
 use super::super::store::SiteScalar;
 use super::{Isa, RowStats};
+use crate::engine::numerics::simd::{F64x1, Simd, Two};
+#[cfg(target_arch = "x86_64")]
+use crate::engine::numerics::simd::{F64x4x2, F64x8};
 
 pub(super) struct RowQ<'a> {
     pub(super) mp: f64,

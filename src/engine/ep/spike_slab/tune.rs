@@ -21,8 +21,8 @@ use std::cell::RefCell;
 use super::model::{SpikeSlab, SpikeSlabEp};
 use super::sweep::{SsOutcome, SsSettings, SsSweepInfo};
 use crate::engine::ep::design::Design;
-use crate::engine::event::LogLevel;
 use crate::engine::error::NonConvergence;
+use crate::engine::event::LogLevel;
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::select::{FixedPointRule, Range1d, coordinate_ascent, fixed_point, maximise};
 
