@@ -105,7 +105,7 @@ fn a_failure_drops_the_rest_of_its_fold_only() {
     assert_eq!(r.fold_iterations[1], vec![1, 7, 0, 0]);
     assert!(r.fold_auc[0].iter().all(|a| a.is_some()));
     assert_eq!(r.dropped.len(), 3);
-    assert!(r.dropped[0].starts_with("v = 0.5: failed in fold 2 (scripted)"));
+    assert!(r.dropped[0].starts_with("v = 0.5: failed in fold 2 (max sweeps)"));
     assert!(r.dropped[1].contains("not run in fold 2"));
     assert_eq!(r.chosen, 0.01);
     // The mean is the mean of the folds.
