@@ -8,6 +8,7 @@ pub mod build;
 pub mod error;
 mod methods;
 pub mod registry;
+pub mod run;
 pub mod run_spec;
 pub mod setting;
 pub mod text;
