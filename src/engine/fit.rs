@@ -113,6 +113,9 @@ pub struct Fit {
     pub low_rank_covariance: Option<LowRankCov>,
     #[serde(skip)]
     pub particles: Option<Particles>,
+    /// One run of several made apart (`SmcSettings::part`): its whole cloud,
+    /// for `smc::runs::pool_parts`.
+    pub part: Option<super::smc::runs::RunPart>,
 }
 
 impl Fit {
@@ -139,6 +142,7 @@ impl Fit {
             covariance: None,
             low_rank_covariance: None,
             particles: None,
+            part: None,
         }
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod build;
 pub mod error;
+pub mod merge;
 mod methods;
 pub mod registry;
 pub mod run;

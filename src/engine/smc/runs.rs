@@ -64,6 +64,56 @@ pub struct RunSummary {
     pub sd: Vec<f64>,
 }
 
+/// One run of several made apart (`SmcSettings::part`), as its record keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunPart {
+    /// r (from 1) of `runs`.
+    pub run: usize,
+    pub runs: usize,
+    /// The run's SMC seed (`run_seed` of the sampler seed).
+    pub seed: u64,
+    pub cloud: SmcRun,
+}
+
+/// The runs of `parts` in run order, once each and all R of them (an error
+/// naming what is missing, repeated or of another R).
+pub fn pool_parts(parts: Vec<RunPart>) -> Result<Vec<(u64, SmcRun)>, String> {
+    let runs = parts.first().map_or(0, |p| p.runs);
+    if parts.len() < 2 {
+        return Err("merging needs the records of at least 2 runs".into());
+    }
+    if let Some(p) = parts.iter().find(|p| p.runs != runs) {
+        return Err(format!(
+            "run {} is a run of {} and another of {runs}: merge the runs of one --runs R",
+            p.run, p.runs
+        ));
+    }
+    let mut slots: Vec<Option<RunPart>> = vec![None; runs];
+    for p in parts {
+        let r = p.run;
+        match slots.get_mut(r.wrapping_sub(1)) {
+            Some(slot @ None) => *slot = Some(p),
+            Some(Some(_)) => return Err(format!("run {r} is given twice")),
+            None => return Err(format!("run {r} is not a run of {runs}")),
+        }
+    }
+    let missing: Vec<String> = (1..=runs)
+        .filter(|r| slots[r - 1].is_none())
+        .map(|r| r.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "the runs of --runs {runs} are incomplete: run(s) {} missing",
+            missing.join(", ")
+        ));
+    }
+    Ok(slots
+        .into_iter()
+        .flatten()
+        .map(|p| (p.seed, p.cloud))
+        .collect())
+}
+
 /// log Ẑ across runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LogZRuns {
