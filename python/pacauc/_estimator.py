@@ -21,18 +21,12 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import roc_auc_score
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted
 
 from . import _native, _table
 
-try:  # scikit-learn ≥ 1.6
-    from sklearn.utils.validation import validate_data as _validate_data
-except ImportError:  # pragma: no cover - older scikit-learn
-
-    def _validate_data(est, X="no_validation", y="no_validation", **kw):
-        return est._validate_data(X, y, **kw)
-
+from sklearn.utils.validation import validate_data as _validate_data
 
 REGISTRY = json.loads(_native.registry_json())
 SETTINGS = {s["key"]: s for s in REGISTRY["settings"]}
@@ -150,6 +144,13 @@ class GibbsAUCBase(ClassifierMixin, BaseEstimator):
             )
             columns = _table.array_columns(Xv)
         check_classification_targets(y)
+        kind = type_of_target(y, input_name="y")
+        if kind != "binary":
+            raise ValueError(
+                f"Only binary classification is supported. The type of the target is {kind}: "
+                "GibbsAUC scores rows so that one class ranks above the other (AUC); give two "
+                "classes, or one class against the rest"
+            )
         classes = np.unique(y)
         if len(classes) < 2:
             raise ValueError(
@@ -302,7 +303,7 @@ class GibbsAUCBase(ClassifierMixin, BaseEstimator):
         return to_inference_data(self)
 
     def __getstate__(self):
-        state = dict(self.__dict__)
+        state = dict(super().__getstate__())  # object's is the live __dict__
         if "_record" in state:
             state["_record"] = state["_record"].to_json()
         state.pop("record_", None)
@@ -310,19 +311,21 @@ class GibbsAUCBase(ClassifierMixin, BaseEstimator):
 
     def __setstate__(self, state):
         record = state.pop("_record", None)
-        self.__dict__.update(state)
+        super().__setstate__(state)
         if record is not None:
             self._set_record(_native.Record.from_json(record), announce=False)
 
     # --- scikit-learn tags ----------------------------------------------------
+    def __sklearn_is_fitted__(self):
+        # (`lambda_` is a keyword, not a fitted attribute.)
+        return hasattr(self, "record_")
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
         tags.input_tags.allow_nan = self.missing == "drop"
         return tags
 
-    def _more_tags(self):  # scikit-learn < 1.6
-        return {"binary_only": True, "allow_nan": self.missing == "drop"}
 
 
 def _num(v):
@@ -340,14 +343,13 @@ class _ProgressBar:
 
     def __call__(self, text):
         e = json.loads(text)
-        kind = next(iter(e)) if isinstance(e, dict) else str(e)
-        self.n += 1
-        body = e[kind] if isinstance(e, dict) else {}
-        bits = []
-        for key in ("stage", "sweep", "iter", "gamma", "ess", "delta"):
-            if isinstance(body, dict) and key in body and isinstance(body[key], (int, float)):
-                bits.append(f"{key} {body[key]:.4g}")
-        self.out.write(f"\r\x1b[2K{kind} {' '.join(bits)}")
+        if e.get("event") == "log":
+            return
+        bits = [str(e.get("event", ""))]
+        for key in ("stage", "sweep", "iteration", "batch", "gamma", "ess_frac", "delta", "rhat"):
+            if isinstance(e.get(key), (int, float)):
+                bits.append(f"{key} {e[key]:.4g}")
+        self.out.write("\r\x1b[2K" + "  ".join(bits))
         self.out.flush()
 
 

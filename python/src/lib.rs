@@ -12,8 +12,8 @@
 //! 50 ms to hand events to the progress callback and to check for Ctrl-C,
 //! which cancels the engine through its `Control`.
 
-use std::path::{Path, PathBuf};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender as SyncSender};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use numpy::PyReadonlyArray1;
@@ -139,7 +139,11 @@ fn given_of(spec_json: &str) -> PyResult<(String, Vec<(String, String)>)> {
                 }
             }
         } else if let Some(text) = spec::text::explicit_text(&spec, s) {
-            let text = if s.kind == Kind::Switch { "true".into() } else { text };
+            let text = if s.kind == Kind::Switch {
+                "true".into()
+            } else {
+                text
+            };
             given.push((s.key.to_string(), text));
         }
     }

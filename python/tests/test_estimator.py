@@ -185,3 +185,28 @@ def test_text_columns_are_one_hot_encoded_as_from_a_file(toy):
     est = GibbsAUC(method="logit").fit(df, y)
     assert any(n.startswith("site=") for n in est.coef_names_)
     assert est.decision_function(df).shape == (len(df),)
+
+
+def test_ctrl_c_cancels_a_run(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = (
+        "import numpy as np, pacauc, sys\n"
+        "rng = np.random.default_rng(0); X = rng.normal(size=(3000, 30)); y = (X[:, 0] > 0).astype(int)\n"
+        "print('fitting', flush=True)\n"
+        "try:\n"
+        "    pacauc.GibbsAUC(method='smc', particles=200000).fit(X, y)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True); sys.exit(7)\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "fitting"
+    time.sleep(1.5)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 7 and "interrupted" in out
+    assert time.monotonic() - t0 < 30, "the engine stopped at its next checkpoint"

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::Mode;
 use super::config::{DataPlan, EP_KEY, GammaPolicy, MethodPlan, QUICK_FOLDS, QUICK_GRID};
+use crate::engine::Control;
 use crate::engine::data::{Dataset, Prepared};
 use crate::engine::record::{RunRecord, write_atomic};
-use crate::engine::Control;
 use crate::spec::{self, PriorKind, RunSpec, registry};
 
 /// Which run: data set, method column, split seed.

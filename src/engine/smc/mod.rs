@@ -100,7 +100,12 @@ impl Engine for PooledRuns {
         serde_json::to_value(&self.settings).unwrap_or_default()
     }
 
-    fn run(&self, problem: &Problem, _: &Control, _: &mut dyn Observer) -> Result<Fit, EngineError> {
+    fn run(
+        &self,
+        problem: &Problem,
+        _: &Control,
+        _: &mut dyn Observer,
+    ) -> Result<Fit, EngineError> {
         if self.runs.iter().any(|(_, r)| r.d != problem.d()) {
             return Err(EngineError::InvalidParams(
                 "the runs' clouds do not have the data's dimension".into(),
