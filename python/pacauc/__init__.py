@@ -7,8 +7,23 @@ estimators over the same spec, engine and run records as the `pacauc` CLI.
     est.decision_function(X_new); est.save("run.json")   # pacauc predict run.json new.csv
 """
 
-from . import _native
+import os as _os
+
+# The matrix products' thread pool (matrixmultiply's) is process-wide and
+# does not survive `fork`: a child forked after a threaded product deadlocks
+# in its next one. One product thread by default makes pacauc fork-safe (the
+# rayon pool of `n_jobs` threads is made per call); set MATMUL_NUM_THREADS
+# before importing pacauc for threaded products, and then use multiprocessing's
+# 'spawn' or 'forkserver' start method (a forked child refuses to run).
+_os.environ.setdefault("MATMUL_NUM_THREADS", "1")
+_THREADED_PRODUCTS = _os.environ["MATMUL_NUM_THREADS"].strip() not in ("", "0", "1")
+
+from . import _native  # noqa: E402
+from . import _estimator as _est  # noqa: E402
 from ._estimator import GibbsAUC, PacaucWarning, REGISTRY, from_record
+
+if _THREADED_PRODUCTS and hasattr(_os, "register_at_fork"):
+    _os.register_at_fork(after_in_child=_est.forked)
 
 __all__ = ["GibbsAUC", "PacaucWarning", "load", "loads", "fit_file", "merge", "settings"]
 __version__ = _native.__version__
@@ -32,6 +47,7 @@ def fit_file(path, method="ep", *, n_jobs=None, progress=None, **settings):
     `test_frac` says otherwise); returns the fitted estimator."""
     settings.setdefault("test_frac", None)
     est = GibbsAUC(method=method, n_jobs=n_jobs, progress=progress, **settings)
+    _est.check_not_forked()
     record = _native.fit_file(
         str(path), str(method), est._given(), n_jobs, est._progress_callback()
     )
@@ -61,6 +77,7 @@ def merge(runs):
             with open(r, encoding="utf-8") as f:
                 texts.append(f.read())
             names.append(str(r))
+    _est.check_not_forked()
     record = _native.merge(texts, names)
     est = from_record(record)
     est._set_record(record, announce=True)

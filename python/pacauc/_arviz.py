@@ -10,6 +10,10 @@ their posterior is 1000 seeded draws from the record's Gaussian (the full
 covariance where the record stores it, else the marginal sds) — a
 description of that Gaussian, not samples of the Gibbs posterior.
 
+An SMC run's particles are exchangeable but stored in ancestor order, so
+they are shuffled (seeded) within each run before ArviZ splits chains in
+halves; a gcs chain keeps its time order.
+
 `sample_stats` holds each kept draw's class cut (`threshold`). Extra groups:
 `smc_stages` (γ, ESS/N, acceptance, moves, log Z, mean risk per stage and
 run), `ep_sweeps` (Δ, η, log Z per sweep), `gcs_batches` (R-hat, ESS per
@@ -59,7 +63,17 @@ def to_inference_data(est):
             [np.arange(c * len(draws) // chains, c * len(draws) // chains + per) for c in range(chains)]
         )
         theta = draws[keep].reshape(chains, per, -1)
-        stats = {"threshold": thresholds[keep].reshape(chains, per)}
+        cuts = thresholds[keep].reshape(chains, per)
+        if est.record_["method"] == "smc":
+            # A run's particles are exchangeable but kept in ancestor order
+            # after resampling: a seeded shuffle within each run, so that
+            # ArviZ's split R-hat compares halves of the cloud, not of the order.
+            rng = np.random.default_rng(0)
+            for c in range(chains):
+                order = rng.permutation(per)
+                theta[c] = theta[c][order]
+                cuts[c] = cuts[c][order]
+        stats = {"threshold": cuts}
         source = "the record's kept posterior draws"
     else:
         theta = _gaussian_draws(est)[None, :, :]

@@ -39,6 +39,24 @@ EXTRA = ("n_jobs", "progress")
 DEFAULTS = {"method": "ep", "test_frac": 0.0}
 
 
+_FORKED = []
+
+
+def forked():
+    """Called in a child forked while threaded matrix products are on."""
+    _FORKED.append(True)
+
+
+def check_not_forked():
+    if _FORKED:
+        raise RuntimeError(
+            "pacauc cannot run in a process forked from one that imported it with "
+            "MATMUL_NUM_THREADS > 1 (the matrix products' thread pool does not survive fork): "
+            "use multiprocessing's 'spawn' or 'forkserver' start method, or leave "
+            "MATMUL_NUM_THREADS unset"
+        )
+
+
 class PacaucWarning(UserWarning):
     """A reason to doubt a fit (the record's `warnings`, with its code)."""
 
@@ -178,6 +196,7 @@ class GibbsAUCBase(ClassifierMixin, BaseEstimator):
         wanted = str(getattr(y, "name", None) or "y") if frame else "y"
         target = _table.free_name(wanted, set(header))
         name = "<DataFrame>" if frame else "<array>"
+        check_not_forked()
         record = _native.fit_table(
             name,
             str(self.method),
@@ -230,6 +249,7 @@ class GibbsAUCBase(ClassifierMixin, BaseEstimator):
                 else [f"x{j}" for j in range(Xv.shape[1])]
             )
             columns = _table.array_columns(Xv)
+        check_not_forked()
         out = self._record.predict(header, columns)
         bad = [(i, s) for i, s in enumerate(out["status"]) if s != "ok"]
         if bad:

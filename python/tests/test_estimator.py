@@ -210,3 +210,20 @@ def test_ctrl_c_cancels_a_run(tmp_path):
     out, _ = p.communicate(timeout=60)
     assert p.returncode == 7 and "interrupted" in out
     assert time.monotonic() - t0 < 30, "the engine stopped at its next checkpoint"
+
+
+def _fit_in_child(seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(300, 40))
+    y = (X[:, 0] + rng.normal(size=300) > 0).astype(int)
+    return GibbsAUC(method="ep", is_draws=0).fit(X, y).record_["converged"]
+
+
+def test_a_process_forked_after_a_fit_can_fit(toy):
+    # The matrix products keep one thread by default (pacauc sets
+    # MATMUL_NUM_THREADS=1 unless given): no pool for a fork to break.
+    import multiprocessing as mp
+
+    _fit_in_child(0)
+    with mp.get_context("fork").Pool(1) as pool:
+        assert pool.map_async(_fit_in_child, [1]).get(timeout=120) == [True]
