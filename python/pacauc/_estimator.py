@@ -143,7 +143,7 @@ class GibbsAUCBase(ClassifierMixin, BaseEstimator):
         frame = _table.is_dataframe(X)
         text_cols = _table.text_columns(X)
         if text_cols:
-            _, y = _validate_data(self, X="no_validation", y=y, reset=True)
+            y = _validate_data(self, X="no_validation", y=y, reset=True)
             self.n_features_in_ = X.shape[1]
             self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
             header = list(self.feature_names_in_)
