@@ -13,7 +13,7 @@ use super::settings_args::{self, All, SettingArgs};
 use super::table::print_table;
 use crate::engine::data::{Dataset, Prepared};
 use crate::engine::quality;
-use crate::engine::record::{RunRecord, Seconds, check_writable, write_atomic};
+use crate::engine::record::{check_writable, write_atomic};
 use crate::engine::{Control, Engine, EngineError, Problem};
 use crate::spec::{self, RunSpec, SpecError, registry};
 
@@ -135,7 +135,6 @@ pub fn load(spec: &RunSpec, announce: bool) -> Result<Loaded, CliError> {
 }
 
 pub fn run(args: &FitArgs, threads: Option<usize>) -> Result<(), CliError> {
-    let t0 = Instant::now();
     let spec = args.spec(threads)?;
     if let Some(path) = &args.out {
         check_writable(path).map_err(|e| {
@@ -151,28 +150,17 @@ pub fn run(args: &FitArgs, threads: Option<usize>) -> Result<(), CliError> {
         load_seconds: load_s,
     } = load(&spec, true)?;
     let ctl = Control::new();
-    let t1 = Instant::now();
     let mut progress = Progress::new(show_progress);
-    let mut fit = engine.run(&problem, &ctl, &mut progress)?;
+    let record = spec::run::record(
+        &spec,
+        (&ds, &prepared),
+        engine.as_ref(),
+        &problem,
+        &ctl,
+        &mut progress,
+        load_s,
+    )?;
     progress.finish();
-    if fit.trace.is_empty() {
-        // As the explorer's worker does: the observed events.
-        fit.trace = std::mem::take(&mut progress.trace);
-    }
-    let fit_s = t1.elapsed().as_secs_f64();
-    let seconds = Seconds {
-        load: load_s,
-        fit: fit_s,
-        total: t0.elapsed().as_secs_f64(),
-    };
-    let record = RunRecord::new(
-        &ds,
-        &prepared,
-        &fit,
-        spec.to_value(),
-        engine.params(),
-        seconds,
-    );
     // The doubtful results the record lists, in every format (the data's and
     // the engine's own warnings were printed as they came).
     for w in record

@@ -6,6 +6,7 @@ mod bound;
 mod explore;
 pub mod fit;
 mod gen_demo;
+mod merge;
 mod path;
 mod plot;
 mod predict;
@@ -46,6 +47,8 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Fit one method headless and print the run record (JSON) or a table.
     Fit(Box<FitArgs>),
+    /// Pool SMC runs made apart (`fit --runs R --run r`) into the record `--runs R` makes.
+    Merge(merge::MergeArgs),
     /// Score the rows of a CSV file with a run record's model.
     Predict(PredictArgs),
     /// The spike-and-slab regularisation path: EP over a grid of spike variances v0.
@@ -98,6 +101,7 @@ pub fn main() -> ExitCode {
                 Command::Explore(args) => explore::explore(args, cli.threads),
                 Command::Replay(args) => explore::replay(args),
                 Command::Fit(args) => fit::run(args, cli.threads),
+                Command::Merge(args) => merge::run(args),
                 Command::Predict(args) => predict::run(args),
                 Command::Path(args) => path::run(args),
                 Command::Plot(args) => plot::run(args),

@@ -21,8 +21,6 @@ pub struct Progress {
     last_gamma: Option<f64>,
     /// γ_T of the run.
     target_gamma: Option<f64>,
-    /// The events as a record's trace keeps them (for engines without their own).
-    pub trace: Vec<Event>,
 }
 
 /// Seconds left of an SMC run at stage `stage` (γ_prev → γ after `elapsed`
@@ -67,7 +65,6 @@ impl Progress {
             printed: HashSet::new(),
             last_gamma: None,
             target_gamma: None,
-            trace: Vec::new(),
         }
     }
 
@@ -114,7 +111,6 @@ impl Progress {
 
 impl Observer for Progress {
     fn observe(&mut self, event: Event) {
-        self.trace.extend(event.for_trace());
         if let Event::Log {
             level: LogLevel::Warn,
             message,

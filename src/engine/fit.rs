@@ -141,6 +141,20 @@ impl IndependentRuns {
     }
 }
 
+/// One run of several made apart (`--run r` of `--runs R`) as its record keeps
+/// it. The cloud is the sampler's own persisted state: opaque here, read back
+/// only by the sampler that wrote it (`smc::runs::pool_parts`), so the core
+/// names no method's types.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunPart {
+    /// r (from 1) of `runs`.
+    pub run: usize,
+    pub runs: usize,
+    /// The run's SMC seed.
+    pub seed: u64,
+    pub cloud: serde_json::Value,
+}
+
 /// Which method made a fit (the record's `engine`, as on the command line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -256,6 +270,10 @@ pub struct Fit {
     /// record: `details.cv` has it).
     #[serde(skip)]
     pub cv: Option<CvSummary>,
+    /// One run of several made apart (`--run r` of `--runs R`): its whole
+    /// cloud, for `pacauc merge`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<RunPart>,
 }
 
 impl Fit {
@@ -284,6 +302,7 @@ impl Fit {
             particles: None,
             reports: Vec::new(),
             cv: None,
+            part: None,
         }
     }
 }

@@ -43,6 +43,12 @@ pub struct Model {
     /// each, for every new row's vote (`agreement`, `--rank-uncertain`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub votes: Option<Votes>,
+    /// The point score's class cut: the midpoint between the training rows'
+    /// k-th and (k+1)-th largest scores, k the training positives — the rule
+    /// of the votes' draws applied to the point score (an AUC score has no
+    /// scale of its own). None in records written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
 }
 
 /// The posterior covariance V of a linear score's θ, as stored.
@@ -77,7 +83,7 @@ impl Model {
                 reason: "constant on the training rows".into(),
             }
         }));
-        Model {
+        let mut model = Model {
             schema: ds.schema.clone(),
             dropped_columns,
             features: prepared.names.clone(),
@@ -85,7 +91,20 @@ impl Model {
             score: fit.model.clone(),
             spread: spread_of(fit),
             votes: votes_of(prepared, fit),
-        }
+            threshold: None,
+        };
+        model.threshold = model.point_threshold(prepared);
+        model
+    }
+
+    /// The point score's cut on the training rows (`threshold`); None when
+    /// they are all of one class.
+    fn point_threshold(&self, prepared: &Prepared) -> Option<f64> {
+        let y = &prepared.train.y;
+        let k = y.iter().filter(|&&b| b).count();
+        (k > 0 && k < y.len())
+            .then(|| super::votes::top_k_threshold(self.predict(&prepared.train.x).0, k))
+            .filter(|t| t.is_finite())
     }
 
     /// The posterior's vote on rows of standardised features (None: the model

@@ -9,7 +9,7 @@ use std::path::Path;
 use nalgebra::DMatrix;
 use serde::Serialize;
 
-use super::data::read_rows_to_score;
+use super::data::{RowsToScore, read_rows_to_score, rows_to_score_of_bytes};
 use super::metrics::auc;
 use super::model::Model;
 
@@ -34,6 +34,10 @@ pub struct Prediction {
     /// The row has a label (the target column is present and filled in).
     #[serde(skip)]
     pub labelled: bool,
+    /// The model's class call (the votes' majority, else the score above `Model::threshold`; None: not scored, or a
+    /// record without a class rule).
+    #[serde(skip)]
+    pub positive: Option<bool>,
     /// `ok`, or why the row was not scored.
     pub status: String,
 }
@@ -69,6 +73,17 @@ impl Predictions {
 /// Scores the rows of `path` with `model`.
 pub fn predict_file(model: &Model, path: &Path) -> Result<Predictions, String> {
     let t = read_rows_to_score(path, &model.schema).map_err(|e| e.to_string())?;
+    predict_rows(model, &t)
+}
+
+/// Scores CSV text held in memory (named `name` in messages) with `model`,
+/// exactly as `predict_file` scores the same text in a file.
+pub fn predict_bytes(model: &Model, name: &Path, bytes: &[u8]) -> Result<Predictions, String> {
+    let t = rows_to_score_of_bytes(name, bytes, &model.schema).map_err(|e| e.to_string())?;
+    predict_rows(model, &t)
+}
+
+fn predict_rows(model: &Model, t: &RowsToScore) -> Result<Predictions, String> {
     let names = model.schema.feature_names();
     let cols = model
         .features
@@ -89,6 +104,14 @@ pub fn predict_file(model: &Model, path: &Path) -> Result<Predictions, String> {
     }
     let (scores, sds) = model.predict(&x);
     let votes = model.vote(&x);
+    // The class rule: the posterior's majority vote where the model keeps
+    // draws, else the point score above the record's training cut.
+    let classes: Option<Vec<bool>> = match &votes {
+        Some(v) => Some(v.iter().map(|v| v.positive).collect()),
+        None => model
+            .threshold
+            .map(|t| scores.iter().map(|&s| s > t).collect()),
+    };
     let labelled = |k: usize| {
         t.labels
             .as_ref()
@@ -110,6 +133,7 @@ pub fn predict_file(model: &Model, path: &Path) -> Result<Predictions, String> {
                     agreement: v.map(|v| v.agreement),
                     entropy: v.map(|v| v.entropy),
                     labelled: labelled(k),
+                    positive: classes.as_ref().map(|c| c[*i]),
                     status: "ok".into(),
                 }
             }
@@ -121,6 +145,7 @@ pub fn predict_file(model: &Model, path: &Path) -> Result<Predictions, String> {
                 agreement: None,
                 entropy: None,
                 labelled: labelled(k),
+                positive: None,
                 status: why.clone(),
             },
         })

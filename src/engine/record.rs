@@ -45,6 +45,10 @@ pub struct DatasetReport {
     pub id_like: Vec<String>,
     pub warnings: Vec<String>,
     pub summary: Vec<FeatureSummary>,
+    /// Label value → kept rows (the classes a reader gives back, e.g.
+    /// Python's `classes_`); empty in records written before it.
+    #[serde(default)]
+    pub label_counts: BTreeMap<String, usize>,
 }
 
 impl DatasetReport {
@@ -66,6 +70,7 @@ impl DatasetReport {
             id_like: ds.report.id_like.clone(),
             warnings: ds.report.warnings.clone(),
             summary: ds.summary.clone(),
+            label_counts: ds.report.label_counts.clone(),
         }
     }
 }
@@ -159,6 +164,11 @@ pub struct RunRecord {
     /// (and in records written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs: Option<super::fit::IndependentRuns>,
+    /// One SMC run of several made apart (`--run r` of `--runs R`): its
+    /// whole cloud, which `pacauc merge` pools with the other runs' into
+    /// the record `--runs R` makes in one process. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<super::fit::RunPart>,
     pub seconds: Seconds,
     pub coefficients: Vec<Coefficient>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -271,6 +281,7 @@ impl RunRecord {
             log_evidence: fit.log_evidence,
             bound: fit.bound.clone(),
             runs: fit.runs.clone(),
+            part: fit.part.clone(),
             inclusion,
             trace: fit.trace.clone(),
             roc,

@@ -100,12 +100,14 @@ pub fn top_k_thresholds(draws: &DMatrix<f64>, train: &DMatrix<f64>, k: usize) ->
     let scores = a_bt(train, draws);
     scores
         .column_iter()
-        .map(|c| {
-            let mut v: Vec<f64> = c.iter().copied().collect();
-            v.sort_unstable_by(|a, b| b.total_cmp(a));
-            0.5 * (v[k - 1] + v[k])
-        })
+        .map(|c| top_k_threshold(c.iter().copied().collect(), k))
         .collect()
+}
+
+/// The midpoint between the k-th and (k+1)-th largest of `scores` (1 ≤ k < len).
+pub fn top_k_threshold(mut scores: Vec<f64>, k: usize) -> f64 {
+    scores.sort_unstable_by(|a, b| b.total_cmp(a));
+    0.5 * (scores[k - 1] + scores[k])
 }
 
 /// Draws a record keeps for the vote: up to `VOTE_DRAWS`, fewer when d is

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::Mode;
 use super::config::{DataPlan, EP_KEY, GammaPolicy, MethodPlan, QUICK_FOLDS, QUICK_GRID};
+use crate::engine::Control;
 use crate::engine::data::{Dataset, Prepared};
-use crate::engine::record::{RunRecord, Seconds, write_atomic};
-use crate::engine::{Control, Event};
+use crate::engine::record::{RunRecord, write_atomic};
 use crate::spec::{self, PriorKind, RunSpec, registry};
 
 /// Which run: data set, method column, split seed.
@@ -268,28 +268,16 @@ fn fit(spec: &RunSpec, data: &mut SplitData) -> Result<RunRecord, String> {
     let (ds, prepared) = data.get(spec)?;
     let load = t0.elapsed().as_secs_f64();
     let spec::Built { engine, problem } = spec::build(spec, prepared).map_err(|e| e.to_string())?;
-    let mut trace: Vec<Event> = Vec::new();
-    let mut observe = |e: Event| trace.extend(e.for_trace());
-    let t1 = Instant::now();
-    let mut fit = engine
-        .run(&problem, &Control::new(), &mut observe)
-        .map_err(|e| e.to_string())?;
-    if fit.trace.is_empty() {
-        fit.trace = trace;
-    }
-    let seconds = Seconds {
+    spec::run::record(
+        spec,
+        (ds, prepared),
+        engine.as_ref(),
+        &problem,
+        &Control::new(),
+        &mut crate::engine::NoObserver,
         load,
-        fit: t1.elapsed().as_secs_f64(),
-        total: t0.elapsed().as_secs_f64(),
-    };
-    Ok(RunRecord::new(
-        ds,
-        prepared,
-        &fit,
-        spec.to_value(),
-        engine.params(),
-        seconds,
-    ))
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// The runs of one split of `data`, in `methods` order (EP Gaussian first:

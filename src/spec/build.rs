@@ -48,6 +48,15 @@ impl DataSpec {
         Ok((ds, prepared))
     }
 
+    /// As `load`, for CSV text held in memory (`path` names it in messages and
+    /// the record; a `test` file is still read from disk).
+    pub fn load_bytes(&self, bytes: &[u8]) -> Result<(Dataset, Prepared), String> {
+        let ds = Dataset::from_csv_bytes(&self.path, bytes, &self.load_options())
+            .map_err(|e| e.to_string())?;
+        let prepared = self.prepare(&ds)?;
+        Ok((ds, prepared))
+    }
+
     /// The split of a loaded training file (its test file read here).
     pub fn prepare(&self, ds: &Dataset) -> Result<Prepared, String> {
         match &self.test {
@@ -108,7 +117,11 @@ pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
 /// Gaussian approximations, the importance-sampling check (the baselines as
 /// they are).
 pub fn certified_engine(spec: &RunSpec) -> Box<dyn Engine> {
-    let inner = engine(spec);
+    certify(spec, engine(spec))
+}
+
+/// `inner` with the certificate `spec` asks for (the baselines as they are).
+pub fn certify(spec: &RunSpec, inner: Box<dyn Engine>) -> Box<dyn Engine> {
     match spec.method.certificate() {
         Some((epsilon, is_draws)) => Box::new(Certified {
             engine: inner,
@@ -213,6 +226,7 @@ pub fn smc_settings(s: &SmcSpec, seed: u64) -> SmcSettings {
         max_stages: s.max_stages,
         seed: s.smc_seed.unwrap_or(seed),
         runs: s.runs,
+        part: s.run,
         ..d
     }
 }

@@ -6,8 +6,10 @@
 
 pub mod build;
 pub mod error;
+pub mod merge;
 mod methods;
 pub mod registry;
+pub mod run;
 pub mod run_spec;
 pub mod setting;
 pub mod text;

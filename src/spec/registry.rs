@@ -377,6 +377,15 @@ pub const SETTINGS: &[Setting] = &[
         group: Group::Smc,
         ..setting("runs", "method.runs", Kind::Count(1))
     },
+    Setting {
+        label: "only run r",
+        help: "Only run r of the R independent runs (the seed --runs R gives it), its whole cloud kept in the record: make the R runs apart (other processes or machines) and pool them with `pacauc merge` into the record --runs R makes.",
+        unset: "every run",
+        methods: SMC,
+        priors: THETA_PRIORS,
+        group: Group::Smc,
+        ..setting("run", "method.run", Kind::Count(1))
+    },
     // EP.
     Setting {
         label: "damping η",

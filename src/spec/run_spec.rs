@@ -269,6 +269,9 @@ pub struct SmcSpec {
     pub smc_seed: Option<u64>,
     /// Independent runs R, pooled (R ≥ 2 adds R-hat and log Z ± sd across runs).
     pub runs: usize,
+    /// Only run r (from 1) of the R, its cloud kept for `pacauc merge`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<usize>,
     /// The PAC-Bayes certificate's ε (confidence 1 − ε).
     pub epsilon: f64,
     /// γ grid of the cross-validation along the SMC path, as multiples of n (γ = auto).
@@ -293,6 +296,7 @@ impl Default for SmcSpec {
             max_stages: 1000,
             smc_seed: None,
             runs: 1,
+            run: None,
             epsilon: DEFAULT_EPSILON,
             gamma_grid: EpSpec::default().gamma_grid,
             folds: 5,

@@ -103,6 +103,24 @@ pub fn check(spec: &RunSpec) -> Result<(), SpecError> {
                 ),
             ));
         }
+        if let Some(r) = smc.run {
+            if smc.runs < 2 || r > smc.runs {
+                return Err(SpecError::field(
+                    "run",
+                    format!(
+                        "({r}) must be one of the runs 1..=R of `runs` R ≥ 2 (runs is {})",
+                        smc.runs
+                    ),
+                ));
+            }
+            if spec.gamma == Some(Gamma::Auto) {
+                return Err(SpecError::field(
+                    "run",
+                    "does not apply with `gamma` auto (the runs of the final fit follow the \
+                     cross-validation in one process)",
+                ));
+            }
+        }
         if smc.kernel == SmcKernel::Pcn && prior == Some(PriorKind::SpikeSlab) {
             return Err(SpecError::field(
                 "kernel",

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use nalgebra::DMatrix;
 
-use super::csv_read::{RawTable, is_missing, parse_number, read_table};
+use super::csv_read::{RawTable, is_missing, parse_number, parse_table, read_table};
 use super::error::DataError;
 use super::load::find_column;
 use super::schema::{ColumnRule, Schema, canonical_label};
@@ -32,7 +32,19 @@ pub struct RowsToScore {
 
 /// Reads `path` with the training `schema`.
 pub fn read_rows_to_score(path: &Path, schema: &Schema) -> Result<RowsToScore, DataError> {
-    let raw = read_table(path)?;
+    rows_to_score(path, read_table(path)?, schema)
+}
+
+/// CSV text held in memory (named `name` in messages), read with the training `schema`.
+pub fn rows_to_score_of_bytes(
+    name: &Path,
+    bytes: &[u8],
+    schema: &Schema,
+) -> Result<RowsToScore, DataError> {
+    rows_to_score(name, parse_table(name, bytes)?, schema)
+}
+
+fn rows_to_score(path: &Path, raw: RawTable, schema: &Schema) -> Result<RowsToScore, DataError> {
     let cols = schema
         .rules
         .iter()

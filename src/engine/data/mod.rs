@@ -15,7 +15,7 @@ mod summary;
 mod target;
 mod typing;
 
-pub use apply::{RowsToScore, read_rows_to_score};
+pub use apply::{RowsToScore, read_rows_to_score, rows_to_score_of_bytes};
 pub use csv_read::is_missing;
 pub use error::{DataError, DataErrorDetails, DataErrorKind};
 pub use load::{CleaningReport, Dataset, DroppedColumn, EncodedColumn, LoadOptions, MissingPolicy};

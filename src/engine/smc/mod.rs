@@ -80,6 +80,40 @@ impl Engine for Smc {
     }
 }
 
+/// SMC runs made apart (`SmcSettings::part`), pooled as `runs` ≥ 2 pools the
+/// runs it makes: the engine of `pacauc merge`.
+#[derive(Debug, Clone)]
+pub struct PooledRuns {
+    /// The settings of the `runs` R run (no `part`).
+    pub settings: SmcSettings,
+    /// Every run in run order, with its seed.
+    pub runs: Vec<(u64, SmcRun)>,
+}
+
+impl Engine for PooledRuns {
+    fn name(&self) -> &'static str {
+        "smc"
+    }
+
+    fn params(&self) -> serde_json::Value {
+        serde_json::to_value(&self.settings).unwrap_or_default()
+    }
+
+    fn run(
+        &self,
+        problem: &Problem,
+        _: &Control,
+        _: &mut dyn Observer,
+    ) -> Result<Fit, EngineError> {
+        if self.runs.iter().any(|(_, r)| r.d != problem.d()) {
+            return Err(EngineError::InvalidParams(
+                "the runs' clouds do not have the data's dimension".into(),
+            ));
+        }
+        Ok(runs::build_fit(problem, &self.settings, self.runs.clone()))
+    }
+}
+
 /// One linear-score SMC fit at `problem.gamma`: a single run, or `settings.runs`
 /// independent runs pooled (the final fit of the γ cross-validation too).
 pub(crate) fn fit_linear(
@@ -89,6 +123,22 @@ pub(crate) fn fit_linear(
     obs: &mut dyn Observer,
 ) -> Result<Fit, EngineError> {
     let target = LinearAuc::new(&problem.x, &problem.y, problem.prior.clone());
+    if let Some(r) = settings.part {
+        // One run of several made apart: the run `run_all` would make r-th.
+        let seed = runs::run_seed(settings.seed, r - 1);
+        let one = SmcSettings {
+            seed,
+            runs: 1,
+            part: None,
+            ..settings.clone()
+        };
+        let run = sampler::run(&target, problem.gamma, &one, ctl, obs)?;
+        let part = runs::part_of(r, settings.runs, seed, &run)?;
+        let mut fit = build_fit(problem, &one, run);
+        fit.details["runs"] = runs::single_run_note();
+        fit.part = Some(part);
+        return Ok(fit);
+    }
     if settings.runs > 1 {
         let all = runs::run_all(&target, problem.gamma, settings, ctl, obs)?;
         return Ok(runs::build_fit(problem, settings, all));

@@ -32,7 +32,7 @@ use super::sampler::{self, SmcRun};
 use super::settings::SmcSettings;
 use super::target::Target;
 use crate::engine::event::{Event, LogLevel};
-use crate::engine::fit::{Fit, IndependentRuns, LogZRuns, RunSummary};
+use crate::engine::fit::{Fit, IndependentRuns, LogZRuns, RunPart, RunSummary};
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::mcmc_diag::rhat_unsplit;
 use crate::engine::numerics::rng;
@@ -40,6 +40,61 @@ use crate::engine::problem::Problem;
 
 /// RNG stream key of the runs' seeds (with the SMC seed and the run index).
 const KEY_RUN: u64 = 0x5EED_0010;
+
+/// The runs of `parts` in run order, once each and all R of them (an error
+/// naming what is missing, repeated or of another R).
+pub fn pool_parts(parts: Vec<RunPart>) -> Result<Vec<(u64, SmcRun)>, String> {
+    let runs = parts.first().map_or(0, |p| p.runs);
+    if parts.len() < 2 {
+        return Err("merging needs the records of at least 2 runs".into());
+    }
+    if let Some(p) = parts.iter().find(|p| p.runs != runs) {
+        return Err(format!(
+            "run {} is a run of {} and another of {runs}: merge the runs of one --runs R",
+            p.run, p.runs
+        ));
+    }
+    let mut slots: Vec<Option<RunPart>> = vec![None; runs];
+    for p in parts {
+        let r = p.run;
+        match slots.get_mut(r.wrapping_sub(1)) {
+            Some(slot @ None) => *slot = Some(p),
+            Some(Some(_)) => return Err(format!("run {r} is given twice")),
+            None => return Err(format!("run {r} is not a run of {runs}")),
+        }
+    }
+    let missing: Vec<String> = (1..=runs)
+        .filter(|r| slots[r - 1].is_none())
+        .map(|r| r.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "the runs of --runs {runs} are incomplete: run(s) {} missing",
+            missing.join(", ")
+        ));
+    }
+    slots
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let cloud = serde_json::from_value::<SmcRun>(p.cloud)
+                .map_err(|e| format!("run {}: its cloud is damaged: {e}", p.run))?;
+            Ok((p.seed, cloud))
+        })
+        .collect()
+}
+
+/// The part a run of several made apart leaves in its record: its whole cloud.
+pub fn part_of(run: usize, runs: usize, seed: u64, cloud: &SmcRun) -> Result<RunPart, EngineError> {
+    let cloud = serde_json::to_value(cloud)
+        .map_err(|e| EngineError::InvalidParams(format!("the run's cloud cannot be kept: {e}")))?;
+    Ok(RunPart {
+        run,
+        runs,
+        seed,
+        cloud,
+    })
+}
 
 /// The SMC seed of run `r` (from 0) of several: the first is the seed itself,
 /// so run 1 of R is the single run of that seed; the others come from the

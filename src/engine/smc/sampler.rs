@@ -79,7 +79,7 @@ pub struct StageInfo {
 }
 
 /// The particle cloud at the end of a run (row-major N × d) and its history.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SmcRun {
     pub d: usize,
     /// The move kernel used (`Auto` resolved).

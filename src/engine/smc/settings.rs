@@ -79,6 +79,10 @@ pub struct SmcSettings {
     /// derived from `seed` and pools their clouds (see `runs`).
     #[serde(default = "one_run")]
     pub runs: usize,
+    /// Only run r (from 1) of the `runs`, from the seed `runs` gives it, its
+    /// whole cloud kept for `runs::pool_parts` (runs made apart, merged later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<usize>,
 }
 
 /// Records from before the setting ran without local steps (the serde
@@ -109,6 +113,7 @@ impl Default for SmcSettings {
             local_share: LOCAL_SHARE,
             seed: 0,
             runs: 1,
+            part: None,
         }
     }
 }
