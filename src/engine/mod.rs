@@ -2,6 +2,7 @@
 //! baselines, run records and the models they hold (`model`, `predict`).
 
 pub mod baseline;
+pub mod auc_interval;
 pub mod bounds;
 pub mod certify;
 pub mod data;
@@ -18,6 +19,7 @@ pub mod mcmc_diag;
 pub mod metrics;
 pub mod model;
 pub mod pairs;
+pub mod posterior_auc;
 pub mod predict;
 pub mod prior;
 pub mod problem;

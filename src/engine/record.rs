@@ -8,12 +8,14 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::auc_interval::{AucInterval, delong};
 use super::bounds::Bound;
 use super::data::{Dataset, DroppedColumn, EncodedColumn, FeatureSummary, Prepared, SplitInfo};
 use super::event::{Event, Histogram};
 use super::fit::{Fit, ScoreModel};
 use super::metrics::{RocPoint, auc, roc_curve, thin_curve};
 use super::model::Model;
+use super::posterior_auc::{PosteriorAuc, posterior_auc};
 use super::prior::Prior;
 use super::quality::{self, Warning};
 
@@ -75,6 +77,9 @@ pub struct AucPair {
     #[serde(deserialize_with = "f64_or_nan")]
     pub train: f64,
     pub test: Option<f64>,
+    /// DeLong's interval of `test` (absent in records written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_interval: Option<AucInterval>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -82,6 +87,22 @@ pub struct AucReport {
     #[serde(deserialize_with = "f64_or_nan")]
     pub train: f64,
     pub test: Option<f64>,
+    /// DeLong's standard error and 95% interval of `train` (in-sample: the
+    /// rows the fit saw, so optimistic as the AUC itself is). Records written
+    /// before intervals have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_interval: Option<AucInterval>,
+    /// DeLong's standard error and 95% interval of `test`: the sampling
+    /// uncertainty over test rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_interval: Option<AucInterval>,
+    /// Bayesian fits: the test AUCs of posterior draws (the uncertainty about
+    /// θ, not over test rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_posterior: Option<PosteriorAuc>,
+    /// Why a Bayesian fit has no `test_posterior`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_posterior_missing: Option<String>,
     /// AUCs of other point scores of the same fit (e.g. the marginal mode).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub alternatives: BTreeMap<String, AucPair>,
@@ -189,21 +210,26 @@ pub fn evaluate(fit: &Fit, data: &Prepared) -> (AucReport, Roc) {
         (
             auc(&s, y),
             Curve::of(&thin_curve(&roc_curve(&s, y), ROC_POINTS)),
+            delong(&s, y),
         )
     };
-    let (train, roc_train) = eval(&fit.model, &data.train.x, &data.train.y);
+    let (train, roc_train, train_interval) = eval(&fit.model, &data.train.x, &data.train.y);
     let test = data.test.as_ref().map(|t| eval(&fit.model, &t.x, &t.y));
     let alternatives = fit
         .alt_models
         .iter()
         .map(|(name, m)| {
             let tr = auc(&m.score(&data.train.x), &data.train.y);
-            let te = data.test.as_ref().map(|t| auc(&m.score(&t.x), &t.y));
+            let te = data.test.as_ref().map(|t| {
+                let s = m.score(&t.x);
+                (auc(&s, &t.y), delong(&s, &t.y))
+            });
             (
                 name.clone(),
                 AucPair {
                     train: tr,
-                    test: te,
+                    test: te.map(|t| t.0),
+                    test_interval: te.and_then(|t| t.1),
                 },
             )
         })
@@ -212,10 +238,20 @@ pub fn evaluate(fit: &Fit, data: &Prepared) -> (AucReport, Roc) {
         train: roc_train,
         test: test.as_ref().map(|t| t.1.clone()).unwrap_or_default(),
     };
+    let posterior = data.test.as_ref().map(|t| posterior_auc(fit, &t.x, &t.y));
+    let (test_posterior, test_posterior_missing) = match posterior {
+        Some(Ok(p)) => (p, None),
+        Some(Err(why)) => (None, Some(why)),
+        None => (None, None),
+    };
     (
         AucReport {
             train,
+            train_interval,
+            test_interval: test.as_ref().and_then(|t| t.2),
             test: test.map(|t| t.0),
+            test_posterior,
+            test_posterior_missing,
             alternatives,
         },
         roc,
