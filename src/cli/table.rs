@@ -99,11 +99,30 @@ pub fn print_table(r: &RunRecord) {
     } else if r.details["runs"]["count"] == 1 {
         println!("runs      1 (no R-hat or log Z spread: they need --runs 2 or more)");
     }
-    println!(
-        "AUC       train {}   test {}",
-        num(Some(r.auc.train), 4),
-        num(r.auc.test, 4)
-    );
+    let a = &r.auc;
+    match &a.train_interval {
+        Some(i) => println!("AUC       train {} (in-sample)", i.describe()),
+        None => println!("AUC       train {}", num(Some(a.train), 4)),
+    }
+    match (&a.test_interval, a.test) {
+        (Some(i), _) => println!(
+            "          test  {} on {} positive / {} negative test rows",
+            i.describe(),
+            i.positives,
+            i.negatives
+        ),
+        (None, Some(t)) => println!("          test  {}", num(Some(t), 4)),
+        (None, None) => println!("          test  - (no test rows)"),
+    }
+    if let Some(p) = &a.test_posterior {
+        println!(
+            "          test  posterior draws' AUC: mean {:.4}, 95% of draws in {:.4}–{:.4} \
+             ({} draws; uncertainty about θ, not over test rows)",
+            p.mean, p.lower, p.upper, p.draws
+        );
+    } else if let Some(why) = &a.test_posterior_missing {
+        println!("          test  no posterior spread of the AUC: {why}");
+    }
     if let Some(b) = &r.bound {
         println!(
             "bound     1 − AUC ≤ {:.4} with probability ≥ {} (empirical {:.4}, KL {:.2}){}",
@@ -127,7 +146,9 @@ pub fn print_table(r: &RunRecord) {
         println!(
             "AUC ({name})  train {}   test {}",
             num(Some(a.train), 4),
-            num(a.test, 4)
+            a.test_interval
+                .as_ref()
+                .map_or_else(|| num(a.test, 4), |i| i.describe())
         );
     }
     println!(

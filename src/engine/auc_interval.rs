@@ -60,6 +60,54 @@ impl IntervalMethod {
     }
 }
 
+impl AucInterval {
+    /// "0.7870 ± 0.0253 (95% DeLong 0.7374–0.8366)".
+    pub fn describe(&self) -> String {
+        format!(
+            "{:.4} ± {:.4} ({:.0}% {} {:.4}–{:.4})",
+            self.auc,
+            self.se,
+            self.level * 100.0,
+            self.method.name(),
+            self.lower,
+            self.upper
+        )
+    }
+    /// "0.787 [0.737, 0.837]": for legends and narrow tables.
+    pub fn short(&self) -> String {
+        format!("{:.3} [{:.3}, {:.3}]", self.auc, self.lower, self.upper)
+    }
+}
+
+impl PairedAuc {
+    /// "+0.0240 ± 0.0150 (95% −0.0054 to +0.0534), p = 0.11 (DeLong, paired)".
+    pub fn describe(&self) -> String {
+        format!(
+            "{:+.4} ± {:.4} ({:.0}% {:+.4} to {:+.4}), p = {} ({}, paired)",
+            self.difference,
+            self.se,
+            self.level * 100.0,
+            self.lower,
+            self.upper,
+            p_text(self.p_value),
+            self.method.name()
+        )
+    }
+}
+
+/// A p-value for people: two significant digits, "< 0.0001" below.
+pub fn p_text(p: f64) -> String {
+    if !p.is_finite() {
+        "-".into()
+    } else if p < 1e-4 {
+        "< 0.0001".into()
+    } else if p < 0.01 {
+        format!("{p:.4}")
+    } else {
+        format!("{p:.2}")
+    }
+}
+
 /// The default confidence level.
 pub const LEVEL: f64 = 0.95;
 

@@ -89,6 +89,12 @@ fn roc_figure(app: &App) -> Option<crate::figures::Figure> {
                 } else {
                     rec.auc.train
                 },
+                interval: if test {
+                    rec.auc.test_interval.as_ref()
+                } else {
+                    rec.auc.train_interval.as_ref()
+                }
+                .map(|i| (i.lower, i.upper)),
             }
         })
         .collect();
