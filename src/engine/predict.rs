@@ -10,6 +10,7 @@ use nalgebra::DMatrix;
 use serde::Serialize;
 
 use super::data::read_rows_to_score;
+use super::auc_interval::{AucInterval, delong};
 use super::metrics::auc;
 use super::model::Model;
 
@@ -43,6 +44,8 @@ pub struct Prediction {
 pub struct LabelledAuc {
     /// None when the labelled rows are all of one class.
     pub auc: Option<f64>,
+    /// DeLong's SE and 95% interval of `auc`.
+    pub interval: Option<AucInterval>,
     pub rows: usize,
     pub positives: usize,
     pub target: String,
@@ -58,6 +61,9 @@ pub struct Predictions {
     pub has_sd: bool,
     /// How the votes were made (sample-based models), e.g. how many draws.
     pub votes: Option<String>,
+    /// The scored file's fingerprint (equal to a record's when it is the
+    /// file the model was fitted on).
+    pub fingerprint: String,
 }
 
 impl Predictions {
@@ -134,6 +140,7 @@ pub fn predict_file(model: &Model, path: &Path) -> Result<Predictions, String> {
         let positives = y.iter().filter(|&&b| b).count();
         LabelledAuc {
             auc: (positives > 0 && positives < y.len()).then(|| auc(&s, &y)),
+            interval: delong(&s, &y),
             rows: y.len(),
             positives,
             target: model.schema.target.clone(),
@@ -145,5 +152,6 @@ pub fn predict_file(model: &Model, path: &Path) -> Result<Predictions, String> {
         auc,
         has_sd: sds.is_some(),
         votes: model.votes.as_ref().map(|v| v.describe()),
+        fingerprint: t.fingerprint.clone(),
     })
 }

@@ -28,6 +28,8 @@ pub struct RowsToScore {
     /// Per input row, when the file has the target column: positive or not
     /// (None where the label is missing).
     pub labels: Option<Vec<Option<bool>>>,
+    /// The file's fingerprint (as a record's `dataset.fingerprint`).
+    pub fingerprint: String,
 }
 
 /// Reads `path` with the training `schema`.
@@ -68,6 +70,7 @@ pub fn read_rows_to_score(path: &Path, schema: &Schema) -> Result<RowsToScore, D
         x,
         rows,
         labels,
+        fingerprint: raw.fingerprint.clone(),
     })
 }
 
