@@ -131,6 +131,9 @@ pub fn spec_of(
     if let Some(g) = &gamma_text {
         given.push(("gamma", g));
     }
+    for (k, v) in &data.data_settings {
+        given.push((k, v));
+    }
     given.push(("seed", &seed_text));
     spec::from_given(file.to_path_buf(), m.method, &given).map_err(|e| e.to_string())
 }
