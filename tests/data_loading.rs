@@ -403,9 +403,9 @@ fn default_target_is_announced_and_a_likelier_one_named() {
         ds.report.target_rule
     );
     assert!(
-        ds.report.warnings.iter().any(
-            |w| w.contains("'outcome' (a target's name, rarer value 50.0%) looks at least as much like one") && w.contains("--target 'outcome'")
-        ),
+        ds.report.warnings.iter().any(|w| w.contains(
+            "'outcome' (a target's name, rarer value 50.0%) looks at least as much like one"
+        ) && w.contains("--target 'outcome'")),
         "{:?}",
         ds.report.warnings
     );

@@ -111,7 +111,12 @@ fn print_table(c: &Comparison) {
     for r in &c.rows {
         let auc = r.auc.as_ref().map_or_else(
             || r.status.clone(),
-            |a| format!("{:.4} ± {:.4} [{:.3}, {:.3}]", a.auc, a.se, a.lower, a.upper),
+            |a| {
+                format!(
+                    "{:.4} ± {:.4} [{:.3}, {:.3}]",
+                    a.auc, a.se, a.lower, a.upper
+                )
+            },
         );
         let diff = r.versus_reference.as_ref().map_or(String::new(), |p| {
             format!(

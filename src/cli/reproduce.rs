@@ -72,8 +72,11 @@ fn report(r: &RunResult) {
             "{:>8}  test AUC {}",
             duration(r.wall),
             r.summary
-                .and_then(|s| s.test_auc)
-                .map_or("-".into(), |a| format!("{a:.4}"))
+                .map_or("-".into(), |s| match (s.test_auc, s.test_se) {
+                    (Some(a), Some(se)) => format!("{a:.4} ± {se:.4}"),
+                    (Some(a), None) => format!("{a:.4}"),
+                    _ => "-".into(),
+                })
         ),
         Status::Reused => "  reused".into(),
         Status::Failed(e) => format!(

@@ -103,9 +103,7 @@ fn hanley_mcneil_rating_data() {
     let below = |k: usize| normal[..k].iter().sum::<usize>() as f64;
     let above = |k: usize| abnormal[k + 1..].iter().sum::<usize>() as f64;
     let v10: Vec<f64> = (0..5)
-        .flat_map(|k| {
-            std::iter::repeat_n((below(k) + 0.5 * normal[k] as f64) / q, abnormal[k])
-        })
+        .flat_map(|k| std::iter::repeat_n((below(k) + 0.5 * normal[k] as f64) / q, abnormal[k]))
         .collect();
     let v01: Vec<f64> = (0..5)
         .flat_map(|k| std::iter::repeat_n((above(k) + 0.5 * abnormal[k] as f64) / m, normal[k]))
@@ -215,5 +213,7 @@ fn logit_interval_stays_inside() {
     assert!(lo > 0.0 && hi < 1.0 && lo < 0.98 && hi > 0.98);
     // Inside [0, 1]: the Wald interval.
     let (lo, hi) = interval(0.7, 0.05, 0.95);
-    assert!((lo - (0.7 - 1.959964 * 0.05)).abs() < 1e-6 && (hi - (0.7 + 1.959964 * 0.05)).abs() < 1e-6);
+    assert!(
+        (lo - (0.7 - 1.959964 * 0.05)).abs() < 1e-6 && (hi - (0.7 + 1.959964 * 0.05)).abs() < 1e-6
+    );
 }

@@ -1,8 +1,8 @@
 //! The inference library: no terminal code. Data, metrics, priors, engines,
 //! baselines, run records and the models they hold (`model`, `predict`).
 
-pub mod baseline;
 pub mod auc_interval;
+pub mod baseline;
 pub mod bounds;
 pub mod certify;
 pub mod data;

@@ -79,7 +79,10 @@ fn draws(fit: &Fit, k: usize) -> Result<(DMatrix<f64>, &'static str), String> {
 /// Cholesky factor of `v`, adding a growing ridge when rounding makes it fail.
 fn cholesky_jittered(v: DMatrix<f64>) -> Option<DMatrix<f64>> {
     let d = v.nrows();
-    let scale = (0..d).map(|i| v[(i, i)].abs()).fold(0.0, f64::max).max(1e-300);
+    let scale = (0..d)
+        .map(|i| v[(i, i)].abs())
+        .fold(0.0, f64::max)
+        .max(1e-300);
     for jitter in [0.0, 1e-12, 1e-10, 1e-8] {
         let mut w = v.clone();
         for i in 0..d {
@@ -95,7 +98,11 @@ fn cholesky_jittered(v: DMatrix<f64>) -> Option<DMatrix<f64>> {
 /// The posterior spread of the AUC of `fit` on `x`, `y`: Ok(None) for a fit
 /// without a posterior (a baseline), Err with the reason when it has one but
 /// no spread can be given.
-pub fn posterior_auc(fit: &Fit, x: &DMatrix<f64>, y: &[bool]) -> Result<Option<PosteriorAuc>, String> {
+pub fn posterior_auc(
+    fit: &Fit,
+    x: &DMatrix<f64>,
+    y: &[bool],
+) -> Result<Option<PosteriorAuc>, String> {
     if fit.gamma.is_none() {
         return Ok(None);
     }
@@ -142,14 +149,20 @@ mod tests {
     fn data(n: usize) -> (DMatrix<f64>, Vec<bool>) {
         let mut r = rng::stream(3, &[]);
         let x = DMatrix::from_fn(n, 2, |_, _| rng::normal(&mut r));
-        let y = (0..n).map(|i| x[(i, 0)] + rng::normal(&mut r) > 0.0).collect();
+        let y = (0..n)
+            .map(|i| x[(i, 0)] + rng::normal(&mut r) > 0.0)
+            .collect();
         (x, y)
     }
 
     fn linear_fit(mean: Vec<f64>) -> Fit {
-        let mut f = Fit::new("t", vec!["a".into(), "b".into()], ScoreModel::Linear {
-            weights: mean.clone(),
-        });
+        let mut f = Fit::new(
+            "t",
+            vec!["a".into(), "b".into()],
+            ScoreModel::Linear {
+                weights: mean.clone(),
+            },
+        );
         f.mean = mean;
         f.gamma = Some(1.0);
         f
@@ -166,15 +179,25 @@ mod tests {
             thresholds: None,
         });
         let p = posterior_auc(&f, &x, &y).unwrap().unwrap();
-        let point = auc(&(&x * DVector::from_vec(vec![1.0, 0.0])).as_slice().to_vec(), &y);
-        assert_eq!((p.sd, p.lower, p.upper), (0.0, point, point));
+        let point = auc(
+            &(&x * DVector::from_vec(vec![1.0, 0.0])).as_slice().to_vec(),
+            &y,
+        );
+        // (The sd is that of equal numbers: zero up to the rounding of their mean.)
+        assert!(
+            p.sd < 1e-12 && p.lower == point && p.upper == point,
+            "{p:?}"
+        );
         assert_eq!(p.source, "particles");
         // A Gaussian posterior wide in the useless direction: spread, and the
         // draws' AUCs lie below the point's (noise only hurts the ranking).
         let mut g = linear_fit(vec![1.0, 0.0]);
         g.covariance = Some(DMatrix::from_diagonal(&DVector::from_vec(vec![0.01, 1.0])));
         let p = posterior_auc(&g, &x, &y).unwrap().unwrap();
-        assert!(p.sd > 0.01 && p.upper <= point + 1e-12 && p.mean < point, "{p:?}");
+        assert!(
+            p.sd > 0.01 && p.upper <= point + 1e-12 && p.mean < point,
+            "{p:?}"
+        );
         assert_eq!(p, posterior_auc(&g, &x, &y).unwrap().unwrap(), "seeded");
         // A baseline: nothing to say.
         let mut b = linear_fit(vec![1.0, 0.0]);

@@ -9,8 +9,8 @@ use std::path::Path;
 use nalgebra::DMatrix;
 use serde::Serialize;
 
-use super::data::read_rows_to_score;
 use super::auc_interval::{AucInterval, delong};
+use super::data::read_rows_to_score;
 use super::metrics::auc;
 use super::model::Model;
 

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::auc_interval::{AucInterval, delong};
+use super::auc_interval::{AucInterval, Components, delong};
 use super::bounds::Bound;
 use super::data::{Dataset, DroppedColumn, EncodedColumn, FeatureSummary, Prepared, SplitInfo};
 use super::event::{Event, Histogram};
@@ -196,6 +196,10 @@ pub struct RunRecord {
     pub histograms: Vec<Histogram>,
     /// The run specification (the spec layer's `RunSpec`; opaque here).
     pub spec: serde_json::Value,
+    /// DeLong's components of the test scores (in memory only: the explorer's
+    /// paired tests between runs on the same split).
+    #[serde(skip)]
+    pub test_components: Option<Components>,
     /// How to score new rows.
     pub model: Model,
 }
@@ -269,6 +273,10 @@ impl RunRecord {
         seconds: Seconds,
     ) -> RunRecord {
         let (auc, roc) = evaluate(fit, data);
+        let test_components = data
+            .test
+            .as_ref()
+            .and_then(|t| Components::of(&fit.model.score(&t.x), &t.y));
         let coefficients = fit
             .mean
             .iter()
@@ -312,6 +320,7 @@ impl RunRecord {
             roc,
             histograms: fit.histograms.clone(),
             spec,
+            test_components,
             model: Model::of(ds, data, fit),
             details: fit.details.clone(),
         }
@@ -403,6 +412,16 @@ fn f64_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 /// then removed) — before a long computation whose result would be lost.
 pub fn check_writable(path: &Path) -> std::io::Result<()> {
     let (dir, name) = temp_sibling(path)?;
+    if !dir.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!(
+                "the folder '{}' does not exist: create it first (mkdir -p '{}') or write elsewhere",
+                dir.display(),
+                dir.display()
+            ),
+        ));
+    }
     let tmp = dir.join(format!(".{name}.check-{}", std::process::id()));
     std::fs::File::create(&tmp)?;
     std::fs::remove_file(&tmp)
@@ -435,4 +454,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writing_into_a_missing_folder_names_it() {
+        let e = check_writable(Path::new("/nonexistent-pacauc-dir/sub/run.json")).unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("'/nonexistent-pacauc-dir/sub' does not exist") && m.contains("mkdir -p"),
+            "{m}"
+        );
+    }
 }

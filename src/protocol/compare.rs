@@ -101,9 +101,11 @@ fn plan_of(opts: &CompareOptions) -> Result<DataPlan, String> {
         return Err(format!("{}: no such data file", opts.file.display()));
     }
     if opts.data_settings.iter().any(|(k, _)| k == "test") && opts.splits > 1 {
-        return Err("--test fixes the test rows: every split would be the same; give --splits 1 \
+        return Err(
+            "--test fixes the test rows: every split would be the same; give --splits 1 \
                     or leave --test out"
-            .into());
+                .into(),
+        );
     }
     let stem = opts
         .file
@@ -125,7 +127,10 @@ pub fn compare(
     let plan = plan_of(opts)?;
     let popts = Options {
         mode: Mode::Full,
-        data_dir: opts.file.parent().map_or(PathBuf::from("."), Path::to_path_buf),
+        data_dir: opts
+            .file
+            .parent()
+            .map_or(PathBuf::from("."), Path::to_path_buf),
         out: opts.out.clone(),
         only: Vec::new(),
         methods: opts.methods.clone(),
@@ -142,7 +147,14 @@ pub fn compare(
     let mut rows = Vec::new();
     for seed in 0..opts.splits as u64 {
         let results = run_split(
-            &plan, &opts.file, seed, &methods, Mode::Full, &records, true, report,
+            &plan,
+            &opts.file,
+            seed,
+            &methods,
+            Mode::Full,
+            &records,
+            true,
+            report,
         );
         // Every run of a split has the same test rows: loaded once.
         let mut test: Option<crate::engine::data::Labeled> = None;
@@ -161,7 +173,10 @@ pub fn compare(
             };
             scored.push((r.id.key.to_string(), scores, status_text(&r.status)));
         }
-        let refs = scored.iter().find(|(k, ..)| *k == reference).and_then(|x| x.1.clone());
+        let refs = scored
+            .iter()
+            .find(|(k, ..)| *k == reference)
+            .and_then(|x| x.1.clone());
         for (key, scores, status) in scored {
             let auc = scores.as_ref().and_then(|(s, y)| match opts.bootstrap {
                 Some(b) => bootstrap(s, y, b, seed),
@@ -223,7 +238,10 @@ fn test_share(settings: &[(String, String)]) -> f64 {
 /// Pools `key`'s paired differences over the splits (Nadeau & Bengio).
 fn pool(key: &str, rows: &[MethodSplit], test_share: f64) -> Option<Pooled> {
     let mine: Vec<&MethodSplit> = rows.iter().filter(|r| r.method == key).collect();
-    let pairs: Vec<&PairedAuc> = mine.iter().filter_map(|r| r.versus_reference.as_ref()).collect();
+    let pairs: Vec<&PairedAuc> = mine
+        .iter()
+        .filter_map(|r| r.versus_reference.as_ref())
+        .collect();
     let k = pairs.len();
     if k == 0 {
         return None;

@@ -128,7 +128,10 @@ pub(super) fn describe(raw: &RawTable, target: usize, given: bool) -> (String, V
                 if k == 0 {
                     w.push("first".into());
                 }
-                w.push(format!("rarer value {:.1}%", 100.0 * minority_share(raw, k)));
+                w.push(format!(
+                    "rarer value {:.1}%",
+                    100.0 * minority_share(raw, k)
+                ));
                 w.join(", ")
             };
             format!(
@@ -188,7 +191,11 @@ mod tests {
         for i in 0..n {
             let deny = if i % 25 < 3 { "yes" } else { "no" };
             let se = if i % 125 < 2 { "yes" } else { "no" };
-            s.push_str(&format!("{deny},{},{:.2},{se}\n", 1000 + i * 7 % 300, (i % 17) as f64 / 3.0));
+            s.push_str(&format!(
+                "{deny},{},{:.2},{se}\n",
+                1000 + i * 7 % 300,
+                (i % 17) as f64 / 3.0
+            ));
         }
         s
     }
@@ -199,7 +206,11 @@ mod tests {
         let last = raw.header.len() - 1;
         let (_, w) = describe(&raw, last, false);
         assert_eq!(w.len(), 1, "{w:?}");
-        assert!(w[0].contains("--target 'deny'") && w[0].contains("12.0%") && w[0].contains("1.6%"), "{}", w[0]);
+        assert!(
+            w[0].contains("--target 'deny'") && w[0].contains("12.0%") && w[0].contains("1.6%"),
+            "{}",
+            w[0]
+        );
         // Named: no warning.
         assert!(describe(&raw, last, true).1.is_empty());
     }
@@ -209,7 +220,13 @@ mod tests {
         // Binary features (one first, balanced) and `y` last.
         let mut s = String::from("v1,v2,sex,y\n");
         for i in 0..200 {
-            s.push_str(&format!("{},{},{},{}\n", i % 2, i % 7, (i / 2) % 2, (i / 3) % 2));
+            s.push_str(&format!(
+                "{},{},{},{}\n",
+                i % 2,
+                i % 7,
+                (i / 2) % 2,
+                (i / 3) % 2
+            ));
         }
         let raw = table(&s);
         assert!(describe(&raw, 3, false).1.is_empty());
