@@ -497,11 +497,16 @@ impl App {
             }
             WorkerEvent::Finished(record) => {
                 // A result that arrives after a cancel request is kept.
+                let se = record
+                    .auc
+                    .test_interval
+                    .as_ref()
+                    .map_or(String::new(), |i| format!(" ± {:.4}", i.se));
                 let auc = record
                     .auc
                     .test
                     .filter(|a| a.is_finite())
-                    .map_or(String::new(), |a| format!(": test AUC {a:.4}"));
+                    .map_or(String::new(), |a| format!(": test AUC {a:.4}{se}"));
                 let title = run.title();
                 let heard: Vec<String> = run.logs.iter().map(|(_, m)| m.clone()).collect();
                 // The record's doubts the live events did not already log.

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use super::fit::CliError;
 use super::settings_args::render_message;
@@ -20,6 +20,33 @@ pub struct BoundArgs {
     /// The bound holds with probability ≥ 1 − ε.
     #[arg(long, default_value_t = DEFAULT_EPSILON, value_name = "E", allow_negative_numbers = true)]
     pub epsilon: f64,
+    /// Output: the whole certificate as JSON, or its headline for people.
+    #[arg(long, value_enum, default_value = "json")]
+    pub format: BoundFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BoundFormat {
+    Json,
+    Table,
+}
+
+/// The certificate in one line: which number is "the" bound, and on what.
+pub fn headline(b: &crate::engine::bounds::Bound) -> String {
+    format!(
+        "1 − AUC ≤ {:.4} with probability ≥ {} for a score drawn from the posterior \
+         (empirical {:.4}, KL {:.2}){}",
+        b.risk,
+        1.0 - b.epsilon,
+        b.empirical_risk,
+        b.kl,
+        // A bound at or above ½ certifies nothing better than chance.
+        if b.is_vacuous() {
+            "; vacuous (≥ ½: no better than chance)"
+        } else {
+            ""
+        }
+    )
 }
 
 pub fn run(args: &BoundArgs) -> Result<(), CliError> {
@@ -67,6 +94,11 @@ pub fn run(args: &BoundArgs) -> Result<(), CliError> {
     if let Some(w) = quality::vacuous_certificate(&out) {
         eprintln!("warning [{}]: {}", w.code, render_message(&w.message));
     }
-    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    match args.format {
+        BoundFormat::Json => {
+            println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default())
+        }
+        BoundFormat::Table => println!("bound     {}", headline(&out)),
+    }
     Ok(())
 }

@@ -3,6 +3,7 @@
 mod bench;
 mod bench_ep;
 mod bound;
+mod compare;
 mod explore;
 pub mod fit;
 mod gen_demo;
@@ -57,6 +58,8 @@ pub enum Command {
     Plot(Box<plot::PlotArgs>),
     /// RACL14 Tables 1 and 2 end to end: every method over repeated splits, tables and figures.
     Reproduce(Box<reproduce::ReproduceArgs>),
+    /// Several methods on one CSV over repeated splits: test AUCs with DeLong intervals and paired differences.
+    Compare(Box<compare::CompareArgs>),
     /// Recompute a run record's PAC-Bayes certificate at another confidence level.
     Bound(bound::BoundArgs),
     /// Regenerate the synthetic demo data.
@@ -106,6 +109,7 @@ pub fn main() -> ExitCode {
                 Command::Path(args) => path::run(args),
                 Command::Plot(args) => plot::run(args),
                 Command::Reproduce(args) => reproduce::run(args),
+                Command::Compare(args) => compare::run(args),
                 Command::Bound(args) => bound::run(args),
                 Command::GenDemo(args) => gen_demo::run(args).map_err(CliError::Input),
                 Command::Bench(args) => bench::run(args, cli.threads),

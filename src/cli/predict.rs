@@ -91,6 +91,12 @@ pub fn run(args: &PredictArgs) -> Result<(), CliError> {
                 "scored": p.scored(),
                 "not_scored": p.rows.len() - p.scored(),
                 "auc": p.auc,
+                "auc_rows": rows_note(&record, &p),
+                "auc_not_trained_on": trained_on_this_file(&record, &p).then_some(json!({
+                    "auc": record.auc.test,
+                    "interval": record.auc.test_interval,
+                    "rows": record.split.test_rows,
+                })),
                 "votes": p.votes,
                 "ranked_by_uncertainty": args.rank_uncertain,
                 "rows": rows,
@@ -105,6 +111,9 @@ pub fn run(args: &PredictArgs) -> Result<(), CliError> {
         None => print!("{out}"),
     }
     eprintln!("{}", summary(&p));
+    if let Some(note) = rows_note(&record, &p) {
+        eprintln!("{note}");
+    }
     if let Some(v) = &p.votes {
         eprintln!("vote and agreement: {v}");
     }
@@ -178,6 +187,37 @@ fn csv_text(p: &Predictions, order: &[usize], ranked: bool) -> Result<String, Cl
     Ok(String::from_utf8(bytes).expect("UTF-8 in, UTF-8 out"))
 }
 
+/// Whether `p` scored the very file (same bytes) the record's model was fitted on.
+fn trained_on_this_file(record: &RunRecord, p: &Predictions) -> bool {
+    p.auc.is_some() && p.fingerprint == record.dataset.fingerprint
+}
+
+/// Which rows the AUC covers when they include the fit's training rows, and
+/// the AUC of the rows the fit did not see (the record's test AUC: the same
+/// rows scored by the same arithmetic).
+fn rows_note(record: &RunRecord, p: &Predictions) -> Option<String> {
+    if !trained_on_this_file(record, p) {
+        return None;
+    }
+    let s = &record.split;
+    let held_out = match (&record.auc.test_interval, record.auc.test) {
+        (Some(i), _) => format!(
+            "on the {} held-out test row(s) alone the AUC is {}",
+            s.test_rows,
+            i.describe()
+        ),
+        (None, Some(a)) => format!(
+            "on the {} held-out test row(s) alone the AUC is {a:.4}",
+            s.test_rows
+        ),
+        (None, None) => "the fit held out no test rows".into(),
+    };
+    Some(format!(
+        "note: this is the file the model was fitted on: the AUC above includes its {} training          row(s), so it is optimistic; {held_out}",
+        s.train_rows
+    ))
+}
+
 /// One line for stderr: how many rows were scored, and the AUC.
 fn summary(p: &Predictions) -> String {
     let n = p.rows.len();
@@ -189,8 +229,13 @@ fn summary(p: &Predictions) -> String {
     if let Some(a) = &p.auc {
         s.push_str(&match a.auc {
             Some(v) => format!(
-                "; AUC {v:.4} on {} labelled row(s) (target '{}', positive '{}')",
-                a.rows, a.target, a.positive_label
+                "; AUC {} on {} labelled row(s) (target '{}', positive '{}')",
+                a.interval
+                    .as_ref()
+                    .map_or_else(|| format!("{v:.4}"), |i| i.describe()),
+                a.rows,
+                a.target,
+                a.positive_label
             ),
             None => format!(
                 "; no AUC: the {} labelled row(s) are all of one class (target '{}')",

@@ -20,7 +20,8 @@ pub struct ReproduceArgs {
     /// Output folder: records/, figures/, table1.md/.csv, table2.md/.csv.
     #[arg(long, value_name = "DIR", default_value = "reproduce")]
     pub out: PathBuf,
-    /// Folder of the data sets (NAME.csv, last column the 0/1 target).
+    /// Folder of the data sets (NAME.csv; the target is the last column
+    /// unless --target names another, as in `pacauc fit`).
     #[arg(long, value_name = "DIR", default_value = DATA_DIR)]
     pub data: PathBuf,
     /// Only these data sets (file stems, comma-separated), e.g. pima,glass.
@@ -38,6 +39,12 @@ pub struct ReproduceArgs {
     /// Only write the tables and figures from the records in OUT (no fitting).
     #[arg(long)]
     pub tables_only: bool,
+    /// Target column of every data set (default: the last column).
+    #[arg(long, value_name = "COLUMN")]
+    pub target: Option<String>,
+    /// Value of the target that counts as positive (default: as `pacauc fit` chooses, announced).
+    #[arg(long, value_name = "VALUE")]
+    pub positive: Option<String>,
 }
 
 /// The command line that makes the tables (as given, without `--tables-only`).
@@ -65,8 +72,11 @@ fn report(r: &RunResult) {
             "{:>8}  test AUC {}",
             duration(r.wall),
             r.summary
-                .and_then(|s| s.test_auc)
-                .map_or("-".into(), |a| format!("{a:.4}"))
+                .map_or("-".into(), |s| match (s.test_auc, s.test_se) {
+                    (Some(a), Some(se)) => format!("{a:.4} ± {se:.4}"),
+                    (Some(a), None) => format!("{a:.4}"),
+                    _ => "-".into(),
+                })
         ),
         Status::Reused => "  reused".into(),
         Status::Failed(e) => format!(
@@ -93,6 +103,10 @@ pub fn run(args: &ReproduceArgs) -> Result<(), CliError> {
         splits: args.splits.map(|k| k as usize),
         tables_only: args.tables_only,
         command: command_line(),
+        data_settings: [("target", &args.target), ("positive", &args.positive)]
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.to_string(), v.clone()?)))
+            .collect(),
     };
     let data = protocol::data_plans(&opts).map_err(|e| {
         CliError::Input(format!(

@@ -11,6 +11,21 @@ fn num(v: Option<f64>, digits: usize) -> String {
     }
 }
 
+/// `v` to `digits` significant digits, for people: 16.08, 0.003162, 1785.
+pub fn sig(v: f64, digits: usize) -> String {
+    if !v.is_finite() || v == 0.0 {
+        return format!("{v}");
+    }
+    let magnitude = v.abs().log10().floor() as i64;
+    let decimals = (digits as i64 - 1 - magnitude).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 /// A cross-validation's curve (`details.cv`) on one line: each grid point's
 /// mean held-out AUC, the chosen one starred, points without one "failed".
 fn cv_curve(cv: &serde_json::Value) -> Option<String> {
@@ -28,8 +43,8 @@ fn cv_curve(cv: &serde_json::Value) -> Option<String> {
             let g = g.as_f64().unwrap_or(f64::NAN);
             let star = if Some(g) == chosen { "*" } else { "" };
             match a.as_f64() {
-                Some(a) => format!("{g}{unit} {a:.4}{star}"),
-                None => format!("{g}{unit} failed"),
+                Some(a) => format!("{}{unit} {a:.4}{star}", sig(g, 3)),
+                None => format!("{}{unit} failed", sig(g, 3)),
             }
         })
         .collect();
@@ -76,7 +91,16 @@ pub fn print_table(r: &RunRecord) {
         println!("warning   [{}] {}", w.code, render_message(&w.message));
     }
     if let Some(g) = r.gamma {
-        println!("gamma     {g}");
+        let n = r.split.train_rows;
+        println!(
+            "gamma     {}{}",
+            sig(g, 4),
+            if n > 0 {
+                format!(" = {}·n (n = {n} training rows)", sig(g / n as f64, 3))
+            } else {
+                String::new()
+            }
+        );
     }
     if let Some(line) = r.details.get("cv").and_then(cv_curve) {
         println!("cv        {line}");
@@ -99,21 +123,32 @@ pub fn print_table(r: &RunRecord) {
     } else if r.details["runs"]["count"] == 1 {
         println!("runs      1 (no R-hat or log Z spread: they need --runs 2 or more)");
     }
-    println!(
-        "AUC       train {}   test {}",
-        num(Some(r.auc.train), 4),
-        num(r.auc.test, 4)
-    );
-    if let Some(b) = &r.bound {
+    let a = &r.auc;
+    match &a.train_interval {
+        Some(i) => println!("AUC       train {} (in-sample)", i.describe()),
+        None => println!("AUC       train {}", num(Some(a.train), 4)),
+    }
+    match (&a.test_interval, a.test) {
+        (Some(i), _) => println!(
+            "          test  {} on {} positive / {} negative test rows",
+            i.describe(),
+            i.positives,
+            i.negatives
+        ),
+        (None, Some(t)) => println!("          test  {}", num(Some(t), 4)),
+        (None, None) => println!("          test  - (no test rows)"),
+    }
+    if let Some(p) = &a.test_posterior {
         println!(
-            "bound     1 − AUC ≤ {:.4} with probability ≥ {} (empirical {:.4}, KL {:.2}){}",
-            b.risk,
-            1.0 - b.epsilon,
-            b.empirical_risk,
-            b.kl,
-            // A bound at or above ½ certifies nothing better than chance.
-            if b.is_vacuous() { "; vacuous" } else { "" }
+            "          test  posterior draws' AUC: mean {:.4}, 95% of draws in {:.4}–{:.4} \
+             ({} draws; uncertainty about θ, not over test rows)",
+            p.mean, p.lower, p.upper, p.draws
         );
+    } else if let Some(why) = &a.test_posterior_missing {
+        println!("          test  no posterior spread of the AUC: {why}");
+    }
+    if let Some(b) = &r.bound {
+        println!("bound     {}", super::bound::headline(b));
     }
     if let Some(c) = r.details.get("is_check").filter(|c| c.is_object()) {
         println!(
@@ -127,7 +162,9 @@ pub fn print_table(r: &RunRecord) {
         println!(
             "AUC ({name})  train {}   test {}",
             num(Some(a.train), 4),
-            num(a.test, 4)
+            a.test_interval
+                .as_ref()
+                .map_or_else(|| num(a.test, 4), |i| i.describe())
         );
     }
     println!(
@@ -173,5 +210,19 @@ pub fn print_table(r: &RunRecord) {
                 num(Some(c.sd), 4)
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sig;
+
+    #[test]
+    fn numbers_are_rounded_for_people() {
+        assert_eq!(sig(16.07777657071141, 4), "16.08");
+        assert_eq!(sig(0.0031622776601683794, 3), "0.00316");
+        assert_eq!(sig(1785.0, 4), "1785");
+        assert_eq!(sig(0.25, 3), "0.25");
+        assert_eq!(sig(123456.7, 3), "123457");
     }
 }

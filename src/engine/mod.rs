@@ -1,6 +1,7 @@
 //! The inference library: no terminal code. Data, metrics, priors, engines,
 //! baselines, run records and the models they hold (`model`, `predict`).
 
+pub mod auc_interval;
 pub mod baseline;
 pub mod bounds;
 pub mod certify;
@@ -18,6 +19,7 @@ pub mod metrics;
 pub mod model;
 pub mod numerics;
 pub mod pairs;
+pub mod posterior_auc;
 pub mod predict;
 pub mod prior;
 pub mod problem;

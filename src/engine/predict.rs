@@ -9,6 +9,7 @@ use std::path::Path;
 use nalgebra::DMatrix;
 use serde::Serialize;
 
+use super::auc_interval::{AucInterval, delong};
 use super::data::{RowsToScore, read_rows_to_score, rows_to_score_of_bytes};
 use super::metrics::auc;
 use super::model::Model;
@@ -47,6 +48,8 @@ pub struct Prediction {
 pub struct LabelledAuc {
     /// None when the labelled rows are all of one class.
     pub auc: Option<f64>,
+    /// DeLong's SE and 95% interval of `auc`.
+    pub interval: Option<AucInterval>,
     pub rows: usize,
     pub positives: usize,
     pub target: String,
@@ -62,6 +65,9 @@ pub struct Predictions {
     pub has_sd: bool,
     /// How the votes were made (sample-based models), e.g. how many draws.
     pub votes: Option<String>,
+    /// The scored file's fingerprint (equal to a record's when it is the
+    /// file the model was fitted on).
+    pub fingerprint: String,
 }
 
 impl Predictions {
@@ -159,6 +165,7 @@ fn predict_rows(model: &Model, t: &RowsToScore) -> Result<Predictions, String> {
         let positives = y.iter().filter(|&&b| b).count();
         LabelledAuc {
             auc: (positives > 0 && positives < y.len()).then(|| auc(&s, &y)),
+            interval: delong(&s, &y),
             rows: y.len(),
             positives,
             target: model.schema.target.clone(),
@@ -170,5 +177,6 @@ fn predict_rows(model: &Model, t: &RowsToScore) -> Result<Predictions, String> {
         auc,
         has_sd: sds.is_some(),
         votes: model.votes.as_ref().map(|v| v.describe()),
+        fingerprint: t.fingerprint.clone(),
     })
 }

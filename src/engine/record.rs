@@ -8,12 +8,14 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::auc_interval::{AucInterval, Components, delong};
 use super::bounds::Bound;
 use super::data::{Dataset, DroppedColumn, EncodedColumn, FeatureSummary, Prepared, SplitInfo};
 use super::event::{Event, Histogram};
 use super::fit::{Fit, ScoreModel};
 use super::metrics::{RocPoint, auc, roc_curve, thin_curve};
 use super::model::Model;
+use super::posterior_auc::{PosteriorAuc, posterior_auc};
 use super::prior::Prior;
 use super::quality::{self, Warning};
 
@@ -80,6 +82,9 @@ pub struct AucPair {
     #[serde(deserialize_with = "f64_or_nan")]
     pub train: f64,
     pub test: Option<f64>,
+    /// DeLong's interval of `test` (absent in records written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_interval: Option<AucInterval>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -87,6 +92,22 @@ pub struct AucReport {
     #[serde(deserialize_with = "f64_or_nan")]
     pub train: f64,
     pub test: Option<f64>,
+    /// DeLong's standard error and 95% interval of `train` (in-sample: the
+    /// rows the fit saw, so optimistic as the AUC itself is). Records written
+    /// before intervals have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_interval: Option<AucInterval>,
+    /// DeLong's standard error and 95% interval of `test`: the sampling
+    /// uncertainty over test rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_interval: Option<AucInterval>,
+    /// Bayesian fits: the test AUCs of posterior draws (the uncertainty about
+    /// θ, not over test rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_posterior: Option<PosteriorAuc>,
+    /// Why a Bayesian fit has no `test_posterior`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_posterior_missing: Option<String>,
     /// AUCs of other point scores of the same fit (e.g. the marginal mode).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub alternatives: BTreeMap<String, AucPair>,
@@ -185,6 +206,10 @@ pub struct RunRecord {
     pub histograms: Vec<Histogram>,
     /// The run specification (the spec layer's `RunSpec`; opaque here).
     pub spec: serde_json::Value,
+    /// DeLong's components of the test scores (in memory only: the explorer's
+    /// paired tests between runs on the same split).
+    #[serde(skip)]
+    pub test_components: Option<Components>,
     /// How to score new rows.
     pub model: Model,
 }
@@ -199,21 +224,26 @@ pub fn evaluate(fit: &Fit, data: &Prepared) -> (AucReport, Roc) {
         (
             auc(&s, y),
             Curve::of(&thin_curve(&roc_curve(&s, y), ROC_POINTS)),
+            delong(&s, y),
         )
     };
-    let (train, roc_train) = eval(&fit.model, &data.train.x, &data.train.y);
+    let (train, roc_train, train_interval) = eval(&fit.model, &data.train.x, &data.train.y);
     let test = data.test.as_ref().map(|t| eval(&fit.model, &t.x, &t.y));
     let alternatives = fit
         .alt_models
         .iter()
         .map(|(name, m)| {
             let tr = auc(&m.score(&data.train.x), &data.train.y);
-            let te = data.test.as_ref().map(|t| auc(&m.score(&t.x), &t.y));
+            let te = data.test.as_ref().map(|t| {
+                let s = m.score(&t.x);
+                (auc(&s, &t.y), delong(&s, &t.y))
+            });
             (
                 name.clone(),
                 AucPair {
                     train: tr,
-                    test: te,
+                    test: te.map(|t| t.0),
+                    test_interval: te.and_then(|t| t.1),
                 },
             )
         })
@@ -222,10 +252,20 @@ pub fn evaluate(fit: &Fit, data: &Prepared) -> (AucReport, Roc) {
         train: roc_train,
         test: test.as_ref().map(|t| t.1.clone()).unwrap_or_default(),
     };
+    let posterior = data.test.as_ref().map(|t| posterior_auc(fit, &t.x, &t.y));
+    let (test_posterior, test_posterior_missing) = match posterior {
+        Some(Ok(p)) => (p, None),
+        Some(Err(why)) => (None, Some(why)),
+        None => (None, None),
+    };
     (
         AucReport {
             train,
+            train_interval,
+            test_interval: test.as_ref().and_then(|t| t.2),
             test: test.map(|t| t.0),
+            test_posterior,
+            test_posterior_missing,
             alternatives,
         },
         roc,
@@ -243,6 +283,10 @@ impl RunRecord {
         seconds: Seconds,
     ) -> RunRecord {
         let (auc, roc) = evaluate(fit, data);
+        let test_components = data
+            .test
+            .as_ref()
+            .and_then(|t| Components::of(&fit.model.score(&t.x), &t.y));
         let coefficients = fit
             .mean
             .iter()
@@ -287,6 +331,7 @@ impl RunRecord {
             roc,
             histograms: fit.histograms.clone(),
             spec,
+            test_components,
             model: Model::of(ds, data, fit),
             details: fit.details.clone(),
         }
@@ -378,6 +423,16 @@ fn f64_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 /// then removed) — before a long computation whose result would be lost.
 pub fn check_writable(path: &Path) -> std::io::Result<()> {
     let (dir, name) = temp_sibling(path)?;
+    if !dir.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!(
+                "the folder '{}' does not exist: create it first (mkdir -p '{}') or write elsewhere",
+                dir.display(),
+                dir.display()
+            ),
+        ));
+    }
     let tmp = dir.join(format!(".{name}.check-{}", std::process::id()));
     std::fs::File::create(&tmp)?;
     std::fs::remove_file(&tmp)
@@ -410,4 +465,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writing_into_a_missing_folder_names_it() {
+        let e = check_writable(Path::new("/nonexistent-pacauc-dir/sub/run.json")).unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("'/nonexistent-pacauc-dir/sub' does not exist") && m.contains("mkdir -p"),
+            "{m}"
+        );
+    }
 }

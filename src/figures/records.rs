@@ -191,7 +191,16 @@ pub fn from_records(sources: &[Source]) -> (Vec<Figure>, Vec<String>) {
     if runs.is_empty() {
         skipped.push("roc: needs a run record (pacauc fit --out)".into());
     } else {
-        figs.push(roc_of(&named));
+        // One ROC figure per data set: curves of different rows never share axes.
+        let groups = by_data(&named);
+        let several = groups.len() > 1;
+        for (k, group) in groups.iter().enumerate() {
+            let mut f = roc_of(group);
+            if several {
+                f.id = format!("roc-{}-{}", k + 1, slug(&stem_of(&group[0].1.dataset.path)));
+            }
+            figs.push(f);
+        }
     }
     marginals_of(&named, &mut figs, &mut skipped);
     let (mut smc, mut ep, mut cv, mut incl, mut vb, mut gcs) = (0, 0, 0, 0, 0, 0);
@@ -308,6 +317,34 @@ pub fn from_records(sources: &[Source]) -> (Vec<Figure>, Vec<String>) {
     (figs, skipped)
 }
 
+/// The runs grouped by data set (fingerprint and split: the same test rows),
+/// in order of first appearance.
+fn by_data<'a>(runs: &[(&'a str, &'a RunRecord)]) -> Vec<Vec<(&'a str, &'a RunRecord)>> {
+    let key = |r: &RunRecord| {
+        (
+            r.dataset.fingerprint.clone(),
+            r.split.seed,
+            r.split.test_rows,
+            r.split.test_file.clone(),
+        )
+    };
+    let mut groups: Vec<Vec<(&str, &RunRecord)>> = Vec::new();
+    for &(n, r) in runs {
+        match groups.iter_mut().find(|g| key(g[0].1) == key(r)) {
+            Some(g) => g.push((n, r)),
+            None => groups.push(vec![(n, r)]),
+        }
+    }
+    groups
+}
+
+/// A data file's stem ("pima" of "/data/pima.csv").
+fn stem_of(path: &str) -> String {
+    Path::new(path)
+        .file_stem()
+        .map_or(path.to_string(), |f| f.to_string_lossy().into_owned())
+}
+
 fn roc_of(runs: &[(&str, &RunRecord)]) -> Figure {
     // Test curves when every run has one (the same held-out rows), else training.
     let test = runs.iter().all(|(_, r)| !r.roc.test.fpr.is_empty());
@@ -321,6 +358,12 @@ fn roc_of(runs: &[(&str, &RunRecord)]) -> Figure {
             } else {
                 r.auc.train
             },
+            interval: if test {
+                r.auc.test_interval.as_ref()
+            } else {
+                r.auc.train_interval.as_ref()
+            }
+            .map(|i| (i.lower, i.upper)),
         })
         .collect();
     let r0 = runs[0].1;

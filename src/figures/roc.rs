@@ -9,6 +9,21 @@ pub struct RocSource<'a> {
     pub curve: &'a Curve,
     /// The AUC the run reports for this curve's rows.
     pub auc: f64,
+    /// Its 95% confidence interval (DeLong), where the record has one.
+    pub interval: Option<(f64, f64)>,
+}
+
+impl RocSource<'_> {
+    /// "smc (AUC 0.787, 95% CI 0.737–0.837)".
+    pub fn legend(&self) -> String {
+        match self.interval {
+            Some((lo, hi)) => format!(
+                "{} (AUC {:.3}, 95% CI {lo:.3}–{hi:.3})",
+                self.label, self.auc
+            ),
+            None => format!("{} (AUC {:.4})", self.label, self.auc),
+        }
+    }
 }
 
 /// Trapezoid area under a ROC polyline (equal to the AUC with ties counted ½
@@ -38,7 +53,7 @@ pub fn roc(runs: &[RocSource], rows: &str) -> Figure {
     for (i, r) in runs.iter().enumerate() {
         let pts = finite(r.curve.fpr.iter().zip(&r.curve.tpr).map(|(&f, &t)| [f, t]));
         panel.series.push(Series {
-            name: format!("{} (AUC {:.4})", r.label, r.auc),
+            name: r.legend(),
             style: Style::nth(i),
             data: Data::Line(pts),
         });

@@ -29,6 +29,7 @@ fn roc_points_are_the_counted_rates_and_the_area_is_the_auc() {
                 label: "a".into(),
                 curve: &curve,
                 auc: 0.0,
+                interval: None,
             }],
             "rows",
         );

@@ -89,11 +89,13 @@ fn every_kind() -> Vec<Figure> {
                     label: "smc".into(),
                     curve: &curve,
                     auc: 0.8,
+                    interval: None,
                 },
                 RocSource {
                     label: "ep".into(),
                     curve: &curve,
                     auc: 0.8,
+                    interval: None,
                 },
             ],
             "test set",
@@ -350,6 +352,7 @@ fn twelve_roc_curves_are_drawn_in_twelve_distinct_styles() {
             label: format!("run {k}"),
             curve: c,
             auc: 0.5,
+            interval: None,
         })
         .collect();
     let (_, svg) = to_svg(&roc(&runs, "test set"));

@@ -173,6 +173,9 @@ pub struct DataPlan {
     /// (a bigger set's fits use both cores on their own).
     pub small: bool,
     pub paper: Option<Paper>,
+    /// Data settings every run of this data set gets (`target`, `positive`,
+    /// `drop`, `test_frac`, …: the registry's keys, as `pacauc fit` takes them).
+    pub data_settings: Vec<(String, String)>,
 }
 
 /// One setting of one method changed on one data set.
@@ -249,6 +252,7 @@ pub fn data_plan(name: &str) -> DataPlan {
         overrides: &[],
         small: true,
         paper: None,
+        data_settings: Vec::new(),
     };
     match name {
         "pima" => DataPlan {

@@ -12,6 +12,7 @@
 //! parallel (rayon); every number but the seconds is independent of the
 //! thread count. No terminal code here: progress goes to a callback.
 
+pub mod compare;
 pub mod config;
 mod outputs;
 pub mod runs;
@@ -39,7 +40,8 @@ pub enum Mode {
 #[derive(Debug, Clone)]
 pub struct Options {
     pub mode: Mode,
-    /// Folder of the CSV files (`NAME.csv`, last column the 0/1 target).
+    /// Folder of the CSV files (`NAME.csv`; the target as `pacauc fit` finds
+    /// it: `data_settings`' `target`, else the last column).
     pub data_dir: PathBuf,
     /// Output folder: `records/`, `figures/`, the tables.
     pub out: PathBuf,
@@ -52,6 +54,8 @@ pub struct Options {
     pub splits: Option<usize>,
     /// Write the tables and figures from the records on disk without fitting.
     pub tables_only: bool,
+    /// Data settings of every run (`target`, `positive`, … as `pacauc fit` takes them).
+    pub data_settings: Vec<(String, String)>,
     /// The command that makes these tables (shown in them; without `--tables-only`).
     pub command: String,
 }
@@ -99,6 +103,7 @@ pub fn data_plans(opts: &Options) -> Result<Vec<DataPlan>, String> {
             return Err(format!("{}: no such data file", file(&n).display()));
         }
         let mut p = data_plan(&n);
+        p.data_settings = opts.data_settings.clone();
         p.splits = opts.splits.unwrap_or(match opts.mode {
             Mode::Full => p.splits,
             Mode::Quick => config::QUICK_SPLITS.min(p.splits),

@@ -131,6 +131,9 @@ pub fn spec_of(
     if let Some(g) = &gamma_text {
         given.push(("gamma", g));
     }
+    for (k, v) in &data.data_settings {
+        given.push((k, v));
+    }
     given.push(("seed", &seed_text));
     spec::from_given(file.to_path_buf(), m.method, &given).map_err(|e| e.to_string())
 }
@@ -152,6 +155,8 @@ pub enum Status {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {
     pub test_auc: Option<f64>,
+    /// DeLong's SE of `test_auc` (None in records from before it).
+    pub test_se: Option<f64>,
     pub fit_seconds: f64,
     pub gamma: Option<f64>,
     pub train_rows: usize,
@@ -162,6 +167,7 @@ impl Summary {
     pub fn of(r: &RunRecord) -> Summary {
         Summary {
             test_auc: r.auc.test,
+            test_se: r.auc.test_interval.as_ref().map(|i| i.se),
             fit_seconds: r.seconds.fit,
             gamma: r.gamma,
             train_rows: r.split.train_rows,

@@ -45,6 +45,7 @@ fn done(data: &str, key: &'static str, seed: u64, auc: f64, secs: f64) -> RunRes
         status: Status::Reused,
         summary: Some(Summary {
             test_auc: Some(auc),
+            test_se: None,
             fit_seconds: secs,
             gamma: Some(100.0 * (seed + 1) as f64),
             train_rows: 100,

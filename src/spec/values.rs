@@ -36,10 +36,11 @@ impl Gamma {
         }
     }
 
-    /// Reads `400`, `2n`, `n`, `0.5n`, `auto` or `theory`; the value must be finite and ≥ 0.
+    /// Reads `400`, `2n`, `n`, `0.5n`, `auto` or `theory`; the value must be finite and > 0
+    /// (γ = 0 is the prior alone: the data would be ignored).
     pub fn parse(text: &str) -> Result<Gamma, String> {
         let s = text.trim();
-        let bad = || format!("must be a number ≥ 0 or a multiple of n like `2n`; got '{s}'");
+        let bad = || format!("must be a number > 0 or a multiple of n like `2n`; got '{s}'");
         if s.eq_ignore_ascii_case("auto") {
             return Ok(Gamma::Auto);
         }
@@ -53,6 +54,10 @@ impl Gamma {
         };
         match g {
             Gamma::Value(v) | Gamma::PerN(v) if !(v.is_finite() && v >= 0.0) => Err(bad()),
+            Gamma::Value(v) | Gamma::PerN(v) if v == 0.0 => Err(format!(
+                "must be > 0: γ = {s} is the prior alone, which ignores the data (its AUC is a \
+                 random score's); give e.g. `n`, `0.25n` or `auto`"
+            )),
             g => Ok(g),
         }
     }
@@ -213,12 +218,18 @@ mod tests {
             ("0.5n", Gamma::PerN(0.5)),
             ("AUTO", Gamma::Auto),
             ("theory", Gamma::Theory),
-            ("0", Gamma::Value(0.0)),
+            ("1e-3", Gamma::Value(1e-3)),
         ] {
             assert_eq!(Gamma::parse(text), Ok(g), "{text}");
             assert_eq!(Gamma::parse(&g.to_string()), Ok(g));
             let json = serde_json::to_value(g).unwrap();
             assert_eq!(serde_json::from_value::<Gamma>(json).unwrap(), g);
+        }
+        for zero in ["0", "0n", "0.0"] {
+            assert!(
+                Gamma::parse(zero).unwrap_err().contains("ignores the data"),
+                "{zero}"
+            );
         }
         for bad in ["-1", "xn", "", "inf", "-2n", "NaN"] {
             assert!(Gamma::parse(bad).unwrap_err().contains("must be"), "{bad}");

@@ -28,6 +28,8 @@ pub struct RowsToScore {
     /// Per input row, when the file has the target column: positive or not
     /// (None where the label is missing).
     pub labels: Option<Vec<Option<bool>>>,
+    /// The file's fingerprint (as a record's `dataset.fingerprint`).
+    pub fingerprint: String,
 }
 
 /// Reads `path` with the training `schema`.
@@ -80,6 +82,7 @@ fn rows_to_score(path: &Path, raw: RawTable, schema: &Schema) -> Result<RowsToSc
         x,
         rows,
         labels,
+        fingerprint: raw.fingerprint.clone(),
     })
 }
 

@@ -50,6 +50,32 @@ pub fn read_table(path: &Path) -> Result<RawTable, DataError> {
     parse_table(path, &bytes)
 }
 
+/// What a binary file looks like, by its first bytes: a known format's
+/// signature, or NUL bytes (which no text encoding a CSV reader takes has,
+/// except UTF-16: named as such).
+fn binary_kind(bytes: &[u8]) -> Option<&'static str> {
+    const SIGNATURES: &[(&[u8], &str)] = &[
+        (b"PK\x03\x04", "a ZIP archive, e.g. an Excel .xlsx workbook"),
+        (b"\x1f\x8b", "gzip-compressed"),
+        (b"PAR1", "Parquet"),
+        (b"\xD0\xCF\x11\xE0", "an old Excel .xls workbook"),
+        (b"%PDF", "a PDF document"),
+        (b"\x89HDF", "HDF5"),
+        (b"SQLite format 3", "an SQLite database"),
+        (b"BZh", "bzip2-compressed"),
+        (b"\xFD7zXZ", "xz-compressed"),
+        (b"\x28\xB5\x2F\xFD", "zstd-compressed"),
+    ];
+    if let Some((_, what)) = SIGNATURES.iter().find(|(sig, _)| bytes.starts_with(sig)) {
+        return Some(what);
+    }
+    if bytes.starts_with(b"\xFF\xFE") || bytes.starts_with(b"\xFE\xFF") {
+        return Some("UTF-16 text: re-save it as UTF-8");
+    }
+    let head = &bytes[..bytes.len().min(8192)];
+    head.contains(&0).then_some("it holds NUL bytes")
+}
+
 pub fn parse_table(path: &Path, bytes: &[u8]) -> Result<RawTable, DataError> {
     let fingerprint = format!("fnv1a64:{:016x}", fnv1a64(bytes));
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
@@ -58,6 +84,16 @@ pub fn parse_table(path: &Path, bytes: &[u8]) -> Result<RawTable, DataError> {
             DataError::new(K::Unreadable, path, "the file is larger than 4 GiB")
                 .hint("split it, or sample rows: pacauc holds the whole table in memory"),
         );
+    }
+    if let Some(what) = binary_kind(bytes) {
+        return Err(DataError::new(
+            K::Unreadable,
+            path,
+            format!("this is a binary file ({what}), not a CSV text file"),
+        )
+        .hint(
+            "export the table as CSV (comma-separated text with a header row) and pass that file",
+        ));
     }
     if let Err(e) = std::str::from_utf8(bytes) {
         let at = e.valid_up_to();
@@ -322,5 +358,15 @@ mod tests {
         assert_eq!(t.n_rows(), 2);
         assert_eq!(t.cell(1, 0), "2");
         assert_eq!(t.lines, vec![2, 4]);
+    }
+
+    #[test]
+    fn a_binary_file_is_named_as_such() {
+        let msg = |b: &[u8]| parse_table(Path::new("t.csv"), b).err().unwrap().to_string();
+        assert!(msg(b"PK\x03\x04\x14\x00rest").contains("ZIP archive"));
+        assert!(msg(b"\x1f\x8b\x08\x00").contains("gzip"));
+        assert!(msg(b"a,b\n1,\x002\n").contains("binary file"));
+        // Latin-1 text is not binary: the UTF-8 advice stays.
+        assert!(msg(b"a,b\ncaf\xe9,1\n").contains("UTF-8"));
     }
 }

@@ -25,7 +25,13 @@ pub(super) fn choose_positive(
                 format!("--positive '{p}' is not a value of the target"),
             )
             .column(target, target_name)
-            .hint(format!("the target's values are {}", list_labels(counts))));
+            .hint(match closest(&p, counts.keys().map(String::as_str)) {
+                Some(c) => format!(
+                    "did you mean '{c}'? The target's values are {}",
+                    list_labels(counts)
+                ),
+                None => format!("the target's values are {}", list_labels(counts)),
+            }));
         }
         let rule = if counts.len() == 2 {
             format!("'{p}' (given by --positive)")
@@ -120,4 +126,53 @@ fn list_labels(counts: &BTreeMap<String, usize>) -> String {
         s.push_str(&format!(", … and {} more", v.len() - LISTED));
     }
     s
+}
+
+/// Edit distance (insertions, deletions, substitutions) of two strings, by character.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// The candidate nearest to `name` (case ignored) when it is near enough to be
+/// a typo: at most a third of the name's length (rounded up) away, 1 to 3 edits.
+pub(super) fn closest<'a>(
+    name: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let lower = name.to_lowercase();
+    let limit = lower.chars().count().div_ceil(3).clamp(1, 3);
+    candidates
+        .map(|c| (edit_distance(&lower, &c.to_lowercase()), c))
+        .filter(|&(d, _)| d <= limit)
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, c)| c)
+}
+
+#[cfg(test)]
+mod closest_tests {
+    use super::*;
+
+    #[test]
+    fn typos_find_their_name_and_strangers_nothing() {
+        let names = ["income", "deny", "self_employed"];
+        assert_eq!(closest("incme", names.into_iter()), Some("income"));
+        assert_eq!(
+            closest("Self_Employd", names.into_iter()),
+            Some("self_employed")
+        );
+        assert_eq!(closest("dney", names.into_iter()), Some("deny"));
+        assert_eq!(closest("zzz", names.into_iter()), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
 }

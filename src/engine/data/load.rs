@@ -155,6 +155,11 @@ pub(super) fn find_column(
             .collect();
         let hint = if let Some(c) = close.first() {
             format!("did you mean '{c}'? (names are case-sensitive)")
+        } else if let Some(c) = super::labels::closest(name, header.iter().map(String::as_str)) {
+            format!(
+                "did you mean '{c}'? The columns are: {}",
+                list_names(header)
+            )
         } else {
             format!("the columns are: {}", list_names(header))
         };

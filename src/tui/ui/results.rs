@@ -89,6 +89,12 @@ fn roc_figure(app: &App) -> Option<crate::figures::Figure> {
                 } else {
                     rec.auc.train
                 },
+                interval: if test {
+                    rec.auc.test_interval.as_ref()
+                } else {
+                    rec.auc.train_interval.as_ref()
+                }
+                .map(|i| (i.lower, i.upper)),
             }
         })
         .collect();
@@ -104,18 +110,30 @@ fn roc(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
     if area.height < 4 || area.width < 14 {
         return;
     }
-    let Some(fig) = roc_figure(app) else {
+    let Some(mut fig) = roc_figure(app) else {
         placeholder(frame, area, "ROC curves appear when runs finish", theme);
         return;
     };
+    // The legend names each curve by its run ("#3 smc"; the table beside
+    // has the AUCs), with a marker per curve so it reads without colour.
+    let mut runs: Vec<&RunView> = app.runs.iter().filter(|r| r.record.is_some()).collect();
+    runs.sort_by_key(|r| Some(r.id) != app.selected); // as `roc_figure` orders them
+    let mut titles: Vec<String> = runs.iter().map(|r| r.title()).collect();
+    titles.insert(0, "chance".into());
+    for (s, t) in fig.panels[0].series.iter_mut().zip(titles) {
+        s.name = t;
+    }
     let mut c = resolve(&fig.panels[0]);
     // The table beside it names the runs; the axes say FPR and TPR.
     c.x_label = "FPR".into();
+    let [chart_area, legend_area] =
+        Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(area);
     let mut chart = chart(
         &c,
         theme,
         Labels {
             x: true,
+            markers: true,
             ..Labels::default()
         },
     );
@@ -125,7 +143,9 @@ fn roc(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
             .labels(["0", "TPR", "1"])
             .style(theme.dim()),
     );
-    frame.render_widget(chart, area);
+    frame.render_widget(chart, chart_area);
+    let legend = super::figure_chart::legend_of(&[&c], theme, true);
+    frame.render_widget(Paragraph::new(Line::from(legend)), legend_area);
 }
 
 /// A column of the runs table: header, width, and its rank when the width is
@@ -137,7 +157,7 @@ struct Column {
     left: bool,
 }
 
-const COLUMNS: [Column; 12] = [
+const COLUMNS: [Column; 13] = [
     Column {
         head: "#",
         width: 3,
@@ -168,10 +188,19 @@ const COLUMNS: [Column; 12] = [
         rank: 8,
         left: false,
     },
+    // The test AUC ± DeLong's SE.
     Column {
-        head: "test",
-        width: 6,
+        head: "test ±SE",
+        width: 10,
         rank: 2,
+        left: false,
+    },
+    // DeLong's paired test against the selected run (same split): the
+    // difference and its p-value.
+    Column {
+        head: "vs ▶",
+        width: 13,
+        rank: 7,
         left: false,
     },
     Column {
@@ -313,7 +342,8 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
                 "prior" => (prior_word(r).to_string(), theme.dim()),
                 "status" => (status.clone(), status_style),
                 "train" => (auc(rec.map(|x| x.auc.train)), Style::new()),
-                "test" => (auc(rec.and_then(|x| x.auc.test)), Style::new()),
+                "test ±SE" => (test_cell(rec), Style::new()),
+                "vs ▶" => (versus_cell(app, r, rec), Style::new()),
                 "log Z" => (log_z_cell(rec), Style::new()),
                 "R-hat" => rhat_cell(rec, theme),
                 "bound" => certificate_cell(rec, false, theme),
@@ -362,6 +392,53 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
     frame.render_widget(Paragraph::new(lines), area);
 }
 
+/// The test AUC and DeLong's SE: "0.787±.025".
+fn test_cell(rec: Option<&RunRecord>) -> String {
+    match rec.map(|r| (&r.auc.test_interval, r.auc.test)) {
+        Some((Some(i), _)) if i.se < 1.0 => {
+            format!(
+                "{:.3}±{}",
+                i.auc,
+                format!("{:.3}", i.se).trim_start_matches('0')
+            )
+        }
+        Some((Some(i), _)) => format!("{:.3}", i.auc),
+        Some((None, t)) => auc(t),
+        None => "-".into(),
+    }
+}
+
+/// This run's test AUC minus the selected run's, by DeLong's paired test on
+/// the same test rows: "+0.024 p0.11"; "▶" on the selected run itself, "-"
+/// where there is no pair (another split, a replayed record without scores).
+fn versus_cell(app: &App, r: &RunView, rec: Option<&RunRecord>) -> String {
+    if Some(r.id) == app.selected {
+        return "▶".into();
+    }
+    let Some(sel) = app.selected_run().and_then(|s| s.record.as_deref()) else {
+        return "-".into();
+    };
+    let same_rows = |a: &RunRecord, b: &RunRecord| {
+        a.dataset.fingerprint == b.dataset.fingerprint
+            && a.split.seed == b.split.seed
+            && a.split.test_rows == b.split.test_rows
+            && a.split.test_file == b.split.test_file
+    };
+    rec.filter(|x| same_rows(x, sel))
+        .and_then(|x| {
+            x.test_components
+                .as_ref()?
+                .paired(sel.test_components.as_ref()?)
+        })
+        .map_or("-".into(), |p| {
+            format!(
+                "{:+.3} p{}",
+                p.difference,
+                crate::engine::auc_interval::p_text(p.p_value).replace("< ", "<")
+            )
+        })
+}
+
 /// log Z, with ± the sd across runs for several SMC runs.
 fn log_z_cell(rec: Option<&RunRecord>) -> String {
     let z = opt_num(rec.and_then(|x| x.log_evidence));
@@ -393,11 +470,13 @@ fn certificate_cell(rec: Option<&RunRecord>, khat: bool, theme: &Theme) -> (Stri
         let text = k.map_or("-".into(), |k| format!("{k:.2}"));
         return (text, if trusted { Style::new() } else { theme.warn() });
     }
+    // A vacuous bound (≥ ½: no better than chance) is marked by ✗ as well as
+    // colour, so it reads without colour too.
     let b = rec.and_then(|r| r.bound.as_ref());
-    let text = b.map_or("-".into(), |b| format!("{:.4}", b.risk));
     match b {
-        Some(b) if b.is_vacuous() => (text, theme.warn()),
-        _ => (text, Style::new()),
+        Some(b) if b.is_vacuous() => (format!("{:.4}✗", b.risk), theme.warn()),
+        Some(b) => (format!("{:.4}", b.risk), Style::new()),
+        None => ("-".into(), Style::new()),
     }
 }
 
@@ -405,8 +484,9 @@ fn certificate_cell(rec: Option<&RunRecord>, khat: bool, theme: &Theme) -> (Stri
 mod tests {
     use super::*;
 
-    /// At 80 columns (78 inside the pane) all but the time and k̂ fit; narrower,
-    /// the bound, train AUC and time go before status, log Z and γ; at 120
+    /// At 80 columns (78 inside the pane) all but the time, k̂ and the paired
+    /// difference fit; narrower,
+    /// the bound, train AUC and time go before status, log Z and γ; at 126
     /// every column fits.
     #[test]
     fn status_log_z_and_gamma_outlast_train_and_time() {
@@ -416,11 +496,11 @@ mod tests {
                 .map(|i| COLUMNS[i].head)
                 .collect::<Vec<_>>()
         };
-        assert_eq!(heads(118).len(), COLUMNS.len());
+        assert_eq!(heads(124).len(), COLUMNS.len());
         let h = heads(78);
         assert!(h.contains(&"prior") && h.contains(&"bound"), "{h:?}");
         let h = heads(60);
-        for keep in ["#", "method", "status", "test", "log Z", "γ"] {
+        for keep in ["#", "method", "status", "test ±SE", "log Z", "γ"] {
             assert!(h.contains(&keep), "{h:?}");
         }
         assert!(!h.contains(&"time"), "{h:?}");
