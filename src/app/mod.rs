@@ -243,6 +243,9 @@ impl App {
             DataState::Loaded(d) => {
                 let r = &d.report;
                 messages.push(Level::Info, format!("data: {}", r.path));
+                if let Some(name) = crate::spec::demo_source::bundled_demo(r.path.as_ref()) {
+                    messages.push(Level::Info, crate::spec::demo_source::announce(name));
+                }
                 messages.push(Level::Info, format!("target: {}", r.target_rule));
                 messages.push(Level::Info, format!("positive class: {}", r.positive_rule));
                 // The panes cut long names; here they are whole.

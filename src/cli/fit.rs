@@ -109,6 +109,9 @@ pub fn load(spec: &RunSpec, announce: bool) -> Result<Loaded, CliError> {
     let (ds, prepared) = spec.data.load().map_err(CliError::Input)?;
     let load_seconds = t0.elapsed().as_secs_f64();
     if announce {
+        if let Some(name) = spec::demo_source::bundled_demo(&spec.data.path) {
+            eprintln!("{}", spec::demo_source::announce(name));
+        }
         eprintln!("target: {}", ds.report.target_rule);
         eprintln!("positive class: {}", ds.report.positive_rule);
         for w in ds.report.warnings.iter() {

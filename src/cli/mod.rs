@@ -25,7 +25,8 @@ use gen_demo::GenDemoArgs;
 use predict::PredictArgs;
 use settings_args::SettingArgs;
 
-/// The bundled demo file opened when pacauc runs without arguments.
+/// The committed demo file (tests; `pacauc` itself opens the demo built into
+/// the binary, `spec::demo_source`).
 pub const DEMO_FILE: &str = "demo-data/sparse_linear.csv";
 
 #[derive(Debug, Parser)]
@@ -64,10 +65,10 @@ pub enum Command {
     BenchEp(Box<bench_ep::BenchArgs>),
 }
 
-/// With no command: the explorer on the bundled demo data.
+/// With no command: the explorer on the demo built into the binary.
 fn default_demo() -> Command {
     Command::Explore(Box::new(ExploreArgs {
-        data: PathBuf::from(DEMO_FILE),
+        data: PathBuf::from(crate::spec::demo_source::DEFAULT),
         settings: SettingArgs::new(Vec::new()),
         no_autorun: false,
         view: ViewArgs::defaults(),
