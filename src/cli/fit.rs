@@ -2,7 +2,7 @@
 //! read), then load, split, run one method headless, print the run record.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::builder::{PossibleValue, PossibleValuesParser};
@@ -13,8 +13,9 @@ use super::settings_args::{self, All, SettingArgs};
 use super::table::print_table;
 use crate::engine::data::{Dataset, Prepared};
 use crate::engine::quality;
-use crate::engine::record::{RunRecord, Seconds, check_writable, write_atomic};
-use crate::engine::{Control, Engine, EngineError, Problem};
+use crate::engine::record::{DatasetReport, RunRecord, Seconds, check_writable, write_atomic};
+use crate::engine::{Control, Engine, EngineError, Event, Observer, Problem};
+use crate::eventlog::{self, EndLine, Header, LogWriter};
 use crate::spec::{self, RunSpec, SpecError, registry};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -47,6 +48,10 @@ pub struct FitArgs {
     /// Also write the JSON run record to this file (atomically; checked before the fit).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Append the run's events to this log as they come (JSON lines: a header,
+    /// the events, the record); `pacauc watch FILE` follows it live.
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
 }
 
 impl FitArgs {
@@ -153,10 +158,36 @@ pub fn run(args: &FitArgs, threads: Option<usize>) -> Result<(), CliError> {
         load_seconds: load_s,
     } = load(&spec, true)?;
     let ctl = Control::new();
+    let mut log = match &args.events {
+        Some(path) => Some(open_log(path, &spec, &ds, &prepared)?),
+        None => None,
+    };
     let t1 = Instant::now();
     let mut progress = Progress::new(show_progress);
-    let mut fit = engine.run(&problem, &ctl, &mut progress)?;
+    let result = engine.run(
+        &problem,
+        &ctl,
+        &mut Tee {
+            progress: &mut progress,
+            log: log.as_mut(),
+        },
+    );
     progress.finish();
+    let mut fit = match result {
+        Ok(fit) => fit,
+        Err(e) => {
+            if let Some(log) = log {
+                let end = match &e {
+                    EngineError::Cancelled => EndLine::Cancelled,
+                    other => EndLine::Failed {
+                        error: other.to_string(),
+                    },
+                };
+                close_log(log, Err(end));
+            }
+            return Err(e.into());
+        }
+    };
     if fit.trace.is_empty() {
         // As the explorer's worker does: the observed events.
         fit.trace = std::mem::take(&mut progress.trace);
@@ -184,6 +215,9 @@ pub fn run(args: &FitArgs, threads: Option<usize>) -> Result<(), CliError> {
     {
         progress.warn_coded(Some(&w.code), &w.message);
     }
+    if let Some(log) = log {
+        close_log(log, Ok(&record));
+    }
     let json = record.to_json();
     if let Some(path) = &args.out {
         write_atomic(path, json.as_bytes()).map_err(|e| {
@@ -195,4 +229,56 @@ pub fn run(args: &FitArgs, threads: Option<usize>) -> Result<(), CliError> {
         Format::Table => print_table(&record),
     }
     Ok(())
+}
+
+/// The progress line and, with `--events`, the event log.
+struct Tee<'a> {
+    progress: &'a mut Progress,
+    log: Option<&'a mut LogWriter>,
+}
+
+impl Observer for Tee<'_> {
+    fn observe(&mut self, mut event: Event) {
+        if let Some(log) = self.log.as_mut() {
+            log.event(&mut event);
+        }
+        self.progress.observe(event);
+    }
+}
+
+/// Opens the event log and writes the run's header (an error names the file).
+fn open_log(
+    path: &Path,
+    spec: &RunSpec,
+    ds: &Dataset,
+    prepared: &Prepared,
+) -> Result<LogWriter, CliError> {
+    let (started, started_unix) = eventlog::now_utc();
+    let header = Header {
+        pacauc_events: eventlog::FORMAT_VERSION,
+        version: env!("CARGO_PKG_VERSION").into(),
+        spec: spec.to_value(),
+        dataset: DatasetReport::of(ds),
+        split: prepared.info.clone(),
+        names: prepared.names.clone(),
+        pid: std::process::id(),
+        host: eventlog::this_host(),
+        proc_start: eventlog::proc_stat(std::process::id()).map(|(_, start)| start),
+        started,
+        started_unix,
+    };
+    LogWriter::create(path, &header).map_err(|e| {
+        CliError::Input(format!("{}: cannot write the event log: {e}", path.display()))
+    })
+}
+
+/// Ends the log; a write that failed on the way is a warning (the fit's result stands).
+fn close_log(log: LogWriter, end: Result<&RunRecord, EndLine>) {
+    let path = log.path().to_path_buf();
+    if let Err(e) = log.end(end) {
+        eprintln!(
+            "warning: {}: the event log could not be written in full: {e}",
+            path.display()
+        );
+    }
 }

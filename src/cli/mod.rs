@@ -13,6 +13,7 @@ mod progress;
 mod reproduce;
 mod settings_args;
 mod table;
+pub mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -57,6 +58,8 @@ pub enum Command {
     Reproduce(Box<reproduce::ReproduceArgs>),
     /// Recompute a run record's PAC-Bayes certificate at another confidence level.
     Bound(bound::BoundArgs),
+    /// Follow event logs (`fit --events FILE`) live in the explorer, or print their state (--once).
+    Watch(Box<watch::WatchArgs>),
     /// Regenerate the synthetic demo data.
     GenDemo(GenDemoArgs),
     /// Time a method (best of several runs) against the floor of its hot path.
@@ -104,6 +107,7 @@ pub fn main() -> ExitCode {
                 Command::Plot(args) => plot::run(args),
                 Command::Reproduce(args) => reproduce::run(args),
                 Command::Bound(args) => bound::run(args),
+                Command::Watch(args) => watch::run(args),
                 Command::GenDemo(args) => gen_demo::run(args).map_err(CliError::Input),
                 Command::Bench(args) => bench::run(args, cli.threads),
                 Command::BenchEp(args) => bench_ep::run(args),

@@ -3,9 +3,12 @@
 //! something changed and at most `fps` times a second, keys at once), and the
 //! side effects `update` asks for (start, pause, cancel, export).
 
+mod follow;
 mod input;
 mod terminal;
 pub mod ui;
+
+pub use follow::watch;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -24,6 +27,9 @@ use terminal::TerminalGuard;
 
 pub const INPUT_THREAD: &str = "pacauc-input";
 pub const PLOT_THREAD: &str = "pacauc-plot";
+/// Log lines applied per wake-up before a frame may be drawn (a long log
+/// replays in big gulps, not a frame per line).
+const LOG_DRAIN: usize = 1 << 16;
 
 /// Writes every figure as PNG and SVG into `dir` (created if missing), each
 /// file atomically; the paths written, or what failed with its path.
@@ -104,7 +110,7 @@ pub fn explore(
     };
     let mut app = App::new(state, options.view);
     let initial = if autorun { app.autorun() } else { Vec::new() };
-    run(app, session_data, initial, &options)
+    run(app, session_data, initial, None, &options)
 }
 
 /// `pacauc replay`: reads run records and shows them.
@@ -117,7 +123,7 @@ pub fn replay(files: &[PathBuf], options: Options) -> Result<Ended, String> {
     }
     require_terminal()?;
     let app = App::replay(records, options.view);
-    run(app, None, Vec::new(), &options)
+    run(app, None, Vec::new(), None, &options)
 }
 
 struct SessionData {
@@ -314,6 +320,7 @@ fn run(
     mut app: App,
     data: Option<SessionData>,
     initial: Vec<Command>,
+    follower: Option<crate::eventlog::Follower>,
     options: &Options,
 ) -> Result<Ended, String> {
     // Exports land here: said up front (status line, help, message log).
@@ -341,10 +348,15 @@ fn run(
             dispatch(&mut app, &mut session, m);
         }
     }
+    let (ltx, lrx) = bounded::<Msg>(CHANNEL_CAPACITY);
+    if let Some(f) = follower {
+        follow::spawn(f, ltx).map_err(|e| format!("cannot start the log follower: {e}"))?;
+    }
     let channels = Channels {
         input: irx,
         worker: wrx,
         plotted: prx,
+        logs: lrx,
     };
     let result = frame_loop(&mut app, &mut session, &mut terminal, &channels, options);
     guard.leave();
@@ -357,6 +369,8 @@ struct Channels {
     input: Receiver<Input>,
     worker: Receiver<WorkerMsg>,
     plotted: Receiver<Msg>,
+    /// What followed event logs say.
+    logs: Receiver<Msg>,
 }
 
 fn frame_loop(
@@ -387,7 +401,8 @@ fn frame_loop(
             return Ok(None);
         }
         let now = Instant::now();
-        if app.is_busy() && now >= next_tick {
+        let busy = app.is_busy() || app.watched_live() > 0;
+        if busy && now >= next_tick {
             update(app, Msg::Tick);
             next_tick = now + tick;
             dirty = true;
@@ -411,7 +426,7 @@ fn frame_loop(
         if dirty {
             timeout = timeout.min((last_draw + frame).saturating_duration_since(now));
         }
-        if app.is_busy() {
+        if busy {
             timeout = timeout.min(next_tick.saturating_duration_since(now));
         }
         select! {
@@ -438,6 +453,15 @@ fn frame_loop(
                     // Drain what else is there before drawing once.
                     for m in worker.try_iter().take(CHANNEL_CAPACITY) {
                         dispatch(app, session, Msg::Worker(m));
+                    }
+                    dirty = true;
+                }
+            }
+            recv(channels.logs) -> m => {
+                if let Ok(m) = m {
+                    dispatch(app, session, m);
+                    for m in channels.logs.try_iter().take(LOG_DRAIN) {
+                        dispatch(app, session, m);
                     }
                     dirty = true;
                 }
