@@ -158,6 +158,8 @@ pub enum Msg {
         dir: PathBuf,
         result: Result<Vec<PathBuf>, String>,
     },
+    /// A background run was started (its log and pid), or not.
+    Backgrounded(Result<(PathBuf, u32), String>),
     /// What a followed event log said (`pacauc watch`, background runs).
     Log(crate::eventlog::LogMsg),
     /// The run could not be built (bad settings) or its thread not started.
@@ -183,6 +185,10 @@ pub enum Command {
     },
     Export {
         run: RunId,
+    },
+    /// Start `spec` as a detached `pacauc fit --events` process and follow its log.
+    Background {
+        spec: Box<RunSpec>,
     },
     /// Write these figures as PNG and SVG into `dir` (off the UI thread).
     Plot {
@@ -579,6 +585,21 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
         Msg::Key(k) => app.on_key(k),
         Msg::Worker(w) => app.on_worker(w),
         Msg::Log(m) => app.on_log(m),
+        Msg::Backgrounded(result) => {
+            match result {
+                Ok((log, pid)) => app.say(
+                    format!(
+                        "started in the background as process {pid}, logging to {} \
+                         (it outlives this explorer; pacauc watch {} shows it)",
+                        log.display(),
+                        log.parent().map_or(".".into(), |d| d.display().to_string())
+                    ),
+                    false,
+                ),
+                Err(e) => app.say(format!("could not start in the background: {e}"), true),
+            }
+            Vec::new()
+        }
         Msg::Tick => {
             app.ticks = app.ticks.wrapping_add(1);
             Vec::new()

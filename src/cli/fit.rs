@@ -13,9 +13,9 @@ use super::settings_args::{self, All, SettingArgs};
 use super::table::print_table;
 use crate::engine::data::{Dataset, Prepared};
 use crate::engine::quality;
-use crate::engine::record::{DatasetReport, RunRecord, Seconds, check_writable, write_atomic};
+use crate::engine::record::{RunRecord, Seconds, check_writable, write_atomic};
 use crate::engine::{Control, Engine, EngineError, Event, Observer, Problem};
-use crate::eventlog::{self, EndLine, Header, LogWriter};
+use crate::eventlog::{EndLine, Header, LogWriter};
 use crate::spec::{self, RunSpec, SpecError, registry};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -253,22 +253,12 @@ fn open_log(
     ds: &Dataset,
     prepared: &Prepared,
 ) -> Result<LogWriter, CliError> {
-    let (started, started_unix) = eventlog::now_utc();
-    let header = Header {
-        pacauc_events: eventlog::FORMAT_VERSION,
-        version: env!("CARGO_PKG_VERSION").into(),
-        spec: spec.to_value(),
-        dataset: DatasetReport::of(ds),
-        split: prepared.info.clone(),
-        names: prepared.names.clone(),
-        pid: std::process::id(),
-        host: eventlog::this_host(),
-        proc_start: eventlog::proc_stat(std::process::id()).map(|(_, start)| start),
-        started,
-        started_unix,
-    };
+    let header = Header::for_run(spec.to_value(), ds, prepared);
     LogWriter::create(path, &header).map_err(|e| {
-        CliError::Input(format!("{}: cannot write the event log: {e}", path.display()))
+        CliError::Input(format!(
+            "{}: cannot write the event log: {e}",
+            path.display()
+        ))
     })
 }
 

@@ -72,7 +72,10 @@ pub fn once(paths: &[PathBuf]) -> Result<String, CliError> {
 
 /// One run: "#1 smc  r.jsonl  running  stage 12, γ 45.3 of 449 …", then its warnings.
 pub fn describe(r: &RunView) -> String {
-    let file = r.file.as_ref().map_or(String::new(), |f| f.display().to_string());
+    let file = r
+        .file
+        .as_ref()
+        .map_or(String::new(), |f| f.display().to_string());
     let mut parts = vec![format!("{}  {file}  {}", r.title(), r.status.word())];
     let gamma_t = r.start.as_ref().map(|s| s.gamma);
     let latest = r.latest();
@@ -130,7 +133,9 @@ pub fn describe(r: &RunView) -> String {
     }
     match &r.status {
         RunStatus::Interrupted(why) => {
-            let at = r.progress_text().map_or(String::new(), |p| format!(" at {p}"));
+            let at = r
+                .progress_text()
+                .map_or(String::new(), |p| format!(" at {p}"));
             text.push_str(&format!(
                 "  interrupted{at}: {why}; the numbers above are a partial posterior\n"
             ));
@@ -148,5 +153,11 @@ pub fn describe(r: &RunView) -> String {
 fn smc_left(r: &RunView) -> Option<f64> {
     let mut it = r.smc.iter().rev();
     let (s, prev) = (it.next()?, it.next()?);
-    smc_seconds_left(prev.gamma, s.gamma, r.start.as_ref()?.gamma, s.stage, s.elapsed)
+    smc_seconds_left(
+        prev.gamma,
+        s.gamma,
+        r.start.as_ref()?.gamma,
+        s.stage,
+        s.elapsed,
+    )
 }

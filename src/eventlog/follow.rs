@@ -19,7 +19,10 @@ pub type SourceId = (usize, usize);
 #[derive(Debug, Clone)]
 pub enum LogEntry {
     /// A run starts (`file`: its log).
-    Header { file: PathBuf, header: Box<Header> },
+    Header {
+        file: PathBuf,
+        header: Box<Header>,
+    },
     Event(Event),
     End(Ending),
     /// The run has no end and its writer is gone: why.

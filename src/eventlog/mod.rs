@@ -23,7 +23,7 @@ mod writer;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::Event;
-use crate::engine::data::SplitInfo;
+use crate::engine::data::{Dataset, Prepared, SplitInfo};
 use crate::engine::record::{DatasetReport, RunRecord};
 
 pub use follow::{Follower, LogEntry, LogMsg, SourceId, is_event_log};
@@ -57,13 +57,39 @@ pub struct Header {
     pub started_unix: f64,
 }
 
+impl Header {
+    /// The header of a run of `spec` (`RunSpec::to_value`) on these data, by
+    /// this process, now.
+    pub fn for_run(spec: serde_json::Value, ds: &Dataset, prepared: &Prepared) -> Header {
+        let (started, started_unix) = now_utc();
+        let pid = std::process::id();
+        Header {
+            pacauc_events: FORMAT_VERSION,
+            version: env!("CARGO_PKG_VERSION").into(),
+            spec,
+            dataset: DatasetReport::of(ds),
+            split: prepared.info.clone(),
+            names: prepared.names.clone(),
+            pid,
+            host: this_host(),
+            proc_start: proc_stat(pid).map(|(_, start)| start),
+            started,
+            started_unix,
+        }
+    }
+}
+
 /// How a run ended (its log's last line).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "end", rename_all = "snake_case")]
 pub enum EndLine {
     /// The run record as `RunRecord::to_json` writes it.
-    Finished { record: serde_json::Value },
-    Failed { error: String },
+    Finished {
+        record: serde_json::Value,
+    },
+    Failed {
+        error: String,
+    },
     Cancelled,
 }
 
@@ -164,3 +190,6 @@ pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let y = yoe + era * 400 + i64::from(m <= 2);
     (y, m, d)
 }
+
+#[cfg(test)]
+mod tests;

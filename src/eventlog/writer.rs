@@ -105,6 +105,15 @@ impl LogWriter {
         self.send(line_of(&*event));
     }
 
+    /// Closes the log without an end, as a killed writer leaves it (tests).
+    #[cfg(test)]
+    pub fn abandon(mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
     /// Appends the run's end and closes the log; an error if any write failed.
     pub fn end(mut self, end: Result<&RunRecord, EndLine>) -> io::Result<()> {
         let line = match end {

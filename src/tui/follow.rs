@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender};
 
 use super::{Ended, Options, require_terminal, run};
 use crate::app::{App, Msg};
@@ -16,12 +16,20 @@ use crate::eventlog::Follower;
 pub const POLL: Duration = Duration::from_millis(250);
 pub const FOLLOW_THREAD: &str = "pacauc-follow";
 
-/// Polls the logs until the explorer ends (its channel closes).
-pub fn spawn(mut follower: Follower, tx: Sender<Msg>) -> std::io::Result<()> {
+/// Polls the logs until the explorer ends (its channel closes); `more`
+/// brings logs to follow too.
+pub fn spawn(
+    mut follower: Follower,
+    tx: Sender<Msg>,
+    more: Receiver<PathBuf>,
+) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name(FOLLOW_THREAD.into())
         .spawn(move || {
             loop {
+                for p in more.try_iter() {
+                    follower.watch(p);
+                }
                 let msgs = follower.poll();
                 let quiet = msgs.is_empty();
                 for m in msgs {

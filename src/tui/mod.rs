@@ -3,6 +3,7 @@
 //! something changed and at most `fps` times a second, keys at once), and the
 //! side effects `update` asks for (start, pause, cancel, export).
 
+mod background;
 mod follow;
 mod input;
 mod terminal;
@@ -20,6 +21,7 @@ use crossbeam_channel::{Receiver, Sender, bounded, select};
 use crate::app::{App, Command, DataInfo, DataState, Msg, ViewOptions, update};
 use crate::engine::data::{Dataset, Prepared};
 use crate::engine::record::{RunRecord, write_atomic};
+use crate::eventlog::civil_from_days;
 use crate::spec::{self, DataSpec, RunSpec};
 use crate::worker::{self, CHANNEL_CAPACITY, Job, RunHandle, SNAPSHOT_INTERVAL, WorkerMsg};
 use input::Input;
@@ -161,12 +163,28 @@ struct Session {
     export_dir: PathBuf,
     /// Where figure-writing threads report back.
     plotted: Sender<Msg>,
+    /// More logs for the follower thread to follow (background runs).
+    follow: Sender<PathBuf>,
+    /// Background runs started here (waited for, so none lingers as a zombie).
+    children: Vec<std::process::Child>,
+    threads: Option<usize>,
 }
 
 impl Session {
     fn execute(&mut self, app: &App, cmd: Command) -> Option<Msg> {
         self.handles.retain(|h| !h.is_finished());
+        self.children
+            .retain_mut(|c| matches!(c.try_wait(), Ok(None)));
         match cmd {
+            Command::Background { spec } => {
+                let result = background::start(&spec, self.threads).map(|(log, child)| {
+                    let pid = child.id();
+                    self.children.push(child);
+                    let _ = self.follow.send(log.clone());
+                    (log, pid)
+                });
+                Some(Msg::Backgrounded(result))
+            }
             Command::Start { run, spec } => {
                 let Some(data) = &self.data else {
                     return Some(Msg::StartFailed {
@@ -290,20 +308,6 @@ fn export_path(dir: &Path, method: &str, run: u64) -> PathBuf {
     path
 }
 
-/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 /// Applies a message and carries out the commands it produces (and theirs).
 fn dispatch(app: &mut App, session: &mut Session, msg: Msg) {
     let mut pending = vec![msg];
@@ -331,12 +335,36 @@ fn run(
         std::path::absolute(&options.figures_dir).unwrap_or_else(|_| options.figures_dir.clone());
     let (wtx, wrx) = bounded::<WorkerMsg>(CHANNEL_CAPACITY);
     let (ptx, prx) = bounded::<Msg>(16);
+    let (ftx, frx) = crossbeam_channel::unbounded::<PathBuf>();
+    let threads = data.as_ref().and_then(|d| d.threads);
+    // The explorer reattaches the background runs of its folder still going.
+    let follower = match (follower, &data) {
+        (Some(f), _) => Some(f),
+        (None, Some(_)) => {
+            let live = background::live_runs();
+            if !live.is_empty() {
+                app.messages.push(
+                    crate::app::messages::Level::Info,
+                    format!(
+                        "{} background run(s) still going in {}/: following them",
+                        live.len(),
+                        background::RUNS_DIR
+                    ),
+                );
+            }
+            Some(crate::eventlog::Follower::new(&live)?)
+        }
+        (None, None) => None,
+    };
     let mut session = Session {
         data,
         tx: wtx,
         handles: Vec::new(),
         export_dir: options.export_dir.clone(),
         plotted: ptx,
+        follow: ftx,
+        children: Vec::new(),
+        threads,
     };
     let (mut guard, mut terminal) =
         TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
@@ -350,7 +378,7 @@ fn run(
     }
     let (ltx, lrx) = bounded::<Msg>(CHANNEL_CAPACITY);
     if let Some(f) = follower {
-        follow::spawn(f, ltx).map_err(|e| format!("cannot start the log follower: {e}"))?;
+        follow::spawn(f, ltx, frx).map_err(|e| format!("cannot start the log follower: {e}"))?;
     }
     let channels = Channels {
         input: irx,
@@ -408,7 +436,7 @@ fn frame_loop(
             dirty = true;
         }
         if dirty && (urgent || now >= last_draw + frame) {
-            terminal.draw(|f| ui::render(app, f)).map_err(draw_err)?;
+            terminal::draw(terminal, |f| ui::render(app, f)).map_err(draw_err)?;
             last_draw = Instant::now();
             dirty = false;
             urgent = false;
