@@ -86,18 +86,28 @@ wait_for bg 'no runs yet'
 key bg n
 wait_for bg 'New run'
 for _ in $(seq 1 12); do screen bg | grep -q '◀ smc ▶' && break; key bg Right; done
+# A run long enough to outlive the session: 60000 particles.
+for _ in $(seq 1 30); do screen bg | grep -q 'Size N of the particle cloud' && break; key bg Down; done
+key bg 6 0 0 0 0
+wait_for bg 'particles 60000'
 key bg C-b
-wait_for bg 'started in the background as process' 30
-LOG=$(ls "$WORK"/pacauc-runs/*.jsonl | head -1)
+wait_for bg 'pacauc-runs/' 30
+for _ in $(seq 1 150); do
+  LOG=$(ls "$WORK"/pacauc-runs/*.jsonl 2>/dev/null | head -1)
+  [ -n "$LOG" ] && [ -s "$LOG" ] && break; sleep 0.2
+done
+[ -s "$LOG" ] || fail "no background log"
 PID=$(head -1 "$LOG" | grep -oE '"pid":[0-9]+' | cut -d: -f2)
+grep -q '"end"' "$LOG" && fail "the background run ended before the session was killed"
 tmux -L "$S" kill-session -t bg
 sleep 1
 kill -0 "$PID" || fail "the background run died with its explorer's session"
 echo "watch-smoke: background run $PID survives its explorer"
 open w3 "'$BIN' watch pacauc-runs"
-wait_for w3 'smc' 60
-wait_for w3 '(running|done)' 60
+wait_for w3 'smc +gauss +. running' 60
 screen w3
 echo "watch-smoke: pacauc watch pacauc-runs attaches to it"
+wait_for w3 'smc +gauss +done' 600
+echo "watch-smoke: the background run finished: $(grep -c . "$LOG") lines in $LOG"
 key w3 q
 echo "watch-smoke: 1 passed, 0 failed"
