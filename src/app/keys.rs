@@ -262,6 +262,7 @@ pub const FORM_KEYS: &[(&str, &str)] = &[
     ("←→", "choose"),
     ("type", "edit"),
     ("Enter", "start"),
+    ("Ctrl-B", "start in the background"),
     ("Esc", "close"),
 ];
 
