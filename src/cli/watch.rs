@@ -51,14 +51,18 @@ pub fn once(paths: &[PathBuf]) -> Result<String, CliError> {
     }
     let mut follower = Follower::new(paths).map_err(CliError::Input)?;
     let mut app = App::watching(ViewOptions::default());
-    // The second poll reads nothing new: it asks whether open runs' writers live.
-    let mut msgs = follower.poll();
-    msgs.extend(follower.poll());
-    for m in msgs {
-        if let crate::eventlog::LogEntry::Problem(p) = &m.entry {
-            eprintln!("warning: {p}");
+    // Until a poll reads nothing new: that one asks whether open runs' writers live.
+    loop {
+        let msgs = follower.poll();
+        if msgs.is_empty() {
+            break;
         }
-        update(&mut app, Msg::Log(m));
+        for m in msgs {
+            if let crate::eventlog::LogEntry::Problem(p) = &m.entry {
+                eprintln!("warning: {p}");
+            }
+            update(&mut app, Msg::Log(m));
+        }
     }
     let mut out = String::new();
     for f in follower.waiting() {

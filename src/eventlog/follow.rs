@@ -39,6 +39,9 @@ pub struct LogMsg {
 
 /// Problems reported per file before the rest are only counted.
 const MAX_PROBLEMS: usize = 5;
+/// Most bytes read from a file per poll: a huge log is read in slices, so
+/// memory holds one slice's lines, not the file.
+const MAX_READ: u64 = 16 << 20;
 /// Lines parsed one by one below this; in parallel above.
 const PARALLEL_LINES: usize = 2048;
 
@@ -95,7 +98,9 @@ impl Tail {
         let mut bytes = Vec::new();
         if len > self.offset
             && f.seek(SeekFrom::Start(self.offset)).is_ok()
-            && f.take(len - self.offset).read_to_end(&mut bytes).is_ok()
+            && f.take((len - self.offset).min(MAX_READ))
+                .read_to_end(&mut bytes)
+                .is_ok()
         {
             self.offset += bytes.len() as u64;
         }
@@ -291,8 +296,9 @@ impl Follower {
         self.tails.iter().any(|t| t.open)
     }
 
-    /// What was appended to every log since the last poll, in order, and the
-    /// runs found interrupted.
+    /// What was appended to every log since the last poll (up to `MAX_READ`
+    /// bytes a file: poll again while this returns something), in order, and
+    /// the runs found interrupted.
     pub fn poll(&mut self) -> Vec<LogMsg> {
         self.scan_dirs();
         let mut out = Vec::new();
