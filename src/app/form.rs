@@ -28,6 +28,8 @@ pub enum FormOutcome {
     Stay,
     Close,
     Submit(Box<RunSpec>),
+    /// Start it as a process of its own that outlives the explorer.
+    Background(Box<RunSpec>),
 }
 
 /// A setting's name in the form's words (its label).
@@ -196,11 +198,12 @@ impl Form {
             Key::Down | Key::Tab => self.cursor = (self.cursor + 1) % rows,
             Key::Left => self.cycle(-1),
             Key::Right => self.cycle(1),
-            Key::Enter => {
+            Key::Enter | Key::CtrlB => {
                 match self.spec().map_err(|e| render_error(&e)).and_then(|s| {
                     validate(&s)?;
                     Ok(s)
                 }) {
+                    Ok(s) if key == Key::CtrlB => return FormOutcome::Background(Box::new(s)),
                     Ok(s) => return FormOutcome::Submit(Box::new(s)),
                     Err(e) => self.error = Some(e),
                 }

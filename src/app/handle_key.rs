@@ -66,6 +66,12 @@ impl App {
                         self.follow = true;
                         self.enqueue(*spec)
                     }
+                    FormOutcome::Background(spec) => {
+                        self.overlay = Overlay::None;
+                        self.last_form = Some((*spec).clone());
+                        self.follow = true;
+                        vec![Command::Background { spec }]
+                    }
                 };
             }
             Overlay::Messages => {

@@ -20,6 +20,8 @@ pub enum Key {
     End,
     /// Ctrl-C (raw mode delivers it as a key).
     CtrlC,
+    /// Ctrl-B: in the run form, start the run in the background.
+    CtrlB,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -260,6 +262,7 @@ pub const FORM_KEYS: &[(&str, &str)] = &[
     ("←→", "choose"),
     ("type", "edit"),
     ("Enter", "start"),
+    ("Ctrl-B", "start in the background"),
     ("Esc", "close"),
 ];
 

@@ -10,6 +10,7 @@ mod plot_key;
 pub mod ring;
 pub mod run_figures;
 pub mod run_view;
+mod watch;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -157,6 +158,10 @@ pub enum Msg {
         dir: PathBuf,
         result: Result<Vec<PathBuf>, String>,
     },
+    /// A background run was started (its log and pid), or not.
+    Backgrounded(Result<(PathBuf, u32), String>),
+    /// What a followed event log said (`pacauc watch`, background runs).
+    Log(crate::eventlog::LogMsg),
     /// The run could not be built (bad settings) or its thread not started.
     StartFailed {
         run: RunId,
@@ -180,6 +185,10 @@ pub enum Command {
     },
     Export {
         run: RunId,
+    },
+    /// Start `spec` as a detached `pacauc fit --events` process and follow its log.
+    Background {
+        spec: Box<RunSpec>,
     },
     /// Write these figures as PNG and SVG into `dir` (off the UI thread).
     Plot {
@@ -223,6 +232,8 @@ pub struct App {
     pub marked: Vec<RunId>,
     /// Figure writes under way (`p` waits for the last to end).
     plotting: usize,
+    /// Runs followed in event logs, by their place in the logs.
+    watched: Vec<(crate::eventlog::SourceId, RunId)>,
 }
 
 impl App {
@@ -240,20 +251,7 @@ impl App {
             DataState::Failed { path, error } => {
                 messages.push(Level::Error, format!("could not load {path}: {error}"))
             }
-            DataState::Loaded(d) => {
-                let r = &d.report;
-                messages.push(Level::Info, format!("data: {}", r.path));
-                messages.push(Level::Info, format!("target: {}", r.target_rule));
-                messages.push(Level::Info, format!("positive class: {}", r.positive_rule));
-                // The panes cut long names; here they are whole.
-                messages.push(
-                    Level::Info,
-                    format!("features ({}): {}", d.names.len(), d.names.join(", ")),
-                );
-                for w in &r.warnings {
-                    messages.push(Level::Warn, format!("data: {w}"));
-                }
-            }
+            DataState::Loaded(d) => log_data(&mut messages, d),
         }
         App {
             data,
@@ -280,6 +278,7 @@ impl App {
             figures_dir: PathBuf::from(DEFAULT_FIGURES_DIR),
             marked: Vec::new(),
             plotting: 0,
+            watched: Vec::new(),
         }
     }
 
@@ -379,7 +378,7 @@ impl App {
         self.runs.iter().find(|r| r.id == id)
     }
 
-    fn run_mut(&mut self, id: RunId) -> Option<&mut RunView> {
+    pub(crate) fn run_mut(&mut self, id: RunId) -> Option<&mut RunView> {
         self.runs.iter_mut().find(|r| r.id == id)
     }
 
@@ -404,13 +403,13 @@ impl App {
         self.queue.len()
     }
 
-    fn say(&mut self, text: impl Into<String>, error: bool) {
+    pub(crate) fn say(&mut self, text: impl Into<String>, error: bool) {
         let level = if error { Level::Error } else { Level::Info };
         self.say_level(text, level);
     }
 
     /// Sets the status line and logs it (a warning shows like an error).
-    fn say_level(&mut self, text: impl Into<String>, level: Level) {
+    pub(crate) fn say_level(&mut self, text: impl Into<String>, level: Level) {
         let text = text.into();
         self.messages.push(level, text.clone());
         self.status = Some(StatusLine {
@@ -476,7 +475,7 @@ impl App {
         }
     }
 
-    fn on_worker(&mut self, msg: WorkerMsg) -> Vec<Command> {
+    pub(crate) fn on_worker(&mut self, msg: WorkerMsg) -> Vec<Command> {
         let stale = self.cancelling == Some(msg.run);
         let Some(run) = self.runs.iter_mut().find(|r| r.id == msg.run) else {
             return Vec::new();
@@ -566,11 +565,46 @@ impl App {
     }
 }
 
+/// Logs what was loaded: the file, the choices made, the features, the data's warnings.
+fn log_data(messages: &mut Messages, d: &DataInfo) {
+    let r = &d.report;
+    messages.push(Level::Info, format!("data: {}", r.path));
+    if let Some(name) = crate::spec::demo_source::bundled_demo(r.path.as_ref()) {
+        messages.push(Level::Info, crate::spec::demo_source::announce(name));
+    }
+    messages.push(Level::Info, format!("target: {}", r.target_rule));
+    messages.push(Level::Info, format!("positive class: {}", r.positive_rule));
+    // The panes cut long names; here they are whole.
+    messages.push(
+        Level::Info,
+        format!("features ({}): {}", d.names.len(), d.names.join(", ")),
+    );
+    for w in &r.warnings {
+        messages.push(Level::Warn, format!("data: {w}"));
+    }
+}
+
 /// Applies a message; returns the side effects to carry out.
 pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
     match msg {
         Msg::Key(k) => app.on_key(k),
         Msg::Worker(w) => app.on_worker(w),
+        Msg::Log(m) => app.on_log(m),
+        Msg::Backgrounded(result) => {
+            match result {
+                Ok((log, pid)) => app.say(
+                    format!(
+                        "started in the background as process {pid}, logging to {} \
+                         (it outlives this explorer; pacauc watch {} shows it)",
+                        log.display(),
+                        log.parent().map_or(".".into(), |d| d.display().to_string())
+                    ),
+                    false,
+                ),
+                Err(e) => app.say(format!("could not start in the background: {e}"), true),
+            }
+            Vec::new()
+        }
         Msg::Tick => {
             app.ticks = app.ticks.wrapping_add(1);
             Vec::new()

@@ -23,6 +23,8 @@ pub enum RunStatus {
     Finished,
     Failed(String),
     Cancelled,
+    /// A followed event log ended without its end: its writer is gone (why).
+    Interrupted(String),
 }
 
 impl RunStatus {
@@ -38,6 +40,7 @@ impl RunStatus {
             RunStatus::Finished => "done",
             RunStatus::Failed(_) => "failed",
             RunStatus::Cancelled => "cancelled",
+            RunStatus::Interrupted(_) => "interrupted",
         }
     }
 }
@@ -75,8 +78,19 @@ pub struct RunView {
     pub histograms: Vec<Histogram>,
     pub logs: Ring<(LogLevel, String)>,
     pub record: Option<Box<RunRecord>>,
-    /// Where the record was exported or replayed from.
+    /// Where the record was exported or replayed from, or the event log followed.
     pub file: Option<PathBuf>,
+    /// A run followed in an event log: its writer.
+    pub origin: Option<Origin>,
+}
+
+/// Who writes a followed run's event log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Origin {
+    pub pid: u32,
+    pub host: String,
+    /// Seconds since the Unix epoch.
+    pub started_unix: f64,
 }
 
 /// The latest event of every live series a run can report, by engine (the
@@ -115,6 +129,7 @@ impl RunView {
             logs: Ring::new(LOG_CAPACITY),
             record: None,
             file: None,
+            origin: None,
         }
     }
 
@@ -335,6 +350,7 @@ impl RunView {
             (RunStatus::Finished, Some(r)) if !r.converged => "not conv.".into(),
             (RunStatus::Finished, Some(_)) if !self.doubts().is_empty() => "done ⚠".into(),
             (RunStatus::Cancelled, _) if self.is_partial() => "cancelled ⚠".into(),
+            (RunStatus::Interrupted(_), _) if self.is_partial() => "interrupted ⚠".into(),
             (s, _) => s.word().into(),
         }
     }
@@ -357,6 +373,9 @@ impl RunView {
             },
             RunStatus::Cancelled if self.is_partial() => {
                 Some("cancelled: partial posterior".into())
+            }
+            RunStatus::Interrupted(_) if self.is_partial() => {
+                Some("interrupted: partial posterior".into())
             }
             s => Some(s.word().into()),
         }

@@ -2,7 +2,7 @@
 //! read), then load, split, run one method headless, print the run record.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::builder::{PossibleValue, PossibleValuesParser};
@@ -13,8 +13,9 @@ use super::settings_args::{self, All, SettingArgs};
 use super::table::print_table;
 use crate::engine::data::{Dataset, Prepared};
 use crate::engine::quality;
-use crate::engine::record::{check_writable, write_atomic};
-use crate::engine::{Control, Engine, EngineError, Problem};
+use crate::engine::record::{RunRecord, check_writable, write_atomic};
+use crate::engine::{Control, Engine, EngineError, Event, Observer, Problem};
+use crate::eventlog::{EndLine, Header, LogWriter};
 use crate::spec::{self, RunSpec, SpecError, registry};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -47,6 +48,10 @@ pub struct FitArgs {
     /// Also write the JSON run record to this file (atomically; checked before the fit).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Append the run's events to this log as they come (JSON lines: a header,
+    /// the events, the record); `pacauc watch FILE` follows it live.
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
 }
 
 impl FitArgs {
@@ -110,6 +115,9 @@ pub fn load(spec: &RunSpec, announce: bool) -> Result<Loaded, CliError> {
     let (ds, prepared) = spec.data.load().map_err(CliError::Input)?;
     let load_seconds = t0.elapsed().as_secs_f64();
     if announce {
+        if let Some(name) = spec::demo_source::bundled_demo(&spec.data.path) {
+            eprintln!("{}", spec::demo_source::announce(name));
+        }
         eprintln!("target: {}", ds.report.target_rule);
         eprintln!("positive class: {}", ds.report.positive_rule);
         for w in ds.report.warnings.iter() {
@@ -150,17 +158,39 @@ pub fn run(args: &FitArgs, threads: Option<usize>) -> Result<(), CliError> {
         load_seconds: load_s,
     } = load(&spec, true)?;
     let ctl = Control::new();
+    let mut log = match &args.events {
+        Some(path) => Some(open_log(path, &spec, &ds, &prepared)?),
+        None => None,
+    };
     let mut progress = Progress::new(show_progress);
-    let record = spec::run::record(
+    let result = spec::run::record(
         &spec,
         (&ds, &prepared),
         engine.as_ref(),
         &problem,
         &ctl,
-        &mut progress,
+        &mut Tee {
+            progress: &mut progress,
+            log: log.as_mut(),
+        },
         load_s,
-    )?;
+    );
     progress.finish();
+    let record = match result {
+        Ok(record) => record,
+        Err(e) => {
+            if let Some(log) = log {
+                let end = match &e {
+                    EngineError::Cancelled => EndLine::Cancelled,
+                    other => EndLine::Failed {
+                        error: other.to_string(),
+                    },
+                };
+                close_log(log, Err(end));
+            }
+            return Err(e.into());
+        }
+    };
     // The doubtful results the record lists, in every format (the data's and
     // the engine's own warnings were printed as they came).
     for w in record
@@ -169,6 +199,9 @@ pub fn run(args: &FitArgs, threads: Option<usize>) -> Result<(), CliError> {
         .filter(|w| w.code != quality::code::DATA)
     {
         progress.warn_coded(Some(&w.code), &w.message);
+    }
+    if let Some(log) = log {
+        close_log(log, Ok(&record));
     }
     let json = record.to_json();
     if let Some(path) = &args.out {
@@ -181,4 +214,46 @@ pub fn run(args: &FitArgs, threads: Option<usize>) -> Result<(), CliError> {
         Format::Table => print_table(&record),
     }
     Ok(())
+}
+
+/// The progress line and, with `--events`, the event log.
+struct Tee<'a> {
+    progress: &'a mut Progress,
+    log: Option<&'a mut LogWriter>,
+}
+
+impl Observer for Tee<'_> {
+    fn observe(&mut self, mut event: Event) {
+        if let Some(log) = self.log.as_mut() {
+            log.event(&mut event);
+        }
+        self.progress.observe(event);
+    }
+}
+
+/// Opens the event log and writes the run's header (an error names the file).
+fn open_log(
+    path: &Path,
+    spec: &RunSpec,
+    ds: &Dataset,
+    prepared: &Prepared,
+) -> Result<LogWriter, CliError> {
+    let header = Header::for_run(spec.to_value(), ds, prepared);
+    LogWriter::create(path, &header).map_err(|e| {
+        CliError::Input(format!(
+            "{}: cannot write the event log: {e}",
+            path.display()
+        ))
+    })
+}
+
+/// Ends the log; a write that failed on the way is a warning (the fit's result stands).
+fn close_log(log: LogWriter, end: Result<&RunRecord, EndLine>) {
+    let path = log.path().to_path_buf();
+    if let Err(e) = log.end(end) {
+        eprintln!(
+            "warning: {}: the event log could not be written in full: {e}",
+            path.display()
+        );
+    }
 }

@@ -7,8 +7,8 @@ use clap::Args;
 use crate::engine::data::demo;
 use crate::engine::record::write_atomic;
 
-/// Seed of the committed demo files.
-pub const DEMO_SEED: u64 = 20141208;
+/// Seed of the committed demo files (and of the demo inside the binary).
+pub const DEMO_SEED: u64 = demo::SEED;
 
 #[derive(Debug, Clone, Args)]
 pub struct GenDemoArgs {

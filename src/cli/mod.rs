@@ -15,6 +15,7 @@ mod progress;
 mod reproduce;
 mod settings_args;
 mod table;
+pub mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,7 +28,8 @@ use gen_demo::GenDemoArgs;
 use predict::PredictArgs;
 use settings_args::SettingArgs;
 
-/// The bundled demo file opened when pacauc runs without arguments.
+/// The committed demo file (tests; `pacauc` itself opens the demo built into
+/// the binary, `spec::demo_source`).
 pub const DEMO_FILE: &str = "demo-data/sparse_linear.csv";
 
 #[derive(Debug, Parser)]
@@ -62,6 +64,8 @@ pub enum Command {
     Compare(Box<compare::CompareArgs>),
     /// Recompute a run record's PAC-Bayes certificate at another confidence level.
     Bound(bound::BoundArgs),
+    /// Follow event logs (`fit --events FILE`) live in the explorer, or print their state (--once).
+    Watch(Box<watch::WatchArgs>),
     /// Regenerate the synthetic demo data.
     GenDemo(GenDemoArgs),
     /// Time a method (best of several runs) against the floor of its hot path.
@@ -70,10 +74,10 @@ pub enum Command {
     BenchEp(Box<bench_ep::BenchArgs>),
 }
 
-/// With no command: the explorer on the bundled demo data.
+/// With no command: the explorer on the demo built into the binary.
 fn default_demo() -> Command {
     Command::Explore(Box::new(ExploreArgs {
-        data: PathBuf::from(DEMO_FILE),
+        data: PathBuf::from(crate::spec::demo_source::DEFAULT),
         settings: SettingArgs::new(Vec::new()),
         no_autorun: false,
         view: ViewArgs::defaults(),
@@ -111,6 +115,7 @@ pub fn main() -> ExitCode {
                 Command::Reproduce(args) => reproduce::run(args),
                 Command::Compare(args) => compare::run(args),
                 Command::Bound(args) => bound::run(args),
+                Command::Watch(args) => watch::run(args),
                 Command::GenDemo(args) => gen_demo::run(args).map_err(CliError::Input),
                 Command::Bench(args) => bench::run(args, cli.threads),
                 Command::BenchEp(args) => bench_ep::run(args),

@@ -42,7 +42,7 @@ pub fn smc_seconds_left(
 }
 
 /// "12s", "3m05s".
-fn duration(s: f64) -> String {
+pub fn duration(s: f64) -> String {
     if s < 60.0 {
         format!("{s:.0}s")
     } else {

@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal};
 
-use super::rng;
+use super::numerics::rng;
 
 /// Two-sided normal quantile for a confidence `level` (0.95 → 1.95996…).
 pub fn z_of(level: f64) -> f64 {

@@ -1,6 +1,6 @@
 use super::*;
 use crate::engine::metrics::auc;
-use crate::engine::rng::{normal, stream};
+use crate::engine::numerics::rng::{normal, stream};
 
 /// The O(n₊n₋) definition: ψ over every (positive, negative) pair.
 fn slow_components(s: &[f64], y: &[bool]) -> Components {

@@ -13,8 +13,11 @@ pub enum LogLevel {
 /// A weighted histogram on [lo, hi] with equal-width bins.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Histogram {
+    #[serde(deserialize_with = "nan::f64")]
     pub lo: f64,
+    #[serde(deserialize_with = "nan::f64")]
     pub hi: f64,
+    #[serde(deserialize_with = "nan::vec")]
     pub counts: Vec<f64>,
 }
 
@@ -53,12 +56,16 @@ impl Histogram {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SmcStage {
     pub stage: usize,
+    #[serde(deserialize_with = "nan::f64")]
     pub gamma: f64,
     /// ESS of the reweighted cloud before resampling, as a share of N.
+    #[serde(deserialize_with = "nan::f64")]
     pub ess_frac: f64,
     /// Acceptance rate of the stage's moves.
+    #[serde(deserialize_with = "nan::f64")]
     pub acceptance: f64,
     /// Proposal scale c (random-walk moves).
+    #[serde(deserialize_with = "nan::f64")]
     pub scale: f64,
     /// Move steps run in this stage.
     pub moves: usize,
@@ -66,13 +73,18 @@ pub struct SmcStage {
     /// value after the moves (the decorrelation check's measure).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_correlation: Option<f64>,
+    #[serde(deserialize_with = "nan::f64")]
     pub log_z: f64,
+    #[serde(deserialize_with = "nan::vec")]
     pub mean: Vec<f64>,
+    #[serde(deserialize_with = "nan::vec")]
     pub sd: Vec<f64>,
+    #[serde(deserialize_with = "nan::f64")]
     pub mean_risk: f64,
     /// Risk evaluations so far.
     pub evaluations: u64,
     /// Seconds since the run started.
+    #[serde(deserialize_with = "nan::f64")]
     pub elapsed: f64,
     /// Per-coordinate particle histograms (not kept in run records' traces).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -87,14 +99,17 @@ pub struct SmcStage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SmcMove {
     pub stage: usize,
+    #[serde(deserialize_with = "nan::f64")]
     pub gamma: f64,
     /// Move steps done so far in this stage.
     pub step: usize,
     /// Acceptance rate of this stage's steps so far.
+    #[serde(deserialize_with = "nan::f64")]
     pub acceptance: f64,
     /// Largest |correlation| with the stage's start (when measured: adaptive moves).
     pub max_correlation: Option<f64>,
     /// Seconds since the run started.
+    #[serde(deserialize_with = "nan::f64")]
     pub elapsed: f64,
 }
 
@@ -103,16 +118,22 @@ pub struct SmcMove {
 pub struct EpSweep {
     pub sweep: usize,
     /// max_k relative change of means (in sds) and sds: the convergence measure Δ_t.
+    #[serde(deserialize_with = "nan::f64")]
     pub delta: f64,
     pub log_z: Option<f64>,
     /// Damping step used in this sweep.
+    #[serde(deserialize_with = "nan::f64")]
     pub eta: f64,
     /// Share of pair sites with a negative precision.
+    #[serde(deserialize_with = "nan::f64")]
     pub negative_share: f64,
     /// Sites skipped (degenerate) in this sweep.
     pub skipped: usize,
+    #[serde(deserialize_with = "nan::vec")]
     pub mean: Vec<f64>,
+    #[serde(deserialize_with = "nan::vec")]
     pub sd: Vec<f64>,
+    #[serde(deserialize_with = "nan::f64")]
     pub elapsed: f64,
     /// Spike-and-slab: inclusion probabilities P(z_k = 1) after this sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -137,14 +158,20 @@ pub struct GcsBatch {
     pub ess_tail: Option<f64>,
     /// Per chain, over this batch: mean risk, proposals per step (1 = every
     /// first proposal accepted), mean |jump| along the circle (radians).
+    #[serde(deserialize_with = "nan::vec")]
     pub risk: Vec<f64>,
+    #[serde(deserialize_with = "nan::vec")]
     pub proposals: Vec<f64>,
+    #[serde(deserialize_with = "nan::vec")]
     pub jump: Vec<f64>,
     /// Arcs on each circle (2 per compared pair): what one step sweeps over.
     pub arcs: u64,
     /// Pooled posterior mean and sd of every coefficient so far (after warm-up).
+    #[serde(deserialize_with = "nan::vec")]
     pub mean: Vec<f64>,
+    #[serde(deserialize_with = "nan::vec")]
     pub sd: Vec<f64>,
+    #[serde(deserialize_with = "nan::f64")]
     pub elapsed: f64,
 }
 
@@ -154,16 +181,22 @@ pub struct GcsBatch {
 pub struct VbIter {
     pub iteration: usize,
     /// γ·E_ρ[R] + KL(ρ ‖ prior).
+    #[serde(deserialize_with = "nan::f64")]
     pub objective: f64,
     /// ‖∇‖_∞ of the objective in whitened coordinates (a mini-batch's when stochastic).
+    #[serde(deserialize_with = "nan::f64")]
     pub grad_norm: f64,
     /// Line-search step, or the stochastic step size.
+    #[serde(deserialize_with = "nan::f64")]
     pub step: f64,
     /// Whether `objective` is a held-out mini-batch estimate.
     #[serde(default)]
     pub estimate: bool,
+    #[serde(deserialize_with = "nan::vec")]
     pub mean: Vec<f64>,
+    #[serde(deserialize_with = "nan::vec")]
     pub sd: Vec<f64>,
+    #[serde(deserialize_with = "nan::f64")]
     pub elapsed: f64,
 }
 
@@ -175,6 +208,7 @@ pub enum Event {
         n: usize,
         d: usize,
         pairs: usize,
+        #[serde(deserialize_with = "nan::f64")]
         gamma: f64,
     },
     SmcStage(SmcStage),
@@ -220,5 +254,49 @@ impl Event {
             })),
             e => Some(e.clone()),
         }
+    }
+}
+
+/// Non-finite numbers are written as JSON `null` (serde_json's rule); these
+/// read them back as NaN, so an event log or a record's trace with a NaN (a
+/// chain's risk, an sd left out) parses instead of failing.
+mod nan {
+    use serde::{Deserialize, Deserializer};
+
+    pub fn f64<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+    }
+
+    pub fn vec<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        let v = Vec::<Option<f64>>::deserialize(d)?;
+        Ok(v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_finite_numbers_read_back_as_nan() {
+        let e = Event::EpSweep(EpSweep {
+            sweep: 3,
+            delta: f64::INFINITY,
+            log_z: None,
+            eta: 0.5,
+            negative_share: 0.0,
+            skipped: 0,
+            mean: vec![1.0, f64::NAN],
+            sd: vec![f64::NAN, 2.0],
+            elapsed: 0.25,
+            inclusion: None,
+        });
+        let text = serde_json::to_string(&e).unwrap();
+        assert!(text.contains("null"), "{text}");
+        let Event::EpSweep(back) = serde_json::from_str::<Event>(&text).unwrap() else {
+            panic!("{text}")
+        };
+        assert!(back.delta.is_nan() && back.mean[1].is_nan() && back.sd[0].is_nan());
+        assert_eq!((back.mean[0], back.sd[1], back.sweep), (1.0, 2.0, 3));
     }
 }

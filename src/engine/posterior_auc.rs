@@ -11,9 +11,9 @@ use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
 use super::fit::{Fit, ScoreModel};
-use super::linalg::a_bt;
+use super::numerics::linalg::a_bt;
 use super::metrics::auc;
-use super::rng;
+use super::numerics::rng;
 use super::votes::thin;
 
 /// Most draws evaluated.
@@ -157,7 +157,7 @@ mod tests {
 
     fn linear_fit(mean: Vec<f64>) -> Fit {
         let mut f = Fit::new(
-            "t",
+            crate::engine::fit::EngineKind::Ep,
             vec!["a".into(), "b".into()],
             ScoreModel::Linear {
                 weights: mean.clone(),

@@ -351,6 +351,11 @@ impl RunRecord {
     pub fn from_json(text: &str) -> Result<RunRecord, String> {
         let v: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not a pacauc run record: {e}"))?;
+        RunRecord::from_value(v)
+    }
+
+    /// `from_json` of parsed JSON (an event log's last line carries a record).
+    pub fn from_value(v: serde_json::Value) -> Result<RunRecord, String> {
         let Some(version) = v.get("record_version").and_then(|x| x.as_u64()) else {
             return Err("not a pacauc run record (no record_version)".into());
         };

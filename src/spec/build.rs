@@ -42,8 +42,25 @@ impl DataSpec {
 
     /// Loads the file(s) and prepares the standardised split (messages name the
     /// file, and where they can the line and column).
+    /// `demo` and `demo:NAME` are the bundled demo tables (`demo_source`).
     pub fn load(&self) -> Result<(Dataset, Prepared), String> {
-        let ds = Dataset::load(&self.path, &self.load_options()).map_err(|e| e.to_string())?;
+        let ds = match super::demo_source::bundled_demo(&self.path) {
+            Some(name) => {
+                let csv = super::demo_source::csv(name).unwrap_or_default();
+                Dataset::from_csv_bytes(&self.path, csv.as_bytes(), &self.load_options())
+            }
+            None if self.path.to_str().is_some_and(|p| p.starts_with("demo:"))
+                && !self.path.exists() =>
+            {
+                return Err(format!(
+                    "{}: no such file, nor a bundled demo (those are demo, {})",
+                    self.path.display(),
+                    super::demo_source::names()
+                ));
+            }
+            None => Dataset::load(&self.path, &self.load_options()),
+        }
+        .map_err(|e| e.to_string())?;
         let prepared = self.prepare(&ds)?;
         Ok((ds, prepared))
     }

@@ -23,6 +23,7 @@ pub fn key(e: KeyEvent) -> Option<Key> {
     }
     Some(match e.code {
         KeyCode::Char('c') if e.modifiers.contains(KeyModifiers::CONTROL) => Key::CtrlC,
+        KeyCode::Char('b') if e.modifiers.contains(KeyModifiers::CONTROL) => Key::CtrlB,
         KeyCode::Char(_)
             if e.modifiers
                 .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>

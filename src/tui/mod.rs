@@ -3,9 +3,13 @@
 //! something changed and at most `fps` times a second, keys at once), and the
 //! side effects `update` asks for (start, pause, cancel, export).
 
+mod background;
+mod follow;
 mod input;
 mod terminal;
 pub mod ui;
+
+pub use follow::watch;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -17,6 +21,7 @@ use crossbeam_channel::{Receiver, Sender, bounded, select};
 use crate::app::{App, Command, DataInfo, DataState, Msg, ViewOptions, update};
 use crate::engine::data::{Dataset, Prepared};
 use crate::engine::record::{RunRecord, write_atomic};
+use crate::eventlog::civil_from_days;
 use crate::spec::{self, DataSpec, RunSpec};
 use crate::worker::{self, CHANNEL_CAPACITY, Job, RunHandle, SNAPSHOT_INTERVAL, WorkerMsg};
 use input::Input;
@@ -24,6 +29,9 @@ use terminal::TerminalGuard;
 
 pub const INPUT_THREAD: &str = "pacauc-input";
 pub const PLOT_THREAD: &str = "pacauc-plot";
+/// Log lines applied per wake-up before a frame may be drawn (a long log
+/// replays in big gulps, not a frame per line).
+const LOG_DRAIN: usize = 1 << 16;
 
 /// Writes every figure as PNG and SVG into `dir` (created if missing), each
 /// file atomically; the paths written, or what failed with its path.
@@ -104,7 +112,7 @@ pub fn explore(
     };
     let mut app = App::new(state, options.view);
     let initial = if autorun { app.autorun() } else { Vec::new() };
-    run(app, session_data, initial, &options)
+    run(app, session_data, initial, None, &options)
 }
 
 /// `pacauc replay`: reads run records and shows them.
@@ -117,7 +125,7 @@ pub fn replay(files: &[PathBuf], options: Options) -> Result<Ended, String> {
     }
     require_terminal()?;
     let app = App::replay(records, options.view);
-    run(app, None, Vec::new(), &options)
+    run(app, None, Vec::new(), None, &options)
 }
 
 struct SessionData {
@@ -155,12 +163,28 @@ struct Session {
     export_dir: PathBuf,
     /// Where figure-writing threads report back.
     plotted: Sender<Msg>,
+    /// More logs for the follower thread to follow (background runs).
+    follow: Sender<PathBuf>,
+    /// Background runs started here (waited for, so none lingers as a zombie).
+    children: Vec<std::process::Child>,
+    threads: Option<usize>,
 }
 
 impl Session {
     fn execute(&mut self, app: &App, cmd: Command) -> Option<Msg> {
         self.handles.retain(|h| !h.is_finished());
+        self.children
+            .retain_mut(|c| matches!(c.try_wait(), Ok(None)));
         match cmd {
+            Command::Background { spec } => {
+                let result = background::start(&spec, self.threads).map(|(log, child)| {
+                    let pid = child.id();
+                    self.children.push(child);
+                    let _ = self.follow.send(log.clone());
+                    (log, pid)
+                });
+                Some(Msg::Backgrounded(result))
+            }
             Command::Start { run, spec } => {
                 let Some(data) = &self.data else {
                     return Some(Msg::StartFailed {
@@ -284,20 +308,6 @@ fn export_path(dir: &Path, method: &str, run: u64) -> PathBuf {
     path
 }
 
-/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 /// Applies a message and carries out the commands it produces (and theirs).
 fn dispatch(app: &mut App, session: &mut Session, msg: Msg) {
     let mut pending = vec![msg];
@@ -314,6 +324,7 @@ fn run(
     mut app: App,
     data: Option<SessionData>,
     initial: Vec<Command>,
+    follower: Option<crate::eventlog::Follower>,
     options: &Options,
 ) -> Result<Ended, String> {
     // Exports land here: said up front (status line, help, message log).
@@ -324,12 +335,36 @@ fn run(
         std::path::absolute(&options.figures_dir).unwrap_or_else(|_| options.figures_dir.clone());
     let (wtx, wrx) = bounded::<WorkerMsg>(CHANNEL_CAPACITY);
     let (ptx, prx) = bounded::<Msg>(16);
+    let (ftx, frx) = crossbeam_channel::unbounded::<PathBuf>();
+    let threads = data.as_ref().and_then(|d| d.threads);
+    // The explorer reattaches the background runs of its folder still going.
+    let follower = match (follower, &data) {
+        (Some(f), _) => Some(f),
+        (None, Some(_)) => {
+            let live = background::live_runs();
+            if !live.is_empty() {
+                app.messages.push(
+                    crate::app::messages::Level::Info,
+                    format!(
+                        "{} background run(s) still going in {}/: following them",
+                        live.len(),
+                        background::RUNS_DIR
+                    ),
+                );
+            }
+            Some(crate::eventlog::Follower::new(&live)?)
+        }
+        (None, None) => None,
+    };
     let mut session = Session {
         data,
         tx: wtx,
         handles: Vec::new(),
         export_dir: options.export_dir.clone(),
         plotted: ptx,
+        follow: ftx,
+        children: Vec::new(),
+        threads,
     };
     let (mut guard, mut terminal) =
         TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
@@ -341,10 +376,15 @@ fn run(
             dispatch(&mut app, &mut session, m);
         }
     }
+    let (ltx, lrx) = bounded::<Msg>(CHANNEL_CAPACITY);
+    if let Some(f) = follower {
+        follow::spawn(f, ltx, frx).map_err(|e| format!("cannot start the log follower: {e}"))?;
+    }
     let channels = Channels {
         input: irx,
         worker: wrx,
         plotted: prx,
+        logs: lrx,
     };
     let result = frame_loop(&mut app, &mut session, &mut terminal, &channels, options);
     guard.leave();
@@ -357,6 +397,8 @@ struct Channels {
     input: Receiver<Input>,
     worker: Receiver<WorkerMsg>,
     plotted: Receiver<Msg>,
+    /// What followed event logs say.
+    logs: Receiver<Msg>,
 }
 
 fn frame_loop(
@@ -387,13 +429,14 @@ fn frame_loop(
             return Ok(None);
         }
         let now = Instant::now();
-        if app.is_busy() && now >= next_tick {
+        let busy = app.is_busy() || app.watched_live() > 0;
+        if busy && now >= next_tick {
             update(app, Msg::Tick);
             next_tick = now + tick;
             dirty = true;
         }
         if dirty && (urgent || now >= last_draw + frame) {
-            terminal.draw(|f| ui::render(app, f)).map_err(draw_err)?;
+            terminal::draw(terminal, |f| ui::render(app, f)).map_err(draw_err)?;
             last_draw = Instant::now();
             dirty = false;
             urgent = false;
@@ -411,7 +454,7 @@ fn frame_loop(
         if dirty {
             timeout = timeout.min((last_draw + frame).saturating_duration_since(now));
         }
-        if app.is_busy() {
+        if busy {
             timeout = timeout.min(next_tick.saturating_duration_since(now));
         }
         select! {
@@ -438,6 +481,15 @@ fn frame_loop(
                     // Drain what else is there before drawing once.
                     for m in worker.try_iter().take(CHANNEL_CAPACITY) {
                         dispatch(app, session, Msg::Worker(m));
+                    }
+                    dirty = true;
+                }
+            }
+            recv(channels.logs) -> m => {
+                if let Ok(m) = m {
+                    dispatch(app, session, m);
+                    for m in channels.logs.try_iter().take(LOG_DRAIN) {
+                        dispatch(app, session, m);
                     }
                     dirty = true;
                 }

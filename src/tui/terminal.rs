@@ -5,12 +5,13 @@ use std::io::{self, Stdout};
 use std::sync::Once;
 
 use crossterm::cursor::{Hide, Show};
-use crossterm::execute;
 use crossterm::terminal::{
-    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+    BeginSynchronizedUpdate, EndSynchronizedUpdate, EnterAlternateScreen, LeaveAlternateScreen,
+    disable_raw_mode, enable_raw_mode,
 };
-use ratatui::Terminal;
+use crossterm::{execute, queue};
 use ratatui::backend::CrosstermBackend;
+use ratatui::{Frame, Terminal};
 
 pub type Term = Terminal<CrosstermBackend<Stdout>>;
 
@@ -44,6 +45,16 @@ fn install_panic_hook() {
             }
         }));
     });
+}
+
+/// Draws one frame as a synchronized update (DEC mode 2026): terminals that
+/// know it show the frame whole, never half drawn over a slow link; others
+/// ignore the two sequences.
+pub fn draw(terminal: &mut Term, render: impl FnOnce(&mut Frame)) -> io::Result<()> {
+    queue!(terminal.backend_mut(), BeginSynchronizedUpdate)?;
+    let drawn = terminal.draw(render).map(|_| ());
+    execute!(terminal.backend_mut(), EndSynchronizedUpdate)?;
+    drawn
 }
 
 impl TerminalGuard {

@@ -199,6 +199,23 @@ pub fn messy_clinic(seed: u64) -> DemoTable {
     }
 }
 
+/// Seed of the committed demo files and of the demo built into the binary.
+pub const SEED: u64 = 20141208;
+
+/// The demo tables by name (the file name without `.csv`), for the data
+/// sources `demo` and `demo:NAME`.
+pub const NAMES: [&str; 3] = ["sparse_linear", "nonlinear_ring", "messy_clinic"];
+
+/// The demo table `name` (see `NAMES`) generated with `seed`.
+pub fn by_name(name: &str, seed: u64) -> Option<DemoTable> {
+    match name {
+        "sparse_linear" => Some(sparse_linear(seed)),
+        "nonlinear_ring" => Some(nonlinear_ring(seed)),
+        "messy_clinic" => Some(messy_clinic(seed)),
+        _ => None,
+    }
+}
+
 /// Every demo table, for `pacauc gen-demo`.
 pub fn all(seed: u64) -> Vec<DemoTable> {
     vec![

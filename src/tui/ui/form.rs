@@ -88,7 +88,7 @@ pub fn render(app: &App, form: &Form, area: Rect, frame: &mut Frame) {
                 .border_style(theme.border(true))
                 .title(Span::styled(" New run ", theme.title()))
                 .title_bottom(Span::styled(
-                    " ↑↓ field · ←→ choose · type to edit · Enter start · Esc close ",
+                    " ↑↓ field · ←→ choose · type to edit · Enter start · ^B background · Esc ",
                     theme.dim(),
                 )),
         ),
