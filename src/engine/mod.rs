@@ -23,6 +23,7 @@ pub mod prior;
 pub mod problem;
 pub mod quality;
 pub mod record;
+pub mod reduction;
 pub mod rng;
 pub mod select;
 pub mod smc;

@@ -79,6 +79,10 @@ pub struct SmcSettings {
     /// derived from `seed` and pools their clouds (see `runs`).
     #[serde(default = "one_run")]
     pub runs: usize,
+    /// Gaussian priors: sample the data's row space only when its rank is
+    /// below d (exact; `engine::reduction`). Records from before ran without.
+    #[serde(default)]
+    pub row_space: bool,
 }
 
 /// Records from before the setting ran without local steps (the serde
@@ -109,6 +113,7 @@ impl Default for SmcSettings {
             local_share: LOCAL_SHARE,
             seed: 0,
             runs: 1,
+            row_space: true,
         }
     }
 }
