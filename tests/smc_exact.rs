@@ -476,7 +476,10 @@ fn row_space_samplers_match_exact_integration_in_seven_dimensions() {
             let stages = fit.details["stages"].as_u64().unwrap() as f64;
             let got = fit.log_evidence.unwrap();
             eprintln!("{tag}: log Z {got:.4} exact {lz:.4}");
-            assert!((got - lz).abs() < 4.0 * (stages / 8000.0).sqrt(), "{tag}: log Z");
+            assert!(
+                (got - lz).abs() < 4.0 * (stages / 8000.0).sqrt(),
+                "{tag}: log Z"
+            );
         }
         let theta = &fit.particles.as_ref().unwrap().theta;
         assert_eq!(theta.ncols(), d);
@@ -546,7 +549,10 @@ fn row_space_smc_equals_full_space_smc_when_d_exceeds_n() {
     assert!((lr - lf).abs() < tol);
     for k in 0..d {
         let (mr, mf, sr, sf) = (red.mean[k], full.mean[k], red.sd[k], full.sd[k]);
-        assert!((mr - mf).abs() < 0.15 * sf, "θ_{k}: mean {mr} vs {mf} (sd {sf})");
+        assert!(
+            (mr - mf).abs() < 0.15 * sf,
+            "θ_{k}: mean {mr} vs {mf} (sd {sf})"
+        );
         assert!((sr / sf - 1.0).abs() < 0.1, "θ_{k}: sd {sr} vs {sf}");
     }
 }

@@ -290,14 +290,7 @@ mod tests {
         let mut r = rng::stream(5, &[]);
         let x = DMatrix::from_fn(n, d, |_, _| rng::normal(&mut r));
         let y = (0..n).map(|i| i % 3 == 0).collect();
-        Problem::new(
-            (0..d).map(|k| format!("x{k}")).collect(),
-            x,
-            y,
-            5.0,
-            prior,
-        )
-        .unwrap()
+        Problem::new((0..d).map(|k| format!("x{k}")).collect(), x, y, 5.0, prior).unwrap()
     }
 
     /// The reduced rows give the same scores as θ = lift(α), whatever the
@@ -322,7 +315,11 @@ mod tests {
             assert!((sd[k] - vars[k].sqrt()).abs() < 1e-12);
             let col = theta.column(k);
             let emp = (col.iter().map(|v| v * v).sum::<f64>() / m as f64).sqrt();
-            assert!((emp / sd[k] - 1.0).abs() < 0.02, "θ_{k}: sd {emp} vs {}", sd[k]);
+            assert!(
+                (emp / sd[k] - 1.0).abs() < 0.02,
+                "θ_{k}: sd {emp} vs {}",
+                sd[k]
+            );
         }
         // Weights: the same score.
         let w = [0.3, -1.0, 0.2, 0.0, 2.0];

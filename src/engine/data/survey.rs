@@ -104,11 +104,7 @@ impl Kind {
                 .collect::<Vec<f64>>()
         };
         match self {
-            Kind::MostlyZero => geometric(
-                r.random_range(0.6..0.97),
-                r.random_range(0.35..0.8),
-                9,
-            ),
+            Kind::MostlyZero => geometric(r.random_range(0.6..0.97), r.random_range(0.35..0.8), 9),
             Kind::Count => geometric(r.random_range(0.3..0.7), r.random_range(0.3..0.7), 4),
             Kind::Binary => {
                 let p1 = r.random_range(0.05..0.5);
@@ -153,7 +149,9 @@ fn codes_by_rank(latent: &[f64], levels: &[f64]) -> Vec<u8> {
 /// The table for `shape` and `seed` (deterministic).
 pub fn survey_codes(seed: u64, shape: SurveyShape) -> Result<DemoTable, String> {
     shape.validate()?;
-    let SurveyShape { rows: n, cols: d, .. } = shape;
+    let SurveyShape {
+        rows: n, cols: d, ..
+    } = shape;
     let mut r = rng::stream(seed, &[4]);
     let factors: Vec<[f64; FACTORS]> = (0..n)
         .map(|_| std::array::from_fn(|_| rng::normal(&mut r)))
@@ -275,9 +273,21 @@ mod tests {
         let t = survey_codes(1, shape(40, 120, 0.3)).unwrap();
         assert_eq!((t.rows.len(), t.header.len()), (40, 121));
         assert!(SurveyShape::parse("4400x85", 0.06).is_ok());
-        assert!(SurveyShape::parse("4400", 0.06).unwrap_err().contains("ROWSxCOLS"));
-        assert!(SurveyShape::parse("20x5", 0.01).unwrap_err().contains("positives"));
-        assert!(SurveyShape::parse("20x5", 1.5).unwrap_err().contains("(0, 1)"));
+        assert!(
+            SurveyShape::parse("4400", 0.06)
+                .unwrap_err()
+                .contains("ROWSxCOLS")
+        );
+        assert!(
+            SurveyShape::parse("20x5", 0.01)
+                .unwrap_err()
+                .contains("positives")
+        );
+        assert!(
+            SurveyShape::parse("20x5", 1.5)
+                .unwrap_err()
+                .contains("(0, 1)")
+        );
     }
 
     #[test]

@@ -35,10 +35,10 @@ pub use settings::{LOCAL_SHARE, Moves, SmcSettings};
 pub use target::{LinearAuc, Quadratic, Target};
 
 use crate::engine::event::{Event, LogLevel};
-use crate::engine::reduction::{LiftedEvents, RowSpace};
 use crate::engine::fit::{Fit, Particles, ScoreModel};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::problem::Problem;
+use crate::engine::reduction::{LiftedEvents, RowSpace};
 
 /// The SMC engine for the linear AUC score.
 #[derive(Debug, Clone, Default)]
