@@ -17,12 +17,13 @@ use serde_json::json;
 
 use crate::engine::event::{Event, Histogram};
 use crate::engine::fit::{Fit, LowRankCov, Particles, ScoreModel};
-use crate::engine::interface::{EngineError, Observer};
-use crate::engine::linalg::{a_b, at_b};
+use crate::engine::error::EngineError;
+use crate::engine::interface::Observer;
+use crate::engine::numerics::linalg::{a_b, at_b};
 use crate::engine::mcmc_diag::quantile_sorted;
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
-use crate::engine::rng;
+use crate::engine::numerics::rng;
 
 /// Singular values below this share of the largest count as zero (as EP's
 /// reduced form).
@@ -174,7 +175,7 @@ impl RowSpace {
             // From the draws when the engine kept no covariance.
             let p = fit.particles.as_ref().map(|p| &p.theta);
             p.map_or(DMatrix::identity(r, r), |t| {
-                crate::engine::linalg::row_scatter(t).1 / t.nrows().max(1) as f64
+                crate::engine::numerics::linalg::row_scatter(t).1 / t.nrows().max(1) as f64
             })
         });
         let (mean, sd) = self.moments(&fit.mean, &cov_alpha);

@@ -17,7 +17,7 @@
 use rand::RngExt;
 
 use super::demo::DemoTable;
-use crate::engine::rng::{self, Rng};
+use crate::engine::numerics::rng::{self, Rng};
 
 /// The table's shape.
 #[derive(Debug, Clone, Copy, PartialEq)]
