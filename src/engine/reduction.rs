@@ -15,15 +15,15 @@ use nalgebra::DMatrix;
 use rayon::prelude::*;
 use serde_json::json;
 
+use crate::engine::error::EngineError;
 use crate::engine::event::{Event, Histogram};
 use crate::engine::fit::{Fit, LowRankCov, Particles, ScoreModel};
-use crate::engine::error::EngineError;
 use crate::engine::interface::Observer;
-use crate::engine::numerics::linalg::{a_b, at_b};
 use crate::engine::mcmc_diag::quantile_sorted;
+use crate::engine::numerics::linalg::{a_b, at_b};
+use crate::engine::numerics::rng;
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
-use crate::engine::numerics::rng;
 
 /// Singular values below this share of the largest count as zero (as EP's
 /// reduced form).

@@ -70,12 +70,6 @@ impl Engine for Smc {
             }
             return gp_score::run(&self.settings, problem, gp, ctl, obs);
         }
-        if self.settings.row_space
-            && self.settings.runs == 1
-            && let Some(rs) = RowSpace::of(problem)
-        {
-            return fit_row_space(problem, &rs, &self.settings, ctl, obs);
-        }
         obs.observe(Event::Started {
             engine: "smc".into(),
             n: problem.n(),
@@ -83,6 +77,12 @@ impl Engine for Smc {
             pairs: problem.pairs(),
             gamma: problem.gamma,
         });
+        if self.settings.row_space
+            && self.settings.runs == 1
+            && let Some(rs) = RowSpace::of(problem)
+        {
+            return fit_row_space(problem, &rs, &self.settings, ctl, obs);
+        }
         fit_linear(problem, &self.settings, ctl, obs)
     }
 }
@@ -95,13 +95,6 @@ fn fit_row_space(
     ctl: &Control,
     obs: &mut dyn Observer,
 ) -> Result<Fit, EngineError> {
-    obs.observe(Event::Started {
-        engine: "smc".into(),
-        n: problem.n(),
-        d: problem.d(),
-        pairs: problem.pairs(),
-        gamma: problem.gamma,
-    });
     obs.observe(Event::Log {
         level: LogLevel::Info,
         message: format!(
