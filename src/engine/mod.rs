@@ -25,6 +25,7 @@ pub mod prior;
 pub mod problem;
 pub mod quality;
 pub mod record;
+pub mod reduction;
 pub mod select;
 pub mod smc;
 pub mod vb;

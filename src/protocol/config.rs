@@ -281,16 +281,6 @@ pub fn data_plan(name: &str) -> DataPlan {
             ..base
         },
         "colon" => DataPlan {
-            skip: &[
-                (
-                    "smc",
-                    "d = 2000: tempering SMC in high dimension is open work (issue 17); not measured on Colon",
-                ),
-                (
-                    "gcs",
-                    "d = 2000: hit-and-run needs of the order of d steps per effective draw",
-                ),
-            ],
             paper: paper([0.7034, 0.75, 0.73, 0.5935], [636.63, 60.99, 156.85]),
             ..base
         },

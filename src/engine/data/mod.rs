@@ -12,6 +12,7 @@ mod moments;
 pub mod prepare;
 mod schema;
 mod summary;
+pub mod survey;
 mod target;
 mod typing;
 

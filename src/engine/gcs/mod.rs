@@ -33,6 +33,7 @@ use crate::engine::fit::{EngineKind, Fit, Particles, ScoreModel};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::mcmc_diag::{Diagnostics, quantile_sorted};
 use crate::engine::problem::Problem;
+use crate::engine::reduction::{LiftedEvents, RowSpace};
 
 /// Histogram bins of the marginals (as SMC's).
 const HIST_BINS: usize = 40;
@@ -59,6 +60,36 @@ impl Engine for Gcs {
         obs: &mut dyn Observer,
     ) -> Result<Fit, EngineError> {
         self.settings.validate()?;
+        if self.settings.row_space
+            && self.settings.loss == Loss::Auc
+            && let Some(rs) = RowSpace::of(problem)
+        {
+            obs.observe(Event::Log {
+                level: LogLevel::Info,
+                message: format!(
+                    "the great-circle sampler walks the data's row space: {} of {} dimensions \
+                     (exact: the risk sees θ only through Xθ, and the rest keep their Gaussian \
+                     prior, drawn exactly)",
+                    rs.rank(),
+                    problem.d()
+                ),
+            });
+            let reduced = rs.problem(problem)?;
+            let inner = Gcs {
+                settings: GcsSettings {
+                    row_space: false,
+                    ..self.settings.clone()
+                },
+            };
+            let mut lifted = LiftedEvents {
+                inner: obs,
+                d: problem.d(),
+            };
+            let fit = inner.run(&reduced, ctl, &mut lifted)?;
+            let mut fit = rs.lift_fit(problem, fit, self.settings.seed);
+            fit.details["settings"]["row_space"] = json!(true);
+            return Ok(fit);
+        }
         let design = Design::of(problem, self.settings.loss)?;
         obs.observe(Event::Started {
             engine: "gcs".into(),

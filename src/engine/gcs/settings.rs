@@ -74,6 +74,10 @@ pub struct GcsSettings {
     /// these chains; the last one is the posterior reported).
     #[serde(default)]
     pub evidence: bool,
+    /// The AUC loss: sample the data's row space only when its rank is below
+    /// d (exact; `engine::reduction`). Records from before ran without.
+    #[serde(default)]
+    pub row_space: bool,
     pub seed: u64,
 }
 
@@ -93,6 +97,7 @@ impl Default for GcsSettings {
             loss: Loss::Auc,
             directions: Directions::default(),
             evidence: false,
+            row_space: true,
             seed: 0,
         }
     }

@@ -33,10 +33,11 @@ pub use scores::ScorePrecision;
 pub use settings::{LOCAL_SHARE, Moves, SmcSettings};
 pub use target::{LinearAuc, Quadratic, Target};
 
-use crate::engine::event::Event;
+use crate::engine::event::{Event, LogLevel};
 use crate::engine::fit::{EngineKind, Fit, Particles, ScoreModel};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::problem::Problem;
+use crate::engine::reduction::{LiftedEvents, RowSpace};
 
 /// The SMC engine for the linear AUC score.
 #[derive(Debug, Clone, Default)]
@@ -76,6 +77,12 @@ impl Engine for Smc {
             pairs: problem.pairs(),
             gamma: problem.gamma,
         });
+        if self.settings.row_space
+            && self.settings.runs == 1
+            && let Some(rs) = RowSpace::of(problem)
+        {
+            return fit_row_space(problem, &rs, &self.settings, ctl, obs);
+        }
         fit_linear(problem, &self.settings, ctl, obs)
     }
 }
@@ -112,6 +119,32 @@ impl Engine for PooledRuns {
         }
         Ok(runs::build_fit(problem, &self.settings, self.runs.clone()))
     }
+}
+
+/// SMC in the data's row space (rank below d, Gaussian prior), lifted back.
+fn fit_row_space(
+    problem: &Problem,
+    rs: &RowSpace,
+    settings: &SmcSettings,
+    ctl: &Control,
+    obs: &mut dyn Observer,
+) -> Result<Fit, EngineError> {
+    obs.observe(Event::Log {
+        level: LogLevel::Info,
+        message: format!(
+            "SMC samples the data's row space: {} of {} dimensions (exact: the risk sees θ \
+             only through Xθ, and the rest keep their Gaussian prior, drawn exactly)",
+            rs.rank(),
+            problem.d()
+        ),
+    });
+    let reduced = rs.problem(problem)?;
+    let mut lifted = LiftedEvents {
+        inner: obs,
+        d: problem.d(),
+    };
+    let fit = fit_linear(&reduced, settings, ctl, &mut lifted)?;
+    Ok(rs.lift_fit(problem, fit, settings.seed))
 }
 
 /// One linear-score SMC fit at `problem.gamma`: a single run, or `settings.runs`

@@ -83,6 +83,10 @@ pub struct SmcSettings {
     /// whole cloud kept for `runs::pool_parts` (runs made apart, merged later).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub part: Option<usize>,
+    /// Gaussian priors: sample the data's row space only when its rank is
+    /// below d (exact; `engine::reduction`). Records from before ran without.
+    #[serde(default)]
+    pub row_space: bool,
 }
 
 /// Records from before the setting ran without local steps (the serde
@@ -114,6 +118,7 @@ impl Default for SmcSettings {
             seed: 0,
             runs: 1,
             part: None,
+            row_space: true,
         }
     }
 }
