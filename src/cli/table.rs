@@ -114,6 +114,16 @@ pub fn print_table(r: &RunRecord) {
             // A bound at or above ½ certifies nothing better than chance.
             if b.is_vacuous() { "; vacuous" } else { "" }
         );
+        if let Some(s) = &b.split {
+            println!(
+                "          split prior: learned on {} rows, certified on the other {} (m = {})",
+                s.prior_rows, s.certified_rows, b.m
+            );
+        }
+        println!("          {}", b.meaning());
+        if let Some(why) = b.why_loose() {
+            println!("          {why}");
+        }
     }
     if let Some(c) = r.details.get("is_check").filter(|c| c.is_object()) {
         println!(

@@ -110,11 +110,12 @@ pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
 pub fn certified_engine(spec: &RunSpec) -> Box<dyn Engine> {
     let inner = engine(spec);
     match spec.method.certificate() {
-        Some((epsilon, is_draws)) => Box::new(Certified {
+        Some((epsilon, is_draws, prior_split)) => Box::new(Certified {
             engine: inner,
             settings: CertifySettings {
                 epsilon,
                 is_draws,
+                prior_split,
                 seed: spec.data.seed,
             },
         }),
