@@ -410,13 +410,22 @@ pub(crate) fn settle(b: &mut Bound) {
 /// the rest kept beside it. With one prior, the bound holds for every ρ at
 /// once: choosing costs nothing (a draws-based candidate's Monte Carlo event is
 /// its own, at its own share of ε).
+///
+/// A certificate under another prior (the data-free one kept beside a split
+/// prior's) is not a candidate: it stays beside the headline as it is.
 pub fn pick_best(cands: Vec<Bound>) -> Option<Bound> {
-    let mut all = Vec::new();
+    let split = cands.first()?.split.is_some();
+    let (mut all, mut aside) = (Vec::new(), Vec::new());
     for mut c in cands {
         let others = std::mem::take(&mut c.others);
         c.chosen = None;
-        all.push(c);
-        all.extend(others);
+        for o in std::iter::once(c).chain(others) {
+            if o.split.is_some() == split {
+                all.push(o);
+            } else {
+                aside.push(o);
+            }
+        }
     }
     all.sort_by(|a, b| a.risk.total_cmp(&b.risk));
     if all.is_empty() {
@@ -434,6 +443,7 @@ pub fn pick_best(cands: Vec<Bound>) -> Option<Bound> {
                 .join(", ")
         ));
     }
+    all.append(&mut aside);
     best.others = all;
     Some(best)
 }

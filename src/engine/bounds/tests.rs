@@ -138,6 +138,30 @@ fn the_best_candidate_is_the_headline() {
     assert!(again.risk > best.risk);
 }
 
+/// A certificate under another prior (the data-free one beside a split
+/// prior's) is never chosen by `pick_best` or `recompute`: it stays beside.
+#[test]
+fn another_prior_is_not_a_candidate() {
+    let mut split = from_parts(0.2, 2.0, sizes(50, 50), 0.05, "split");
+    split.split = Some(SplitPrior {
+        share: 0.5,
+        prior_rows: 100,
+        certified_rows: 100,
+        prior: "t".into(),
+        grid: 4,
+    });
+    super::settle(&mut split);
+    let free = from_parts(0.01, 0.0, sizes(100, 100), 0.05, "free");
+    assert!(free.risk < split.risk);
+    split.others.push(free.clone());
+    let best = pick_best(vec![split.clone()]).unwrap();
+    assert_eq!(best.rho, "split");
+    assert_eq!(best.chosen, None);
+    let again = recompute(&best, 0.05);
+    assert_eq!(again.rho, "split");
+    assert_eq!(again.others[0].rho, "free");
+}
+
 /// The one-line meaning rounds the AUC down (it must not promise more).
 #[test]
 fn the_meaning_rounds_down() {
