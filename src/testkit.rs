@@ -120,6 +120,7 @@ pub fn smc_with(
             mean: m,
             sd: s,
             mean_risk: 0.5 - 0.3 * frac,
+            risk_sd: None,
             evaluations: (t * 2000) as u64,
             elapsed: 0.05 * t as f64,
             histograms: hists.clone(),

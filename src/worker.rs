@@ -231,6 +231,7 @@ mod tests {
             mean: vec![0.0],
             sd: vec![1.0],
             mean_risk: 0.2,
+            risk_sd: None,
             evaluations: 10,
             elapsed: 0.1,
             histograms: if with_hist {

@@ -94,6 +94,11 @@ pub fn run(args: &BoundArgs) -> Result<(), CliError> {
     if let Some(w) = quality::vacuous_certificate(&out) {
         eprintln!("warning [{}]: {}", w.code, render_message(&w.message));
     }
+    // What it means, and why it is loose when it is (stderr: stdout stays JSON).
+    eprintln!("{}", out.meaning());
+    if let Some(why) = out.why_loose() {
+        eprintln!("{why}");
+    }
     match args.format {
         BoundFormat::Json => {
             println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default())

@@ -149,6 +149,16 @@ pub fn print_table(r: &RunRecord) {
     }
     if let Some(b) = &r.bound {
         println!("bound     {}", super::bound::headline(b));
+        if let Some(s) = &b.split {
+            println!(
+                "          split prior: learned on {} rows, certified on the other {} (m = {})",
+                s.prior_rows, s.certified_rows, b.m
+            );
+        }
+        println!("          {}", b.meaning());
+        if let Some(why) = b.why_loose() {
+            println!("          {why}");
+        }
     }
     if let Some(c) = r.details.get("is_check").filter(|c| c.is_object()) {
         println!(

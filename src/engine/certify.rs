@@ -11,6 +11,7 @@
 use serde_json::json;
 
 use super::bounds;
+use super::bounds::split;
 use super::event::{Event, LogLevel};
 use super::fit::{EngineKind, Fit};
 use super::interface::{Control, Engine, EngineError, Observer};
@@ -27,6 +28,10 @@ pub struct CertifySettings {
     pub epsilon: f64,
     /// Importance draws of the check (0: no check).
     pub is_draws: usize,
+    /// Share of each class's rows the prior is learned on (0: the data-free
+    /// prior only; `bounds::split`).
+    #[serde(default)]
+    pub prior_split: f64,
     pub seed: u64,
 }
 
@@ -35,6 +40,7 @@ impl Default for CertifySettings {
         CertifySettings {
             epsilon: bounds::DEFAULT_EPSILON,
             is_draws: IsSettings::default().draws,
+            prior_split: 0.0,
             seed: 0,
         }
     }
@@ -63,7 +69,82 @@ impl Engine for Certified {
         let mut fit = self.engine.run(pb, ctl, obs)?;
         ctl.checkpoint()?;
         certify(&mut fit, pb, &self.settings, obs);
+        if self.settings.prior_split > 0.0 && fit.bound.is_some() {
+            self.split_prior(&mut fit, pb, ctl, obs)?;
+        }
         Ok(fit)
+    }
+}
+
+impl Certified {
+    /// The split-prior certificate (`bounds::split`): the same engine on a
+    /// stratified share of the rows gives the prior, the rest is certified.
+    /// It becomes the headline, the data-free certificate kept beside it; if
+    /// it cannot be computed, a warning says why and the data-free one stays.
+    fn split_prior(
+        &self,
+        fit: &mut Fit,
+        pb: &Problem,
+        ctl: &Control,
+        obs: &mut dyn Observer,
+    ) -> Result<(), EngineError> {
+        let share = self.settings.prior_split;
+        let (prior_rows, cert_rows) = split::stratified(&pb.y, share, self.settings.seed);
+        let pos = |rows: &[usize]| rows.iter().filter(|&&i| pb.y[i]).count();
+        let (cp, cn) = (pos(&cert_rows), cert_rows.len() - pos(&cert_rows));
+        fn say(fit: &mut Fit, obs: &mut dyn Observer, level: LogLevel, message: String) {
+            let e = Event::Log { level, message };
+            if !fit.trace.is_empty() {
+                fit.trace.push(e.clone());
+            }
+            obs.observe(e);
+        }
+        say(
+            fit,
+            obs,
+            LogLevel::Info,
+            format!(
+                "certificate with a split prior: the prior is learned by {} on {} of the {} \
+                 training rows ({} positives, stratified, seed {}), the certificate is on the \
+                 other {} ({cp} positives, {cn} negatives: m = {})",
+                self.engine.name(),
+                prior_rows.len(),
+                pb.n(),
+                pos(&prior_rows),
+                self.settings.seed,
+                cert_rows.len(),
+                cp.min(cn)
+            ),
+        );
+        let result = split::sub_problem(pb, &prior_rows).and_then(|sub| {
+            let prior_fit = self
+                .engine
+                .run(&sub, ctl, &mut super::interface::NoObserver)
+                .map_err(|e| e.to_string())?;
+            split::certify_split(
+                fit,
+                &prior_fit,
+                pb,
+                &prior_rows,
+                &cert_rows,
+                share,
+                self.settings.epsilon,
+            )
+        });
+        ctl.checkpoint()?;
+        match result {
+            Ok(mut b) => {
+                b.others.extend(fit.bound.take());
+                fit.bound = Some(b);
+            }
+            Err(e) => say(
+                fit,
+                obs,
+                LogLevel::Warn,
+                format!("no split-prior certificate (the data-free one stands): {e}"),
+            ),
+        }
+        Ok(())
     }
 }
 

@@ -81,6 +81,10 @@ pub struct SmcStage {
     pub sd: Vec<f64>,
     #[serde(deserialize_with = "nan::f64")]
     pub mean_risk: f64,
+    /// The sd of R_n across the stage's particles (the certificate's Monte
+    /// Carlo term; absent in records before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk_sd: Option<f64>,
     /// Risk evaluations so far.
     pub evaluations: u64,
     /// Seconds since the run started.

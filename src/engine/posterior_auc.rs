@@ -11,8 +11,8 @@ use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
 use super::fit::{Fit, ScoreModel};
-use super::numerics::linalg::a_bt;
 use super::metrics::auc;
+use super::numerics::linalg::a_bt;
 use super::numerics::rng;
 use super::votes::thin;
 

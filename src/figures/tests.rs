@@ -155,6 +155,7 @@ fn stage(t: usize, gamma: f64) -> SmcStage {
         mean: vec![],
         sd: vec![],
         mean_risk: 0.3,
+        risk_sd: None,
         evaluations: 0,
         elapsed: 0.0,
         histograms: vec![],

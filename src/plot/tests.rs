@@ -35,6 +35,7 @@ fn every_kind() -> Vec<Figure> {
             mean: vec![],
             sd: vec![],
             mean_risk: 0.2,
+            risk_sd: None,
             evaluations: 0,
             elapsed: 0.0,
             histograms: vec![],

@@ -140,11 +140,12 @@ pub fn certified_engine(spec: &RunSpec) -> Box<dyn Engine> {
 /// `inner` with the certificate `spec` asks for (the baselines as they are).
 pub fn certify(spec: &RunSpec, inner: Box<dyn Engine>) -> Box<dyn Engine> {
     match spec.method.certificate() {
-        Some((epsilon, is_draws)) => Box::new(Certified {
+        Some((epsilon, is_draws, prior_split)) => Box::new(Certified {
             engine: inner,
             settings: CertifySettings {
                 epsilon,
                 is_draws,
+                prior_split,
                 seed: spec.data.seed,
             },
         }),

@@ -639,6 +639,19 @@ pub const SETTINGS: &[Setting] = &[
         )
     },
     Setting {
+        label: "split prior",
+        help: "Learn the certificate's prior on this share of each class's training rows (the same method's posterior there) and certify on the rest; 0 = the data-free prior only.",
+        default: "0",
+        methods: Methods::Bayesian,
+        form: true,
+        group: Group::Certificates,
+        ..setting(
+            "prior_split",
+            "method.prior_split",
+            Kind::Number(range(0.0, 0.9, false, false)),
+        )
+    },
+    Setting {
         label: "IS check draws",
         help: "Importance draws checking the Gaussian approximation against the exact Gibbs posterior (PSIS k̂, corrected means and sds); 0 skips the check.",
         default: "20000",

@@ -170,15 +170,15 @@ impl MethodSpec {
         }
     }
 
-    /// The certificate's settings (ε, importance draws) of a Bayesian method;
-    /// None for the baselines.
-    pub fn certificate(&self) -> Option<(f64, usize)> {
+    /// The certificate's settings (ε, importance draws, split-prior share) of
+    /// a Bayesian method; None for the baselines.
+    pub fn certificate(&self) -> Option<(f64, usize, f64)> {
         match self {
             MethodSpec::Logit(_) | MethodSpec::Rankboost(_) => None,
-            MethodSpec::Smc(s) => Some((s.epsilon, 0)),
-            MethodSpec::Ep(s) => Some((s.epsilon, s.is_draws)),
-            MethodSpec::Gcs(s) => Some((s.epsilon, 0)),
-            MethodSpec::Vb(s) => Some((s.epsilon, s.is_draws)),
+            MethodSpec::Smc(s) => Some((s.epsilon, 0, s.prior_split)),
+            MethodSpec::Ep(s) => Some((s.epsilon, s.is_draws, s.prior_split)),
+            MethodSpec::Gcs(s) => Some((s.epsilon, 0, s.prior_split)),
+            MethodSpec::Vb(s) => Some((s.epsilon, s.is_draws, s.prior_split)),
         }
     }
 
@@ -274,6 +274,8 @@ pub struct SmcSpec {
     pub run: Option<usize>,
     /// The PAC-Bayes certificate's ε (confidence 1 − ε).
     pub epsilon: f64,
+    /// Share of each class's rows the certificate's prior is learned on (0: off).
+    pub prior_split: f64,
     /// γ grid of the cross-validation along the SMC path, as multiples of n (γ = auto).
     pub gamma_grid: Vec<f64>,
     pub folds: usize,
@@ -298,6 +300,7 @@ impl Default for SmcSpec {
             runs: 1,
             run: None,
             epsilon: DEFAULT_EPSILON,
+            prior_split: 0.0,
             gamma_grid: EpSpec::default().gamma_grid,
             folds: 5,
             full_path: false,
@@ -351,6 +354,8 @@ pub struct EpSpec {
     pub pairs: Option<usize>,
     /// The PAC-Bayes certificate's ε (confidence 1 − ε).
     pub epsilon: f64,
+    /// Share of each class's rows the certificate's prior is learned on (0: off).
+    pub prior_split: f64,
     /// Importance draws checking the Gaussian against the Gibbs posterior (0: none).
     pub is_draws: usize,
 }
@@ -371,6 +376,7 @@ impl Default for EpSpec {
             keep_fixes: false,
             pairs: None,
             epsilon: DEFAULT_EPSILON,
+            prior_split: 0.0,
             is_draws: DEFAULT_IS_DRAWS,
         }
     }
@@ -424,6 +430,8 @@ pub struct VbSpec {
     pub folds: usize,
     /// The PAC-Bayes certificate's ε (confidence 1 − ε).
     pub epsilon: f64,
+    /// Share of each class's rows the certificate's prior is learned on (0: off).
+    pub prior_split: f64,
     /// Importance draws checking the Gaussian against the Gibbs posterior (0: none).
     pub is_draws: usize,
 }
@@ -438,6 +446,7 @@ impl Default for VbSpec {
             gamma_grid: EpSpec::default().gamma_grid,
             folds: 5,
             epsilon: DEFAULT_EPSILON,
+            prior_split: 0.0,
             is_draws: DEFAULT_IS_DRAWS,
         }
     }
@@ -472,6 +481,8 @@ pub struct GcsSpec {
     pub evidence: bool,
     /// The PAC-Bayes certificate's ε (confidence 1 − ε).
     pub epsilon: f64,
+    /// Share of each class's rows the certificate's prior is learned on (0: off).
+    pub prior_split: f64,
 }
 
 impl Default for GcsSpec {
@@ -487,6 +498,7 @@ impl Default for GcsSpec {
             noise: 0.1,
             evidence: false,
             epsilon: DEFAULT_EPSILON,
+            prior_split: 0.0,
         }
     }
 }

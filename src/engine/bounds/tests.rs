@@ -2,10 +2,11 @@
 
 use nalgebra::DMatrix;
 
-use super::certificate::kl_bernoulli;
 use super::*;
 use crate::engine::metrics::auc_risk;
 use crate::engine::numerics::rng::{normal, stream};
+use crate::engine::prior::Prior;
+use crate::engine::problem::Problem;
 
 fn sizes(n_pos: usize, n_neg: usize) -> Sizes {
     Sizes { n_pos, n_neg, d: 5 }
@@ -20,7 +21,9 @@ fn never_below_the_empirical_risk() {
                 let b = from_parts(emp, kl, sizes(100, 300), eps, "test");
                 assert!(b.risk > b.empirical_risk, "{emp} {kl} {eps}: {}", b.risk);
                 assert!(b.pacvb.risk > emp && b.pacvb.risk_at_theory_lambda > emp);
-                assert!((b.risk - b.risk_u / b.u_scale).abs() < 1e-15);
+                let one = b.one_sample_risk.unwrap();
+                assert!(one > emp && (one - b.risk_u / b.u_scale).abs() < 1e-15);
+                assert!(b.floor.unwrap() <= b.risk && b.floor.unwrap() > emp);
             }
         }
     }
@@ -37,10 +40,142 @@ fn kl_zero_reduces_to_hoeffding() {
     let g = lambda_grid(&s).len() as f64;
     let h = ((g / 0.025).ln() / (2.0 * s.blocks() as f64)).sqrt();
     let excess = b.hoeffding.risk_u - b.empirical_risk_u;
+    assert!(b.risk < b.one_sample_risk.unwrap());
     assert!(
         excess >= h * (1.0 - 1e-12) && excess <= h * 1.0607,
         "{excess} vs {h}"
     );
+}
+
+/// At KL = 0 the headline is the two-sample bound at its floor: the
+/// Chernoff-kl test-set bound with m = min(n₊, n₋) terms at ε/ξ(m).
+#[test]
+fn kl_zero_is_the_floor_and_the_test_set_bound() {
+    use super::two_sample::{ln_xi, test_set_kl};
+    let s = sizes(133, 266);
+    let b = from_parts(0.13, 0.0, s, 0.05, "prior");
+    assert_eq!(b.m, 133);
+    assert_eq!(b.floor, Some(b.risk));
+    let ts = test_set_kl(0.13, 133, 0.05 / ln_xi(133).exp());
+    assert!((b.risk - ts).abs() < 1e-12, "{} vs {ts}", b.risk);
+}
+
+/// The two-sample form is tighter than the first version's one-sample forms
+/// wherever the classes are unbalanced or the KL is large (it needs no
+/// rescaling by 2p(1−p)); on Pima's figures (E_ρ R_n 0.132, KL 8.35, 133/266)
+/// it is below the 0.36 where the old form gave 0.44.
+#[test]
+fn two_sample_is_tighter_than_the_first_version() {
+    for &(p, n, emp, kl) in &[
+        (133, 266, 0.132, 8.35),
+        (67, 382, 0.16, 18.6),
+        (580, 1800, 0.02, 81.0),
+    ] {
+        let b = from_parts(emp, kl, sizes(p, n), 0.05, "t");
+        assert!(
+            b.risk < b.one_sample_risk.unwrap(),
+            "{p}/{n}: {} vs {:?}",
+            b.risk,
+            b.one_sample_risk
+        );
+    }
+    let pima = from_parts(0.132, 8.35, sizes(133, 266), 0.05, "t");
+    assert!(
+        pima.risk < 0.36 && pima.one_sample_risk.unwrap() > 0.43,
+        "{pima:?}"
+    );
+}
+
+/// A record from before the two-sample form reads: its `risk` is the
+/// one-sample bound (`form` "one_sample"), and `recompute` gives the new one.
+#[test]
+fn an_old_record_reads_and_recomputes() {
+    let b = from_parts(0.132, 8.35, sizes(133, 266), 0.05, "gaussian");
+    let mut v = serde_json::to_value(&b).unwrap();
+    let m = v.as_object_mut().unwrap();
+    for k in ["form", "m", "one_sample_risk", "floor"] {
+        m.remove(k);
+    }
+    m.insert("risk".into(), serde_json::json!(b.one_sample_risk.unwrap()));
+    let old: Bound = serde_json::from_value(v).unwrap();
+    assert_eq!(old.form, "one_sample");
+    assert_eq!(old.why_loose(), None);
+    let again = recompute(&old, 0.05);
+    assert_eq!(again.form, "two_sample_kl");
+    assert!((again.risk - b.risk).abs() < 1e-15);
+}
+
+/// From draws, the Monte Carlo term widens the certificate; more draws
+/// narrow it towards the exact-E_ρ R_n value (at ε less the draws' share).
+#[test]
+fn draws_widen_the_gibbs_certificate() {
+    let s = sizes(200, 400);
+    let (log_z, gamma, r) = (-30.0, 400.0, 0.06);
+    let exact = certify_gibbs(log_z, gamma, r, s, 0.05);
+    let few = fits::certify_gibbs_draws(log_z, gamma, r, 0.01, 200.0, 1, s, 0.05);
+    let many = fits::certify_gibbs_draws(log_z, gamma, r, 0.01, 1e6, 1, s, 0.05);
+    assert!(
+        few.risk > many.risk && many.risk > exact.risk,
+        "{} {} {}",
+        few.risk,
+        many.risk,
+        exact.risk
+    );
+    assert!(many.risk - exact.risk < 0.01);
+    assert_eq!(recompute(&few, 0.05), few);
+}
+
+/// The headline is the smallest candidate; the rest are kept, and `chosen` says so.
+#[test]
+fn the_best_candidate_is_the_headline() {
+    let a = from_parts(0.2, 30.0, sizes(100, 100), 0.05, "a");
+    let b = from_parts(0.22, 5.0, sizes(100, 100), 0.05, "b");
+    let best = pick_best(vec![a.clone(), b.clone()]).unwrap();
+    assert_eq!(best.rho, "b");
+    assert_eq!(best.others, vec![a]);
+    assert!(best.chosen.as_deref().unwrap().contains("costs nothing"));
+    let again = recompute(&best, 0.01);
+    assert_eq!(again.rho, "b");
+    assert!(again.risk > best.risk);
+}
+
+/// A certificate under another prior (the data-free one beside a split
+/// prior's) is never chosen by `pick_best` or `recompute`: it stays beside.
+#[test]
+fn another_prior_is_not_a_candidate() {
+    let mut split = from_parts(0.2, 2.0, sizes(50, 50), 0.05, "split");
+    split.split = Some(SplitPrior {
+        share: 0.5,
+        prior_rows: 100,
+        certified_rows: 100,
+        prior: "t".into(),
+        grid: 4,
+    });
+    super::settle(&mut split);
+    let free = from_parts(0.01, 0.0, sizes(100, 100), 0.05, "free");
+    assert!(free.risk < split.risk);
+    split.others.push(free.clone());
+    let best = pick_best(vec![split.clone()]).unwrap();
+    assert_eq!(best.rho, "split");
+    assert_eq!(best.chosen, None);
+    let again = recompute(&best, 0.05);
+    assert_eq!(again.rho, "split");
+    assert_eq!(again.others[0].rho, "free");
+}
+
+/// The one-line meaning rounds the AUC down (it must not promise more).
+#[test]
+fn the_meaning_rounds_down() {
+    let mut b = from_parts(0.1, 5.0, sizes(200, 400), 0.05, "t");
+    b.risk = 0.3821;
+    assert!(
+        b.meaning()
+            .starts_with("with 95% confidence, AUC ≥ 0.61 on new data"),
+        "{}",
+        b.meaning()
+    );
+    b.risk = 0.62;
+    assert!(b.meaning().contains("vacuous"));
 }
 
 /// The same ρ on more data: a tighter bound.
@@ -125,7 +260,10 @@ fn kl_inverse_is_the_budget_edge() {
     }
     let bd = from_parts(0.14, 5.0, sizes(177, 355), 0.05, "t");
     assert!(bd.kl_inverse.risk < bd.hoeffding.risk && bd.tighter == "kl_inverse");
-    assert_eq!(bd.risk, bd.kl_inverse.risk.min(bd.hoeffding.risk));
+    assert_eq!(
+        bd.one_sample_risk,
+        Some(bd.kl_inverse.risk.min(bd.hoeffding.risk))
+    );
 }
 
 /// EP's reduced form (d ≥ n) gives a factored covariance: its certificate
@@ -206,14 +344,18 @@ fn gcs_is_certified_through_its_evidence_only() {
     let fit = run(GcsLoss::Auc, true);
     let log_z = fit.log_evidence.expect("evidence");
     let mean_risk = fit.details["risk"]["mean"].as_f64().unwrap();
-    let b = certify(&fit, &pb, 0.05).unwrap();
-    assert_eq!(b.rho, "gibbs");
+    let head = certify(&fit, &pb, 0.05).unwrap();
+    assert_eq!(head.others.len(), 1);
+    let all: Vec<&Bound> = std::iter::once(&head).chain(&head.others).collect();
+    let mut rhos: Vec<&str> = all.iter().map(|c| c.rho.as_str()).collect();
+    rhos.sort();
+    assert_eq!(rhos, ["draws_gaussian", "gibbs"]);
+    assert!(all.iter().all(|c| head.risk <= c.risk));
+    let b = all.iter().find(|c| c.rho == "gibbs").unwrap();
     assert!(b.approximate.as_deref().unwrap().contains("stepping-stone"));
     let kl = (-log_z - pb.gamma * mean_risk).max(0.0);
     assert!((b.kl - kl).abs() < 1e-12 && (b.empirical_risk - mean_risk).abs() < 1e-15);
     assert!(b.risk > b.empirical_risk);
-    assert_eq!(b.others.len(), 1);
-    assert_eq!(b.others[0].rho, "draws_gaussian");
     let mut without = fit.clone();
     without.log_evidence = None;
     let e = certify(&without, &pb, 0.05).unwrap_err();
@@ -236,10 +378,10 @@ fn gcs_is_certified_through_its_evidence_only() {
 /// a tight one, or none, is not.
 #[test]
 fn vacuous_certificates_are_coded() {
-    use crate::engine::fit::{EngineKind, Fit, ScoreModel};
+    use crate::engine::fit::{Fit, ScoreModel};
     use crate::engine::quality::{assess, code};
     let mut f = Fit::new(
-        EngineKind::Vb,
+        crate::engine::fit::EngineKind::Vb,
         vec!["a".into()],
         ScoreModel::Linear { weights: vec![1.0] },
     );

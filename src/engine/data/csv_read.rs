@@ -362,7 +362,12 @@ mod tests {
 
     #[test]
     fn a_binary_file_is_named_as_such() {
-        let msg = |b: &[u8]| parse_table(Path::new("t.csv"), b).err().unwrap().to_string();
+        let msg = |b: &[u8]| {
+            parse_table(Path::new("t.csv"), b)
+                .err()
+                .unwrap()
+                .to_string()
+        };
         assert!(msg(b"PK\x03\x04\x14\x00rest").contains("ZIP archive"));
         assert!(msg(b"\x1f\x8b\x08\x00").contains("gzip"));
         assert!(msg(b"a,b\n1,\x002\n").contains("binary file"));

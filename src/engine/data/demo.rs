@@ -57,10 +57,18 @@ fn swap_labels(y: &mut [bool], k: usize, r: &mut rng::Rng) {
     }
 }
 
-/// 600 rows, 20 correlated Gaussian features of which 4 are informative,
-/// 15% positives (90), 12 + 12 labels swapped.
+/// 1000 rows, 20 correlated Gaussian features of which 4 are informative,
+/// 28% positives (280), 20 + 20 labels swapped. Enough positives (210 in the
+/// default 75% training part) for a PAC-Bayes certificate that says something
+/// (its sample size is m = min(n₊, n₋); docs/certificate.md).
 pub fn sparse_linear(seed: u64) -> DemoTable {
-    let (n, d, n_pos) = (600usize, 20usize, 90usize);
+    sparse_linear_sized(seed, 1000, 280, 20)
+}
+
+/// The sparse demo with n rows, the top n_pos positive and `swapped` + `swapped`
+/// labels swapped (600, 90, 12 is the demo before it grew: the same rows for a seed).
+pub fn sparse_linear_sized(seed: u64, n: usize, n_pos: usize, swapped: usize) -> DemoTable {
+    let d = 20usize;
     let mut r = rng::stream(seed, &[1]);
     let mut x = vec![vec![0.0; d]; n];
     for row in x.iter_mut() {
@@ -88,7 +96,7 @@ pub fn sparse_linear(seed: u64) -> DemoTable {
         })
         .collect();
     let mut y = top_k(&latent, n_pos);
-    swap_labels(&mut y, 12, &mut r);
+    swap_labels(&mut y, swapped, &mut r);
     let mut header: Vec<String> = (1..=d).map(|k| format!("x{k:02}")).collect();
     header.push("y".into());
     let rows = x
@@ -109,9 +117,10 @@ pub fn sparse_linear(seed: u64) -> DemoTable {
         file_name: "sparse_linear.csv",
         description: format!(
             "{n} rows, {d} Gaussian features (AR(1) correlation 0.3 between neighbours). Latent score = \
-             {} + logistic noise; the top {n_pos} rows (15%) are positive, then 12 positive and 12 negative \
-             labels are swapped (label noise). Only those 4 features are informative.",
-            informative.join(" + ")
+             {} + logistic noise; the top {n_pos} rows ({}%) are positive, then {swapped} positive and \
+             {swapped} negative labels are swapped (label noise). Only those 4 features are informative.",
+            informative.join(" + "),
+            100 * n_pos / n
         ),
         header,
         rows,

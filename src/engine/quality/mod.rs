@@ -157,14 +157,16 @@ pub fn vacuous_certificate(b: &Bound) -> Option<Warning> {
             code::CERTIFICATE_VACUOUS,
             format!(
                 "the PAC-Bayes certificate is vacuous: 1 − AUC ≤ {:.4} with probability ≥ {} is \
-                 no better than a random score's ½ (E_ρ R_n = {:.4}, KL = {:.2}, {} rows); \
-                 more rows, or a posterior with a small empirical risk at a small KL to the \
-                 prior, tighten it",
+                 no better than a random score's ½ (E_ρ R_n = {:.4}, KL = {:.2}, {} rows); {}",
                 b.risk,
                 1.0 - b.epsilon,
                 b.empirical_risk,
                 b.kl,
-                b.sizes.n()
+                b.sizes.n(),
+                b.why_loose()
+                    .unwrap_or_else(|| "more rows, or a posterior with a small \
+                    empirical risk at a small KL to the prior, tighten it"
+                        .into())
             ),
         )
     })

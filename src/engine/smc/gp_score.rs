@@ -326,6 +326,8 @@ pub fn run(
             decorrelated = false;
         }
         let mean_risk = risk.iter().sum::<f64>() / n_part as f64;
+        let risk_sd =
+            (risk.iter().map(|r| (r - mean_risk).powi(2)).sum::<f64>() / n_part as f64).sqrt();
         let small = nu <= 200;
         let (mean, sd) = if small {
             moments(&sc, nu)
@@ -344,6 +346,7 @@ pub fn run(
             mean,
             sd,
             mean_risk,
+            risk_sd: Some(risk_sd),
             evaluations,
             elapsed: t0.elapsed().as_secs_f64(),
             histograms: Vec::new(),

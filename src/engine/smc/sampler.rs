@@ -74,6 +74,8 @@ pub struct StageInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<EnergyMixing>,
     pub mean_risk: f64,
+    /// sd of R_n across the particles.
+    pub risk_sd: f64,
     pub evaluations: u64,
     pub elapsed: f64,
 }
@@ -176,6 +178,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
             skewed: None,
             energy: None,
             mean_risk: mean(&risk),
+            risk_sd: sd(&risk),
             evaluations,
             elapsed: t0.elapsed().as_secs_f64(),
         },
@@ -338,6 +341,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
                 skewed: prop.skewed,
                 energy: mv.energy,
                 mean_risk: mean(&risk),
+                risk_sd: sd(&risk),
                 evaluations,
                 elapsed: t0.elapsed().as_secs_f64(),
             },
@@ -569,6 +573,7 @@ fn emit<T: Target + ?Sized>(
         mean,
         sd,
         mean_risk: info.mean_risk,
+        risk_sd: Some(info.risk_sd),
         evaluations: info.evaluations,
         elapsed: info.elapsed,
         histograms: Vec::new(),
@@ -584,6 +589,11 @@ fn emit<T: Target + ?Sized>(
 
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+fn sd(v: &[f64]) -> f64 {
+    let m = mean(v);
+    (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / v.len().max(1) as f64).sqrt()
 }
 
 /// Per-coordinate mean and sd of the rows of `theta` (equal weights).

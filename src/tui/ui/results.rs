@@ -379,6 +379,16 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
         {
             lines.push(Line::styled(fit(&format!("      {text}"), w), style));
         }
+        // What the selected run's certificate means, in one line.
+        if Some(r.id) == app.selected
+            && lines.len() < area.height as usize
+            && let Some(b) = rec.and_then(|x| x.bound.as_ref())
+        {
+            lines.push(Line::styled(
+                fit(&format!("      certificate: {}", b.meaning()), w),
+                theme.dim(),
+            ));
+        }
     }
     if let Some(r) = app.selected_run()
         && let Some(f) = &r.file
