@@ -9,6 +9,8 @@ pub mod app;
 pub mod cli;
 pub mod engine;
 pub mod figures;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod plot;
 pub mod protocol;
 pub mod spec;

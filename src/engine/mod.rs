@@ -17,6 +17,7 @@ pub mod linalg;
 pub mod mcmc_diag;
 pub mod metrics;
 pub mod model;
+pub mod model_check;
 pub mod pairs;
 pub mod predict;
 pub mod prior;
