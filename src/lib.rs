@@ -11,6 +11,8 @@ pub mod cli;
 pub mod engine;
 pub mod eventlog;
 pub mod figures;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod plot;
 pub mod protocol;
 pub mod spec;

@@ -301,20 +301,30 @@ fn old_records_are_refused_and_outputs_are_checked_first() {
         text.replacen("\"record_version\": 2", "\"record_version\": 1", 1),
     )
     .unwrap();
-    for cmd in ["predict", "replay"] {
-        let mut args = vec![cmd, old.to_str().unwrap()];
-        if cmd == "predict" {
-            args.push("demo-data/sparse_linear.csv");
+    let newer = dir.join("newer.json");
+    std::fs::write(
+        &newer,
+        text.replacen("\"record_version\": 2", "\"record_version\": 9", 1),
+    )
+    .unwrap();
+    for (file, found, fix) in [
+        (&old, "record format 1", "fit the model again"),
+        (&newer, "record format 9", "install a newer pacauc"),
+    ] {
+        for cmd in ["predict", "replay"] {
+            let mut args = vec![cmd, file.to_str().unwrap()];
+            if cmd == "predict" {
+                args.push("demo-data/sparse_linear.csv");
+            }
+            let out = pacauc(&args);
+            assert_eq!(out.status.code(), Some(2), "{cmd}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains(found) && err.contains("reads format 2") && err.contains(fix),
+                "{cmd}: {err}"
+            );
+            assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
         }
-        let out = pacauc(&args);
-        assert_eq!(out.status.code(), Some(2), "{cmd}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains("format version 1")
-                && err.contains("reads version 2")
-                && err.contains("fit the model again"),
-            "{cmd}: {err}"
-        );
     }
     // An output that cannot be written is refused before the fit (and before scoring).
     let t = std::time::Instant::now();

@@ -459,6 +459,32 @@ fn unordered_unique_integer_id_is_flagged() {
 }
 
 #[test]
+fn repeated_ids_named_id_are_flagged() {
+    // Like a real clinical file: 'ID' first, some patients sampled twice.
+    let mut text = String::from("ID,clump,size,class\n");
+    for i in 0..120u64 {
+        let k = if i % 9 == 0 && i > 0 { i - 1 } else { i };
+        let id = 1_000_000 + (k * 7919) % 400_009;
+        text.push_str(&format!(
+            "{id},{},{},{}\n",
+            (i * 7) % 10,
+            (i * 3) % 4,
+            i % 3 == 0
+        ));
+    }
+    let ds = load(&text).unwrap();
+    assert_eq!(ds.report.id_like, vec!["ID".to_string()]);
+    assert!(
+        ds.report
+            .warnings
+            .iter()
+            .any(|w| w.contains("its name reads as an identifier") && w.contains("--drop 'ID'")),
+        "{:?}",
+        ds.report.warnings
+    );
+}
+
+#[test]
 fn continuous_last_column_gives_a_short_error_with_the_hint() {
     let mut text = String::from("group,sick,price\n");
     for i in 0..10_000 {

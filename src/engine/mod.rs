@@ -17,6 +17,7 @@ pub mod is_check;
 pub mod mcmc_diag;
 pub mod metrics;
 pub mod model;
+pub mod model_check;
 pub mod numerics;
 pub mod pairs;
 pub mod posterior_auc;

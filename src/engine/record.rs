@@ -360,13 +360,26 @@ impl RunRecord {
             return Err("not a pacauc run record (no record_version)".into());
         };
         if version != u64::from(RECORD_VERSION) {
+            let writer = v
+                .get("pacauc_version")
+                .and_then(|x| x.as_str())
+                .map_or(String::new(), |w| format!("pacauc {w}, "));
+            let fix = if version > u64::from(RECORD_VERSION) {
+                "install a newer pacauc to read it"
+            } else {
+                "fit the model again with this pacauc to get a new record"
+            };
             return Err(format!(
-                "this run record has format version {version}; this pacauc ({}) reads version \
-                 {RECORD_VERSION}: fit the model again to get a new record",
+                "this run record was written by {writer}record format {version}; this pacauc ({}) \
+                 reads format {RECORD_VERSION}: {fix}",
                 env!("CARGO_PKG_VERSION")
             ));
         }
-        serde_json::from_value(v).map_err(|e| format!("not a pacauc run record: {e}"))
+        let record: RunRecord =
+            serde_json::from_value(v).map_err(|e| format!("not a pacauc run record: {e}"))?;
+        super::model_check::check_model(&record.model)
+            .map_err(|e| format!("a damaged run record: {e}"))?;
+        Ok(record)
     }
 }
 
@@ -455,20 +468,86 @@ fn temp_sibling(path: &Path) -> std::io::Result<(&Path, String)> {
     Ok((dir, name.to_string_lossy().into_owned()))
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same folder,
-/// flushed, then renamed over the target. A failure leaves the old file intact.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let (dir, name) = temp_sibling(path)?;
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+/// A temporary file's name beside `name`, unique to this process and call:
+/// two threads (or processes) writing the same target never share one.
+fn temp_name(name: &str) -> String {
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let k = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!(".{name}.tmp-{}-{k}", std::process::id())
+}
+
+/// Writes `bytes` to a new temporary file in `dir`, flushed to disk.
+fn write_temp(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<std::path::PathBuf> {
+    let tmp = dir.join(temp_name(name));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        f.sync_all()
     })();
+    match result {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same folder,
+/// flushed, then renamed over the target. A reader sees the old file or the
+/// new one, whole; a failure (or a kill) leaves the old file intact.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let (dir, name) = temp_sibling(path)?;
+    let tmp = write_temp(dir, &name, bytes)?;
+    let result = std::fs::rename(&tmp, path);
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
+    result
+}
+
+/// Writes `bytes` atomically to the first of `candidate(0)`, `candidate(1)`, …
+/// that does not exist, and returns it: never over another writer's file, even
+/// when two processes pick the same name at the same moment (the file appears
+/// by a hard link, which fails where the name is taken; where the file system
+/// has no hard links, the name is reserved by an exclusive create first).
+pub fn write_atomic_new(
+    candidate: impl Fn(usize) -> std::path::PathBuf,
+    bytes: &[u8],
+) -> std::io::Result<std::path::PathBuf> {
+    let first = candidate(0);
+    let (dir, name) = temp_sibling(&first)?;
+    let tmp = write_temp(dir, &name, bytes)?;
+    let mut result = Err(std::io::Error::other("no free file name"));
+    for k in 0..10_000 {
+        let path = candidate(k);
+        match std::fs::hard_link(&tmp, &path) {
+            Ok(()) => {
+                result = Ok(path);
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(_) => {
+                // No hard links here: reserve the name, then replace it whole.
+                match std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)
+                {
+                    Ok(_) => {
+                        result = std::fs::rename(&tmp, &path).map(|()| path);
+                        break;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&tmp);
     result
 }
 

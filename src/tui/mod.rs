@@ -20,7 +20,7 @@ use crossbeam_channel::{Receiver, Sender, bounded, select};
 
 use crate::app::{App, Command, DataInfo, DataState, Msg, ViewOptions, update};
 use crate::engine::data::{Dataset, Prepared};
-use crate::engine::record::{RunRecord, write_atomic};
+use crate::engine::record::{RunRecord, write_atomic_new};
 use crate::eventlog::civil_from_days;
 use crate::spec::{self, DataSpec, RunSpec};
 use crate::worker::{self, CHANNEL_CAPACITY, Job, RunHandle, SNAPSHOT_INTERVAL, WorkerMsg};
@@ -217,10 +217,12 @@ impl Session {
             Command::Export { run } => {
                 let r = app.run(run)?;
                 let record = r.record.as_ref()?;
-                let path = export_path(&self.export_dir, &record.method, run);
-                let result = write_atomic(&path, record.to_json().as_bytes())
-                    .map(|_| std::fs::canonicalize(&path).unwrap_or(path.clone()))
-                    .map_err(|e| format!("{}: {e}", path.display()));
+                let stem = export_stem(&record.method, run);
+                let dir = &self.export_dir;
+                let result =
+                    write_atomic_new(|k| export_path(dir, &stem, k), record.to_json().as_bytes())
+                        .map(|path| std::fs::canonicalize(&path).unwrap_or(path))
+                        .map_err(|e| format!("{}: {e}", export_path(dir, &stem, 0).display()));
                 Some(Msg::Exported { run, result })
             }
             Command::Plot { dir, figures } => {
@@ -286,26 +288,27 @@ fn start(
     worker::spawn(job, tx).map_err(|e| format!("cannot start a thread: {e}"))
 }
 
-/// `pacauc-<method>-<run>-<UTC yyyymmdd-hhmmss>.json`, never overwriting.
-fn export_path(dir: &Path, method: &str, run: u64) -> PathBuf {
+/// The name of an exported record: method, run and the UTC time of export.
+fn export_stem(method: &str, run: u64) -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let (y, m, d) = civil_from_days((secs / 86_400) as i64);
     let t = secs % 86_400;
-    let stem = format!(
+    format!(
         "pacauc-{method}-{run}-{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
         t / 3600,
         t / 60 % 60,
         t % 60
-    );
-    let mut path = dir.join(format!("{stem}.json"));
-    let mut k = 2;
-    while path.exists() {
-        path = dir.join(format!("{stem}-{k}.json"));
-        k += 1;
+    )
+}
+
+/// The `k`-th candidate file for an export (`-2`, `-3`, … when the name is taken).
+fn export_path(dir: &Path, stem: &str, k: usize) -> PathBuf {
+    match k {
+        0 => dir.join(format!("{stem}.json")),
+        k => dir.join(format!("{stem}-{}.json", k + 1)),
     }
-    path
 }
 
 /// Applies a message and carries out the commands it produces (and theirs).
@@ -521,16 +524,45 @@ mod tests {
     fn export_paths_never_overwrite() {
         let dir = std::env::temp_dir().join(format!("pacauc-export-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let a = export_path(&dir, "smc", 1);
-        std::fs::write(&a, "x").unwrap();
-        let b = export_path(&dir, "smc", 1);
-        assert_ne!(a, b);
-        assert!(
-            b.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("pacauc-smc-1-")
-        );
+        let stem = export_stem("smc", 1);
+        assert!(stem.starts_with("pacauc-smc-1-"));
+        // Eight writers pick the same name at once: eight whole files.
+        let paths: Vec<PathBuf> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|i| {
+                    let (dir, stem) = (&dir, &stem);
+                    s.spawn(move || {
+                        let body = format!("{{\"writer\": {i}}}").repeat(1000);
+                        write_atomic_new(|k| export_path(dir, stem, k), body.as_bytes()).unwrap()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut names: Vec<_> = paths
+            .iter()
+            .map(|p| p.file_name().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 8, "{names:?}");
+        for p in &paths {
+            let text = std::fs::read_to_string(p).unwrap();
+            assert_eq!(text.len() % 1000, 0);
+            let unit = &text[..text.len() / 1000];
+            assert_eq!(
+                text,
+                unit.repeat(1000),
+                "{}: not one writer's file",
+                p.display()
+            );
+        }
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+            .collect();
+        assert!(left.is_empty(), "temporary files left");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -9,10 +9,11 @@ use serde::{Deserialize, Serialize};
 
 use super::csv_read::{RawTable, is_missing, parse_number, parse_table, read_table};
 use super::error::{DataError, DataErrorKind as K};
+use super::identifiers::id_like_columns;
 use super::labels::choose_positive;
 use super::schema::{ColumnRule, Schema, canonical_label};
 use super::summary::{FeatureSummary, summarize};
-use super::typing::{ColumnKind, TypedColumns, column_kinds, id_like_columns};
+use super::typing::{ColumnKind, TypedColumns, column_kinds};
 
 /// What to do with rows that have a missing cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -518,16 +519,8 @@ fn encode_rows(
     raw: &RawTable,
     rows: &[usize],
     rules: &[ColumnRule],
+    col_index: &[usize],
 ) -> Result<DMatrix<f64>, DataError> {
-    let col_index: Vec<usize> = rules
-        .iter()
-        .map(|r| {
-            raw.header
-                .iter()
-                .position(|h| h == r.column())
-                .expect("rule columns come from the header")
-        })
-        .collect();
     let width: usize = rules.iter().map(|r| r.feature_names().len()).sum();
     // Rows outer (cache-friendly on the cells), written straight into column-major storage.
     let n = rows.len();
@@ -535,7 +528,7 @@ fn encode_rows(
     let data = x.as_mut_slice();
     for (i, &r) in rows.iter().enumerate() {
         let mut k0 = 0;
-        for (rule, &j) in rules.iter().zip(&col_index) {
+        for (rule, &j) in rules.iter().zip(col_index) {
             let cell = raw.cell(r, j);
             match rule {
                 ColumnRule::Numeric { column } => {
@@ -612,7 +605,7 @@ fn build_with_schema(
         .chain(std::iter::once(target))
         .collect();
     let (kept, missing_by_column) = complete_rows(path, &raw, &needed, missing)?;
-    let x = encode_rows(path, &raw, &kept, &schema.rules)?;
+    let x = encode_rows(path, &raw, &kept, &schema.rules, &cols)?;
     let mut warnings = Vec::new();
     for (rule, &j) in schema.rules.iter().zip(&cols) {
         if let ColumnRule::OneHot {

@@ -5,6 +5,7 @@ mod apply;
 mod csv_read;
 pub mod demo;
 mod error;
+mod identifiers;
 pub mod label_noise;
 mod labels;
 mod load;

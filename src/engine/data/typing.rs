@@ -1,5 +1,5 @@
 //! Column typing: which columns are numeric and which text, their cells parsed
-//! once, and warnings for decimal commas and row-number-like columns.
+//! once, and warnings for decimal commas (identifier-like columns: `identifiers`).
 
 use std::path::Path;
 
@@ -107,59 +107,4 @@ pub(super) fn column_kinds(
         parsed,
         warnings,
     })
-}
-
-/// A numeric column that looks like a row number or an identifier.
-pub(super) struct IdLike {
-    pub name: String,
-    /// Distinct integers in increasing order (a row number) rather than in any order.
-    increasing: bool,
-}
-
-impl IdLike {
-    pub fn warning(&self) -> String {
-        let name = &self.name;
-        let what = if self.increasing {
-            "distinct increasing integers, like a row number"
-        } else {
-            "a different integer on every row, like an ID"
-        };
-        format!(
-            "column '{name}' holds {what}; it is used as a feature: if it is an identifier, exclude it with --drop '{name}'"
-        )
-    }
-}
-
-/// Numeric columns whose values are distinct integers: row numbers and IDs are
-/// a silent leak or noise feature otherwise. In any order from 20 rows (fewer
-/// rows of a genuine integer feature are distinct by chance), increasing from 10.
-pub(super) fn id_like_columns(
-    header: &[String],
-    cols: &[usize],
-    kinds: &[ColumnKind],
-    parsed: &DMatrix<f64>,
-) -> Vec<IdLike> {
-    let mut out = Vec::new();
-    for (f, (&j, kind)) in cols.iter().zip(kinds).enumerate() {
-        let c = parsed.column(f);
-        if !matches!(kind, ColumnKind::Numeric)
-            || c.len() < 10
-            || c.iter().any(|v| v.fract() != 0.0)
-        {
-            continue;
-        }
-        let increasing = c.as_slice().windows(2).all(|w| w[1] > w[0]);
-        let distinct = increasing || {
-            let mut v = c.as_slice().to_vec();
-            v.sort_by(f64::total_cmp);
-            c.len() >= 20 && v.windows(2).all(|w| w[1] > w[0])
-        };
-        if distinct {
-            out.push(IdLike {
-                name: header[j].clone(),
-                increasing,
-            });
-        }
-    }
-    out
 }
