@@ -6,6 +6,7 @@ mod bound;
 mod explore;
 pub mod fit;
 mod gen_demo;
+mod gen_large;
 mod path;
 mod plot;
 mod predict;

@@ -12,6 +12,7 @@ mod moments;
 pub mod prepare;
 mod schema;
 mod summary;
+pub mod synthetic;
 mod target;
 mod typing;
 
