@@ -164,14 +164,19 @@ mod tests {
     #[test]
     fn fixed4_matches_the_formatter() {
         for v in [
-            0.0, -0.0, 1.0, -1.0, 0.00004, -0.00004, 0.00005, 1.23456, -2.71828, 123.4, -0.5, 9.99996,
+            0.0, -0.0, 1.0, -1.0, 0.00004, -0.00004, 0.00005, 1.23456, -2.71828, 123.4, -0.5,
+            9.99996,
         ] {
             let v = (v * 1e4f64).round() * 1e-4;
             let mut out = Vec::new();
             push_fixed4(&mut out, v);
             let want = format!("{v:.4}");
             // The formatter writes "-0.0000" for −0; a rounded zero has no sign here.
-            let want = if want == "-0.0000" { "0.0000".to_string() } else { want };
+            let want = if want == "-0.0000" {
+                "0.0000".to_string()
+            } else {
+                want
+            };
             assert_eq!(String::from_utf8(out).unwrap(), want, "{v}");
         }
     }
