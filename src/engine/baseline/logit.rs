@@ -48,8 +48,6 @@ pub struct LogitFit {
     pub beta: DVector<f64>,
     pub var: DVector<f64>,
     pub iterations: usize,
-    /// `ZᵀWZ` of the last step (the next λ's chord steps; None in the reduced form).
-    pub gram: Option<DMatrix<f64>>,
 }
 
 fn sigmoid(t: f64) -> f64 {
@@ -80,38 +78,17 @@ fn objective(z: &DMatrix<f64>, y: &[bool], w: &DVector<f64>, lambda: f64) -> f64
     nll + 0.5 * lambda * w.rows(1, w.len() - 1).norm_squared()
 }
 
-/// `Zᵀ W Z` with W = diag(p(1 − p)): the log-likelihood's Hessian (no penalty).
-fn gram(z: &DMatrix<f64>, prob: &[f64]) -> DMatrix<f64> {
-    let mut sz = z.clone();
-    for (i, mut row) in sz.row_iter_mut().enumerate() {
-        row *= (prob[i] * (1.0 - prob[i])).sqrt().max(1e-12);
-    }
-    at_b(&sz, &sz)
-}
-
-/// Chord steps on a reused Gram matrix before it is recomputed.
-const MAX_CHORD_STEPS: usize = 30;
-
-/// Newton's method on `z = [1 | X]` with a backtracking line search; `w0` warm
-/// start. `gram0`: the Gram `ZᵀWZ` of a previous fit on the same rows (the λ
-/// path of a cross-validation): steps then solve with it (chord steps, O(nd)
-/// each instead of the O(nd²) Gram) while a full step keeps decreasing the
-/// objective, and switch to fresh Newton steps otherwise. The gradient is
-/// exact, so the stationary point is the same. Returns the weights, the
-/// penalised Hessian of the last step, the iterations and the Gram used last.
+/// Newton's method on `z = [1 | X]` with a backtracking line search; `w0` warm start.
 fn newton(
     z: &DMatrix<f64>,
     y: &[bool],
     lambda: f64,
     w0: Option<&DVector<f64>>,
-    gram0: Option<DMatrix<f64>>,
-) -> (DVector<f64>, DMatrix<f64>, usize, DMatrix<f64>) {
+) -> (DVector<f64>, DMatrix<f64>, usize) {
     let p = z.ncols();
     let mut w = w0.cloned().unwrap_or_else(|| DVector::zeros(p));
     let mut f = objective(z, y, &w, lambda);
     let mut it = 0;
-    let mut reused = gram0;
-    let mut chord = 0;
     loop {
         it += 1;
         let eta = z * &w;
@@ -123,16 +100,12 @@ fn newton(
                 .map(|(&pi, &yi)| pi - f64::from(u8::from(yi))),
         );
         let mut grad = z.tr_mul(&resid);
-        let stale = reused.is_some() && chord < MAX_CHORD_STEPS;
-        let g = match reused.take() {
-            Some(g) if stale => {
-                chord += 1;
-                g
-            }
-            _ => gram(z, &prob),
-        };
-        // Hessian Zᵀ W Z + λ diag(0, 1, …, 1).
-        let mut hess = g.clone();
+        // Hessian Zᵀ W Z + λ diag(0, 1, …, 1), via (√W Z)ᵀ(√W Z).
+        let mut sz = z.clone();
+        for (i, mut row) in sz.row_iter_mut().enumerate() {
+            row *= (prob[i] * (1.0 - prob[i])).sqrt().max(1e-12);
+        }
+        let mut hess = at_b(&sz, &sz);
         for k in 1..p {
             grad[k] += lambda * w[k];
             hess[(k, k)] += lambda;
@@ -140,8 +113,7 @@ fn newton(
         hess[(0, 0)] += 1e-10 * (1.0 + hess[(0, 0)]); // an intercept alone can run off on one-class folds
         let chol = match hess.clone().cholesky() {
             Some(c) => c,
-            None if stale => continue, // fresh next time
-            None => return (w, hess, it, g),
+            None => return (w, hess, it),
         };
         let step = chol.solve(&grad);
         let mut t = 1.0;
@@ -158,19 +130,8 @@ fn newton(
             t *= 0.5;
         }
         let small = step.amax() * t < 1e-10 * (1.0 + w.amax());
-        if stale && it < 100 {
-            // Keep the chord while full steps are taken; a damped or failed one
-            // asks for the current curvature.
-            if accepted && t == 1.0 {
-                if small {
-                    return (w, hess, it, g);
-                }
-                reused = Some(g);
-            }
-            continue;
-        }
         if !accepted || small || it >= 100 {
-            return (w, hess, it, g);
+            return (w, hess, it);
         }
     }
 }
@@ -197,7 +158,6 @@ pub fn fit_logit(x: &DMatrix<f64>, y: &[bool], lambda: f64, warm: Option<&LogitF
             beta: &vt * &f.beta,
             var: DVector::zeros(0),
             iterations: 0,
-            gram: f.gram.clone(),
         });
         let small = fit_logit_full(&us, y, lambda, warm_r.as_ref());
         let beta = vt.tr_mul(&small.beta);
@@ -214,7 +174,6 @@ pub fn fit_logit(x: &DMatrix<f64>, y: &[bool], lambda: f64, warm: Option<&LogitF
             beta,
             var,
             iterations: small.iterations,
-            gram: small.gram,
         };
     }
     fit_logit_full(x, y, lambda, warm)
@@ -232,10 +191,7 @@ fn fit_logit_full(x: &DMatrix<f64>, y: &[bool], lambda: f64, warm: Option<&Logit
         w.rows_mut(1, f.beta.len()).copy_from(&f.beta);
         w
     });
-    let gram0 = warm
-        .and_then(|f| f.gram.clone())
-        .filter(|g| g.nrows() == z.ncols());
-    let (w, hess, iterations, gram) = newton(&z, y, lambda, w0.as_ref(), gram0);
+    let (w, hess, iterations) = newton(&z, y, lambda, w0.as_ref());
     let var = hess
         .try_inverse()
         .map(|h| DVector::from_iterator(x.ncols(), (1..z.ncols()).map(|k| h[(k, k)].max(0.0))))
@@ -245,7 +201,6 @@ fn fit_logit_full(x: &DMatrix<f64>, y: &[bool], lambda: f64, warm: Option<&Logit
         beta: w.rows(1, x.ncols()).into_owned(),
         var,
         iterations,
-        gram: Some(gram),
     }
 }
 
@@ -420,24 +375,6 @@ mod tests {
             }
         }
         assert!(g0.abs() < 1e-8 && g.amax() < 1e-8, "gradient {g0} {g}");
-    }
-
-    /// Along a λ path, fits warm-started with the previous Gram (chord steps)
-    /// reach the same optimum as cold Newton fits, in fewer Gram passes.
-    #[test]
-    fn chord_steps_along_the_path_reach_the_cold_optimum() {
-        let (x, y) = toy(400, 5, 9);
-        let mut warm: Option<LogitFit> = None;
-        for lambda in default_grid().into_iter().rev() {
-            let path = fit_logit(&x, &y, lambda, warm.as_ref());
-            let cold = fit_logit(&x, &y, lambda, None);
-            assert!((&path.beta - &cold.beta).amax() < 1e-7, "λ = {lambda}");
-            assert!(
-                (path.intercept - cold.intercept).abs() < 1e-7,
-                "λ = {lambda}"
-            );
-            warm = Some(path);
-        }
     }
 
     /// The reduced (SVD) form gives the primal answer, including Laplace variances.
