@@ -58,6 +58,7 @@ mod plan {
     pub const BOOST_ROUNDS: f64 = 500.0;
     /// The fewest SMC stages of a run from the prior to γ (a floor).
     pub const SMC_MIN_STAGES: f64 = 10.0;
+    pub const SMC_MIN_MOVES: usize = 3;
     /// Each adaptive stage (ESS ½) gains about one bit on the way from the
     /// prior to a posterior of width ~1/√γ in d dimensions, (d/2)·log2 γ bits
     /// in all; half of it is the floor used.
@@ -355,7 +356,8 @@ fn vb_part(spec: &RunSpec, v: &VbSpec, s: Sizes) -> (Part, f64) {
 /// SMC: at least `plan::smc_stages` stages of one move per particle, each move
 /// one risk evaluation (a lower bound: moves and stages adapt).
 fn smc_part(spec: &RunSpec, smc: &SmcSpec, s: Sizes) -> Part {
-    let moves = smc.moves.unwrap_or(1) as f64;
+    // Adaptive moves run until the particles decorrelate: 3 is a floor.
+    let moves = smc.moves.unwrap_or(plan::SMC_MIN_MOVES) as f64;
     let cv = cv_factor(spec, smc.folds, smc.gamma_grid.len());
     let stages = plan::smc_stages(s.features as f64, gamma_of(spec, s)).round();
     let evals = smc.particles as f64 * smc.runs.max(1) as f64 * stages * moves;
@@ -415,9 +417,11 @@ pub fn refusal(spec: &RunSpec, s: Sizes, threads: usize, limits: Limits) -> Opti
 
 /// Changes of the settings whose estimate fits `limits`, in words.
 fn suggestions(spec: &RunSpec, s: Sizes, threads: usize, limits: Limits) -> Vec<String> {
+    // With a margin: the estimate is good to a factor of 2, and the machine
+    // is shared.
     let fits = |cand: &RunSpec| {
         let e = estimate(cand, s, threads);
-        e.seconds <= limits.seconds && e.bytes <= limits.bytes
+        e.seconds <= 0.5 * limits.seconds && e.bytes <= 0.5 * limits.bytes
     };
     let mut out = Vec::new();
     let gamma = gamma_of(spec, s);
