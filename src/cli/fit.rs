@@ -84,6 +84,7 @@ impl From<EngineError> for CliError {
             EngineError::NotConverged {
                 message,
                 diagnostics,
+                ..
             } => CliError::Engine(format!(
                 "{}\ndiagnostics: {}",
                 m(&message),
