@@ -52,6 +52,9 @@ pub struct FitArgs {
     /// the events, the record); `pacauc watch FILE` follows it live.
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
+    /// Run even when the cost estimate is above an hour or the memory available.
+    #[arg(long)]
+    pub ignore_cost: bool,
 }
 
 impl FitArgs {
@@ -157,6 +160,7 @@ pub fn run(args: &FitArgs, threads: Option<usize>) -> Result<(), CliError> {
         engine,
         load_seconds: load_s,
     } = load(&spec, true)?;
+    announce_cost(&spec, &problem, args.ignore_cost)?;
     let ctl = Control::new();
     let mut log = match &args.events {
         Some(path) => Some(open_log(path, &spec, &ds, &prepared)?),
@@ -256,4 +260,43 @@ fn close_log(log: LogWriter, end: Result<&RunRecord, EndLine>) {
             path.display()
         );
     }
+}
+
+/// States the run's estimated cost on stderr (`spec::cost`) and refuses a run
+/// above an hour or the memory available, unless `ignore`.
+fn announce_cost(spec: &RunSpec, pb: &Problem, ignore: bool) -> Result<(), CliError> {
+    let sizes = spec::cost::Sizes {
+        rows: pb.n(),
+        positives: pb.n_pos(),
+        features: pb.d(),
+    };
+    let threads = rayon::current_num_threads();
+    let est = spec::cost::estimate(spec, sizes, threads);
+    eprintln!("cost estimate: {}", est.describe());
+    let limits = spec::cost::Limits {
+        seconds: spec::cost::DEFAULT_SECONDS_LIMIT,
+        bytes: available_memory().unwrap_or(f64::INFINITY),
+    };
+    match spec::cost::refusal(spec, sizes, threads, limits) {
+        Some(msg) if !ignore => Err(CliError::Input(msg)),
+        Some(_) => {
+            eprintln!("warning: above the cost limit; running anyway (--ignore-cost)");
+            Ok(())
+        }
+        None => Ok(()),
+    }
+}
+
+/// The memory this run may hold: MemAvailable plus what the process holds
+/// already (the loaded data count in the estimate), in bytes; None where
+/// /proc does not say.
+fn available_memory() -> Option<f64> {
+    let kb = |file: &str, key: &str| -> Option<f64> {
+        let text = std::fs::read_to_string(file).ok()?;
+        let line = text.lines().find(|l| l.starts_with(key))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    let free = kb("/proc/meminfo", "MemAvailable:")?;
+    let own = kb("/proc/self/status", "VmRSS:").unwrap_or(0.0);
+    Some((free + own) * 1024.0)
 }

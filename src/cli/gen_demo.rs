@@ -8,12 +8,14 @@ use crate::engine::data::demo;
 use crate::engine::data::survey::{SurveyShape, survey_codes};
 use crate::engine::record::write_atomic;
 
+use super::gen_large;
+
 /// Seed of the committed demo files (and of the demo inside the binary).
 pub const DEMO_SEED: u64 = demo::SEED;
 
 #[derive(Debug, Clone, Args)]
 pub struct GenDemoArgs {
-    /// Folder to write into.
+    /// Folder to write into (with --rows: the CSV file to write).
     #[arg(long, default_value = "demo-data")]
     pub out: PathBuf,
     #[arg(long, default_value_t = DEMO_SEED)]
@@ -26,9 +28,22 @@ pub struct GenDemoArgs {
     /// Share of positive rows of `--survey`.
     #[arg(long, default_value_t = 0.06, requires = "survey")]
     pub positives: f64,
+    /// Instead of the demo files: one large synthetic probit-linear table of
+    /// this many rows (streamed to --out FILE; for scale tests).
+    #[arg(long)]
+    pub rows: Option<usize>,
+    /// Features of the --rows table.
+    #[arg(long, default_value_t = 20, requires = "rows")]
+    pub features: usize,
+    /// Probability that a row of the --rows table is positive.
+    #[arg(long, default_value_t = 0.25, requires = "rows")]
+    pub positive_share: f64,
 }
 
 pub fn run(args: &GenDemoArgs) -> Result<(), String> {
+    if let Some(rows) = args.rows {
+        return gen_large::run(args, rows);
+    }
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     if let Some(survey) = &args.survey {
         let shape = SurveyShape::parse(survey, args.positives)?;

@@ -8,6 +8,7 @@ mod explore;
 pub mod fit;
 mod gen_demo;
 mod merge;
+mod gen_large;
 mod path;
 mod plot;
 mod predict;

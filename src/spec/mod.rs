@@ -5,6 +5,7 @@
 //! here: `pacauc fit`, the explorer's run form and replay all go through it.
 
 pub mod build;
+pub mod cost;
 pub mod demo_source;
 pub mod error;
 pub mod merge;

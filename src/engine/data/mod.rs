@@ -14,6 +14,7 @@ pub mod prepare;
 mod schema;
 mod summary;
 pub mod survey;
+pub mod synthetic;
 mod target;
 mod typing;
 

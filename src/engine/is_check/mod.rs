@@ -27,8 +27,16 @@ use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
 
 const IS_KEY: u64 = 0x6973_6368;
-/// Draws whose risks are computed by one GEMM.
+/// Most draws whose risks are computed by one GEMM.
 const CHUNK: usize = 256;
+/// Bytes of one GEMM's score block (n × draws f64): at 10⁶ rows 256 draws
+/// took 2 GB, at 10⁷ rows 20 GB; fewer draws per block above this.
+const SCORE_BLOCK_BYTES: usize = 1 << 27;
+
+/// Draws per score block for `n` rows (at least one, at most `CHUNK`).
+fn chunk_draws(n: usize) -> usize {
+    (SCORE_BLOCK_BYTES / (8 * n.max(1))).clamp(1, CHUNK)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct IsSettings {
@@ -300,10 +308,11 @@ fn risks_of(pb: &Problem, thetas: &[&[f64]]) -> Vec<f64> {
     );
     let d = pb.d();
     let mut out = vec![0.0; thetas.len()];
-    for (c, chunk) in thetas.chunks(CHUNK).enumerate() {
+    let per = chunk_draws(pb.n());
+    for (c, chunk) in thetas.chunks(per).enumerate() {
         let t = DMatrix::from_fn(d, chunk.len(), |k, j| chunk[j][k]);
         let (sp, sn) = (&xp * &t, &xn * &t);
-        out[c * CHUNK..c * CHUNK + chunk.len()]
+        out[c * per..c * per + chunk.len()]
             .par_iter_mut()
             .enumerate()
             .for_each_init(

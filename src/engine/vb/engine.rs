@@ -186,6 +186,27 @@ impl Engine for Vb {
                 &mut trace,
             );
         }
+        if let Some(e) = &out.risk_estimate {
+            emit(
+                obs,
+                Event::Log {
+                    level: LogLevel::Info,
+                    message: format!(
+                        "vb: E_ρ[R] = {:.5} ± {:.1e} (standard error) from {} random {}, not all {} \
+                         (more than {}): F = {:.4} ± {:.2}",
+                        e.value,
+                        e.se,
+                        e.items,
+                        if s.loss.is_ranking() { "pairs" } else { "rows" },
+                        if s.loss.is_ranking() { np * nn } else { pb.n() },
+                        s.exact_risk_max_items,
+                        out.objective,
+                        gamma * e.se,
+                    ),
+                },
+                &mut trace,
+            );
+        }
         let sd: Vec<f64> = (0..d).map(|k| out.cov[(k, k)].sqrt()).collect();
         let mut f = Fit::new(
             EngineKind::Vb,
@@ -214,6 +235,9 @@ impl Engine for Vb {
             "loss": out.loss.name(),
             "objective": out.objective,
             "expected_risk": out.expected_risk,
+            "expected_risk_se": out.risk_estimate.map(|e| e.se),
+            "objective_se": out.risk_estimate.map(|e| gamma * e.se),
+            "expected_risk_items": out.risk_estimate.map(|e| e.items),
             "kl": out.kl,
             "elbo": -out.objective,
             "iterations": out.iterations,

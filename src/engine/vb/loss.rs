@@ -88,12 +88,12 @@ pub struct RiskEval {
     pub grad_sigma: SigmaGrad,
 }
 
-/// The mean of `item` over the rows of `a` (items × d), whitened coordinates.
-/// Costs two products with A (and one d × d product for F3).
-pub fn eval_items(a: &DMatrix<f64>, loss: Loss, p: &Params) -> RiskEval {
+/// `(μ_i, s²_i, scale_i)` of the rows of `a` (items × d): the margin's mean and
+/// variance under ρ and the sum of |terms| of s² (the cancellation scale).
+fn margins(a: &DMatrix<f64>, p: &Params) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let (n, d) = a.shape();
     let m = nalgebra::DVector::from_column_slice(p.mean());
-    let mu = a * &m;
+    let mu: Vec<f64> = (a * &m).iter().copied().collect();
     // s²_i = Σ_k W_ik A_ik with W = AΣ, column by column (contiguous in
     // column-major storage); diagonal Σ without forming W (no n × d copy: the
     // stochastic steps call this thousands of times).
@@ -118,6 +118,22 @@ pub fn eval_items(a: &DMatrix<f64>, loss: Loss, p: &Params) -> RiskEval {
             add(k, &mut a.column(k).iter().map(|x| x * v));
         }
     }
+    (mu, s2, scale)
+}
+
+/// The expected loss of every row of `a` (no gradients).
+pub fn item_losses(a: &DMatrix<f64>, loss: Loss, p: &Params) -> Vec<f64> {
+    let (mu, s2, scale) = margins(a, p);
+    (0..a.nrows())
+        .map(|i| item(loss, mu[i], s2[i], scale[i]).0)
+        .collect()
+}
+
+/// The mean of `item` over the rows of `a` (items × d), whitened coordinates.
+/// Costs two products with A (and one d × d product for F3).
+pub fn eval_items(a: &DMatrix<f64>, loss: Loss, p: &Params) -> RiskEval {
+    let (n, d) = a.shape();
+    let (mu, s2, scale) = margins(a, p);
     let mut gmu = vec![0.0; n];
     let mut gv = vec![0.0; n];
     let mut value = 0.0;

@@ -63,6 +63,21 @@ pub struct VbSettings {
     pub lbfgs: LbfgsSettings,
     pub adam: AdamSettings,
     pub seed: u64,
+    /// Above this many items (pairs or rows) a stochastic run reports E_ρ[R]
+    /// (and F) from `risk_sample` random items with a standard error instead
+    /// of a pass over all of them (O(n₊n₋) for the AUC: hours at 10⁶ rows).
+    #[serde(default = "default_exact_risk_max_items")]
+    pub exact_risk_max_items: usize,
+    #[serde(default = "default_risk_sample")]
+    pub risk_sample: usize,
+}
+
+fn default_exact_risk_max_items() -> usize {
+    100_000_000
+}
+
+fn default_risk_sample() -> usize {
+    1_000_000
 }
 
 impl Default for VbSettings {
@@ -75,6 +90,8 @@ impl Default for VbSettings {
             lbfgs: LbfgsSettings::default(),
             adam: AdamSettings::default(),
             seed: 0,
+            exact_risk_max_items: default_exact_risk_max_items(),
+            risk_sample: default_risk_sample(),
         }
     }
 }
@@ -113,9 +130,13 @@ pub struct VbFit {
     /// m and Σ of θ.
     pub mean: Vec<f64>,
     pub cov: DMatrix<f64>,
-    /// F = γ·E_ρ[R] + KL at the optimum (over all items, also after a stochastic run).
+    /// F = γ·E_ρ[R] + KL at the optimum: over all items, or estimated from
+    /// `risk_estimate.items` random ones after a stochastic run on more than
+    /// `exact_risk_max_items` items.
     pub objective: f64,
     pub expected_risk: f64,
+    /// Set when E_ρ[R] is a sample estimate (its standard error: F's is γ·se).
+    pub risk_estimate: Option<stochastic::RiskEstimate>,
     pub kl: f64,
     pub iterations: usize,
     pub evaluations: usize,
@@ -218,11 +239,13 @@ pub fn fit(
     } else {
         FullData::Rows(loss::signed_rows(&xw, y))
     };
+    let mut risk_estimate = None;
     let (params, iterations, evaluations, converged, reason, holdout) = if stochastic {
         let source = match &full {
             FullData::Pairs(pr) => stochastic::Items::pairs(&pr.xp, &pr.xn),
             FullData::Rows(a) => stochastic::Items::Rows(a),
         };
+        let estimate = items > s.exact_risk_max_items;
         let out = stochastic::minimize(
             &source,
             s.loss,
@@ -245,6 +268,15 @@ pub fn fit(
                 })
             },
         )?;
+        if estimate {
+            risk_estimate = Some(stochastic::estimate_risk(
+                &source,
+                s.loss,
+                &out.params,
+                s.risk_sample,
+                s.seed,
+            ));
+        }
         (
             out.params,
             out.steps,
@@ -302,7 +334,10 @@ pub fn fit(
             None,
         )
     };
-    let expected_risk = full.value(s.loss, &params);
+    let expected_risk = match &risk_estimate {
+        Some(e) => e.value,
+        None => full.value(s.loss, &params),
+    };
     let kl = params.kl();
     let (mean, _) = unwhiten(&params);
     let mut cov = params.sigma();
@@ -320,6 +355,7 @@ pub fn fit(
         cov,
         objective: gamma * expected_risk + kl,
         expected_risk,
+        risk_estimate,
         kl,
         iterations,
         evaluations,

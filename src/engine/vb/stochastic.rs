@@ -18,13 +18,16 @@
 use nalgebra::DMatrix;
 
 use super::family::Params;
-use super::loss::{Loss, eval_items};
+use super::loss::{Loss, eval_items, item_losses};
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::numerics::rng::{Rng, stream};
 
 /// Stream keys.
 const BATCH_KEY: u64 = 0x7662_6261;
 const HOLDOUT_KEY: u64 = 0x7662_686f;
+const ESTIMATE_KEY: u64 = 0x7662_6573;
+/// Items per independently seeded chunk of a risk estimate.
+const ESTIMATE_CHUNK: usize = 1 << 16;
 
 #[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub struct AdamSettings {
@@ -255,5 +258,55 @@ pub fn batch_rows(b: usize) -> usize {
         b + 8
     } else {
         b
+    }
+}
+
+/// E_ρ[R] estimated from random items (ALGORITHMS.md §14): its value, standard
+/// error and the number of items.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RiskEstimate {
+    pub value: f64,
+    pub se: f64,
+    pub items: usize,
+}
+
+/// The mean expected loss of `count` items drawn uniformly with replacement
+/// (pairs: a random positive and a random negative), and sd/√count. Chunks of
+/// items have their own streams and are combined in order (Chan's update):
+/// the same bits for any thread count.
+pub fn estimate_risk(
+    items: &Items<'_>,
+    loss: Loss,
+    p: &Params,
+    count: usize,
+    seed: u64,
+) -> RiskEstimate {
+    use rayon::prelude::*;
+    let count = count.max(2);
+    let chunks = count.div_ceil(ESTIMATE_CHUNK);
+    // (items, mean, sum of squared deviations) per chunk.
+    let parts: Vec<(f64, f64, f64)> = (0..chunks)
+        .into_par_iter()
+        .map(|c| {
+            let b = ESTIMATE_CHUNK.min(count - c * ESTIMATE_CHUNK);
+            let a = items.sample(&mut stream(seed, &[ESTIMATE_KEY, c as u64]), b);
+            let l = item_losses(&a, loss, p);
+            let mean = l.iter().sum::<f64>() / b as f64;
+            let m2 = l.iter().map(|v| (v - mean).powi(2)).sum::<f64>();
+            (b as f64, mean, m2)
+        })
+        .collect();
+    let (mut n, mut mean, mut m2) = (0.0, 0.0, 0.0);
+    for (nb, mb, m2b) in parts {
+        let tot = n + nb;
+        let delta = mb - mean;
+        mean += delta * nb / tot;
+        m2 += m2b + delta * delta * n * nb / tot;
+        n = tot;
+    }
+    RiskEstimate {
+        value: mean,
+        se: (m2 / (n - 1.0)).sqrt() / n.sqrt(),
+        items: count,
     }
 }

@@ -1,0 +1,600 @@
+//! What a run will cost, before it starts: time and memory from the training
+//! size n, the positives, the dimension d, the pair count M = n₊n₋ and the
+//! method's settings, so that `pacauc fit` (and the explorer's run form) can
+//! state it and refuse a run that would take hours or more memory than the
+//! machine has, naming settings that fit (ALGORITHMS.md §14 for `--pairs`).
+//!
+//! The model counts units of work (risk evaluations of n rows, EP site
+//! updates, pair-pass terms, Newton row products, Adam item gradients) and
+//! multiplies by per-unit costs measured on the project machine (2 cores,
+//! AVX-512; `docs/BENCHMARKS.md`, "Scale"). Adaptive lengths the model cannot
+//! know before the run (SMC's stages and moves, the great-circle sampler's
+//! steps) use a stated floor, and the estimate is then a lower bound. The
+//! estimate is for the planning order of magnitude: a factor 2 either way is
+//! expected; a factor 100 is what it exists to catch.
+
+use serde::Serialize;
+
+use super::run_spec::{EpSpec, GcsSpec, MethodSpec, RunSpec, SmcSpec, VbOptimizer, VbSpec};
+use super::values::Gamma;
+
+/// Per-unit costs, single-thread seconds (measured; see the module doc).
+mod unit {
+    /// One AUC risk R_n(θ) per training row: the score (d multiply-adds, in
+    /// the GEMM of a block of θs) and the sort-based count.
+    pub const RISK_ROW: f64 = 4.5e-9;
+    pub const RISK_ROW_FEATURE: f64 = 0.1e-9;
+    /// One EP site update per sweep (vectorised kernel ≈ 7–15 ns, plus the
+    /// two GEMMs' 4d flops per site).
+    pub const EP_SITE: f64 = 15e-9;
+    pub const EP_SITE_FEATURE: f64 = 1e-9;
+    /// One pair of VB's all-pairs pass (value and gradients).
+    pub const VB_PAIR: f64 = 10e-9;
+    pub const VB_PAIR_FEATURE: f64 = 0.5e-9;
+    /// One item·feature of a VB mini-batch gradient (gather, products).
+    pub const VB_ITEM_FEATURE: f64 = 15e-9;
+    /// One row·(d+1)² of a Newton step of the logit (Hessian by GEMM, copies).
+    pub const NEWTON_ROW_FEATURE2: f64 = 0.25e-9;
+    /// One row·feature of a cheap pass (objective, gradient, copies).
+    pub const ROW_FEATURE: f64 = 0.5e-9;
+    /// One pair of the great-circle sampler's counting pass per step.
+    pub const GCS_PAIR: f64 = 5e-9;
+    /// One row·feature of RankBoost's sweeps per round.
+    pub const BOOST_ROW_FEATURE: f64 = 3e-9;
+}
+
+/// Planning figures for lengths fixed only during the run.
+mod plan {
+    /// EP sweeps (18–120 measured on the shared data sets).
+    pub const EP_SWEEPS: f64 = 50.0;
+    /// L-BFGS evaluations of VB (12–30 measured).
+    pub const LBFGS_EVALS: f64 = 30.0;
+    /// Adam steps of VB (1100–1200 on EEG and Adult).
+    pub const ADAM_STEPS: f64 = 1500.0;
+    /// Newton iterations per warm-started logit fit.
+    pub const NEWTON_ITERS: f64 = 4.0;
+    /// Logit's λ grid (`baseline::logit::default_grid`) and RankBoost's rounds.
+    pub const LOGIT_GRID: f64 = 13.0;
+    pub const BOOST_ROUNDS: f64 = 500.0;
+    /// The fewest SMC stages of a run from the prior to γ (a floor).
+    pub const SMC_MIN_STAGES: f64 = 10.0;
+    pub const SMC_MIN_MOVES: usize = 3;
+    /// Each adaptive stage (ESS ½) gains about one bit on the way from the
+    /// prior to a posterior of width ~1/√γ in d dimensions, (d/2)·log2 γ bits
+    /// in all; half of it is the floor used.
+    pub fn smc_stages(d: f64, gamma: f64) -> f64 {
+        (0.25 * d * (1.0 + gamma).log2()).max(SMC_MIN_STAGES)
+    }
+}
+
+/// The training set's sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Sizes {
+    pub rows: usize,
+    pub positives: usize,
+    pub features: usize,
+}
+
+impl Sizes {
+    pub fn pairs(&self) -> f64 {
+        self.positives as f64 * (self.rows - self.positives.min(self.rows)) as f64
+    }
+}
+
+/// One part of a run's cost.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Part {
+    pub what: String,
+    /// CPU seconds.
+    pub cpu_seconds: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CostEstimate {
+    /// Wall seconds on `threads` cores (CPU seconds / threads).
+    pub seconds: f64,
+    /// Peak resident bytes, the data included.
+    pub bytes: f64,
+    /// Some length is unknown before the run: at least this much.
+    pub lower_bound: bool,
+    pub parts: Vec<Part>,
+}
+
+/// What a run may cost before `pacauc fit` refuses it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    pub seconds: f64,
+    pub bytes: f64,
+}
+
+/// An hour.
+pub const DEFAULT_SECONDS_LIMIT: f64 = 3600.0;
+
+impl CostEstimate {
+    /// "≈ 3 min, 1.2 GB (EP: 50 sweeps × 4.0e6 sites 2.1 min; …)".
+    pub fn describe(&self) -> String {
+        let parts: Vec<String> = self
+            .parts
+            .iter()
+            .map(|p| format!("{} {}", p.what, duration(p.cpu_seconds)))
+            .collect();
+        format!(
+            "{}{} wall, {} memory ({}; CPU time, split over the cores)",
+            if self.lower_bound { "≥ " } else { "≈ " },
+            duration(self.seconds),
+            bytes(self.bytes),
+            parts.join("; ")
+        )
+    }
+}
+
+pub fn duration(s: f64) -> String {
+    if s < 1.0 {
+        "< 1 s".into()
+    } else if s < 120.0 {
+        format!("{s:.0} s")
+    } else if s < 7200.0 {
+        format!("{:.0} min", s / 60.0)
+    } else if s < 3.0 * 86400.0 {
+        format!("{:.1} h", s / 3600.0)
+    } else {
+        format!("{:.0} days", s / 86400.0)
+    }
+}
+
+pub fn bytes(b: f64) -> String {
+    if b < 1e9 {
+        format!("{:.0} MB", b / 1e6)
+    } else {
+        format!("{:.1} GB", b / 1e9)
+    }
+}
+
+/// Bytes of the loaded data: the typed table, the split, the standardised
+/// training and test matrices and the problem's copy (≈ 5 copies of n × d f64,
+/// measured by peak RSS of `fit --method logit --lambda 1` at 10⁶ × 20).
+fn data_bytes(s: Sizes) -> f64 {
+    5.0 * 8.0 * s.rows as f64 * s.features as f64 + 50e6
+}
+
+/// One risk R_n(θ) on the training rows.
+fn risk_seconds(s: Sizes) -> f64 {
+    let n = s.rows as f64;
+    n * (unit::RISK_ROW + unit::RISK_ROW_FEATURE * s.features as f64) * (n.log2() / 20.0).max(0.5)
+}
+
+/// γ for the cost (auto and theory: n, the top of the range that matters).
+fn gamma_of(spec: &RunSpec, s: Sizes) -> f64 {
+    spec.gamma
+        .and_then(|g| g.resolve(s.rows))
+        .unwrap_or(s.rows as f64)
+}
+
+/// Cross-validation multiplies a fit by folds × grid points (warm starts:
+/// counted as half a cold fit each).
+fn cv_factor(spec: &RunSpec, folds: usize, grid: usize) -> f64 {
+    if spec.gamma == Some(Gamma::Auto) {
+        1.0 + 0.5 * (folds * grid) as f64
+    } else {
+        1.0
+    }
+}
+
+fn is_check_part(draws: usize, s: Sizes) -> Option<Part> {
+    (draws > 0).then(|| Part {
+        what: format!("IS check: {draws} draws × R_n"),
+        cpu_seconds: draws as f64 * risk_seconds(s),
+    })
+}
+
+/// The estimate of `spec` on training data of sizes `s`, `threads` cores.
+pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
+    let (n, d) = (s.rows as f64, s.features as f64);
+    let mut parts = Vec::new();
+    let mut extra_bytes = 0.0;
+    let mut lower_bound = false;
+    match &spec.method {
+        MethodSpec::Logit(l) => {
+            let fits = if l.lambda.is_some() {
+                1.0
+            } else {
+                1.0 + l.folds as f64 * plan::LOGIT_GRID * (l.folds as f64 - 1.0) / l.folds as f64
+            };
+            let per_fit = plan::NEWTON_ITERS
+                * n
+                * ((d + 1.0).powi(2) * unit::NEWTON_ROW_FEATURE2
+                    + 4.0 * (d + 1.0) * unit::ROW_FEATURE);
+            parts.push(Part {
+                what: format!(
+                    "logit: {fits:.0} fits × ~{} Newton steps",
+                    plan::NEWTON_ITERS
+                ),
+                cpu_seconds: fits * per_fit,
+            });
+            extra_bytes += 3.0 * 8.0 * n * (d + 1.0);
+        }
+        MethodSpec::Rankboost(r) => {
+            let fits = if r.rounds.is_some() {
+                1.0
+            } else {
+                1.0 + r.folds as f64
+            };
+            let rounds = r.rounds.map_or(plan::BOOST_ROUNDS, |k| k as f64);
+            parts.push(Part {
+                what: format!("rankboost: {fits:.0} fits × {rounds:.0} rounds"),
+                cpu_seconds: fits * rounds * n * d * unit::BOOST_ROW_FEATURE,
+            });
+            extra_bytes += 16.0 * n * d;
+        }
+        MethodSpec::Ep(e) => {
+            let (p, b) = ep_part(spec, e, s);
+            parts.push(p);
+            extra_bytes += b;
+            parts.extend(is_check_part(e.is_draws, s));
+        }
+        MethodSpec::Vb(v) => {
+            let (p, b) = vb_part(spec, v, s);
+            parts.push(p);
+            extra_bytes += b;
+            parts.extend(is_check_part(v.is_draws, s));
+        }
+        MethodSpec::Smc(smc) => {
+            lower_bound = true;
+            parts.push(smc_part(spec, smc, s));
+            extra_bytes += 8.0 * smc.particles as f64 * (3.0 * d + 2.0 * 256.0);
+        }
+        MethodSpec::Gcs(g) => {
+            lower_bound = true;
+            parts.push(gcs_part(g, s));
+            extra_bytes += 16.0 * n + 8.0 * n * d;
+        }
+    }
+    let cpu: f64 = parts.iter().map(|p| p.cpu_seconds).sum();
+    CostEstimate {
+        seconds: cpu / threads.max(1) as f64,
+        bytes: data_bytes(s) + extra_bytes,
+        lower_bound,
+        parts,
+    }
+}
+
+/// EP's sweeps over its sites (all M pairs, or B sampled) and their storage
+/// (three numbers per site: f32 above 1 GiB, as `--site-precision auto`).
+fn ep_part(spec: &RunSpec, e: &EpSpec, s: Sizes) -> (Part, f64) {
+    let sites = e.pairs.map_or(s.pairs(), |b| b as f64);
+    let cv = cv_factor(spec, e.folds, e.gamma_grid.len());
+    let per_sweep = sites * (unit::EP_SITE + unit::EP_SITE_FEATURE * s.features as f64);
+    let bytes_per_site = if 24.0 * sites > (1u64 << 30) as f64 {
+        12.0
+    } else {
+        24.0
+    };
+    let what = format!(
+        "EP: ~{} sweeps × {:.2e} sites{}",
+        plan::EP_SWEEPS,
+        sites,
+        if cv > 1.0 {
+            format!(" × CV {cv:.0}")
+        } else {
+            String::new()
+        }
+    );
+    (
+        Part {
+            what,
+            cpu_seconds: cv * plan::EP_SWEEPS * per_sweep,
+        },
+        bytes_per_site * sites,
+    )
+}
+
+/// VB: L-BFGS over all items, or Adam steps plus the held-out checks and the
+/// final sampled objective; the pair pass when the items are few enough.
+fn vb_part(spec: &RunSpec, v: &VbSpec, s: Sizes) -> (Part, f64) {
+    let (n, d) = (s.rows as f64, s.features as f64);
+    let ranking = v.loss == super::run_spec::VbLoss::Auc;
+    let items = if ranking { s.pairs() } else { n };
+    let settings = crate::engine::vb::VbSettings::default();
+    let stochastic = match v.optimizer {
+        VbOptimizer::Auto => items > settings.full_batch_max_items as f64,
+        VbOptimizer::FullBatch => false,
+        VbOptimizer::Stochastic => true,
+    };
+    let cv = cv_factor(spec, v.folds, v.gamma_grid.len());
+    let per_pair = unit::VB_PAIR + unit::VB_PAIR_FEATURE * d;
+    let (what, cpu) = if stochastic {
+        let checks = plan::ADAM_STEPS / settings.adam.check_every as f64;
+        let adam = plan::ADAM_STEPS * v.batch_pairs as f64
+            + checks * settings.adam.holdout as f64
+            + settings.risk_sample as f64;
+        let exact = if items <= settings.exact_risk_max_items as f64 {
+            items * per_pair
+        } else {
+            0.0
+        };
+        (
+            format!(
+                "VB: ~{} Adam steps × {} items{}",
+                plan::ADAM_STEPS,
+                v.batch_pairs,
+                if exact > 0.0 {
+                    " + one pass over all pairs"
+                } else {
+                    ""
+                }
+            ),
+            adam * d * unit::VB_ITEM_FEATURE + exact,
+        )
+    } else {
+        let per_eval = if ranking {
+            items * per_pair
+        } else {
+            n * d * unit::ROW_FEATURE * 4.0
+        };
+        (
+            format!(
+                "VB: ~{} L-BFGS passes over {items:.2e} items",
+                plan::LBFGS_EVALS
+            ),
+            plan::LBFGS_EVALS * per_eval,
+        )
+    };
+    // Whitened copy, class split and row-major copy of X.
+    (
+        Part {
+            what: if cv > 1.0 {
+                format!("{what} × CV {cv:.0}")
+            } else {
+                what
+            },
+            cpu_seconds: cv * cpu,
+        },
+        3.0 * 8.0 * n * d,
+    )
+}
+
+/// SMC: at least `plan::smc_stages` stages of one move per particle, each move
+/// one risk evaluation (a lower bound: moves and stages adapt).
+fn smc_part(spec: &RunSpec, smc: &SmcSpec, s: Sizes) -> Part {
+    // Adaptive moves run until the particles decorrelate: 3 is a floor.
+    let moves = smc.moves.unwrap_or(plan::SMC_MIN_MOVES) as f64;
+    let cv = cv_factor(spec, smc.folds, smc.gamma_grid.len());
+    let stages = plan::smc_stages(s.features as f64, gamma_of(spec, s)).round();
+    let evals = smc.particles as f64 * smc.runs.max(1) as f64 * stages * moves;
+    Part {
+        what: format!(
+            "SMC: ≥ {stages} stages × {} particles × {moves:.0} move(s), one R_n each{}",
+            smc.particles,
+            if cv > 1.0 {
+                format!(" × CV {cv:.0}")
+            } else {
+                String::new()
+            }
+        ),
+        cpu_seconds: cv * evals * risk_seconds(s),
+    }
+}
+
+/// The great-circle sampler: at least warm-up + min_ess steps per chain, each
+/// a counting pass over the M pairs (and ~1 risk).
+fn gcs_part(g: &GcsSpec, s: Sizes) -> Part {
+    let steps = g.chains as f64 * (g.warmup as f64 + g.min_ess);
+    Part {
+        what: format!("gcs: ≥ {steps:.0} steps × {:.2e} pairs", s.pairs()),
+        cpu_seconds: steps * (s.pairs() * unit::GCS_PAIR + risk_seconds(s)),
+    }
+}
+
+/// None when the estimate fits `limits`; else why not and what would fit.
+pub fn refusal(spec: &RunSpec, s: Sizes, threads: usize, limits: Limits) -> Option<String> {
+    let est = estimate(spec, s, threads);
+    let (over_time, over_memory) = (est.seconds > limits.seconds, est.bytes > limits.bytes);
+    if !over_time && !over_memory {
+        return None;
+    }
+    let method = spec.method_name();
+    let what = match (over_time, over_memory) {
+        (true, true) => format!(
+            "more than {} and more than the {} of memory available",
+            duration(limits.seconds),
+            bytes(limits.bytes)
+        ),
+        (true, false) => format!("more than {}", duration(limits.seconds)),
+        _ => format!("more than the {} of memory available", bytes(limits.bytes)),
+    };
+    let mut fixes = suggestions(spec, s, threads, limits);
+    fixes.push("--ignore-cost to run it anyway".into());
+    Some(format!(
+        "{method} on {} rows × {} features ({:.2e} positive/negative pairs) would take {what}: estimated {}. \
+         Settings that fit: {}",
+        s.rows,
+        s.features,
+        s.pairs(),
+        est.describe(),
+        fixes.join("; ")
+    ))
+}
+
+/// Changes of the settings whose estimate fits `limits`, in words.
+fn suggestions(spec: &RunSpec, s: Sizes, threads: usize, limits: Limits) -> Vec<String> {
+    // With a margin: the estimate is good to a factor of 2, and the machine
+    // is shared.
+    let fits = |cand: &RunSpec| {
+        let e = estimate(cand, s, threads);
+        e.seconds <= 0.5 * limits.seconds && e.bytes <= 0.5 * limits.bytes
+    };
+    let mut out = Vec::new();
+    let gamma = gamma_of(spec, s);
+    match &spec.method {
+        MethodSpec::Ep(e) => {
+            let mut cand = spec.clone();
+            // The largest power of two of sampled pairs that fits.
+            let mut b: usize = 1 << 30;
+            while b >= 1 << 12 {
+                if let MethodSpec::Ep(ce) = &mut cand.method {
+                    ce.pairs = Some(b);
+                    ce.is_draws = e
+                        .is_draws
+                        .min(draws_that_fit(e.is_draws, s, threads, limits));
+                }
+                if (b as f64) < s.pairs() && fits(&cand) {
+                    // §14: γ·sd(R_B) ≪ 1 needs B ≫ γ²R(1 − R); with R(1 − R) ≤ ¼ and a
+                    // margin of 10: γ ≤ √(B/2.5).
+                    let g_max = (b as f64 / 2.5).sqrt();
+                    let gamma_note = if gamma > g_max {
+                        format!(
+                            " with a γ ≤ {:.0} (= {:.2e}n; §14: B ≫ γ²R(1 − R)), e.g. --gamma {:.0}",
+                            g_max,
+                            g_max / s.rows as f64,
+                            g_max
+                        )
+                    } else {
+                        String::new()
+                    };
+                    out.push(format!("--pairs {b}{gamma_note}"));
+                    break;
+                }
+                b /= 2;
+            }
+            if let Some(k) = fewer_draws(e.is_draws, s, threads, limits) {
+                out.push(k);
+            }
+            out.push("--method vb (stochastic: its cost does not grow with the pairs)".into());
+        }
+        MethodSpec::Vb(v) => {
+            if v.optimizer != VbOptimizer::Stochastic {
+                let mut cand = spec.clone();
+                if let MethodSpec::Vb(cv) = &mut cand.method {
+                    cv.optimizer = VbOptimizer::Stochastic;
+                }
+                if fits(&cand) {
+                    out.push("--optimizer stochastic".into());
+                }
+            }
+            if let Some(k) = fewer_draws(v.is_draws, s, threads, limits) {
+                out.push(k);
+            }
+        }
+        MethodSpec::Smc(smc) => {
+            let per = estimate(spec, s, threads).seconds / smc.particles as f64;
+            let p = (limits.seconds / per).floor();
+            if p >= crate::engine::smc::settings::MIN_PARTICLES as f64 {
+                out.push(format!(
+                    "--particles {p:.0} (the estimate is a lower bound: stages and moves adapt)"
+                ));
+            }
+            out.push("--method vb or --method ep --pairs B (a Gaussian approximation)".into());
+        }
+        MethodSpec::Gcs(_) => {
+            out.push("--method vb or --method ep --pairs B (a Gaussian approximation)".into());
+        }
+        MethodSpec::Logit(l) if l.lambda.is_none() => {
+            out.push("--lambda L (one fit, no cross-validation)".into());
+        }
+        MethodSpec::Rankboost(r) if r.rounds.is_none() => {
+            out.push("--rounds K (one fit, no cross-validation)".into());
+        }
+        _ => {}
+    }
+    if spec.gamma == Some(Gamma::Auto) {
+        out.push("a fixed --gamma (no cross-validation over the γ grid)".into());
+    }
+    if out.is_empty() {
+        out.push("a row sample of the data (fewer rows)".into());
+    }
+    out
+}
+
+/// Importance draws whose check takes at most a quarter of the time limit.
+fn draws_that_fit(draws: usize, s: Sizes, threads: usize, limits: Limits) -> usize {
+    let per = risk_seconds(s) / threads.max(1) as f64;
+    ((0.25 * limits.seconds / per) as usize).min(draws)
+}
+
+fn fewer_draws(draws: usize, s: Sizes, threads: usize, limits: Limits) -> Option<String> {
+    let k = draws_that_fit(draws, s, threads, limits);
+    (draws > 0 && k < draws).then(|| {
+        if k >= 1000 {
+            format!("--is-draws {k} (or 0: no importance-sampling check)")
+        } else {
+            "--is-draws 0 (the importance-sampling check does not fit)".into()
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::run_spec::DataSpec;
+
+    fn spec(method: &str) -> RunSpec {
+        RunSpec::for_method(DataSpec::of("x.csv"), method).unwrap()
+    }
+
+    const MILLION: Sizes = Sizes {
+        rows: 1_000_000,
+        positives: 250_000,
+        features: 20,
+    };
+    const LIMITS: Limits = Limits {
+        seconds: 3600.0,
+        bytes: 20e9,
+    };
+
+    #[test]
+    fn ep_on_all_pairs_of_a_million_rows_is_refused_with_pairs_that_fit() {
+        let msg = refusal(&spec("ep"), MILLION, 2, LIMITS).expect("1.9e11 sites");
+        assert!(msg.contains("--pairs "), "{msg}");
+        assert!(msg.contains("--ignore-cost"), "{msg}");
+        // The suggested B fits.
+        let b: usize = msg
+            .split("--pairs ")
+            .nth(1)
+            .unwrap()
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let mut s = spec("ep");
+        if let MethodSpec::Ep(e) = &mut s.method {
+            e.pairs = Some(b);
+            e.is_draws = 0;
+        }
+        assert!(estimate(&s, MILLION, 2).seconds <= LIMITS.seconds);
+    }
+
+    #[test]
+    fn small_problems_and_stochastic_vb_pass() {
+        let small = Sizes {
+            rows: 768,
+            positives: 268,
+            features: 8,
+        };
+        for m in ["logit", "rankboost", "smc", "ep", "vb", "gcs"] {
+            assert_eq!(refusal(&spec(m), small, 2, LIMITS), None, "{m}");
+        }
+        let mut vb = spec("vb");
+        if let MethodSpec::Vb(v) = &mut vb.method {
+            v.is_draws = 0;
+        }
+        assert_eq!(refusal(&vb, MILLION, 2, LIMITS), None);
+    }
+
+    #[test]
+    fn smc_at_a_million_rows_names_the_gaussian_methods() {
+        let msg = refusal(&spec("smc"), MILLION, 2, LIMITS).expect("hours");
+        assert!(msg.contains("≥ "), "a lower bound: {msg}");
+        assert!(msg.contains("--method vb"), "{msg}");
+    }
+
+    #[test]
+    fn memory_alone_can_refuse() {
+        let tight = Limits {
+            seconds: f64::INFINITY,
+            bytes: 1e8,
+        };
+        let msg = refusal(&spec("logit"), MILLION, 2, tight).unwrap();
+        assert!(msg.contains("memory"), "{msg}");
+    }
+}
