@@ -22,8 +22,9 @@ use crate::engine::{Engine, Prior, Problem};
 
 use super::error::SpecError;
 use super::run_spec::{
-    DataSpec, EpForm, EpSpec, GcsLoss, GcsSpec, GpKernel, Missing, PriorKind, PriorSpec, RunSpec,
-    EpControllerSpec, EpStartSpec, SitePrecision, SiteSteps, SmcKernel, SmcSpec, VbFamily, VbLoss, VbOptimizer, VbSpec,
+    DataSpec, EpControllerSpec, EpForm, EpSpec, EpStartSpec, GcsLoss, GcsSpec, GpKernel, Missing,
+    PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps, SmcKernel, SmcSpec, VbFamily, VbLoss,
+    VbOptimizer, VbSpec,
 };
 use super::validate::{Dims, validate};
 use super::values::{Gamma, GpApproxSpec, Tunable};

@@ -6,9 +6,12 @@
 //! converged sites. The step λ_k (in log γ) is chosen so that the predicted
 //! move of the posterior — the last step's move per unit of log γ, measured
 //! like Δ_t as the largest change of a mean (in sds) or of an sd — is at most
-//! `kappa` sds. A point that fails goes back to the last converged sites and
-//! halves λ; below `MIN_STEP` the continuation stops with a typed verdict
-//! (`PathVerdict`): no fixed point in reach beyond the last converged γ.
+//! `kappa` sds. A point that fails goes back to the last converged sites;
+//! later points stay below the smallest γ that failed, bisecting (in log γ)
+//! the gap to it, so failures cost at most log2(`MAX_STEP`/`MIN_STEP`) + 2
+//! points; when the gap is below `MIN_STEP` the continuation stops with a
+//! typed verdict (`PathVerdict`): no fixed point in reach beyond the last
+//! converged γ.
 //! Intermediate points converge to the folds' tolerance (they are starts);
 //! the target γ to the run's own. The fixed point at the target is the one a
 //! converged cold start reaches where both converge (tests).
@@ -99,8 +102,11 @@ pub trait Continuable {
     /// tolerance when `target`, else at the folds'; no retry from the prior
     /// (the continuation handles failures). Returns the outcome, the sweeps
     /// and the tolerance used.
-    fn run_at(&mut self, gamma: f64, target: bool)
-    -> Result<(Self::Outcome, usize, f64), EngineError>;
+    fn run_at(
+        &mut self,
+        gamma: f64,
+        target: bool,
+    ) -> Result<(Self::Outcome, usize, f64), EngineError>;
     /// The marginals of the current q (the move is measured on them).
     fn marginal(&self) -> Marginal;
 }
@@ -129,7 +135,11 @@ pub fn next_step(kappa: f64, last_step: f64, moved: f64) -> (f64, bool) {
         return (cap, false);
     }
     let want = kappa * last_step / moved;
-    if want < cap { (want, true) } else { (cap, false) }
+    if want < cap {
+        (want, true)
+    } else {
+        (cap, false)
+    }
 }
 
 /// Reaches `target` by continuation from γ₀ = `START_OVER_N`·n (or the
@@ -161,6 +171,9 @@ pub fn reach<C: Continuable>(
     // The last converged point: γ, its sites and marginals.
     let mut last: Option<(f64, C::Snapshot, Marginal)> = None;
     let mut step = FIRST_STEP;
+    // The smallest γ that failed: later points stay below it, bisecting
+    // (in log γ) the gap from the last converged point.
+    let mut ceiling = f64::INFINITY;
     loop {
         let is_target = gamma >= target;
         let res = st.run_at(gamma, is_target);
@@ -204,8 +217,9 @@ pub fn reach<C: Continuable>(
                 point.error = Some(message.clone());
                 on_point(&point);
                 path.points.push(point);
-                step *= 0.5;
+                ceiling = ceiling.min(gamma);
                 let reached = last.as_ref().map(|l| l.0);
+                step = reached.map_or(step, |g0| (gamma / g0).ln()) * 0.5;
                 if step < MIN_STEP || reached.is_none() && gamma <= nf * START_OVER_N / 16.0 {
                     let verdict = PathVerdict {
                         reached,
@@ -245,7 +259,16 @@ pub fn reach<C: Continuable>(
             }
             Err(e) => return Err(e),
         }
-        let next = gamma * step.exp();
+        let mut next = gamma * step.exp();
+        if next >= ceiling {
+            // Halfway (in log γ) to the γ that failed.
+            next = (gamma * ceiling).sqrt();
+            step = (next / gamma).ln();
+            if step < MIN_STEP {
+                next = ceiling; // fails again and ends in the verdict
+            }
+            shortened = Some(Shortened::Failure);
+        }
         if next >= target {
             if next > target * (1.0 + 1e-12) {
                 shortened = Some(Shortened::Target);

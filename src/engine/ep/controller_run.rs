@@ -63,7 +63,8 @@ pub fn run_once<S: SweepState>(
             "reason": reason, "controller": "anderson", "halvings": n.halvings,
             "mixed_steps": n.mixed, "mixed_undone": n.undone,
         });
-        if let (Some(o), serde_json::Value::Object(e)) = (detail.as_object_mut(), st.failure_detail())
+        if let (Some(o), serde_json::Value::Object(e)) =
+            (detail.as_object_mut(), st.failure_detail())
         {
             o.extend(e);
         }
@@ -129,7 +130,15 @@ pub fn run_once<S: SweepState>(
                 eta *= 0.5;
                 n.halvings += 1;
                 if eta < s.min_eta {
-                    return Err(fail(st, below_min, sweep, eta, delta, "invalid cavities", &n));
+                    return Err(fail(
+                        st,
+                        below_min,
+                        sweep,
+                        eta,
+                        delta,
+                        "invalid cavities",
+                        &n,
+                    ));
                 }
                 st.shrink();
                 if st.complete_sweep(eta, sweep < warmup) {

@@ -7,10 +7,10 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::ard::{self, ArdSettings};
+use super::continuation;
 use super::cv::{self, CvSettings};
 use super::design::{Design, Form};
 use super::kernel::detected_isa;
-use super::continuation;
 use super::linear::{LinearEp, LinearPath};
 use super::pair_ep::{EpOutcome, EpSettings, SweepInfo};
 use super::spike_slab::SiteStepRule;
@@ -301,13 +301,10 @@ impl Engine for Ep {
                 ctl,
                 on_sweep: &mut on_sweep,
             };
-            let (out, path) = continuation::reach(
-                &mut lp,
-                gamma,
-                pb.n(),
-                continuation::KAPPA,
-                &mut |p| sink.borrow_mut().emit(log(continuation::describe(p))),
-            )?;
+            let (out, path) =
+                continuation::reach(&mut lp, gamma, pb.n(), continuation::KAPPA, &mut |p| {
+                    sink.borrow_mut().emit(log(continuation::describe(p)))
+                })?;
             final_start = "continuation";
             gamma_path = Some(path);
             (out, None)

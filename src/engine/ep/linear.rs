@@ -213,11 +213,7 @@ impl Continuable for LinearPath<'_> {
     fn reset(&mut self) {
         self.lep.ep.reset();
     }
-    fn run_at(
-        &mut self,
-        gamma: f64,
-        target: bool,
-    ) -> Result<(EpOutcome, usize, f64), EngineError> {
+    fn run_at(&mut self, gamma: f64, target: bool) -> Result<(EpOutcome, usize, f64), EngineError> {
         let s = if target {
             cv::cv_settings(&self.settings)
         } else {

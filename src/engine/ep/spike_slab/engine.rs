@@ -235,39 +235,34 @@ pub fn run(
                 on_sweep: &mut on_sweep,
                 new_run: &mut || sink.borrow_mut().drop_earlier_sweeps(),
             };
-            let (out, path) = continuation::reach(
-                &mut sp,
-                gamma,
-                pb.n(),
-                continuation::KAPPA,
-                &mut |p| {
+            let (out, path) =
+                continuation::reach(&mut sp, gamma, pb.n(), continuation::KAPPA, &mut |p| {
                     sink.borrow_mut().emit(Event::Log {
                         level: LogLevel::Info,
                         message: continuation::describe(p).replacen("ep:", "ep spike-slab:", 1),
                     })
-                },
-            )?;
+                })?;
             gamma_path = Some(path);
             (out, None)
         } else {
-        let (out, path) = warm_path::run(
-            &mut model,
-            gamma,
-            path,
-            pb.n(),
-            &settings,
-            ctl,
-            &mut on_sweep,
-            &mut || sink.borrow_mut().drop_earlier_sweeps(),
-            &mut |message| {
-                sink.borrow_mut().emit(Event::Log {
-                    level: LogLevel::Warn,
-                    message,
-                })
-            },
-        )?;
-        warm = path;
-        (out, None)
+            let (out, path) = warm_path::run(
+                &mut model,
+                gamma,
+                path,
+                pb.n(),
+                &settings,
+                ctl,
+                &mut on_sweep,
+                &mut || sink.borrow_mut().drop_earlier_sweeps(),
+                &mut |message| {
+                    sink.borrow_mut().emit(Event::Log {
+                        level: LogLevel::Warn,
+                        message,
+                    })
+                },
+            )?;
+            warm = path;
+            (out, None)
         }
     };
     let SpikeSlab {

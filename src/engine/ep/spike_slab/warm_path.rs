@@ -19,11 +19,11 @@ use serde::Serialize;
 
 use super::model::SpikeSlabEp;
 use super::prior_sites::PriorSites;
-use crate::engine::ep::continuation::Continuable;
-use crate::engine::ep::driver::Marginal;
 use super::sweep::{SsOutcome, SsSettings, SsSweepInfo};
+use crate::engine::ep::continuation::Continuable;
 use crate::engine::ep::cv;
 use crate::engine::ep::design::Design;
+use crate::engine::ep::driver::Marginal;
 use crate::engine::interface::{Control, EngineError};
 
 /// One point of the warm path.
