@@ -9,8 +9,9 @@ use std::time::Duration;
 use nalgebra::DMatrix;
 
 use crate::engine::event::{EpSweep, Histogram, SmcStage};
+use crate::engine::fit::EngineKind;
 use crate::engine::fit::Particles;
-use crate::engine::rng::{normal, stream};
+use crate::engine::numerics::rng::{normal, stream};
 use crate::engine::{Control, Engine, EngineError, Event, Fit, Observer, Problem, ScoreModel};
 
 /// Events to replay and the fit to return.
@@ -128,7 +129,7 @@ pub fn smc_with(
     let (p, final_hists) = particles(&mean, &sd, 2000, seed);
     let _ = hists;
     let mut fit = Fit::new(
-        "smc",
+        EngineKind::Smc,
         names.to_vec(),
         ScoreModel::Linear {
             weights: mean.clone(),
@@ -179,7 +180,7 @@ pub fn ep_with(
         })
         .collect();
     let mut fit = Fit::new(
-        "ep",
+        EngineKind::Ep,
         names.to_vec(),
         ScoreModel::Linear {
             weights: mean.clone(),
@@ -271,7 +272,7 @@ pub fn record(
     };
     let spec = crate::spec::RunSpec::for_method(
         crate::spec::DataSpec::of(crate::cli::DEMO_FILE),
-        &fit.engine,
+        fit.engine.as_str(),
     )
     .unwrap_or_default();
     crate::engine::record::RunRecord::new(

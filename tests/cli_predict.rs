@@ -395,7 +395,7 @@ fn vb_score_sd_is_the_isotropic_spread() {
 fn reduced_form_score_sds_match_the_primal_form() {
     let dir = tmp("wide");
     let (n, d) = (36, 50);
-    let mut r = pacauc::engine::rng::stream(11, &[]);
+    let mut r = pacauc::engine::numerics::rng::stream(11, &[]);
     let mut body = (1..=d)
         .map(|k| format!("x{k}"))
         .collect::<Vec<_>>()
@@ -403,9 +403,10 @@ fn reduced_form_score_sds_match_the_primal_form() {
         + ",y\n";
     for i in 0..n {
         let x: Vec<f64> = (0..d)
-            .map(|_| pacauc::engine::rng::normal(&mut r))
+            .map(|_| pacauc::engine::numerics::rng::normal(&mut r))
             .collect();
-        let y = x[0] + x[1] + 0.8 * pacauc::engine::rng::normal(&mut r) > 0.0 || i % 7 == 0;
+        let y =
+            x[0] + x[1] + 0.8 * pacauc::engine::numerics::rng::normal(&mut r) > 0.0 || i % 7 == 0;
         body += &format!(
             "{},{}\n",
             x.iter()

@@ -4,7 +4,7 @@
 
 mod common;
 use common::{inclusion, json, pacauc};
-use pacauc::engine::rng::{normal, stream};
+use pacauc::engine::numerics::rng::{normal, stream};
 
 /// A wide CSV (60 rows, 120 features g000…g119; y follows g000, g001, g002)
 /// in a fresh temporary directory.

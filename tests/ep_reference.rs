@@ -15,7 +15,7 @@ use pacauc::engine::Control;
 use pacauc::engine::data::{Dataset, LoadOptions, TestSource, prepare};
 use pacauc::engine::ep::{EpSettings, Form, LinearEp, Precision};
 use pacauc::engine::metrics::auc;
-use pacauc::engine::rng;
+use pacauc::engine::numerics::rng;
 use rayon::prelude::*;
 
 fn pima_train() -> Option<(DMatrix<f64>, Vec<bool>)> {

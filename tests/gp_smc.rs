@@ -13,7 +13,7 @@
 use nalgebra::DMatrix;
 use pacauc::engine::ep::Ep;
 use pacauc::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale};
-use pacauc::engine::rng;
+use pacauc::engine::numerics::rng;
 use pacauc::engine::smc::{Smc, SmcSettings};
 use pacauc::engine::{Control, Engine, Fit, NoObserver, Prior, Problem, ScoreModel};
 

@@ -8,7 +8,9 @@ use std::path::Path;
 
 use pacauc::engine::data::{Dataset, LoadOptions, TestSource, prepare};
 use pacauc::engine::smc::{Kernel, Moves, Smc, SmcSettings};
-use pacauc::engine::{Control, Engine, EngineError, Event, Fit, NoObserver, Prior, Problem};
+use pacauc::engine::{
+    Control, Engine, EngineError, Event, Fit, NoObserver, NonConvergence, Prior, Problem,
+};
 
 fn problem(train: &str, test: Option<&str>, gamma: Option<f64>) -> Option<Problem> {
     if !Path::new(train).is_file() {
@@ -246,9 +248,11 @@ fn cancel_pause_and_the_stage_cap() {
     };
     match capped.run(&p, &Control::new(), &mut NoObserver) {
         Err(EngineError::NotConverged {
+            reason,
             message,
             diagnostics,
         }) => {
+            assert_eq!(reason, NonConvergence::StageCap);
             assert!(message.contains("cap of 2 stages"), "{message}");
             assert_eq!(diagnostics.as_array().unwrap().len(), 3);
         }

@@ -9,7 +9,7 @@
 
 use nalgebra::DMatrix;
 use pacauc::engine::metrics::auc;
-use pacauc::engine::rng;
+use pacauc::engine::numerics::rng;
 use pacauc::engine::smc::{Kernel, LinearAuc, Moves, Quadratic, SmcSettings, Target, sampler};
 use pacauc::engine::{Control, NoObserver, Prior};
 

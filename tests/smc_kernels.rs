@@ -16,7 +16,7 @@
 //!
 //! Tolerances are multiples of the Monte-Carlo error, as in `smc_exact.rs`.
 
-use pacauc::engine::rng::{self, Rng};
+use pacauc::engine::numerics::rng::{self, Rng};
 use pacauc::engine::smc::gaussian_fit::GaussianFit;
 use pacauc::engine::smc::marginal_map::MarginalMaps;
 use pacauc::engine::smc::moves::{self, Chains, Proposals, StepSpec};

@@ -16,7 +16,7 @@
 use std::path::PathBuf;
 
 use nalgebra::DMatrix;
-use pacauc::engine::rng;
+use pacauc::engine::numerics::rng;
 use pacauc::engine::select::EarlyStop;
 use pacauc::engine::smc::path_cv::EARLY_STOP;
 use pacauc::engine::smc::sampler::{self, AfterCheckpoint, Checkpoints};

@@ -9,9 +9,11 @@
 //! R = 8 its 99.9% two-sided quantile is 5.41. Seeded: a pass is reproducible.
 
 use nalgebra::DMatrix;
-use pacauc::engine::smc::runs::{self, SmcRuns};
+use pacauc::engine::fit::IndependentRuns;
+use pacauc::engine::numerics::rng;
+use pacauc::engine::smc::runs;
 use pacauc::engine::smc::{Kernel, LinearAuc, Moves, Quadratic, SmcSettings, sampler};
-use pacauc::engine::{Control, Event, NoObserver, Prior, rng};
+use pacauc::engine::{Control, Event, NoObserver, Prior};
 
 /// t_{7}, 99.9% two-sided.
 const T7: f64 = 5.41;
@@ -26,7 +28,7 @@ fn settings(particles: usize, runs: usize, seed: u64) -> SmcSettings {
     }
 }
 
-fn summary(all: &[(u64, sampler::SmcRun)], d: usize) -> SmcRuns {
+fn summary(all: &[(u64, sampler::SmcRun)], d: usize) -> IndependentRuns {
     let names: Vec<String> = (0..d).map(|k| format!("b{k}")).collect();
     runs::summarise(all, &names)
 }

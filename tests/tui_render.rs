@@ -45,7 +45,7 @@ fn live() -> App {
         WorkerEvent::Finished(Box::new(testkit::record(&ds, &p, &ep))),
     );
     let mut logit = testkit::ep_with(&names, testkit::posterior_of(&p), 449.0, 1, false);
-    logit.fit.engine = "logit".into();
+    logit.fit.engine = pacauc::engine::EngineKind::Logit;
     logit.events.clear();
     feed(
         &mut app,

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use super::fit::CliError;
 use super::settings_args::{EpOnly, SettingArgs};
-use crate::engine::ep::kernel::{Isa, detected_isa, site_throughput};
+use crate::engine::ep::kernel::site_throughput;
+use crate::engine::numerics::isa::{Isa, detected_isa};
 use crate::engine::{Control, NoObserver};
 use crate::spec::{self, DataSpec, Gamma, PriorKind, RunSpec, registry};
 

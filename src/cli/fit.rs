@@ -81,6 +81,7 @@ impl From<EngineError> for CliError {
             EngineError::NotConverged {
                 message,
                 diagnostics,
+                ..
             } => CliError::Engine(format!(
                 "{}\ndiagnostics: {}",
                 m(&message),

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::bounds;
 use super::event::{Event, LogLevel};
-use super::fit::Fit;
+use super::fit::{EngineKind, Fit};
 use super::interface::{Control, Engine, EngineError, Observer};
 use super::is_check::{IsSettings, is_check_fit};
 use super::prior::Prior;
@@ -82,8 +82,9 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
     // θ: neither the Gaussian certificate nor the IS check (both in θ-space)
     // applies. Score-space SMC is certified through its Gibbs posterior as
     // linear SMC is (its log Z and mean risk do not depend on the space).
-    let gp_gaussian =
-        matches!(fit.prior, Some(Prior::Gp(_))) && fit.particles.is_none() && fit.engine != "smc";
+    let gp_gaussian = matches!(fit.prior, Some(Prior::Gp(_)))
+        && fit.particles.is_none()
+        && fit.engine != EngineKind::Smc;
     let bound = if gp_gaussian {
         Err(GP_NO_THETA.to_string())
     } else {

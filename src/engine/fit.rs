@@ -68,10 +68,146 @@ pub struct Particles {
     pub thresholds: Option<Vec<f64>>,
 }
 
+/// One run of several, as the record keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// 1, 2, …, R.
+    pub run: usize,
+    /// The seed that reruns this run alone.
+    pub seed: u64,
+    pub log_z: f64,
+    /// Tempering stages (after the prior draw).
+    pub stages: usize,
+    /// Move steps over all stages.
+    pub moves: usize,
+    pub risk_evaluations: u64,
+    pub seconds: f64,
+    /// Mean AUC risk of the final cloud.
+    pub mean_risk: f64,
+    /// Every stage's moves decorrelated the particles (the single run's check).
+    pub converged: bool,
+    pub mean: Vec<f64>,
+    pub sd: Vec<f64>,
+}
+
+/// log Ẑ across runs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LogZRuns {
+    /// Mean and sd (R − 1) of the runs' log Ẑ.
+    pub mean: f64,
+    pub sd: f64,
+    /// Monte Carlo standard error of `mean`: sd/√R.
+    pub mcse: f64,
+    /// log of the mean of the Ẑ_r: the pooled estimate (the fit's log evidence).
+    pub pooled: f64,
+}
+
+/// Diagnostics across R ≥ 2 independent runs of a sampler (SMC's `runs`; the
+/// record's `runs` section): each run, and how far they agree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndependentRuns {
+    pub count: usize,
+    /// How the clouds were pooled: "equal" (see the module doc).
+    pub pooling: String,
+    pub runs: Vec<RunSummary>,
+    pub log_z: LogZRuns,
+    /// Rank-normalised R-hat of every coefficient across the runs' clouds
+    /// (`mcmc_diag::rhat_unsplit`; None where undefined, e.g. a constant).
+    pub rhat: Vec<Option<f64>>,
+    /// The same for the particles' AUC risk.
+    pub rhat_risk: Option<f64>,
+    /// The largest of them, and whose it is (a coefficient's name or "risk").
+    pub rhat_max: Option<f64>,
+    pub rhat_worst: Option<String>,
+    /// Monte Carlo standard error of every posterior mean: the sd of the runs'
+    /// means over √R; and its ratio to the pooled posterior sd.
+    pub mcse: Vec<f64>,
+    pub mcse_over_sd: Vec<Option<f64>>,
+    /// Effective number of runs if they were weighted ∝ Ẑ_r: (ΣẐ)²/ΣẐ².
+    pub z_weight_runs: f64,
+    /// Mean AUC risk of the pooled cloud.
+    pub mean_risk: f64,
+}
+
+impl IndependentRuns {
+    /// The largest MCSE/sd over the coefficients.
+    pub fn mcse_over_sd_max(&self) -> Option<f64> {
+        self.mcse_over_sd.iter().flatten().copied().reduce(f64::max)
+    }
+
+    /// The runs whose own convergence check failed.
+    pub fn not_converged(&self) -> Vec<&RunSummary> {
+        self.runs.iter().filter(|r| !r.converged).collect()
+    }
+}
+
+/// Which method made a fit (the record's `engine`, as on the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    Smc,
+    Ep,
+    Vb,
+    Gcs,
+    Logit,
+    Rankboost,
+}
+
+impl EngineKind {
+    /// The method's name ("smc", "ep", …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Smc => "smc",
+            EngineKind::Ep => "ep",
+            EngineKind::Vb => "vb",
+            EngineKind::Gcs => "gcs",
+            EngineKind::Logit => "logit",
+            EngineKind::Rankboost => "rankboost",
+        }
+    }
+}
+
+impl std::fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A cross-validation as the quality checks read it (the record's
+/// `details.cv` has it all): the parameter, the points tried ascending, their
+/// mean held-out AUC (None: failed in some fold), how many were dropped, the
+/// points added below the grid, and the choice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CvSummary {
+    pub parameter: String,
+    pub grid: Vec<f64>,
+    pub mean_auc: Vec<Option<f64>>,
+    pub dropped: usize,
+    pub extended_below: Vec<f64>,
+    pub chosen: f64,
+}
+
+/// A method's finding about its own fit, typed for the quality checks
+/// (`quality::assess` words it as a coded warning; the record's `details` and
+/// `trace` carry the same for readers).
+#[derive(Debug, Clone, PartialEq)]
+pub enum MethodReport {
+    /// Spike-and-slab: no feature's inclusion above ½ (EP's all-spike fixed
+    /// point, perhaps); the warning the engine gave, in its words.
+    AllSpike { words: String },
+    /// GP: the automatic Nyström landmarks stopped at their budget before the
+    /// share of the prior variance they leave out fell to the criterion.
+    LandmarkBudget {
+        landmarks: usize,
+        residual_trace_share: f64,
+        criterion: Option<f64>,
+    },
+}
+
 /// The result of a run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Fit {
-    pub engine: String,
+    pub engine: EngineKind,
     pub names: Vec<String>,
     /// The score used for AUCs (posterior mean for Bayesian engines).
     pub model: ScoreModel,
@@ -101,11 +237,11 @@ pub struct Fit {
     pub details: serde_json::Value,
     /// The PAC-Bayes certificate (`engine::certify`), for Bayesian fits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bound: Option<super::bounds::Bound>,
-    /// SMC with several independent runs: each run and the diagnostics across
-    /// them (the posterior above is their pooled cloud).
+    pub bound: Option<super::bounds::certificate::Bound>,
+    /// Several independent runs (SMC's `runs`): each run and the diagnostics
+    /// across them (the posterior above is their pooled cloud).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub runs: Option<super::smc::runs::SmcRuns>,
+    pub runs: Option<IndependentRuns>,
     #[serde(skip)]
     pub covariance: Option<DMatrix<f64>>,
     /// The covariance in factored form, where `covariance` would be large.
@@ -113,13 +249,20 @@ pub struct Fit {
     pub low_rank_covariance: Option<LowRankCov>,
     #[serde(skip)]
     pub particles: Option<Particles>,
+    /// The method's typed findings (not in the record: `details` has them).
+    #[serde(skip)]
+    pub reports: Vec<MethodReport>,
+    /// The cross-validation that chose a parameter, if one did (not in the
+    /// record: `details.cv` has it).
+    #[serde(skip)]
+    pub cv: Option<CvSummary>,
 }
 
 impl Fit {
     /// A fit with just a score model; engines fill in the rest.
-    pub fn new(engine: &str, names: Vec<String>, model: ScoreModel) -> Fit {
+    pub fn new(engine: EngineKind, names: Vec<String>, model: ScoreModel) -> Fit {
         Fit {
-            engine: engine.to_string(),
+            engine,
             names,
             model,
             mean: Vec::new(),
@@ -139,6 +282,8 @@ impl Fit {
             covariance: None,
             low_rank_covariance: None,
             particles: None,
+            reports: Vec::new(),
+            cv: None,
         }
     }
 }

@@ -5,25 +5,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 
+pub use super::error::{EngineError, NonConvergence};
 use super::event::Event;
 use super::fit::Fit;
 use super::problem::Problem;
-
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum EngineError {
-    #[error("cancelled")]
-    Cancelled,
-    #[error("invalid parameters: {0}")]
-    InvalidParams(String),
-    /// The engine stopped without a usable answer; the diagnostics say why.
-    #[error("did not converge: {message}")]
-    NotConverged {
-        message: String,
-        diagnostics: serde_json::Value,
-    },
-    #[error("numerical failure: {0}")]
-    Numerical(String),
-}
 
 /// Receives an engine's events.
 pub trait Observer {

@@ -372,7 +372,7 @@ fn fft(re: &mut [f64], im: &mut [f64], inverse: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng::{normal, stream};
+    use crate::engine::numerics::rng::{normal, stream};
 
     fn ar1(rho: f64, n: usize, seed: u64, shift: f64, scale: f64) -> Vec<f64> {
         let mut r = stream(seed, &[]);

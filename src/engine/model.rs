@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use super::data::{Dataset, DroppedColumn, Prepared, Schema, Standardizer};
 use super::fit::{Fit, LowRankCov, ScoreModel};
-use super::linalg::{a_b, at_b};
-use super::rng;
+use super::numerics::linalg::{a_b, at_b};
+use super::numerics::rng;
 use super::votes::{Vote, Votes};
 
 /// Largest dimension whose full covariance a record stores (d(d+1)/2 numbers:
@@ -148,7 +148,7 @@ impl Spread {
             }
             Spread::Samples { theta } => {
                 let t = DMatrix::from_fn(theta.len(), d, |i, k| theta[i][k]);
-                let s = crate::engine::linalg::a_bt(x, &t); // n × draws
+                let s = crate::engine::numerics::linalg::a_bt(x, &t); // n × draws
                 return s
                     .row_iter()
                     .map(|r| {
@@ -279,6 +279,7 @@ pub fn truncate(v: &DMatrix<f64>, k: usize) -> (LowRankCov, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::fit::EngineKind;
 
     fn quad(v: &DMatrix<f64>, x: &DMatrix<f64>) -> Vec<f64> {
         (0..x.nrows())
@@ -308,7 +309,7 @@ mod tests {
             }
         };
         let mut fit = Fit::new(
-            "ep",
+            EngineKind::Ep,
             vec!["a".into(); d],
             ScoreModel::Linear {
                 weights: vec![0.0; d],
@@ -354,7 +355,7 @@ mod tests {
     fn large_covariances_are_stored_factored() {
         let d = FULL_COVARIANCE_MAX_D + 1;
         let mut fit = Fit::new(
-            "smc",
+            EngineKind::Smc,
             vec!["a".into(); d],
             ScoreModel::Linear {
                 weights: vec![0.0; d],

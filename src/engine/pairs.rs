@@ -14,7 +14,7 @@
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::rng;
+use crate::engine::numerics::rng;
 
 /// How many pairs to sample, and from which seed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,7 +5,7 @@ use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::gp::GpPrior;
-use crate::engine::rng::Rng;
+use crate::engine::numerics::rng::Rng;
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 

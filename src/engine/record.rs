@@ -158,7 +158,7 @@ pub struct RunRecord {
     /// the posterior of this record is their pooled cloud. Absent otherwise
     /// (and in records written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub runs: Option<super::smc::runs::SmcRuns>,
+    pub runs: Option<super::fit::IndependentRuns>,
     pub seconds: Seconds,
     pub coefficients: Vec<Coefficient>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -257,7 +257,7 @@ impl RunRecord {
         RunRecord {
             record_version: RECORD_VERSION,
             pacauc_version: env!("CARGO_PKG_VERSION").to_string(),
-            method: fit.engine.clone(),
+            method: fit.engine.to_string(),
             converged: fit.converged && !warnings.iter().any(Warning::undermines_convergence),
             warnings,
             dataset: DatasetReport::of(ds),

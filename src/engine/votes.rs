@@ -11,7 +11,7 @@
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::linalg::a_bt;
+use crate::engine::numerics::linalg::a_bt;
 
 /// Where a draw's score says "positive".
 #[derive(Debug, Clone, PartialEq)]
@@ -357,7 +357,7 @@ mod tests {
 
     #[test]
     fn a_records_votes_reproduce_the_training_count() {
-        use crate::engine::rng::{normal, stream};
+        use crate::engine::numerics::rng::{normal, stream};
         let mut r = stream(3, &[]);
         let train = DMatrix::from_fn(50, 3, |_, _| normal(&mut r));
         let y: Vec<bool> = (0..50).map(|i| i % 3 == 0).collect();

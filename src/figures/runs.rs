@@ -3,15 +3,15 @@
 //! the pooled sd — the disagreement per coefficient that R-hat summarises.
 
 use super::{Axis, Dash, Data, Figure, Mark, Panel, Series, Style, finite};
+use crate::engine::fit::IndependentRuns;
 use crate::engine::record::Coefficient;
-use crate::engine::smc::runs::SmcRuns;
 
 /// Most coefficients in the run-means panel (those of largest |mean/sd|).
 pub const MAX_COEFFICIENTS: usize = 12;
 
 /// The runs figure; None for fewer than two runs.
 pub fn smc_runs(
-    runs: &SmcRuns,
+    runs: &IndependentRuns,
     coefficients: &[Coefficient],
     label: &str,
     id: &str,
@@ -106,7 +106,7 @@ pub fn smc_runs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::smc::runs::{LogZRuns, RunSummary};
+    use crate::engine::fit::{LogZRuns, RunSummary};
 
     fn run(r: usize, log_z: f64, mean: [f64; 2]) -> RunSummary {
         RunSummary {
@@ -128,7 +128,7 @@ mod tests {
     /// the band is mean ± sd; coefficients by decreasing |mean/sd|.
     #[test]
     fn runs_figure_shows_each_run() {
-        let runs = SmcRuns {
+        let runs = IndependentRuns {
             count: 2,
             pooling: "equal".into(),
             runs: vec![run(1, -10.0, [0.1, 2.0]), run(2, -10.4, [-0.1, 2.2])],
@@ -172,7 +172,7 @@ mod tests {
         assert_eq!(f.legend().len(), 3, "the band and one entry per run");
         assert!(
             smc_runs(
-                &SmcRuns {
+                &IndependentRuns {
                     runs: runs.runs[..1].to_vec(),
                     ..runs.clone()
                 },

@@ -4,8 +4,8 @@
 use super::*;
 use crate::engine::event::{EpSweep, Histogram, SmcStage};
 use crate::engine::metrics::{auc_brute_force, roc_curve};
+use crate::engine::numerics::rng;
 use crate::engine::record::{Coefficient, Curve, Inclusion};
-use crate::engine::rng;
 
 /// Scores with many ties (rounded to a coarse grid) and labels correlated with them.
 pub(crate) fn scored(n: usize, seed: u64) -> (Vec<f64>, Vec<bool>) {

@@ -6,9 +6,9 @@ use nalgebra::{DMatrix, DVector};
 use serde_json::json;
 
 use crate::engine::event::{Event, LogLevel};
-use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::fit::{EngineKind, Fit, ScoreModel};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
-use crate::engine::linalg::at_b;
+use crate::engine::numerics::linalg::at_b;
 use crate::engine::problem::Problem;
 use crate::engine::select::{
     CvMethod, CvNames, CvSpec, FoldData, GridWalker, MEMORY_BUDGET, PointFit, Walk, cross_validate,
@@ -326,7 +326,7 @@ impl Engine for Logit {
         let m = fit_logit(&pb.x, &pb.y, lambda, None);
         let weights: Vec<f64> = m.beta.iter().copied().collect();
         let mut fit = Fit::new(
-            "logit",
+            EngineKind::Logit,
             pb.names.clone(),
             ScoreModel::Linear {
                 weights: weights.clone(),
@@ -334,6 +334,7 @@ impl Engine for Logit {
         );
         fit.mean = weights;
         fit.sd = m.var.iter().map(|v| v.sqrt()).collect();
+        fit.cv = curve.as_ref().map(|r| r.summary());
         fit.details = json!({
             "lambda": lambda,
             "intercept": m.intercept,
@@ -348,7 +349,7 @@ impl Engine for Logit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng;
+    use crate::engine::numerics::rng;
 
     fn toy(n: usize, d: usize, seed: u64) -> (DMatrix<f64>, Vec<bool>) {
         let mut r = rng::stream(seed, &[]);

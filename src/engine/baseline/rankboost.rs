@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use serde_json::json;
 
 use crate::engine::event::{Event, LogLevel};
-use crate::engine::fit::{Fit, ScoreModel, Stump};
+use crate::engine::fit::{EngineKind, Fit, ScoreModel, Stump};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::problem::Problem;
 use crate::engine::select::{
@@ -287,7 +287,7 @@ impl Engine for RankBoost {
         };
         let stumps = boost(&pb.x, &pb.y, rounds, ctl, |_, _| {})?;
         let mut fit = Fit::new(
-            "rankboost",
+            EngineKind::Rankboost,
             pb.names.clone(),
             ScoreModel::Stumps {
                 stumps: stumps.clone(),
@@ -298,6 +298,7 @@ impl Engine for RankBoost {
         for s in &stumps {
             importance[s.feature] += s.alpha.abs();
         }
+        fit.cv = cv.as_ref().map(|r| r.summary());
         fit.details = json!({
             "rounds": rounds,
             "rounds_run": stumps.len(),
@@ -311,7 +312,7 @@ impl Engine for RankBoost {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng;
+    use crate::engine::numerics::rng;
 
     /// Naive RankBoost over the explicit pair distribution D(i, j).
     fn naive(x: &DMatrix<f64>, y: &[bool], rounds: usize) -> Vec<(usize, f64, f64)> {

@@ -131,7 +131,7 @@ fn simpson<F: Fn(f64) -> f64>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng::{normal, stream};
+    use crate::engine::numerics::rng::{normal, stream};
 
     fn cov3() -> (Vec<f64>, DMatrix<f64>) {
         let a = DMatrix::from_row_slice(3, 3, &[0.5, 0.1, 0.0, 0.1, 0.3, -0.05, 0.0, -0.05, 0.2]);

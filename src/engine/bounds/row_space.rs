@@ -17,7 +17,7 @@
 use nalgebra::DMatrix;
 
 use crate::engine::fit::LowRankCov;
-use crate::engine::linalg::{a_b, a_bt, at_b};
+use crate::engine::numerics::linalg::{a_b, a_bt, at_b};
 use crate::engine::prior::Prior;
 
 /// Relative size of what must vanish for the reduction to be exact (X̃'s and

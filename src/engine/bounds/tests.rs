@@ -2,9 +2,10 @@
 
 use nalgebra::DMatrix;
 
+use super::certificate::kl_bernoulli;
 use super::*;
 use crate::engine::metrics::auc_risk;
-use crate::engine::rng::{normal, stream};
+use crate::engine::numerics::rng::{normal, stream};
 
 fn sizes(n_pos: usize, n_neg: usize) -> Sizes {
     Sizes { n_pos, n_neg, d: 5 }
@@ -235,10 +236,10 @@ fn gcs_is_certified_through_its_evidence_only() {
 /// a tight one, or none, is not.
 #[test]
 fn vacuous_certificates_are_coded() {
-    use crate::engine::fit::{Fit, ScoreModel};
+    use crate::engine::fit::{EngineKind, Fit, ScoreModel};
     use crate::engine::quality::{assess, code};
     let mut f = Fit::new(
-        "vb",
+        EngineKind::Vb,
         vec!["a".into()],
         ScoreModel::Linear { weights: vec![1.0] },
     );

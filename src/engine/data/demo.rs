@@ -5,7 +5,7 @@ use rand::RngExt;
 use rand::seq::SliceRandom;
 use rand_distr::{Distribution, StandardNormal};
 
-use crate::engine::rng;
+use crate::engine::numerics::rng;
 
 /// One generated table: header and rows of already formatted cells.
 pub struct DemoTable {

@@ -7,7 +7,7 @@
 use nalgebra::DMatrix;
 use rand::RngExt;
 
-use crate::engine::rng::{normal, stream};
+use crate::engine::numerics::rng::{normal, stream};
 
 /// The rule's weights: decreasing, so some features matter more than others.
 pub fn true_weights(d: usize) -> Vec<f64> {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Dataset;
 use super::moments::{max_abs, mean_sd, standardize};
-use crate::engine::rng;
+use crate::engine::numerics::rng;
 
 /// Rows and labels (true = positive).
 #[derive(Debug, Clone)]

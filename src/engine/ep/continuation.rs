@@ -23,6 +23,7 @@
 use serde::Serialize;
 
 use super::driver::Marginal;
+use crate::engine::error::NonConvergence;
 use crate::engine::interface::EngineError;
 
 /// The largest predicted move of q per step, in posterior sds (§16: κ ≈ 1).
@@ -209,6 +210,7 @@ pub fn reach<C: Continuable>(
             Err(EngineError::NotConverged {
                 message,
                 diagnostics,
+                ..
             }) => {
                 if let Some(d) = diagnostics["sweeps"].as_u64() {
                     point.sweeps = d as usize;
@@ -229,19 +231,20 @@ pub fn reach<C: Continuable>(
                     let where_ = reached.map_or("not even at its first point".to_string(), |g| {
                         format!("beyond γ = {:.4}n", g / nf)
                     });
-                    return Err(EngineError::NotConverged {
-                        message: format!(
+                    return Err(EngineError::not_converged(
+                        NonConvergence::NoFixedPointInReach,
+                        format!(
                             "the continuation in γ found no fixed point in reach {where_} \
                              (the last step, ×{:.3} in γ, failed: {message})",
                             (step * 2.0).exp()
                         ),
-                        diagnostics: serde_json::json!({
+                        serde_json::json!({
                             "sweeps": path.sweeps,
-                            "detail": { "reason": "no fixed point in reach", "verdict": verdict,
-                                        "last": diagnostics },
+                            "detail": { "reason": NonConvergence::NoFixedPointInReach,
+                                        "verdict": verdict, "last": diagnostics },
                             "gamma_path": path,
                         }),
-                    });
+                    ));
                 }
                 shortened = Some(Shortened::Failure);
                 match &last {

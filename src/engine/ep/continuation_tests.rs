@@ -45,10 +45,11 @@ impl Continuable for Mock {
     fn run_at(&mut self, gamma: f64, target: bool) -> Result<(f64, usize, f64), EngineError> {
         self.runs.push((gamma, target));
         if gamma > self.limit {
-            return Err(EngineError::NotConverged {
-                message: "drift".into(),
-                diagnostics: json!({ "sweeps": 50 }),
-            });
+            return Err(EngineError::not_converged(
+                NonConvergence::Drift,
+                "drift",
+                json!({ "sweeps": 50 }),
+            ));
         }
         self.gamma = Some(gamma);
         Ok((gamma, 7, if target { 1e-4 } else { 1e-3 }))
@@ -105,11 +106,13 @@ fn no_fixed_point_gives_a_verdict() {
     let EngineError::NotConverged {
         message,
         diagnostics,
+        reason,
     } = err
     else {
         panic!("{err:?}")
     };
     assert!(message.contains("no fixed point in reach"), "{message}");
+    assert_eq!(reason, NonConvergence::NoFixedPointInReach);
     let reached = diagnostics["detail"]["verdict"]["reached"]
         .as_f64()
         .unwrap();

@@ -10,6 +10,7 @@ use serde_json::json;
 use super::{Anderson, Progress, residual};
 use crate::engine::ep::driver::{Converged, Marginal, Rules, SweepState, SweepStatus};
 use crate::engine::ep::pair_ep::EpSettings;
+use crate::engine::error::NonConvergence;
 use crate::engine::interface::{Control, EngineError};
 
 /// Counters of a run, for the diagnostics.
@@ -58,7 +59,13 @@ pub fn run_once<S: SweepState>(
     // The residual before a mixed step not yet judged; no mixing next sweep.
     let (mut mixed_pending, mut no_mix): (Option<f64>, bool) = (None, false);
     let mut n = Counts::default();
-    let fail = |st: &S, why: &str, sweep: usize, eta: f64, delta: f64, reason: &str, n: &Counts| {
+    let fail = |st: &S,
+                why: &str,
+                sweep: usize,
+                eta: f64,
+                delta: f64,
+                reason: NonConvergence,
+                n: &Counts| {
         let mut detail = json!({
             "reason": reason, "controller": "anderson", "halvings": n.halvings,
             "mixed_steps": n.mixed, "mixed_undone": n.undone,
@@ -75,13 +82,14 @@ pub fn run_once<S: SweepState>(
         {
             o.extend(e);
         }
-        EngineError::NotConverged {
-            message: format!(
+        EngineError::not_converged(
+            reason,
+            format!(
                 "{} {why} (after {sweep} sweeps, η = {eta:.3e}, Δ = {delta:.3e})",
                 st.label()
             ),
             diagnostics,
-        }
+        )
     };
     let below_min = "did not converge: η fell below its minimum";
     // Back to the state a mixed step started from; plain steps until the
@@ -114,7 +122,7 @@ pub fn run_once<S: SweepState>(
                         sweep,
                         eta,
                         delta,
-                        "invalid cavities",
+                        NonConvergence::InvalidCavities,
                         &n,
                     ));
                 }
@@ -136,7 +144,7 @@ pub fn run_once<S: SweepState>(
                         sweep,
                         eta,
                         delta,
-                        "invalid cavities",
+                        NonConvergence::InvalidCavities,
                         &n,
                     ));
                 }
@@ -198,7 +206,15 @@ pub fn run_once<S: SweepState>(
         }
         if sweep >= s.max_sweeps {
             let why = format!("did not converge within {} sweeps", s.max_sweeps);
-            return Err(fail(st, &why, sweep, eta, delta, "max sweeps", &n));
+            return Err(fail(
+                st,
+                &why,
+                sweep,
+                eta,
+                delta,
+                NonConvergence::MaxSweeps,
+                &n,
+            ));
         }
         let mut mixed = None;
         if let (Some(a), Some((x, g)), Some(r)) = (aa.as_mut(), pair, res) {
@@ -254,7 +270,7 @@ pub fn run_once<S: SweepState>(
                 sweep,
                 eta,
                 delta,
-                "non-finite",
+                NonConvergence::NonFinite,
                 &n,
             ));
         }
@@ -268,7 +284,15 @@ pub fn run_once<S: SweepState>(
         if sweep > warmup
             && let Some(v) = progress.step(delta / step, s.tol, s.max_sweeps - sweep)
         {
-            let mut e = fail(st, &v.describe(), sweep, eta, delta, "no progress", &n);
+            let mut e = fail(
+                st,
+                &v.describe(),
+                sweep,
+                eta,
+                delta,
+                NonConvergence::NoProgress,
+                &n,
+            );
             if let EngineError::NotConverged { diagnostics, .. } = &mut e {
                 diagnostics["detail"]["verdict"] = json!(v);
             }

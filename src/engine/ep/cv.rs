@@ -70,9 +70,11 @@ pub fn grid_below(gamma: f64, n: usize) -> Vec<f64> {
 pub fn on_warm_path(e: EngineError, over_n: f64, first: &str) -> EngineError {
     match e {
         EngineError::NotConverged {
+            reason,
             message,
             diagnostics,
         } => EngineError::NotConverged {
+            reason,
             message: format!(
                 "on the warm path at γ = {over_n}n (taken after the start from the prior \
                  failed: {first}): {message}"
@@ -323,13 +325,11 @@ pub fn point_fit(res: Result<(Vec<f64>, usize), EngineError>) -> Result<PointFit
     match res {
         Ok((scores, iterations)) => Ok(PointFit::Scored { scores, iterations }),
         Err(EngineError::NotConverged {
+            reason,
             message,
             diagnostics,
         }) => Ok(PointFit::Failed {
-            reason: diagnostics["detail"]["reason"]
-                .as_str()
-                .unwrap_or("failed")
-                .to_string(),
+            reason,
             message,
             iterations: diagnostics["sweeps"].as_u64().unwrap_or(0) as usize,
         }),

@@ -18,7 +18,7 @@ use nalgebra::DMatrix;
 use super::kernel::Excluded;
 use super::posterior::{Posterior, PriorTerms};
 use crate::engine::fit::LowRankCov;
-use crate::engine::linalg::{a_b, a_bt};
+use crate::engine::numerics::linalg::{a_b, a_bt};
 
 /// Which form EP runs in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -65,6 +65,7 @@ use serde_json::{Value, json};
 use super::kernel::PassStats;
 use super::pair_ep::EpSettings;
 use super::verdict::Wander;
+use crate::engine::error::NonConvergence;
 use crate::engine::interface::{Control, EngineError};
 
 /// Means and variances of the coordinates convergence is judged on.
@@ -167,8 +168,8 @@ pub trait SweepState {
         None
     }
     /// Why a rebuild after a step fails (the diagnostics' reason).
-    fn rebuild_reason(&self) -> &'static str {
-        "Q not positive definite"
+    fn rebuild_reason(&self) -> NonConvergence {
+        NonConvergence::NotPositiveDefinite
     }
     /// Extra diagnostics (merged into the top level).
     fn context(&self) -> Value {
@@ -279,11 +280,8 @@ pub fn run<S: SweepState>(
         super::controller::run_once::<S>
     };
     match once(st, s, rules, ctl, on_sweep) {
-        Err(EngineError::NotConverged { diagnostics, .. })
-            if warm
-                && st.can_reset()
-                && !["cycle", "drift", "wandering"]
-                    .contains(&diagnostics["detail"]["reason"].as_str().unwrap_or("")) =>
+        Err(EngineError::NotConverged { reason, .. })
+            if warm && st.can_reset() && !reason.no_fixed_point_in_reach() =>
         {
             st.reset();
             let mut out = once(st, s, rules, ctl, on_sweep)?;
@@ -358,7 +356,13 @@ pub fn run_once<S: SweepState>(
     // The η at which a jump was undone and the sweep from which jumps at that
     // η are allowed again (never, unless `jump_retry_after`).
     let mut blocked_eta: Option<(f64, usize)> = None;
-    let fail = |st: &S, why: &str, sweep: usize, eta: f64, delta: f64, reason: &str, n: &Counts| {
+    let fail = |st: &S,
+                why: &str,
+                sweep: usize,
+                eta: f64,
+                delta: f64,
+                reason: NonConvergence,
+                n: &Counts| {
         let mut detail = json!({
             "reason": reason, "halvings": n.halvings, "stall_halvings": n.stall_halvings,
             "drift_windows": n.drift_windows, "extrapolations": n.jumps,
@@ -371,6 +375,7 @@ pub fn run_once<S: SweepState>(
         });
         merge(&mut diagnostics, st.context());
         EngineError::NotConverged {
+            reason,
             message: format!(
                 "{} {why} (after {sweep} sweeps, η = {eta:.3e}, Δ = {delta:.3e})",
                 st.label()
@@ -402,7 +407,7 @@ pub fn run_once<S: SweepState>(
                         sweep,
                         eta,
                         delta,
-                        "invalid cavities",
+                        NonConvergence::InvalidCavities,
                         &n,
                     );
                     if let EngineError::NotConverged { diagnostics, .. } = &mut e {
@@ -423,7 +428,15 @@ pub fn run_once<S: SweepState>(
                 eta = eta.min(cur_eta);
                 n.halvings += 1;
                 if cur_eta < s.min_eta {
-                    let mut e = fail(st, below_min, sweep, cur_eta, delta, "invalid cavities", &n);
+                    let mut e = fail(
+                        st,
+                        below_min,
+                        sweep,
+                        cur_eta,
+                        delta,
+                        NonConvergence::InvalidCavities,
+                        &n,
+                    );
                     if let EngineError::NotConverged { diagnostics, .. } = &mut e {
                         diagnostics["detail"]["bad_sites"] = json!(stats.bad);
                     }
@@ -490,7 +503,15 @@ pub fn run_once<S: SweepState>(
                 Some(h) => format!("{why}; {h}"),
                 None => why,
             };
-            return Err(fail(st, &why, sweep, eta, delta, "max sweeps", &n));
+            return Err(fail(
+                st,
+                &why,
+                sweep,
+                eta,
+                delta,
+                NonConvergence::MaxSweeps,
+                &n,
+            ));
         }
         // The pass's output becomes the current state.
         st.accept();
@@ -560,7 +581,7 @@ pub fn run_once<S: SweepState>(
                 sweep,
                 cur_eta,
                 delta,
-                "non-finite",
+                NonConvergence::NonFinite,
                 &n,
             ));
         }
@@ -627,7 +648,15 @@ pub fn run_once<S: SweepState>(
                 if let Some(h) = st.hint(Failure::Drift) {
                     why = format!("{why}; {h}");
                 }
-                let mut e = fail(st, &why, sweep, cur_eta, delta, "wandering", &n);
+                let mut e = fail(
+                    st,
+                    &why,
+                    sweep,
+                    cur_eta,
+                    delta,
+                    NonConvergence::Wandering,
+                    &n,
+                );
                 if let EngineError::NotConverged { diagnostics, .. } = &mut e {
                     diagnostics["detail"]["verdict"] = wander.detail(sweep);
                 }
@@ -654,7 +683,7 @@ pub fn run_once<S: SweepState>(
                     sweep,
                     cur_eta,
                     delta,
-                    "drift",
+                    NonConvergence::Drift,
                     &n,
                 ));
             }
@@ -676,7 +705,7 @@ pub fn run_once<S: SweepState>(
                 sweep,
                 cur_eta,
                 delta,
-                "cycle",
+                NonConvergence::Cycle,
                 &n,
             ));
         }
@@ -684,7 +713,15 @@ pub fn run_once<S: SweepState>(
         n.stall_halvings += 1;
         (best_delta, since_best, reversals) = (f64::INFINITY, 0, 0);
         if eta < s.min_eta {
-            return Err(fail(st, below_min, sweep, eta, delta, "Δ stalled", &n));
+            return Err(fail(
+                st,
+                below_min,
+                sweep,
+                eta,
+                delta,
+                NonConvergence::Stalled,
+                &n,
+            ));
         }
     }
 }

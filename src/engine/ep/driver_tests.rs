@@ -176,12 +176,14 @@ fn a_cycle_fails_fast() {
     };
     let e = run(&mut t, &s, RULES, &Control::new(), &mut |_, _| {}).unwrap_err();
     let EngineError::NotConverged {
+        reason,
         message,
         diagnostics,
     } = e
     else {
         panic!("{e:?}")
     };
+    assert_eq!(reason, NonConvergence::Cycle, "{message}");
     assert_eq!(diagnostics["detail"]["reason"], "cycle", "{message}");
     assert!(message.starts_with("toy EP did not converge: a cycle"));
     assert!(diagnostics["sweeps"].as_u64().unwrap() < 100);

@@ -10,14 +10,14 @@ use super::ard::{self, ArdSettings};
 use super::continuation;
 use super::cv::{self, CvSettings};
 use super::design::{Design, Form};
-use super::kernel::detected_isa;
 use super::linear::{LinearEp, LinearPath};
 use super::pair_ep::{EpOutcome, EpSettings, SweepInfo};
 use super::spike_slab::SiteStepRule;
 use super::store::Precision;
 use crate::engine::event::{EpSweep, Event, LogLevel};
-use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::fit::{EngineKind, Fit, ScoreModel};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
+use crate::engine::numerics::isa::detected_isa;
 use crate::engine::pairs::PairSampling;
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
@@ -413,7 +413,7 @@ impl Engine for Ep {
             pb.prior.clone()
         };
         let mut fit = Fit::new(
-            "ep",
+            EngineKind::Ep,
             pb.names.clone(),
             ScoreModel::Linear {
                 weights: mean.clone(),
@@ -432,6 +432,7 @@ impl Engine for Ep {
         fit.covariance = lep.cov();
         fit.low_rank_covariance = lep.cov_low_rank();
         fit.converged = true;
+        fit.cv = cv_result.as_ref().map(|r| r.summary());
         fit.details = json!({
             "sweeps": outcome.sweeps,
             "eta": outcome.eta,

@@ -1,9 +1,8 @@
 //! Expectation Propagation for the AUC Gibbs posterior with a Gaussian prior
 //! (RACL14 §3.3, ALGORITHMS.md §4).
 //!
-//! - `normal`: vectorisable log Φ, φ/Φ, erfcx, exp, log (the site work's cost).
-//! - `site`: the scalar pair-site maths (cavity, tilted moments, new site, log C);
-//!   shared with spike-and-slab EP (§5) and GP-EP (§6).
+//! - `site`: the scalar pair-site maths (cavity, tilted moments, new site, log C,
+//!   on `numerics::normal`'s vectorisable log Φ, φ/Φ, erfcx); shared with spike-and-slab EP (§5) and GP-EP (§6).
 //! - `kernel`: one pass over all n+ × n− sites (GEMM blocks + SIMD + rayon).
 //! - `posterior`: Q, r, V, m from the sites by matrix products; Δ_t.
 //! - `continuation`: one way to reach γ, adaptive steps in log γ (§16).
@@ -23,15 +22,11 @@ pub mod cv;
 pub mod design;
 pub mod driver;
 mod engine;
-/// (Shared with `vb`: its pair pass uses the same GEMM views and SIMD types.)
-pub(crate) mod gemm;
 pub mod gp;
 pub mod kernel;
 pub mod linear;
-pub mod normal;
 pub mod pair_ep;
 pub mod posterior;
-pub(crate) mod simd;
 pub mod site;
 pub mod spike_slab;
 mod store;

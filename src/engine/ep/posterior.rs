@@ -8,7 +8,7 @@
 use nalgebra::{DMatrix, DVector};
 
 use super::kernel::{Aggregates, Marginals};
-use crate::engine::linalg::{at_b, gemm_into};
+use crate::engine::numerics::linalg::{at_b, gemm_into};
 
 /// The Gaussian prior part of q: precisions `prec` (diagonal) and linear term `lin`.
 #[derive(Debug, Clone, PartialEq)]

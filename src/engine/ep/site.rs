@@ -9,8 +9,10 @@
 //! 0/0), the new site from `w` without subtracting precisions, negative
 //! precisions kept (they are exact, §4).
 
-use super::normal::{Scalar, cdf_pdf, log, log_ndtr_ratio, logaddexp, recip, rsqrt};
-use super::simd::Simd;
+use crate::engine::numerics::normal::{
+    Scalar, cdf_pdf, log, log_ndtr_ratio, logaddexp, recip, rsqrt,
+};
+use crate::engine::numerics::simd::Simd;
 
 /// The step factor of one pair.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -291,7 +293,7 @@ mod tests {
         }
     }
 
-    type P = crate::engine::ep::simd::F64x1<false>;
+    type P = crate::engine::numerics::simd::F64x1<false>;
 
     fn lane1(mu: f64, s2: f64, k: f64, h: f64, f: StepFactor, eta: f64) -> LaneOut<P> {
         let cs = LaneConsts::<P>::new(f, eta);

@@ -12,7 +12,7 @@
 //! the approximation the stored sites define; f32 rounding perturbs the fixed
 //! point by ~1e-7 relative, far inside the 1e-4 convergence tolerance.
 
-use super::simd::Simd;
+use crate::engine::numerics::simd::Simd;
 
 /// A floating-point type sites can be stored in.
 pub(crate) trait SiteScalar: Copy + Default + Send + Sync + 'static {

@@ -5,7 +5,7 @@ use nalgebra::{DMatrix, DVector};
 use super::*;
 use crate::engine::interface::Control;
 use crate::engine::metrics::auc;
-use crate::engine::rng;
+use crate::engine::numerics::rng;
 
 /// Positive and negative rows of a noisy linear toy problem.
 pub(crate) fn toy(n: usize, d: usize, seed: u64, noise: f64) -> (DMatrix<f64>, Vec<bool>) {

@@ -12,7 +12,7 @@ use rand::RngExt;
 use super::circle::{Circle, CircleSampler};
 use super::design::Design;
 use super::directions::Shape;
-use crate::engine::rng::{Rng, normal, stream};
+use crate::engine::numerics::rng::{Rng, normal, stream};
 
 /// Recompute the scores from u every this many steps (the incremental update
 /// `A ← A cos φ + B sin φ` accumulates rounding).

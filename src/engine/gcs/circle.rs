@@ -24,8 +24,8 @@ use std::f64::consts::PI;
 
 use rand::RngExt;
 
-use crate::engine::fast_risk::RiskScratch;
-use crate::engine::rng::Rng;
+use crate::engine::numerics::fast_risk::RiskScratch;
+use crate::engine::numerics::rng::Rng;
 
 use super::pair_codes;
 
@@ -354,7 +354,7 @@ impl CircleSampler {
 mod tests {
     use super::*;
     use crate::engine::mcmc_diag::ks_distance;
-    use crate::engine::rng::{normal, stream};
+    use crate::engine::numerics::rng::{normal, stream};
 
     /// Scores of a random 2-D problem with some exact ties among the rows.
     fn scores(np: usize, nn: usize, seed: u64) -> [Vec<f64>; 4] {

@@ -88,7 +88,7 @@ impl Shape {
             return None;
         }
         let x = DMatrix::from_row_slice(s, d, &directions[..s * d]);
-        let (mean, scatter) = crate::engine::linalg::row_scatter(&x);
+        let (mean, scatter) = crate::engine::numerics::linalg::row_scatter(&x);
         let cov = scatter / (s - 1) as f64;
         let m = mean.transpose().normalize();
         if !m.iter().all(|x| x.is_finite()) {
@@ -178,7 +178,7 @@ fn tangent_span(t: &DMatrix<f64>) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng::{normal, stream};
+    use crate::engine::numerics::rng::{normal, stream};
 
     fn random_spd(d: usize, seed: u64) -> DMatrix<f64> {
         let mut r = stream(seed, &[]);

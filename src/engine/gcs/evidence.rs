@@ -15,10 +15,10 @@ use super::design::Design;
 use super::sampler::{self, GcsRun};
 use super::settings::GcsSettings;
 use crate::engine::event::{Event, LogLevel};
-use crate::engine::fast_risk::RiskScratch;
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::mcmc_diag::ess;
-use crate::engine::rng::{normal, stream};
+use crate::engine::numerics::fast_risk::RiskScratch;
+use crate::engine::numerics::rng::{normal, stream};
 
 /// Independent prior draws of the first stone.
 const PRIOR_DRAWS: usize = 4000;

@@ -66,15 +66,15 @@ impl KernelFeatures {
     /// Features of new rows from their kernel values to the training rows
     /// (m × n): `K* U Λ^{-1/2}`; on the training rows themselves this gives F.
     pub fn features_of(&self, k_star: &DMatrix<f64>) -> DMatrix<f64> {
-        crate::engine::linalg::a_b(k_star, &self.basis)
+        crate::engine::numerics::linalg::a_b(k_star, &self.basis)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::linalg::a_bt;
-    use crate::engine::rng::{normal, stream};
+    use crate::engine::numerics::linalg::a_bt;
+    use crate::engine::numerics::rng::{normal, stream};
 
     #[test]
     fn feature_map_reproduces_the_gram_matrix() {

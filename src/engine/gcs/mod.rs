@@ -29,7 +29,7 @@ pub use sampler::GcsRun;
 pub use settings::{Directions, GcsSettings, Loss};
 
 use crate::engine::event::{Event, Histogram, LogLevel};
-use crate::engine::fit::{Fit, Particles, ScoreModel};
+use crate::engine::fit::{EngineKind, Fit, Particles, ScoreModel};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::mcmc_diag::{Diagnostics, quantile_sorted};
 use crate::engine::problem::Problem;
@@ -146,7 +146,7 @@ pub fn build_fit(
     let theta = DMatrix::from_fn(s, d, |i, k| pooled[i * dd + k]);
     let mean: Vec<f64> = run.diagnostics[..d].iter().map(|x| x.mean).collect();
     let mut fit = Fit::new(
-        "gcs",
+        EngineKind::Gcs,
         problem.names.clone(),
         ScoreModel::Linear {
             weights: mean.clone(),
@@ -235,7 +235,7 @@ pub fn build_fit(
     for (k, mut col) in c.column_iter_mut().enumerate() {
         col.add_scalar_mut(-fit.mean[k]);
     }
-    fit.covariance = Some(crate::engine::linalg::at_b(&c, &c) / n);
+    fit.covariance = Some(crate::engine::numerics::linalg::at_b(&c, &c) / n);
     // The label-noise loss's classifier decides at minus its intercept.
     let thresholds = design
         .intercept

@@ -84,7 +84,7 @@ fn fill_scalar(pa: f64, pb: f64, na: &[f64], nb: &[f64], k: usize, codes: &mut [
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng::{normal, stream};
+    use crate::engine::numerics::rng::{normal, stream};
 
     /// Every path gives the scalar loop's codes, on scores with exact ties in
     /// A, in B and in both, zeros of either sign, and extreme ratios.

@@ -23,7 +23,7 @@ use rayon::prelude::*;
 
 use super::dense;
 use super::kernel::Kernel;
-use crate::engine::rng;
+use crate::engine::numerics::rng;
 
 /// Distinct rows: `map[i]` is row i's index among the distinct rows, `reps[u]`
 /// the first row equal to distinct row u.
@@ -224,7 +224,7 @@ pub fn fourier_frequencies(d: usize, features: usize, ell: f64, seed: u64) -> (V
 pub fn fourier_features(x: &DMatrix<f64>, w: &[f64], b: &[f64]) -> DMatrix<f64> {
     let (n, d, dd) = (x.nrows(), x.ncols(), b.len());
     let wm = DMatrix::from_row_slice(dd, d, w);
-    let mut z = crate::engine::linalg::a_bt(x, &wm);
+    let mut z = crate::engine::numerics::linalg::a_bt(x, &wm);
     let scale = (2.0 / dd as f64).sqrt();
     for k in 0..dd {
         for i in 0..n {

@@ -9,7 +9,7 @@
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::linalg::a_bt;
+use crate::engine::numerics::linalg::a_bt;
 
 /// A covariance function with its hyper-parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -27,7 +27,7 @@ use super::dense;
 use super::factor::fourier_features;
 use super::kernel::Kernel;
 use super::spread::GpSpread;
-use crate::engine::linalg::{a_b, at_b};
+use crate::engine::numerics::linalg::{a_b, at_b};
 
 /// How the features of a row are computed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

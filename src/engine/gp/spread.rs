@@ -23,8 +23,8 @@
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::linalg::{a_b, at_b};
-use crate::engine::rng;
+use crate::engine::numerics::linalg::{a_b, at_b};
+use crate::engine::numerics::rng;
 
 /// Default accuracy of a reduced variance: every training row's score sd
 /// within 0.01·√k(x, x) (1% of the prior sd) of the exact one.

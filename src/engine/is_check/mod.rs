@@ -20,11 +20,11 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::bounds::row_space::RowSpace;
-use crate::engine::fast_risk::RiskScratch;
 use crate::engine::fit::{Fit, LowRankCov};
+use crate::engine::numerics::fast_risk::RiskScratch;
+use crate::engine::numerics::rng::{normal, stream};
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
-use crate::engine::rng::{normal, stream};
 
 const IS_KEY: u64 = 0x6973_6368;
 /// Draws whose risks are computed by one GEMM.

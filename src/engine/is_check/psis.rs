@@ -109,7 +109,7 @@ pub fn gpd_quantile(p: f64, k: f64, sigma: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng::{normal, stream};
+    use crate::engine::numerics::rng::{normal, stream};
     use rand::RngExt;
 
     /// k̂ of 5000 GPD(ξ, 1) draws recovers ξ (within 0.07: the estimator's sd

@@ -3,15 +3,18 @@
 //! point, a cross-validation grid cut short or a choice at its edge) and the
 //! warnings the data and the engine raised, as coded `Warning`s. They are the
 //! run record's `warnings`; `fit` prints them on stderr and the explorer marks
-//! the run. Checks read the fit's `details` (the engines' own reports), so an
-//! engine needs no code here to be covered by the generic ones.
+//! the run. Checks read the fit's typed values — `engine`, `converged`, the
+//! cross-validation (`Fit::cv`), independent runs (`Fit::runs`) and the
+//! methods' own findings (`Fit::reports`) — so an engine needs no code here
+//! to be covered by the generic ones. (SMC's stage checks in `smc` still read
+//! its `details.path` and `details.settings`.)
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::bounds::Bound;
 use super::event::{Event, LogLevel};
-use super::fit::Fit;
+use super::fit::{CvSummary, EngineKind, Fit, MethodReport};
 use super::prior::Prior;
 
 mod smc;
@@ -80,7 +83,7 @@ pub fn assess(fit: &Fit, data_warnings: &[String]) -> Vec<Warning> {
         .map(|w| Warning::new(code::DATA, w.clone()))
         .collect();
     let mut derived = Vec::new();
-    if fit.engine == "smc" {
+    if fit.engine == EngineKind::Smc {
         derived.extend(smc::warnings(fit));
     } else if !fit.converged {
         derived.push(Warning::new(
@@ -101,13 +104,13 @@ pub fn assess(fit: &Fit, data_warnings: &[String]) -> Vec<Warning> {
         .collect();
     // The engine's own all-spike warning, if it gave one, is kept in its words
     // (`fit` printed it as it came) under the code.
-    let spike_words = engine_warnings
-        .iter()
-        .find(|m| m.contains("inclusion above"))
-        .map(|m| m.as_str());
+    let spike_words = fit.reports.iter().find_map(|r| match r {
+        MethodReport::AllSpike { words } => Some(words.as_str()),
+        _ => None,
+    });
     let spike = all_spike(fit, spike_words);
-    if let Some(cv) = fit.details.get("cv").filter(|c| c.is_object()) {
-        derived.extend(cv_grid(cv, &fit.engine));
+    if let Some(cv) = &fit.cv {
+        derived.extend(cv_grid(cv, fit.engine));
     }
     for m in engine_warnings {
         if spike.is_none() || Some(m.as_str()) != spike_words {
@@ -116,11 +119,34 @@ pub fn assess(fit: &Fit, data_warnings: &[String]) -> Vec<Warning> {
     }
     derived.extend(spike);
     derived.extend(fit.bound.as_ref().and_then(vacuous_certificate));
-    derived.extend(super::ep::gp::nystrom::budget_warning(fit));
+    derived.extend(fit.reports.iter().find_map(landmark_budget));
     out.extend(derived);
     let mut seen = std::collections::HashSet::new();
     out.retain(|w| seen.insert(w.message.clone()));
     out
+}
+
+/// A GP fit whose automatic Nyström landmarks stopped at their budget.
+fn landmark_budget(report: &MethodReport) -> Option<Warning> {
+    let MethodReport::LandmarkBudget {
+        landmarks,
+        residual_trace_share,
+        criterion,
+    } = report
+    else {
+        return None;
+    };
+    Some(Warning::new(
+        code::GP_LANDMARK_BUDGET,
+        format!(
+            "GP: the automatic Nyström approximation stopped at its budget of {landmarks} \
+             landmarks with {:.2}% of the prior variance left out (the criterion is {:.2}%): the \
+             scores may be less accurate than exact GP-EP's; a fixed, larger number of landmarks \
+             costs time and memory in proportion",
+            100.0 * residual_trace_share,
+            100.0 * criterion.unwrap_or(f64::NAN),
+        ),
+    ))
 }
 
 /// A certificate no better than chance, said as such (the number alone reads
@@ -151,7 +177,7 @@ fn num(v: &Value, key: &str) -> Option<f64> {
 /// Spike-and-slab EP where no feature's inclusion exceeds ½ (`words`: the
 /// engine's own warning about it).
 fn all_spike(fit: &Fit, words: Option<&str>) -> Option<Warning> {
-    if fit.engine != "ep" || !matches!(fit.prior, Some(Prior::SpikeSlab { .. })) {
+    if fit.engine != EngineKind::Ep || !matches!(fit.prior, Some(Prior::SpikeSlab { .. })) {
         return None;
     }
     let incl = fit.inclusion.as_ref()?;
@@ -186,10 +212,14 @@ struct CvParameter {
     extend: &'static str,
 }
 
-fn cv_parameter(name: &str, engine: &str) -> CvParameter {
+fn cv_parameter(name: &str, engine: EngineKind) -> CvParameter {
     let (what, unit, method, low, extend) = match name {
-        "gamma_over_n" if engine == "smc" => ("γ", "n", "SMC", true, " (extend `gamma_grid`)"),
-        "gamma_over_n" if engine == "vb" => ("γ", "n", "VB", true, " (extend `gamma_grid`)"),
+        "gamma_over_n" if engine == EngineKind::Smc => {
+            ("γ", "n", "SMC", true, " (extend `gamma_grid`)")
+        }
+        "gamma_over_n" if engine == EngineKind::Vb => {
+            ("γ", "n", "VB", true, " (extend `gamma_grid`)")
+        }
         "gamma_over_n" => ("γ", "n", "EP", true, " (extend `gamma_grid`)"),
         "lambda" => ("penalty λ", "", "the fit", false, ""),
         "rounds" => ("number of rounds", "", "the fit", true, ""),
@@ -204,41 +234,23 @@ fn cv_parameter(name: &str, engine: &str) -> CvParameter {
     }
 }
 
-/// The cross-validation every tuned method records (`details.cv`:
-/// `parameter`, `grid` ascending, `mean_auc`, `dropped`, `extended_below`,
-/// `chosen`): points dropped, and a choice at an end of the points scored in
-/// every fold.
-fn cv_grid(cv: &Value, engine: &str) -> Vec<Warning> {
+/// The cross-validation every tuned method runs (`Fit::cv`; the record's
+/// `details.cv`): points dropped, and a choice at an end of the points scored
+/// in every fold.
+fn cv_grid(cv: &CvSummary, engine: EngineKind) -> Vec<Warning> {
     let mut out = Vec::new();
-    let p = cv_parameter(
-        cv.get("parameter").and_then(Value::as_str).unwrap_or(""),
-        engine,
-    );
-    let floats = |key: &str| -> Vec<f64> {
-        cv.get(key)
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_f64).collect())
-            .unwrap_or_default()
-    };
-    let grid = floats("grid");
-    let mean: Vec<Option<f64>> = cv
-        .get("mean_auc")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().map(Value::as_f64).collect())
-        .unwrap_or_default();
+    let p = cv_parameter(&cv.parameter, engine);
+    let (grid, mean) = (&cv.grid, &cv.mean_auc);
     if grid.len() != mean.len() {
         return out;
     }
-    let dropped = cv
-        .get("dropped")
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len);
-    let extended = floats("extended_below");
+    let dropped = cv.dropped;
+    let extended = &cv.extended_below;
     let u = p.unit;
     if dropped > 0 || !extended.is_empty() {
         let failed: Vec<String> = grid
             .iter()
-            .zip(&mean)
+            .zip(mean)
             .filter(|(_, a)| a.is_none())
             .map(|(g, _)| format!("{g}{u}"))
             .collect();
@@ -262,12 +274,14 @@ fn cv_grid(cv: &Value, engine: &str) -> Vec<Warning> {
             ),
         ));
     }
-    let Some(chosen) = num(cv, "chosen") else {
+    // (A non-finite choice was `null` in the record: nothing to place.)
+    let chosen = cv.chosen;
+    if !chosen.is_finite() {
         return out;
-    };
+    }
     let usable: Vec<f64> = grid
         .iter()
-        .zip(&mean)
+        .zip(mean)
         .filter(|(_, a)| a.is_some())
         .map(|(g, _)| *g)
         .collect();
@@ -314,9 +328,8 @@ fn cv_grid(cv: &Value, engine: &str) -> Vec<Warning> {
 mod tests {
     use super::*;
     use crate::engine::fit::ScoreModel;
-    use serde_json::json;
 
-    pub(super) fn fit(engine: &str) -> Fit {
+    pub(super) fn fit(engine: EngineKind) -> Fit {
         Fit::new(
             engine,
             vec!["a".into()],
@@ -330,16 +343,20 @@ mod tests {
 
     #[test]
     fn all_spike_ep_is_coded_in_the_engines_words_or_ours() {
-        let mut f = fit("ep");
+        let mut f = fit(EngineKind::Ep);
         f.prior = Some(Prior::SpikeSlab {
             spike_var: 1e-4,
             slab_var: 1.0,
             incl: 0.05,
         });
         f.inclusion = Some(vec![0.2, 0.4]);
+        let words = "no feature has inclusion above ½: …";
         f.trace.push(Event::Log {
             level: LogLevel::Warn,
-            message: "no feature has inclusion above ½: …".into(),
+            message: words.into(),
+        });
+        f.reports.push(MethodReport::AllSpike {
+            words: words.into(),
         });
         f.trace.push(Event::Log {
             level: LogLevel::Warn,
@@ -349,6 +366,7 @@ mod tests {
         assert_eq!(codes(&w), [code::DATA, code::ENGINE, code::ALL_SPIKE]);
         assert_eq!(w[2].message, "no feature has inclusion above ½: …");
         f.trace.remove(0);
+        f.reports.clear();
         let w = assess(&f, &[]);
         assert_eq!(codes(&w), [code::ENGINE, code::ALL_SPIKE]);
         assert!(w[1].message.contains("largest 0.400"));
@@ -356,12 +374,35 @@ mod tests {
         assert!(!codes(&assess(&f, &[])).contains(&code::ALL_SPIKE));
     }
 
+    /// The landmark budget's warning comes from the GP fit's typed report.
+    #[test]
+    fn a_landmark_budget_stop_is_a_coded_warning() {
+        let mut f = fit(EngineKind::Ep);
+        assert!(assess(&f, &[]).is_empty());
+        f.reports.push(MethodReport::LandmarkBudget {
+            landmarks: 1024,
+            residual_trace_share: 0.004,
+            criterion: Some(0.0025),
+        });
+        let w = assess(&f, &[]);
+        assert_eq!(codes(&w), [code::GP_LANDMARK_BUDGET]);
+        assert!(
+            w[0].message.contains("budget of 1024 landmarks with 0.40%"),
+            "{}",
+            w[0].message
+        );
+    }
+
     fn cv(grid: &[f64], mean: &[Option<f64>], chosen: f64, dropped: usize) -> Fit {
-        let mut f = fit("ep");
-        f.details = json!({ "cv": {
-            "parameter": "gamma_over_n", "grid": grid, "mean_auc": mean, "chosen": chosen,
-            "dropped": vec!["why"; dropped], "extended_below": [],
-        }});
+        let mut f = fit(EngineKind::Ep);
+        f.cv = Some(CvSummary {
+            parameter: "gamma_over_n".into(),
+            grid: grid.to_vec(),
+            mean_auc: mean.to_vec(),
+            dropped,
+            extended_below: Vec::new(),
+            chosen,
+        });
         f
     }
 
@@ -398,19 +439,23 @@ mod tests {
     fn baselines_chosen_at_an_end_of_their_grid() {
         let curve = |parameter: &str, chosen: f64| {
             let mut f = fit(if parameter == "lambda" {
-                "logit"
+                EngineKind::Logit
             } else {
-                "rankboost"
+                EngineKind::Rankboost
             });
             let grid = if parameter == "lambda" {
                 [0.001, 1.0, 1000.0]
             } else {
                 [25.0, 100.0, 800.0]
             };
-            f.details = json!({ "cv": {
-                "parameter": parameter, "grid": grid, "mean_auc": [0.7, 0.8, 0.75],
-                "chosen": chosen, "dropped": [], "extended_below": [],
-            }});
+            f.cv = Some(CvSummary {
+                parameter: parameter.into(),
+                grid: grid.to_vec(),
+                mean_auc: vec![Some(0.7), Some(0.8), Some(0.75)],
+                dropped: 0,
+                extended_below: Vec::new(),
+                chosen,
+            });
             f
         };
         assert_eq!(

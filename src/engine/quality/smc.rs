@@ -94,21 +94,17 @@ fn smc_not_converged(fit: &Fit) -> Option<Warning> {
     ))
 }
 
-/// Independent SMC runs (`details.runs`, count ≥ 2) that disagree: R-hat
+/// Independent SMC runs (`Fit::runs`, count ≥ 2) that disagree: R-hat
 /// above `MAX_RHAT`, or log Z spread above `MAX_LOG_Z_SD`. (A run that did not
 /// converge is `smc_not_converged`'s, which names it.)
 fn smc_runs(fit: &Fit) -> Vec<Warning> {
     let mut out = Vec::new();
-    let Some(r) = fit
-        .details
-        .get("runs")
-        .filter(|r| num(r, "count").is_some_and(|c| c >= 2.0))
-    else {
+    let Some(r) = fit.runs.as_ref().filter(|r| r.count >= 2) else {
         return out;
     };
-    let count = num(r, "count").unwrap_or(0.0);
-    if let Some(rhat) = num(r, "rhat_max").filter(|&x| x > MAX_RHAT) {
-        let worst = r.get("rhat_worst").and_then(Value::as_str).unwrap_or("?");
+    let count = r.count;
+    if let Some(rhat) = r.rhat_max.filter(|&x| x > MAX_RHAT) {
+        let worst = r.rhat_worst.as_deref().unwrap_or("?");
         out.push(Warning::new(
             code::RUNS_DISAGREE,
             format!(
@@ -119,15 +115,14 @@ fn smc_runs(fit: &Fit) -> Vec<Warning> {
             ),
         ));
     }
-    if let Some(sd) = num(r, "log_z_sd").filter(|&x| x > MAX_LOG_Z_SD) {
+    if let Some(sd) = Some(r.log_z.sd).filter(|&x| x > MAX_LOG_Z_SD) {
         out.push(Warning::new(
             code::LOG_Z_SPREAD,
             format!(
                 "SMC: log Z varies across the {count} runs with sd {sd:.3} > {MAX_LOG_Z_SD} (mean \
                  {:.3}, MCSE of the mean {:.3}): one run's evidence is uncertain by about that \
                  much; use more `particles` before comparing evidences",
-                num(r, "log_z_mean").unwrap_or(f64::NAN),
-                num(r, "log_z_mcse").unwrap_or(f64::NAN),
+                r.log_z.mean, r.log_z.mcse,
             ),
         ));
     }
@@ -177,10 +172,11 @@ mod tests {
     use super::super::assess;
     use super::super::tests::{codes, fit};
     use super::*;
+    use crate::engine::fit::{EngineKind, IndependentRuns, LogZRuns};
     use serde_json::json;
 
     fn smc(path: Value, particles: f64, converged: bool) -> Fit {
-        let mut f = fit("smc");
+        let mut f = fit(EngineKind::Smc);
         f.gamma = Some(100.0);
         f.converged = converged;
         f.details = json!({
@@ -207,7 +203,30 @@ mod tests {
             true,
         );
         assert!(assess(&f, &[]).is_empty());
-        assert!(assess(&fit("logit"), &[]).is_empty());
+        assert!(assess(&fit(EngineKind::Logit), &[]).is_empty());
+    }
+
+    /// The runs' section with `count` runs, R-hat `rhat` (of "x3") and log Z sd `sd`.
+    fn runs_of(count: usize, rhat: Option<f64>, sd: f64) -> IndependentRuns {
+        IndependentRuns {
+            count,
+            pooling: "equal".into(),
+            runs: Vec::new(),
+            log_z: LogZRuns {
+                mean: -60.0,
+                sd,
+                mcse: sd / 2.0,
+                pooled: -60.0,
+            },
+            rhat: Vec::new(),
+            rhat_risk: None,
+            rhat_max: rhat,
+            rhat_worst: Some("x3".into()),
+            mcse: Vec::new(),
+            mcse_over_sd: Vec::new(),
+            z_weight_runs: count as f64,
+            mean_risk: 0.1,
+        }
     }
 
     /// Several runs: R-hat above 1.01 undermines convergence, a log Z spread
@@ -222,10 +241,7 @@ mod tests {
                 1000.0,
                 converged,
             );
-            f.details["runs"] = json!({
-                "count": 4, "rhat_max": rhat, "rhat_worst": "x3", "log_z_sd": sd,
-                "log_z_mean": -60.0, "log_z_mcse": sd / 2.0,
-            });
+            f.runs = Some(runs_of(4, Some(rhat), sd));
             assert_eq!(MAX_RHAT, 1.01);
             assess(&f, &[])
         };
@@ -245,7 +261,7 @@ mod tests {
         );
         // One run (count 1): nothing to compare.
         let mut f = smc(json!([stage(0, 1.0, 0.0, 0.0)]), 1000.0, true);
-        f.details["runs"] = json!({ "count": 1, "rhat_max": null });
+        f.runs = Some(runs_of(1, None, 0.0));
         assert!(assess(&f, &[]).is_empty());
     }
 

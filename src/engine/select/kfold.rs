@@ -31,6 +31,8 @@ use nalgebra::DMatrix;
 use serde::Serialize;
 
 use crate::engine::data::prepare::{fold_indices, stratified_folds};
+use crate::engine::error::NonConvergence;
+use crate::engine::fit::CvSummary;
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::metrics::auc;
 
@@ -108,10 +110,10 @@ pub enum PointFit {
     /// Scores of the held-out rows (`FoldData::xte`), and the work it took
     /// (sweeps, Newton iterations, rounds).
     Scored { scores: Vec<f64>, iterations: usize },
-    /// The method gave no answer here; `reason` is a short tag ("cycle"),
+    /// The method gave no answer here: `reason` says which rule stopped it,
     /// `message` the whole story.
     Failed {
-        reason: String,
+        reason: NonConvergence,
         message: String,
         iterations: usize,
     },
@@ -149,7 +151,7 @@ pub struct FoldFailure {
     /// 1-based.
     pub fold: usize,
     pub value: f64,
-    pub reason: String,
+    pub reason: NonConvergence,
     pub message: String,
     pub iterations: usize,
 }
@@ -179,6 +181,18 @@ pub struct CvReport {
 }
 
 impl CvReport {
+    /// What the quality checks read of it (`Fit::cv`).
+    pub fn summary(&self) -> CvSummary {
+        CvSummary {
+            parameter: self.parameter.to_string(),
+            grid: self.grid.clone(),
+            mean_auc: self.mean_auc.clone(),
+            dropped: self.dropped.len(),
+            extended_below: self.extended_below.clone(),
+            chosen: self.chosen,
+        }
+    }
+
     /// The eligible points below the chosen one, ascending.
     pub fn eligible_below_chosen(&self) -> Vec<f64> {
         self.grid
@@ -276,7 +290,7 @@ impl<M: CvMethod> Walks<'_, M> {
                         self.fail(
                             &mut run,
                             point,
-                            "non-finite scores",
+                            NonConvergence::NonFiniteScores,
                             message,
                             &todo[k + 1..],
                             log,
@@ -298,7 +312,7 @@ impl<M: CvMethod> Walks<'_, M> {
                     iterations,
                 } => {
                     let point = (gi, values[gi], iterations);
-                    self.fail(&mut run, point, &reason, message, &todo[k + 1..], log);
+                    self.fail(&mut run, point, reason, message, &todo[k + 1..], log);
                     break;
                 }
             }
@@ -312,7 +326,7 @@ impl<M: CvMethod> Walks<'_, M> {
         &self,
         run: &mut FoldRun,
         point: (usize, f64, usize),
-        reason: &str,
+        reason: NonConvergence,
         message: String,
         rest: &[usize],
         log: &mut dyn FnMut(String),
@@ -344,7 +358,7 @@ impl<M: CvMethod> Walks<'_, M> {
         run.failure = Some(FoldFailure {
             fold: f + 1,
             value,
-            reason: reason.to_string(),
+            reason,
             message,
             iterations,
         });
@@ -563,6 +577,7 @@ pub fn cross_validate<M: CvMethod>(
     }
     let Some(best) = best else {
         return Err(EngineError::NotConverged {
+            reason: NonConvergence::SearchFailed,
             message: format!(
                 "cross-validation: no point of the grid{} succeeded in every fold",
                 spec.extend_below_to.map_or(String::new(), |f| format!(

@@ -1,7 +1,7 @@
 //! Tests of the k-fold cross-validation (`kfold.rs`).
 
 use super::*;
-use crate::engine::rng;
+use crate::engine::numerics::rng;
 
 /// Rows with a signal in column 0 and noise in column 1.
 fn toy(n: usize) -> (DMatrix<f64>, Vec<bool>) {
@@ -55,7 +55,7 @@ impl GridWalker for ScriptedWalker {
         self.seen.push(v);
         if self.fails.contains(&(fold.fold, v)) {
             return Ok(PointFit::Failed {
-                reason: "scripted".into(),
+                reason: NonConvergence::MaxSweeps,
                 message: format!("no answer at v = {v}"),
                 iterations: 7,
             });
@@ -98,8 +98,8 @@ fn a_failure_drops_the_rest_of_its_fold_only() {
     assert_eq!(r.failures.len(), 1);
     let f = &r.failures[0];
     assert_eq!(
-        (f.fold, f.value, f.reason.as_str(), f.iterations),
-        (2, 0.5, "scripted", 7)
+        (f.fold, f.value, f.reason, f.iterations),
+        (2, 0.5, NonConvergence::MaxSweeps, 7)
     );
     assert!(r.mean_auc[0].is_some() && r.mean_auc[1..].iter().all(|a| a.is_none()));
     assert_eq!(r.fold_iterations[1], vec![1, 7, 0, 0]);
@@ -173,7 +173,13 @@ fn no_eligible_point_is_an_error() {
         &Control::new(),
         &mut |_| {},
     );
-    assert!(matches!(e, Err(EngineError::NotConverged { .. })));
+    assert!(matches!(
+        e,
+        Err(EngineError::NotConverged {
+            reason: NonConvergence::SearchFailed,
+            ..
+        })
+    ));
 }
 
 /// Folds run concurrently or one by one: the same report.

@@ -17,6 +17,7 @@ use super::kfold::{
     CvMethod, CvNames, CvReport, CvSpec, FoldData, GridWalker, PointFit, TIE, Walk, cross_validate,
 };
 use crate::engine::data::prepare::stratified_folds;
+use crate::engine::error::NonConvergence;
 use crate::engine::interface::{Control, EngineError};
 
 /// A method whose one run on a fold's training rows visits every grid point.
@@ -388,7 +389,7 @@ impl<M: PathMethod> GridWalker for PathWalker<'_, M> {
             .expect("the walk visits the path's grid");
         let fits = self.fits.as_mut().expect("the path has run");
         Ok(fits[i].take().unwrap_or_else(|| PointFit::Failed {
-            reason: "not reached".into(),
+            reason: NonConvergence::NotReached,
             message: format!(
                 "the run on this fold ended before {}",
                 self.method.label(value)
@@ -401,7 +402,7 @@ impl<M: PathMethod> GridWalker for PathWalker<'_, M> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng;
+    use crate::engine::numerics::rng;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     const TOY: CvNames = CvNames {

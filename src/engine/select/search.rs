@@ -235,6 +235,7 @@ pub fn coordinate_ascent<S>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::error::NonConvergence;
 
     /// A smooth concave function: golden section ends within `tol` of its peak,
     /// from the grid and from a start point, and evaluates no point twice.
@@ -284,6 +285,7 @@ mod tests {
 
     fn not_converged() -> EngineError {
         EngineError::NotConverged {
+            reason: NonConvergence::MaxSweeps,
             message: "no".into(),
             diagnostics: serde_json::Value::Null,
         }

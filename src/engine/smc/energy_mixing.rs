@@ -114,12 +114,12 @@ mod tests {
     /// 0.05 ± 0.07 is > 3 sd) and the rank correlation is ≈ 0 (sd 1/√2000).
     #[test]
     fn independent_risks_forget_the_tail() {
-        let mut r = crate::engine::rng::stream(7, &[]);
+        let mut r = crate::engine::numerics::rng::stream(7, &[]);
         let start: Vec<f64> = (0..2000)
-            .map(|_| crate::engine::rng::normal(&mut r))
+            .map(|_| crate::engine::numerics::rng::normal(&mut r))
             .collect();
         let cur: Vec<f64> = (0..2000)
-            .map(|_| crate::engine::rng::normal(&mut r))
+            .map(|_| crate::engine::numerics::rng::normal(&mut r))
             .collect();
         let e = measure(&start, &cur);
         assert!(e.rank_correlation.abs() < 0.1, "{e:?}");

@@ -330,7 +330,7 @@ fn mean_correlation(a: &[f64], b: &[f64], d: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng;
+    use crate::engine::numerics::rng;
 
     #[test]
     fn snapshots_keep_the_last_ones_away_from_the_end() {

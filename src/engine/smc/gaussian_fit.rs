@@ -13,8 +13,8 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use super::packed_gemm::PackedRows;
-use crate::engine::linalg::a_bt;
+use crate::engine::numerics::linalg::a_bt;
+use crate::engine::numerics::packed_gemm::PackedRows;
 
 /// Folds of the cross-fit (each fit uses the other 3/4 of the particles).
 pub const FIT_FOLDS: usize = 4;
@@ -318,7 +318,7 @@ impl CrossFit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng;
+    use crate::engine::numerics::rng;
 
     #[test]
     fn gaussian_fit_recovers_moments_and_whitens() {

@@ -31,15 +31,16 @@ use super::energy_mixing::pearson;
 use super::settings::{Moves, SmcSettings};
 use super::tempering::{next_delta, reweight, systematic};
 use crate::engine::Prior;
+use crate::engine::error::NonConvergence;
 use crate::engine::event::{Event, SmcStage};
-use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::fit::{EngineKind, Fit, ScoreModel};
 use crate::engine::gp::factor::{Distinct, pivoted_cholesky};
 use crate::engine::gp::model::{FeatureBasis, GpModel, pack_lower};
 use crate::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale, median_distance};
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::metrics::auc_risk;
+use crate::engine::numerics::rng::{self, Rng};
 use crate::engine::problem::Problem;
-use crate::engine::rng::{self, Rng};
 
 /// Largest number of pairs for the exact ellipse move (O(M log M) per move).
 pub const EXACT_MAX_PAIRS: usize = 20_000;
@@ -268,6 +269,7 @@ pub fn run(
         ctl.checkpoint()?;
         if stage >= s.max_stages {
             return Err(EngineError::NotConverged {
+                reason: NonConvergence::StageCap,
                 message: format!(
                     "SMC reached {} stages at γ = {gamma} < {}",
                     s.max_stages, pb.gamma
@@ -361,7 +363,7 @@ pub fn run(
     for (k, &m) in mean_w.iter().enumerate() {
         centred.column_mut(k).add_scalar_mut(-m);
     }
-    let cov = crate::engine::linalg::at_b(&centred, &centred) / n_part as f64;
+    let cov = crate::engine::numerics::linalg::at_b(&centred, &centred) / n_part as f64;
     let (s_mean, s_sd) = moments(&sc, nu);
     let model = GpModel {
         kernel: kernel.clone(),
@@ -380,7 +382,11 @@ pub fn run(
         alpha: Vec::new(),
     }
     .with_alpha();
-    let mut fit = Fit::new("smc", pb.names.clone(), ScoreModel::Gp(Box::new(model)));
+    let mut fit = Fit::new(
+        EngineKind::Smc,
+        pb.names.clone(),
+        ScoreModel::Gp(Box::new(model)),
+    );
     fit.log_evidence = Some(log_z);
     fit.gamma = Some(pb.gamma);
     fit.prior = Some(Prior::Gp(GpPrior {

@@ -315,7 +315,7 @@ fn knots_to_map(mut t: Vec<f64>) -> (Vec<f64>, Vec<f64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng;
+    use crate::engine::numerics::rng;
 
     /// The sorted-column quantile (the knots' rule) against which selection
     /// is checked.

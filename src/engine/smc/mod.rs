@@ -12,7 +12,6 @@ pub mod gaussian_fit;
 pub mod gp_score;
 pub mod marginal_map;
 pub mod moves;
-pub mod packed_gemm;
 pub mod path_cv;
 pub mod reparam;
 pub mod runs;
@@ -35,7 +34,7 @@ pub use settings::{LOCAL_SHARE, Moves, SmcSettings};
 pub use target::{LinearAuc, Quadratic, Target};
 
 use crate::engine::event::Event;
-use crate::engine::fit::{Fit, Particles, ScoreModel};
+use crate::engine::fit::{EngineKind, Fit, Particles, ScoreModel};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::problem::Problem;
 
@@ -107,7 +106,7 @@ pub fn build_fit(problem: &Problem, settings: &SmcSettings, run: SmcRun) -> Fit 
     let (mean, sd) = sampler::moments(&run.theta, d);
     let modes = summary::marginal_modes(&run.theta, d);
     let mut fit = Fit::new(
-        "smc",
+        EngineKind::Smc,
         problem.names.clone(),
         ScoreModel::Linear {
             weights: mean.clone(),
@@ -195,5 +194,5 @@ fn skew_copula_summary(path: &[StageInfo]) -> serde_json::Value {
 }
 
 fn covariance(theta: &DMatrix<f64>) -> DMatrix<f64> {
-    crate::engine::linalg::row_scatter(theta).1 / theta.nrows() as f64
+    crate::engine::numerics::linalg::row_scatter(theta).1 / theta.nrows() as f64
 }

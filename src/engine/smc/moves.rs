@@ -13,7 +13,7 @@ use super::gaussian_fit::GaussianFit;
 use super::marginal_map::MarginalMaps;
 use super::sphere::{self, SphereChart};
 use super::target::Target;
-use crate::engine::rng::{self, Rng};
+use crate::engine::numerics::rng::{self, Rng};
 
 /// The Metropolis kernel of the moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -20,12 +20,13 @@ use serde_json::json;
 use super::sampler::{self, AfterCheckpoint, Checkpoints};
 use super::settings::SmcSettings;
 use super::target::LinearAuc;
+use crate::engine::error::NonConvergence;
 use crate::engine::event::{Event, LogLevel};
 use crate::engine::fit::Fit;
 use crate::engine::interface::{Control, Engine, EngineError, NoObserver, Observer};
+use crate::engine::numerics::rng;
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
-use crate::engine::rng;
 use crate::engine::select::{
     CvNames, CvReport, CvSpec, EarlyStop, FoldData, PathMethod, PointFit, RefitPoint, StoppedEarly,
     cross_validate_path, cross_validate_refit,
@@ -128,7 +129,7 @@ impl Folds<'_> {
     fn failure(e: EngineError) -> Result<PointFit, EngineError> {
         match e {
             EngineError::NotConverged { message, .. } => Ok(PointFit::Failed {
-                reason: "stage cap".into(),
+                reason: NonConvergence::StageCap,
                 message,
                 iterations: 0,
             }),
@@ -368,6 +369,7 @@ impl Engine for SmcCv {
                 }),
             );
             d.insert("cv".into(), json!(report));
+            fit.cv = Some(report.summary());
             d.insert("cv_runs".into(), json!(runs));
             d.insert("cv_stopped_early".into(), json!(stopped));
             d.insert(

@@ -107,8 +107,8 @@ impl PitMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::numerics::rng;
     use crate::engine::prior::Prior;
-    use crate::engine::rng;
 
     #[test]
     fn the_map_is_monotone_invertible_and_gaussianises_the_prior() {

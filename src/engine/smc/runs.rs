@@ -2,7 +2,7 @@
 //! as careful users of SMC libraries do: one run can be badly wrong while
 //! looking fine (ALGORITHMS.md §3, "Accuracy is not free"), and only runs that
 //! agree show it is not. R runs of the same target, from seeds derived from
-//! the SMC seed through `engine::rng` streams, run one after another (each uses
+//! the SMC seed through `numerics::rng` streams, run one after another (each uses
 //! every core through the particle loop, so the bits do not depend on the
 //! thread count); their clouds are pooled into one posterior, and the record
 //! gets the diagnostics across runs: R-hat per coefficient, log Z as mean ± sd
@@ -26,93 +26,20 @@
 
 use rand::RngExt;
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::sampler::{self, SmcRun};
 use super::settings::SmcSettings;
 use super::target::Target;
 use crate::engine::event::{Event, LogLevel};
-use crate::engine::fit::Fit;
+use crate::engine::fit::{Fit, IndependentRuns, LogZRuns, RunSummary};
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::mcmc_diag::rhat_unsplit;
+use crate::engine::numerics::rng;
 use crate::engine::problem::Problem;
-use crate::engine::rng;
 
 /// RNG stream key of the runs' seeds (with the SMC seed and the run index).
 const KEY_RUN: u64 = 0x5EED_0010;
-
-/// One run of several, as the record keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunSummary {
-    /// 1, 2, …, R.
-    pub run: usize,
-    /// The SMC seed that reruns this run alone.
-    pub seed: u64,
-    pub log_z: f64,
-    /// Tempering stages (after the prior draw).
-    pub stages: usize,
-    /// Move steps over all stages.
-    pub moves: usize,
-    pub risk_evaluations: u64,
-    pub seconds: f64,
-    /// Mean AUC risk of the final cloud.
-    pub mean_risk: f64,
-    /// Every stage's moves decorrelated the particles (the single run's check).
-    pub converged: bool,
-    pub mean: Vec<f64>,
-    pub sd: Vec<f64>,
-}
-
-/// log Ẑ across runs.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LogZRuns {
-    /// Mean and sd (R − 1) of the runs' log Ẑ.
-    pub mean: f64,
-    pub sd: f64,
-    /// Monte Carlo standard error of `mean`: sd/√R.
-    pub mcse: f64,
-    /// log of the mean of the Ẑ_r: the pooled estimate (the fit's log evidence).
-    pub pooled: f64,
-}
-
-/// Diagnostics across R ≥ 2 independent runs (the record's `runs` section).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SmcRuns {
-    pub count: usize,
-    /// How the clouds were pooled: "equal" (see the module doc).
-    pub pooling: String,
-    pub runs: Vec<RunSummary>,
-    pub log_z: LogZRuns,
-    /// Rank-normalised R-hat of every coefficient across the runs' clouds
-    /// (`mcmc_diag::rhat_unsplit`; None where undefined, e.g. a constant).
-    pub rhat: Vec<Option<f64>>,
-    /// The same for the particles' AUC risk.
-    pub rhat_risk: Option<f64>,
-    /// The largest of them, and whose it is (a coefficient's name or "risk").
-    pub rhat_max: Option<f64>,
-    pub rhat_worst: Option<String>,
-    /// Monte Carlo standard error of every posterior mean: the sd of the runs'
-    /// means over √R; and its ratio to the pooled posterior sd.
-    pub mcse: Vec<f64>,
-    pub mcse_over_sd: Vec<Option<f64>>,
-    /// Effective number of runs if they were weighted ∝ Ẑ_r: (ΣẐ)²/ΣẐ².
-    pub z_weight_runs: f64,
-    /// Mean AUC risk of the pooled cloud.
-    pub mean_risk: f64,
-}
-
-impl SmcRuns {
-    /// The largest MCSE/sd over the coefficients.
-    pub fn mcse_over_sd_max(&self) -> Option<f64> {
-        self.mcse_over_sd.iter().flatten().copied().reduce(f64::max)
-    }
-
-    /// The runs whose own convergence check failed.
-    pub fn not_converged(&self) -> Vec<&RunSummary> {
-        self.runs.iter().filter(|r| !r.converged).collect()
-    }
-}
 
 /// The SMC seed of run `r` (from 0) of several: the first is the seed itself,
 /// so run 1 of R is the single run of that seed; the others come from the
@@ -205,7 +132,7 @@ pub fn build_fit(problem: &Problem, settings: &SmcSettings, runs: Vec<(u64, SmcR
 
 /// The runs' diagnostics in a few numbers (`details.runs`, which the
 /// warnings read).
-fn compact(s: &SmcRuns) -> Value {
+fn compact(s: &IndependentRuns) -> Value {
     json!({
         "count": s.count,
         "pooling": s.pooling,
@@ -276,7 +203,7 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
 }
 
 /// The diagnostics of R ≥ 2 runs of equal size (their clouds equally weighted).
-pub fn summarise(runs: &[(u64, SmcRun)], names: &[String]) -> SmcRuns {
+pub fn summarise(runs: &[(u64, SmcRun)], names: &[String]) -> IndependentRuns {
     let count = runs.len();
     let d = runs.first().map_or(0, |r| r.1.d);
     let per_run: Vec<RunSummary> = runs
@@ -350,7 +277,7 @@ pub fn summarise(runs: &[(u64, SmcRun)], names: &[String]) -> SmcRuns {
     let top = log_zs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let w: Vec<f64> = log_zs.iter().map(|z| (z - top).exp()).collect();
     let z_weight_runs = w.iter().sum::<f64>().powi(2) / w.iter().map(|x| x * x).sum::<f64>();
-    SmcRuns {
+    IndependentRuns {
         count,
         pooling: "equal".into(),
         log_z: LogZRuns {

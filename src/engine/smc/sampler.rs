@@ -16,9 +16,10 @@ use super::moves::{self, Chains, Kernel, Proposals, StepSpec};
 use super::settings::{Moves, SmcSettings};
 use super::target::Target;
 use super::tempering::{next_delta, reweight, systematic};
+use crate::engine::error::NonConvergence;
 use crate::engine::event::{Event, Histogram, SmcMove, SmcStage};
 use crate::engine::interface::{Control, EngineError, Observer};
-use crate::engine::rng::{self, Rng};
+use crate::engine::numerics::rng::{self, Rng};
 
 /// RNG stream keys (with the seed): prior draws, resampling, moves.
 const KEY_PRIOR: u64 = 0x5EED_0001;
@@ -198,6 +199,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
         stage += 1;
         if stage > s.max_stages {
             return Err(EngineError::NotConverged {
+                reason: NonConvergence::StageCap,
                 message: format!(
                     "SMC reached its cap of {} stages at γ = {gamma:.6} of γ_T = {gamma_target}: \
                      raise `max_stages`, or use more `particles` or a smaller `gamma`",

@@ -16,8 +16,8 @@
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
-use super::packed_gemm::PackedRows;
-use crate::engine::fast_risk::{RiskScratch, Score, risk_from_twice};
+use crate::engine::numerics::fast_risk::{RiskScratch, Score, risk_from_twice};
+use crate::engine::numerics::packed_gemm::PackedRows;
 
 /// Precision of the score products.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -170,7 +170,7 @@ pub fn f32_keeps_columns_apart(x: &DMatrix<f64>) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng;
+    use crate::engine::numerics::rng;
 
     #[test]
     fn close_values_force_f64() {

@@ -20,7 +20,7 @@ use rayon::prelude::*;
 
 use super::gaussian_fit::GaussianFit;
 use super::moves::{BlockBuf, Chains};
-use crate::engine::rng::{self, Rng};
+use crate::engine::numerics::rng::{self, Rng};
 
 /// The log-map chart of the sphere at a mean direction, in the prior's
 /// whitened coordinates φ = θ/√v.

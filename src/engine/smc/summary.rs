@@ -127,7 +127,7 @@ pub fn inclusion(theta: &[f64], d: usize, prior: &Prior) -> Option<Vec<f64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng;
+    use crate::engine::numerics::rng;
 
     #[test]
     fn quantiles_and_mode_of_a_known_sample() {

@@ -10,8 +10,8 @@ use rayon::prelude::*;
 use super::fast_prior::FastPrior;
 use super::reparam::PitMap;
 use super::scores::{LinearScores, ScorePrecision, ScoreScratch};
+use crate::engine::numerics::rng::Rng;
 use crate::engine::prior::Prior;
-use crate::engine::rng::Rng;
 
 /// A tempered target: a prior and a risk.
 pub trait Target: Sync {
@@ -310,7 +310,7 @@ impl Target for Quadratic {
 mod tests {
     use super::*;
     use crate::engine::metrics::auc;
-    use crate::engine::rng;
+    use crate::engine::numerics::rng;
 
     #[test]
     fn linear_risks_match_metrics_in_any_batch() {

@@ -4,7 +4,7 @@
 use rand::RngExt;
 use rayon::prelude::*;
 
-use crate::engine::rng::Rng;
+use crate::engine::numerics::rng::Rng;
 
 /// Incremental weights `exp(−δ (R_i − R_min))` of one step, normalised to sum 1,
 /// with the step's evidence increment and ESS.
@@ -146,7 +146,7 @@ pub fn systematic(weights: &[f64], m: usize, rng: &mut Rng) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng;
+    use crate::engine::numerics::rng;
 
     #[test]
     fn delta_hits_the_ess_target() {

@@ -6,7 +6,7 @@ use serde_json::json;
 use super::cv::{VbCv, cross_validate};
 use super::{VbSettings, fit, theory_gamma, theory_prior_var};
 use crate::engine::event::{Event, LogLevel};
-use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::fit::{EngineKind, Fit, ScoreModel};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::problem::Problem;
 
@@ -188,7 +188,7 @@ impl Engine for Vb {
         }
         let sd: Vec<f64> = (0..d).map(|k| out.cov[(k, k)].sqrt()).collect();
         let mut f = Fit::new(
-            "vb",
+            EngineKind::Vb,
             pb.names.clone(),
             ScoreModel::Linear {
                 weights: out.mean.clone(),
@@ -208,6 +208,7 @@ impl Engine for Vb {
         f.covariance = Some(out.cov.clone());
         let n = pb.n() as f64;
         let u_scale = 2.0 * (np * nn) as f64 / (n * (n - 1.0));
+        f.cv = cv.as_ref().map(|r| r.report.summary());
         f.details = json!({
             "family": out.family.name(),
             "loss": out.loss.name(),

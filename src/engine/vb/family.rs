@@ -155,7 +155,7 @@ impl Params {
             }
             Family::Full => {
                 let s = self.sigma();
-                crate::engine::linalg::a_b(a, &s)
+                crate::engine::numerics::linalg::a_b(a, &s)
             }
         }
     }

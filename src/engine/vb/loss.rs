@@ -9,8 +9,8 @@ use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
 use super::family::{Family, Params, SigmaGrad};
-use crate::engine::ep::normal::{Scalar, cdf_pdf};
-use crate::engine::ep::simd::Simd;
+use crate::engine::numerics::normal::{Scalar, cdf_pdf};
+use crate::engine::numerics::simd::Simd;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -143,7 +143,7 @@ pub fn eval_items(a: &DMatrix<f64>, loss: Loss, p: &Params) -> RiskEval {
             for (i, mut row) in ag.row_iter_mut().enumerate() {
                 row *= gv[i] * inv;
             }
-            SigmaGrad::Full(crate::engine::linalg::at_b(a, &ag))
+            SigmaGrad::Full(crate::engine::numerics::linalg::at_b(a, &ag))
         }
     };
     RiskEval {

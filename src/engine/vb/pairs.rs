@@ -14,12 +14,13 @@ use rayon::prelude::*;
 
 use super::family::{Family, Params, SigmaGrad};
 use super::loss::{DEGENERATE, RiskEval};
-use crate::engine::ep::gemm::{View, ViewMut, gemm};
-use crate::engine::ep::kernel::{Isa, column_sums, detected_isa};
-use crate::engine::ep::normal::{cdf_pdf, rsqrt};
-use crate::engine::ep::simd::{F64x1, Simd, Two};
+use crate::engine::numerics::gemm::column_sums;
+use crate::engine::numerics::gemm::{View, ViewMut, gemm};
+use crate::engine::numerics::isa::{Isa, detected_isa};
+use crate::engine::numerics::normal::{cdf_pdf, rsqrt};
+use crate::engine::numerics::simd::{F64x1, Simd, Two};
 #[cfg(target_arch = "x86_64")]
-use crate::engine::ep::simd::{F64x4x2, F64x8};
+use crate::engine::numerics::simd::{F64x4x2, F64x8};
 
 /// Pairs per block (C, g_μ and K scratch: 3 × 8 × this bytes).
 const BLOCK_PAIRS: usize = 1 << 19;
@@ -191,9 +192,9 @@ impl PairRisk {
                     for (i, mut r) in xw.row_iter_mut().enumerate() {
                         r *= w[i];
                     }
-                    crate::engine::linalg::at_b(x, &xw)
+                    crate::engine::numerics::linalg::at_b(x, &xw)
                 };
-                let cross = crate::engine::linalg::at_b(&self.xp, &kxn);
+                let cross = crate::engine::numerics::linalg::at_b(&self.xp, &kxn);
                 let g = weighted(&self.xp, &gv_row) + weighted(&self.xn, &gv_col)
                     - &cross
                     - cross.transpose();

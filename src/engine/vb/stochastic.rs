@@ -20,7 +20,7 @@ use nalgebra::DMatrix;
 use super::family::Params;
 use super::loss::{Loss, eval_items};
 use crate::engine::interface::{Control, EngineError};
-use crate::engine::rng::{Rng, stream};
+use crate::engine::numerics::rng::{Rng, stream};
 
 /// Stream keys.
 const BATCH_KEY: u64 = 0x7662_6261;

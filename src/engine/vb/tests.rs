@@ -8,7 +8,7 @@ use super::family::{Family, Params, SigmaGrad};
 use super::loss::{Loss, eval_items, item, signed_rows};
 use super::pairs::PairRisk;
 use super::*;
-use crate::engine::rng::{normal, stream};
+use crate::engine::numerics::rng::{normal, stream};
 
 const FAMILIES: [Family; 3] = [Family::Iso, Family::Diag, Family::Full];
 const LOSSES: [Loss; 4] = [Loss::Auc, Loss::ZeroOne, Loss::Hinge, Loss::Exp];

@@ -164,7 +164,7 @@ impl Basis {
                     k_col: kn,
                     h_row: hp,
                     h_col: hn,
-                    g: crate::engine::linalg::a_b(&km, zn),
+                    g: crate::engine::numerics::linalg::a_b(&km, zn),
                 };
                 let (mut a, b) = sites_part(zp, zn, &agg);
                 for d in 0..r {
@@ -202,8 +202,8 @@ impl Basis {
         let km = DMatrix::from_row_slice(self.n_pos(), self.n_neg(), k);
         let yp = y.select_rows(&self.up);
         let yn = y.select_rows(&self.un);
-        let to_pos = crate::engine::linalg::a_b(&km, &yn); // n+ × p
-        let to_neg = crate::engine::linalg::at_b(&km, &yp); // n− × p
+        let to_pos = crate::engine::numerics::linalg::a_b(&km, &yn); // n+ × p
+        let to_neg = crate::engine::numerics::linalg::at_b(&km, &yp); // n− × p
         let (kp, kn): (Vec<f64>, Vec<f64>) = (
             km.row_iter().map(|r| r.sum()).collect(),
             km.column_iter().map(|c| c.sum()).collect(),
@@ -305,7 +305,7 @@ impl Basis {
         // (Z_P V) Z_Nᵀ into the row-major n+ × n− buffer: its transpose
         // is Z_N (Z_P V)ᵀ in column-major order.
         let zvp = zp * v;
-        let ct = crate::engine::linalg::a_bt(zn, &zvp);
+        let ct = crate::engine::numerics::linalg::a_bt(zn, &zvp);
         cross.copy_from_slice(ct.as_slice());
         (mean, var, cross)
     }

@@ -21,7 +21,7 @@ use crate::engine::gp::model::{FeatureBasis, GpModel, pack_lower};
 use crate::engine::gp::spread::{self, GpSpread, Reduction, TrainingRows};
 use crate::engine::gp::{GpApprox, Kernel};
 use crate::engine::interface::{Control, EngineError};
-use crate::engine::linalg::{a_b, at_b};
+use crate::engine::numerics::linalg::{a_b, at_b};
 
 /// Relative residual prior variance at which the exact whitened form stops
 /// its pivoted Cholesky (directions of smaller prior variance are dropped).

@@ -9,6 +9,7 @@
 
 use serde::Serialize;
 
+use crate::engine::error::NonConvergence;
 use crate::engine::interface::EngineError;
 
 /// One evaluation of the evidence curve.
@@ -88,6 +89,7 @@ pub fn search(
         .expect("grid");
     if !bz.is_finite() {
         return Err(EngineError::NotConverged {
+            reason: NonConvergence::SearchFailed,
             message: "EP converged at no length-scale of the search grid".into(),
             diagnostics: serde_json::to_value(&curve).unwrap_or_default(),
         });
@@ -160,6 +162,7 @@ mod tests {
         let s = search(1.0, &mut |ell| {
             if ell < 1.0 {
                 Err(EngineError::NotConverged {
+                    reason: NonConvergence::MaxSweeps,
                     message: "no".into(),
                     diagnostics: serde_json::Value::Null,
                 })

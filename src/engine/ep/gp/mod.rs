@@ -26,8 +26,9 @@ use serde_json::json;
 
 use super::engine::{Ep, GammaMode, Sink};
 use crate::engine::Prior;
+use crate::engine::error::NonConvergence;
 use crate::engine::event::{EpSweep, Event, LogLevel};
-use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::fit::{EngineKind, Fit, MethodReport, ScoreModel};
 use crate::engine::gp::{
     AUTO_MAX_LANDMARKS, AUTO_TRACE_RESIDUAL, EXACT_MAX_ROWS, GpApprox, GpPrior, KernelKind,
     LengthScale, median_distance,
@@ -189,6 +190,7 @@ pub(crate) fn run(
                 _ => fit_at(ell, &mut state, &mut |_| {})?.1,
             };
             let z = out.log_z.ok_or_else(|| EngineError::NotConverged {
+                reason: NonConvergence::NoEvidence,
                 message: format!(
                     "GP-EP at ℓ = {ell}: {} degenerate sites, no evidence",
                     out.skipped
@@ -293,11 +295,23 @@ pub(crate) fn run(
         },
         approx,
     };
-    let mut fit = Fit::new("ep", pb.names.clone(), ScoreModel::Gp(Box::new(model)));
+    let mut fit = Fit::new(
+        EngineKind::Ep,
+        pb.names.clone(),
+        ScoreModel::Gp(Box::new(model)),
+    );
+    if let Some(l) = out.landmarks.as_ref().filter(|l| !l.met) {
+        fit.reports.push(MethodReport::LandmarkBudget {
+            landmarks: l.landmarks,
+            residual_trace_share: l.residual_trace_share,
+            criterion: l.criterion,
+        });
+    }
     fit.log_evidence = out.log_z;
     fit.gamma = Some(gamma);
     fit.prior = Some(Prior::Gp(resolved));
     fit.converged = true;
+    fit.cv = cv_report.as_ref().map(|r| r.summary());
     fit.details = json!({
         "model": "gp",
         "kernel": gp.kernel,

@@ -23,19 +23,16 @@ use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
 
 use super::fitting::EXACT_TOL;
-use crate::engine::Prior;
 use crate::engine::ep::design::Form as LinearForm;
 use crate::engine::ep::linear::LinearEp;
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::pair_ep::start::SampledStart;
 use crate::engine::ep::posterior::Posterior;
 use crate::engine::ep::store::Precision as SitePrecision;
-use crate::engine::fit::Fit;
 use crate::engine::gp::factor::{self, Distinct, Stop};
 use crate::engine::gp::{AUTO_MAX_LANDMARKS, AUTO_TRACE_RESIDUAL, GpApprox, Kernel};
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::pairs::PairSampling;
-use crate::engine::quality::{Warning, code};
 
 /// Landmarks of the coarse fit EP starts from.
 pub const COARSE_LANDMARKS: usize = 64;
@@ -225,31 +222,6 @@ pub fn coarse_fit(
         }),
         report: report(out.sweeps, String::new()),
     }))
-}
-
-/// The coded warning of a GP fit whose automatic landmarks stopped at the
-/// budget before the residual criterion (read from `details.landmarks`).
-pub fn budget_warning(fit: &Fit) -> Option<Warning> {
-    if !matches!(fit.prior, Some(Prior::Gp(_))) {
-        return None;
-    }
-    let l = fit.details.get("landmarks")?;
-    if l.get("met")?.as_bool()? {
-        return None;
-    }
-    let num = |k: &str| l.get(k).and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
-    Some(Warning {
-        code: code::GP_LANDMARK_BUDGET.into(),
-        message: format!(
-            "GP: the automatic Nyström approximation stopped at its budget of {} landmarks \
-             with {:.2}% of the prior variance left out (the criterion is {:.2}%): the scores \
-             may be less accurate than exact GP-EP's; a fixed, larger number of landmarks costs \
-             time and memory in proportion",
-            num("landmarks"),
-            100.0 * num("residual_trace_share"),
-            100.0 * num("criterion"),
-        ),
-    })
 }
 
 #[cfg(test)]

@@ -1,18 +1,15 @@
-//! Nyström GP-EP against exact GP-EP, and the landmark budget's warning.
+//! Nyström GP-EP against exact GP-EP.
 
 use nalgebra::DMatrix;
 
 use super::super::fitting::{features, fit_exact, fit_features};
-use super::{COARSE_LANDMARKS, budget_warning, coarse_fit, landmarks};
-use crate::engine::Prior;
+use super::{COARSE_LANDMARKS, coarse_fit, landmarks};
 use crate::engine::ep::design::Form as LinearForm;
 use crate::engine::ep::linear::LinearEp;
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::store::Precision;
-use crate::engine::fit::{Fit, ScoreModel};
-use crate::engine::gp::{GpApprox, GpPrior, Kernel, KernelKind, LengthScale};
+use crate::engine::gp::{GpApprox, Kernel};
 use crate::engine::interface::Control;
-use crate::engine::quality::{assess, code};
 
 /// 160 rows in the plane, a ring of positives, one duplicate within a class
 /// and one identical positive/negative pair.
@@ -155,29 +152,6 @@ fn the_coarse_start_keeps_the_fixed_point() {
             .unwrap()
             .is_none()
     );
-}
-
-/// The landmark budget's warning comes from `details.landmarks.met`.
-#[test]
-fn a_budget_stop_is_a_coded_warning() {
-    let prior = Prior::Gp(GpPrior {
-        kernel: KernelKind::Se,
-        lengthscale: LengthScale::Value(1.0),
-        approx: GpApprox::Nystrom { landmarks: 1024 },
-    });
-    let model = ScoreModel::Linear { weights: vec![0.0] };
-    let mut fit = Fit::new("ep", vec!["x".into()], model);
-    fit.prior = Some(prior);
-    fit.converged = true;
-    fit.details = serde_json::json!({ "landmarks": {
-        "landmarks": 1024, "chosen_by": "residual", "residual_trace_share": 0.004,
-        "residual_max": 0.02, "criterion": 0.0025, "budget": 1024, "met": true } });
-    assert!(budget_warning(&fit).is_none());
-    fit.details["landmarks"]["met"] = serde_json::json!(false);
-    let w = assess(&fit, &[]);
-    assert_eq!(w.len(), 1, "{w:?}");
-    assert_eq!(w[0].code, code::GP_LANDMARK_BUDGET);
-    assert!(w[0].message.contains("0.40%"), "{}", w[0].message);
 }
 
 /// A feature fit whose start from the prior needs more than a quarter of the

@@ -11,18 +11,18 @@
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 
-mod isa;
 mod row;
 pub mod sampled;
 mod tiled;
 
-pub use isa::{Isa, detected_isa};
 pub use row::site_throughput;
 use row::{Cols, RowOut, RowQ, Small, load_row, shrink_row, update_row};
 
-use super::gemm::{View, ViewMut, gemm};
 use super::site::StepFactor;
 use super::store::{SiteBuffers, SiteScalar};
+use crate::engine::numerics::gemm::{View, ViewMut, column_sums, gemm};
+/// The kernels dispatch on it (re-exported for the flavours that pick one).
+pub use crate::engine::numerics::isa::{Isa, detected_isa};
 
 /// Sites per block (the block's C, K and h scratch: 3 × 8 × this bytes = 24 MiB).
 /// Large blocks pay: matrixmultiply packs Z_N again for every block's two
@@ -626,38 +626,6 @@ fn add_group_sums(parts: &[f64], groups: usize, nn: usize, k_col: &mut [f64], h_
                     *a += v;
                 }
                 for (a, v) in hc.iter_mut().zip(&ph[j0..]) {
-                    *a += v;
-                }
-            }
-        });
-}
-
-/// Adds the block's rows to the column sums, columns split over threads
-/// (each column sums its rows in order).
-pub(crate) fn column_sums(
-    kb: &[f64],
-    hb: &[f64],
-    b: usize,
-    nn: usize,
-    k_col: &mut [f64],
-    h_col: &mut [f64],
-) {
-    const SLAB: usize = 512;
-    k_col
-        .par_chunks_mut(SLAB)
-        .zip(h_col.par_chunks_mut(SLAB))
-        .enumerate()
-        .for_each(|(s, (kc, hc))| {
-            let j0 = s * SLAB;
-            for r in 0..b {
-                let (kr, hr) = (
-                    &kb[r * nn + j0..][..kc.len()],
-                    &hb[r * nn + j0..][..hc.len()],
-                );
-                for (a, v) in kc.iter_mut().zip(kr) {
-                    *a += v;
-                }
-                for (a, v) in hc.iter_mut().zip(hr) {
                     *a += v;
                 }
             }

@@ -2,12 +2,12 @@
 //! tilted moments, damped update, log C, in 8 f64 lanes (AVX-512, AVX2 + FMA or
 //! portable), with the small-p block products done inside the row task.
 
-use super::super::simd::{F64x1, Simd, Two};
-#[cfg(target_arch = "x86_64")]
-use super::super::simd::{F64x4x2, F64x8};
 use super::super::site::{LaneConsts, StepFactor, pair_lane};
 use super::super::store::SiteScalar;
 use super::{Isa, RowStats};
+use crate::engine::numerics::simd::{F64x1, Simd, Two};
+#[cfg(target_arch = "x86_64")]
+use crate::engine::numerics::simd::{F64x4x2, F64x8};
 
 pub(super) struct RowQ<'a> {
     pub(super) mp: f64,
@@ -451,8 +451,8 @@ pub(super) fn load_row<S: SiteScalar>(
 /// measure of the site work without GEMMs or threading.
 pub fn site_throughput(isa: Isa, evidence: bool, reps: usize) -> f64 {
     const N: usize = 1024;
-    let mut r = crate::engine::rng::stream(7, &[]);
-    let mut nrm = || crate::engine::rng::normal(&mut r);
+    let mut r = crate::engine::numerics::rng::stream(7, &[]);
+    let mut nrm = || crate::engine::numerics::rng::normal(&mut r);
     let mut c: Vec<f64> = (0..N).map(|_| 0.3 * nrm()).collect();
     let mn: Vec<f64> = (0..N).map(|_| nrm()).collect();
     let un: Vec<f64> = (0..N).map(|_| 1.0 + 0.1 * nrm().abs()).collect();

@@ -16,13 +16,13 @@
 //! over k in order, each row's statistics add chunks in order, each `K Z_N`
 //! coordinate adds its columns in order.
 
-use super::super::simd::{F64x1, Simd, Two};
-#[cfg(target_arch = "x86_64")]
-use super::super::simd::{F64x4x2, F64x8};
 use super::super::site::StepFactor;
 use super::super::store::SiteScalar;
 use super::row::{Cols, RowOut, RowQ, update_row_impl};
 use super::{Isa, RowStats};
+use crate::engine::numerics::simd::{F64x1, Simd, Two};
+#[cfg(target_arch = "x86_64")]
+use crate::engine::numerics::simd::{F64x4x2, F64x8};
 
 /// Columns of a panel of the packed `Z_Nᵀ`.
 const PANEL: usize = 16;

@@ -15,10 +15,10 @@ use super::warm_path;
 use crate::engine::ep::continuation;
 use crate::engine::ep::design::Design;
 use crate::engine::ep::engine::{Ep, GammaMode, Sink, Z_QUANTILES};
-use crate::engine::ep::kernel::detected_isa;
 use crate::engine::event::{EpSweep, Event, LogLevel};
-use crate::engine::fit::{Fit, ScoreModel};
+use crate::engine::fit::{EngineKind, Fit, MethodReport, ScoreModel};
 use crate::engine::interface::{Control, EngineError, Observer};
+use crate::engine::numerics::isa::detected_isa;
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
 
@@ -310,26 +310,32 @@ pub fn run(
                 .into(),
         });
     }
-    if outcome.inclusion.iter().all(|&p| p <= SELECTED) {
+    let all_spike = outcome.inclusion.iter().all(|&p| p <= SELECTED);
+    let all_spike_words = "no feature has inclusion above ½: EP may sit at its all-spike fixed \
+                           point (the AUC risk is scale-free, so with p < ½ every coefficient in \
+                           the spike is self-consistent); try --inclusion-prior auto (p by \
+                           evidence), a larger p or γ, or check with --method smc";
+    if all_spike {
         // Scale-free risk: "every coefficient in the spike" is a self-consistent EP
         // fixed point that SMC does not confirm on data with clear signal.
         sink.emit(Event::Log {
             level: LogLevel::Warn,
-            message: "no feature has inclusion above ½: EP may sit at its all-spike fixed point \
-                      (the AUC risk is scale-free, so with p < ½ every coefficient in the spike \
-                      is self-consistent); try --inclusion-prior auto (p by evidence), a larger \
-                      p or γ, or check with --method smc"
-                .into(),
+            message: all_spike_words.into(),
         });
     }
     let (mean, sd) = (model.mean(), model.sd());
     let mut fit = Fit::new(
-        "ep",
+        EngineKind::Ep,
         pb.names.clone(),
         ScoreModel::Linear {
             weights: mean.clone(),
         },
     );
+    if all_spike {
+        fit.reports.push(MethodReport::AllSpike {
+            words: all_spike_words.into(),
+        });
+    }
     if let Some(w) = selected_score(&mean, &outcome.inclusion) {
         fit.alt_models
             .push(("selected".into(), ScoreModel::Linear { weights: w }));
@@ -359,6 +365,7 @@ pub fn run(
     fit.covariance = model.cov();
     fit.low_rank_covariance = model.cov_low_rank();
     fit.converged = true;
+    fit.cv = cv_report.as_ref().map(|r| r.summary());
     fit.details = json!({
         "prior": "spike-slab",
         "sweeps": outcome.sweeps,

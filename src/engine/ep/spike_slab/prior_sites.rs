@@ -7,9 +7,9 @@
 //! the variances of `MixturePrior` are the prior's divided by that scale².
 
 use super::sweep::ThetaMoments;
-use crate::engine::ep::normal::logaddexp;
 use crate::engine::ep::posterior::PriorTerms;
 use crate::engine::ep::site::{self, Natural, Site};
+use crate::engine::numerics::normal::logaddexp;
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 

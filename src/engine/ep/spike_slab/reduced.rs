@@ -25,7 +25,7 @@ use super::sweep::ThetaMoments;
 use crate::engine::ep::pair_ep::PairEp;
 use crate::engine::ep::posterior::{Posterior, PriorTerms};
 use crate::engine::fit::LowRankCov;
-use crate::engine::linalg::a_b;
+use crate::engine::numerics::linalg::a_b;
 
 /// The map between θ (EP's coordinates, d) and the reduced coordinates w (r).
 #[derive(Debug, Clone)]

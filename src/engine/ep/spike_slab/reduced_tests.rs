@@ -11,7 +11,7 @@ use crate::engine::ep::linear::LinearEp;
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::store::Precision;
 use crate::engine::interface::Control;
-use crate::engine::rng::{normal, stream};
+use crate::engine::numerics::rng::{normal, stream};
 
 /// n rows, d ≥ n features; the label follows the first three features.
 fn wide(n: usize, d: usize, seed: u64) -> (DMatrix<f64>, Vec<bool>) {

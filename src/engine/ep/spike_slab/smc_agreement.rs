@@ -12,8 +12,8 @@ use super::tests::{INFORMATIVE, sparse_demo};
 use crate::engine::ep::store::Precision;
 use crate::engine::fit::Fit;
 use crate::engine::interface::{Control, Engine};
+use crate::engine::numerics::rng::{normal, stream};
 use crate::engine::prior::Prior;
-use crate::engine::rng::{normal, stream};
 use crate::engine::smc::{Smc, SmcSettings};
 
 /// γ = 1.5n, p = 0.2, v0 = 1e-4, v1 = 1 (as `tests::sparse_settings`).

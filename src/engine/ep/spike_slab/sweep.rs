@@ -32,6 +32,7 @@ use crate::engine::ep::driver::{
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::posterior::{Posterior, PriorTerms};
+use crate::engine::error::NonConvergence;
 use crate::engine::interface::{Control, EngineError};
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
@@ -526,8 +527,8 @@ impl<L: LikelihoodSites> SweepState for SsSweep<'_, L> {
             Failure::Drift => "try p chosen by evidence, another p, or a smaller γ",
         })
     }
-    fn rebuild_reason(&self) -> &'static str {
-        "Q not positive definite or improper prior-site tilted distributions"
+    fn rebuild_reason(&self) -> NonConvergence {
+        NonConvergence::ImproperPriorSites
     }
     fn failure_detail(&self) -> serde_json::Value {
         json!({ "fixes_last_sweep": self.fixes_last })

@@ -13,8 +13,8 @@ use crate::engine::ep::linear::LinearEp;
 use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::store::Precision;
 use crate::engine::interface::Control;
+use crate::engine::numerics::rng::{normal, stream};
 use crate::engine::prior::Prior;
-use crate::engine::rng::{normal, stream};
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 

@@ -21,6 +21,7 @@ use std::cell::RefCell;
 use super::model::{SpikeSlab, SpikeSlabEp};
 use super::sweep::{SsOutcome, SsSettings, SsSweepInfo};
 use crate::engine::ep::design::Design;
+use crate::engine::error::NonConvergence;
 use crate::engine::event::LogLevel;
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::select::{FixedPointRule, Range1d, coordinate_ascent, fixed_point, maximise};
@@ -138,6 +139,7 @@ impl Tuner<'_, '_> {
             around,
         )?;
         best.ok_or_else(|| EngineError::NotConverged {
+            reason: NonConvergence::SearchFailed,
             message: if around.is_none() {
                 "choosing v1 by evidence: EP converged at no v0/v1 in [1e-6, 0.1]".into()
             } else {
@@ -170,6 +172,7 @@ impl Tuner<'_, '_> {
                         o.inclusion.iter().sum::<f64>() / o.inclusion.len() as f64,
                     )),
                     None => Err(EngineError::NotConverged {
+                        reason: NonConvergence::SearchFailed,
                         message: format!("choosing p by evidence: EP did not converge at p = {p}"),
                         diagnostics: json!({ "trace": t.incl_trace }),
                     }),
@@ -274,6 +277,7 @@ pub fn run(
         Some(_) => tuner.last.take().and_then(|(_, o)| o).expect("converged"),
         None => {
             return Err(EngineError::NotConverged {
+                reason: NonConvergence::SearchFailed,
                 message: "spike-and-slab EP did not converge at the chosen prior".into(),
                 diagnostics: json!({ "prior": prior }),
             });

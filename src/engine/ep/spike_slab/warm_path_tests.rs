@@ -9,7 +9,7 @@ use crate::engine::ep::store::Precision;
 use crate::engine::interface::{Control, EngineError};
 use rand::RngExt;
 
-use crate::engine::rng::{normal, stream};
+use crate::engine::numerics::rng::{normal, stream};
 
 /// n rows of d channels sharing one factor (correlation ≈ 0.9), 1% of the
 /// rows with one channel off by ±40 (EEG's artefacts), labels from the

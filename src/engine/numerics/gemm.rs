@@ -1,5 +1,8 @@
 //! GEMM on strided views of slices (blocks of row-major site matrices against
-//! column-major nalgebra matrices), through matrixmultiply.
+//! column-major nalgebra matrices), through matrixmultiply; and the column
+//! sums of such blocks.
+
+use rayon::prelude::*;
 
 /// Element (i, j) of a `rows × cols` matrix at `data[i·rs + j·cs]`.
 #[derive(Clone, Copy)]
@@ -95,6 +98,38 @@ pub(crate) fn gemm(alpha: f64, a: View<'_>, b: View<'_>, beta: f64, c: ViewMut<'
             c.cs as isize,
         );
     }
+}
+
+/// Adds the block's rows to the column sums, columns split over threads
+/// (each column sums its rows in order).
+pub fn column_sums(
+    kb: &[f64],
+    hb: &[f64],
+    b: usize,
+    nn: usize,
+    k_col: &mut [f64],
+    h_col: &mut [f64],
+) {
+    const SLAB: usize = 512;
+    k_col
+        .par_chunks_mut(SLAB)
+        .zip(h_col.par_chunks_mut(SLAB))
+        .enumerate()
+        .for_each(|(s, (kc, hc))| {
+            let j0 = s * SLAB;
+            for r in 0..b {
+                let (kr, hr) = (
+                    &kb[r * nn + j0..][..kc.len()],
+                    &hb[r * nn + j0..][..hc.len()],
+                );
+                for (a, v) in kc.iter_mut().zip(kr) {
+                    *a += v;
+                }
+                for (a, v) in hc.iter_mut().zip(hr) {
+                    *a += v;
+                }
+            }
+        });
 }
 
 #[cfg(test)]

@@ -431,7 +431,7 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng;
+    use crate::engine::numerics::rng;
 
     /// Every path gives the bits of the scalar FMA chain, for shapes that leave
     /// partial panels, tiles and register tiles.

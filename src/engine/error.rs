@@ -1,0 +1,206 @@
+//! How an engine run fails: the one error type of the `Engine` interface, and
+//! the typed reason a run did not converge (callers decide on the reason, never
+//! on the words of the message).
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum EngineError {
+    #[error("cancelled")]
+    Cancelled,
+    #[error("invalid parameters: {0}")]
+    InvalidParams(String),
+    /// The engine stopped without a usable answer: `reason` says which rule
+    /// stopped it, `message` the whole story, the diagnostics the numbers.
+    #[error("did not converge: {message}")]
+    NotConverged {
+        reason: NonConvergence,
+        message: String,
+        diagnostics: serde_json::Value,
+    },
+    #[error("numerical failure: {0}")]
+    Numerical(String),
+}
+
+impl EngineError {
+    /// A `NotConverged` error.
+    pub fn not_converged(
+        reason: NonConvergence,
+        message: impl Into<String>,
+        diagnostics: serde_json::Value,
+    ) -> EngineError {
+        EngineError::NotConverged {
+            reason,
+            message: message.into(),
+            diagnostics,
+        }
+    }
+
+    /// The reason, for a `NotConverged` error.
+    pub fn non_convergence(&self) -> Option<NonConvergence> {
+        match self {
+            EngineError::NotConverged { reason, .. } => Some(*reason),
+            _ => None,
+        }
+    }
+}
+
+/// Why a run stopped without converging. Serialised (run records, the
+/// diagnostics' `detail.reason`, a cross-validation's failures) as the short
+/// tags below, which records have always carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum NonConvergence {
+    // The EP sweep loop (`ep::driver`).
+    /// Invalid cavities at the prior, or η halved below its minimum on them.
+    #[serde(rename = "invalid cavities")]
+    InvalidCavities,
+    /// The sweep cap was reached.
+    #[serde(rename = "max sweeps")]
+    MaxSweeps,
+    /// η fell below its minimum while rebuilding q kept failing: Q not
+    /// positive definite.
+    #[serde(rename = "Q not positive definite")]
+    NotPositiveDefinite,
+    /// As `NotPositiveDefinite`, or a prior site's tilted distribution
+    /// improper (spike-and-slab EP).
+    #[serde(rename = "Q not positive definite or improper prior-site tilted distributions")]
+    ImproperPriorSites,
+    /// Δ is not finite.
+    #[serde(rename = "non-finite")]
+    NonFinite,
+    /// The early verdict: drift windows that go nowhere (`ep::verdict`).
+    #[serde(rename = "wandering")]
+    Wandering,
+    /// The mean keeps drifting one way while rejected steps cut η down.
+    #[serde(rename = "drift")]
+    Drift,
+    /// Δ/η does not fall as η halves.
+    #[serde(rename = "cycle")]
+    Cycle,
+    /// Δ stalled until η fell below its minimum.
+    #[serde(rename = "Δ stalled")]
+    Stalled,
+    /// The held-out scores of a cross-validation point are not finite.
+    #[serde(rename = "non-finite scores")]
+    NonFiniteScores,
+    // Samplers.
+    /// SMC reached its cap of stages before the target γ.
+    #[serde(rename = "stage cap")]
+    StageCap,
+    // Searches over a grid or a hyper-parameter.
+    /// A fit gave no evidence (GP-EP with degenerate sites).
+    #[serde(rename = "no evidence")]
+    NoEvidence,
+    /// The method converged at no point of a search (cross-validation grid,
+    /// evidence search) or not at the point the search chose.
+    #[serde(rename = "search failed")]
+    SearchFailed,
+    /// A fold's run ended before this point of its path.
+    #[serde(rename = "not reached")]
+    NotReached,
+    // The Anderson controller and the continuation in γ (`ep::controller`,
+    // `ep::continuation`).
+    /// Δ/η does not contract fast enough over a window to reach the tolerance.
+    #[serde(rename = "no progress")]
+    NoProgress,
+    /// The continuation's step fell below its minimum: no fixed point in
+    /// reach beyond the last converged γ.
+    #[serde(rename = "no fixed point in reach")]
+    NoFixedPointInReach,
+}
+
+impl NonConvergence {
+    /// The tag as records carry it ("cycle", "max sweeps", …).
+    pub fn tag(self) -> &'static str {
+        match self {
+            NonConvergence::InvalidCavities => "invalid cavities",
+            NonConvergence::MaxSweeps => "max sweeps",
+            NonConvergence::NotPositiveDefinite => "Q not positive definite",
+            NonConvergence::ImproperPriorSites => {
+                "Q not positive definite or improper prior-site tilted distributions"
+            }
+            NonConvergence::NonFinite => "non-finite",
+            NonConvergence::Wandering => "wandering",
+            NonConvergence::Drift => "drift",
+            NonConvergence::Cycle => "cycle",
+            NonConvergence::Stalled => "Δ stalled",
+            NonConvergence::NonFiniteScores => "non-finite scores",
+            NonConvergence::StageCap => "stage cap",
+            NonConvergence::NoEvidence => "no evidence",
+            NonConvergence::SearchFailed => "search failed",
+            NonConvergence::NotReached => "not reached",
+            NonConvergence::NoProgress => "no progress",
+            NonConvergence::NoFixedPointInReach => "no fixed point in reach",
+        }
+    }
+
+    /// Whether the iteration itself shows no fixed point in reach (a cycle,
+    /// a drift, a wandering mean): a fresh start from the prior only does
+    /// worse there.
+    pub fn no_fixed_point_in_reach(self) -> bool {
+        matches!(
+            self,
+            NonConvergence::Cycle
+                | NonConvergence::Drift
+                | NonConvergence::Wandering
+                | NonConvergence::NoProgress
+                | NonConvergence::NoFixedPointInReach
+        )
+    }
+}
+
+impl std::fmt::Display for NonConvergence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.tag())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [NonConvergence; 16] = [
+        NonConvergence::InvalidCavities,
+        NonConvergence::MaxSweeps,
+        NonConvergence::NotPositiveDefinite,
+        NonConvergence::ImproperPriorSites,
+        NonConvergence::NonFinite,
+        NonConvergence::Wandering,
+        NonConvergence::Drift,
+        NonConvergence::Cycle,
+        NonConvergence::Stalled,
+        NonConvergence::NonFiniteScores,
+        NonConvergence::StageCap,
+        NonConvergence::NoEvidence,
+        NonConvergence::SearchFailed,
+        NonConvergence::NotReached,
+        NonConvergence::NoProgress,
+        NonConvergence::NoFixedPointInReach,
+    ];
+
+    /// Records carry the tags: serde and `tag` agree, and the EP driver's
+    /// tags are the words records always had.
+    #[test]
+    fn serialises_to_the_tags_records_carry() {
+        for r in ALL {
+            assert_eq!(serde_json::to_value(r).unwrap(), r.tag(), "{r:?}");
+        }
+        let ep = ALL[..9].iter().map(|r| r.tag()).collect::<Vec<_>>();
+        assert_eq!(
+            ep,
+            [
+                "invalid cavities",
+                "max sweeps",
+                "Q not positive definite",
+                "Q not positive definite or improper prior-site tilted distributions",
+                "non-finite",
+                "wandering",
+                "drift",
+                "cycle",
+                "Δ stalled"
+            ]
+        );
+        let unique: std::collections::HashSet<_> = ALL.iter().map(|r| r.tag()).collect();
+        assert_eq!(unique.len(), ALL.len());
+    }
+}

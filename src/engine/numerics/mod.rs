@@ -1,0 +1,15 @@
+//! Numerics shared by the methods: SIMD lanes and the detected instruction
+//! set, vectorisable Φ, GEMM on strided views and packed rows, small dense
+//! linear algebra, the exact O(n log n) AUC risk kernels, and seeded random
+//! streams. Nothing here imports anything else of the engine (the
+//! architecture test checks it), so every method (smc, ep, vb, gcs, baseline)
+//! can use it without importing another method.
+
+pub mod fast_risk;
+pub mod gemm;
+pub mod isa;
+pub mod linalg;
+pub mod normal;
+pub mod packed_gemm;
+pub mod rng;
+pub mod simd;
