@@ -98,6 +98,15 @@ pub enum NonConvergence {
     /// A fold's run ended before this point of its path.
     #[serde(rename = "not reached")]
     NotReached,
+    // The Anderson controller and the continuation in γ (`ep::controller`,
+    // `ep::continuation`).
+    /// Δ/η does not contract fast enough over a window to reach the tolerance.
+    #[serde(rename = "no progress")]
+    NoProgress,
+    /// The continuation's step fell below its minimum: no fixed point in
+    /// reach beyond the last converged γ.
+    #[serde(rename = "no fixed point in reach")]
+    NoFixedPointInReach,
 }
 
 impl NonConvergence {
@@ -120,6 +129,8 @@ impl NonConvergence {
             NonConvergence::NoEvidence => "no evidence",
             NonConvergence::SearchFailed => "search failed",
             NonConvergence::NotReached => "not reached",
+            NonConvergence::NoProgress => "no progress",
+            NonConvergence::NoFixedPointInReach => "no fixed point in reach",
         }
     }
 
@@ -129,7 +140,11 @@ impl NonConvergence {
     pub fn no_fixed_point_in_reach(self) -> bool {
         matches!(
             self,
-            NonConvergence::Cycle | NonConvergence::Drift | NonConvergence::Wandering
+            NonConvergence::Cycle
+                | NonConvergence::Drift
+                | NonConvergence::Wandering
+                | NonConvergence::NoProgress
+                | NonConvergence::NoFixedPointInReach
         )
     }
 }
@@ -144,7 +159,7 @@ impl std::fmt::Display for NonConvergence {
 mod tests {
     use super::*;
 
-    const ALL: [NonConvergence; 14] = [
+    const ALL: [NonConvergence; 16] = [
         NonConvergence::InvalidCavities,
         NonConvergence::MaxSweeps,
         NonConvergence::NotPositiveDefinite,
@@ -159,6 +174,8 @@ mod tests {
         NonConvergence::NoEvidence,
         NonConvergence::SearchFailed,
         NonConvergence::NotReached,
+        NonConvergence::NoProgress,
+        NonConvergence::NoFixedPointInReach,
     ];
 
     /// Records carry the tags: serde and `tag` agree, and the EP driver's

@@ -7,7 +7,9 @@ use crate::engine::baseline::{Logit, RankBoost};
 use crate::engine::certify::{Certified, CertifySettings};
 use crate::engine::data::{Dataset, LoadOptions, MissingPolicy, Prepared, TestSource, prepare};
 use crate::engine::ep::spike_slab::SiteStepRule;
-use crate::engine::ep::{ArdSettings, Ep, EpSettings, Form, GammaMode, Precision};
+use crate::engine::ep::{
+    ArdSettings, Ep, EpController, EpSettings, EpStart, Form, GammaMode, Precision,
+};
 use crate::engine::gcs::{Gcs, GcsSettings, Loss as GcsEngineLoss};
 use crate::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale};
 use crate::engine::smc::path_cv::EARLY_STOP;
@@ -20,8 +22,9 @@ use crate::engine::{Engine, Prior, Problem};
 
 use super::error::SpecError;
 use super::run_spec::{
-    DataSpec, EpForm, EpSpec, GcsLoss, GcsSpec, GpKernel, Missing, PriorKind, PriorSpec, RunSpec,
-    SitePrecision, SiteSteps, SmcKernel, SmcSpec, VbFamily, VbLoss, VbOptimizer, VbSpec,
+    DataSpec, EpControllerSpec, EpForm, EpSpec, EpStartSpec, GcsLoss, GcsSpec, GpKernel, Missing,
+    PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps, SmcKernel, SmcSpec, VbFamily, VbLoss,
+    VbOptimizer, VbSpec,
 };
 use super::validate::{Dims, validate};
 use super::values::{Gamma, GpApproxSpec, Tunable};
@@ -259,6 +262,14 @@ pub fn ep_engine(s: &EpSpec, gamma: Option<Gamma>, prior: Option<&PriorSpec>, se
             tol: s.tol,
             max_sweeps: s.max_sweeps,
             min_eta: 1e-4_f64.min(s.damping),
+            start: match s.ep_start {
+                EpStartSpec::Classic => EpStart::Classic,
+                EpStartSpec::Continuation => EpStart::Continuation,
+            },
+            controller: match s.ep_controller {
+                EpControllerSpec::Classic => EpController::Classic,
+                EpControllerSpec::Anderson => EpController::Anderson,
+            },
             ..EpSettings::default()
         },
         gamma: match gamma {

@@ -490,6 +490,30 @@ pub const SETTINGS: &[Setting] = &[
         )
     },
     Setting {
+        label: "how γ is reached",
+        help: "classic: from the prior (the folds' average after a CV), with each flavour's fallbacks; continuation: EP from γ = n/16 up to γ in steps that move the posterior by at most one sd, each warm-started from the last (details.gamma.path). Gaussian and spike-and-slab priors.",
+        default: "classic",
+        methods: EP,
+        group: Group::Ep,
+        ..setting(
+            "ep_start",
+            "method.ep_start",
+            Kind::Choice(&["classic", "continuation"]),
+        )
+    },
+    Setting {
+        label: "step controller",
+        help: "classic: damped sweeps with the stall, cycle, drift and extrapolation rules; anderson: damped sweeps with safeguarded Anderson mixing and one non-progress verdict on the residual's contraction (experimental: it can report convergence on a map with no fixed point). Gaussian prior.",
+        default: "classic",
+        methods: EP,
+        group: Group::Ep,
+        ..setting(
+            "ep_controller",
+            "method.ep_controller",
+            Kind::Choice(&["classic", "anderson"]),
+        )
+    },
+    Setting {
         label: "keep the fixes",
         help: "Spike-and-slab: keep §5's negative-site fix in the answer (default: when still active at convergence, EP continues without it to a true fixed point; primal form only).",
         methods: EP,

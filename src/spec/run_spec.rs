@@ -334,6 +334,36 @@ pub enum SiteSteps {
     Strict,
 }
 
+/// How an EP fit reaches its γ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EpStartSpec {
+    #[default]
+    Classic,
+    Continuation,
+}
+
+impl EpStartSpec {
+    fn is_classic(&self) -> bool {
+        *self == EpStartSpec::Classic
+    }
+}
+
+/// How an EP run steps towards its fixed point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EpControllerSpec {
+    #[default]
+    Classic,
+    Anderson,
+}
+
+impl EpControllerSpec {
+    fn is_classic(&self) -> bool {
+        *self == EpControllerSpec::Classic
+    }
+}
+
 /// Expectation Propagation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -358,6 +388,11 @@ pub struct EpSpec {
     pub prior_split: f64,
     /// Importance draws checking the Gaussian against the Gibbs posterior (0: none).
     pub is_draws: usize,
+    /// Not written while classic: records made before keep their spec.
+    #[serde(skip_serializing_if = "EpStartSpec::is_classic")]
+    pub ep_start: EpStartSpec,
+    #[serde(skip_serializing_if = "EpControllerSpec::is_classic")]
+    pub ep_controller: EpControllerSpec,
 }
 
 impl Default for EpSpec {
@@ -378,6 +413,8 @@ impl Default for EpSpec {
             epsilon: DEFAULT_EPSILON,
             prior_split: 0.0,
             is_draws: DEFAULT_IS_DRAWS,
+            ep_start: EpStartSpec::Classic,
+            ep_controller: EpControllerSpec::Classic,
         }
     }
 }

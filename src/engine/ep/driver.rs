@@ -152,6 +152,17 @@ pub trait SweepState {
     /// still held: only the sweep after the jump was written since); no
     /// rollback point afterwards; q is rebuilt by `ensure_q`.
     fn restore_before_rollback(&mut self) {}
+    /// The current sites as one vector, for Anderson mixing (`controller`);
+    /// None when the flavour does not support it.
+    fn sites_vec(&self) -> Option<Vec<f64>> {
+        None
+    }
+    /// The trial the last update pass wrote, in `sites_vec`'s layout.
+    fn trial_vec(&self) -> Option<Vec<f64>> {
+        None
+    }
+    /// Replaces the trial (a mixed point); `accept` then makes it current.
+    fn load_trial(&mut self, _v: &[f64]) {}
     /// What to try when the run fails this way (appended to the message).
     fn hint(&self, _f: Failure) -> Option<&'static str> {
         None
@@ -261,13 +272,19 @@ pub fn run<S: SweepState>(
     ctl: &Control,
     on_sweep: &mut dyn FnMut(&S, &SweepStatus),
 ) -> Result<Converged, EngineError> {
-    let warm = !st.is_cold();
-    match run_once(st, s, rules, ctl, on_sweep) {
+    // Under the continuation a failed point takes a shorter step instead.
+    let warm = !st.is_cold() && s.start.is_classic();
+    let once = if s.controller.is_classic() {
+        run_once::<S>
+    } else {
+        super::controller::run_once::<S>
+    };
+    match once(st, s, rules, ctl, on_sweep) {
         Err(EngineError::NotConverged { reason, .. })
             if warm && st.can_reset() && !reason.no_fixed_point_in_reach() =>
         {
             st.reset();
-            let mut out = run_once(st, s, rules, ctl, on_sweep)?;
+            let mut out = once(st, s, rules, ctl, on_sweep)?;
             out.cold_restart = true;
             Ok(out)
         }

@@ -7,9 +7,10 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::ard::{self, ArdSettings};
+use super::continuation;
 use super::cv::{self, CvSettings};
 use super::design::{Design, Form};
-use super::linear::LinearEp;
+use super::linear::{LinearEp, LinearPath};
 use super::pair_ep::{EpOutcome, EpSettings, SweepInfo};
 use super::spike_slab::SiteStepRule;
 use super::store::Precision;
@@ -269,6 +270,8 @@ impl Engine for Ep {
         let mut final_warm_path: Option<Vec<f64>> = None;
         // Where the final fit started: the folds' posterior (CV), the prior or the warm path.
         let mut final_start = "prior";
+        // The continuation's path (`--ep-start continuation`).
+        let mut gamma_path = None;
         let (outcome, ard_result) = if ard_on {
             let r = ard::optimise(
                 &mut lep,
@@ -290,6 +293,21 @@ impl Engine for Ep {
                 },
             )?;
             (r.outcome.clone(), Some(r))
+        } else if !self.settings.start.is_classic() {
+            // One way to reach γ, after a CV too (`continuation`).
+            let mut lp = LinearPath {
+                lep: &mut lep,
+                settings: self.settings,
+                ctl,
+                on_sweep: &mut on_sweep,
+            };
+            let (out, path) =
+                continuation::reach(&mut lp, gamma, pb.n(), continuation::KAPPA, &mut |p| {
+                    sink.borrow_mut().emit(log(continuation::describe(p)))
+                })?;
+            final_start = "continuation";
+            gamma_path = Some(path);
+            (out, None)
         } else {
             let (first, path, settings) = if let Some(r) = &cv_result {
                 // Start from the folds' average posterior at the chosen point (a
@@ -438,7 +456,7 @@ impl Engine for Ep {
                 "per_pair": gamma / lep.pairs() as f64,
                 "chosen_by": if cv_result.is_some() { "cv" } else { "fixed" },
                 "final_warm_path_over_n": final_warm_path,
-                "final_start": (cv_result.is_some() || final_warm_path.is_some()).then_some(final_start),
+                "final_start": (cv_result.is_some() || final_warm_path.is_some() || gamma_path.is_some()).then_some(final_start),
                 "convention": "π ∝ prior · exp(−γ R_n), R_n = share of discordant pairs; each pair's factor is exp(−(γ/M)·1{<θ, x_i − x_j> < 0})",
             },
             "evidence": outcome.evidence,
@@ -460,6 +478,9 @@ impl Engine for Ep {
             })),
             "seconds": { "cv": cv_seconds, "ep": ep_seconds, "total": t0.elapsed().as_secs_f64() },
         });
+        if let Some(p) = gamma_path {
+            fit.details["gamma"]["path"] = json!(p);
+        }
         fit.trace = sink.trace;
         Ok(fit)
     }

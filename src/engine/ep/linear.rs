@@ -4,7 +4,10 @@
 
 use nalgebra::DMatrix;
 
+use super::continuation::Continuable;
+use super::cv;
 use super::design::{Design, Form, identical_pairs};
+use super::driver::Marginal;
 use super::pair_ep::start::{self, START_MIN_PAIRS, SampledStart};
 use super::pair_ep::{EpOutcome, EpSettings, PairEp, SweepInfo};
 use super::site::MAX_G;
@@ -186,5 +189,49 @@ impl LinearEp {
     pub fn cov_low_rank(&self) -> Option<crate::engine::fit::LowRankCov> {
         self.design
             .theta_cov_low_rank(self.ep.posterior().expect("run first"))
+    }
+}
+
+/// Gaussian EP driven by the continuation in γ (`continuation`): the sweeps
+/// of the target's run are streamed to `on_sweep`, the path's are not.
+pub struct LinearPath<'a> {
+    pub lep: &'a mut LinearEp,
+    pub settings: EpSettings,
+    pub ctl: &'a Control,
+    pub on_sweep: &'a mut dyn FnMut(&SweepInfo<'_>, &Design),
+}
+
+impl Continuable for LinearPath<'_> {
+    type Snapshot = Vec<f64>;
+    type Outcome = EpOutcome;
+    fn snapshot(&self) -> Vec<f64> {
+        self.lep.ep.sites_vec()
+    }
+    fn restore(&mut self, snap: &Vec<f64>) {
+        self.lep.ep.load_sites(snap);
+    }
+    fn reset(&mut self) {
+        self.lep.ep.reset();
+    }
+    fn run_at(&mut self, gamma: f64, target: bool) -> Result<(EpOutcome, usize, f64), EngineError> {
+        let s = if target {
+            cv::cv_settings(&self.settings)
+        } else {
+            cv::fold_settings(&self.settings)
+        };
+        let out = if target {
+            self.lep.run(gamma, &s, self.ctl, self.on_sweep)?
+        } else {
+            self.lep.run(gamma, &s, self.ctl, &mut |_, _| {})?
+        };
+        let sweeps = out.sweeps;
+        Ok((out, sweeps, s.tol))
+    }
+    fn marginal(&self) -> Marginal {
+        let q = self.lep.ep.posterior().expect("converged");
+        Marginal {
+            mean: q.m.iter().copied().collect(),
+            var: (0..q.m.len()).map(|k| q.v[(k, k)]).collect(),
+        }
     }
 }

@@ -5,6 +5,8 @@
 //!   on `numerics::normal`'s vectorisable log Φ, φ/Φ, erfcx); shared with spike-and-slab EP (§5) and GP-EP (§6).
 //! - `kernel`: one pass over all n+ × n− sites (GEMM blocks + SIMD + rayon).
 //! - `posterior`: Q, r, V, m from the sites by matrix products; Δ_t.
+//! - `continuation`: one way to reach γ, adaptive steps in log γ (§16).
+//! - `controller`: safeguarded Anderson mixing and the non-progress verdict.
 //! - `driver`: the one sweep loop of every EP flavour (acceptance, η back-off,
 //!   stall/cycle/drift rules, convergence, diagnostics).
 //! - `pair_ep`: the pair sites' state with a Gaussian prior, run on the driver.
@@ -14,6 +16,8 @@
 //! - `spike_slab`: EP with the spike-and-slab prior (§5): inclusion probabilities, the path.
 
 pub mod ard;
+pub mod continuation;
+pub mod controller;
 pub mod cv;
 pub mod design;
 pub mod driver;
@@ -33,7 +37,7 @@ pub use design::{Design, Form, identical_pairs};
 pub use engine::{Ep, GammaMode};
 pub use kernel::{Excluded, Isa, PassStats};
 pub use linear::LinearEp;
-pub use pair_ep::{EpOutcome, EpSettings, EvidenceParts, PairEp, SweepInfo};
+pub use pair_ep::{EpController, EpOutcome, EpSettings, EpStart, EvidenceParts, PairEp, SweepInfo};
 pub use posterior::{Posterior, PriorTerms};
 pub use site::{Natural, Site, StepFactor, Tilted};
 pub use store::Precision;

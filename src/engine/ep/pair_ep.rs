@@ -57,6 +57,50 @@ pub struct EpSettings {
     /// written to records (a verdict that fires is in the failure's message).
     #[serde(default, skip_serializing)]
     pub early_verdict: bool,
+    /// How a fit reaches its γ (`continuation`); not written while classic,
+    /// so records made before the setting existed keep their spec.
+    #[serde(default, skip_serializing_if = "EpStart::is_classic")]
+    pub start: EpStart,
+    /// How a run steps towards its fixed point (`controller`); not written
+    /// while classic.
+    #[serde(default, skip_serializing_if = "EpController::is_classic")]
+    pub controller: EpController,
+}
+
+/// How a fit reaches its γ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EpStart {
+    /// From the prior (or the folds' average after a CV), then the rescue
+    /// paths of each flavour when that fails.
+    #[default]
+    Classic,
+    /// Adaptive continuation in γ from a small γ (`continuation`, ALGORITHMS.md §16).
+    Continuation,
+}
+
+impl EpStart {
+    pub fn is_classic(&self) -> bool {
+        *self == EpStart::Classic
+    }
+}
+
+/// How a run steps towards its fixed point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EpController {
+    /// Damped sweeps with the driver's stall, cycle, drift and extrapolation rules.
+    #[default]
+    Classic,
+    /// Damped sweeps with safeguarded Anderson mixing and one non-progress
+    /// verdict on the residual's contraction (`controller`).
+    Anderson,
+}
+
+impl EpController {
+    pub fn is_classic(&self) -> bool {
+        *self == EpController::Classic
+    }
 }
 
 fn extrapolate_default() -> bool {
@@ -74,6 +118,8 @@ impl Default for EpSettings {
             cycle_stalls: 0,
             extrapolate: true,
             early_verdict: false,
+            start: EpStart::Classic,
+            controller: EpController::Classic,
         }
     }
 }
@@ -194,6 +240,8 @@ pub struct PairEp {
     marg_stale: bool,
     /// Sites on a sample of the pairs instead of all n+ × n− (`pairs`).
     sampled: Option<(SampledLayout, SampledWorkspace)>,
+    /// The trial was replaced after the pass that wrote it (`agg` is stale).
+    trial_loaded: bool,
 }
 
 impl PairEp {
@@ -229,6 +277,7 @@ impl PairEp {
             sites_part: None,
             marg_stale: false,
             sampled: None,
+            trial_loaded: false,
             zp,
             zn,
         })
@@ -268,6 +317,7 @@ impl PairEp {
             sites_part: None,
             marg_stale: false,
             sampled: Some((layout, ws)),
+            trial_loaded: false,
             zp,
             zn,
         })
@@ -515,6 +565,7 @@ impl PairEp {
         let stats = self.run_pass(op, StepFactor::new(g));
         if eta.is_some() {
             self.agg_valid = false; // agg describes the trial until it is accepted
+            self.trial_loaded = false;
         }
         stats
     }
@@ -522,7 +573,7 @@ impl PairEp {
     /// The trial written by the last update pass becomes current.
     pub(crate) fn accept_trial(&mut self) {
         with_store!(&mut self.store, st => st.rotate());
-        self.agg_valid = true;
+        self.agg_valid = !std::mem::take(&mut self.trial_loaded);
     }
 
     /// Current ← (previous + current)/2: the last step again with η halved.
@@ -560,6 +611,39 @@ impl PairEp {
 
     pub(crate) fn forget_rollback(&mut self) {
         with_store!(&mut self.store, st => st.forget_prev());
+    }
+
+    /// The current sites (K then h of every pair), e.g. a continuation's
+    /// last converged point.
+    pub(crate) fn sites_vec(&self) -> Vec<f64> {
+        let (mut k, h) = with_store!(&self.store, st => st.copy_out(false));
+        k.extend(h);
+        k
+    }
+
+    /// The trial the last update pass wrote (K then h), for a step controller.
+    pub(crate) fn trial_vec(&self) -> Vec<f64> {
+        let (mut k, h) = with_store!(&self.store, st => st.copy_out(true));
+        k.extend(h);
+        k
+    }
+
+    /// Sets the current sites (`sites_vec`'s layout); no rollback point; q
+    /// must be rebuilt.
+    pub(crate) fn load_sites(&mut self, v: &[f64]) {
+        let m = v.len() / 2;
+        with_store!(&mut self.store, st => st.copy_in(&v[..m], &v[m..], false));
+        self.agg_valid = false;
+        self.sites_part = None;
+        self.q = None;
+    }
+
+    /// Replaces the trial the last update pass wrote (`sites_vec`'s layout).
+    pub(crate) fn load_trial(&mut self, v: &[f64]) {
+        let m = v.len() / 2;
+        with_store!(&mut self.store, st => st.copy_in(&v[..m], &v[m..], true));
+        self.trial_loaded = true;
+        self.sites_part = None;
     }
 
     /// Whether every site is zero (q = prior).
@@ -677,5 +761,14 @@ impl SweepState for GaussianSweep<'_> {
     }
     fn context(&self) -> serde_json::Value {
         json!({ "gamma_over_pairs": self.step.g })
+    }
+    fn sites_vec(&self) -> Option<Vec<f64>> {
+        Some(self.ep.sites_vec())
+    }
+    fn trial_vec(&self) -> Option<Vec<f64>> {
+        Some(self.ep.trial_vec())
+    }
+    fn load_trial(&mut self, v: &[f64]) {
+        self.ep.load_trial(v);
     }
 }

@@ -202,6 +202,29 @@ impl<S: SiteScalar> SiteBuffers<S> {
         self.cur = 0;
     }
 
+    /// (K, h) of the current state, or of the trial the last update pass
+    /// wrote (`trial`), as f64 (exact for f32 storage).
+    pub fn copy_out(&self, trial: bool) -> (Vec<f64>, Vec<f64>) {
+        let b = if trial { self.next() } else { self.cur };
+        let f = |v: &[S]| v.iter().map(|x| x.to_f64()).collect();
+        (f(&self.k[b]), f(&self.h[b]))
+    }
+
+    /// Writes (K, h) into the current state (no rollback point afterwards),
+    /// or into the trial (`trial`: the rollback point is kept).
+    pub fn copy_in(&mut self, k: &[f64], h: &[f64], trial: bool) {
+        let b = if trial { self.next() } else { self.cur };
+        for (d, v) in self.k[b].iter_mut().zip(k) {
+            *d = S::from_f64(*v);
+        }
+        for (d, v) in self.h[b].iter_mut().zip(h) {
+            *d = S::from_f64(*v);
+        }
+        if !trial {
+            self.prev = None;
+        }
+    }
+
     /// Site (K, h) of pair (i, j) in the current state.
     pub fn value(&self, i: usize, j: usize) -> (f64, f64) {
         let idx = i * self.n_neg + j;

@@ -95,6 +95,7 @@ fn tight(eta: f64, tol: f64) -> EpSettings {
         cycle_stalls: 0,
         extrapolate: false,
         early_verdict: false,
+        ..EpSettings::default()
     }
 }
 

@@ -12,6 +12,7 @@ use super::release::ReleaseStatus;
 use super::sweep::{SsSettings, SsSweepInfo};
 use super::tune::{self, Hooks, Tuning};
 use super::warm_path;
+use crate::engine::ep::continuation;
 use crate::engine::ep::design::Design;
 use crate::engine::ep::engine::{Ep, GammaMode, Sink, Z_QUANTILES};
 use crate::engine::event::{EpSweep, Event, LogLevel};
@@ -189,6 +190,8 @@ pub fn run(
     };
     // The warm path along the γ grid when the start from the prior failed.
     let mut warm = None;
+    // The continuation's path (`--ep-start continuation`).
+    let mut gamma_path = None;
     let (outcome, tuned) = if what.incl || what.slab {
         let mut hooks = Hooks {
             on_sweep: &mut on_sweep,
@@ -224,24 +227,43 @@ pub fn run(
             || crate::engine::ep::cv::grid_below(gamma, pb.n()),
             |r| r.eligible_below_chosen(),
         );
-        let (out, path) = warm_path::run(
-            &mut model,
-            gamma,
-            path,
-            pb.n(),
-            &settings,
-            ctl,
-            &mut on_sweep,
-            &mut || sink.borrow_mut().drop_earlier_sweeps(),
-            &mut |message| {
-                sink.borrow_mut().emit(Event::Log {
-                    level: LogLevel::Warn,
-                    message,
-                })
-            },
-        )?;
-        warm = path;
-        (out, None)
+        if !settings.ep.start.is_classic() {
+            let mut sp = warm_path::SsPath {
+                model: &mut model,
+                settings,
+                ctl,
+                on_sweep: &mut on_sweep,
+                new_run: &mut || sink.borrow_mut().drop_earlier_sweeps(),
+            };
+            let (out, path) =
+                continuation::reach(&mut sp, gamma, pb.n(), continuation::KAPPA, &mut |p| {
+                    sink.borrow_mut().emit(Event::Log {
+                        level: LogLevel::Info,
+                        message: continuation::describe(p).replacen("ep:", "ep spike-slab:", 1),
+                    })
+                })?;
+            gamma_path = Some(path);
+            (out, None)
+        } else {
+            let (out, path) = warm_path::run(
+                &mut model,
+                gamma,
+                path,
+                pb.n(),
+                &settings,
+                ctl,
+                &mut on_sweep,
+                &mut || sink.borrow_mut().drop_earlier_sweeps(),
+                &mut |message| {
+                    sink.borrow_mut().emit(Event::Log {
+                        level: LogLevel::Warn,
+                        message,
+                    })
+                },
+            )?;
+            warm = path;
+            (out, None)
+        }
     };
     let SpikeSlab {
         spike_var,
@@ -397,6 +419,10 @@ pub fn run(
         "tuning_rounds": tuned.as_ref().map(|t| json!({ "rounds": t.4, "settled": t.5 })),
         "seconds": { "cv": cv_seconds, "ep": outcome.seconds, "total": t0.elapsed().as_secs_f64() },
     });
+    if let Some(p) = gamma_path {
+        fit.details["gamma"]["start"] = json!("continuation");
+        fit.details["gamma"]["path"] = json!(p);
+    }
     fit.trace = sink.trace;
     Ok(fit)
 }

@@ -289,6 +289,19 @@ impl SpikeSlabEp {
         }
     }
 
+    /// The current pair and prior sites (a continuation's converged point).
+    pub(crate) fn snapshot(&self) -> (Vec<f64>, PriorSites) {
+        (self.lik.ep.sites_vec(), self.sites.clone())
+    }
+
+    /// Back to a `snapshot`; q is rebuilt by the next run.
+    pub(crate) fn restore(&mut self, snap: &(Vec<f64>, PriorSites)) {
+        self.lik.ep.load_sites(&snap.0);
+        self.sites.clone_from(&snap.1);
+        self.lik.moments = None;
+        self.release = ReleaseStatus::NotNeeded;
+    }
+
     /// Every site back to its start (q = the prior).
     pub fn reset(&mut self) {
         self.lik.reset();

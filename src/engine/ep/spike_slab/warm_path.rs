@@ -18,9 +18,12 @@
 use serde::Serialize;
 
 use super::model::SpikeSlabEp;
+use super::prior_sites::PriorSites;
 use super::sweep::{SsOutcome, SsSettings, SsSweepInfo};
+use crate::engine::ep::continuation::Continuable;
 use crate::engine::ep::cv;
 use crate::engine::ep::design::Design;
+use crate::engine::ep::driver::Marginal;
 use crate::engine::interface::{Control, EngineError};
 
 /// One point of the warm path.
@@ -92,4 +95,49 @@ pub fn run(
             points,
         }),
     ))
+}
+
+/// Spike-and-slab EP driven by the continuation in γ (`continuation`): every
+/// point's sweeps are streamed, `new_run` before each.
+pub struct SsPath<'a> {
+    pub model: &'a mut SpikeSlabEp,
+    pub settings: SsSettings,
+    pub ctl: &'a Control,
+    pub on_sweep: &'a mut dyn FnMut(&SsSweepInfo<'_>, &Design),
+    pub new_run: &'a mut dyn FnMut(),
+}
+
+impl Continuable for SsPath<'_> {
+    type Snapshot = (Vec<f64>, PriorSites);
+    type Outcome = SsOutcome;
+    fn snapshot(&self) -> Self::Snapshot {
+        self.model.snapshot()
+    }
+    fn restore(&mut self, snap: &Self::Snapshot) {
+        self.model.restore(snap);
+    }
+    fn reset(&mut self) {
+        self.model.reset();
+    }
+    fn run_at(&mut self, gamma: f64, target: bool) -> Result<(SsOutcome, usize, f64), EngineError> {
+        let s = SsSettings {
+            ep: if target {
+                cv::cv_settings(&self.settings.ep)
+            } else {
+                cv::fold_settings(&self.settings.ep)
+            },
+            ..self.settings
+        };
+        (self.new_run)();
+        let out = self.model.run(gamma, &s, self.ctl, self.on_sweep)?;
+        let sweeps = out.sweeps;
+        Ok((out, sweeps, s.ep.tol))
+    }
+    fn marginal(&self) -> Marginal {
+        let q = self.model.moments();
+        Marginal {
+            mean: q.mean.clone(),
+            var: q.var.clone(),
+        }
+    }
 }

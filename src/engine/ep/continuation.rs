@@ -1,0 +1,288 @@
+//! EP continuation in γ (ALGORITHMS.md §16): one way to reach a γ for every
+//! EP flavour, the EP analogue of the tempering SMC's ESS rule.
+//!
+//! EP runs first at a small γ₀ (the default grid's lowest point, 1/16·n),
+//! then at γ_{k+1} = γ_k·e^{λ_k}, each point warm-started from the last
+//! converged sites. The step λ_k (in log γ) is chosen so that the predicted
+//! move of the posterior — the last step's move per unit of log γ, measured
+//! like Δ_t as the largest change of a mean (in sds) or of an sd — is at most
+//! `kappa` sds. A point that fails goes back to the last converged sites;
+//! later points stay below the smallest γ that failed, bisecting (in log γ)
+//! the gap to it, so failures cost at most log2(`MAX_STEP`/`MIN_STEP`) + 2
+//! points; when the gap is below `MIN_STEP` the continuation stops with a
+//! typed verdict (`PathVerdict`): no fixed point in reach beyond the last
+//! converged γ.
+//! Intermediate points converge to the folds' tolerance (they are starts);
+//! the target γ to the run's own. The fixed point at the target is the one a
+//! converged cold start reaches where both converge (tests).
+//!
+//! Why log γ: the posterior's scale grows like √γ to γ in the AUC's Gibbs
+//! posterior, so equal moves need roughly equal ratios of γ (the grid is
+//! geometric for the same reason).
+
+use serde::Serialize;
+
+use super::driver::Marginal;
+use crate::engine::error::NonConvergence;
+use crate::engine::interface::EngineError;
+
+/// The largest predicted move of q per step, in posterior sds (§16: κ ≈ 1).
+pub const KAPPA: f64 = 1.0;
+/// γ₀ as a multiple of n (the default grid's lowest point).
+pub const START_OVER_N: f64 = 1.0 / 16.0;
+/// Largest step in log γ (a quadrupling).
+pub const MAX_STEP: f64 = std::f64::consts::LN_2 * 2.0;
+/// The first step after γ₀ (a doubling, the grid's).
+const FIRST_STEP: f64 = std::f64::consts::LN_2;
+/// Below this step in log γ (γ grows by < 1.1%), a failing point ends the
+/// continuation: no fixed point in reach.
+pub const MIN_STEP: f64 = std::f64::consts::LN_2 / 64.0;
+
+/// Why a step was shorter than the largest one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shortened {
+    /// The predicted move was above κ sds.
+    Move,
+    /// The target γ was nearer.
+    Target,
+    /// The point at the longer step failed: halved.
+    Failure,
+}
+
+/// One point of the path.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PathPoint {
+    pub gamma: f64,
+    pub over_n: f64,
+    pub sweeps: usize,
+    pub tol: f64,
+    pub converged: bool,
+    /// Move of q from the last converged point (Δ's measure, in sds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moved: Option<f64>,
+    /// Why this step was shorter than `MAX_STEP`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shortened: Option<Shortened>,
+    /// Why the point failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The record of a continuation (`details.gamma.path`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GammaPath {
+    pub kappa: f64,
+    pub target: f64,
+    pub points: Vec<PathPoint>,
+    /// Sweeps of every point, the failed ones included.
+    pub sweeps: usize,
+}
+
+/// The continuation ended without reaching the target.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PathVerdict {
+    /// The largest γ where EP converged (None: not even γ₀).
+    pub reached: Option<f64>,
+    /// The step that failed last, in log γ.
+    pub step: f64,
+    pub last_error: String,
+}
+
+/// An EP flavour's state as the continuation drives it.
+pub trait Continuable {
+    /// What `restore` needs to go back to a converged point.
+    type Snapshot;
+    /// A converged run's result.
+    type Outcome;
+    fn snapshot(&self) -> Self::Snapshot;
+    fn restore(&mut self, snap: &Self::Snapshot);
+    /// Every site back to its start (q = the prior).
+    fn reset(&mut self);
+    /// EP to convergence at `gamma` from the current state, at the target's
+    /// tolerance when `target`, else at the folds'; no retry from the prior
+    /// (the continuation handles failures). Returns the outcome, the sweeps
+    /// and the tolerance used.
+    fn run_at(
+        &mut self,
+        gamma: f64,
+        target: bool,
+    ) -> Result<(Self::Outcome, usize, f64), EngineError>;
+    /// The marginals of the current q (the move is measured on them).
+    fn marginal(&self) -> Marginal;
+}
+
+/// A log line for a point of the path.
+pub fn describe(p: &PathPoint) -> String {
+    let how = match (&p.error, p.moved) {
+        (Some(e), _) => format!("failed ({e})"),
+        (None, Some(m)) => format!("{} sweeps, q moved {m:.3} sd", p.sweeps),
+        (None, None) => format!("{} sweeps", p.sweeps),
+    };
+    let why = match p.shortened {
+        Some(Shortened::Move) => ", step shortened by κ",
+        Some(Shortened::Target) => ", step shortened to the target",
+        Some(Shortened::Failure) => ", step halved after a failure",
+        None => "",
+    };
+    format!("ep: continuation at γ = {:.4}n: {how}{why}", p.over_n)
+}
+
+/// The next step in log γ: κ over the last step's move per unit log γ,
+/// at most `MAX_STEP`, at most twice the last step.
+pub fn next_step(kappa: f64, last_step: f64, moved: f64) -> (f64, bool) {
+    let cap = MAX_STEP.min(2.0 * last_step);
+    if !(moved > 0.0) || !moved.is_finite() {
+        return (cap, false);
+    }
+    let want = kappa * last_step / moved;
+    if want < cap {
+        (want, true)
+    } else {
+        (cap, false)
+    }
+}
+
+/// Reaches `target` by continuation from γ₀ = `START_OVER_N`·n (or the
+/// target itself when it is not above γ₀), starting from the prior. Returns
+/// the target's outcome and the path; a failure to reach it is
+/// `NotConverged` with the path and the verdict in its diagnostics.
+pub fn reach<C: Continuable>(
+    st: &mut C,
+    target: f64,
+    n: usize,
+    kappa: f64,
+    on_point: &mut dyn FnMut(&PathPoint),
+) -> Result<(C::Outcome, GammaPath), EngineError> {
+    if !(kappa > 0.0 && kappa.is_finite()) {
+        return Err(EngineError::InvalidParams(format!(
+            "the continuation's κ must be > 0; got {kappa}"
+        )));
+    }
+    let nf = n as f64;
+    let mut path = GammaPath {
+        kappa,
+        target,
+        points: Vec::new(),
+        sweeps: 0,
+    };
+    st.reset();
+    let mut gamma = (START_OVER_N * nf).min(target);
+    let mut shortened = (gamma < START_OVER_N * nf).then_some(Shortened::Target);
+    // The last converged point: γ, its sites and marginals.
+    let mut last: Option<(f64, C::Snapshot, Marginal)> = None;
+    let mut step = FIRST_STEP;
+    // The smallest γ that failed: later points stay below it, bisecting
+    // (in log γ) the gap from the last converged point.
+    let mut ceiling = f64::INFINITY;
+    loop {
+        let is_target = gamma >= target;
+        let res = st.run_at(gamma, is_target);
+        let mut point = PathPoint {
+            gamma,
+            over_n: gamma / nf,
+            sweeps: 0,
+            tol: 0.0,
+            converged: false,
+            moved: None,
+            shortened,
+            error: None,
+        };
+        match res {
+            Ok((out, sweeps, tol)) => {
+                let now = st.marginal();
+                (point.sweeps, point.tol, point.converged) = (sweeps, tol, true);
+                point.moved = last.as_ref().map(|(_, _, q)| now.delta(q));
+                path.sweeps += sweeps;
+                on_point(&point);
+                path.points.push(point.clone());
+                if is_target {
+                    return Ok((out, path));
+                }
+                let (next, by_move) = match (&last, point.moved) {
+                    (Some((g0, _, _)), Some(moved)) => next_step(kappa, (gamma / g0).ln(), moved),
+                    _ => (FIRST_STEP, false),
+                };
+                last = Some((gamma, st.snapshot(), now));
+                step = next;
+                shortened = by_move.then_some(Shortened::Move);
+            }
+            Err(EngineError::NotConverged {
+                message,
+                diagnostics,
+                ..
+            }) => {
+                if let Some(d) = diagnostics["sweeps"].as_u64() {
+                    point.sweeps = d as usize;
+                    path.sweeps += d as usize;
+                }
+                point.error = Some(message.clone());
+                on_point(&point);
+                path.points.push(point);
+                ceiling = ceiling.min(gamma);
+                let reached = last.as_ref().map(|l| l.0);
+                step = reached.map_or(step, |g0| (gamma / g0).ln()) * 0.5;
+                if step < MIN_STEP || reached.is_none() && gamma <= nf * START_OVER_N / 16.0 {
+                    let verdict = PathVerdict {
+                        reached,
+                        step: step * 2.0,
+                        last_error: message.clone(),
+                    };
+                    let where_ = reached.map_or("not even at its first point".to_string(), |g| {
+                        format!("beyond γ = {:.4}n", g / nf)
+                    });
+                    return Err(EngineError::not_converged(
+                        NonConvergence::NoFixedPointInReach,
+                        format!(
+                            "the continuation in γ found no fixed point in reach {where_} \
+                             (the last step, ×{:.3} in γ, failed: {message})",
+                            (step * 2.0).exp()
+                        ),
+                        serde_json::json!({
+                            "sweeps": path.sweeps,
+                            "detail": { "reason": NonConvergence::NoFixedPointInReach,
+                                        "verdict": verdict, "last": diagnostics },
+                            "gamma_path": path,
+                        }),
+                    ));
+                }
+                shortened = Some(Shortened::Failure);
+                match &last {
+                    Some((g0, snap, _)) => {
+                        st.restore(snap);
+                        gamma = *g0;
+                    }
+                    None => {
+                        // γ₀ itself failed from the prior: a smaller γ₀.
+                        st.reset();
+                        gamma /= 4.0;
+                        continue;
+                    }
+                }
+            }
+            Err(e) => return Err(e),
+        }
+        let mut next = gamma * step.exp();
+        if next >= ceiling {
+            // Halfway (in log γ) to the γ that failed.
+            next = (gamma * ceiling).sqrt();
+            step = (next / gamma).ln();
+            if step < MIN_STEP {
+                next = ceiling; // fails again and ends in the verdict
+            }
+            shortened = Some(Shortened::Failure);
+        }
+        if next >= target {
+            if next > target * (1.0 + 1e-12) {
+                shortened = Some(Shortened::Target);
+            }
+            gamma = target;
+        } else {
+            gamma = next;
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "continuation_tests.rs"]
+mod tests;

@@ -1,0 +1,220 @@
+use super::*;
+use crate::engine::ep::linear::{LinearEp, LinearPath};
+use crate::engine::ep::pair_ep::{EpSettings, EpStart};
+use crate::engine::ep::spike_slab::model::{SpikeSlab, SpikeSlabEp};
+use crate::engine::ep::spike_slab::sweep::SsSettings;
+use crate::engine::ep::spike_slab::warm_path::SsPath;
+use crate::engine::ep::tests::toy;
+use crate::engine::ep::{Form, Precision};
+use crate::engine::interface::Control;
+use serde_json::json;
+
+/// κ sets the step: half the move per step doubles the step, up to the caps.
+#[test]
+fn the_step_follows_the_move() {
+    let (s, by_move) = next_step(1.0, 0.2, 2.0);
+    assert!((s - 0.1).abs() < 1e-15 && by_move);
+    // A small move: at most twice the last step, at most MAX_STEP.
+    assert_eq!(next_step(1.0, 0.2, 0.01), (0.4, false));
+    assert_eq!(next_step(1.0, 1.0, 0.01), (MAX_STEP, false));
+    // No move measured: the cap.
+    assert_eq!(next_step(1.0, 0.3, 0.0), (0.6, false));
+    assert_eq!(next_step(1.0, 0.3, f64::NAN), (0.6, false));
+}
+
+/// A state whose fixed point exists only up to `limit` and whose "posterior"
+/// mean is log γ (so the move per step is the step itself).
+struct Mock {
+    limit: f64,
+    gamma: Option<f64>,
+    runs: Vec<(f64, bool)>,
+}
+
+impl Continuable for Mock {
+    type Snapshot = Option<f64>;
+    type Outcome = f64;
+    fn snapshot(&self) -> Option<f64> {
+        self.gamma
+    }
+    fn restore(&mut self, s: &Option<f64>) {
+        self.gamma = *s;
+    }
+    fn reset(&mut self) {
+        self.gamma = None;
+    }
+    fn run_at(&mut self, gamma: f64, target: bool) -> Result<(f64, usize, f64), EngineError> {
+        self.runs.push((gamma, target));
+        if gamma > self.limit {
+            return Err(EngineError::not_converged(
+                NonConvergence::Drift,
+                "drift",
+                json!({ "sweeps": 50 }),
+            ));
+        }
+        self.gamma = Some(gamma);
+        Ok((gamma, 7, if target { 1e-4 } else { 1e-3 }))
+    }
+    fn marginal(&self) -> Marginal {
+        Marginal {
+            mean: vec![self.gamma.map_or(0.0, f64::ln)],
+            var: vec![1.0],
+        }
+    }
+}
+
+/// Where every point converges the path climbs by the largest steps and ends
+/// exactly at the target; κ = ¼ takes steps of ¼ in log γ.
+#[test]
+fn the_path_ends_at_the_target() {
+    let mut m = Mock {
+        limit: f64::INFINITY,
+        gamma: None,
+        runs: Vec::new(),
+    };
+    let (out, path) = reach(&mut m, 100.0, 10, 1.0, &mut |_| {}).unwrap();
+    assert_eq!(out, 100.0);
+    let last = path.points.last().unwrap();
+    assert_eq!((last.gamma, last.tol), (100.0, 1e-4));
+    assert_eq!(path.points[0].gamma, 10.0 / 16.0);
+    assert!(path.points.iter().all(|p| p.converged));
+    assert_eq!(path.sweeps, 7 * path.points.len());
+    assert_eq!(m.runs.iter().filter(|r| r.1).count(), 1);
+    let mut m = Mock {
+        limit: f64::INFINITY,
+        gamma: None,
+        runs: Vec::new(),
+    };
+    let (_, path) = reach(&mut m, 100.0, 10, 0.25, &mut |_| {}).unwrap();
+    let p = &path.points;
+    for w in p[2..p.len() - 1].windows(2) {
+        assert!(((w[1].gamma / w[0].gamma).ln() - 0.25).abs() < 1e-9);
+        assert_eq!(w[1].shortened, Some(Shortened::Move));
+    }
+}
+
+/// Beyond the last fixed point the gap to the smallest failed γ is bisected
+/// until `MIN_STEP`, then a typed verdict names the largest γ reached (within
+/// two `MIN_STEP`s of the limit).
+#[test]
+fn no_fixed_point_gives_a_verdict() {
+    let mut m = Mock {
+        limit: 30.0,
+        gamma: None,
+        runs: Vec::new(),
+    };
+    let err = reach(&mut m, 100.0, 10, 1.0, &mut |_| {}).unwrap_err();
+    let EngineError::NotConverged {
+        message,
+        diagnostics,
+        reason,
+    } = err
+    else {
+        panic!("{err:?}")
+    };
+    assert!(message.contains("no fixed point in reach"), "{message}");
+    assert_eq!(reason, NonConvergence::NoFixedPointInReach);
+    let reached = diagnostics["detail"]["verdict"]["reached"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        reached <= 30.0 && reached > 30.0 * (-2.0 * MIN_STEP).exp(),
+        "{reached}"
+    );
+    assert_eq!(diagnostics["detail"]["reason"], "no fixed point in reach");
+    let failed = diagnostics["gamma_path"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["converged"] == false)
+        .count();
+    // Bisection below the smallest failed γ: at most log2(MAX_STEP/MIN_STEP) + 2.
+    assert!((1..=9).contains(&failed), "{failed}");
+    // A point after a failure starts from the last converged one.
+    assert!(m.runs.windows(2).all(|w| w[1].0 > 0.0));
+}
+
+fn linear_fixed_point(lep: &LinearEp) -> (Vec<f64>, Vec<f64>) {
+    (lep.mean(), lep.sd())
+}
+
+/// Gaussian EP: the continuation's fixed point at γ = 4n is the converged
+/// cold run's (means within 1e-6 sd, sds within 1e-6 relative, at tol 1e-10),
+/// and log Z agrees to 1e-7 relative.
+#[test]
+fn gaussian_continuation_reaches_the_cold_fixed_point() {
+    let (x, y) = toy(300, 5, 11, 0.7);
+    let s = EpSettings {
+        tol: 1e-10,
+        ..EpSettings::default()
+    };
+    let gamma = 4.0 * 300.0;
+    let ctl = Control::new();
+    let mut cold = LinearEp::new(&x, &y, &[1.0; 5], Form::Primal, Precision::F64).unwrap();
+    let oc = cold.run(gamma, &s, &ctl, &mut |_, _| {}).unwrap();
+    let mut lep = LinearEp::new(&x, &y, &[1.0; 5], Form::Primal, Precision::F64).unwrap();
+    let mut lp = LinearPath {
+        lep: &mut lep,
+        settings: EpSettings {
+            start: EpStart::Continuation,
+            ..s
+        },
+        ctl: &ctl,
+        on_sweep: &mut |_, _| {},
+    };
+    let (ow, path) = reach(&mut lp, gamma, 300, KAPPA, &mut |_| {}).unwrap();
+    assert!(path.points.len() >= 4, "{path:?}");
+    let ((mc, sc), (mw, sw)) = (linear_fixed_point(&cold), linear_fixed_point(&lep));
+    for k in 0..5 {
+        assert!((mc[k] - mw[k]).abs() < 1e-6 * sc[k], "mean {k}");
+        assert!((sw[k] / sc[k] - 1.0).abs() < 1e-6, "sd {k}");
+    }
+    let (zc, zw) = (oc.evidence.log_z().unwrap(), ow.evidence.log_z().unwrap());
+    assert!((zc - zw).abs() < 1e-7 * zc.abs(), "{zc} vs {zw}");
+}
+
+/// Spike-and-slab EP: the continuation reaches the converged cold run's
+/// fixed point (means within 1e-5 sd, inclusion within 1e-5, at tol 1e-10).
+#[test]
+fn spike_slab_continuation_reaches_the_cold_fixed_point() {
+    let (x, y) = toy(120, 6, 5, 0.8);
+    let prior = SpikeSlab {
+        spike_var: 1e-2,
+        slab_var: 1.0,
+        incl: 0.5,
+    };
+    let s = SsSettings {
+        ep: EpSettings {
+            tol: 1e-10,
+            ..EpSettings::default()
+        },
+        ..SsSettings::default()
+    };
+    let gamma = 120.0;
+    let ctl = Control::new();
+    let mut cold = SpikeSlabEp::new(&x, &y, prior, Precision::F64).unwrap();
+    let oc = cold.run(gamma, &s, &ctl, &mut |_, _| {}).unwrap();
+    let mut warm = SpikeSlabEp::new(&x, &y, prior, Precision::F64).unwrap();
+    let mut sp = SsPath {
+        model: &mut warm,
+        settings: SsSettings {
+            ep: EpSettings {
+                start: EpStart::Continuation,
+                ..s.ep
+            },
+            ..s
+        },
+        ctl: &ctl,
+        on_sweep: &mut |_, _| {},
+        new_run: &mut || {},
+    };
+    let (ow, path) = reach(&mut sp, gamma, 120, KAPPA, &mut |_| {}).unwrap();
+    assert!(path.points.len() >= 3, "{path:?}");
+    let (mc, sc, mw) = (cold.mean(), cold.sd(), warm.mean());
+    for k in 0..6 {
+        assert!((mc[k] - mw[k]).abs() < 1e-5 * sc[k], "mean {k}");
+        assert!(
+            (oc.inclusion[k] - ow.inclusion[k]).abs() < 1e-5,
+            "inclusion {k}"
+        );
+    }
+}

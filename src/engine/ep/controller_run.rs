@@ -1,0 +1,302 @@
+//! The Anderson controller's sweep loop (module docs: `controller`). Same
+//! `SweepState` contract and acceptance rule as `driver::run_once`; the
+//! stall, cycle, drift, wandering and extrapolation rules are replaced by the
+//! mixing and the one verdict.
+
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::{Anderson, Progress, residual};
+use crate::engine::ep::driver::{Converged, Marginal, Rules, SweepState, SweepStatus};
+use crate::engine::ep::pair_ep::EpSettings;
+use crate::engine::error::NonConvergence;
+use crate::engine::interface::{Control, EngineError};
+
+/// Counters of a run, for the diagnostics.
+#[derive(Default)]
+struct Counts {
+    halvings: usize,
+    mixed: usize,
+    undone: usize,
+}
+
+/// Runs EP to convergence from the current state with Anderson mixing when
+/// the flavour exposes its sites (`SweepState::sites_vec`), else plain
+/// damping; the non-progress verdict in both cases.
+pub fn run_once<S: SweepState>(
+    st: &mut S,
+    s: &EpSettings,
+    rules: Rules,
+    ctl: &Control,
+    on_sweep: &mut dyn FnMut(&S, &SweepStatus),
+) -> Result<Converged, EngineError> {
+    s.validate().map_err(EngineError::InvalidParams)?;
+    let t0 = Instant::now();
+    st.begin_run();
+    let prior_not_pd =
+        || EngineError::Numerical("the prior precision is not positive definite".into());
+    let mut cold_restart = false;
+    if !st.ensure_q() {
+        if !st.can_reset() {
+            return Err(prior_not_pd());
+        }
+        st.reset();
+        cold_restart = true;
+        if !st.ensure_q() {
+            return Err(prior_not_pd());
+        }
+    }
+    let warmup = if st.is_cold() { st.warmup_sweeps() } else { 0 };
+    st.forget_rollback();
+    st.begin_sweep();
+    let mut aa = st
+        .sites_vec()
+        .and_then(|v| Anderson::within_budget(v.len()));
+    let mut progress = Progress::default();
+    let mut q_prev: Option<Marginal> = None;
+    let (mut eta, mut sweep, mut delta, mut candidate) = (s.eta, 0usize, f64::INFINITY, false);
+    // The residual before a mixed step not yet judged; no mixing next sweep.
+    let (mut mixed_pending, mut no_mix): (Option<f64>, bool) = (None, false);
+    let mut n = Counts::default();
+    let fail = |st: &S,
+                why: &str,
+                sweep: usize,
+                eta: f64,
+                delta: f64,
+                reason: NonConvergence,
+                n: &Counts| {
+        let mut detail = json!({
+            "reason": reason, "controller": "anderson", "halvings": n.halvings,
+            "mixed_steps": n.mixed, "mixed_undone": n.undone,
+        });
+        if let (Some(o), serde_json::Value::Object(e)) =
+            (detail.as_object_mut(), st.failure_detail())
+        {
+            o.extend(e);
+        }
+        let mut diagnostics = json!({
+            "sweeps": sweep, "eta": eta, "delta": delta, "tol": s.tol, "detail": detail,
+        });
+        if let (Some(o), serde_json::Value::Object(e)) = (diagnostics.as_object_mut(), st.context())
+        {
+            o.extend(e);
+        }
+        EngineError::not_converged(
+            reason,
+            format!(
+                "{} {why} (after {sweep} sweeps, η = {eta:.3e}, Δ = {delta:.3e})",
+                st.label()
+            ),
+            diagnostics,
+        )
+    };
+    let below_min = "did not converge: η fell below its minimum";
+    // Back to the state a mixed step started from; plain steps until the
+    // history refills.
+    let undo = |st: &mut S, aa: &mut Option<Anderson>, n: &mut Counts| {
+        st.restore();
+        if let Some(a) = aa.as_mut() {
+            a.clear();
+        }
+        n.undone += 1;
+        st.ensure_q()
+    };
+    loop {
+        ctl.checkpoint()?;
+        let stats = st.pass((!candidate).then_some(eta), rules.evidence_every_sweep);
+        if stats.bad > 0 {
+            if mixed_pending.take().is_some() {
+                // The mixed point left a cavity invalid.
+                if !undo(st, &mut aa, &mut n) {
+                    return Err(prior_not_pd());
+                }
+                (no_mix, candidate) = (true, false);
+                continue;
+            }
+            if !st.can_roll_back() {
+                if cold_restart || !st.can_reset() {
+                    return Err(fail(
+                        st,
+                        "found invalid cavities at the prior",
+                        sweep,
+                        eta,
+                        delta,
+                        NonConvergence::InvalidCavities,
+                        &n,
+                    ));
+                }
+                st.reset();
+                cold_restart = true;
+                if !st.ensure_q() {
+                    return Err(prior_not_pd());
+                }
+                continue;
+            }
+            // Reject the current state: the same step with η halved, kept halved.
+            loop {
+                eta *= 0.5;
+                n.halvings += 1;
+                if eta < s.min_eta {
+                    return Err(fail(
+                        st,
+                        below_min,
+                        sweep,
+                        eta,
+                        delta,
+                        NonConvergence::InvalidCavities,
+                        &n,
+                    ));
+                }
+                st.shrink();
+                if st.complete_sweep(eta, sweep < warmup) {
+                    break;
+                }
+            }
+            if let Some(a) = aa.as_mut() {
+                a.clear();
+            }
+            progress.reset();
+            delta = st
+                .marginal()
+                .delta(q_prev.as_ref().expect("a previous state"));
+            candidate = sweep > warmup && delta < s.tol * st.step_floor(eta);
+            continue;
+        }
+        // The current state is valid; a mixed one must also have cut the residual.
+        let pair = aa
+            .as_ref()
+            .and_then(|_| Some((st.sites_vec()?, st.trial_vec()?)));
+        let res = pair.as_ref().map(|(x, g)| residual(x, g));
+        if let (Some(before), Some(r)) = (mixed_pending.take(), res)
+            && !candidate
+            && r >= before
+        {
+            if !undo(st, &mut aa, &mut n) {
+                return Err(prior_not_pd());
+            }
+            no_mix = true;
+            continue;
+        }
+        if sweep > 0 {
+            on_sweep(
+                st,
+                &SweepStatus {
+                    sweep,
+                    delta,
+                    eta: st.step_floor(eta),
+                    stats,
+                    evidence_known: candidate || rules.evidence_every_sweep,
+                    elapsed: t0.elapsed().as_secs_f64(),
+                },
+            );
+        }
+        if candidate {
+            return Ok(Converged {
+                sweeps: sweep,
+                eta,
+                step: st.step_floor(eta),
+                delta,
+                stats,
+                cold_restart,
+                seconds: t0.elapsed().as_secs_f64(),
+                jumps: n.mixed,
+                jumps_undone: n.undone,
+            });
+        }
+        if sweep >= s.max_sweeps {
+            let why = format!("did not converge within {} sweeps", s.max_sweeps);
+            return Err(fail(
+                st,
+                &why,
+                sweep,
+                eta,
+                delta,
+                NonConvergence::MaxSweeps,
+                &n,
+            ));
+        }
+        let mut mixed = None;
+        if let (Some(a), Some((x, g)), Some(r)) = (aa.as_mut(), pair, res) {
+            a.push(x, g);
+            if !no_mix && sweep >= warmup {
+                mixed = a.mix().map(|v| (v, r));
+            }
+        }
+        no_mix = false;
+        if let Some((v, _)) = &mixed {
+            st.load_trial(v);
+        }
+        st.accept();
+        q_prev = Some(st.marginal()); // q is still the accepted state's
+        st.begin_sweep();
+        if let Some((_, r)) = mixed {
+            if !st.complete_sweep(eta, false) {
+                // Q is not positive definite at the mixed point.
+                if !undo(st, &mut aa, &mut n) {
+                    return Err(prior_not_pd());
+                }
+                no_mix = true;
+                continue;
+            }
+            // A plain step follows every mixed one: convergence is judged on
+            // plain steps only.
+            (mixed_pending, no_mix) = (Some(r), true);
+            n.mixed += 1;
+        } else {
+            while !st.complete_sweep(eta, sweep < warmup) {
+                eta *= 0.5;
+                n.halvings += 1;
+                if eta < s.min_eta {
+                    let reason = st.rebuild_reason();
+                    return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
+                }
+                st.shrink();
+                if let Some(a) = aa.as_mut() {
+                    a.clear();
+                }
+                progress.reset();
+            }
+        }
+        sweep += 1;
+        st.end_sweep();
+        delta = st
+            .marginal()
+            .delta(q_prev.as_ref().expect("a previous state"));
+        if !delta.is_finite() {
+            return Err(fail(
+                st,
+                "broke down: Δ is not finite",
+                sweep,
+                eta,
+                delta,
+                NonConvergence::NonFinite,
+                &n,
+            ));
+        }
+        let step = st.step_floor(eta);
+        // A mixed step is judged by the residual at it first (next pass).
+        candidate = mixed_pending.is_none() && sweep > warmup && delta < s.tol * step;
+        if candidate {
+            continue;
+        }
+        st.after_sweep(eta);
+        if sweep > warmup
+            && let Some(v) = progress.step(delta / step, s.tol, s.max_sweeps - sweep)
+        {
+            let mut e = fail(
+                st,
+                &v.describe(),
+                sweep,
+                eta,
+                delta,
+                NonConvergence::NoProgress,
+                &n,
+            );
+            if let EngineError::NotConverged { diagnostics, .. } = &mut e {
+                diagnostics["detail"]["verdict"] = json!(v);
+            }
+            return Err(e);
+        }
+    }
+}
