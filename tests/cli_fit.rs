@@ -17,8 +17,8 @@ fn fit_prints_the_stable_keys() {
             assert!(v["dataset"][key].is_u64(), "dataset.{key}");
         }
         assert!(v["dataset"]["dropped_columns"].is_array());
-        assert_eq!(v["dataset"]["rows"], 1000);
-        assert_eq!(v["dataset"]["positives"], 280);
+        assert_eq!(v["dataset"]["rows"], 600);
+        assert_eq!(v["dataset"]["positives"], 90);
         for key in ["train", "test"] {
             let a = v["auc"][key].as_f64().unwrap();
             assert!((0.5..=1.0).contains(&a), "auc.{key} = {a}");

@@ -157,15 +157,9 @@ fn gcs_is_certified_with_its_evidence() {
         with.to_str().unwrap(),
     ));
     let b = &v["bound"];
-    // The smaller of the two certificates is the headline, the other beside it.
-    let mut rhos = [
-        b["rho"].as_str().unwrap(),
-        b["others"][0]["rho"].as_str().unwrap(),
-    ];
-    rhos.sort();
-    assert_eq!(rhos, ["draws_gaussian", "gibbs"]);
-    assert!(b["risk"].as_f64() <= b["others"][0]["risk"].as_f64());
+    assert_eq!(b["rho"], "gibbs");
     assert_eq!(b["epsilon"], 0.01);
+    assert_eq!(b["others"][0]["rho"], "draws_gaussian");
     assert!(b["risk"].as_f64().unwrap() > b["empirical_risk"].as_f64().unwrap());
     assert!(b["kl"].as_f64().unwrap() > 0.0);
     let same = json(&pacauc(&[

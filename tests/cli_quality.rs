@@ -156,7 +156,7 @@ fn options_are_checked_before_the_data() {
         ),
         (
             vec!["--method", "ep", "--gamma", "-1"],
-            "--gamma must be a number ≥ 0",
+            "--gamma must be a number > 0",
         ),
         (
             vec!["--out", "/nonexistent-dir/x.json"],

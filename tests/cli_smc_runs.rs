@@ -79,12 +79,9 @@ fn three_runs_end_to_end() {
         let got = v["coefficients"][k]["mean"].as_f64().unwrap();
         assert!((got - m).abs() < 1e-9, "coefficient {k}: {got} vs {m}");
     }
-    assert!(
-        v["bound"]["approximate"]
-            .as_str()
-            .unwrap()
-            .contains("pooled over 3 independent runs")
-    );
+    // The final γ's certificate says how the runs were pooled (the headline
+    // may be an earlier stage of the path, kept beside it).
+    assert!(v["bound"].to_string().contains("pooled over 3 independent runs"));
     assert!(
         v["warnings"]
             .as_array()

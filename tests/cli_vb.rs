@@ -89,7 +89,8 @@ fn every_bayesian_record_is_certified() {
         "--moves",
         "3",
     ]));
-    assert_eq!(smc["bound"]["rho"], "gibbs");
+    // The headline is the Gibbs posterior at its best γ along the path.
+    assert!(smc["bound"]["rho"].as_str().unwrap().starts_with("gibbs"));
     assert!(smc["details"].get("is_check").is_none());
     let e = pacauc(&[
         "fit",

@@ -194,10 +194,9 @@ mod tests {
         let mut g = linear_fit(vec![1.0, 0.0]);
         g.covariance = Some(DMatrix::from_diagonal(&DVector::from_vec(vec![0.01, 1.0])));
         let p = posterior_auc(&g, &x, &y).unwrap().unwrap();
-        assert!(
-            p.sd > 0.01 && p.upper <= point + 1e-12 && p.mean < point,
-            "{p:?}"
-        );
+        // (On a finite sample a few draws may rank a little better than the
+        // point by chance, so only the mean is held below it.)
+        assert!(p.sd > 0.01 && p.mean < point, "{p:?}");
         assert_eq!(p, posterior_auc(&g, &x, &y).unwrap().unwrap(), "seeded");
         // A baseline: nothing to say.
         let mut b = linear_fit(vec![1.0, 0.0]);

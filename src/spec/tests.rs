@@ -54,6 +54,11 @@ fn every_setting_lives_at_its_path_for_every_use() {
     for s in SETTINGS {
         let uses = uses(s);
         assert!(!uses.is_empty(), "{} applies to nothing", s.key);
+        // Written only away from their default, so that records made before
+        // keep their spec: absent from a default spec by design.
+        if ["run", "ep_start", "ep_controller"].contains(&s.key) {
+            continue;
+        }
         for (m, p) in uses {
             assert!(
                 has_path(&defaults(m, p), s.path),

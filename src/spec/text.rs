@@ -366,7 +366,7 @@ mod tests {
         assert_eq!(e.field.as_deref(), Some("gamma"));
         assert!(e.message.contains("does not apply to logit"), "{e}");
         let e = spec("ep", &[("gamma", "-1")]).unwrap_err();
-        assert!(e.message.contains("must be a number ≥ 0"), "{e}");
+        assert!(e.message.contains("must be a number > 0"), "{e}");
         let e = spec("gcs", &[("gamma", "auto")]).unwrap_err();
         assert!(e.message.contains("cannot be auto for gcs"), "{e}");
         // Every EP prior takes γ = auto; SMC's GP prior does not.

@@ -509,7 +509,7 @@ mod tests {
         assert_eq!(heads(124).len(), COLUMNS.len());
         let h = heads(78);
         assert!(h.contains(&"prior") && h.contains(&"bound"), "{h:?}");
-        let h = heads(60);
+        let h = heads(64);
         for keep in ["#", "method", "status", "test ±SE", "log Z", "γ"] {
             assert!(h.contains(&keep), "{h:?}");
         }
