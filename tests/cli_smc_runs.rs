@@ -81,7 +81,11 @@ fn three_runs_end_to_end() {
     }
     // The final γ's certificate says how the runs were pooled (the headline
     // may be an earlier stage of the path, kept beside it).
-    assert!(v["bound"].to_string().contains("pooled over 3 independent runs"));
+    assert!(
+        v["bound"]
+            .to_string()
+            .contains("pooled over 3 independent runs")
+    );
     assert!(
         v["warnings"]
             .as_array()

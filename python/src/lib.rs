@@ -47,6 +47,7 @@ fn engine_error(e: EngineError) -> PyErr {
         EngineError::NotConverged {
             message,
             diagnostics,
+            ..
         } => PyRuntimeError::new_err(format!(
             "{message}\ndiagnostics: {}",
             serde_json::to_string_pretty(&diagnostics).unwrap_or_default()

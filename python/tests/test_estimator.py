@@ -97,7 +97,7 @@ def test_settings_are_checked_by_the_library(toy):
     X, y = toy
     with pytest.raises(ValueError, match="ess does not apply to ep"):
         GibbsAUC(method="ep", ess=0.5).fit(X, y)
-    with pytest.raises(ValueError, match="gamma must be a number ≥ 0"):
+    with pytest.raises(ValueError, match="gamma must be a number > 0"):
         GibbsAUC(method="ep", gamma=-1).fit(X, y)
     with pytest.raises(ValueError, match="must be one of"):
         GibbsAUC(method="nope").fit(X, y)

@@ -32,8 +32,8 @@ fn every_setting_is_a_fit_flag_and_every_fit_flag_a_setting() {
         "events",
         "ignore-cost",
     ]
-        .map(String::from)
-        .into();
+    .map(String::from)
+    .into();
     assert_eq!(
         flags.difference(&own).cloned().collect::<BTreeSet<_>>(),
         settings,

@@ -179,10 +179,7 @@ mod tests {
             thresholds: None,
         });
         let p = posterior_auc(&f, &x, &y).unwrap().unwrap();
-        let point = auc(
-            &(&x * DVector::from_vec(vec![1.0, 0.0])).as_slice().to_vec(),
-            &y,
-        );
+        let point = auc((&x * DVector::from_vec(vec![1.0, 0.0])).as_slice(), &y);
         // (The sd is that of equal numbers: zero up to the rounding of their mean.)
         assert!(
             p.sd < 1e-12 && p.lower == point && p.upper == point,

@@ -274,7 +274,7 @@ impl Observer for LiftedEvents<'_> {
 pub fn row_space_basis(x: &DMatrix<f64>) -> Option<DMatrix<f64>> {
     let svd = x.transpose().svd(true, false);
     let s_max = svd.singular_values.max();
-    if !(s_max > 0.0) {
+    if s_max.is_nan() || s_max <= 0.0 {
         return None;
     }
     let keep: Vec<usize> = (0..svd.singular_values.len())

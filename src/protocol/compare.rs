@@ -24,6 +24,9 @@ use crate::engine::auc_interval::{
 use crate::engine::record::RunRecord;
 use crate::spec::RunSpec;
 
+/// A method's test scores and the test labels.
+type Scored = (Vec<f64>, Vec<bool>);
+
 /// What to compare.
 #[derive(Debug, Clone)]
 pub struct CompareOptions {
@@ -158,7 +161,7 @@ pub fn compare(
         );
         // Every run of a split has the same test rows: loaded once.
         let mut test: Option<crate::engine::data::Labeled> = None;
-        let mut scored: Vec<(String, Option<(Vec<f64>, Vec<bool>)>, String)> = Vec::new();
+        let mut scored: Vec<(String, Option<Scored>, String)> = Vec::new();
         for r in &results {
             let scores = match &r.status {
                 Status::Fresh | Status::Reused => {

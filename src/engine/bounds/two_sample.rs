@@ -47,7 +47,7 @@ pub fn kl_inverse_bisection(p: f64, b: f64) -> f64 {
 /// and always returns a q with kl(p‖q) ≥ b (a valid upper value).
 pub fn kl_inverse_upper(p: f64, b: f64) -> f64 {
     let p = p.clamp(0.0, 1.0);
-    if !(b > 0.0) {
+    if b.is_nan() || b <= 0.0 {
         return p;
     }
     if p >= 1.0 || kl_bernoulli(p, 1.0 - 1e-15) <= b {

@@ -132,7 +132,7 @@ pub fn describe(p: &PathPoint) -> String {
 /// at most `MAX_STEP`, at most twice the last step.
 pub fn next_step(kappa: f64, last_step: f64, moved: f64) -> (f64, bool) {
     let cap = MAX_STEP.min(2.0 * last_step);
-    if !(moved > 0.0) || !moved.is_finite() {
+    if moved.is_nan() || moved <= 0.0 || !moved.is_finite() {
         return (cap, false);
     }
     let want = kappa * last_step / moved;

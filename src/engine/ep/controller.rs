@@ -85,7 +85,7 @@ impl Progress {
         let early = min(&mut self.window.iter().take(half));
         let late = min(&mut self.window.iter().skip(half));
         let ratio = late / early;
-        if !(ratio < 1.0) {
+        if ratio.is_nan() || ratio >= 1.0 {
             return Some(NonProgress::NoContraction { ratio });
         }
         let rate = ratio.powf(1.0 / half as f64);
@@ -206,10 +206,12 @@ fn solve(mut a: Vec<Vec<f64>>) -> Option<Vec<f64>> {
             return None;
         }
         a.swap(col, piv);
-        for r in col + 1..n {
-            let f = a[r][col] / a[col][col];
-            for c in col..=n {
-                a[r][c] -= f * a[col][c];
+        let (top, rest) = a.split_at_mut(col + 1);
+        let pivot = &top[col];
+        for row in rest.iter_mut() {
+            let f = row[col] / pivot[col];
+            for (v, p) in row[col..=n].iter_mut().zip(&pivot[col..=n]) {
+                *v -= f * p;
             }
         }
     }
