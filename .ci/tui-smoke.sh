@@ -58,7 +58,7 @@ done
 SCREEN=$(screen)
 echo "$SCREEN"
 grep -q 'mean ± 2 sd' <<<"$SCREEN" || fail "no forest plot"
-grep -qE 'train +test' <<<"$SCREEN" || fail "no results table"
+grep -qE 'test ±SE|train +test' <<<"$SCREEN" || fail "no results table"
 if [[ " ${METHODS[*]} " == *" smc "* ]]; then
   grep -q 'ESS/N' <<<"$SCREEN" || fail "no ESS trace"
   grep -qE 'stage [0-9]+' <<<"$SCREEN" || fail "no SMC stage count"
@@ -81,7 +81,7 @@ key e
 wait_for 'exported'
 FILE=$(ls "$WORK"/pacauc-*.json | head -1)
 [ -s "$FILE" ] || fail "no exported file"
-TEST_AUC=$(grep -oE '"test": [0-9.]+' "$FILE" | head -1 | awk '{printf "%.4f", $2}')
+TEST_AUC=$(grep -oE '"test": [0-9.]+' "$FILE" | head -1 | awk '{printf "%.3f", $2}')
 METHOD=$(grep -oE '"method": "[a-z]+"' "$FILE" | head -1 | cut -d'"' -f4)
 echo "tui-smoke: exported $FILE ($METHOD, test AUC $TEST_AUC)"
 screen | grep -qE "$METHOD .*done .*$TEST_AUC" || fail "the table does not show test AUC $TEST_AUC"
