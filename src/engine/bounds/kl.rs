@@ -61,17 +61,7 @@ pub fn kl_best_scale(
         }
         _ => {
             let f = |t: f64| at(t.exp()).unwrap_or(f64::INFINITY);
-            let (mut a, mut b) = (-8.0f64, 8.0f64);
-            let g = 0.5 * (5f64.sqrt() - 1.0);
-            for _ in 0..80 {
-                let (x1, x2) = (b - g * (b - a), a + g * (b - a));
-                if f(x1) <= f(x2) {
-                    b = x2;
-                } else {
-                    a = x1;
-                }
-            }
-            let t = 0.5 * (a + b);
+            let t = golden_min(f, -8.0, 8.0, 80);
             if f(t) <= f(0.0) { t.exp() } else { 1.0 }
         }
     };
@@ -199,6 +189,21 @@ fn simpson<F: Fn(f64) -> f64>(
     }
     simpson(f, a, m, fa, lm, fm, left, 0.5 * tol, depth - 1)
         + simpson(f, m, b, fm, rm, fb, right, 0.5 * tol, depth - 1)
+}
+
+/// The minimiser of a unimodal `f` on [lo, hi] by `iters` golden-section steps.
+pub(super) fn golden_min(f: impl Fn(f64) -> f64, lo: f64, hi: f64, iters: usize) -> f64 {
+    let (mut a, mut b) = (lo, hi);
+    let g = 0.5 * (5f64.sqrt() - 1.0);
+    for _ in 0..iters {
+        let (x1, x2) = (b - g * (b - a), a + g * (b - a));
+        if f(x1) <= f(x2) {
+            b = x2;
+        } else {
+            a = x1;
+        }
+    }
+    0.5 * (a + b)
 }
 
 #[cfg(test)]

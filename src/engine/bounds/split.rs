@@ -92,17 +92,7 @@ fn kl_split(
     let mut best = (f64::INFINITY, 1.0, 1.0);
     for &k in &INFLATIONS {
         let f = |t: f64| at(t.exp(), k);
-        let (mut a, mut b) = (-8.0f64, 8.0f64);
-        let g = 0.5 * (5f64.sqrt() - 1.0);
-        for _ in 0..100 {
-            let (x1, x2) = (b - g * (b - a), a + g * (b - a));
-            if f(x1) <= f(x2) {
-                b = x2;
-            } else {
-                a = x1;
-            }
-        }
-        let t = 0.5 * (a + b);
+        let t = kl::golden_min(f, -8.0, 8.0, 100);
         let kl = f(t).min(f(0.0));
         let c = if f(t) <= f(0.0) { t.exp() } else { 1.0 };
         if kl < best.0 {
