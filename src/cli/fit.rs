@@ -207,17 +207,7 @@ pub fn run(args: &FitArgs, threads: Option<usize>) -> Result<(), CliError> {
     if let Some(log) = log {
         close_log(log, Ok(&record));
     }
-    let json = record.to_json();
-    if let Some(path) = &args.out {
-        write_atomic(path, json.as_bytes()).map_err(|e| {
-            CliError::Input(format!("{}: cannot write the record: {e}", path.display()))
-        })?;
-    }
-    match args.format {
-        Format::Json => print!("{json}"),
-        Format::Table => print_table(&record),
-    }
-    Ok(())
+    emit(&record, args.out.as_deref(), args.format)
 }
 
 /// The progress line and, with `--events`, the event log.
@@ -299,4 +289,20 @@ fn available_memory() -> Option<f64> {
     let free = kb("/proc/meminfo", "MemAvailable:")?;
     let own = kb("/proc/self/status", "VmRSS:").unwrap_or(0.0);
     Some((free + own) * 1024.0)
+}
+
+/// Writes the record to `out` (atomically) and prints it in `format`: what
+/// `fit` and `merge` end with.
+pub(super) fn emit(record: &RunRecord, out: Option<&Path>, format: Format) -> Result<(), CliError> {
+    let json = record.to_json();
+    if let Some(path) = out {
+        write_atomic(path, json.as_bytes()).map_err(|e| {
+            CliError::Input(format!("{}: cannot write the record: {e}", path.display()))
+        })?;
+    }
+    match format {
+        Format::Json => print!("{json}"),
+        Format::Table => print_table(record),
+    }
+    Ok(())
 }

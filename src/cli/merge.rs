@@ -6,9 +6,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::fit::{CliError, Format};
-use super::table::print_table;
-use crate::engine::record::{RunRecord, check_writable, write_atomic};
+use super::fit::{CliError, Format, emit};
+use crate::engine::record::{RunRecord, check_writable};
 use crate::spec::merge::{MergeError, merge};
 
 #[derive(Debug, Clone, Args)]
@@ -51,15 +50,5 @@ pub fn run(args: &MergeArgs) -> Result<(), CliError> {
     for w in &record.warnings {
         eprintln!("warning [{}]: {}", w.code, w.message);
     }
-    let json = record.to_json();
-    if let Some(path) = &args.out {
-        write_atomic(path, json.as_bytes()).map_err(|e| {
-            CliError::Input(format!("{}: cannot write the record: {e}", path.display()))
-        })?;
-    }
-    match args.format {
-        Format::Json => print!("{json}"),
-        Format::Table => print_table(&record),
-    }
-    Ok(())
+    emit(&record, args.out.as_deref(), args.format)
 }
