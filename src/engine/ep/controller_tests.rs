@@ -1,7 +1,7 @@
 use super::*;
-use crate::engine::ep::driver::{Marginal, Rules, SweepState};
 use crate::engine::ep::kernel::PassStats;
-use crate::engine::ep::pair_ep::{EpController, EpSettings};
+use crate::engine::ep::settings::{EpController, EpSettings};
+use crate::engine::ep::sweep_state::{Marginal, Rules, SweepState};
 use crate::engine::ep::tests::toy;
 use crate::engine::ep::{Form, LinearEp, Precision};
 use crate::engine::interface::{Control, EngineError};
