@@ -281,7 +281,7 @@ pub const EP_SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "step controller",
-        help: "classic: damped sweeps with the stall, cycle, drift and extrapolation rules; anderson: damped sweeps with safeguarded Anderson mixing and one non-progress verdict on the residual's contraction (experimental: it can report convergence on a map with no fixed point). Gaussian prior.",
+        help: "classic: damped sweeps with the stall, cycle, drift and extrapolation rules; anderson: damped sweeps with safeguarded Anderson mixing and one non-progress verdict on the residual's contraction (experimental; the mixing's least squares is regularised relative to the residual, so a drift ends in the verdict, not a false convergence). Gaussian prior.",
         default: "classic",
         methods: EP,
         group: Group::Ep,
