@@ -4,9 +4,9 @@
 //! installed, a vendored copy inside another repository) it is the bare
 //! package version: never another repository's commit.
 //!
-//! It reruns only when HEAD, the branch it points to, the index or the
-//! sources change, so a build is not redone on every commit of another
-//! branch, and an edit after a commit is marked dirty.
+//! It reruns only when HEAD, the branch it points to or the sources change
+//! (any rerun rebuilds the package, so a commit does; a commit on another
+//! branch or `git add` does not), and an edit after a commit is marked dirty.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -56,7 +56,9 @@ fn commit_stamp(manifest: &Path) -> Option<String> {
     let git_dir = abs(git(manifest, &["rev-parse", "--git-dir"])?);
     let common = abs(git(manifest, &["rev-parse", "--git-common-dir"])?);
     // (A path that does not exist would rerun the script on every build.)
-    let mut watch = vec![git_dir.join("HEAD"), git_dir.join("index")];
+    // Not the index: a rerun rebuilds the whole package, and `git add` alone
+    // changes nothing built (an edit is caught by the watch on src/).
+    let mut watch = vec![git_dir.join("HEAD")];
     watch.push(common.join("packed-refs"));
     if let Some(r) = git(manifest, &["symbolic-ref", "-q", "HEAD"]) {
         watch.push(common.join(r));

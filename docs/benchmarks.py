@@ -99,15 +99,16 @@ One row per measure: the command, its figure, the machine and the date it was
 measured. **Regenerate** with `python3 docs/benchmarks.py` (the cheap rows; `--only ID,…` or
 `--all` for the others, `--list` to see them): it runs each command in a fresh temporary
 folder (`$PACAUC` the release binary, `$D` the shared data sets), extracts the figure and
-rewrites this file. The rows are defined in [benchmarks.toml](benchmarks.toml). Rows whose date
-is older than the rest were carried over from the dated history of this file (in git before
-this table: `git log -p docs/BENCHMARKS.md`) and not re-run since.
+rewrites this file. The rows are defined in [benchmarks.toml](benchmarks.toml). A row whose
+date is older than the rest was carried over, with its original date and machine, from the dated
+history this table replaced (2,663 lines of session logs up to 2026-11-28: `git show
+29d349f:docs/BENCHMARKS.md`), and has not been re-run since.
 
 Timings are CPU seconds (user + system; the median of the stated runs) unless wall time is
 named: the project machine is 2 shared cores, so the load average is part of the stamp. The
-reasoning behind the figures (why a default, what was tried) is in the module docs of
-`src/engine/` and in [ALGORITHMS-style notes](certificate.md); the cost model that `pacauc fit`
-states before a run (`src/spec/cost.rs`) takes its per-unit costs from these measures.
+reasoning behind the figures (why a default, what was tried and did not work) is in that history
+and in the module docs of `src/engine/`; the cost model `pacauc fit` states before a run
+(`src/spec/cost.rs`) takes its per-unit costs from these measures.
 
 """
 

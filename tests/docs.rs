@@ -151,7 +151,7 @@ const TIMEOUT: Duration = Duration::from_secs(180);
 fn run(ex: &Example, dir: &Path, path_var: &str) -> Option<String> {
     let mut child = Command::new("bash")
         .arg("-c")
-        .arg(format!("set -o pipefail\n{} 2>&1", ex.command))
+        .arg(format!("set -o pipefail\n{{\n{}\n}} 2>&1", ex.command))
         .current_dir(dir)
         .env("PATH", path_var)
         .env("NO_COLOR", "1")
