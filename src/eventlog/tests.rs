@@ -52,6 +52,7 @@ fn a_finished_log_replays_as_the_run_looked_inside() {
     let (app, _) = watch_app(std::slice::from_ref(&path));
     assert_eq!(app.runs.len(), 1);
     assert_eq!(app.runs[0].status, RunStatus::Finished);
+    assert_eq!(app.quit_word(), "quit");
 
     let (ds, p, data) = testkit::demo();
     let spec = crate::spec::RunSpec::for_method(data.clone(), "smc").unwrap();
@@ -125,6 +126,8 @@ fn a_growing_log_is_followed_and_a_cut_line_waits() {
     std::fs::write(&path, format!("{}\n", lines[..2].join("\n"))).unwrap();
     let (mut app, mut f) = watch_app(std::slice::from_ref(&path));
     assert_eq!(app.runs[0].status, RunStatus::Running);
+    // Leaving the explorer leaves a followed run running: the footer says so.
+    assert_eq!(app.quit_word(), "detach");
     let rest = lines[2..].join("\n") + "\n";
     let (a, b) = rest.split_at(rest.len() / 2);
     let mut file = std::fs::OpenOptions::new()
