@@ -34,10 +34,19 @@ pub struct Advice {
 const BUDGETS: [(&str, f64); 3] = [("smc", 60.0), ("ep", 600.0), ("vb", 600.0)];
 
 const GIVES: [(&str, &str); 5] = [
-    ("smc", "samples of the Gibbs posterior, log evidence, certificate"),
-    ("ep", "Gaussian posterior, log evidence, certificate, IS check"),
+    (
+        "smc",
+        "samples of the Gibbs posterior, log evidence, certificate",
+    ),
+    (
+        "ep",
+        "Gaussian posterior, log evidence, certificate, IS check",
+    ),
     ("vb", "Gaussian posterior, ELBO, certificate"),
-    ("gcs", "exact chains with R-hat and ESS; certificate with --evidence"),
+    (
+        "gcs",
+        "exact chains with R-hat and ESS; certificate with --evidence",
+    ),
     ("logit", "a point score (baseline), no posterior"),
 ];
 
@@ -75,7 +84,11 @@ impl Advice {
             s.rows, s.features
         )];
         for o in &self.options {
-            let mark = if o.method == self.suggested { "→" } else { " " };
+            let mark = if o.method == self.suggested {
+                "→"
+            } else {
+                " "
+            };
             let time = match cost::duration(o.cost.seconds) {
                 short if o.cost.seconds < 1.0 => short,
                 t if o.cost.lower_bound => format!("≥ {t}"),
@@ -111,7 +124,11 @@ mod tests {
         // The suggestion is within its budget, or the baseline.
         let s = big.suggested;
         let o = big.options.iter().find(|o| o.method == s).unwrap();
-        assert!(s == "logit" || o.cost.seconds <= 600.0, "{s}: {}", o.cost.seconds);
+        assert!(
+            s == "logit" || o.cost.seconds <= 600.0,
+            "{s}: {}",
+            o.cost.seconds
+        );
     }
 
     #[test]
