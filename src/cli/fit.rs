@@ -33,13 +33,18 @@ pub fn method_parser() -> PossibleValuesParser {
     )
 }
 
+/// The method of `fit` without `--method`: the quick baseline (announced,
+/// with the advice of `spec::advice`).
+pub const DEFAULT_METHOD: &str = "logit";
+
 #[derive(Debug, Clone, Args)]
 pub struct FitArgs {
     /// CSV file with a header row; the target is the last column unless --target.
     pub data: PathBuf,
-    /// Inference method.
-    #[arg(long, default_value = "logit", value_parser = method_parser())]
-    pub method: String,
+    /// Inference method [default: logit]. Without it, fit lists every method
+    /// with its estimated time on this data and suggests one.
+    #[arg(long, value_parser = method_parser())]
+    pub method: Option<String>,
     #[command(flatten)]
     pub settings: SettingArgs<All>,
     /// Output format on stdout.
@@ -60,7 +65,8 @@ pub struct FitArgs {
 impl FitArgs {
     /// The run specification of these flags (`threads`: the global option).
     pub fn spec(&self, threads: Option<usize>) -> Result<RunSpec, CliError> {
-        let mut spec = spec::from_given(self.data.clone(), &self.method, &self.settings.pairs())?;
+        let method = self.method.as_deref().unwrap_or(DEFAULT_METHOD);
+        let mut spec = spec::from_given(self.data.clone(), method, &self.settings.pairs())?;
         spec.threads = threads;
         Ok(spec)
     }
@@ -160,6 +166,9 @@ pub fn run(args: &FitArgs, threads: Option<usize>) -> Result<(), CliError> {
         engine,
         load_seconds: load_s,
     } = load(&spec, true)?;
+    if args.method.is_none() {
+        announce_advice(&problem);
+    }
     announce_cost(&spec, &problem, args.ignore_cost)?;
     let ctl = Control::new();
     let mut log = match &args.events {
@@ -250,6 +259,21 @@ fn close_log(log: LogWriter, end: Result<&RunRecord, EndLine>) {
             path.display()
         );
     }
+}
+
+/// Without `--method`: every method's estimated time on this data, the
+/// suggestion, and that the default runs (never a silent choice).
+fn announce_advice(pb: &Problem) {
+    let sizes = spec::cost::Sizes {
+        rows: pb.n(),
+        positives: pb.n_pos(),
+        features: pb.d(),
+    };
+    let advice = spec::advice::advise(sizes, rayon::current_num_threads());
+    for line in advice.describe(sizes) {
+        eprintln!("{line}");
+    }
+    eprintln!("method: {DEFAULT_METHOD} (the default: no --method given)");
 }
 
 /// States the run's estimated cost on stderr (`spec::cost`) and refuses a run

@@ -15,6 +15,7 @@ mod predict;
 mod progress;
 mod reproduce;
 mod settings_args;
+mod shell_docs;
 mod table;
 pub mod watch;
 
@@ -34,7 +35,7 @@ use settings_args::SettingArgs;
 pub const DEMO_FILE: &str = "demo-data/sparse_linear.csv";
 
 #[derive(Debug, Parser)]
-#[command(name = "pacauc", version, about = "PAC-Bayesian AUC scoring: Gibbs posteriors of ranking scores", long_about = None)]
+#[command(name = "pacauc", version = env!("PACAUC_VERSION"), about = "PAC-Bayesian AUC scoring: Gibbs posteriors of ranking scores", long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -73,6 +74,11 @@ pub enum Command {
     Bench(Box<bench::BenchArgs>),
     /// Time EP on several data sets (wall and CPU seconds, sweeps, peak memory).
     BenchEp(Box<bench_ep::BenchArgs>),
+    /// Print a shell completion script. Bash: `pacauc completions bash > ~/.local/share/bash-completion/completions/pacauc`;
+    /// zsh: into a folder of your $fpath as `_pacauc`; fish: `~/.config/fish/completions/pacauc.fish`.
+    Completions(shell_docs::CompletionsArgs),
+    /// Print the man page (roff; `pacauc man | man -l -`), or write one page per command with --out DIR.
+    Man(shell_docs::ManArgs),
 }
 
 /// With no command: the explorer on the demo built into the binary.
@@ -120,6 +126,8 @@ pub fn main() -> ExitCode {
                 Command::GenDemo(args) => gen_demo::run(args).map_err(CliError::Input),
                 Command::Bench(args) => bench::run(args, cli.threads),
                 Command::BenchEp(args) => bench_ep::run(args),
+                Command::Completions(args) => shell_docs::completions(args),
+                Command::Man(args) => shell_docs::man(args),
             }
         }
     };

@@ -4,6 +4,7 @@
 //! `build` (spec + prepared data → engine + problem). No clap and no terminal
 //! here: `pacauc fit`, the explorer's run form and replay all go through it.
 
+pub mod advice;
 pub mod build;
 pub mod cost;
 pub mod demo_source;
