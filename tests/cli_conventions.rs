@@ -75,3 +75,34 @@ fn man_pages_are_generated() {
     assert!(fit.contains("\\-\\-method"), "fit's page lists its flags");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A reader that stops early (`pacauc … | head`) ends the program quietly,
+/// by SIGPIPE as other Unix tools end, not by a panic on the closed pipe.
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pacauc"))
+        .args(["man"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("pacauc starts");
+    // Close the read end before the program writes.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("pacauc ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc_sigpipe()),
+        "{:?}",
+        out.status
+    );
+}
+
+#[cfg(unix)]
+fn libc_sigpipe() -> i32 {
+    13
+}
