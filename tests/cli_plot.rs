@@ -58,7 +58,7 @@ fn smc_and_ep_records_give_every_figure_as_png_and_svg() {
             }
         }
     }
-    // The area under each record's test ROC polyline is its test AUC (150
+    // The area under each record's test ROC polyline is its test AUC (250
     // test rows: the curve is stored whole, ties as diagonal segments).
     for rec in [&smc, &ep] {
         let r =
@@ -73,8 +73,17 @@ fn smc_and_ep_records_give_every_figure_as_png_and_svg() {
     }
     let svg = std::fs::read_to_string(out.join("marginals.svg")).unwrap();
     assert!(svg.contains(">smc particles</text>") && svg.contains(">ep Gaussian</text>"));
-    assert!(err.contains("skipped inclusion:"), "{err}");
-    assert!(err.contains("skipped cv:"), "{err}");
+    // Figures these records cannot give are named once, not each with its
+    // requirement (--only KIND says it).
+    let unsupported = err
+        .lines()
+        .find(|l| l.contains("no record for them"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        unsupported.contains("inclusion") && unsupported.contains("cv"),
+        "{err}"
+    );
+    assert!(!err.contains("skipped inclusion:"), "{err}");
     // --only and --format.
     let o = pacauc(&[
         "plot",
@@ -92,11 +101,29 @@ fn smc_and_ep_records_give_every_figure_as_png_and_svg() {
         [out.join("marginals.svg").display().to_string()]
     );
     let err = String::from_utf8_lossy(&o.stderr);
+    // The marginals were drawn: a note, not "skipped".
     assert!(
         err.contains(
-            "needs a sampler's record (smc, gcs) for the histogram; drawing the Gaussian only"
+            "note: marginals: needs a sampler's record (smc, gcs) for the histogram; drawing the Gaussian only"
         ),
         "{err}"
+    );
+    assert!(!err.contains("skipped"), "{err}");
+    // Asked by --only, a figure these records cannot give says what it needs.
+    let o = pacauc(&[
+        "plot",
+        &ep,
+        "--out",
+        out.to_str().unwrap(),
+        "--only",
+        "inclusion",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("skipped inclusion: needs a spike-and-slab record"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -21,7 +21,7 @@ fn split_demo(dir: &Path) -> (String, String, String) {
     let mut lines = text.lines();
     let header = lines.next().unwrap();
     let rows: Vec<&str> = lines.collect();
-    let (train, test) = rows.split_at(450);
+    let (train, test) = rows.split_at(750);
     let write = |name: &str, body: String| {
         let p = dir.join(name);
         std::fs::write(&p, body).unwrap();
@@ -165,7 +165,7 @@ fn round_trip_for_every_method_and_prior() {
         );
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("scored 150 of 150") && err.contains("AUC"),
+            err.contains("scored 250 of 250") && err.contains("AUC"),
             "{name}: {err}"
         );
         let csv = std::fs::read_to_string(&scores).unwrap();
@@ -198,7 +198,7 @@ fn round_trip_for_every_method_and_prior() {
         // JSON: the same AUC as the record's.
         let j = json(&pacauc(&["predict", &rec, &test, "--format", "json"]));
         assert_eq!(j["auc"]["auc"].as_f64().unwrap(), want, "{name}");
-        assert_eq!(j["auc"]["rows"], 150);
+        assert_eq!(j["auc"]["rows"], 250);
         assert_eq!(
             j["rows"][0]["row"], 2,
             "rows are line numbers (the header is line 1)"

@@ -8,6 +8,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use super::settings_args::render_message;
+use super::table::sig;
 use crate::engine::event::LogLevel;
 use crate::engine::{Event, Observer};
 
@@ -130,9 +131,14 @@ impl Observer for Progress {
                 pairs,
                 gamma,
             } => {
-                self.target_gamma = Some(gamma);
+                self.target_gamma = gamma.is_finite().then_some(gamma);
+                let gamma = if gamma.is_finite() {
+                    format!("γ = {}", sig(gamma, 4))
+                } else {
+                    "γ: choosing by CV…".into()
+                };
                 self.line(
-                    &format!("{engine}: n = {n}, d = {d}, {pairs} pairs, γ = {gamma}"),
+                    &format!("{engine}: n = {n}, d = {d}, {pairs} pairs, {gamma}"),
                     false,
                 )
             }
@@ -141,10 +147,12 @@ impl Observer for Progress {
                     smc_seconds_left(g, s.gamma, self.target_gamma?, s.stage, s.elapsed)
                 });
                 self.last_gamma = Some(s.gamma);
-                let gamma_t = self.target_gamma.unwrap_or(f64::NAN);
+                let of = self
+                    .target_gamma
+                    .map_or(String::new(), |g| format!(" of {}", sig(g, 4)));
                 self.line(
                     &format!(
-                        "smc stage {:>3}  γ {:.4} of {gamma_t}  ESS {:>5.1}%  accept {:>5.1}%  {} moves  log Z {:.4}{}",
+                        "smc stage {:>3}  γ {:.4}{of}  ESS {:>5.1}%  accept {:>5.1}%  {} moves  log Z {:.4}{}",
                         s.stage,
                         s.gamma,
                         100.0 * s.ess_frac,
