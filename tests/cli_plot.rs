@@ -34,8 +34,14 @@ fn stdout_lines(o: &std::process::Output) -> Vec<String> {
 #[test]
 fn smc_and_ep_records_give_every_figure_as_png_and_svg() {
     let dir = tmp("both");
-    let smc = fit(&dir, "smc.json", &["--method", "smc", "--particles", "400"]);
-    let ep = fit(&dir, "ep.json", &["--method", "ep"]);
+    // 200 test rows: a record keeps a ROC curve of at most 201 points whole.
+    let split = ["--test-frac", "0.2"];
+    let smc = fit(
+        &dir,
+        "smc.json",
+        &[&["--method", "smc", "--particles", "400"][..], &split].concat(),
+    );
+    let ep = fit(&dir, "ep.json", &[&["--method", "ep"][..], &split].concat());
     let out = dir.join("figs");
     let o = pacauc(&["plot", &smc, &ep, "--out", out.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -58,7 +64,7 @@ fn smc_and_ep_records_give_every_figure_as_png_and_svg() {
             }
         }
     }
-    // The area under each record's test ROC polyline is its test AUC (250
+    // The area under each record's test ROC polyline is its test AUC (200
     // test rows: the curve is stored whole, ties as diagonal segments).
     for rec in [&smc, &ep] {
         let r =

@@ -563,7 +563,8 @@ fn sampled_records_vote_and_rank_unlabelled_rows_by_uncertainty() {
     let ranked: Vec<Vec<String>> = lines
         .map(|l| l.split(',').map(str::to_string).collect())
         .collect();
-    assert_eq!(ranked.len(), 75, "the 75 unlabelled rows only");
+    // Every other test row (of 250) lost its label.
+    assert_eq!(ranked.len(), 125, "the 125 unlabelled rows only");
     let all = json(&pacauc(&["predict", &rec, &half, "--format", "json"]));
     for (k, r) in ranked.iter().enumerate() {
         assert_eq!(r[0], (k + 1).to_string());

@@ -132,15 +132,7 @@ impl Observer for Progress {
                 gamma,
             } => {
                 self.target_gamma = gamma.is_finite().then_some(gamma);
-                let gamma = if gamma.is_finite() {
-                    format!("γ = {}", sig(gamma, 4))
-                } else {
-                    "γ: choosing by CV…".into()
-                };
-                self.line(
-                    &format!("{engine}: n = {n}, d = {d}, {pairs} pairs, {gamma}"),
-                    false,
-                )
+                self.line(&started_line(&engine, n, d, pairs, gamma), false)
             }
             Event::SmcStage(s) => {
                 let left = self.last_gamma.and_then(|g| {
@@ -227,9 +219,31 @@ impl Observer for Progress {
     }
 }
 
+/// A run's first line; γ NaN is one cross-validation has yet to choose.
+fn started_line(engine: &str, n: usize, d: usize, pairs: usize, gamma: f64) -> String {
+    let gamma = if gamma.is_finite() {
+        format!("γ = {}", sig(gamma, 4))
+    } else {
+        "γ: choosing by CV…".into()
+    };
+    format!("{engine}: n = {n}, d = {d}, {pairs} pairs, {gamma}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gamma_is_announced_once_known() {
+        assert_eq!(
+            started_line("ep", 750, 20, 113400, 750.0),
+            "ep: n = 750, d = 20, 113400 pairs, γ = 750"
+        );
+        assert_eq!(
+            started_line("smc", 750, 20, 113400, f64::NAN),
+            "smc: n = 750, d = 20, 113400 pairs, γ: choosing by CV…"
+        );
+    }
 
     /// γ doubling per stage from 1 to γ_T = 64 after stage 1 (γ 1 → 2, 1 s a
     /// stage): five stages left.
