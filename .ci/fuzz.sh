@@ -9,7 +9,7 @@ secs="${1:-30}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(csv_dataset run_record argv_spec)
+  targets=(csv_dataset run_record argv_spec event_log)
 fi
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked

@@ -1,5 +1,6 @@
 //! The entry points of the fuzz targets (`fuzz/`, cargo-fuzz) over the readers
-//! of files someone else wrote: CSV bytes, run records, command lines. They
+//! of files someone else wrote: CSV bytes, run records, command lines, event
+//! logs. They
 //! live in the library so that the committed corpora also run as plain
 //! regression tests (`tests/fuzz_corpora.rs`) on stable Rust. Each must return
 //! normally on any input: an error is a fine answer, a panic, a hang or an
@@ -84,4 +85,39 @@ pub fn argv_spec(bytes: &[u8]) {
     if let Some(Command::Fit(fit)) = cli.command {
         let _ = fit.spec(cli.threads);
     }
+}
+
+/// Event-log bytes → what `pacauc watch` does with them: the follower reads
+/// the file as it would a live log (in slices, line by line), the explorer's
+/// state applies every entry, `watch --once` describes every run, and the
+/// watch view is drawn on a test terminal.
+pub fn event_log(bytes: &[u8]) {
+    use crate::app::{Msg, update};
+    use crate::eventlog::Follower;
+    // One file per process (libFuzzer runs inputs one after another).
+    let path = std::env::temp_dir().join(format!("pacauc-fuzz-{}.jsonl", std::process::id()));
+    if std::fs::write(&path, bytes).is_err() {
+        return;
+    }
+    let Ok(mut follower) = Follower::new(std::slice::from_ref(&path)) else {
+        return;
+    };
+    let mut app = App::watching(ViewOptions::default());
+    // Until a poll reads nothing new; a bounded number of polls, so a reader
+    // that never says "nothing new" shows up as a finding, not a hang.
+    for _ in 0..1_000 {
+        let msgs = follower.poll();
+        if msgs.is_empty() {
+            break;
+        }
+        for m in msgs {
+            update(&mut app, Msg::Log(m));
+        }
+    }
+    for r in &app.runs {
+        let _ = crate::cli::watch::describe(r);
+    }
+    let Ok(mut t) = Terminal::new(TestBackend::new(100, 30));
+    let _ = t.draw(|f| crate::tui::ui::render(&app, f));
+    let _ = std::fs::remove_file(&path);
 }

@@ -40,3 +40,8 @@ fn run_record_corpus() {
 fn argv_spec_corpus() {
     replay("argv_spec", pacauc::fuzzing::argv_spec);
 }
+
+#[test]
+fn event_log_corpus() {
+    replay("event_log", pacauc::fuzzing::event_log);
+}

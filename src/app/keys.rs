@@ -96,7 +96,7 @@ pub const BINDINGS: &[Binding] = &[
     bind!(
         "q",
         "quit",
-        "quit (Ctrl-C too); a running engine is cancelled",
+        "quit (Ctrl-C too); a run inside stops, watched runs go on",
         General,
         1,
         [(Char('q'), Action::Quit), (CtrlC, Action::Quit)]

@@ -29,6 +29,21 @@ impl App {
         app
     }
 
+    /// What `q` does, in a word for the footer: with only followed runs live
+    /// (watch, background runs), leaving the explorer detaches from them and
+    /// they go on; a run inside this process is cancelled.
+    pub fn quit_word(&self) -> &'static str {
+        let local_live = self
+            .runs
+            .iter()
+            .any(|r| r.origin.is_none() && r.status.is_live());
+        if !local_live && self.watched_live() > 0 {
+            "detach"
+        } else {
+            "quit"
+        }
+    }
+
     /// Runs followed in logs that are still running.
     pub fn watched_live(&self) -> usize {
         self.watched

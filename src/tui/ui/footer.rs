@@ -94,7 +94,10 @@ pub fn footer(app: &App, area: Rect, frame: &mut Frame) {
         Overlay::None => {
             let mut b: Vec<_> = BINDINGS.iter().filter(|b| b.footer > 0).collect();
             b.sort_by_key(|b| b.footer);
-            b.into_iter().map(|b| (b.label, b.short)).collect()
+            let quit = app.quit_word();
+            b.into_iter()
+                .map(|b| (b.label, if b.short == "quit" { quit } else { b.short }))
+                .collect()
         }
     };
     let width = area.width as usize;
