@@ -91,16 +91,12 @@ fn smc_and_ep_records_give_every_figure_as_png_and_svg() {
     );
     assert!(!err.contains("skipped inclusion:"), "{err}");
     // --only and --format.
-    let o = pacauc(&[
-        "plot",
-        &ep,
-        "--out",
-        out.to_str().unwrap(),
-        "--only",
-        "marginals",
-        "--format",
-        "svg",
-    ]);
+    let only = |kind: &str, extra: &[&str]| {
+        let mut args = vec!["plot", &ep, "--out", out.to_str().unwrap(), "--only", kind];
+        args.extend_from_slice(extra);
+        pacauc(&args)
+    };
+    let o = only("marginals", &["--format", "svg"]);
     assert!(o.status.success());
     assert_eq!(
         stdout_lines(&o),
@@ -116,14 +112,7 @@ fn smc_and_ep_records_give_every_figure_as_png_and_svg() {
     );
     assert!(!err.contains("skipped"), "{err}");
     // Asked by --only, a figure these records cannot give says what it needs.
-    let o = pacauc(&[
-        "plot",
-        &ep,
-        "--out",
-        out.to_str().unwrap(),
-        "--only",
-        "inclusion",
-    ]);
+    let o = only("inclusion", &[]);
     assert!(!o.status.success());
     assert!(
         String::from_utf8_lossy(&o.stderr)
