@@ -9,6 +9,7 @@ pub mod cost;
 pub mod demo_source;
 pub mod error;
 pub mod merge;
+mod method_settings;
 mod methods;
 pub mod registry;
 pub mod run;

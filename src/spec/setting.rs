@@ -162,7 +162,7 @@ impl Group {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct Setting {
     /// The name in the spec and, with `-` for `_`, the CLI flag.
     pub key: &'static str,

@@ -10,7 +10,8 @@ use serde::Serialize;
 
 use super::design::Design;
 use super::linear::LinearEp;
-use super::pair_ep::{EpOutcome, EpSettings, SweepInfo};
+use super::outcome::{EpOutcome, SweepInfo};
+use super::settings::EpSettings;
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::select::{FixedPointRule, fixed_point};
 

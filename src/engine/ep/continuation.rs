@@ -22,7 +22,7 @@
 
 use serde::Serialize;
 
-use super::driver::Marginal;
+use super::sweep_state::Marginal;
 use crate::engine::error::NonConvergence;
 use crate::engine::interface::EngineError;
 

@@ -1,6 +1,6 @@
 use super::*;
 use crate::engine::ep::linear::{LinearEp, LinearPath};
-use crate::engine::ep::pair_ep::{EpSettings, EpStart};
+use crate::engine::ep::settings::{EpSettings, EpStart};
 use crate::engine::ep::spike_slab::model::{SpikeSlab, SpikeSlabEp};
 use crate::engine::ep::spike_slab::sweep::SsSettings;
 use crate::engine::ep::spike_slab::warm_path::SsPath;

@@ -171,7 +171,8 @@ impl Anderson {
         let df: Vec<Vec<f64>> = (1..k).map(|i| sub(&f[i], &f[i - 1])).collect();
         let dg: Vec<Vec<f64>> = (1..k).map(|i| sub(&self.g[i], &self.g[i - 1])).collect();
         let n = df.len();
-        // Normal equations (ΔFᵀΔF + λI) c = ΔFᵀ f_k, λ relative to the diagonal.
+        // Normal equations (ΔFᵀΔF + λI) c = ΔFᵀ f_k, λ relative to ‖f_k‖²
+        // (`RIDGE`) and at least the round-off of the differences (`ridge`).
         let mut a = vec![vec![0.0; n + 1]; n];
         for i in 0..n {
             for j in 0..n {
@@ -179,12 +180,12 @@ impl Anderson {
             }
             a[i][n] = dot(&df[i], &f[k - 1]);
         }
-        let scale = (0..n).map(|i| a[i][i]).fold(0.0f64, f64::max);
-        if !(scale > 0.0 && scale.is_finite()) {
+        let lambda = ridge(&f[k - 1], &self.x[k - 1]);
+        if !(lambda > 0.0 && lambda.is_finite()) {
             return None;
         }
         for (i, row) in a.iter_mut().enumerate() {
-            row[i] += 1e-10 * scale;
+            row[i] += lambda;
         }
         let c = solve(a)?;
         let mut out = self.g[k - 1].clone();
@@ -195,6 +196,23 @@ impl Anderson {
         }
         out.iter().all(|v| v.is_finite()).then_some(out)
     }
+}
+
+/// Tikhonov weight of the mixing's least squares, relative to ‖f_k‖²: a
+/// secant whose residual differences ΔF are a share s of ‖f_k‖ extrapolates
+/// by about s/(s² + RIDGE) steps — 1/(1 − r) for a geometric convergence of
+/// rate r with 1 − r ≫ √RIDGE, at most 1/(2√RIDGE) = 5·10⁴ steps whatever ΔF.
+pub const RIDGE: f64 = 1e-10;
+
+/// λ of the least squares for the newest residual `f` at the iterate `x`:
+/// `RIDGE`·‖f‖², and no less than the round-off of a residual difference
+/// (each g − x is known to about ε·|x|). Relative to ΔF itself, as it was,
+/// λ cannot tell a secant from round-off: on a drift (f constant) ΔF is pure
+/// round-off, c came out near 10¹⁵, and the mixed point landed where x + step
+/// rounds to x, a false fixed point.
+fn ridge(f: &[f64], x: &[f64]) -> f64 {
+    let noise = 4.0 * f64::EPSILON * dot(x, x).sqrt();
+    RIDGE * dot(f, f) + noise * noise
 }
 
 /// Gaussian elimination with partial pivoting on an augmented n × (n+1) system.

@@ -8,8 +8,11 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::{Anderson, Progress, residual};
-use crate::engine::ep::driver::{Converged, Marginal, Rules, SweepState, SweepStatus};
-use crate::engine::ep::pair_ep::EpSettings;
+use crate::engine::ep::settings::EpSettings;
+use crate::engine::ep::sweep_state::{
+    Converged, Marginal, Rules, StoppedAt, SweepState, SweepStatus, not_converged, open_run,
+    prior_not_pd,
+};
 use crate::engine::error::NonConvergence;
 use crate::engine::interface::{Control, EngineError};
 
@@ -31,23 +34,9 @@ pub fn run_once<S: SweepState>(
     ctl: &Control,
     on_sweep: &mut dyn FnMut(&S, &SweepStatus),
 ) -> Result<Converged, EngineError> {
-    s.validate().map_err(EngineError::InvalidParams)?;
     let t0 = Instant::now();
-    st.begin_run();
-    let prior_not_pd =
-        || EngineError::Numerical("the prior precision is not positive definite".into());
-    let mut cold_restart = false;
-    if !st.ensure_q() {
-        if !st.can_reset() {
-            return Err(prior_not_pd());
-        }
-        st.reset();
-        cold_restart = true;
-        if !st.ensure_q() {
-            return Err(prior_not_pd());
-        }
-    }
-    let warmup = if st.is_cold() { st.warmup_sweeps() } else { 0 };
+    let opened = open_run(st, s)?;
+    let (mut cold_restart, warmup) = (opened.cold_restart, opened.warmup);
     st.forget_rollback();
     st.begin_sweep();
     let mut aa = st
@@ -66,30 +55,11 @@ pub fn run_once<S: SweepState>(
                 delta: f64,
                 reason: NonConvergence,
                 n: &Counts| {
-        let mut detail = json!({
+        let detail = json!({
             "reason": reason, "controller": "anderson", "halvings": n.halvings,
             "mixed_steps": n.mixed, "mixed_undone": n.undone,
         });
-        if let (Some(o), serde_json::Value::Object(e)) =
-            (detail.as_object_mut(), st.failure_detail())
-        {
-            o.extend(e);
-        }
-        let mut diagnostics = json!({
-            "sweeps": sweep, "eta": eta, "delta": delta, "tol": s.tol, "detail": detail,
-        });
-        if let (Some(o), serde_json::Value::Object(e)) = (diagnostics.as_object_mut(), st.context())
-        {
-            o.extend(e);
-        }
-        EngineError::not_converged(
-            reason,
-            format!(
-                "{} {why} (after {sweep} sweeps, η = {eta:.3e}, Δ = {delta:.3e})",
-                st.label()
-            ),
-            diagnostics,
-        )
+        not_converged(st, s, why, StoppedAt { sweep, eta, delta }, reason, detail)
     };
     let below_min = "did not converge: η fell below its minimum";
     // Back to the state a mixed step started from; plain steps until the

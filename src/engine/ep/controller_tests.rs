@@ -1,7 +1,7 @@
 use super::*;
-use crate::engine::ep::driver::{Marginal, Rules, SweepState};
 use crate::engine::ep::kernel::PassStats;
-use crate::engine::ep::pair_ep::{EpController, EpSettings};
+use crate::engine::ep::settings::{EpController, EpSettings};
+use crate::engine::ep::sweep_state::{Marginal, Rules, SweepState};
 use crate::engine::ep::tests::toy;
 use crate::engine::ep::{Form, LinearEp, Precision};
 use crate::engine::interface::{Control, EngineError};
@@ -169,9 +169,10 @@ const RULES: Rules = Rules {
 };
 
 /// A map without a fixed point (a drift) ends in the typed verdict within
-/// two windows, not after `max_sweeps`.
+/// two windows, not after `max_sweeps`, and never in a false convergence:
+/// the residual differences of a drift are round-off, and an unregularised
+/// secant once jumped to x ≈ −10¹⁶, where x + 1 rounds to x (`ridge`).
 #[test]
-#[ignore = "known bug (issue 28): the Anderson controller reports convergence on this drift after undone mixed steps; the controller is opt-in, off by default"]
 fn a_drift_ends_in_the_verdict() {
     let mut st = VecToy {
         f: |x| x.iter().map(|v| v + 1.0).collect(),
@@ -192,8 +193,127 @@ fn a_drift_ends_in_the_verdict() {
         panic!("{err:?}")
     };
     assert_eq!(diagnostics["detail"]["reason"], "no progress");
-    assert_eq!(diagnostics["detail"]["verdict"]["kind"], "no_contraction");
+    // The residual is constant up to round-off: no contraction, or one so
+    // slow that millions of sweeps would be needed.
+    let v = &diagnostics["detail"]["verdict"];
+    assert!(
+        v["kind"] == "no_contraction" || v["needed"].as_f64().unwrap() > 1e5,
+        "{v}"
+    );
     assert!(diagnostics["sweeps"].as_u64().unwrap() <= 2 * WINDOW as u64);
+    assert!(st.cur.iter().all(|x| x.abs() < 1e3), "{:?}", st.cur);
+}
+
+fn toy_of(f: fn(&[f64]) -> Vec<f64>, k: usize) -> VecToy {
+    VecToy {
+        f,
+        cur: vec![0.0; k],
+        prev: None,
+        trial: vec![0.0; k],
+        q: vec![0.0; k],
+    }
+}
+
+/// On maps with and without a fixed point, the Anderson controller's
+/// verdict agrees with plain damping's (`driver::run_once`, every rule on):
+/// both converge, to the same point (within 1e-6 at tol 1e-10), or neither
+/// does — Anderson by its typed verdict. The drifts have residuals bounded
+/// away from zero (constant, wavy, growing slowly), so no point is a fixed
+/// point at any tolerance; the contractions have one fixed point each.
+#[test]
+fn anderson_and_plain_damping_agree_on_whether_a_fixed_point_exists() {
+    type Map = fn(&[f64]) -> Vec<f64>;
+    let maps: [(&str, Map, bool); 5] = [
+        (
+            "constant drift",
+            |x| x.iter().map(|v| v + 1.0).collect(),
+            false,
+        ),
+        (
+            "wavy drift",
+            |x| {
+                x.iter()
+                    .enumerate()
+                    .map(|(i, v)| v + 0.05 * (1.5 + (v + i as f64).sin()))
+                    .collect()
+            },
+            false,
+        ),
+        (
+            "accelerating drift",
+            |x| {
+                x.iter()
+                    .map(|v| v + 0.01 * (1.0 + v.abs().sqrt()))
+                    .collect()
+            },
+            false,
+        ),
+        (
+            "slow linear contraction",
+            |x| {
+                let k = x.len();
+                (0..k)
+                    .map(|i| {
+                        let lam = 0.94 * (i + 1) as f64 / k as f64;
+                        lam * x[i] + 0.01 * x[(i + 1) % k] + 1.0
+                    })
+                    .collect()
+            },
+            true,
+        ),
+        (
+            "nonlinear contraction",
+            |x| {
+                let k = x.len();
+                (0..k)
+                    .map(|i| 0.9 * x[i] + 0.05 * x[(i + 1) % k].sin() + 1.0)
+                    .collect()
+            },
+            true,
+        ),
+    ];
+    let s = EpSettings {
+        tol: 1e-10,
+        ..EpSettings::default()
+    };
+    let anderson = EpSettings {
+        controller: EpController::Anderson,
+        ..s
+    };
+    for ((name, f, fixed_point), k) in maps.iter().flat_map(|m| (1..=6).map(move |k| (m, k))) {
+        let (name, f, fixed_point) = (format!("{name}, {k} coordinates"), *f, *fixed_point);
+        let mut plain = toy_of(f, k);
+        let p = crate::engine::ep::driver::run_once(
+            &mut plain,
+            &s,
+            RULES,
+            &Control::new(),
+            &mut |_, _| {},
+        );
+        let mut mixed = toy_of(f, k);
+        let a = run_once(
+            &mut mixed,
+            &anderson,
+            RULES,
+            &Control::new(),
+            &mut |_, _| {},
+        );
+        assert_eq!(p.is_ok(), fixed_point, "{name}: plain damping {p:?}");
+        assert_eq!(a.is_ok(), fixed_point, "{name}: anderson {a:?}");
+        match a {
+            Ok(out) => {
+                for (u, v) in plain.cur.iter().zip(&mixed.cur) {
+                    assert!((u - v).abs() < 1e-6, "{name}: {u} vs {v}");
+                }
+                assert!(out.sweeps < p.unwrap().sweeps, "{name}: no faster");
+            }
+            Err(e) => assert_eq!(
+                e.non_convergence(),
+                Some(crate::engine::error::NonConvergence::NoProgress),
+                "{name}: {e}"
+            ),
+        }
+    }
 }
 
 /// Gaussian EP with the Anderson controller reaches plain damping's fixed

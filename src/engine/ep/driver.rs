@@ -1,27 +1,5 @@
 //! The EP sweep driver: one loop for every EP flavour (ALGORITHMS.md §4, §5, §6).
 //!
-//! # Implementing a flavour (`SweepState`)
-//! A flavour keeps its sites in three roles — the accepted state before the
-//! last step (the rollback point), the current state (whose q is current) and
-//! the trial written by the next pass — and exposes:
-//! - `pass(eta, evidence)`: checks every likelihood site's cavity under the
-//!   current q (`PassStats::bad` > 0: the current state is invalid) and sums
-//!   their log C when `evidence`; with `Some(eta)` also writes the damped
-//!   update `(1 − η)·site + η·new` as the trial. Must not change q.
-//! - `accept()`: the trial becomes current, the current one the rollback point.
-//! - `complete_sweep(eta, warmup)`: after `accept`, rebuild q from the current
-//!   sites (and do what else the sweep does at step η: spike-and-slab updates
-//!   its prior sites here); false when the result is rejected (Q not positive
-//!   definite, an invalid prior cavity). GP-EP: V = (K⁻¹ + B)⁻¹ with B the
-//!   weighted Laplacian of the site precisions, checked positive definite.
-//! - `shrink()`: current ← (rollback + current)/2 — the last step again with η
-//!   halved — and anything else of the sweep back to its start (`begin_sweep`).
-//! - `ensure_q()`: q for the current sites (rebuilt only if stale); false when
-//!   Q is not positive definite. `reset()`: every site back to the start (q =
-//!   prior); `can_reset()` false when a restart makes no sense (a continuation).
-//! - `marginal()`: the means and variances Δ_t is judged on (θ's, or the
-//!   scores' m_s and diag V_s for GP-EP).
-//!
 //! # What the driver owns
 //! Acceptance (a rejected state is shrunk towards the rollback point with η
 //! halved, and η stays halved: restoring it makes η = 1 cycle for ever),
@@ -33,233 +11,20 @@
 //! during the warm-up), the early verdict where a failure has a fallback
 //! (`verdict`: drift windows that go nowhere, reason `wandering`), the
 //! `NotConverged` diagnostics, per-sweep reports, and one retry from the
-//! prior when a warm start fails (`run`).
-//!
-//! # Extrapolation
-//! Near a fixed point EP converges geometrically, often slowly (Δ_t falling
-//! by 3% a sweep: hundreds of sweeps, claims.csv at γ = n, EEG at n/4). When
-//! the last `JUMP_AFTER` sweeps at one η moved the mean the same way and Δ_t
-//! fell by a steady ratio r, the sweep's step is scaled by 1/(1 − r) (Aitken's
-//! extrapolation to the limit of the geometric series; capped so that the
-//! predicted change stays below `JUMP_SPAN` sds). A drift at a steady pace
-//! (r ≈ 1: EEG at n/4 moves its sds 10% a sweep for 50 sweeps) takes the
-//! capped step, but only far from convergence (Δ_t above `DRIFT_FLOOR`·tol·η);
-//! no jump at all once Δ_t is within `JUMP_FLOOR`·tol·η of the test: there Δ
-//! can sit nearly flat in a tiny cycle (the messy clinic file, a fold at 8n:
-//! Δ ≈ 1.3e-4 falling 5% a sweep), and repeated 20× jumps kept it from ever
-//! converging. A jump is kept only if the sweep after it moves q less than the
-//! sweep before it did (Δ falls); else EP goes back exactly to the state the
-//! jump was taken from (claims, a fold at n/2: a 10× jump set off a growing
-//! period-2 oscillation that cost η a halving and 300 sweeps); no jump
-//! follows at that η, later ones are capped 4× lower (a smaller jump at the
-//! same η set off the same oscillation), none after `JUMP_FAILS` returns.
-//! The jumped state must pass
-//! the same checks as any other (Q positive definite, valid cavities), else
-//! EP goes back exactly to the state it jumped from and stops extrapolating.
-//! The fixed point and the convergence test are those of plain sweeps.
+//! prior when a warm start fails (`run`). The extrapolated steps are in
+//! `extrapolation`; the flavours' side of the contract is `sweep_state`.
 
 use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::kernel::PassStats;
-use super::pair_ep::EpSettings;
+use super::extrapolation::{JUMP_FAILS, JUMP_MAX, jump_factor};
+use super::settings::EpSettings;
+use super::sweep_state::{Converged, Failure, Marginal, Rules, SweepState, SweepStatus};
+use super::sweep_state::{StoppedAt, not_converged, open_run, prior_not_pd};
 use super::verdict::Wander;
 use crate::engine::error::NonConvergence;
 use crate::engine::interface::{Control, EngineError};
-
-/// Means and variances of the coordinates convergence is judged on.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Marginal {
-    pub mean: Vec<f64>,
-    pub var: Vec<f64>,
-}
-
-impl Marginal {
-    /// Δ = max_k max(|m_k − m'_k|/sd'_k, |sd_k/sd'_k − 1|), primes = `old`.
-    pub fn delta(&self, old: &Marginal) -> f64 {
-        let mut d: f64 = 0.0;
-        for k in 0..self.mean.len() {
-            let (sd, sd_old) = (self.var[k].sqrt(), old.var[k].sqrt());
-            d = d
-                .max((self.mean[k] - old.mean[k]).abs() / sd_old)
-                .max((sd / sd_old - 1.0).abs());
-        }
-        d
-    }
-}
-
-/// Where a run failed, for a flavour's hint (`SweepState::hint`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failure {
-    /// η fell below its minimum while the rebuild after a step kept failing.
-    Rebuild,
-    /// Too many sweeps while the mean drifted one way.
-    Drift,
-}
-
-/// An EP flavour's sites and q, as the driver sees them (see the module docs).
-pub trait SweepState {
-    /// "EP", "spike-and-slab EP", … (messages).
-    fn label(&self) -> &'static str;
-    fn ensure_q(&mut self) -> bool;
-    fn reset(&mut self);
-    fn can_reset(&self) -> bool {
-        true
-    }
-    /// Every site at its start (a cold state).
-    fn is_cold(&self) -> bool;
-    /// Sweeps of a cold start during which convergence is not judged.
-    fn warmup_sweeps(&self) -> usize {
-        0
-    }
-    fn pass(&mut self, eta: Option<f64>, evidence: bool) -> PassStats;
-    fn accept(&mut self);
-    fn shrink(&mut self);
-    fn can_roll_back(&self) -> bool;
-    fn forget_rollback(&mut self);
-    /// A run starts (per-run counters and steps back to their start).
-    fn begin_run(&mut self) {}
-    /// A sweep starts from the current state (remember what `shrink` restores).
-    fn begin_sweep(&mut self) {}
-    fn complete_sweep(&mut self, eta: f64, warmup: bool) -> bool;
-    /// A sweep was accepted.
-    fn end_sweep(&mut self) {}
-    fn marginal(&self) -> Marginal;
-    /// The smallest step of a sweep of step η (some sites may step less).
-    fn step_floor(&self, eta: f64) -> f64 {
-        eta
-    }
-    /// After an accepted sweep that is not a convergence candidate.
-    fn after_sweep(&mut self, _eta: f64) {}
-    /// Scales the step just accepted: current ← rollback + factor·(current −
-    /// rollback), an over-relaxed step that extrapolates a geometric
-    /// convergence; q is then rebuilt by `complete_sweep`. False when the
-    /// flavour does not support it.
-    fn overrelax(&mut self, _factor: f64) -> bool {
-        false
-    }
-    /// Back to the rollback point exactly (a rejected extrapolation); there is
-    /// no rollback point afterwards; q is rebuilt by `ensure_q`.
-    fn restore(&mut self) {}
-    /// Sweeps after an undone extrapolation before another may be tried at
-    /// the same η (None: never at that η).
-    fn jump_retry_after(&self) -> Option<usize> {
-        None
-    }
-    /// Back exactly to the state before the rollback point — the one an
-    /// extrapolation jumped from, one accepted sweep after the jump (it is
-    /// still held: only the sweep after the jump was written since); no
-    /// rollback point afterwards; q is rebuilt by `ensure_q`.
-    fn restore_before_rollback(&mut self) {}
-    /// The current sites as one vector, for Anderson mixing (`controller`);
-    /// None when the flavour does not support it.
-    fn sites_vec(&self) -> Option<Vec<f64>> {
-        None
-    }
-    /// The trial the last update pass wrote, in `sites_vec`'s layout.
-    fn trial_vec(&self) -> Option<Vec<f64>> {
-        None
-    }
-    /// Replaces the trial (a mixed point); `accept` then makes it current.
-    fn load_trial(&mut self, _v: &[f64]) {}
-    /// What to try when the run fails this way (appended to the message).
-    fn hint(&self, _f: Failure) -> Option<&'static str> {
-        None
-    }
-    /// Why a rebuild after a step fails (the diagnostics' reason).
-    fn rebuild_reason(&self) -> NonConvergence {
-        NonConvergence::NotPositiveDefinite
-    }
-    /// Extra diagnostics (merged into the top level).
-    fn context(&self) -> Value {
-        json!({})
-    }
-    /// Extra details of a failure (merged into `detail`).
-    fn failure_detail(&self) -> Value {
-        json!({})
-    }
-}
-
-/// The flavour's choices of the driver's rules.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Rules {
-    /// Sum log C at every sweep (else only at the convergence check).
-    pub evidence_every_sweep: bool,
-    /// A stall whose mean kept its direction is a drift, not a cycle.
-    pub drift: bool,
-}
-
-/// One accepted sweep's state, as reported.
-#[derive(Debug, Clone, Copy)]
-pub struct SweepStatus {
-    pub sweep: usize,
-    pub delta: f64,
-    /// The smallest step of the sweep.
-    pub eta: f64,
-    pub stats: PassStats,
-    /// `stats.sum_log_c` was summed in this pass.
-    pub evidence_known: bool,
-    pub elapsed: f64,
-}
-
-/// A converged run.
-#[derive(Debug, Clone, Copy)]
-pub struct Converged {
-    pub sweeps: usize,
-    /// The sweeps' step η.
-    pub eta: f64,
-    /// The smallest step of the last sweep.
-    pub step: f64,
-    pub delta: f64,
-    /// The final check pass (evidence summed).
-    pub stats: PassStats,
-    pub cold_restart: bool,
-    pub seconds: f64,
-    /// Extrapolated steps taken, and those undone (the next sweep grew).
-    pub jumps: usize,
-    pub jumps_undone: usize,
-}
-
-/// Δ's in a row (same η, the mean moving one way) before an extrapolation.
-const JUMP_AFTER: usize = 4;
-/// Largest extrapolation ω (the step is scaled by 1 + ω).
-const JUMP_MAX: f64 = 30.0;
-/// Largest predicted change of a mean or sd by an extrapolation (in sds).
-const JUMP_SPAN: f64 = 0.5;
-/// No jump once Δ is below this many times the convergence threshold tol·η.
-const JUMP_FLOOR: f64 = 2.0;
-/// Jumps undone (Δ grew after them) before extrapolation stops for the run.
-const JUMP_FAILS: usize = 3;
-/// No jump on a steady drift (ratio ≥ 1) once Δ is below this many tol·η.
-const DRIFT_FLOOR: f64 = 100.0;
-
-/// The factor 1 + ω = 1/(1 − r) of an extrapolated step and r, when the
-/// recent Δ's (`hist`, oldest first) fell by a steady ratio r; `threshold` is
-/// the convergence test's tol·η, `cap` the largest ω.
-fn jump_factor(hist: &[f64], threshold: f64, cap: f64) -> Option<(f64, f64)> {
-    if hist.len() < JUMP_AFTER {
-        return None;
-    }
-    let last = &hist[hist.len() - JUMP_AFTER..];
-    let now = last[last.len() - 1];
-    if now < JUMP_FLOOR * threshold {
-        return None;
-    }
-    let ratios: Vec<f64> = last.windows(2).map(|w| w[1] / w[0]).collect();
-    let (lo, hi) = ratios
-        .iter()
-        .fold((f64::INFINITY, 0.0f64), |(a, b), &r| (a.min(r), b.max(r)));
-    if !(lo > 0.3 && hi < 1.1 && hi <= 1.1 * lo) || (hi >= 1.0 && now < DRIFT_FLOOR * threshold) {
-        return None;
-    }
-    // r ≥ 1: a drift at a steady pace; the span cap sets the step.
-    let r = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
-    let omega = if r < 1.0 { r / (1.0 - r) } else { cap }
-        .min(cap)
-        .min(JUMP_SPAN / now);
-    (omega >= 1.0).then_some((1.0 + omega, r))
-}
 
 /// Runs EP to convergence from the current state; a warm start that does not
 /// converge (it can sit in a slow mode of the iteration) is retried once from
@@ -312,24 +77,9 @@ pub fn run_once<S: SweepState>(
     ctl: &Control,
     on_sweep: &mut dyn FnMut(&S, &SweepStatus),
 ) -> Result<Converged, EngineError> {
-    s.validate().map_err(EngineError::InvalidParams)?;
     let t0 = Instant::now();
-    st.begin_run();
-    let prior_not_pd =
-        || EngineError::Numerical("the prior precision is not positive definite".into());
-    let mut cold_restart = false;
-    if !st.ensure_q() {
-        // The kept sites do not fit the new prior or design: start afresh.
-        if !st.can_reset() {
-            return Err(prior_not_pd());
-        }
-        st.reset();
-        cold_restart = true;
-        if !st.ensure_q() {
-            return Err(prior_not_pd());
-        }
-    }
-    let warmup = if st.is_cold() { st.warmup_sweeps() } else { 0 };
+    let opened = open_run(st, s)?;
+    let (mut cold_restart, warmup) = (opened.cold_restart, opened.warmup);
     // The early verdict (`verdict`): drift windows that go nowhere.
     let mut wander = Wander::default();
     wander.start_window(st.marginal());
@@ -363,25 +113,13 @@ pub fn run_once<S: SweepState>(
                 delta: f64,
                 reason: NonConvergence,
                 n: &Counts| {
-        let mut detail = json!({
+        let detail = json!({
             "reason": reason, "halvings": n.halvings, "stall_halvings": n.stall_halvings,
             "drift_windows": n.drift_windows, "extrapolations": n.jumps,
             "extrapolations_undone": n.failed_jumps,
             "delta_over_eta": n.stall_ratios,
         });
-        merge(&mut detail, st.failure_detail());
-        let mut diagnostics = json!({
-            "sweeps": sweep, "eta": eta, "delta": delta, "tol": s.tol, "detail": detail,
-        });
-        merge(&mut diagnostics, st.context());
-        EngineError::NotConverged {
-            reason,
-            message: format!(
-                "{} {why} (after {sweep} sweeps, η = {eta:.3e}, Δ = {delta:.3e})",
-                st.label()
-            ),
-            diagnostics,
-        }
+        not_converged(st, s, why, StoppedAt { sweep, eta, delta }, reason, detail)
     };
     let below_min = "did not converge: η fell below its minimum";
     loop {
@@ -723,13 +461,6 @@ pub fn run_once<S: SweepState>(
                 &n,
             ));
         }
-    }
-}
-
-/// Adds `extra`'s fields to the object `v`.
-fn merge(v: &mut Value, extra: Value) {
-    if let (Some(o), Value::Object(e)) = (v.as_object_mut(), extra) {
-        o.extend(e);
     }
 }
 

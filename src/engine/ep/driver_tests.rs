@@ -1,6 +1,7 @@
 //! Tests of the sweep driver on one-coordinate toys.
 
 use super::*;
+use crate::engine::ep::kernel::PassStats;
 
 /// One coordinate x with the EP-like update x ← (1 − η)x + η f(x); the
 /// current state is invalid above `bad_above` (an invalid cavity).

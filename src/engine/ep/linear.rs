@@ -7,11 +7,13 @@ use nalgebra::DMatrix;
 use super::continuation::Continuable;
 use super::cv;
 use super::design::{Design, Form, identical_pairs};
-use super::driver::Marginal;
+use super::outcome::{EpOutcome, SweepInfo};
+use super::pair_ep::PairEp;
 use super::pair_ep::start::{self, START_MIN_PAIRS, SampledStart};
-use super::pair_ep::{EpOutcome, EpSettings, PairEp, SweepInfo};
+use super::settings::EpSettings;
 use super::site::MAX_G;
 use super::store::Precision;
+use super::sweep_state::Marginal;
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::pairs::{PairSample, PairSampling};
 

@@ -7,8 +7,12 @@
 //! - `posterior`: Q, r, V, m from the sites by matrix products; Δ_t.
 //! - `continuation`: one way to reach γ, adaptive steps in log γ (§16).
 //! - `controller`: safeguarded Anderson mixing and the non-progress verdict.
-//! - `driver`: the one sweep loop of every EP flavour (acceptance, η back-off,
-//!   stall/cycle/drift rules, convergence, diagnostics).
+//! - `sweep_state`: what a flavour shows the sweep loops (the `SweepState`
+//!   contract, marginals, a run's report) and the steps both loops share.
+//! - `driver`: the classic sweep loop of every EP flavour (acceptance, η back-off,
+//!   stall/cycle/drift rules, convergence, diagnostics); `extrapolation` its
+//!   extrapolated steps.
+//! - `settings`, `outcome`: an EP run's settings and what it reports.
 //! - `pair_ep`: the pair sites' state with a Gaussian prior, run on the driver.
 //! - `design`: primal and reduced (SVD) forms, the map back to θ.
 //! - `linear`, `ard`, `cv`, `engine`: warm-started runs, ARD evidence
@@ -22,14 +26,18 @@ pub mod cv;
 pub mod design;
 pub mod driver;
 mod engine;
+pub mod extrapolation;
 pub mod gp;
 pub mod kernel;
 pub mod linear;
+pub mod outcome;
 pub mod pair_ep;
 pub mod posterior;
+pub mod settings;
 pub mod site;
 pub mod spike_slab;
 mod store;
+pub mod sweep_state;
 pub mod verdict;
 
 pub use ard::ArdSettings;
@@ -37,8 +45,10 @@ pub use design::{Design, Form, identical_pairs};
 pub use engine::{Ep, GammaMode};
 pub use kernel::{Excluded, Isa, PassStats};
 pub use linear::LinearEp;
-pub use pair_ep::{EpController, EpOutcome, EpSettings, EpStart, EvidenceParts, PairEp, SweepInfo};
+pub use outcome::{EpOutcome, EvidenceParts, SweepInfo};
+pub use pair_ep::PairEp;
 pub use posterior::{Posterior, PriorTerms};
+pub use settings::{EpController, EpSettings, EpStart};
 pub use site::{Natural, Site, StepFactor, Tilted};
 pub use store::Precision;
 

@@ -11,198 +11,22 @@ use nalgebra::DMatrix;
 use serde_json::json;
 
 use super::design::identical_pairs;
-use super::driver::{self, Marginal, Rules, SweepState};
+use super::driver;
 use super::kernel::sampled::{self, SampledLayout, SampledWorkspace};
 use super::kernel::{
     self, Aggregates, Excluded, Isa, Marginals, Op, PassInput, PassStats, Workspace,
 };
+use super::outcome::{EpOutcome, EvidenceParts, SweepInfo};
 use super::posterior::{self, Posterior, PriorTerms};
+use super::settings::EpSettings;
 use super::site::StepFactor;
 use super::store::{Precision, SiteBuffers};
+use super::sweep_state::{Marginal, Rules, SweepState};
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::pairs::PairSample;
 
 #[path = "start.rs"]
 pub mod start;
-
-/// Settings of one EP run.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct EpSettings {
-    /// Initial damping step η (0 < η ≤ 1).
-    pub eta: f64,
-    /// Converged when Δ_t < tol·η_t.
-    pub tol: f64,
-    /// Most accepted sweeps.
-    pub max_sweeps: usize,
-    /// Give up when halving takes η below this.
-    pub min_eta: f64,
-    /// Halve η (and keep it halved) when Δ_t has not reached a new minimum for
-    /// this many sweeps: parallel EP can settle into a cycle at a too large η
-    /// (Glass at γ = 2.5n cycles at η = 0.7, converges at 0.5). 0 = never.
-    pub stall_sweeps: usize,
-    /// Declare a cycle (fail fast) after this many stall halvings in a row that
-    /// did not halve the smallest Δ/η of their window: with no fixed point the
-    /// change only shrinks with the step (Δ/η ≈ const) and halving η to
-    /// `min_eta` takes hundreds of sweeps. 0 = never (halve to `min_eta`).
-    #[serde(default)]
-    pub cycle_stalls: usize,
-    /// Extrapolate a geometric convergence (`driver`: an over-relaxed step
-    /// when Δ has shrunk by a steady ratio for a few sweeps). The fixed point
-    /// and the convergence test are unchanged.
-    #[serde(default = "extrapolate_default")]
-    pub extrapolate: bool,
-    /// End a run early when its drift windows go nowhere (`verdict`): set
-    /// where a failure has a fallback (CV folds, the first start of a
-    /// fixed-γ fit with a warm path). Derived, never the user's choice: not
-    /// written to records (a verdict that fires is in the failure's message).
-    #[serde(default, skip_serializing)]
-    pub early_verdict: bool,
-    /// How a fit reaches its γ (`continuation`); not written while classic,
-    /// so records made before the setting existed keep their spec.
-    #[serde(default, skip_serializing_if = "EpStart::is_classic")]
-    pub start: EpStart,
-    /// How a run steps towards its fixed point (`controller`); not written
-    /// while classic.
-    #[serde(default, skip_serializing_if = "EpController::is_classic")]
-    pub controller: EpController,
-}
-
-/// How a fit reaches its γ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EpStart {
-    /// From the prior (or the folds' average after a CV), then the rescue
-    /// paths of each flavour when that fails.
-    #[default]
-    Classic,
-    /// Adaptive continuation in γ from a small γ (`continuation`, ALGORITHMS.md §16).
-    Continuation,
-}
-
-impl EpStart {
-    pub fn is_classic(&self) -> bool {
-        *self == EpStart::Classic
-    }
-}
-
-/// How a run steps towards its fixed point.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EpController {
-    /// Damped sweeps with the driver's stall, cycle, drift and extrapolation rules.
-    #[default]
-    Classic,
-    /// Damped sweeps with safeguarded Anderson mixing and one non-progress
-    /// verdict on the residual's contraction (`controller`).
-    Anderson,
-}
-
-impl EpController {
-    pub fn is_classic(&self) -> bool {
-        *self == EpController::Classic
-    }
-}
-
-fn extrapolate_default() -> bool {
-    true
-}
-
-impl Default for EpSettings {
-    fn default() -> Self {
-        EpSettings {
-            eta: 0.7,
-            tol: 1e-4,
-            max_sweeps: 1000,
-            min_eta: 1e-4,
-            stall_sweeps: 20,
-            cycle_stalls: 0,
-            extrapolate: true,
-            early_verdict: false,
-            start: EpStart::Classic,
-            controller: EpController::Classic,
-        }
-    }
-}
-
-impl EpSettings {
-    pub fn validate(&self) -> Result<(), String> {
-        if !(self.eta > 0.0 && self.eta <= 1.0) {
-            return Err(format!(
-                "the EP damping η must be in (0, 1]; got {}",
-                self.eta
-            ));
-        }
-        if !(self.tol > 0.0 && self.tol.is_finite()) {
-            return Err(format!("the EP tolerance must be > 0; got {}", self.tol));
-        }
-        if self.max_sweeps == 0 {
-            return Err("--max-sweeps must be ≥ 1".into());
-        }
-        if !(self.min_eta > 0.0 && self.min_eta <= self.eta) {
-            return Err(format!(
-                "the smallest η must be in (0, η]; got {}",
-                self.min_eta
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// One accepted sweep.
-pub struct SweepInfo<'a> {
-    pub sweep: usize,
-    pub delta: f64,
-    /// log Z_EP of the accepted state (None when a site was skipped).
-    pub log_z: Option<f64>,
-    pub eta: f64,
-    pub negative_share: f64,
-    pub skipped: usize,
-    pub elapsed: f64,
-    pub q: &'a Posterior,
-}
-
-/// The pieces of log Z_EP; `log_z()` for a centred Gaussian prior.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct EvidenceParts {
-    /// Σ log C_ij over the sites.
-    pub sum_log_c: f64,
-    /// ½ Σ_k log P_k (the Gaussian prior's normaliser, P = prior precisions).
-    pub half_log_det_prior_prec: f64,
-    pub log_det_q: f64,
-    pub r_v_r: f64,
-    /// Identical positive/negative rows (not sites): each multiplies Z by e^{−g/2}.
-    pub identical_pairs: usize,
-    pub g: f64,
-    /// Degenerate sites skipped in the final state (then the evidence is invalid).
-    pub skipped: usize,
-}
-
-impl EvidenceParts {
-    /// `Σ log C − ½ log|Σ_prior| − ½ log|Q| + ½ rᵀQ⁻¹r − (g/2)·identical`, or None
-    /// when sites were skipped.
-    pub fn log_z(&self) -> Option<f64> {
-        (self.skipped == 0).then_some(
-            self.sum_log_c + self.half_log_det_prior_prec - 0.5 * self.log_det_q + 0.5 * self.r_v_r
-                - 0.5 * self.g * self.identical_pairs as f64,
-        )
-    }
-}
-
-/// The result of a converged run (q is `PairEp::posterior`).
-#[derive(Debug, Clone)]
-pub struct EpOutcome {
-    pub sweeps: usize,
-    pub eta: f64,
-    pub delta: f64,
-    pub stats: PassStats,
-    pub evidence: EvidenceParts,
-    pub negative_share: f64,
-    /// The starting (warm) state was invalid and the run restarted from the prior.
-    pub cold_restart: bool,
-    pub seconds: f64,
-    /// Extrapolated (over-relaxed) steps taken (`driver`, Extrapolation).
-    pub extrapolations: usize,
-}
 
 enum Store {
     F64(SiteBuffers<f64>),

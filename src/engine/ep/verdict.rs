@@ -17,7 +17,7 @@
 
 use serde_json::{Value, json};
 
-use super::driver::Marginal;
+use super::sweep_state::Marginal;
 
 /// Wandering drift windows in a row before the verdict.
 pub const WINDOWS: usize = 3;

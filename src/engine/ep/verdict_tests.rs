@@ -2,9 +2,10 @@
 //! cycle (no fixed point; the stall rule sees a drift) gets the verdict
 //! within a few windows, a slow straight drift that converges does not.
 
-use super::super::driver::{Marginal, Rules, SweepState, run};
+use super::super::driver::run;
 use super::super::kernel::PassStats;
-use super::super::pair_ep::EpSettings;
+use super::super::settings::EpSettings;
+use super::super::sweep_state::{Marginal, Rules, SweepState};
 use super::WINDOWS;
 use crate::engine::interface::{Control, EngineError};
 

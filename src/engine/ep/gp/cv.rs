@@ -13,7 +13,7 @@ use nalgebra::DMatrix;
 use super::fitting::{Features, features, fit_features, predictive_mean, run_exact};
 use super::sweep::GpEp;
 use crate::engine::ep::cv::{cv_settings, gamma_label, gamma_names, gamma_spec, point_fit};
-use crate::engine::ep::pair_ep::EpSettings;
+use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::store::Precision as SitePrecision;
 use crate::engine::gp::{GpApprox, Kernel};
 use crate::engine::interface::{Control, EngineError};

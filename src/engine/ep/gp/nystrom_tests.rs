@@ -6,7 +6,7 @@ use super::super::fitting::{features, fit_exact, fit_features};
 use super::{COARSE_LANDMARKS, coarse_fit, landmarks};
 use crate::engine::ep::design::Form as LinearForm;
 use crate::engine::ep::linear::LinearEp;
-use crate::engine::ep::pair_ep::EpSettings;
+use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::store::Precision;
 use crate::engine::gp::{GpApprox, Kernel};
 use crate::engine::interface::Control;

@@ -14,10 +14,11 @@ use rayon::prelude::*;
 use serde_json::json;
 
 use super::basis::{Basis, Q};
-use crate::engine::ep::driver::{self, Marginal, Rules, SweepState};
+use crate::engine::ep::driver;
 use crate::engine::ep::kernel::PassStats;
-use crate::engine::ep::pair_ep::EpSettings;
+use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::site::{self, Site, StepFactor};
+use crate::engine::ep::sweep_state::{Marginal, Rules, SweepState};
 use crate::engine::interface::{Control, EngineError};
 
 /// One accepted sweep.

@@ -4,7 +4,7 @@ use nalgebra::DMatrix;
 
 use super::fitting::exact_basis_with;
 use super::sweep::GpEp;
-use crate::engine::ep::pair_ep::EpSettings;
+use crate::engine::ep::settings::EpSettings;
 use crate::engine::gp::Kernel;
 use crate::engine::interface::Control;
 

@@ -10,7 +10,7 @@ use super::tests::sparse_demo;
 use crate::engine::data::prepare::stratified_folds;
 use crate::engine::ep::cv::default_grid;
 use crate::engine::ep::design::Form;
-use crate::engine::ep::pair_ep::EpSettings;
+use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::store::Precision;
 use crate::engine::interface::Control;
 use crate::engine::metrics::auc;

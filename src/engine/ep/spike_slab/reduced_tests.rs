@@ -8,7 +8,7 @@ use super::model::{SpikeSlab, SpikeSlabEp};
 use super::sweep::{SsOutcome, SsSettings};
 use crate::engine::ep::design::Form;
 use crate::engine::ep::linear::LinearEp;
-use crate::engine::ep::pair_ep::EpSettings;
+use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::store::Precision;
 use crate::engine::interface::Control;
 use crate::engine::numerics::rng::{normal, stream};

@@ -24,8 +24,9 @@ use super::prior_sites::{MixturePrior, PriorSites, tilted};
 use super::sweep::{
     LikelihoodSites, Mode, SsOutcome, SsSettings, SsSweep, SsSweepInfo, ThetaMoments,
 };
-use crate::engine::ep::driver::{self, Rules};
-use crate::engine::ep::pair_ep::EpSettings;
+use crate::engine::ep::driver;
+use crate::engine::ep::settings::EpSettings;
+use crate::engine::ep::sweep_state::Rules;
 use crate::engine::interface::{Control, EngineError};
 
 /// What the release did in a run.

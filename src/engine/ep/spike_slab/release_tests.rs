@@ -8,8 +8,8 @@ use super::prior_sites::{MixturePrior, PriorSites, tilted};
 use super::release::{self, ReleaseStatus};
 use super::sweep::{self, LikelihoodSites, SsOutcome, SsSettings, ThetaMoments};
 use super::tests::{INFORMATIVE, enumerate, regression, sparse_demo, tight};
-use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::posterior::Posterior;
+use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::store::Precision;
 use crate::engine::interface::Control;
 

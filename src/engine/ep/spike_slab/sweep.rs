@@ -26,12 +26,13 @@ pub use super::moments::ThetaMoments;
 use super::prior_sites::{MixturePrior, PriorSites};
 use super::release::update_unfixed;
 use super::site_steps::{SiteStepRule, SiteSteps};
-use crate::engine::ep::driver::{
-    self, Converged, Failure, Marginal, Rules, SweepState, SweepStatus,
-};
+use crate::engine::ep::driver;
 use crate::engine::ep::kernel::PassStats;
-use crate::engine::ep::pair_ep::EpSettings;
 use crate::engine::ep::posterior::{Posterior, PriorTerms};
+use crate::engine::ep::settings::EpSettings;
+use crate::engine::ep::sweep_state::{
+    Converged, Failure, Marginal, Rules, SweepState, SweepStatus,
+};
 use crate::engine::error::NonConvergence;
 use crate::engine::interface::{Control, EngineError};
 

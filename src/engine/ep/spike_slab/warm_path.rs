@@ -23,7 +23,7 @@ use super::sweep::{SsOutcome, SsSettings, SsSweepInfo};
 use crate::engine::ep::continuation::Continuable;
 use crate::engine::ep::cv;
 use crate::engine::ep::design::Design;
-use crate::engine::ep::driver::Marginal;
+use crate::engine::ep::sweep_state::Marginal;
 use crate::engine::interface::{Control, EngineError};
 
 /// One point of the warm path.

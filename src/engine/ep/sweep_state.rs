@@ -1,0 +1,263 @@
+//! What an EP flavour shows the sweep loops (`driver`, `controller`): the
+//! `SweepState` contract, the marginals convergence is judged on, and what a
+//! run reports; plus the two steps every loop shares (opening a run, the
+//! not-converged error).
+//!
+//! # Implementing a flavour (`SweepState`)
+//! A flavour keeps its sites in three roles — the accepted state before the
+//! last step (the rollback point), the current state (whose q is current) and
+//! the trial written by the next pass — and exposes:
+//! - `pass(eta, evidence)`: checks every likelihood site's cavity under the
+//!   current q (`PassStats::bad` > 0: the current state is invalid) and sums
+//!   their log C when `evidence`; with `Some(eta)` also writes the damped
+//!   update `(1 − η)·site + η·new` as the trial. Must not change q.
+//! - `accept()`: the trial becomes current, the current one the rollback point.
+//! - `complete_sweep(eta, warmup)`: after `accept`, rebuild q from the current
+//!   sites (and do what else the sweep does at step η: spike-and-slab updates
+//!   its prior sites here); false when the result is rejected (Q not positive
+//!   definite, an invalid prior cavity). GP-EP: V = (K⁻¹ + B)⁻¹ with B the
+//!   weighted Laplacian of the site precisions, checked positive definite.
+//! - `shrink()`: current ← (rollback + current)/2 — the last step again with η
+//!   halved — and anything else of the sweep back to its start (`begin_sweep`).
+//! - `ensure_q()`: q for the current sites (rebuilt only if stale); false when
+//!   Q is not positive definite. `reset()`: every site back to the start (q =
+//!   prior); `can_reset()` false when a restart makes no sense (a continuation).
+//! - `marginal()`: the means and variances Δ_t is judged on (θ's, or the
+//!   scores' m_s and diag V_s for GP-EP).
+
+use serde_json::{Value, json};
+
+use super::kernel::PassStats;
+use super::settings::EpSettings;
+use crate::engine::error::NonConvergence;
+use crate::engine::interface::EngineError;
+
+/// Means and variances of the coordinates convergence is judged on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marginal {
+    pub mean: Vec<f64>,
+    pub var: Vec<f64>,
+}
+
+impl Marginal {
+    /// Δ = max_k max(|m_k − m'_k|/sd'_k, |sd_k/sd'_k − 1|), primes = `old`.
+    pub fn delta(&self, old: &Marginal) -> f64 {
+        let mut d: f64 = 0.0;
+        for k in 0..self.mean.len() {
+            let (sd, sd_old) = (self.var[k].sqrt(), old.var[k].sqrt());
+            d = d
+                .max((self.mean[k] - old.mean[k]).abs() / sd_old)
+                .max((sd / sd_old - 1.0).abs());
+        }
+        d
+    }
+}
+
+/// Where a run failed, for a flavour's hint (`SweepState::hint`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// η fell below its minimum while the rebuild after a step kept failing.
+    Rebuild,
+    /// Too many sweeps while the mean drifted one way.
+    Drift,
+}
+
+/// An EP flavour's sites and q, as the driver sees them (see the module docs).
+pub trait SweepState {
+    /// "EP", "spike-and-slab EP", … (messages).
+    fn label(&self) -> &'static str;
+    fn ensure_q(&mut self) -> bool;
+    fn reset(&mut self);
+    fn can_reset(&self) -> bool {
+        true
+    }
+    /// Every site at its start (a cold state).
+    fn is_cold(&self) -> bool;
+    /// Sweeps of a cold start during which convergence is not judged.
+    fn warmup_sweeps(&self) -> usize {
+        0
+    }
+    fn pass(&mut self, eta: Option<f64>, evidence: bool) -> PassStats;
+    fn accept(&mut self);
+    fn shrink(&mut self);
+    fn can_roll_back(&self) -> bool;
+    fn forget_rollback(&mut self);
+    /// A run starts (per-run counters and steps back to their start).
+    fn begin_run(&mut self) {}
+    /// A sweep starts from the current state (remember what `shrink` restores).
+    fn begin_sweep(&mut self) {}
+    fn complete_sweep(&mut self, eta: f64, warmup: bool) -> bool;
+    /// A sweep was accepted.
+    fn end_sweep(&mut self) {}
+    fn marginal(&self) -> Marginal;
+    /// The smallest step of a sweep of step η (some sites may step less).
+    fn step_floor(&self, eta: f64) -> f64 {
+        eta
+    }
+    /// After an accepted sweep that is not a convergence candidate.
+    fn after_sweep(&mut self, _eta: f64) {}
+    /// Scales the step just accepted: current ← rollback + factor·(current −
+    /// rollback), an over-relaxed step that extrapolates a geometric
+    /// convergence; q is then rebuilt by `complete_sweep`. False when the
+    /// flavour does not support it.
+    fn overrelax(&mut self, _factor: f64) -> bool {
+        false
+    }
+    /// Back to the rollback point exactly (a rejected extrapolation); there is
+    /// no rollback point afterwards; q is rebuilt by `ensure_q`.
+    fn restore(&mut self) {}
+    /// Sweeps after an undone extrapolation before another may be tried at
+    /// the same η (None: never at that η).
+    fn jump_retry_after(&self) -> Option<usize> {
+        None
+    }
+    /// Back exactly to the state before the rollback point — the one an
+    /// extrapolation jumped from, one accepted sweep after the jump (it is
+    /// still held: only the sweep after the jump was written since); no
+    /// rollback point afterwards; q is rebuilt by `ensure_q`.
+    fn restore_before_rollback(&mut self) {}
+    /// The current sites as one vector, for Anderson mixing (`controller`);
+    /// None when the flavour does not support it.
+    fn sites_vec(&self) -> Option<Vec<f64>> {
+        None
+    }
+    /// The trial the last update pass wrote, in `sites_vec`'s layout.
+    fn trial_vec(&self) -> Option<Vec<f64>> {
+        None
+    }
+    /// Replaces the trial (a mixed point); `accept` then makes it current.
+    fn load_trial(&mut self, _v: &[f64]) {}
+    /// What to try when the run fails this way (appended to the message).
+    fn hint(&self, _f: Failure) -> Option<&'static str> {
+        None
+    }
+    /// Why a rebuild after a step fails (the diagnostics' reason).
+    fn rebuild_reason(&self) -> NonConvergence {
+        NonConvergence::NotPositiveDefinite
+    }
+    /// Extra diagnostics (merged into the top level).
+    fn context(&self) -> Value {
+        json!({})
+    }
+    /// Extra details of a failure (merged into `detail`).
+    fn failure_detail(&self) -> Value {
+        json!({})
+    }
+}
+
+/// The flavour's choices of the driver's rules.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rules {
+    /// Sum log C at every sweep (else only at the convergence check).
+    pub evidence_every_sweep: bool,
+    /// A stall whose mean kept its direction is a drift, not a cycle.
+    pub drift: bool,
+}
+
+/// One accepted sweep's state, as reported.
+#[derive(Debug, Clone, Copy)]
+pub struct SweepStatus {
+    pub sweep: usize,
+    pub delta: f64,
+    /// The smallest step of the sweep.
+    pub eta: f64,
+    pub stats: PassStats,
+    /// `stats.sum_log_c` was summed in this pass.
+    pub evidence_known: bool,
+    pub elapsed: f64,
+}
+
+/// A converged run.
+#[derive(Debug, Clone, Copy)]
+pub struct Converged {
+    pub sweeps: usize,
+    /// The sweeps' step η.
+    pub eta: f64,
+    /// The smallest step of the last sweep.
+    pub step: f64,
+    pub delta: f64,
+    /// The final check pass (evidence summed).
+    pub stats: PassStats,
+    pub cold_restart: bool,
+    pub seconds: f64,
+    /// Extrapolated steps taken, and those undone (the next sweep grew).
+    pub jumps: usize,
+    pub jumps_undone: usize,
+}
+
+/// The error for a prior precision that is not positive definite.
+pub fn prior_not_pd() -> EngineError {
+    EngineError::Numerical("the prior precision is not positive definite".into())
+}
+
+/// How a run opened.
+pub struct Opened {
+    /// The kept sites did not fit (new prior or design): EP restarted from the prior.
+    pub cold_restart: bool,
+    /// Sweeps during which convergence is not judged.
+    pub warmup: usize,
+}
+
+/// Opens a run: settings checked, q for the current sites (a restart from
+/// the prior when they do not fit the new prior or design), no rollback point.
+pub fn open_run<S: SweepState>(st: &mut S, s: &EpSettings) -> Result<Opened, EngineError> {
+    s.validate().map_err(EngineError::InvalidParams)?;
+    st.begin_run();
+    let mut cold_restart = false;
+    if !st.ensure_q() {
+        if !st.can_reset() {
+            return Err(prior_not_pd());
+        }
+        st.reset();
+        cold_restart = true;
+        if !st.ensure_q() {
+            return Err(prior_not_pd());
+        }
+    }
+    let warmup = if st.is_cold() { st.warmup_sweeps() } else { 0 };
+    Ok(Opened {
+        cold_restart,
+        warmup,
+    })
+}
+
+/// Where a run stopped.
+#[derive(Debug, Clone, Copy)]
+pub struct StoppedAt {
+    pub sweep: usize,
+    pub eta: f64,
+    pub delta: f64,
+}
+
+/// The `NotConverged` error of a run: the loop's `detail` (its reason and
+/// counters) with the flavour's failure detail, and the flavour's context.
+pub fn not_converged<S: SweepState>(
+    st: &S,
+    s: &EpSettings,
+    why: &str,
+    at: StoppedAt,
+    reason: NonConvergence,
+    mut detail: Value,
+) -> EngineError {
+    let StoppedAt { sweep, eta, delta } = at;
+    merge(&mut detail, st.failure_detail());
+    let mut diagnostics = json!({
+        "sweeps": sweep, "eta": eta, "delta": delta, "tol": s.tol, "detail": detail,
+    });
+    merge(&mut diagnostics, st.context());
+    EngineError::not_converged(
+        reason,
+        format!(
+            "{} {why} (after {sweep} sweeps, η = {eta:.3e}, Δ = {delta:.3e})",
+            st.label()
+        ),
+        diagnostics,
+    )
+}
+
+/// Adds `extra`'s fields to the object `v`.
+fn merge(v: &mut Value, extra: Value) {
+    if let (Some(o), Value::Object(e)) = (v.as_object_mut(), extra) {
+        o.extend(e);
+    }
+}
