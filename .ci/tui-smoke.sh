@@ -67,6 +67,13 @@ if [[ " ${METHODS[*]} " == *" ep "* ]]; then
   grep -q 'Δ_t' <<<"$SCREEN" || fail "no EP convergence"
   grep -qE 'sweep [0-9]+' <<<"$SCREEN" || fail "no EP sweep count"
 fi
+# The demo has enough positives for a certificate that says something (issue 35):
+# the selected run's is not vacuous, and no warning mark is waiting.
+if [[ " ${METHODS[*]} " == *" smc "* || " ${METHODS[*]} " == *" ep "* ]]; then
+  grep -q 'certificate: with 95% confidence, AUC ≥ 0\.[5-9]' <<<"$SCREEN" || fail "no certificate line"
+  grep -q 'vacuous' <<<"$SCREEN" && fail "the demo's certificate is vacuous"
+  grep -q '⚠' <<<"$SCREEN" && fail "a warning waits on the demo"
+fi
 
 key '?'
 wait_for 'Help: keys'

@@ -17,8 +17,8 @@ fn fit_prints_the_stable_keys() {
             assert!(v["dataset"][key].is_u64(), "dataset.{key}");
         }
         assert!(v["dataset"]["dropped_columns"].is_array());
-        assert_eq!(v["dataset"]["rows"], 600);
-        assert_eq!(v["dataset"]["positives"], 90);
+        assert_eq!(v["dataset"]["rows"], 1000);
+        assert_eq!(v["dataset"]["positives"], 280);
         for key in ["train", "test"] {
             let a = v["auc"][key].as_f64().unwrap();
             assert!((0.5..=1.0).contains(&a), "auc.{key} = {a}");
@@ -75,7 +75,17 @@ fn messy_file_with_drop_and_table_output() {
         "{text}"
     );
     assert!(text.contains("encoded   'smoker' → smoker=yes"), "{text}");
-    assert!(text.contains("row(s) with missing values"), "{text}");
+    // Each drop is said once, the rows with their counts by column.
+    assert!(
+        text.contains("dropped   19 of 240 row(s) with missing values (bmi: 12, site: 8)"),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("row(s) with missing values").count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(text.matches("form_version=v2").count(), 1, "{text}");
 }
 
 #[test]
@@ -107,7 +117,7 @@ fn out_file_is_written_and_test_file_is_used() {
     let mut lines = text.lines();
     let header = lines.next().unwrap();
     let rows: Vec<&str> = lines.collect();
-    let (train, test) = rows.split_at(450);
+    let (train, test) = rows.split_at(750);
     std::fs::write(
         dir.join("train.csv"),
         format!("{header}\n{}\n", train.join("\n")),
@@ -126,7 +136,7 @@ fn out_file_is_written_and_test_file_is_used() {
         "fit", &train_s, "--test", &test_s, "--out", &out_s,
     ]));
     assert_eq!(v["split"]["kind"], "file");
-    assert_eq!(v["split"]["test_rows"], 150);
+    assert_eq!(v["split"]["test_rows"], 250);
     let saved: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
     assert_eq!(saved, v);

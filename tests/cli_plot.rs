@@ -34,8 +34,14 @@ fn stdout_lines(o: &std::process::Output) -> Vec<String> {
 #[test]
 fn smc_and_ep_records_give_every_figure_as_png_and_svg() {
     let dir = tmp("both");
-    let smc = fit(&dir, "smc.json", &["--method", "smc", "--particles", "400"]);
-    let ep = fit(&dir, "ep.json", &["--method", "ep"]);
+    // 200 test rows: a record keeps a ROC curve of at most 201 points whole.
+    let split = ["--test-frac", "0.2"];
+    let smc = fit(
+        &dir,
+        "smc.json",
+        &[&["--method", "smc", "--particles", "400"][..], &split].concat(),
+    );
+    let ep = fit(&dir, "ep.json", &[&["--method", "ep"][..], &split].concat());
     let out = dir.join("figs");
     let o = pacauc(&["plot", &smc, &ep, "--out", out.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -58,7 +64,7 @@ fn smc_and_ep_records_give_every_figure_as_png_and_svg() {
             }
         }
     }
-    // The area under each record's test ROC polyline is its test AUC (150
+    // The area under each record's test ROC polyline is its test AUC (200
     // test rows: the curve is stored whole, ties as diagonal segments).
     for rec in [&smc, &ep] {
         let r =
@@ -73,30 +79,46 @@ fn smc_and_ep_records_give_every_figure_as_png_and_svg() {
     }
     let svg = std::fs::read_to_string(out.join("marginals.svg")).unwrap();
     assert!(svg.contains(">smc particles</text>") && svg.contains(">ep Gaussian</text>"));
-    assert!(err.contains("skipped inclusion:"), "{err}");
-    assert!(err.contains("skipped cv:"), "{err}");
+    // Figures these records cannot give are named once, not each with its
+    // requirement (--only KIND says it).
+    let unsupported = err
+        .lines()
+        .find(|l| l.contains("no record for them"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        unsupported.contains("inclusion") && unsupported.contains("cv"),
+        "{err}"
+    );
+    assert!(!err.contains("skipped inclusion:"), "{err}");
     // --only and --format.
-    let o = pacauc(&[
-        "plot",
-        &ep,
-        "--out",
-        out.to_str().unwrap(),
-        "--only",
-        "marginals",
-        "--format",
-        "svg",
-    ]);
+    let only = |kind: &str, extra: &[&str]| {
+        let mut args = vec!["plot", &ep, "--out", out.to_str().unwrap(), "--only", kind];
+        args.extend_from_slice(extra);
+        pacauc(&args)
+    };
+    let o = only("marginals", &["--format", "svg"]);
     assert!(o.status.success());
     assert_eq!(
         stdout_lines(&o),
         [out.join("marginals.svg").display().to_string()]
     );
     let err = String::from_utf8_lossy(&o.stderr);
+    // The marginals were drawn: a note, not "skipped".
     assert!(
         err.contains(
-            "needs a sampler's record (smc, gcs) for the histogram; drawing the Gaussian only"
+            "note: marginals: needs a sampler's record (smc, gcs) for the histogram; drawing the Gaussian only"
         ),
         "{err}"
+    );
+    assert!(!err.contains("skipped"), "{err}");
+    // Asked by --only, a figure these records cannot give says what it needs.
+    let o = only("inclusion", &[]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("skipped inclusion: needs a spike-and-slab record"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -21,7 +21,7 @@ fn split_demo(dir: &Path) -> (String, String, String) {
     let mut lines = text.lines();
     let header = lines.next().unwrap();
     let rows: Vec<&str> = lines.collect();
-    let (train, test) = rows.split_at(450);
+    let (train, test) = rows.split_at(750);
     let write = |name: &str, body: String| {
         let p = dir.join(name);
         std::fs::write(&p, body).unwrap();
@@ -165,7 +165,7 @@ fn round_trip_for_every_method_and_prior() {
         );
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("scored 150 of 150") && err.contains("AUC"),
+            err.contains("scored 250 of 250") && err.contains("AUC"),
             "{name}: {err}"
         );
         let csv = std::fs::read_to_string(&scores).unwrap();
@@ -198,7 +198,7 @@ fn round_trip_for_every_method_and_prior() {
         // JSON: the same AUC as the record's.
         let j = json(&pacauc(&["predict", &rec, &test, "--format", "json"]));
         assert_eq!(j["auc"]["auc"].as_f64().unwrap(), want, "{name}");
-        assert_eq!(j["auc"]["rows"], 150);
+        assert_eq!(j["auc"]["rows"], 250);
         assert_eq!(
             j["rows"][0]["row"], 2,
             "rows are line numbers (the header is line 1)"
@@ -563,7 +563,8 @@ fn sampled_records_vote_and_rank_unlabelled_rows_by_uncertainty() {
     let ranked: Vec<Vec<String>> = lines
         .map(|l| l.split(',').map(str::to_string).collect())
         .collect();
-    assert_eq!(ranked.len(), 75, "the 75 unlabelled rows only");
+    // Every other test row (of 250) lost its label.
+    assert_eq!(ranked.len(), 125, "the 125 unlabelled rows only");
     let all = json(&pacauc(&["predict", &rec, &half, "--format", "json"]));
     for (k, r) in ranked.iter().enumerate() {
         assert_eq!(r[0], (k + 1).to_string());

@@ -86,7 +86,8 @@ fn a_collapsed_ess_is_flagged() {
 }
 
 /// EP fails at γ ≥ 64n on the demo: the cross-validation drops those points,
-/// extends the grid below and chooses its lower end; both said.
+/// extends the grid below and chooses at the edge of what ran; both said,
+/// with the flag that widens the grid.
 #[test]
 fn a_cut_short_cv_grid_and_a_choice_at_its_edge_are_flagged() {
     let out = pacauc(&[
@@ -104,6 +105,10 @@ fn a_cut_short_cv_grid_and_a_choice_at_its_edge_are_flagged() {
     assert!(c.contains(&"cv_grid_truncated".into()), "{c:?}");
     assert!(c.contains(&"cv_choice_at_edge".into()), "{c:?}");
     assert_eq!(r["converged"], true, "EP itself converged at the chosen γ");
+    // The run started without a γ: cross-validation chose it (the progress
+    // line says "γ: choosing by CV…" meanwhile, not γ = n).
+    let started = common::events(&r, "started");
+    assert!(started[0]["gamma"].is_null(), "{}", started[0]);
     let e = stderr(&out);
     assert!(
         e.contains("warning [cv_grid_truncated]") && e.contains("64n, 128n, 256n"),
@@ -116,12 +121,15 @@ fn a_cut_short_cv_grid_and_a_choice_at_its_edge_are_flagged() {
 }
 
 /// Spike-and-slab EP at γ = n with p = 0.049 lands on the all-spike fixed point
-/// (README): coded in the record, said once on stderr.
+/// on the sparse demo as it was before it grew (600 rows, 90 positives; the
+/// same generator and seed; on the 1000-row demo EP keeps the true features):
+/// coded in the record, said once on stderr.
 #[test]
 fn the_all_spike_fixed_point_is_coded_and_said_once() {
+    let data = common::sparse_demo_600("all-spike");
     let out = pacauc(&[
         "fit",
-        DEMO,
+        &data,
         "--method",
         "ep",
         "--prior",

@@ -175,9 +175,14 @@ fn path_needs_the_spike_slab_prior_and_a_valid_grid() {
 }
 
 fn fit_demo(extra: &[&str]) -> serde_json::Value {
+    fit_on(DEMO, extra)
+}
+
+/// `fit_demo` on another file.
+fn fit_on(data: &str, extra: &[&str]) -> serde_json::Value {
     let mut args = vec![
         "fit",
-        DEMO,
+        data,
         "--test-frac",
         "0",
         "--method",
@@ -282,13 +287,15 @@ fn slab_var_and_inclusion_prior_auto_together() {
 #[test]
 fn an_all_spike_result_is_flagged() {
     // Default p = 1 − e^{−1/20} at γ = n and 2n: EP settles with every feature
-    // in the spike on the demo (SMC includes four); the record must say so. At
-    // 2n EP drifts there slowly (Δ ≈ 0.1·η for ~200 sweeps): halving η on that
-    // stall, as for a cycle, made it fail ("η fell below its minimum").
+    // in the spike on the 600-row demo (SMC includes four); the record must
+    // say so. At 2n EP drifts there slowly (Δ ≈ 0.1·η for ~200 sweeps):
+    // halving η on that stall, as for a cycle, made it fail ("η fell below its
+    // minimum"). (On the 1000-row demo EP keeps the true features.)
+    let data = common::sparse_demo_600("all-spike-flagged");
     for gamma in ["1n", "2n"] {
         let out = pacauc(&[
             "fit",
-            DEMO,
+            &data,
             "--method",
             "ep",
             "--prior",
@@ -312,16 +319,17 @@ fn an_all_spike_result_is_flagged() {
     }
 }
 
-/// On the sparse demo (γ = 1.5n, p = 0.2) the negative-site fix of §5 is still
+/// On the 600-row sparse demo (γ = 1.5n, p = 0.2) the negative-site fix of §5 is still
 /// active at convergence on x12 and x18: EP continues without it to a true
 /// fixed point (two negative prior sites), which rescales the whole score
 /// (the AUC risk is scale-free): informative means 5–13% larger than with
 /// `--keep-fixes`, closer to SMC's (src/engine/ep/spike_slab/smc_agreement.rs).
 #[test]
 fn an_active_fix_is_released_at_convergence() {
+    let data = common::sparse_demo_600("fix-release");
     let args = ["--inclusion-prior", "0.2"];
-    let released = fit_demo(&args);
-    let kept = fit_demo(&[&args[..], &["--keep-fixes"]].concat());
+    let released = fit_on(&data, &args);
+    let kept = fit_on(&data, &[&args[..], &["--keep-fixes"]].concat());
     let rel = &released["details"]["fix_release"];
     assert_eq!(rel["status"], "released");
     assert_eq!(rel["negative_prior_sites"], 2);

@@ -33,7 +33,7 @@ fn the_demo_is_inside_the_binary() {
         "announced: {err}"
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["dataset"]["rows"], 600);
+    assert_eq!(v["dataset"]["rows"], 1000);
     assert_eq!(v["method"], "ep");
     // `pacauc` alone opens it too (here it stops at the missing terminal,
     // not at a missing file).

@@ -42,8 +42,8 @@ fn runs(converged: bool, stages: usize, cancel: bool) -> App {
     let (ds, p, _) = testkit::demo();
     let mut app = app(false);
     let names = p.names.clone();
-    let ep = testkit::ep_with(&names, testkit::posterior_of(&p), 449.0, 12, true);
-    let mut smc = testkit::smc_with(&names, testkit::posterior_of(&p), 449.0, 8, 1);
+    let ep = testkit::ep_with(&names, testkit::posterior_of(&p), 750.0, 12, true);
+    let mut smc = testkit::smc_with(&names, testkit::posterior_of(&p), 750.0, 8, 1);
     smc.fit.converged = converged;
     smc.fit.inclusion = Some((0..names.len()).map(|k| 1.0 / (1.0 + k as f64)).collect());
     app.enqueue(spec("ep"));
@@ -73,7 +73,7 @@ fn runs(converged: bool, stages: usize, cancel: bool) -> App {
 
 #[test]
 fn a_run_that_did_not_converge_is_marked_everywhere() {
-    let n = testkit::smc(&testkit::demo().1.names, 449.0, 8, 1)
+    let n = testkit::smc(&testkit::demo().1.names, 750.0, 8, 1)
         .events
         .len();
     let mut app = runs(false, n, false);
@@ -116,7 +116,7 @@ fn a_cancelled_run_says_its_posterior_is_partial() {
 
 #[test]
 fn the_results_table_keeps_status_log_z_gamma_and_prior_at_80x24() {
-    let n = testkit::smc(&testkit::demo().1.names, 449.0, 8, 1)
+    let n = testkit::smc(&testkit::demo().1.names, 750.0, 8, 1)
         .events
         .len();
     let mut app = runs(true, n, false);
@@ -193,7 +193,7 @@ fn the_dataset_pane_says_target_and_positive_class_and_why() {
 
 #[test]
 fn the_inclusion_pane_compares_ep_with_smc() {
-    let n = testkit::smc(&testkit::demo().1.names, 449.0, 8, 1)
+    let n = testkit::smc(&testkit::demo().1.names, 750.0, 8, 1)
         .events
         .len();
     let mut app = runs(true, n, false);
@@ -233,7 +233,7 @@ fn the_ep_axis_never_reads_1e_minus_0() {
 #[test]
 fn a_replayed_doubtful_record_is_marked_and_its_warnings_logged() {
     let (ds, p, _) = testkit::demo();
-    let mut smc = testkit::smc_with(&p.names, testkit::posterior_of(&p), 449.0, 8, 1);
+    let mut smc = testkit::smc_with(&p.names, testkit::posterior_of(&p), 750.0, 8, 1);
     smc.fit.converged = false;
     let record = testkit::record(&ds, &p, &smc);
     assert!(!record.converged);

@@ -30,8 +30,8 @@ fn live() -> App {
     let (ds, p, _) = testkit::demo();
     let mut app = empty();
     let names = p.names.clone();
-    let ep = testkit::ep_with(&names, testkit::posterior_of(&p), 449.0, 12, true);
-    let smc = testkit::smc_with(&names, testkit::posterior_of(&p), 449.0, 8, 1);
+    let ep = testkit::ep_with(&names, testkit::posterior_of(&p), 750.0, 12, true);
+    let smc = testkit::smc_with(&names, testkit::posterior_of(&p), 750.0, 8, 1);
     let cfg = |m: &str| pacauc::spec::RunSpec::for_method(testkit::demo().2, m).unwrap();
     app.enqueue(cfg("ep"));
     app.enqueue(cfg("logit"));
@@ -44,7 +44,7 @@ fn live() -> App {
         1,
         WorkerEvent::Finished(Box::new(testkit::record(&ds, &p, &ep))),
     );
-    let mut logit = testkit::ep_with(&names, testkit::posterior_of(&p), 449.0, 1, false);
+    let mut logit = testkit::ep_with(&names, testkit::posterior_of(&p), 750.0, 1, false);
     logit.fit.engine = pacauc::engine::EngineKind::Logit;
     logit.events.clear();
     feed(
@@ -57,10 +57,10 @@ fn live() -> App {
         3,
         WorkerEvent::Event(pacauc::engine::Event::Started {
             engine: "smc".into(),
-            n: 449,
+            n: 750,
             d: names.len(),
-            pairs: 67 * 382,
-            gamma: 449.0,
+            pairs: 210 * 540,
+            gamma: 750.0,
         }),
     );
     for e in &smc.events[..5] {
@@ -72,7 +72,7 @@ fn live() -> App {
 fn finished() -> App {
     let (ds, p, _) = testkit::demo();
     let mut app = live();
-    let smc = testkit::smc_with(&p.names, testkit::posterior_of(&p), 449.0, 8, 1);
+    let smc = testkit::smc_with(&p.names, testkit::posterior_of(&p), 750.0, 8, 1);
     for e in &smc.events[5..] {
         feed(&mut app, 3, WorkerEvent::Event(e.clone()));
     }
@@ -163,12 +163,12 @@ fn replay_shows_the_records() {
     let smc = testkit::record(
         &ds,
         &p,
-        &testkit::smc_with(&p.names, testkit::posterior_of(&p), 449.0, 8, 1),
+        &testkit::smc_with(&p.names, testkit::posterior_of(&p), 750.0, 8, 1),
     );
     let ep = testkit::record(
         &ds,
         &p,
-        &testkit::ep_with(&p.names, testkit::posterior_of(&p), 449.0, 12, true),
+        &testkit::ep_with(&p.names, testkit::posterior_of(&p), 750.0, 12, true),
     );
     // Through JSON, as `pacauc replay` reads them.
     let back = |r: &pacauc::engine::record::RunRecord| {

@@ -34,7 +34,7 @@ fn smc_engine(stages: usize, delay_ms: u64) -> ScriptedEngine {
     let (_, p, _) = testkit::demo();
     ScriptedEngine {
         name: "smc",
-        script: testkit::smc(&p.names, 449.0, stages, 3),
+        script: testkit::smc(&p.names, 750.0, stages, 3),
         delay: Duration::from_millis(delay_ms),
     }
 }

@@ -50,7 +50,9 @@ impl Pane {
     pub fn title(self) -> &'static str {
         match self {
             Pane::Dataset => "Dataset",
-            Pane::Smc => "SMC",
+            // SMC's stages or the great-circle sampler's chains: one name
+            // for the tab and the pane whichever it shows.
+            Pane::Smc => "Sampler",
             // EP's sweeps or VB's iterations.
             Pane::Ep => "Convergence",
             Pane::Marginals => "Marginals",

@@ -40,7 +40,7 @@ impl RunView {
         }
         SmcTargets {
             tau: Some(self.ess_target()),
-            gamma: self.start.as_ref().map(|s| s.gamma),
+            gamma: self.start_gamma(),
             moves_cap: Some(self.moves_cap()),
             decorrelation: Some(SmcSettings::default().decorrelation),
         }

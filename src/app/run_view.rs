@@ -325,9 +325,17 @@ impl RunView {
         a.into_iter().chain(b).chain(c).chain(d).reduce(f64::max)
     }
 
+    /// The γ its `Started` event announced: none while CV chooses it.
+    pub fn start_gamma(&self) -> Option<f64> {
+        self.start
+            .as_ref()
+            .map(|s| s.gamma)
+            .filter(|g| g.is_finite())
+    }
+
     /// Where a live or cancelled run got to: "stage 5, γ 12.3 of 449", "sweep 30".
     pub fn progress_text(&self) -> Option<String> {
-        let gamma_t = self.start.as_ref().map(|s| s.gamma);
+        let gamma_t = self.start_gamma();
         if let Some(s) = self.smc.last() {
             let of = gamma_t.map_or(String::new(), |g| format!(" of {g}"));
             return Some(format!("stage {}, γ {:.4}{of}", s.stage, s.gamma));

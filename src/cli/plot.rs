@@ -56,6 +56,38 @@ fn kind_of(fig: &Figure) -> &str {
         .unwrap_or(fig.id.as_str())
 }
 
+/// What to say of `figures::from_records`' notes: about a figure that was
+/// drawn, a "note" (marginals without the overlay); about one record, why it
+/// was left out; a figure no record supports is named in one line — with its
+/// reason when `--only` asked for it.
+fn skip_report(skipped: &[String], figs: &[Figure], only: &[String]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut unsupported = Vec::new();
+    for s in skipped {
+        let kind = s.split([' ', ':']).next().unwrap_or("");
+        let asked = only.is_empty() || only.iter().any(|k| k == kind);
+        let drawn = figs.iter().any(|f| kind_of(f) == kind);
+        let about_a_record = s[kind.len()..].starts_with(" (");
+        if !asked {
+            continue;
+        }
+        if drawn {
+            lines.push(format!("note: {s}"));
+        } else if about_a_record || !only.is_empty() {
+            lines.push(format!("skipped {s}"));
+        } else if !unsupported.contains(&kind) {
+            unsupported.push(kind);
+        }
+    }
+    if !unsupported.is_empty() {
+        lines.push(format!(
+            "skipped {}: no record for them (--only KIND says what each needs)",
+            unsupported.join(", ")
+        ));
+    }
+    lines
+}
+
 pub fn run(args: &PlotArgs) -> Result<(), CliError> {
     for k in &args.only {
         if !KINDS.contains(&k.as_str()) {
@@ -98,11 +130,8 @@ pub fn run(args: &PlotArgs) -> Result<(), CliError> {
             count += 1;
         }
     }
-    for s in &skipped {
-        let kind = s.split([' ', ':']).next().unwrap_or("");
-        if args.only.is_empty() || args.only.iter().any(|k| k == kind) {
-            eprintln!("skipped {s}");
-        }
+    for line in skip_report(&skipped, &figs, &args.only) {
+        eprintln!("{line}");
     }
     if count == 0 {
         return Err(CliError::Input(format!(

@@ -8,6 +8,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use super::settings_args::render_message;
+use super::table::sig;
 use crate::engine::event::LogLevel;
 use crate::engine::{Event, Observer};
 
@@ -130,21 +131,20 @@ impl Observer for Progress {
                 pairs,
                 gamma,
             } => {
-                self.target_gamma = Some(gamma);
-                self.line(
-                    &format!("{engine}: n = {n}, d = {d}, {pairs} pairs, γ = {gamma}"),
-                    false,
-                )
+                self.target_gamma = gamma.is_finite().then_some(gamma);
+                self.line(&started_line(&engine, n, d, pairs, gamma), false)
             }
             Event::SmcStage(s) => {
                 let left = self.last_gamma.and_then(|g| {
                     smc_seconds_left(g, s.gamma, self.target_gamma?, s.stage, s.elapsed)
                 });
                 self.last_gamma = Some(s.gamma);
-                let gamma_t = self.target_gamma.unwrap_or(f64::NAN);
+                let of = self
+                    .target_gamma
+                    .map_or(String::new(), |g| format!(" of {}", sig(g, 4)));
                 self.line(
                     &format!(
-                        "smc stage {:>3}  γ {:.4} of {gamma_t}  ESS {:>5.1}%  accept {:>5.1}%  {} moves  log Z {:.4}{}",
+                        "smc stage {:>3}  γ {:.4}{of}  ESS {:>5.1}%  accept {:>5.1}%  {} moves  log Z {:.4}{}",
                         s.stage,
                         s.gamma,
                         100.0 * s.ess_frac,
@@ -219,9 +219,31 @@ impl Observer for Progress {
     }
 }
 
+/// A run's first line; γ NaN is one cross-validation has yet to choose.
+fn started_line(engine: &str, n: usize, d: usize, pairs: usize, gamma: f64) -> String {
+    let gamma = if gamma.is_finite() {
+        format!("γ = {}", sig(gamma, 4))
+    } else {
+        "γ: choosing by CV…".into()
+    };
+    format!("{engine}: n = {n}, d = {d}, {pairs} pairs, {gamma}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gamma_is_announced_once_known() {
+        assert_eq!(
+            started_line("ep", 750, 20, 113400, 750.0),
+            "ep: n = 750, d = 20, 113400 pairs, γ = 750"
+        );
+        assert_eq!(
+            started_line("smc", 750, 20, 113400, f64::NAN),
+            "smc: n = 750, d = 20, 113400 pairs, γ: choosing by CV…"
+        );
+    }
 
     /// γ doubling per stage from 1 to γ_T = 64 after stage 1 (γ 1 → 2, 1 s a
     /// stage): five stages left.

@@ -65,13 +65,21 @@ pub fn print_table(r: &RunRecord) {
         println!("target    {}", d.target_rule);
     }
     println!("positive  {}", d.positive_rule);
-    if d.dropped_rows > 0 {
-        println!("dropped   {} row(s) with missing values", d.dropped_rows);
+    // The loader's "dropped …" warnings say what the lines below say: each
+    // drop is reported once, the rows with the loader's counts by column.
+    let (drops, others): (Vec<&String>, Vec<&String>) =
+        d.warnings.iter().partition(|w| w.starts_with("dropped "));
+    match drops.iter().find(|w| w.contains("row(s)")) {
+        Some(w) => println!("dropped   {}", &w["dropped ".len()..]),
+        None if d.dropped_rows > 0 => {
+            println!("dropped   {} row(s) with missing values", d.dropped_rows)
+        }
+        None => {}
     }
     for c in &d.dropped_columns {
         println!("dropped   column '{}' ({})", c.name, c.reason);
     }
-    for w in &d.warnings {
+    for w in others {
         println!("warning   {w}");
     }
     for e in &d.encoded {

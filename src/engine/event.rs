@@ -212,6 +212,8 @@ pub enum Event {
         n: usize,
         d: usize,
         pairs: usize,
+        /// The run's γ; NaN (null in JSON) while cross-validation has yet to
+        /// choose it.
         #[serde(deserialize_with = "nan::f64")]
         gamma: f64,
     },

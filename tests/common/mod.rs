@@ -47,3 +47,14 @@ pub fn inclusion(record: &serde_json::Value) -> Vec<f64> {
         .map(|i| i["prob"].as_f64().unwrap())
         .collect()
 }
+
+/// The sparse demo as it was before it grew (600 rows, 90 positives, 12 + 12
+/// labels swapped; the same generator and seed) written to a temporary file:
+/// tests whose behaviour was found on it (EP's all-spike fixed point) keep it.
+pub fn sparse_demo_600(tag: &str) -> String {
+    use pacauc::engine::data::demo::{SEED, sparse_linear_sized};
+    let path =
+        std::env::temp_dir().join(format!("pacauc-sparse600-{tag}-{}.csv", std::process::id()));
+    std::fs::write(&path, sparse_linear_sized(SEED, 600, 90, 12).to_csv()).unwrap();
+    path.display().to_string()
+}

@@ -128,24 +128,31 @@ fn list_labels(counts: &BTreeMap<String, usize>) -> String {
     s
 }
 
-/// Edit distance (insertions, deletions, substitutions) of two strings, by character.
+/// Edit distance of two strings by character: insertions, deletions,
+/// substitutions and swaps of two neighbours ("yse" is one swap from "yes",
+/// the commonest typo), each one edit (optimal string alignment).
 fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    // Three rows of the table: two rows back (for swaps), the last one, this one.
+    let mut back: Vec<usize> = vec![0; b.len() + 1];
+    let mut last: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut row = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            row[j] = (last[j - 1] + cost).min(last[j] + 1).min(row[j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                row[j] = row[j].min(back[j - 2] + 1);
+            }
         }
+        back = std::mem::replace(&mut last, row);
     }
-    row[b.len()]
+    last[b.len()]
 }
 
 /// The candidate nearest to `name` (case ignored) when it is near enough to be
-/// a typo: at most a third of the name's length (rounded up) away, 1 to 3 edits.
+/// a typo: at most a third of the name's length (rounded up) away, 1 to 3 edits,
+/// and fewer edits than the name has characters (one letter is no typo of another).
 pub(super) fn closest<'a>(
     name: &str,
     candidates: impl Iterator<Item = &'a str>,
@@ -154,7 +161,7 @@ pub(super) fn closest<'a>(
     let limit = lower.chars().count().div_ceil(3).clamp(1, 3);
     candidates
         .map(|c| (edit_distance(&lower, &c.to_lowercase()), c))
-        .filter(|&(d, _)| d <= limit)
+        .filter(|&(d, _)| d <= limit && d < lower.chars().count())
         .min_by_key(|&(d, _)| d)
         .map(|(_, c)| c)
 }
@@ -174,5 +181,16 @@ mod closest_tests {
         assert_eq!(closest("dney", names.into_iter()), Some("deny"));
         assert_eq!(closest("zzz", names.into_iter()), None);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
+        // A swap of neighbours is one edit: short labels find their value.
+        assert_eq!(edit_distance("yse", "yes"), 1);
+        assert_eq!(edit_distance("ab", "ba"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(closest("yse", ["no", "yes"].into_iter()), Some("yes"));
+        assert_eq!(
+            closest("Sikc", ["healthy", "sick"].into_iter()),
+            Some("sick")
+        );
+        // Nothing in common is no typo: "2" is not near "0".
+        assert_eq!(closest("2", ["0", "1"].into_iter()), None);
     }
 }

@@ -37,6 +37,17 @@ pub enum GammaMode {
     },
 }
 
+impl GammaMode {
+    /// The γ a run's `Started` event announces: the problem's, or NaN while
+    /// cross-validation has yet to choose it (the run logs the choice).
+    pub fn announced(&self, problem_gamma: f64) -> f64 {
+        match self {
+            GammaMode::Fixed => problem_gamma,
+            GammaMode::Cv { .. } => f64::NAN,
+        }
+    }
+}
+
 /// Expectation Propagation for the AUC Gibbs posterior with a Gaussian (or ARD) prior.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Ep {
@@ -169,7 +180,7 @@ impl Engine for Ep {
             n: pb.n(),
             d,
             pairs: pb.pairs(),
-            gamma: pb.gamma,
+            gamma: self.gamma.announced(pb.gamma),
         });
 
         // γ.

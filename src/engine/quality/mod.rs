@@ -297,9 +297,18 @@ fn cv_grid(cv: &CvSummary, engine: EngineKind) -> Vec<Warning> {
     let bottom = grid.iter().copied().fold(f64::MAX, f64::min);
     let what = p.what;
     let edge = if chosen >= hi && hi < top {
+        // Points between the last usable one and the failed ones may run.
+        let fill = if p.extend.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; points between it and the failed ones may run{}",
+                p.extend.replace("(extend", "(add them to")
+            )
+        };
         Some(format!(
             "is the largest {what} at which {} ran in every fold (the larger points failed): the \
-             held-out AUC may rise beyond it",
+             held-out AUC may rise beyond it{fill}",
             p.method
         ))
     } else if chosen >= hi && usable.len() > 1 {
@@ -425,7 +434,8 @@ mod tests {
             w[0].message
         );
         assert!(
-            w[1].message.contains("the larger points failed"),
+            w[1].message.contains("the larger points failed")
+                && w[1].message.contains("(add them to `gamma_grid`)"),
             "{}",
             w[1].message
         );

@@ -303,7 +303,8 @@ impl Engine for SmcCv {
             n: pb.n(),
             d: pb.d(),
             pairs: pb.pairs(),
-            gamma: pb.gamma,
+            // γ is chosen by the cross-validation below.
+            gamma: f64::NAN,
         });
         let mut logs = Vec::new();
         let (report, runs, stopped) = cross_validate_gamma(

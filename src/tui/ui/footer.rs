@@ -55,7 +55,21 @@ pub fn header(app: &App, area: Rect, frame: &mut Frame) {
         spans.push(Span::styled(format!("⚠ {unseen} m "), theme.bad()));
     }
     if let Some(s) = &app.status {
-        let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+        let width =
+            |spans: &[Span]| -> usize { spans.iter().map(|s| s.content.chars().count()).sum() };
+        // A narrow screen gives the status the brand's room, then the file's
+        // (the Dataset pane's title names it).
+        let need = s.text.chars().count() + 2;
+        if width(&spans) + need > area.width as usize {
+            spans[0] = Span::styled(" ", theme.title());
+        }
+        if width(&spans) + need > area.width as usize
+            && spans.len() > 1
+            && matches!(app.data, DataState::Loaded(_))
+        {
+            spans.remove(1);
+        }
+        let used = width(&spans);
         let room = (area.width as usize).saturating_sub(used + 2);
         spans.push(Span::styled("│ ", theme.dim()));
         // Cut text stays readable in full in the message log (m).
@@ -89,11 +103,12 @@ pub fn footer(app: &App, area: Rect, frame: &mut Frame) {
     let width = area.width as usize;
     let mut spans = Vec::new();
     let mut used = 0usize;
-    // Keep as many as fit, in priority order.
+    // Keep as many as fit, in priority order; one too long for what is left
+    // does not hide a shorter one after it ("Esc close" in the form).
     for (k, what) in items.drain(..) {
         let len = k.chars().count() + what.chars().count() + 3;
         if used + len > width {
-            break;
+            continue;
         }
         used += len;
         spans.push(Span::styled(format!(" {k}"), theme.title()));

@@ -87,11 +87,49 @@ pub fn render(app: &App, form: &Form, area: Rect, frame: &mut Frame) {
                 .borders(Borders::ALL)
                 .border_style(theme.border(true))
                 .title(Span::styled(" New run ", theme.title()))
-                .title_bottom(Span::styled(
-                    " ↑↓ field · ←→ choose · type to edit · Enter start · ^B background · Esc ",
-                    theme.dim(),
-                )),
+                .title_bottom(Span::styled(keys_line(usize::from(w)), theme.dim())),
         ),
         r,
     );
+}
+
+/// The form's keys for its bottom border, as many as fit in `width`: the
+/// least needed go first ("type to edit", then "^B background"); "Enter
+/// start" and "Esc close" stay.
+fn keys_line(width: usize) -> String {
+    // (key, what, the order it goes in: 0 never)
+    let keys = [
+        ("↑↓", "field", 0),
+        ("←→", "choose", 0),
+        ("type to", "edit", 1),
+        ("^B", "background", 2),
+        ("Enter", "start", 0),
+        ("Esc", "close", 0),
+    ];
+    let line = |dropped: usize| {
+        let parts: Vec<String> = keys
+            .iter()
+            .filter(|k| k.2 == 0 || k.2 > dropped)
+            .map(|(k, what, _)| format!("{k} {what}"))
+            .collect();
+        format!(" {} ", parts.join(" · "))
+    };
+    // Borders and corners take 4 columns.
+    (0..2)
+        .map(line)
+        .find(|l| l.chars().count() + 4 <= width)
+        .unwrap_or_else(|| line(2))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_keys_line_keeps_esc_close_at_80_columns() {
+        let l = super::keys_line(80);
+        assert!(l.contains("Esc close") && l.contains("Enter start"), "{l}");
+        assert!(l.chars().count() + 4 <= 80, "{l}");
+        assert!(l.contains("^B background"), "{l}");
+        assert!(super::keys_line(120).contains("type to edit"));
+        assert!(!super::keys_line(50).contains("^B"));
+    }
 }

@@ -58,7 +58,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let notes = [
         "Run form: the settings that apply to the method and prior; under them the focused one's help (as in pacauc fit --help).",
         "Marginals: mean ± 2 sd per coefficient; the selected one's SMC particle histogram with the EP or VB Gaussian overlaid.",
-        "SMC: K = move steps per stage (adaptive: until |correlation| with the stage start ≤ 0.1, at most 200).",
+        "Sampler, SMC runs: K = move steps per stage (adaptive: until |correlation| with the stage start ≤ 0.1, at most 200).",
         "Esc or ? closes this help.",
     ];
     let room = (area.height as usize).saturating_sub(lines.len() + 2);

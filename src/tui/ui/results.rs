@@ -349,10 +349,11 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
                 "bound" => certificate_cell(rec, false, theme),
                 "k̂" => certificate_cell(rec, true, theme),
                 "γ" => (
-                    opt_num(
-                        rec.and_then(|x| x.gamma)
-                            .or(r.start.as_ref().map(|s| s.gamma)),
-                    ),
+                    match rec.and_then(|x| x.gamma).or(r.start_gamma()) {
+                        // Started, γ not announced: cross-validation chooses it.
+                        None if rec.is_none() && r.start.is_some() => "CV…".into(),
+                        g => opt_num(g),
+                    },
                     Style::new(),
                 ),
                 _ => (time.map_or("-".into(), seconds), Style::new()),
@@ -379,15 +380,25 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
         {
             lines.push(Line::styled(fit(&format!("      {text}"), w), style));
         }
-        // What the selected run's certificate means, in one line.
+        // What the selected run's certificate means, wrapped over the lines
+        // the runs below it leave free (the last one cut when they run out).
         if Some(r.id) == app.selected
-            && lines.len() < area.height as usize
             && let Some(b) = rec.and_then(|x| x.bound.as_ref())
         {
-            lines.push(Line::styled(
-                fit(&format!("      certificate: {}", b.meaning()), w),
-                theme.dim(),
-            ));
+            let below = (offset + visible).min(app.runs.len()) - i - 1;
+            let room = (area.height as usize).saturating_sub(lines.len() + below);
+            let text = format!("certificate: {}", b.meaning());
+            let wrapped = crate::app::messages::wrap(&text, w.saturating_sub(6));
+            let cut = wrapped.len() > room;
+            for (k, l) in wrapped.iter().take(room).enumerate() {
+                let l = if cut && k + 1 == room {
+                    // The rest of the sentence into the last line, cut there.
+                    fit(&wrapped[k..].join(" "), w.saturating_sub(6))
+                } else {
+                    l.clone()
+                };
+                lines.push(Line::styled(format!("      {l}"), theme.dim()));
+            }
         }
     }
     if let Some(r) = app.selected_run()

@@ -11,7 +11,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::common::{num, pane_block, placeholder, seconds, si, titled_block};
+use super::common::{num, pane_block, placeholder, seconds, si};
 use super::figure_chart::{Labels, chart, legend, resolve};
 use super::gcs_trace;
 use super::theme::Theme;
@@ -32,7 +32,7 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     // The pane shows the sampler of the chosen run: SMC's stages, or the
     // great-circle sampler's chains.
     if let Some(gcs) = run.filter(|r| r.is_gcs()) {
-        let block = titled_block(app, Pane::Smc, "Sampler", detail, &theme);
+        let block = pane_block(app, Pane::Smc, detail, &theme);
         let inner = block.inner(area);
         frame.render_widget(block, area);
         gcs_trace::render(gcs, inner, frame, &theme);

@@ -79,7 +79,7 @@ pub(crate) fn run(
         n,
         d: pb.d(),
         pairs: pb.pairs(),
-        gamma: pb.gamma,
+        gamma: ep.gamma.announced(pb.gamma),
     });
     let info = |m: String| Event::Log {
         level: LogLevel::Info,

@@ -115,7 +115,7 @@ pub fn run(
         n: pb.n(),
         d,
         pairs: pb.pairs(),
-        gamma: pb.gamma,
+        gamma: ep.gamma.announced(pb.gamma),
     });
     let start = SpikeSlab {
         spike_var,
