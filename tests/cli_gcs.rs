@@ -172,19 +172,25 @@ fn gcs_is_certified_with_its_evidence() {
     let without = dir.join("without.json");
     let out = fit(&[], without.to_str().unwrap());
     let v = json(&out);
-    assert!(v.get("bound").is_none_or(|b| b.is_null()));
+    // Without --evidence, the default: certified through the draws' Gaussian
+    // fit, said as information (no warning), the Gibbs posterior's own
+    // needing --evidence.
+    assert_eq!(v["bound"]["rho"], "draws_gaussian");
     let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("no PAC-Bayes certificate"), "{err}");
     assert!(
-        err.contains("no PAC-Bayes certificate") && err.contains("--evidence"),
-        "{err}"
+        !v["warnings"]
+            .as_array()
+            .is_some_and(|w| w.iter().any(|w| w.to_string().contains("no PAC-Bayes"))),
+        "{}",
+        v["warnings"]
     );
     assert!(events(&v, "log").iter().any(|e| {
         e["message"]
             .as_str()
-            .is_some_and(|m| m.contains("only with `evidence`"))
+            .is_some_and(|m| m.contains("fitted to the draws") && m.contains("`evidence`"))
     }));
-    let e = pacauc(&["bound", without.to_str().unwrap()]);
-    assert_eq!(e.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&e.stderr).contains("evidence"));
+    let again = json(&pacauc(&["bound", without.to_str().unwrap()]));
+    assert_eq!(again["risk"], v["bound"]["risk"]);
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -172,7 +172,19 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
         bounds::certify(fit, pb, s.epsilon)
     };
     match bound {
-        Ok(b) => fit.bound = Some(b),
+        Ok(b) => {
+            if b.rho == "draws_gaussian" && fit.engine == EngineKind::Gcs {
+                notes.push((
+                    LogLevel::Info,
+                    format!(
+                        "certificate of the Gaussian fitted to the draws; the Gibbs \
+                         posterior's own: {}",
+                        bounds::GCS_NEEDS_EVIDENCE
+                    ),
+                ));
+            }
+            fit.bound = Some(b)
+        }
         Err(e) => {
             uncertified.insert("bound".into(), json!(e));
             let level = if gp_gaussian {

@@ -45,7 +45,7 @@ const GIVES: [(&str, &str); 5] = [
     ("vb", "Gaussian posterior, ELBO, certificate"),
     (
         "gcs",
-        "exact chains with R-hat and ESS; certificate with --evidence",
+        "exact chains with R-hat and ESS; certificate (the Gibbs posterior's with --evidence)",
     ),
     ("logit", "a point score (baseline), no posterior"),
 ];

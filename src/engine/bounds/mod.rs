@@ -38,7 +38,8 @@ pub use certificate::{
     draws_term, from_parts, kl_inverse_upper, lambda_grid, pick_best, recompute,
 };
 pub use fits::{
-    certify, certify_gaussian, certify_gibbs, certify_low_rank, gaussian_empirical_risk,
+    GCS_NEEDS_EVIDENCE, certify, certify_gaussian, certify_gibbs, certify_low_rank,
+    gaussian_empirical_risk,
 };
 #[cfg(test)]
 use two_sample::kl_bernoulli;

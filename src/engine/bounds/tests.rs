@@ -356,8 +356,16 @@ fn gcs_is_certified_through_its_evidence_only() {
     let kl = (-log_z - pb.gamma * mean_risk).max(0.0);
     assert!((b.kl - kl).abs() < 1e-12 && (b.empirical_risk - mean_risk).abs() < 1e-15);
     assert!(b.risk > b.empirical_risk);
+    // Without stepping stones: the draws' Gaussian fit alone, the same
+    // certificate as that candidate beside the Gibbs posterior's.
     let mut without = fit.clone();
     without.log_evidence = None;
+    let alone = certify(&without, &pb, 0.05).unwrap();
+    let beside = all.iter().find(|c| c.rho == "draws_gaussian").unwrap();
+    assert_eq!(alone.rho, "draws_gaussian");
+    assert!(alone.others.is_empty());
+    assert_eq!(alone.risk, beside.risk);
+    without.covariance = None;
     let e = certify(&without, &pb, 0.05).unwrap_err();
     assert!(e.contains("only with `evidence`"), "{e}");
     let noise = run(
