@@ -10,8 +10,8 @@ use serde_json::json;
 use super::{Anderson, Progress, residual};
 use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::sweep_state::{
-    Converged, Marginal, Rules, StoppedAt, SweepState, SweepStatus, not_converged, open_run,
-    prior_not_pd,
+    Converged, Marginal, PassDone, Rules, StoppedAt, SweepState, SweepStatus, not_converged,
+    open_run, prior_not_pd, report_pass,
 };
 use crate::engine::error::NonConvergence;
 use crate::engine::interface::{Control, EngineError};
@@ -148,31 +148,17 @@ pub fn run_once<S: SweepState>(
             no_mix = true;
             continue;
         }
-        if sweep > 0 {
-            on_sweep(
-                st,
-                &SweepStatus {
-                    sweep,
-                    delta,
-                    eta: st.step_floor(eta),
-                    stats,
-                    evidence_known: candidate || rules.evidence_every_sweep,
-                    elapsed: t0.elapsed().as_secs_f64(),
-                },
-            );
-        }
-        if candidate {
-            return Ok(Converged {
-                sweeps: sweep,
-                eta,
-                step: st.step_floor(eta),
-                delta,
-                stats,
-                cold_restart,
-                seconds: t0.elapsed().as_secs_f64(),
-                jumps: n.mixed,
-                jumps_undone: n.undone,
-            });
+        let pass = PassDone {
+            sweep,
+            eta: eta,
+            delta,
+            stats,
+            candidate,
+            cold_restart,
+            jumps: (n.mixed, n.undone),
+        };
+        if let Some(done) = report_pass(st, &pass, rules, t0, on_sweep) {
+            return Ok(done);
         }
         if sweep >= s.max_sweeps {
             let why = format!("did not converge within {} sweeps", s.max_sweeps);

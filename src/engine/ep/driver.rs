@@ -21,7 +21,7 @@ use serde_json::json;
 use super::extrapolation::{JUMP_FAILS, JUMP_MAX, jump_factor};
 use super::settings::EpSettings;
 use super::sweep_state::{Converged, Failure, Marginal, Rules, SweepState, SweepStatus};
-use super::sweep_state::{StoppedAt, not_converged, open_run, prior_not_pd};
+use super::sweep_state::{PassDone, StoppedAt, not_converged, open_run, prior_not_pd, report_pass};
 use super::verdict::Wander;
 use crate::engine::error::NonConvergence;
 use crate::engine::interface::{Control, EngineError};
@@ -192,31 +192,17 @@ pub fn run_once<S: SweepState>(
             continue;
         }
         // The current state is valid: report it.
-        if sweep > 0 {
-            on_sweep(
-                st,
-                &SweepStatus {
-                    sweep,
-                    delta,
-                    eta: st.step_floor(cur_eta),
-                    stats,
-                    evidence_known: candidate || rules.evidence_every_sweep,
-                    elapsed: t0.elapsed().as_secs_f64(),
-                },
-            );
-        }
-        if candidate {
-            return Ok(Converged {
-                sweeps: sweep,
-                eta: cur_eta,
-                step: st.step_floor(cur_eta),
-                delta,
-                stats,
-                cold_restart,
-                seconds: t0.elapsed().as_secs_f64(),
-                jumps: n.jumps,
-                jumps_undone: n.failed_jumps,
-            });
+        let pass = PassDone {
+            sweep,
+            eta: cur_eta,
+            delta,
+            stats,
+            candidate,
+            cold_restart,
+            jumps: (n.jumps, n.failed_jumps),
+        };
+        if let Some(done) = report_pass(st, &pass, rules, t0, on_sweep) {
+            return Ok(done);
         }
         if sweep >= s.max_sweeps {
             let (why, hint) = if rules.drift && n.drift_windows >= 3 {

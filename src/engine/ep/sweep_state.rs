@@ -261,3 +261,52 @@ fn merge(v: &mut Value, extra: Value) {
         o.extend(e);
     }
 }
+
+/// A valid pass of a sweep loop, as both loops (`driver::run_once`,
+/// `controller_run`) report it and, when it is a candidate, end with it.
+pub struct PassDone {
+    pub sweep: usize,
+    pub eta: f64,
+    pub delta: f64,
+    pub stats: PassStats,
+    /// Δ is below the tolerance: the run converges at this pass.
+    pub candidate: bool,
+    pub cold_restart: bool,
+    /// Extrapolated steps taken, and those undone.
+    pub jumps: (usize, usize),
+}
+
+/// Reports the pass (not the opening one) and, for a candidate, the
+/// converged run.
+pub fn report_pass<S: SweepState>(
+    st: &S,
+    p: &PassDone,
+    rules: Rules,
+    t0: std::time::Instant,
+    on_sweep: &mut dyn FnMut(&S, &SweepStatus),
+) -> Option<Converged> {
+    if p.sweep > 0 {
+        on_sweep(
+            st,
+            &SweepStatus {
+                sweep: p.sweep,
+                delta: p.delta,
+                eta: st.step_floor(p.eta),
+                stats: p.stats,
+                evidence_known: p.candidate || rules.evidence_every_sweep,
+                elapsed: t0.elapsed().as_secs_f64(),
+            },
+        );
+    }
+    p.candidate.then(|| Converged {
+        sweeps: p.sweep,
+        eta: p.eta,
+        step: st.step_floor(p.eta),
+        delta: p.delta,
+        stats: p.stats,
+        cold_restart: p.cold_restart,
+        seconds: t0.elapsed().as_secs_f64(),
+        jumps: p.jumps.0,
+        jumps_undone: p.jumps.1,
+    })
+}
