@@ -150,7 +150,7 @@ pub fn run_once<S: SweepState>(
         }
         let pass = PassDone {
             sweep,
-            eta: eta,
+            eta,
             delta,
             stats,
             candidate,
