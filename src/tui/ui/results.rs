@@ -383,19 +383,37 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
         {
             lines.push(Line::styled(fit(&format!("      {text}"), w), style));
         }
-        // What the selected run's certificate means, wrapped over the lines
-        // the runs below it leave free (the last one cut when they run out).
+        // For the selected run: what its certificate means, its test AUC's
+        // interval and the spread of its posterior draws' AUCs (two different
+        // uncertainties), wrapped over the lines the runs below it leave
+        // free (the last one cut when they run out).
         if Some(r.id) == app.selected
-            && let Some(b) = rec.and_then(|x| x.bound.as_ref())
+            && let Some(rec) = rec
         {
+            let mut texts = Vec::new();
+            if let Some(b) = &rec.bound {
+                texts.push(format!("certificate: {}", b.meaning()));
+            }
+            if let Some(i) = &rec.auc.test_interval {
+                let mut t = format!("test AUC {}", i.describe());
+                if let Some(p) = &rec.auc.test_posterior {
+                    t.push_str(&format!(
+                        "; posterior draws' AUC {:.4}–{:.4} (uncertainty about θ, not over test rows)",
+                        p.lower, p.upper
+                    ));
+                }
+                texts.push(t);
+            }
             let below = (offset + visible).min(app.runs.len()) - i - 1;
+            let mut wrapped = Vec::new();
+            for text in texts {
+                wrapped.extend(crate::app::messages::wrap(&text, w.saturating_sub(6)));
+            }
             let room = (area.height as usize).saturating_sub(lines.len() + below);
-            let text = format!("certificate: {}", b.meaning());
-            let wrapped = crate::app::messages::wrap(&text, w.saturating_sub(6));
             let cut = wrapped.len() > room;
             for (k, l) in wrapped.iter().take(room).enumerate() {
                 let l = if cut && k + 1 == room {
-                    // The rest of the sentence into the last line, cut there.
+                    // The rest into the last line, cut there.
                     fit(&wrapped[k..].join(" "), w.saturating_sub(6))
                 } else {
                     l.clone()
