@@ -5,12 +5,11 @@
 //! skipped sites as text. VB: `vb_trace`.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
-use super::common::{fit_lines, num, pane_block, placeholder, seconds};
-use super::figure_chart::{resolve, stacked, stacked_legend_height};
+use super::common::{num, pane_block, placeholder, seconds};
+use super::figure_chart::{resolve, stacked};
 use super::theme::Theme;
 use crate::app::run_view::RunView;
 use crate::app::{App, Pane};
@@ -37,29 +36,13 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         placeholder(frame, inner, msg, &theme);
         return;
     };
-    let two = inner.height >= 14;
     let last = run.ep.last().expect("non-empty");
     // The same figure `p` writes: Δ against tol·η, and log Z_EP below.
     let fig = run.ep_figure();
     let delta = fig.as_ref().and_then(|f| f.panel(EP_DELTA)).map(resolve);
     let z = fig.as_ref().and_then(|f| f.panel(EVIDENCE)).map(resolve);
-    let stats = fit_lines(stats(run, last, &theme), inner.width as usize, 2);
-    let legend_h = stacked_legend_height([delta.as_ref(), z.as_ref()], two, &theme, inner.width);
-    let [delta_area, z_area, legend_area, stats_area] = Layout::vertical([
-        Constraint::Min(0),
-        Constraint::Length(if two { inner.height / 3 } else { 0 }),
-        Constraint::Length(legend_h),
-        Constraint::Length(stats.len() as u16),
-    ])
-    .areas(inner);
-    stacked(
-        frame,
-        [delta.as_ref(), z.as_ref()],
-        [delta_area, z_area, legend_area],
-        two,
-        &theme,
-    );
-    frame.render_widget(Paragraph::new(stats), stats_area);
+    let stats = stats(run, last, &theme);
+    stacked(frame, [delta.as_ref(), z.as_ref()], stats, inner, &theme);
 }
 
 /// Sweep, Δ and log Z; the step, the share of negative sites, skipped sites, time.

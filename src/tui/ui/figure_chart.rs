@@ -7,13 +7,13 @@
 //! written by `p` draw the same figure values: screen and file cannot disagree.
 
 use ratatui::Frame;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 
-use super::common::{num, pack};
+use super::common::{fit_lines, num, pack};
 use super::theme::{Theme, glyph};
 use crate::figures::{self, Data, Mark, Panel, REFERENCE};
 
@@ -344,20 +344,31 @@ pub fn legend(c: &PanelChart, theme: &Theme) -> Vec<Span<'static>> {
     legend_of(&[c], theme, true)
 }
 
-/// Two charts stacked in a pane (a trace and, with room, a second measure
-/// below it on the same x), their y labels padded to one width so the x axes
-/// line up, and one legend for both (`stacked_legend_height` lines).
+/// Two charts stacked in `area` (a trace and, when the pane is tall enough,
+/// a second measure below it on the same x), their y labels padded to one
+/// width so the x axes line up; one legend for both and the status lines
+/// under them, wrapped to the width rather than cut.
 pub fn stacked(
     frame: &mut Frame,
     [top, bottom]: [Option<&PanelChart>; 2],
-    [top_area, bottom_area, legend_area]: [Rect; 3],
-    two: bool,
+    stats: Vec<Line<'static>>,
+    area: Rect,
     theme: &Theme,
 ) {
+    let two = area.height >= 14;
     let bottom = bottom.filter(|_| two);
-    let width = top
+    let charts: Vec<&PanelChart> = [top, bottom].into_iter().flatten().collect();
+    let legend = legend_lines(&charts, theme, area.width);
+    let stats = fit_lines(stats, area.width as usize, 2);
+    let [top_area, bottom_area, legend_area, stats_area] = Layout::vertical([
+        Constraint::Min(0),
+        Constraint::Length(if bottom.is_some() { area.height / 3 } else { 0 }),
+        Constraint::Length(legend.len() as u16),
+        Constraint::Length(stats.len() as u16),
+    ])
+    .areas(area);
+    let width = charts
         .iter()
-        .chain(&bottom)
         .flat_map(|c| y_labels(c, 0))
         .map(|l| l.chars().count())
         .max()
@@ -372,24 +383,8 @@ pub fn stacked(
             frame.render_widget(chart(c, theme, labels), area);
         }
     }
-    let charts: Vec<&PanelChart> = [top, bottom].into_iter().flatten().collect();
-    let lines = legend_lines(&charts, theme, legend_area.width);
-    frame.render_widget(Paragraph::new(lines), legend_area);
-}
-
-/// The lines `stacked`'s legend takes at `width`.
-pub fn stacked_legend_height(
-    charts: [Option<&PanelChart>; 2],
-    two: bool,
-    theme: &Theme,
-    width: u16,
-) -> u16 {
-    let [top, bottom] = charts;
-    let charts: Vec<&PanelChart> = [top, bottom.filter(|_| two)]
-        .into_iter()
-        .flatten()
-        .collect();
-    legend_lines(&charts, theme, width).len() as u16
+    frame.render_widget(Paragraph::new(legend), legend_area);
+    frame.render_widget(Paragraph::new(stats), stats_area);
 }
 
 /// A bar chart's categories with their heights (the inclusion pane's rows).
