@@ -393,6 +393,9 @@ pub struct EpSpec {
     pub ep_start: EpStartSpec,
     #[serde(skip_serializing_if = "EpControllerSpec::is_classic")]
     pub ep_controller: EpControllerSpec,
+    /// Power EP's α (None: auto, not written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ep_power: Option<Tunable>,
 }
 
 impl Default for EpSpec {
@@ -415,6 +418,7 @@ impl Default for EpSpec {
             is_draws: DEFAULT_IS_DRAWS,
             ep_start: EpStartSpec::Classic,
             ep_controller: EpControllerSpec::Classic,
+            ep_power: None,
         }
     }
 }

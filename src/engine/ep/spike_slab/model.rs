@@ -254,6 +254,7 @@ impl SpikeSlabEp {
         }
         self.lik.g = g;
         self.lik.ep.set_evidence_every_sweep(s.evidence_every_sweep);
+        self.lik.ep.set_power(s.ep.power.alpha());
         let mixture = self.mixture();
         let design = &self.design;
         let mut on_info = |info: SsSweepInfo<'_>| on_sweep(&info, design);
