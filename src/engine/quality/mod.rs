@@ -141,7 +141,9 @@ fn power_ep(report: &MethodReport) -> Option<Warning> {
     Some(Warning::new(
         code::POWER_EP,
         format!(
-            "EP: the answer is power EP's at α = {alpha} (Minka 2004), not EP's: {why}; it is a              different Gaussian approximation of the Gibbs posterior (as α → 0 it tends to the              variational one, whose sds are too narrow): check it with --method smc or --method vb"
+            "EP: the answer is power EP's at α = {alpha} (Minka 2004), not EP's: {why}; it is a \
+             different Gaussian approximation of the Gibbs posterior (as α → 0 it tends to the \
+             variational one, whose sds are too narrow): check it with --method smc or --method vb"
         ),
     ))
 }
