@@ -209,6 +209,12 @@ pub enum MethodReport {
     /// Spike-and-slab: no feature's inclusion above ½ (EP's all-spike fixed
     /// point, perhaps); the warning the engine gave, in its words.
     AllSpike { words: String },
+    /// EP: the answer is power EP's at α < 1 (Minka 2004), not EP's;
+    /// `ep_failure`: why EP's own fit gave none (None: the user's α).
+    PowerEp {
+        alpha: f64,
+        ep_failure: Option<String>,
+    },
     /// GP: the automatic Nyström landmarks stopped at their budget before the
     /// share of the prior variance they leave out fell to the criterion.
     LandmarkBudget {

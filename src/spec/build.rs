@@ -8,7 +8,7 @@ use crate::engine::certify::{Certified, CertifySettings};
 use crate::engine::data::{Dataset, LoadOptions, MissingPolicy, Prepared, TestSource, prepare};
 use crate::engine::ep::spike_slab::SiteStepRule;
 use crate::engine::ep::{
-    ArdSettings, Ep, EpController, EpSettings, EpStart, Form, GammaMode, Precision,
+    ArdSettings, Ep, EpController, EpPower, EpSettings, EpStart, Form, GammaMode, Precision,
 };
 use crate::engine::gcs::{Gcs, GcsSettings, Loss as GcsEngineLoss};
 use crate::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale};
@@ -269,6 +269,10 @@ pub fn ep_engine(s: &EpSpec, gamma: Option<Gamma>, prior: Option<&PriorSpec>, se
             controller: match s.ep_controller {
                 EpControllerSpec::Classic => EpController::Classic,
                 EpControllerSpec::Anderson => EpController::Anderson,
+            },
+            power: match s.ep_power {
+                None | Some(Tunable::Auto) => EpPower::Auto,
+                Some(Tunable::Value(a)) => EpPower::Fixed(a),
             },
             ..EpSettings::default()
         },

@@ -292,6 +292,20 @@ pub const EP_SETTINGS: &[Setting] = &[
         )
     },
     Setting {
+        label: "power EP α",
+        help: "EP's pair sites by power EP (Minka 2004) with this α ∈ (0, 1]: the cavity removes α of a site and the update is damped by the power; 1 is EP, smaller α a different approximation that has a fixed point where EP's is out of reach. auto: EP, and where the final fit ends in EP's verdict of no fixed point in reach, power EP at α = 0.5 then 0.25, the record and a warning saying which α the answer is (details.power). Gaussian, ARD and spike-and-slab priors.",
+        default: "auto",
+        methods: EP,
+        priors: &[Gaussian, Ard, SpikeSlab],
+        auto_for: &[("ep", &[])],
+        group: Group::Ep,
+        ..setting(
+            "ep_power",
+            "method.ep_power",
+            Kind::Tunable(range(0.0, 1.0, true, false)),
+        )
+    },
+    Setting {
         label: "keep the fixes",
         help: "Spike-and-slab: keep §5's negative-site fix in the answer (default: when still active at convergence, EP continues without it to a true fixed point; primal form only).",
         methods: EP,

@@ -393,6 +393,13 @@ pub struct EpSpec {
     pub ep_start: EpStartSpec,
     #[serde(skip_serializing_if = "EpControllerSpec::is_classic")]
     pub ep_controller: EpControllerSpec,
+    /// Power EP's α (None: auto; auto is not written).
+    #[serde(skip_serializing_if = "power_is_auto")]
+    pub ep_power: Option<Tunable>,
+}
+
+fn power_is_auto(p: &Option<Tunable>) -> bool {
+    p.is_none_or(|t| t.is_auto())
 }
 
 impl Default for EpSpec {
@@ -415,6 +422,7 @@ impl Default for EpSpec {
             is_draws: DEFAULT_IS_DRAWS,
             ep_start: EpStartSpec::Classic,
             ep_controller: EpControllerSpec::Classic,
+            ep_power: None,
         }
     }
 }

@@ -12,6 +12,7 @@ use super::cv::{self, CvSettings};
 use super::design::{Design, Form};
 use super::linear::{LinearEp, LinearPath};
 use super::outcome::{EpOutcome, SweepInfo};
+use super::power;
 use super::settings::EpSettings;
 use super::spike_slab::SiteStepRule;
 use super::store::Precision;
@@ -269,7 +270,10 @@ impl Engine for Ep {
                         )));
                     }
                     lep.state_mut().reset();
-                    let loose = cv::fold_settings(&self.settings);
+                    let loose = cv::fold_settings(&EpSettings {
+                        power: s.power,
+                        ..self.settings
+                    });
                     for &c in &path {
                         lep.run(c * pb.n() as f64, &loose, ctl, &mut |_, _| {})?;
                     }
@@ -284,6 +288,8 @@ impl Engine for Ep {
         let mut final_start = "prior";
         // The continuation's path (`--ep-start continuation`).
         let mut gamma_path = None;
+        // Which power EP α the answer is (`power`; None: ARD, EP's own).
+        let mut power_used: Option<power::PowerUsed> = None;
         let (outcome, ard_result) = if ard_on {
             let r = ard::optimise(
                 &mut lep,
@@ -305,61 +311,77 @@ impl Engine for Ep {
                 },
             )?;
             (r.outcome.clone(), Some(r))
-        } else if !self.settings.start.is_classic() {
-            // One way to reach γ, after a CV too (`continuation`).
-            let mut lp = LinearPath {
-                lep: &mut lep,
-                settings: self.settings,
-                ctl,
-                on_sweep: &mut on_sweep,
-            };
-            let (out, path) =
-                continuation::reach(&mut lp, gamma, pb.n(), continuation::KAPPA, &mut |p| {
-                    sink.borrow_mut().emit(log(continuation::describe(p)))
-                })?;
-            final_start = "continuation";
-            gamma_path = Some(path);
-            (out, None)
         } else {
-            let (first, path, settings) = if let Some(r) = &cv_result {
-                // Start from the folds' average posterior at the chosen point (a
-                // cold start at a large chosen γ can cycle where the folds' warm
-                // paths converged: EEG at 16n). If that start is unavailable or
-                // fails, the prior; if that fails, climb the converged grid points.
-                let s = cv::cv_settings(&self.settings);
-                let from_folds = cv_start
-                    .as_ref()
-                    .is_some_and(|q0| lep.start_from(q0, gamma));
-                final_start = if from_folds { "cv_folds" } else { "prior" };
-                sink.borrow_mut().emit(log(if from_folds {
-                    format!(
-                        "ep: the final fit starts from the {}-fold average posterior at γ = {}n \
-                         (every site computed from it in one pass)",
-                        r.folds, r.chosen
+            // EP, or power EP where EP has no fixed point in reach (`power`).
+            let mut attempt = |s: &EpSettings| {
+                let mut start = "prior";
+                if !lep.state().sites_are_zero() {
+                    lep.state_mut().reset();
+                }
+                if !s.start.is_classic() {
+                    // One way to reach γ, after a CV too (`continuation`).
+                    let mut lp = LinearPath {
+                        lep: &mut lep,
+                        settings: *s,
+                        ctl,
+                        on_sweep: &mut on_sweep,
+                    };
+                    let (out, path) = continuation::reach(
+                        &mut lp,
+                        gamma,
+                        pb.n(),
+                        continuation::KAPPA,
+                        &mut |p| sink.borrow_mut().emit(log(continuation::describe(p))),
+                    )?;
+                    return Ok((out, "continuation", None, Some(path)));
+                }
+                let (first, path, settings) = if let Some(r) = &cv_result {
+                    // Start from the folds' average posterior at the chosen point (a
+                    // cold start at a large chosen γ can cycle where the folds' warm
+                    // paths converged: EEG at 16n). If that start is unavailable or
+                    // fails, the prior; if that fails, climb the converged grid points.
+                    let cs = cv::cv_settings(s);
+                    let from_folds = cv_start
+                        .as_ref()
+                        .is_some_and(|q0| lep.start_from(q0, gamma));
+                    start = if from_folds { "cv_folds" } else { "prior" };
+                    sink.borrow_mut().emit(log(if from_folds {
+                        format!(
+                            "ep: the final fit starts from the {}-fold average posterior at γ = \
+                             {}n (every site computed from it in one pass)",
+                            r.folds, r.chosen
+                        )
+                    } else {
+                        "ep: the final fit starts from the prior".to_string()
+                    }));
+                    (
+                        lep.run(gamma, &cs, ctl, &mut on_sweep),
+                        r.eligible_below_chosen(),
+                        cs,
                     )
                 } else {
-                    "ep: the final fit starts from the prior".to_string()
-                }));
-                (
-                    lep.run(gamma, &s, ctl, &mut on_sweep),
-                    r.eligible_below_chosen(),
-                    s,
-                )
-            } else {
-                // A start from the prior at a fixed γ can drift where a warm
-                // path converges (EEG at 2n: 1000 sweeps from the prior, then 18
-                // after the path): the default grid's points below γ.
-                let path = cv::grid_below(gamma, pb.n());
-                let s = self.settings;
-                let first = cv::first_start_settings(&s, &path);
-                (lep.run(gamma, &first, ctl, &mut on_sweep), path, s)
+                    // A start from the prior at a fixed γ can drift where a warm
+                    // path converges (EEG at 2n: 1000 sweeps from the prior, then 18
+                    // after the path): the default grid's points below γ.
+                    let path = cv::grid_below(gamma, pb.n());
+                    let first = cv::first_start_settings(s, &path);
+                    (lep.run(gamma, &first, ctl, &mut on_sweep), path, *s)
+                };
+                let (out, path) =
+                    along_path(&mut lep, first, path, (&settings, start), &mut on_sweep)?;
+                if path.is_some() {
+                    start = "warm_path";
+                }
+                Ok((out, start, path, None))
             };
-            let from = final_start;
-            let (out, path) = along_path(&mut lep, first, path, (&settings, from), &mut on_sweep)?;
-            if path.is_some() {
-                final_start = "warm_path";
-            }
-            final_warm_path = path;
+            let ((out, start, warm, path), used) =
+                power::run_with_fallback(&self.settings, &mut attempt, &mut |alpha, why| {
+                    let mut sk = sink.borrow_mut();
+                    sk.drop_earlier_sweeps();
+                    sk.emit(log(power::fallback_note("ep", alpha, why)));
+                })?;
+            (final_start, final_warm_path, gamma_path) = (start, warm, path);
+            power_used = Some(used);
             (out, None)
         };
         let ep_seconds = t_ep.elapsed().as_secs_f64();
@@ -492,6 +514,13 @@ impl Engine for Ep {
         });
         if let Some(p) = gamma_path {
             fit.details["gamma"]["path"] = json!(p);
+        }
+        if let Some(used) = power_used.filter(|u| !u.is_ep()) {
+            fit.reports.push(crate::engine::fit::MethodReport::PowerEp {
+                alpha: used.alpha,
+                ep_failure: used.ep_failure.clone(),
+            });
+            fit.details["power"] = json!(used);
         }
         fit.trace = sink.trace;
         Ok(fit)

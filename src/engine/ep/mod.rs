@@ -13,6 +13,7 @@
 //!   stall/cycle/drift rules, convergence, diagnostics); `extrapolation` its
 //!   extrapolated steps.
 //! - `settings`, `outcome`: an EP run's settings and what it reports.
+//! - `power`: power EP (α < 1) as the answer where EP has no fixed point.
 //! - `pair_ep`: the pair sites' state with a Gaussian prior, run on the driver.
 //! - `design`: primal and reduced (SVD) forms, the map back to θ.
 //! - `linear`, `ard`, `cv`, `engine`: warm-started runs, ARD evidence
@@ -33,6 +34,7 @@ pub mod linear;
 pub mod outcome;
 pub mod pair_ep;
 pub mod posterior;
+pub mod power;
 pub mod settings;
 pub mod site;
 pub mod spike_slab;
@@ -48,10 +50,12 @@ pub use linear::LinearEp;
 pub use outcome::{EpOutcome, EvidenceParts, SweepInfo};
 pub use pair_ep::PairEp;
 pub use posterior::{Posterior, PriorTerms};
-pub use settings::{EpController, EpSettings, EpStart};
+pub use settings::{EpController, EpPower, EpSettings, EpStart};
 pub use site::{Natural, Site, StepFactor, Tilted};
 pub use store::Precision;
 
+#[cfg(test)]
+mod power_tests;
 #[cfg(test)]
 mod sampled_tests;
 #[cfg(test)]

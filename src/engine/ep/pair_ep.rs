@@ -66,6 +66,8 @@ pub struct PairEp {
     sampled: Option<(SampledLayout, SampledWorkspace)>,
     /// The trial was replaced after the pass that wrote it (`agg` is stale).
     trial_loaded: bool,
+    /// Power EP's α for the pair sites (1 = EP; `set_power`).
+    power: f64,
 }
 
 impl PairEp {
@@ -102,6 +104,7 @@ impl PairEp {
             marg_stale: false,
             sampled: None,
             trial_loaded: false,
+            power: 1.0,
             zp,
             zn,
         })
@@ -142,6 +145,7 @@ impl PairEp {
             marg_stale: false,
             sampled: Some((layout, ws)),
             trial_loaded: false,
+            power: 1.0,
             zp,
             zn,
         })
@@ -229,6 +233,22 @@ impl PairEp {
         self.ws.set_gemm_products(on);
     }
     /// Whether every sweep reports log Z_EP (costs ~15% of a sweep) or only the last.
+    /// Power EP's α ∈ (0, 1] for the pair sites from now on (1 = EP;
+    /// `StepFactor::power`). The sites keep their values: a warm start.
+    pub fn set_power(&mut self, alpha: f64) {
+        assert!(alpha > 0.0 && alpha <= 1.0, "power EP needs 0 < α ≤ 1");
+        self.power = alpha;
+    }
+
+    pub fn power(&self) -> f64 {
+        self.power
+    }
+
+    /// The pair factor of g = γ/M with this state's power.
+    fn step(&self, g: f64) -> StepFactor {
+        StepFactor::with_power(g, self.power)
+    }
+
     pub fn set_evidence_every_sweep(&mut self, on: bool) {
         self.evidence_every_sweep = on;
     }
@@ -344,7 +364,7 @@ impl PairEp {
     /// One update pass from the current state (its output is not adopted):
     /// the unit the benchmarks time.
     pub fn time_pass(&mut self, g: f64, eta: f64) -> Result<PassStats, String> {
-        let step = StepFactor::new(g);
+        let step = self.step(g);
         if self.q.is_none() && !self.rebuild(step) {
             return Err("the posterior is not positive definite".into());
         }
@@ -368,7 +388,7 @@ impl PairEp {
         self.prior = prior;
         self.q = None;
         if !self.agg_valid {
-            self.run_pass(Op::Aggregate, StepFactor::new(g));
+            self.run_pass(Op::Aggregate, self.step(g));
             self.agg_valid = true;
         }
         let part = self
@@ -386,7 +406,7 @@ impl PairEp {
             Some(eta) => Op::Update { eta, evidence },
             None => Op::Check,
         };
-        let stats = self.run_pass(op, StepFactor::new(g));
+        let stats = self.run_pass(op, self.step(g));
         if eta.is_some() {
             self.agg_valid = false; // agg describes the trial until it is accepted
             self.trial_loaded = false;
@@ -402,13 +422,13 @@ impl PairEp {
 
     /// Current ← (previous + current)/2: the last step again with η halved.
     pub(crate) fn shrink_current(&mut self, g: f64) {
-        self.run_pass(Op::Shrink, StepFactor::new(g));
+        self.run_pass(Op::Shrink, self.step(g));
         self.agg_valid = true;
     }
 
     /// Current ← rollback + f·(current − rollback): the last step scaled by f.
     pub(crate) fn relax_current(&mut self, g: f64, f: f64) {
-        self.run_pass(Op::Relax(f), StepFactor::new(g));
+        self.run_pass(Op::Relax(f), self.step(g));
         self.agg_valid = true;
         self.q = None;
     }
@@ -486,7 +506,8 @@ impl PairEp {
         ctl: &Control,
         on_sweep: &mut dyn FnMut(SweepInfo<'_>),
     ) -> Result<EpOutcome, EngineError> {
-        let step = StepFactor::new(g);
+        self.set_power(s.power.alpha());
+        let step = self.step(g);
         let rules = Rules {
             evidence_every_sweep: self.evidence_every_sweep,
             // A slow monotone drift is slow convergence, not a cycle (SPECT, fold 1,

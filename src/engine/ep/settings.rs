@@ -42,6 +42,43 @@ pub struct EpSettings {
     /// while classic.
     #[serde(default, skip_serializing_if = "EpController::is_classic")]
     pub controller: EpController,
+    /// Power EP's α for the pair sites (`site::StepFactor::power`); not
+    /// written while auto.
+    #[serde(default, skip_serializing_if = "EpPower::is_auto")]
+    pub power: EpPower,
+}
+
+/// Power EP's α (Minka 2004) for the pair sites: EP is α = 1; α < 1 removes
+/// only α of a site for its cavity and damps the update by the power, a
+/// different approximation (between EP and, as α → 0, the variational one)
+/// that has a fixed point where EP's is out of reach.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EpPower {
+    /// EP (α = 1); where the final fit ends in a verdict that EP has no
+    /// fixed point in reach, power EP along `FALLBACK_POWERS`, the record
+    /// saying which α the answer is.
+    #[default]
+    Auto,
+    /// This α throughout (1: EP, never power EP).
+    Fixed(f64),
+}
+
+/// The α tried, in order, after EP's own verdict of no fixed point in reach.
+pub const FALLBACK_POWERS: [f64; 2] = [0.5, 0.25];
+
+impl EpPower {
+    pub fn is_auto(&self) -> bool {
+        *self == EpPower::Auto
+    }
+
+    /// The α a run starts with.
+    pub fn alpha(&self) -> f64 {
+        match self {
+            EpPower::Auto => 1.0,
+            EpPower::Fixed(a) => *a,
+        }
+    }
 }
 
 /// How a fit reaches its γ.
@@ -97,6 +134,7 @@ impl Default for EpSettings {
             early_verdict: false,
             start: EpStart::Classic,
             controller: EpController::Classic,
+            power: EpPower::Auto,
         }
     }
 }
@@ -120,6 +158,11 @@ impl EpSettings {
                 "the smallest η must be in (0, η]; got {}",
                 self.min_eta
             ));
+        }
+        if let EpPower::Fixed(a) = self.power
+            && !(a > 0.0 && a <= 1.0)
+        {
+            return Err(format!("power EP's α must be in (0, 1]; got {a}"));
         }
         Ok(())
     }

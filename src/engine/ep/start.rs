@@ -22,7 +22,6 @@ use nalgebra::DMatrix;
 
 use super::{EpSettings, PairEp};
 use crate::engine::ep::posterior::{self, Posterior, PriorTerms};
-use crate::engine::ep::site::StepFactor;
 use crate::engine::ep::store::Precision;
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::pairs::PairSample;
@@ -61,7 +60,7 @@ impl PairEp {
         let stats = self.pass_from_q(g, Some(1.0), false);
         let ok = stats.bad == 0 && {
             self.accept_trial();
-            self.rebuild(StepFactor::new(g))
+            self.rebuild(self.step(g))
         };
         if ok {
             self.forget_rollback();

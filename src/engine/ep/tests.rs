@@ -209,6 +209,7 @@ fn zero_gamma_gives_zero_evidence_and_the_prior() {
 
 /// A slow, obvious parallel EP: explicit a_ij, Q as a sum of outer products,
 /// the same acceptance rule. The fast engine must follow the same iterates.
+/// (Power EP when `s.power` is below 1: the same loop with Minka's fractional site step.)
 pub(super) fn naive_ep(
     x: &DMatrix<f64>,
     y: &[bool],
@@ -222,7 +223,13 @@ pub(super) fn naive_ep(
         .flat_map(|i| (0..xn.nrows()).map(move |j| (i, j)))
         .map(|(i, j)| (xp.row(i) - xn.row(j)).transpose())
         .collect();
-    let f = StepFactor::new(gamma / pairs.len() as f64);
+    // Power EP's α (1: EP): `site::power_update` is the whole site step.
+    let alpha = s.power.alpha();
+    let f = StepFactor::with_power(gamma / pairs.len() as f64, alpha);
+    let frac = |st: &Site| Site {
+        k: alpha * st.k,
+        h: alpha * st.h,
+    };
     let build = |sites: &[Site]| {
         let mut q = DMatrix::identity(d, d) / var;
         let mut r = DVector::zeros(d);
@@ -242,10 +249,11 @@ pub(super) fn naive_ep(
     let (mut eta, mut sweep, mut cand, mut have_prev) = (s.eta, 0, false, false);
     let (mut m_old, mut v_old) = (m.clone(), v.clone());
     loop {
+        let mus: Vec<f64> = pairs.iter().map(|a| a.dot(&m)).collect();
         let cav: Vec<Natural> = pairs
             .iter()
             .zip(&sites)
-            .map(|(a, st)| site::cavity(a.dot(&m), (a.transpose() * &v * a)[0], *st))
+            .map(|(a, st)| site::cavity(a.dot(&m), (a.transpose() * &v * a)[0], frac(st)))
             .collect();
         if cav.iter().any(|c| c.tau <= 0.0) {
             assert!(have_prev);
@@ -259,15 +267,17 @@ pub(super) fn naive_ep(
             let sum_log_c: f64 = cav
                 .iter()
                 .zip(&sites)
-                .map(|(c, st)| site::log_c(site::tilted(*c, f).log_z, *c, *st))
+                .map(|(c, st)| {
+                    site::log_c(site::tilted(*c, f.powered()).log_z, *c, frac(st)) / alpha
+                })
                 .sum();
             let log_z = sum_log_c + 0.5 * d as f64 * (1.0 / var).ln() - 0.5 * ld + 0.5 * r.dot(&m);
             return (m, v, log_z, sweep);
         } else {
             prev = sites.clone();
             have_prev = true;
-            for (st, c) in sites.iter_mut().zip(&cav) {
-                let (new, _) = site::site_update(*c, f);
+            for (st, (a, mu)) in sites.iter_mut().zip(pairs.iter().zip(&mus)) {
+                let (new, _) = site::power_update(*mu, (a.transpose() * &v * a)[0], *st, f);
                 st.k += eta * (new.k - st.k);
                 st.h += eta * (new.h - st.h);
             }

@@ -49,6 +49,8 @@ pub mod code {
     /// The PAC-Bayes certificate bounds 1 − AUC at or above ½ (`bounds::VACUOUS_RISK`).
     pub const CERTIFICATE_VACUOUS: &str = "certificate_vacuous";
     pub const GP_LANDMARK_BUDGET: &str = "gp_landmark_budget";
+    /// EP's answer is power EP's at α < 1, a different approximation.
+    pub const POWER_EP: &str = "power_ep";
 }
 
 pub use smc::{MAX_LOG_Z_SD, MAX_RHAT, MIN_STEP_ESS};
@@ -120,10 +122,30 @@ pub fn assess(fit: &Fit, data_warnings: &[String]) -> Vec<Warning> {
     derived.extend(spike);
     derived.extend(fit.bound.as_ref().and_then(vacuous_certificate));
     derived.extend(fit.reports.iter().find_map(landmark_budget));
+    derived.extend(fit.reports.iter().find_map(power_ep));
     out.extend(derived);
     let mut seen = std::collections::HashSet::new();
     out.retain(|w| seen.insert(w.message.clone()));
     out
+}
+
+/// An EP fit answered by power EP: said, with why.
+fn power_ep(report: &MethodReport) -> Option<Warning> {
+    let MethodReport::PowerEp { alpha, ep_failure } = report else {
+        return None;
+    };
+    let why = match ep_failure {
+        Some(e) => format!("EP itself has no fixed point in reach here ({e})"),
+        None => "as asked (--ep-power)".into(),
+    };
+    Some(Warning::new(
+        code::POWER_EP,
+        format!(
+            "EP: the answer is power EP's at α = {alpha} (Minka 2004), not EP's: {why}; it is a \
+             different Gaussian approximation of the Gibbs posterior (as α → 0 it tends to the \
+             variational one, whose sds are too narrow): check it with --method smc or --method vb"
+        ),
+    ))
 }
 
 /// A GP fit whose automatic Nyström landmarks stopped at their budget.

@@ -15,6 +15,8 @@ use super::warm_path;
 use crate::engine::ep::continuation;
 use crate::engine::ep::design::Design;
 use crate::engine::ep::engine::{Ep, GammaMode, Sink, Z_QUANTILES};
+use crate::engine::ep::power;
+use crate::engine::ep::settings::EpSettings;
 use crate::engine::event::{EpSweep, Event, LogLevel};
 use crate::engine::fit::{EngineKind, Fit, MethodReport, ScoreModel};
 use crate::engine::interface::{Control, EngineError, Observer};
@@ -192,6 +194,8 @@ pub fn run(
     let mut warm = None;
     // The continuation's path (`--ep-start continuation`).
     let mut gamma_path = None;
+    // Which power EP α the answer is (`power`; None: tuned, always EP's).
+    let mut power_used: Option<power::PowerUsed> = None;
     let (outcome, tuned) = if what.incl || what.slab {
         let mut hooks = Hooks {
             on_sweep: &mut on_sweep,
@@ -227,43 +231,57 @@ pub fn run(
             || crate::engine::ep::cv::grid_below(gamma, pb.n()),
             |r| r.eligible_below_chosen(),
         );
-        if !settings.ep.start.is_classic() {
-            let mut sp = warm_path::SsPath {
-                model: &mut model,
-                settings,
-                ctl,
-                on_sweep: &mut on_sweep,
-                new_run: &mut || sink.borrow_mut().drop_earlier_sweeps(),
-            };
-            let (out, path) =
-                continuation::reach(&mut sp, gamma, pb.n(), continuation::KAPPA, &mut |p| {
-                    sink.borrow_mut().emit(Event::Log {
-                        level: LogLevel::Info,
-                        message: continuation::describe(p).replacen("ep:", "ep spike-slab:", 1),
-                    })
-                })?;
-            gamma_path = Some(path);
-            (out, None)
-        } else {
-            let (out, path) = warm_path::run(
-                &mut model,
-                gamma,
-                path,
-                pb.n(),
-                &settings,
-                ctl,
-                &mut on_sweep,
-                &mut || sink.borrow_mut().drop_earlier_sweeps(),
-                &mut |message| {
-                    sink.borrow_mut().emit(Event::Log {
-                        level: LogLevel::Warn,
-                        message,
-                    })
-                },
-            )?;
-            warm = path;
-            (out, None)
-        }
+        // EP, or power EP where EP has no fixed point in reach (`power`).
+        let mut attempt = |s: &EpSettings| {
+            let settings = SsSettings { ep: *s, ..settings };
+            model.reset();
+            if !settings.ep.start.is_classic() {
+                let mut sp = warm_path::SsPath {
+                    model: &mut model,
+                    settings,
+                    ctl,
+                    on_sweep: &mut on_sweep,
+                    new_run: &mut || sink.borrow_mut().drop_earlier_sweeps(),
+                };
+                let (out, path) =
+                    continuation::reach(&mut sp, gamma, pb.n(), continuation::KAPPA, &mut |p| {
+                        sink.borrow_mut().emit(Event::Log {
+                            level: LogLevel::Info,
+                            message: continuation::describe(p).replacen("ep:", "ep spike-slab:", 1),
+                        })
+                    })?;
+                Ok((out, Some(path), None))
+            } else {
+                let (out, path) = warm_path::run(
+                    &mut model,
+                    gamma,
+                    path.clone(),
+                    pb.n(),
+                    &settings,
+                    ctl,
+                    &mut on_sweep,
+                    &mut || sink.borrow_mut().drop_earlier_sweeps(),
+                    &mut |message| {
+                        sink.borrow_mut().emit(Event::Log {
+                            level: LogLevel::Warn,
+                            message,
+                        })
+                    },
+                )?;
+                Ok((out, None, path))
+            }
+        };
+        let ((out, gpath, wpath), used) =
+            power::run_with_fallback(&settings.ep, &mut attempt, &mut |alpha, why| {
+                let mut sk = sink.borrow_mut();
+                sk.drop_earlier_sweeps();
+                sk.emit(Event::Log {
+                    level: LogLevel::Info,
+                    message: power::fallback_note("ep spike-slab", alpha, why),
+                });
+            })?;
+        (gamma_path, warm, power_used) = (gpath, wpath, Some(used));
+        (out, None)
     };
     let SpikeSlab {
         spike_var,
@@ -422,6 +440,13 @@ pub fn run(
     if let Some(p) = gamma_path {
         fit.details["gamma"]["start"] = json!("continuation");
         fit.details["gamma"]["path"] = json!(p);
+    }
+    if let Some(used) = power_used.filter(|u| !u.is_ep()) {
+        fit.reports.push(MethodReport::PowerEp {
+            alpha: used.alpha,
+            ep_failure: used.ep_failure.clone(),
+        });
+        fit.details["power"] = json!(used);
     }
     fit.trace = sink.trace;
     Ok(fit)

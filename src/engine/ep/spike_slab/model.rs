@@ -254,6 +254,9 @@ impl SpikeSlabEp {
         }
         self.lik.g = g;
         self.lik.ep.set_evidence_every_sweep(s.evidence_every_sweep);
+        // Power EP (α < 1): the pair sites' and the prior sites' updates.
+        self.lik.ep.set_power(s.ep.power.alpha());
+        self.sites.alpha = s.ep.power.alpha();
         let mixture = self.mixture();
         let design = &self.design;
         let mut on_info = |info: SsSweepInfo<'_>| on_sweep(&info, design);
@@ -262,7 +265,12 @@ impl SpikeSlabEp {
         self.release = ReleaseStatus::NotNeeded;
         // The reduced form whitens by the prior sites' precisions: they must
         // stay positive there, so no release.
-        if out.fixes_last == 0 || !self.release_fixes || lik.reduction.is_some() {
+        // (Nor under power EP: the release continues plain EP.)
+        if out.fixes_last == 0
+            || !self.release_fixes
+            || lik.reduction.is_some()
+            || sites.alpha != 1.0
+        {
             return Ok(out);
         }
         // The fix is still active at convergence: not an EP fixed point (`release`).

@@ -134,6 +134,43 @@ pub struct PriorSites {
     pub v: Vec<f64>,
     /// P(z_k = 1) of the last update (damping p_k has no effect on q).
     pub p: Vec<f64>,
+    /// Power EP's α (1: EP; `powered`).
+    pub alpha: f64,
+}
+
+/// Power EP for a prior site in the joint (θ_k, z_k) (Minka 2004): the
+/// factor `p_z N(θ; 0, v_z)` to the power α is again Gaussian in θ, with
+/// variance `v_z/α` and mass `p_z^α (2π v_z)^((1−α)/2) α^(−½)`, and the
+/// cavity keeps `Bern(z; p_k)^(1−α)` of the site's z part. So the tilted
+/// distribution is `tilted`'s mixture for the prior `(v0/α, v1/α, p')` with
+/// `logit p' = (1 − α) logit p_k + α logit p + ((1−α)/2) log(v1/v0)`, its
+/// log mass raised by `log(A1 + A0)` (A_z: the components' masses). Returns
+/// that prior and the raise. α = 1: the prior itself and 0.
+pub fn powered(prior: &MixturePrior, p_k: f64, alpha: f64) -> (MixturePrior, f64) {
+    if alpha == 1.0 {
+        return (*prior, 0.0);
+    }
+    // (A p_k of exactly 0 or 1 would give log 0; the clamp is far below any
+    // inclusion the record shows.)
+    let pk = p_k.clamp(1e-250, 1.0 - 1e-16);
+    let log_a1 = (1.0 - alpha) * pk.ln()
+        + alpha * prior.incl.ln()
+        + 0.5 * (1.0 - alpha) * (LN_2PI + prior.slab.ln())
+        - 0.5 * alpha.ln();
+    let (incl, raise) = if prior.incl >= 1.0 {
+        (1.0, log_a1)
+    } else {
+        let odds = (1.0 - alpha) * (pk.ln() - (-pk).ln_1p())
+            + alpha * (prior.incl.ln() - (-prior.incl).ln_1p())
+            + 0.5 * (1.0 - alpha) * (prior.slab / prior.spike).ln();
+        (1.0 / (1.0 + (-odds).exp()), log_a1 + logaddexp(0.0, -odds))
+    };
+    let p = MixturePrior {
+        spike: prior.spike / alpha,
+        slab: prior.slab / alpha,
+        incl,
+    };
+    (p, raise)
 }
 
 /// What one parallel update of the prior sites did.
@@ -159,7 +196,25 @@ impl PriorSites {
             u: vec![1.0 / prior.var(); d],
             v: vec![0.0; d],
             p: vec![prior.incl; d],
+            alpha: 1.0,
         }
+    }
+
+    /// Site k's share in its cavity: all of it (EP), α of it (power EP).
+    fn share(&self, k: usize) -> Site {
+        Site {
+            k: self.alpha * self.u[k],
+            h: self.alpha * self.v[k],
+        }
+    }
+
+    /// The tilted distribution of site k from its cavity (`powered`), its
+    /// log mass including power EP's raise.
+    pub fn tilted_of(&self, k: usize, cav: Natural, prior: &MixturePrior) -> MixtureTilted {
+        let (pp, raise) = powered(prior, self.p[k], self.alpha);
+        let mut t = tilted(cav, &pp);
+        t.log_mass += raise;
+        t
     }
 
     pub fn terms(&self) -> PriorTerms {
@@ -173,15 +228,14 @@ impl PriorSites {
     /// improper or not finite (`cavity_ok`; the cavity itself may be improper).
     pub fn cavity(&self, q: &ThetaMoments, k: usize, prior: &MixturePrior) -> Option<Natural> {
         let vkk = q.var[k];
-        let cav = site::cavity(
-            q.mean[k],
-            vkk,
-            Site {
-                k: self.u[k],
-                h: self.v[k],
-            },
-        );
-        cavity_ok(cav, prior).then_some(cav)
+        let cav = site::cavity(q.mean[k], vkk, self.share(k));
+        // Power EP: the tilted's slab is v1/α.
+        let ok = if self.alpha == 1.0 {
+            cavity_ok(cav, prior)
+        } else {
+            cavity_ok(cav, &powered(prior, self.p[k], self.alpha).0)
+        };
+        ok.then_some(cav)
     }
 
     /// Whether every site's cavity under q is valid.
@@ -214,9 +268,25 @@ impl PriorSites {
         let cavs: Option<Vec<Natural>> = (0..self.u.len())
             .map(|k| self.cavity(q, k, prior))
             .collect();
+        let a = self.alpha;
         for (k, cav) in cavs?.into_iter().enumerate() {
-            let t = tilted(cav, prior);
-            let (new, was_fixed) = site_update(cav, &t, prior);
+            let t = self.tilted_of(k, cav, prior);
+            let (mut new, was_fixed) = site_update(cav, &t, &powered(prior, self.p[k], a).0);
+            let mut incl = t.w1;
+            if a != 1.0 {
+                // Power EP: the new site is the matched fraction over α, and
+                // the z part's logit `(logit w1 − (1 − α) logit p_k)/α`.
+                new = Site {
+                    k: new.k / a,
+                    h: new.h / a,
+                };
+                let logit = |p: f64| {
+                    let p = p.clamp(1e-250, 1.0 - 1e-16);
+                    p.ln() - (-p).ln_1p()
+                };
+                let l = (logit(t.w1) - (1.0 - a) * logit(self.p[k])) / a;
+                incl = 1.0 / (1.0 + (-l).exp());
+            }
             out.fixes += was_fixed as usize;
             if let Some(f) = fixed.get_mut(k) {
                 *f = was_fixed;
@@ -227,7 +297,7 @@ impl PriorSites {
             let eta = eta(k);
             self.u[k] += eta * (new.k - self.u[k]);
             self.v[k] += eta * (new.h - self.v[k]);
-            self.p[k] = t.w1;
+            self.p[k] = incl;
         }
         Some(out)
     }
@@ -239,13 +309,10 @@ impl PriorSites {
         for (k, incl) in inclusion.iter_mut().enumerate() {
             match self.cavity(q, k, prior) {
                 Some(cav) => {
-                    let t = tilted(cav, prior);
+                    // Power EP: log C_k = (1/α) log C of the site's share.
+                    let t = self.tilted_of(k, cav, prior);
                     *incl = t.w1;
-                    let site = Site {
-                        k: self.u[k],
-                        h: self.v[k],
-                    };
-                    sum = sum.map(|s| s + t.log_c(cav, site));
+                    sum = sum.map(|s| s + t.log_c(cav, self.share(k)) / self.alpha);
                 }
                 None => sum = None,
             }
@@ -261,25 +328,89 @@ impl PriorSites {
 mod tests {
     use super::*;
 
-    /// Moments of N(m, s)·prior by the trapezoid rule on a fine grid.
-    fn quadrature(m: f64, s: f64, prior: &MixturePrior) -> (f64, f64, f64, f64) {
-        let n =
-            |x: f64, v: f64| (-(x * x) / (2.0 * v)).exp() / (2.0 * std::f64::consts::PI * v).sqrt();
+    fn n(x: f64, v: f64) -> f64 {
+        (-(x * x) / (2.0 * v)).exp() / (2.0 * std::f64::consts::PI * v).sqrt()
+    }
+
+    /// log Z, mean, variance and the slab's share of `N(θ; m, s)·(slab(θ) +
+    /// spike(θ))` by the trapezoid rule on a fine grid.
+    fn quadrature_of(
+        m: f64,
+        s: f64,
+        slab: impl Fn(f64) -> f64,
+        spike: impl Fn(f64) -> f64,
+    ) -> (f64, f64, f64, f64) {
         let (lo, hi, steps) = (m - 12.0 * s.sqrt(), m + 12.0 * s.sqrt(), 400_000);
         let h = (hi - lo) / steps as f64;
         let (mut z, mut m1, mut m2, mut z1) = (0.0, 0.0, 0.0, 0.0);
         for i in 0..=steps {
             let x = lo + i as f64 * h;
             let w = if i == 0 || i == steps { 0.5 * h } else { h };
-            let slab = prior.incl * n(x, prior.slab);
-            let f = n(x - m, s) * (slab + (1.0 - prior.incl) * n(x, prior.spike));
+            let sl = slab(x);
+            let f = n(x - m, s) * (sl + spike(x));
             z += w * f;
             m1 += w * f * x;
             m2 += w * f * x * x;
-            z1 += w * n(x - m, s) * slab;
+            z1 += w * n(x - m, s) * sl;
         }
         let mean = m1 / z;
         (z.ln(), mean, m2 / z - mean * mean, z1 / z)
+    }
+
+    /// Moments of N(m, s)·prior by the trapezoid rule on a fine grid.
+    fn quadrature(m: f64, s: f64, prior: &MixturePrior) -> (f64, f64, f64, f64) {
+        quadrature_of(
+            m,
+            s,
+            |x| prior.incl * n(x, prior.slab),
+            |x| (1.0 - prior.incl) * n(x, prior.spike),
+        )
+    }
+
+    /// Power EP's tilted distribution in the joint (θ, z) against the
+    /// trapezoid rule on `N(θ; m, s) Σ_z Bern(z; p_k)^(1−α) (p_z N(θ; 0, v_z))^α`
+    /// (f^α evaluated directly, independent of `powered`'s algebra).
+    #[test]
+    fn powered_tilted_matches_quadrature() {
+        for &(m, s, spike, slab, incl) in &[
+            (0.3, 0.5, 0.01, 1.0, 0.2),
+            (-1.5, 0.2, 1e-3, 2.0, 0.05),
+            (0.05, 0.01, 1e-4, 1.0, 0.5),
+        ] {
+            for (alpha, pk) in [(0.5, 0.3), (0.25, 0.01), (0.8, 0.9)] {
+                let prior = MixturePrior { spike, slab, incl };
+                let mut sites = PriorSites::init(1, &prior);
+                (sites.alpha, sites.p[0]) = (alpha, pk);
+                let cav = Natural {
+                    tau: 1.0 / s,
+                    nu: m / s,
+                };
+                let t = sites.tilted_of(0, cav, &prior);
+                let (lz, mean, var, w1) = quadrature_of(
+                    m,
+                    s,
+                    |x| pk.powf(1.0 - alpha) * (incl * n(x, slab)).powf(alpha),
+                    |x| (1.0 - pk).powf(1.0 - alpha) * ((1.0 - incl) * n(x, spike)).powf(alpha),
+                );
+                let what = format!("m {m}, s {s}, α {alpha}, p_k {pk}");
+                assert!(
+                    (t.log_z(cav) - lz).abs() < 1e-9,
+                    "log Z {} vs {lz}: {what}",
+                    t.log_z(cav)
+                );
+                assert!(
+                    (t.mean - mean).abs() < 1e-9,
+                    "mean {} vs {mean}: {what}",
+                    t.mean
+                );
+                assert!(
+                    (t.var - var).abs() < 1e-9 * var.max(1e-3),
+                    "var {} vs {var}: {what}",
+                    t.var
+                );
+                assert!((t.w1 - w1).abs() < 1e-9, "w1 {} vs {w1}: {what}", t.w1);
+            }
+        }
     }
 
     #[test]
