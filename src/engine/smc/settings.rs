@@ -87,6 +87,11 @@ pub struct SmcSettings {
     /// below d (exact; `engine::reduction`). Records from before ran without.
     #[serde(default)]
     pub row_space: bool,
+    /// Scale-invariant risks under a Gaussian prior: gpcn's independence
+    /// proposals are judged on the direction alone (`direction`; exact, and
+    /// accepted more often). Records from before ran without.
+    #[serde(default)]
+    pub direction_moves: bool,
 }
 
 /// Records from before the setting ran without local steps (the serde
@@ -119,6 +124,7 @@ impl Default for SmcSettings {
             runs: 1,
             part: None,
             row_space: true,
+            direction_moves: true,
         }
     }
 }
