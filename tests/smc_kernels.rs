@@ -272,9 +272,15 @@ fn the_direction_step_keeps_uniform_directions_at_gamma_zero() {
         // Bounds ≈ 5 MC sds as in the sphere test; u₃ (the shifted
         // coordinate, sd 1/√d) likewise.
         assert!(c1.abs() < 0.01, "radial {radial}: E μᵀu = {c1}");
-        assert!((c2 - 1.0 / d as f64).abs() < 0.005, "radial {radial}: E (μᵀu)² = {c2}");
+        assert!(
+            (c2 - 1.0 / d as f64).abs() < 0.005,
+            "radial {radial}: E (μᵀu)² = {c2}"
+        );
         assert!(shifted.abs() < 0.01, "radial {radial}: E u₃ = {shifted}");
-        assert!((r2 - d as f64).abs() < 0.2, "radial {radial}: E ‖φ‖² = {r2}");
+        assert!(
+            (r2 - d as f64).abs() < 0.2,
+            "radial {radial}: E ‖φ‖² = {r2}"
+        );
     }
 }
 
@@ -307,7 +313,10 @@ fn direction_steps_match_the_von_mises_fisher_closed_form() {
             "{tag}: log Z {:.4} exact {exact:.4}, {stages} stages, {} evaluations, acceptance {:?}",
             run.log_z,
             run.evaluations,
-            run.path.iter().map(|p| (p.acceptance * 100.0).round() / 100.0).collect::<Vec<_>>()
+            run.path
+                .iter()
+                .map(|p| (p.acceptance * 100.0).round() / 100.0)
+                .collect::<Vec<_>>()
         );
         assert!(
             (run.log_z - exact).abs() < 4.0 * (stages / n as f64).sqrt(),

@@ -106,7 +106,10 @@ mod tests {
         for d in [1, 2, 3, 7, 30, 85, 180] {
             for kappa in [0.0, 0.5, 3.0, 12.0, 40.0] {
                 let (a, b) = (log_ray_integral(d, kappa), recurrence(d, kappa));
-                assert!((a - b).abs() < 1e-10 * b.abs().max(1.0), "d {d} κ {kappa}: {a} {b}");
+                assert!(
+                    (a - b).abs() < 1e-10 * b.abs().max(1.0),
+                    "d {d} κ {kappa}: {a} {b}"
+                );
             }
             for kappa in [-0.5, -3.0, -12.0] {
                 let (a, b) = (log_ray_integral(d, kappa), brute(d, kappa));
