@@ -284,7 +284,7 @@ fn the_direction_step_keeps_uniform_directions_at_gamma_zero() {
     }
 }
 
-/// The whole sampler with gpcn's direction steps (the default) on the von
+/// The whole sampler with gpcn's direction steps (`direction_moves`) on the von
 /// Mises–Fisher target: the same closed forms and tolerances as the sphere
 /// kernel's test below, isotropic and ARD priors.
 #[test]
@@ -301,9 +301,9 @@ fn direction_steps_match_the_von_mises_fisher_closed_form() {
             particles: n,
             kernel: Kernel::Gpcn,
             seed,
+            direction_moves: true,
             ..SmcSettings::default()
         };
-        assert!(s.direction_moves);
         let run = sampler::run(&t, kappa, &s, &Control::new(), &mut NoObserver).unwrap();
         let stages = (run.path.len() - 1) as f64;
         let exact = t.log_z(kappa);
