@@ -347,3 +347,124 @@ fn a_great_circle_run_in_the_sampler_pane() {
         screen(&app, w, h);
     }
 }
+
+/// Every pane at the sizes people use (tabbed at 80×24 and 100×30, the grid
+/// and each pane zoomed at 120×40) wraps what does not fit rather than
+/// cutting it: no ellipsis, and each pane's legend and status lines whole.
+#[test]
+fn nothing_is_cut_at_80x24_100x30_and_120x40() {
+    // Pieces that are never split (a legend entry, a label with its value).
+    let whole: [(Pane, &[&str]); 4] = [
+        (
+            Pane::Dataset,
+            &["--target", "--positive", "stratified split"],
+        ),
+        (Pane::Smc, &["▄ accepted", "moves 13/1", "evals/s", "log Z"]),
+        (Pane::Ep, &["skipped ", "log Z"]),
+        (Pane::Results, &["─ chance", "test ±SE", "vs ▶"]),
+    ];
+    let mut app = finished();
+    for (w, h) in [(80, 24), (100, 30), (120, 40)] {
+        for zoom in [false, true] {
+            for (i, pane) in Pane::ALL.iter().enumerate() {
+                key(&mut app, Key::Char(char::from(b'1' + i as u8)));
+                if zoom {
+                    key(&mut app, Key::Char('z'));
+                }
+                let s = screen(&app, w, h);
+                if zoom {
+                    key(&mut app, Key::Char('z'));
+                }
+                assert!(
+                    !s.contains('…'),
+                    "{w}×{h} {pane:?} zoom {zoom}: cut text\n{s}"
+                );
+                for (p, pieces) in &whole {
+                    if *p != *pane {
+                        continue;
+                    }
+                    for piece in *pieces {
+                        assert!(s.contains(piece), "{w}×{h} {pane:?}: '{piece}' cut\n{s}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The marginals overlay only runs of one posterior: a Gaussian fit at
+/// another γ is named in the title, not drawn beside the sampler's.
+#[test]
+fn marginals_overlay_only_one_posterior() {
+    let (ds, p, _) = testkit::demo();
+    let mut app = finished();
+    let cfg = pacauc::spec::RunSpec::for_method(testkit::demo().2, "ep").unwrap();
+    app.enqueue(cfg);
+    let ep = testkit::ep_with(&p.names, testkit::posterior_of(&p), 16.0, 12, false);
+    feed(
+        &mut app,
+        4,
+        WorkerEvent::Finished(Box::new(testkit::record(&ds, &p, &ep))),
+    );
+    key(&mut app, Key::Char('4'));
+    let s = screen(&app, 120, 40);
+    let title = s.lines().find(|l| l.contains("4 Marginals")).unwrap();
+    assert!(
+        title.contains("not overlaid") && title.contains("#3 smc"),
+        "{s}"
+    );
+    assert!(!s.contains("◆ #3"), "the other posterior is drawn:\n{s}");
+}
+
+/// Replayed records keep DeLong's components, so the results table compares
+/// them as it compares live runs; a record whose components do not match its
+/// test rows is refused as damaged.
+#[test]
+fn replayed_runs_get_their_paired_difference() {
+    let (ds, p, _) = testkit::demo();
+    let names = &p.names;
+    let a = testkit::record(
+        &ds,
+        &p,
+        &testkit::ep_with(names, testkit::posterior_of(&p), 750.0, 12, false),
+    );
+    let mut other = testkit::posterior_of(&p);
+    other.0.iter_mut().step_by(2).for_each(|m| *m = -*m);
+    let b = testkit::record(&ds, &p, &testkit::ep_with(names, other, 750.0, 12, false));
+    let back = |r: &pacauc::engine::record::RunRecord| {
+        pacauc::engine::record::RunRecord::from_json(&r.to_json()).unwrap()
+    };
+    let (a, b) = (back(&a), back(&b));
+    let paired = a
+        .test_components
+        .as_ref()
+        .unwrap()
+        .paired(b.test_components.as_ref().unwrap())
+        .unwrap();
+    let mut app = App::replay(
+        vec![("a.json".into(), a.clone()), ("b.json".into(), b)],
+        ViewOptions::default(),
+    );
+    key(&mut app, Key::Char('6'));
+    let s = screen(&app, 100, 30);
+    let cell = format!("{:+.3} p", paired.difference);
+    assert!(
+        paired.difference.abs() > 1e-3 && s.contains(&cell),
+        "{cell}\n{s}"
+    );
+    // Damaged: one value too many, or a value outside [0, 1].
+    let mut v: serde_json::Value = serde_json::from_str(&a.to_json()).unwrap();
+    v["test_components"]["v10"]
+        .as_array_mut()
+        .unwrap()
+        .push(0.5.into());
+    let e = pacauc::engine::record::RunRecord::from_value(v).unwrap_err();
+    assert!(
+        e.contains("damaged") && e.contains("test_components"),
+        "{e}"
+    );
+    let mut v: serde_json::Value = serde_json::from_str(&a.to_json()).unwrap();
+    v["test_components"]["v01"][0] = 7.0.into();
+    let e = pacauc::engine::record::RunRecord::from_value(v).unwrap_err();
+    assert!(e.contains("not a share"), "{e}");
+}

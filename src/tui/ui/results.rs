@@ -126,8 +126,10 @@ fn roc(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
     let mut c = resolve(&fig.panels[0]);
     // The table beside it names the runs; the axes say FPR and TPR.
     c.x_label = "FPR".into();
+    let legend = super::figure_chart::legend_lines(&[&c], theme, area.width);
     let [chart_area, legend_area] =
-        Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(area);
+        Layout::vertical([Constraint::Fill(1), Constraint::Length(legend.len() as u16)])
+            .areas(area);
     let mut chart = chart(
         &c,
         theme,
@@ -144,12 +146,13 @@ fn roc(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
             .style(theme.dim()),
     );
     frame.render_widget(chart, chart_area);
-    let legend = super::figure_chart::legend_of(&[&c], theme, true);
-    frame.render_widget(Paragraph::new(Line::from(legend)), legend_area);
+    frame.render_widget(Paragraph::new(legend), legend_area);
 }
 
 /// A column of the runs table: header, width, and its rank when the width is
-/// short (lower ranks stay; status, log Z and γ outrank the train AUC and time).
+/// short (lower ranks stay: the test AUC, the paired difference against the
+/// selected run, the bound, γ and the prior outrank k̂, log Z, the train AUC
+/// and time).
 struct Column {
     head: &'static str,
     width: usize,
@@ -173,7 +176,7 @@ const COLUMNS: [Column; 13] = [
     Column {
         head: "prior",
         width: 6,
-        rank: 5,
+        rank: 6,
         left: true,
     },
     Column {
@@ -185,7 +188,7 @@ const COLUMNS: [Column; 13] = [
     Column {
         head: "train",
         width: 6,
-        rank: 8,
+        rank: 9,
         left: false,
     },
     // The test AUC ± DeLong's SE.
@@ -200,13 +203,13 @@ const COLUMNS: [Column; 13] = [
     Column {
         head: "vs ▶",
         width: 13,
-        rank: 7,
+        rank: 3,
         left: false,
     },
     Column {
         head: "bound",
         width: 8,
-        rank: 6,
+        rank: 4,
         left: false,
     },
     Column {
@@ -219,26 +222,26 @@ const COLUMNS: [Column; 13] = [
     Column {
         head: "log Z",
         width: 13,
-        rank: 3,
+        rank: 8,
         left: false,
     },
     // The largest R-hat across independent SMC runs.
     Column {
         head: "R-hat",
         width: 6,
-        rank: 7,
+        rank: 8,
         left: false,
     },
     Column {
         head: "γ",
         width: 8,
-        rank: 4,
+        rank: 5,
         left: false,
     },
     Column {
         head: "time",
         width: 8,
-        rank: 9,
+        rank: 10,
         left: false,
     },
 ];
@@ -505,12 +508,12 @@ fn certificate_cell(rec: Option<&RunRecord>, khat: bool, theme: &Theme) -> (Stri
 mod tests {
     use super::*;
 
-    /// At 80 columns (78 inside the pane) all but the time, k̂ and the paired
-    /// difference fit; narrower,
-    /// the bound, train AUC and time go before status, log Z and γ; at 126
-    /// every column fits.
+    /// At 80 columns (78 inside the pane) the paired difference, the bound,
+    /// γ and the prior stay and k̂, log Z, the train AUC and time go;
+    /// narrower, the test AUC and its paired difference outlast the rest; at
+    /// 124 every column fits.
     #[test]
-    fn status_log_z_and_gamma_outlast_train_and_time() {
+    fn the_test_auc_and_its_paired_difference_outlast_the_rest() {
         let heads = |w| {
             visible_columns(w, true)
                 .into_iter()
@@ -519,9 +522,11 @@ mod tests {
         };
         assert_eq!(heads(124).len(), COLUMNS.len());
         let h = heads(78);
-        assert!(h.contains(&"prior") && h.contains(&"bound"), "{h:?}");
-        let h = heads(64);
-        for keep in ["#", "method", "status", "test ±SE", "log Z", "γ"] {
+        for keep in ["vs ▶", "bound", "γ", "prior"] {
+            assert!(h.contains(&keep), "{h:?}");
+        }
+        let h = heads(56);
+        for keep in ["#", "method", "status", "test ±SE", "vs ▶"] {
             assert!(h.contains(&keep), "{h:?}");
         }
         assert!(!h.contains(&"time"), "{h:?}");
