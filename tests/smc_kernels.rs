@@ -168,6 +168,7 @@ fn the_kernel_keeps_uniform_directions_at_gamma_zero() {
             maps: None,
             df: None,
             local_share: 0.0,
+            direction: false,
         };
         acc += moves::step(&t, &mut chains, &mut buf, spec).accepted;
     }
@@ -194,6 +195,149 @@ fn the_kernel_keeps_uniform_directions_at_gamma_zero() {
     assert!(c1.abs() < 0.01, "E μᵀu = {c1}");
     assert!((c2 - 1.0 / d as f64).abs() < 0.005, "E (μᵀu)² = {c2}");
     assert!((r2 - d as f64).abs() < 0.2, "E ‖φ‖² = {r2}");
+}
+
+/// γ = 0 under gpcn's direction step (`smc::direction`): uniform directions
+/// and χ_d radii must stay so although the fit is shifted off the cloud and
+/// too narrow (its independence proposals favour a region; only the projected
+/// normal's density ratio undoes it), with and without the radial moves (the
+/// step keeps each chain's radius; the radial move redraws it), with local
+/// steps mixed in. Checked as in the sphere test above.
+#[test]
+fn the_direction_step_keeps_uniform_directions_at_gamma_zero() {
+    let d = 12;
+    let t = VonMisesFisher {
+        mu: unit((0..d).map(|k| 1.0 + k as f64).collect()),
+        vars: (0..d).map(|k| 0.5 + 0.25 * k as f64).collect(),
+    };
+    let sd = t.prior_sds().unwrap();
+    let m = 20_000;
+    for radial in [true, false] {
+        let mut r = rng::stream(3, &[]);
+        let mut theta = vec![0.0; m * d];
+        for row in theta.chunks_exact_mut(d) {
+            t.sample_prior(&mut r, row);
+        }
+        let fit = GaussianFit::of(&theta, d, &vec![1.0 / m as f64; m]);
+        let mut mean = fit.mean.clone();
+        mean[3] += 1.5;
+        mean[0] -= 0.8;
+        let fits = vec![GaussianFit::from_moments(mean, fit.covariance() * 0.4, 0.0)];
+        let mut chains = Chains {
+            d,
+            risk: vec![0.0; m],
+            log_prior: theta.chunks_exact(d).map(|p| t.log_prior(p)).collect(),
+            theta,
+            white: Vec::new(),
+            rng: (0..m).map(|j| rng::stream(4, &[j as u64])).collect(),
+            fold: vec![0; m],
+        };
+        t.risks(&chains.theta, &mut chains.risk);
+        chains.whiten(&fits);
+        let mut buf = Proposals::default();
+        let (mut acc, steps) = (0, 30);
+        for _ in 0..steps {
+            let spec = StepSpec {
+                kernel: Kernel::Gpcn,
+                gamma: 0.0,
+                scale: 1.0,
+                fits: &fits,
+                radial,
+                chart: None,
+                maps: None,
+                df: None,
+                local_share: 0.2,
+                direction: true,
+            };
+            acc += moves::step(&t, &mut chains, &mut buf, spec).accepted;
+        }
+        let rate = acc as f64 / (steps * m) as f64;
+        let centre = &t.mu;
+        let (mut c1, mut c2, mut r2, mut shifted) = (0.0, 0.0, 0.0, 0.0);
+        for row in chains.theta.chunks_exact(d) {
+            let phi: Vec<f64> = row.iter().zip(&sd).map(|(a, s)| a / s).collect();
+            let n2: f64 = phi.iter().map(|p| p * p).sum();
+            let c = phi.iter().zip(centre).map(|(p, q)| p * q).sum::<f64>() / n2.sqrt();
+            c1 += c / m as f64;
+            c2 += c * c / m as f64;
+            r2 += n2 / m as f64;
+            shifted += phi[3] / n2.sqrt() / m as f64;
+        }
+        eprintln!(
+            "radial {radial}: acceptance {rate:.3}; E μᵀu {c1:.4} (0); E (μᵀu)² {c2:.4} ({:.4}); \
+             E u₃ {shifted:.4} (0); E ‖φ‖² {r2:.3} ({d})",
+            1.0 / d as f64
+        );
+        assert!(rate > 0.04, "the test needs moves: acceptance {rate}");
+        // Bounds ≈ 5 MC sds as in the sphere test; u₃ (the shifted
+        // coordinate, sd 1/√d) likewise.
+        assert!(c1.abs() < 0.01, "radial {radial}: E μᵀu = {c1}");
+        assert!(
+            (c2 - 1.0 / d as f64).abs() < 0.005,
+            "radial {radial}: E (μᵀu)² = {c2}"
+        );
+        assert!(shifted.abs() < 0.01, "radial {radial}: E u₃ = {shifted}");
+        assert!(
+            (r2 - d as f64).abs() < 0.2,
+            "radial {radial}: E ‖φ‖² = {r2}"
+        );
+    }
+}
+
+/// The whole sampler with gpcn's direction steps (`direction_moves`) on the von
+/// Mises–Fisher target: the same closed forms and tolerances as the sphere
+/// kernel's test below, isotropic and ARD priors.
+#[test]
+fn direction_steps_match_the_von_mises_fisher_closed_form() {
+    for (d, kappa, ard, seed) in [(20, 150.0, true, 5), (60, 200.0, false, 6)] {
+        let t = VonMisesFisher {
+            mu: unit((0..d).map(|k| ((k * 7) % 5) as f64 - 1.5).collect()),
+            vars: (0..d)
+                .map(|k| if ard { 0.3 + (k % 4) as f64 } else { 2.0 })
+                .collect(),
+        };
+        let n = 4000;
+        let s = SmcSettings {
+            particles: n,
+            kernel: Kernel::Gpcn,
+            seed,
+            direction_moves: true,
+            ..SmcSettings::default()
+        };
+        let run = sampler::run(&t, kappa, &s, &Control::new(), &mut NoObserver).unwrap();
+        let stages = (run.path.len() - 1) as f64;
+        let exact = t.log_z(kappa);
+        let (m, sd) = sampler::moments(&run.theta, d);
+        let tag = format!("d = {d}, κ = {kappa}, ard = {ard}");
+        eprintln!(
+            "{tag}: log Z {:.4} exact {exact:.4}, {stages} stages, {} evaluations, acceptance {:?}",
+            run.log_z,
+            run.evaluations,
+            run.path
+                .iter()
+                .map(|p| (p.acceptance * 100.0).round() / 100.0)
+                .collect::<Vec<_>>()
+        );
+        assert!(
+            (run.log_z - exact).abs() < 4.0 * (stages / n as f64).sqrt(),
+            "{tag}: log Z {} vs {exact}",
+            run.log_z
+        );
+        for k in 0..d {
+            let (mu, sigma) = t.posterior(kappa, k);
+            assert!(
+                (m[k] - mu).abs() < 0.08 * sigma,
+                "{tag}: mean[{k}] {} vs {mu} (sd {sigma})",
+                m[k]
+            );
+            assert!(
+                (sd[k] / sigma - 1.0).abs() < 0.06,
+                "{tag}: sd[{k}] {} vs {sigma}",
+                sd[k]
+            );
+        }
+        assert!(run.decorrelated, "{tag}: not decorrelated");
+    }
 }
 
 /// The whole sampler on a von Mises–Fisher direction target: log Z, means and
@@ -334,6 +478,7 @@ fn copula_keeps_the_prior(d: usize, coords: Vec<usize>, df: Option<f64>, local: 
             maps: Some(std::slice::from_ref(&maps)),
             df,
             local_share: local,
+            direction: false,
         };
         acc += moves::step(&t, &mut chains, &mut buf, spec).accepted;
     }

@@ -28,6 +28,12 @@ pub struct GenDemoArgs {
     /// Share of positive rows of `--survey`.
     #[arg(long, default_value_t = 0.06, requires = "survey")]
     pub positives: f64,
+    /// Of the --survey columns, this many (the last) are rare codes (98.5–99.8%
+    /// zeros) that nearly decide their rows' label: a posterior of many soft
+    /// steps, hard for the samplers (the file is then
+    /// `survey_ROWSxCOLS_rK_sSEED.csv`).
+    #[arg(long, default_value_t = 0, value_name = "K", requires = "survey")]
+    pub rare_effects: usize,
     /// Instead of the demo files: one large synthetic probit-linear table of
     /// this many rows (streamed to --out FILE; for scale tests).
     #[arg(long)]
@@ -46,10 +52,17 @@ pub fn run(args: &GenDemoArgs) -> Result<(), String> {
     }
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     if let Some(survey) = &args.survey {
-        let shape = SurveyShape::parse(survey, args.positives)?;
+        let shape = SurveyShape {
+            rare_effects: args.rare_effects,
+            ..SurveyShape::parse(survey, args.positives)?
+        };
         let table = survey_codes(args.seed, shape)?;
+        let rare = match shape.rare_effects {
+            0 => String::new(),
+            k => format!("_r{k}"),
+        };
         let path = args.out.join(format!(
-            "survey_{}x{}_s{}.csv",
+            "survey_{}x{}{rare}_s{}.csv",
             shape.rows, shape.cols, args.seed
         ));
         write_atomic(&path, table.to_csv().as_bytes())

@@ -13,6 +13,16 @@
 //! distribution around a random mode), binary, and 0–4 counts. The label is the
 //! top `positives` share of a sparse linear score of the standardised codes
 //! plus the factors and logistic noise (AUC of the true score ≈ 0.8).
+//!
+//! **Hard posteriors** (`rare_effects` K > 0): the last K columns are rare
+//! codes (98.5–99.8% zeros) each moving the label's score by N(0, 3²) per
+//! code unit, so a handful of rows holding a code are nearly decided by it.
+//! Each such column makes the AUC risk a soft step in its coefficient (the
+//! rows' pairs flip together), and the posterior a prior cut by many steps at
+//! once: skewed, half-normal-like marginals that no Gaussian fits, which is
+//! what drives SMC's acceptance down to its 0.30 target and the moves per
+//! stage up (docs/BENCHMARKS.md). The other columns and the label's other
+//! terms are drawn exactly as with K = 0 (the same bytes in them).
 
 use rand::RngExt;
 
@@ -26,6 +36,8 @@ pub struct SurveyShape {
     pub cols: usize,
     /// Share of positive rows, in (0, 1).
     pub positives: f64,
+    /// Rare, strongly predictive code columns among `cols` (see the module doc).
+    pub rare_effects: usize,
 }
 
 impl SurveyShape {
@@ -39,6 +51,7 @@ impl SurveyShape {
             rows,
             cols,
             positives,
+            rare_effects: 0,
         };
         shape.validate()?;
         Ok(shape)
@@ -55,6 +68,12 @@ impl SurveyShape {
             return Err(format!(
                 "the positive share must be in (0, 1); got {}",
                 self.positives
+            ));
+        }
+        if self.rare_effects > self.cols {
+            return Err(format!(
+                "--rare-effects {} exceeds the {} columns",
+                self.rare_effects, self.cols
             ));
         }
         let n_pos = self.n_pos();
@@ -82,6 +101,8 @@ enum Kind {
     Skewed,
     Binary,
     Count,
+    /// A rare code with a strong effect (`rare_effects`).
+    Rare,
 }
 
 impl Kind {
@@ -110,6 +131,7 @@ impl Kind {
                 let p1 = r.random_range(0.05..0.5);
                 vec![1.0 - p1, p1]
             }
+            Kind::Rare => unreachable!("rare columns are drawn apart"),
             Kind::Skewed => {
                 let mode = r.random_range(0..10) as f64;
                 let decay = r.random_range(0.2..1.0);
@@ -150,8 +172,12 @@ fn codes_by_rank(latent: &[f64], levels: &[f64]) -> Vec<u8> {
 pub fn survey_codes(seed: u64, shape: SurveyShape) -> Result<DemoTable, String> {
     shape.validate()?;
     let SurveyShape {
-        rows: n, cols: d, ..
+        rows: n,
+        cols: total,
+        rare_effects: rare,
+        ..
     } = shape;
+    let d = total - rare;
     let mut r = rng::stream(seed, &[4]);
     let factors: Vec<[f64; FACTORS]> = (0..n)
         .map(|_| std::array::from_fn(|_| rng::normal(&mut r)))
@@ -188,6 +214,30 @@ pub fn survey_codes(seed: u64, shape: SurveyShape) -> Result<DemoTable, String> 
             }
         }
     }
+    // The rare columns draw from their own stream (the rest stays as at K = 0).
+    let mut rr = rng::stream(seed, &[5]);
+    for _ in 0..rare {
+        let f = rr.random_range(0..FACTORS);
+        let a: f64 = rr.random_range(0.3..0.8);
+        let latent: Vec<f64> = factors
+            .iter()
+            .map(|fr| a * fr[f] + (1.0 - a * a).sqrt() * rng::normal(&mut rr))
+            .collect();
+        let p0 = rr.random_range(0.985..0.998);
+        let ratio: f64 = rr.random_range(0.35..0.8);
+        let tail: Vec<f64> = (1..=9).map(|l| ratio.powi(l - 1)).collect();
+        let t: f64 = tail.iter().sum();
+        let levels: Vec<f64> = std::iter::once(p0)
+            .chain(tail.iter().map(|x| (1.0 - p0) * x / t))
+            .collect();
+        let col = codes_by_rank(&latent, &levels);
+        let w = 3.0 * rng::normal(&mut rr);
+        for (s, &c) in score.iter_mut().zip(&col) {
+            *s += w * c as f64;
+        }
+        kinds.push(Kind::Rare);
+        cols.push(col);
+    }
     for s in score.iter_mut() {
         let u: f64 = r.random_range(1e-12..1.0);
         *s += 1.2 * (u / (1.0 - u)).ln();
@@ -199,6 +249,7 @@ pub fn survey_codes(seed: u64, shape: SurveyShape) -> Result<DemoTable, String> 
     for &i in &order[..n_pos] {
         y[i] = true;
     }
+    let d = total;
     let mut header: Vec<String> = (1..=d).map(|k| format!("q{k:03}")).collect();
     header.push("y".into());
     let rows = (0..n)
@@ -216,12 +267,20 @@ pub fn survey_codes(seed: u64, shape: SurveyShape) -> Result<DemoTable, String> 
             "{n} rows, {d} ordinal survey codes (seed {seed}): {} mostly-zero columns (codes 0–9, \
              60–97% zeros), {} skewed 0–9, {} binary, {} counts 0–4, driven by {FACTORS} shared \
              factors; label y = the top {n_pos} rows ({:.1}%) of a sparse score of ~15% of the \
-             columns plus a factor and logistic noise.",
+             columns plus a factor and logistic noise{}.",
             count(Kind::MostlyZero),
             count(Kind::Skewed),
             count(Kind::Binary),
             count(Kind::Count),
-            100.0 * n_pos as f64 / n as f64
+            100.0 * n_pos as f64 / n as f64,
+            if rare > 0 {
+                format!(
+                    "; the last {rare} columns are rare codes (98.5–99.8% zeros) with strong \
+                     effects on the label (a hard posterior for samplers)"
+                )
+            } else {
+                String::new()
+            }
         ),
         header,
         rows,
@@ -237,7 +296,46 @@ mod tests {
             rows,
             cols,
             positives,
+            rare_effects: 0,
         }
+    }
+
+    /// Rare-effect columns: the asked number of rare columns at the end,
+    /// the other columns the same bytes as without them, seeded; too many
+    /// refused.
+    #[test]
+    fn rare_effects_add_rare_decisive_columns() {
+        let plain = survey_codes(3, shape(3000, 30, 0.06)).unwrap();
+        let hard = survey_codes(
+            3,
+            SurveyShape {
+                rare_effects: 10,
+                ..shape(3000, 40, 0.06)
+            },
+        )
+        .unwrap();
+        assert_eq!(hard.header.len(), 41);
+        for (a, b) in plain.rows.iter().zip(&hard.rows) {
+            assert_eq!(a[..30], b[..30]);
+        }
+        for k in 30..40 {
+            let nonzero = hard.rows.iter().filter(|r| r[k] != "0").count();
+            assert!((3..=50).contains(&nonzero), "column {k}: {nonzero} nonzero");
+        }
+        let again = survey_codes(
+            3,
+            SurveyShape {
+                rare_effects: 10,
+                ..shape(3000, 40, 0.06)
+            },
+        )
+        .unwrap();
+        assert_eq!(hard.to_csv(), again.to_csv());
+        let too_many = SurveyShape {
+            rare_effects: 41,
+            ..shape(3000, 40, 0.06)
+        };
+        assert!(too_many.validate().unwrap_err().contains("rare-effects"));
     }
 
     /// The shape asked for, integer codes 0–9, mostly-zero columns, many tied

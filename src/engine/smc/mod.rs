@@ -5,6 +5,7 @@
 
 pub mod checkpoint;
 pub mod copies;
+pub mod direction;
 pub mod energy_mixing;
 pub mod fast_prior;
 pub mod fit_pool;

@@ -9,6 +9,7 @@ use rand_distr::{ChiSquared, Distribution};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::direction;
 use super::gaussian_fit::GaussianFit;
 use super::marginal_map::MarginalMaps;
 use super::sphere::{self, SphereChart};
@@ -196,6 +197,8 @@ pub(super) struct BlockBuf {
     pub(super) correction: Vec<f64>,
     pub(super) log_u: Vec<f64>,
     pub(super) accepted: Vec<bool>,
+    /// Chains whose proposal is a direction step (see `direction`).
+    pub(super) direction: Vec<bool>,
     /// Sum of squared jumps of the block's chains.
     jump2: f64,
     /// The block's normals or new whitened states (c × d).
@@ -218,6 +221,8 @@ impl BlockBuf {
         self.correction.resize(c, 0.0);
         self.log_u.resize(c, 0.0);
         self.accepted.resize(c, false);
+        self.direction.clear();
+        self.direction.resize(c, false);
         self.z.resize(c * e, 0.0);
     }
 }
@@ -250,6 +255,11 @@ pub struct StepSpec<'a> {
     pub df: Option<f64>,
     /// Gpcn and Copula: the share of local proposals (`SmcSettings::local_share`).
     pub local_share: f64,
+    /// Gpcn (no maps, no Student-t) on a scale-invariant risk under a
+    /// zero-mean Gaussian prior: the global proposals at step size 1 (the
+    /// fit's independence proposal) are judged on the direction alone (see
+    /// `direction`).
+    pub direction: bool,
 }
 
 /// Outcome of one step over all chains.
@@ -373,6 +383,19 @@ fn propose<T: Target + ?Sized>(
     let rho = (1.0 - s * s).max(0.0).sqrt();
     let local_step = s.min(2.38 / (d as f64).sqrt());
     let local_rho = (1.0 - local_step * local_step).max(0.0).sqrt();
+    let direction = spec.direction
+        && spec.kernel == Kernel::Gpcn
+        && spec.maps.is_none()
+        && spec.df.is_none()
+        && rho == 0.0;
+    // ‖θ/√v‖² = 2(log p(0) − log p(θ)) under N(0, diag v).
+    let lp0 = if direction {
+        bb.nat.clear();
+        bb.nat.resize(d, 0.0);
+        target.log_prior(&bb.nat)
+    } else {
+        0.0
+    };
     for (j, r) in rngs.iter_mut().enumerate() {
         let z = &mut bb.z[j * d..(j + 1) * d];
         match spec.kernel {
@@ -390,12 +413,13 @@ fn propose<T: Target + ?Sized>(
                 let w = &wh[j * d..(j + 1) * d];
                 // A mixture of two pCN steps, each reversible for the fit: the
                 // choice does not look at the state, so the mixture is exact.
-                let (s_j, rho_j) = if spec.local_share > 0.0 && r.random::<f64>() < spec.local_share
-                {
+                let local = spec.local_share > 0.0 && r.random::<f64>() < spec.local_share;
+                let (s_j, rho_j) = if local {
                     (local_step, local_rho)
                 } else {
                     (s, rho)
                 };
+                bb.direction[j] = direction && !local;
                 let sd = s_j * spec.df.map_or(1.0, |nu| student_scale(nu, w, r).sqrt());
                 for (v, wi) in z.iter_mut().zip(w) {
                     *v = rho_j * wi + sd * rng::normal(r);
@@ -436,6 +460,21 @@ fn propose<T: Target + ?Sized>(
                 for (o, mk) in out.iter_mut().zip(&fits[fold[j]].mean) {
                     *o += mk;
                 }
+                if bb.direction[j] {
+                    let fit = &fits[fold[j]];
+                    bb.correction[j] = direction_step(
+                        fit,
+                        out,
+                        &bb.z[j * d..(j + 1) * d],
+                        &wh[j * d..(j + 1) * d],
+                        &mut bb.white[j * d..(j + 1) * d],
+                        (lp0, target.log_prior(cur)),
+                        |t| target.log_prior(t),
+                        &mut bb.scaled,
+                    );
+                    bb.log_prior[j] = target.log_prior(out);
+                    continue;
+                }
                 let z = &bb.z[j * d..(j + 1) * d];
                 let w2_old: f64 = wh[j * d..(j + 1) * d].iter().map(|v| v * v).sum();
                 let w2_new: f64 = z.iter().map(|v| v * v).sum();
@@ -461,6 +500,42 @@ fn propose<T: Target + ?Sized>(
         }
         bb.log_prior[j] = target.log_prior(out);
     }
+}
+
+/// A direction step's proposal (see `direction`): `out` = m + Lz on entry,
+/// rescaled to the current state's prior radius on exit, its whitened state
+/// written to `white`; returns log q(u) − log q(u'), or −∞ (refused) for a
+/// degenerate proposal. `lp` = (log p(0), log p(current)).
+#[allow(clippy::too_many_arguments)]
+fn direction_step(
+    fit: &GaussianFit,
+    out: &mut [f64],
+    z: &[f64],
+    white_cur: &[f64],
+    white: &mut [f64],
+    (lp0, lp_cur): (f64, f64),
+    log_prior: impl Fn(&[f64]) -> f64,
+    scratch: &mut Vec<f64>,
+) -> f64 {
+    let radius = |lp: f64| (2.0 * (lp0 - lp)).max(0.0).sqrt();
+    let (r_cur, r_new) = (radius(lp_cur), radius(log_prior(out)));
+    if !(r_new > 0.0 && r_new.is_finite() && r_cur > 0.0) {
+        return f64::NEG_INFINITY;
+    }
+    let wm = &fit.white_mean;
+    // L⁻¹θ = w + L⁻¹m, for the current state and the proposal.
+    scratch.clear();
+    scratch.extend(white_cur.iter().zip(wm).map(|(w, m)| w + m));
+    let log_q_cur = direction::log_direction_density(scratch, wm, r_cur);
+    scratch.clear();
+    scratch.extend(z.iter().zip(wm).map(|(w, m)| w + m));
+    let log_q_new = direction::log_direction_density(scratch, wm, r_new);
+    let f = r_cur / r_new;
+    out.iter_mut().for_each(|v| *v *= f);
+    for ((w, t), m) in white.iter_mut().zip(scratch.iter()).zip(wm) {
+        *w = f * t - m;
+    }
+    log_q_cur - log_q_new
 }
 
 /// The Student-t proposal's scale for a chain at whitened state w: a draw of
@@ -496,6 +571,7 @@ fn accept(
     for j in 0..rk.len() {
         let like = -spec.gamma * (bb.risk[j] - rk[j]);
         let log_alpha = match spec.kernel {
+            _ if bb.direction[j] => like + bb.correction[j],
             Kernel::Auto | Kernel::Pcn | Kernel::SkewCopula => like,
             Kernel::Rw => like + bb.log_prior[j] - lp[j],
             Kernel::Gpcn | Kernel::Copula => like + bb.log_prior[j] - lp[j] + bb.correction[j],
@@ -677,6 +753,7 @@ mod tests {
                     maps: None,
                     df: None,
                     local_share: 0.0,
+                    direction: false,
                 };
                 step(&t, &mut chains, &mut buf, spec);
             }

@@ -292,6 +292,9 @@ pub fn run_checkpointed<T: Target + ?Sized>(
                 maps: prop.maps.as_deref(),
                 df: s.proposal_df,
                 local_share: s.local_share,
+                direction: s.direction_moves
+                    && target.scale_invariant()
+                    && target.prior_is_gaussian(),
             },
             StageStart {
                 chains,
