@@ -173,8 +173,8 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
     };
     match bound {
         Ok(b) => {
-            if let Some(d) = b.draws.as_ref().filter(|d| d.source.is_some()) {
-                notes.push((LogLevel::Info, sampled_pairs_note(&b, d)));
+            if let Some(note) = b.sampled_pairs_note() {
+                notes.push((LogLevel::Info, note));
             }
             if b.rho == "draws_gaussian" && fit.engine == EngineKind::Gcs {
                 notes.push((
@@ -247,20 +247,4 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
         }
         obs.observe(e);
     }
-}
-
-/// What a certificate from sampled pairs says on stderr (the record has it in
-/// `bound.draws`, source "pairs").
-fn sampled_pairs_note(b: &bounds::Bound, d: &bounds::Draws) -> String {
-    let pairs = (b.sizes.n_pos * b.sizes.n_neg) as f64;
-    format!(
-        "certificate: E_ρ R_n from {:.0} pairs drawn uniformly of the {pairs:.2e} (above {:.0e} \
-         pairs there is no pass over all of them); its Monte Carlo error, [{:.4}, {:.4}] at \
-         ε = {:.3}, is in the bound",
-        d.count,
-        bounds::EXACT_PAIRS_MAX as f64,
-        d.lower,
-        d.upper,
-        d.epsilon
-    )
 }

@@ -212,6 +212,24 @@ impl Bound {
         )
     }
 
+    /// With E_ρ R_n from sampled pairs (above `EXACT_PAIRS_MAX`): what that
+    /// means, in one line (`fit` prints it; the explorer and the event log get
+    /// it as information).
+    pub fn sampled_pairs_note(&self) -> Option<String> {
+        let d = self.draws.as_ref().filter(|d| d.source.is_some())?;
+        let pairs = (self.sizes.n_pos * self.sizes.n_neg) as f64;
+        Some(format!(
+            "certificate: E_ρ R_n from {:.0} pairs drawn uniformly of the {pairs:.2e} (above \
+             {:.0e} pairs there is no pass over all of them); its Monte Carlo error, [{:.4}, \
+             {:.4}] at ε = {}, is in the bound",
+            d.count,
+            super::fits::EXACT_PAIRS_MAX as f64,
+            d.lower,
+            d.upper,
+            d.epsilon
+        ))
+    }
+
     /// Why the certificate is loose, when it is (None when it is within 0.05
     /// of the best any ρ could get on this sample, or the record is of the
     /// first version's form).
