@@ -347,3 +347,71 @@ fn a_great_circle_run_in_the_sampler_pane() {
         screen(&app, w, h);
     }
 }
+
+/// Every pane at the sizes people use (tabbed at 80×24 and 100×30, the grid
+/// and each pane zoomed at 120×40) wraps what does not fit rather than
+/// cutting it: no ellipsis, and each pane's legend and status lines whole.
+#[test]
+fn nothing_is_cut_at_80x24_100x30_and_120x40() {
+    // Pieces that are never split (a legend entry, a label with its value).
+    let whole: [(Pane, &[&str]); 4] = [
+        (
+            Pane::Dataset,
+            &["--target", "--positive", "stratified split"],
+        ),
+        (Pane::Smc, &["▄ accepted", "moves 13/1", "evals/s", "log Z"]),
+        (Pane::Ep, &["skipped ", "log Z"]),
+        (Pane::Results, &["─ chance", "test ±SE", "vs ▶"]),
+    ];
+    let mut app = finished();
+    for (w, h) in [(80, 24), (100, 30), (120, 40)] {
+        for zoom in [false, true] {
+            for (i, pane) in Pane::ALL.iter().enumerate() {
+                key(&mut app, Key::Char(char::from(b'1' + i as u8)));
+                if zoom {
+                    key(&mut app, Key::Char('z'));
+                }
+                let s = screen(&app, w, h);
+                if zoom {
+                    key(&mut app, Key::Char('z'));
+                }
+                assert!(
+                    !s.contains('…'),
+                    "{w}×{h} {pane:?} zoom {zoom}: cut text\n{s}"
+                );
+                for (p, pieces) in &whole {
+                    if *p != *pane {
+                        continue;
+                    }
+                    for piece in *pieces {
+                        assert!(s.contains(piece), "{w}×{h} {pane:?}: '{piece}' cut\n{s}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The marginals overlay only runs of one posterior: a Gaussian fit at
+/// another γ is named in the title, not drawn beside the sampler's.
+#[test]
+fn marginals_overlay_only_one_posterior() {
+    let (ds, p, _) = testkit::demo();
+    let mut app = finished();
+    let cfg = pacauc::spec::RunSpec::for_method(testkit::demo().2, "ep").unwrap();
+    app.enqueue(cfg);
+    let ep = testkit::ep_with(&p.names, testkit::posterior_of(&p), 16.0, 12, false);
+    feed(
+        &mut app,
+        4,
+        WorkerEvent::Finished(Box::new(testkit::record(&ds, &p, &ep))),
+    );
+    key(&mut app, Key::Char('4'));
+    let s = screen(&app, 120, 40);
+    let title = s.lines().find(|l| l.contains("4 Marginals")).unwrap();
+    assert!(
+        title.contains("not overlaid") && title.contains("#3 smc"),
+        "{s}"
+    );
+    assert!(!s.contains("◆ #3"), "the other posterior is drawn:\n{s}");
+}

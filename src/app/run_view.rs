@@ -333,6 +333,33 @@ impl RunView {
             .filter(|g| g.is_finite())
     }
 
+    /// The γ of the posterior it approximates: the record's, else the one its
+    /// start announced; none while CV is choosing it.
+    pub fn posterior_gamma(&self) -> Option<f64> {
+        self.record
+            .as_ref()
+            .and_then(|r| r.gamma)
+            .or_else(|| self.start_gamma())
+    }
+
+    /// Whether two runs approximate the same posterior (same data, prior and
+    /// γ), so that their marginals may be drawn together: a γ not yet chosen
+    /// matches nothing. `plot` applies the same rule to records.
+    pub fn same_posterior(&self, other: &RunView) -> bool {
+        let gamma = match (self.posterior_gamma(), other.posterior_gamma()) {
+            (Some(a), Some(b)) => (a - b).abs() <= 1e-9 * a.abs().max(b.abs()),
+            _ => false,
+        };
+        let (prior, data) = match (&self.record, &other.record) {
+            (Some(a), Some(b)) => (
+                serde_json::to_value(&a.prior).ok() == serde_json::to_value(&b.prior).ok(),
+                a.dataset.fingerprint == b.dataset.fingerprint,
+            ),
+            _ => (self.spec.prior == other.spec.prior, true),
+        };
+        gamma && prior && data
+    }
+
     /// Where a live or cancelled run got to: "stage 5, γ 12.3 of 449", "sweep 30".
     pub fn progress_text(&self) -> Option<String> {
         let gamma_t = self.start_gamma();

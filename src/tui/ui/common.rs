@@ -2,6 +2,7 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Rect};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
@@ -33,6 +34,63 @@ pub fn titled_block<'a>(
         .borders(Borders::ALL)
         .border_style(theme.border(focused))
         .title(Line::from(title))
+}
+
+/// Groups of spans packed into lines of at most `width` columns, a group
+/// never split (a legend entry, a label with its value): a group that does not
+/// fit starts the next line, indented by `indent`. Panes pack their legends
+/// and status lines so that a narrow pane wraps them instead of cutting them.
+pub fn pack(groups: Vec<Vec<Span<'static>>>, width: usize, indent: usize) -> Vec<Line<'static>> {
+    let mut lines: Vec<Vec<Span<'static>>> = vec![Vec::new()];
+    let mut used = 0;
+    for group in groups {
+        let w: usize = group.iter().map(|s| s.content.chars().count()).sum();
+        let trimmed = group
+            .last()
+            .map_or(0, |s| s.content.len() - s.content.trim_end().len());
+        if used > 0 && used + w - trimmed > width {
+            lines.push(vec![Span::raw(" ".repeat(indent))]);
+            used = indent;
+        }
+        used += w;
+        lines.last_mut().expect("one line at least").extend(group);
+    }
+    lines.into_iter().map(Line::from).collect()
+}
+
+/// Status lines fitted to `width`: each line's spans are grouped (a span that
+/// starts with a space opens a group, so a label stays with its value) and
+/// packed; continuation lines are indented by `indent`.
+pub fn fit_lines(lines: Vec<Line<'static>>, width: usize, indent: usize) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    for line in lines {
+        let mut groups: Vec<Vec<Span<'static>>> = Vec::new();
+        for span in line.spans {
+            let span = span.patch_style(line.style);
+            if groups.is_empty() || span.content.starts_with(' ') {
+                groups.push(Vec::new());
+            }
+            groups.last_mut().expect("pushed").push(span);
+        }
+        let packed = pack(groups, width, indent);
+        for (k, mut l) in packed.into_iter().enumerate() {
+            if k > 0 {
+                // The group that opens a continuation line drops its space.
+                if let Some(first) = l.spans.get_mut(1) {
+                    first.content = first.content.trim_start().to_string().into();
+                }
+            }
+            out.push(l);
+        }
+    }
+    out
+}
+
+/// The words of `text` as groups for `pack`, each keeping its space.
+pub fn words(text: &str, style: Style) -> Vec<Vec<Span<'static>>> {
+    text.split_inclusive(' ')
+        .map(|w| vec![Span::styled(w.to_string(), style)])
+        .collect()
 }
 
 /// A dim message centred in `area` (an empty pane says what would fill it).
@@ -179,5 +237,41 @@ mod tests {
         assert_eq!(num(f64::NAN), "-");
         assert_eq!(sparkline(&[0.0, 1.0, 2.0, f64::NAN]), " ▄█ ");
         assert_eq!(fit("abcdef", 4), "abc…");
+    }
+
+    fn text(lines: &[Line]) -> Vec<String> {
+        lines.iter().map(|l| l.to_string()).collect()
+    }
+
+    #[test]
+    fn packing_wraps_whole_groups_and_never_loses_text() {
+        let groups = words(
+            "target 'y' (the last column; name another with --target)",
+            Style::new(),
+        );
+        let lines = text(&pack(groups, 24, 2));
+        assert!(
+            lines.iter().all(|l| l.trim_end().chars().count() <= 24),
+            "{lines:?}"
+        );
+        let joined: Vec<&str> = lines.iter().flat_map(|l| l.split_whitespace()).collect();
+        assert_eq!(
+            joined.join(" "),
+            "target 'y' (the last column; name another with --target)"
+        );
+        assert!(
+            lines[1].starts_with("  ") && !lines[1].starts_with("   "),
+            "{lines:?}"
+        );
+        // A line that fits stays one line; a group is never split.
+        assert_eq!(pack(words("a b c", Style::new()), 5, 0).len(), 1);
+        let legend = vec![
+            vec![Span::raw("⠒ ESS/N ")],
+            vec![Span::raw("─ τ = 0.5: the ESS target ")],
+        ];
+        assert_eq!(
+            text(&pack(legend, 20, 0)),
+            ["⠒ ESS/N ", "─ τ = 0.5: the ESS target "]
+        );
     }
 }

@@ -3,13 +3,14 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::common::{fit, num, pane_block, sparkline};
+use super::common::{fit, num, pack, pane_block, sparkline, words};
 use super::theme::Theme;
 use crate::app::messages::wrap;
-use crate::app::{App, DataState, Pane};
+use crate::app::{App, DataInfo, DataState, Pane};
 
 pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
@@ -43,18 +44,17 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     };
     let mut block = pane_block(app, Pane::Dataset, detail, &theme);
     let inner = block.inner(area);
-    let base_lines = 5 + usize::from(
-        !info.report.dropped_columns.is_empty()
-            || !info.report.encoded.is_empty()
-            || !info.split.dropped_constant_in_train.is_empty(),
-    );
+    let mut lines = head(info, inner.width as usize, &theme);
     let warnings = warning_lines(
         &info.report.warnings,
         inner.width as usize,
         // Room left after the table's head and three of its rows.
-        (inner.height as usize).saturating_sub(base_lines + 4),
+        (inner.height as usize).saturating_sub(lines.len() + 4),
     );
-    let head_lines = base_lines + warnings.len();
+    for w in warnings {
+        lines.push(Line::styled(w, theme.warn()));
+    }
+    let head_lines = lines.len();
     let visible = (inner.height as usize).saturating_sub(head_lines.min(inner.height as usize) + 1);
     let total = info.report.summary.len();
     if total > visible && visible > 0 {
@@ -69,71 +69,6 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         return;
     }
     let r = &info.report;
-    let s = &info.split;
-    let share = if r.rows > 0 {
-        100.0 * r.positives as f64 / r.rows as f64
-    } else {
-        0.0
-    };
-    let dropped_style = if r.dropped_rows > 0 {
-        theme.warn()
-    } else {
-        theme.dim()
-    };
-    let mut lines = vec![
-        Line::from(vec![
-            Span::raw(format!("{} rows", r.rows)),
-            Span::styled(format!(" ({} dropped)", r.dropped_rows), dropped_style),
-            Span::raw(format!(" · {} features", r.features)),
-        ]),
-        Line::from(vec![
-            Span::raw(format!("{} + / {} −", r.positives, r.negatives)),
-            Span::styled(
-                format!(" ({share:.1}%) · {} = '{}'", r.target, r.positive_label),
-                theme.dim(),
-            ),
-        ]),
-        Line::from(vec![
-            Span::styled(format!("{} split ", s.kind), theme.dim()),
-            Span::raw(format!("{} train / {} test", s.train_rows, s.test_rows)),
-        ]),
-        // Which column is the target and which class is positive, and why, with
-        // the flag that changes each (in full in the message log, m).
-        Line::from(vec![
-            Span::styled("target ", theme.dim()),
-            Span::raw(fit(
-                &r.target_rule,
-                (inner.width as usize).saturating_sub(7),
-            )),
-        ]),
-        Line::from(vec![
-            Span::styled("positive ", theme.dim()),
-            Span::raw(fit(
-                &r.positive_rule,
-                (inner.width as usize).saturating_sub(9),
-            )),
-        ]),
-    ];
-    let mut notes: Vec<String> = Vec::new();
-    for c in &r.dropped_columns {
-        notes.push(format!("dropped '{}' ({})", c.name, c.reason));
-    }
-    for e in &r.encoded {
-        notes.push(format!(
-            "encoded '{}' → {} features",
-            e.column,
-            e.features.len()
-        ));
-    }
-    for c in &s.dropped_constant_in_train {
-        notes.push(format!("dropped '{c}' (constant in train)"));
-    }
-    if !notes.is_empty() {
-        lines.push(Line::styled(notes.join("; "), theme.dim()));
-    }
-    for w in warnings {
-        lines.push(Line::styled(w, theme.warn()));
-    }
     let head_h = (lines.len() as u16).min(inner.height);
     frame.render_widget(
         Paragraph::new(lines),
@@ -213,6 +148,85 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         ]));
     }
     frame.render_widget(Paragraph::new(rows), table);
+}
+
+/// The lines above the feature table, wrapped to `width` (continuations
+/// indented): counts, split, which column is the target and which class is
+/// positive and why, with the flag that changes each; dropped and encoded
+/// columns.
+fn head(info: &DataInfo, width: usize, theme: &Theme) -> Vec<Line<'static>> {
+    let r = &info.report;
+    let s = &info.split;
+    let share = if r.rows > 0 {
+        100.0 * r.positives as f64 / r.rows as f64
+    } else {
+        0.0
+    };
+    let dropped_style = if r.dropped_rows > 0 {
+        theme.warn()
+    } else {
+        theme.dim()
+    };
+    let labelled = |label: &str, text: &str, style: Style| {
+        let mut g = vec![vec![Span::styled(format!("{label} "), theme.dim())]];
+        g.extend(words(text, style));
+        pack(g, width, 2)
+    };
+    let mut lines = pack(
+        vec![
+            vec![Span::raw(format!("{} rows ", r.rows))],
+            vec![Span::styled(
+                format!("({} dropped) ", r.dropped_rows),
+                dropped_style,
+            )],
+            vec![Span::raw(format!("· {} features", r.features))],
+        ],
+        width,
+        2,
+    );
+    lines.extend(pack(
+        vec![
+            vec![Span::raw(format!("{} + / {} − ", r.positives, r.negatives))],
+            vec![Span::styled(format!("({share:.1}%) "), theme.dim())],
+            vec![Span::styled(
+                format!("· {} = '{}'", r.target, r.positive_label),
+                theme.dim(),
+            )],
+        ],
+        width,
+        2,
+    ));
+    lines.extend(pack(
+        vec![
+            vec![Span::styled(format!("{} split ", s.kind), theme.dim())],
+            vec![Span::raw(format!(
+                "{} train / {} test",
+                s.train_rows, s.test_rows
+            ))],
+        ],
+        width,
+        2,
+    ));
+    lines.extend(labelled("target", &r.target_rule, Style::new()));
+    lines.extend(labelled("positive", &r.positive_rule, Style::new()));
+    let mut notes: Vec<String> = Vec::new();
+    for c in &r.dropped_columns {
+        notes.push(format!("dropped '{}' ({})", c.name, c.reason));
+    }
+    for e in &r.encoded {
+        notes.push(format!(
+            "encoded '{}' → {} features",
+            e.column,
+            e.features.len()
+        ));
+    }
+    for c in &s.dropped_constant_in_train {
+        notes.push(format!("dropped '{c}' (constant in train)"));
+    }
+    if !notes.is_empty() {
+        lines.extend(pack(words(&notes.join("; "), theme.dim()), width, 2));
+    }
+    lines
 }
 
 /// The data's warnings wrapped to `width`, in at most `room` lines (at least

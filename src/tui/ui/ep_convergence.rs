@@ -9,11 +9,12 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::common::{num, pane_block, placeholder, seconds};
-use super::figure_chart::{resolve, stacked};
+use super::common::{fit_lines, num, pane_block, placeholder, seconds};
+use super::figure_chart::{resolve, stacked, stacked_legend_height};
 use super::theme::Theme;
 use crate::app::run_view::RunView;
 use crate::app::{App, Pane};
+use crate::engine::event::EpSweep;
 use crate::figures::{EP_DELTA, EVIDENCE};
 
 pub fn render(app: &App, area: Rect, frame: &mut Frame) {
@@ -37,18 +38,20 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         return;
     };
     let two = inner.height >= 14;
-    let [delta_area, z_area, legend_area, stats_area] = Layout::vertical([
-        Constraint::Min(0),
-        Constraint::Length(if two { inner.height / 3 } else { 0 }),
-        Constraint::Length(1),
-        Constraint::Length(2),
-    ])
-    .areas(inner);
     let last = run.ep.last().expect("non-empty");
     // The same figure `p` writes: Δ against tol·η, and log Z_EP below.
     let fig = run.ep_figure();
     let delta = fig.as_ref().and_then(|f| f.panel(EP_DELTA)).map(resolve);
     let z = fig.as_ref().and_then(|f| f.panel(EVIDENCE)).map(resolve);
+    let stats = fit_lines(stats(run, last, &theme), inner.width as usize, 2);
+    let legend_h = stacked_legend_height([delta.as_ref(), z.as_ref()], two, &theme, inner.width);
+    let [delta_area, z_area, legend_area, stats_area] = Layout::vertical([
+        Constraint::Min(0),
+        Constraint::Length(if two { inner.height / 3 } else { 0 }),
+        Constraint::Length(legend_h),
+        Constraint::Length(stats.len() as u16),
+    ])
+    .areas(inner);
     stacked(
         frame,
         [delta.as_ref(), z.as_ref()],
@@ -56,12 +59,17 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         two,
         &theme,
     );
+    frame.render_widget(Paragraph::new(stats), stats_area);
+}
+
+/// Sweep, Δ and log Z; the step, the share of negative sites, skipped sites, time.
+fn stats(run: &RunView, last: &EpSweep, theme: &Theme) -> Vec<Line<'static>> {
     let log_z = run
         .record
         .as_ref()
         .and_then(|r| r.log_evidence)
         .or(last.log_z);
-    let stats = vec![
+    vec![
         Line::from(vec![
             Span::styled("sweep ", theme.dim()),
             Span::raw(format!("{}", last.sweep)),
@@ -87,6 +95,5 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
             Span::styled("  ", theme.dim()),
             Span::raw(seconds(run.elapsed().unwrap_or(last.elapsed))),
         ]),
-    ];
-    frame.render_widget(Paragraph::new(stats), stats_area);
+    ]
 }

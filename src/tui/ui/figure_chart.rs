@@ -13,7 +13,7 @@ use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 
-use super::common::num;
+use super::common::{num, pack};
 use super::theme::{Theme, glyph};
 use crate::figures::{self, Data, Mark, Panel, REFERENCE};
 
@@ -329,6 +329,16 @@ pub fn legend_of(charts: &[&PanelChart], theme: &Theme, markers: bool) -> Vec<Sp
     out
 }
 
+/// The legend of `charts` in lines of at most `width` columns (an entry never
+/// split), so a narrow pane wraps it rather than cutting it.
+pub fn legend_lines(charts: &[&PanelChart], theme: &Theme, width: u16) -> Vec<Line<'static>> {
+    let groups = legend_of(charts, theme, true)
+        .into_iter()
+        .map(|s| vec![s])
+        .collect();
+    pack(groups, width as usize, 0)
+}
+
 /// The legend of one trace chart (a marker per series).
 pub fn legend(c: &PanelChart, theme: &Theme) -> Vec<Span<'static>> {
     legend_of(&[c], theme, true)
@@ -336,7 +346,7 @@ pub fn legend(c: &PanelChart, theme: &Theme) -> Vec<Span<'static>> {
 
 /// Two charts stacked in a pane (a trace and, with room, a second measure
 /// below it on the same x), their y labels padded to one width so the x axes
-/// line up, and one legend line for both.
+/// line up, and one legend for both (`stacked_legend_height` lines).
 pub fn stacked(
     frame: &mut Frame,
     [top, bottom]: [Option<&PanelChart>; 2],
@@ -352,7 +362,6 @@ pub fn stacked(
         .map(|l| l.chars().count())
         .max()
         .unwrap_or(0);
-    let mut spans = Vec::new();
     for (c, area, x) in [(top, top_area, true), (bottom, bottom_area, false)] {
         let Some(c) = c else { continue };
         if area.height >= 3 && area.width >= 12 {
@@ -364,8 +373,23 @@ pub fn stacked(
         }
     }
     let charts: Vec<&PanelChart> = [top, bottom].into_iter().flatten().collect();
-    spans.extend(legend_of(&charts, theme, true));
-    frame.render_widget(Paragraph::new(Line::from(spans)), legend_area);
+    let lines = legend_lines(&charts, theme, legend_area.width);
+    frame.render_widget(Paragraph::new(lines), legend_area);
+}
+
+/// The lines `stacked`'s legend takes at `width`.
+pub fn stacked_legend_height(
+    charts: [Option<&PanelChart>; 2],
+    two: bool,
+    theme: &Theme,
+    width: u16,
+) -> u16 {
+    let [top, bottom] = charts;
+    let charts: Vec<&PanelChart> = [top, bottom.filter(|_| two)]
+        .into_iter()
+        .flatten()
+        .collect();
+    legend_lines(&charts, theme, width).len() as u16
 }
 
 /// A bar chart's categories with their heights (the inclusion pane's rows).

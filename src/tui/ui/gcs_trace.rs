@@ -8,8 +8,8 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::common::{placeholder, seconds, si};
-use super::figure_chart::{Labels, PanelChart, chart, legend_of, resolve};
+use super::common::{fit_lines, placeholder, seconds, si};
+use super::figure_chart::{Labels, PanelChart, chart, legend_lines, resolve};
 use super::theme::Theme;
 use crate::app::run_view::RunView;
 use crate::engine::event::GcsBatch;
@@ -22,18 +22,22 @@ pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
         placeholder(frame, inner, "waiting for the first batch…", theme);
         return;
     };
-    let [charts, legend_area, stats_area] = Layout::vertical([
-        Constraint::Min(0),
-        Constraint::Length(1),
-        Constraint::Length(3),
-    ])
-    .areas(inner);
     let halves = |area: Rect| -> [Rect; 2] {
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(area)
     };
     let panels = run.gcs_figure().map_or(Vec::new(), |f| {
         f.panels.iter().map(resolve).collect::<Vec<_>>()
     });
+    // One legend for both charts (the warm-up's line named once).
+    let all: Vec<&PanelChart> = panels.iter().collect();
+    let legend = legend_lines(&all, theme, inner.width);
+    let stats = fit_lines(stats(run, last, theme), inner.width as usize, 2);
+    let [charts, legend_area, stats_area] = Layout::vertical([
+        Constraint::Min(0),
+        Constraint::Length(legend.len() as u16),
+        Constraint::Length(stats.len() as u16),
+    ])
+    .areas(inner);
     for (c, area) in panels.iter().zip(halves(charts)) {
         if charts.height >= 3 && charts.width >= 24 {
             // Half a pane has no room for the x axis' name between its ends.
@@ -42,17 +46,14 @@ pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
             frame.render_widget(chart(&c, theme, Labels::trace(0)), area);
         }
     }
-    // One legend line for both charts (the warm-up's line named once).
-    let all: Vec<&PanelChart> = panels.iter().collect();
-    let spans = legend_of(&all, theme, true);
-    frame.render_widget(Paragraph::new(Line::from(spans)), legend_area);
-    frame.render_widget(Paragraph::new(stats(run, last, theme)), stats_area);
+    frame.render_widget(Paragraph::new(legend), legend_area);
+    frame.render_widget(Paragraph::new(stats), stats_area);
 }
 
 /// The diagnostics, steps and draws; the per-chain risk; arcs per circle,
 /// proposals per step and jump along the circle (means over the chains),
 /// time and steps per second.
-fn stats<'a>(run: &RunView, last: &GcsBatch, theme: &Theme) -> Vec<Line<'a>> {
+fn stats(run: &RunView, last: &GcsBatch, theme: &Theme) -> Vec<Line<'static>> {
     let list = |v: &[f64], digits: usize| {
         v.iter()
             .map(|x| format!("{x:.digits$}"))

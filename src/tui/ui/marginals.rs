@@ -83,18 +83,23 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     }
     let primary = app.run_for(has);
     // One run of every other kind of posterior (the newest, or the selected
-    // one): the other family's first (Gaussians beside a sampler, samplers
-    // beside a Gaussian), newest first within a family.
+    // one) of the same posterior — another γ or prior sets another scale —
+    // the other family's first (Gaussians beside a sampler, samplers beside a
+    // Gaussian), newest first within a family. A kind whose runs are all of
+    // another posterior is named in the title instead.
+    let mut apart: Vec<&RunView> = Vec::new();
     let others: Vec<&RunView> = primary
         .filter(|p| p.is_sampler() || p.is_gaussian())
         .map_or(Vec::new(), |p| {
             let position = |r: &RunView| app.runs.iter().position(|x| x.id == r.id);
-            let mut others: Vec<&RunView> = KINDS
-                .iter()
-                .filter(|kind| !kind(p))
-                .filter_map(|kind| app.run_for(|r| kind(r) && has(r)))
-                .filter(|r| r.id != p.id)
-                .collect();
+            let mut others = Vec::new();
+            for kind in KINDS.iter().filter(|kind| !kind(p)) {
+                let of_kind = |r: &RunView| kind(r) && has(r) && r.id != p.id;
+                match app.run_for(|r| of_kind(r) && p.same_posterior(r)) {
+                    Some(r) => others.push(r),
+                    None => apart.extend(app.run_for(of_kind)),
+                }
+            }
             others.sort_by_key(|r| (r.is_sampler() == p.is_sampler(), Reverse(position(r))));
             others.dedup_by_key(|r| r.id);
             others
@@ -104,6 +109,13 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         // A running or cancelled run's moments are not an answer: say so.
         let status = r.status_note().map_or(String::new(), |n| format!(" ({n})"));
         detail.push_str(&format!("{}{status} ", r.title()));
+    }
+    if !apart.is_empty() {
+        let names: Vec<String> = apart.iter().map(|r| r.title()).collect();
+        detail.push_str(&format!(
+            "· not overlaid, another γ or prior: {}",
+            names.join(", ")
+        ));
     }
     let block = pane_block(app, Pane::Marginals, detail.trim_end().to_string(), &theme);
     let inner = block.inner(area);

@@ -126,8 +126,10 @@ fn roc(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
     let mut c = resolve(&fig.panels[0]);
     // The table beside it names the runs; the axes say FPR and TPR.
     c.x_label = "FPR".into();
+    let legend = super::figure_chart::legend_lines(&[&c], theme, area.width);
     let [chart_area, legend_area] =
-        Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(area);
+        Layout::vertical([Constraint::Fill(1), Constraint::Length(legend.len() as u16)])
+            .areas(area);
     let mut chart = chart(
         &c,
         theme,
@@ -144,12 +146,12 @@ fn roc(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
             .style(theme.dim()),
     );
     frame.render_widget(chart, chart_area);
-    let legend = super::figure_chart::legend_of(&[&c], theme, true);
-    frame.render_widget(Paragraph::new(Line::from(legend)), legend_area);
+    frame.render_widget(Paragraph::new(legend), legend_area);
 }
 
 /// A column of the runs table: header, width, and its rank when the width is
-/// short (lower ranks stay; status, log Z and γ outrank the train AUC and time).
+/// short (lower ranks stay: the test AUC, the paired difference against the
+/// selected run, the bound and γ outrank log Z, the train AUC and time).
 struct Column {
     head: &'static str,
     width: usize,
@@ -173,7 +175,7 @@ const COLUMNS: [Column; 13] = [
     Column {
         head: "prior",
         width: 6,
-        rank: 5,
+        rank: 7,
         left: true,
     },
     Column {
@@ -185,7 +187,7 @@ const COLUMNS: [Column; 13] = [
     Column {
         head: "train",
         width: 6,
-        rank: 8,
+        rank: 9,
         left: false,
     },
     // The test AUC ± DeLong's SE.
@@ -200,45 +202,45 @@ const COLUMNS: [Column; 13] = [
     Column {
         head: "vs ▶",
         width: 13,
-        rank: 7,
+        rank: 3,
         left: false,
     },
     Column {
         head: "bound",
         width: 8,
-        rank: 6,
+        rank: 4,
         left: false,
     },
     Column {
         head: "k̂",
         width: 5,
-        rank: 7,
+        rank: 8,
         left: false,
     },
     // Several SMC runs: the pooled log Z ± the sd across runs.
     Column {
         head: "log Z",
         width: 13,
-        rank: 3,
+        rank: 6,
         left: false,
     },
     // The largest R-hat across independent SMC runs.
     Column {
         head: "R-hat",
         width: 6,
-        rank: 7,
+        rank: 8,
         left: false,
     },
     Column {
         head: "γ",
         width: 8,
-        rank: 4,
+        rank: 5,
         left: false,
     },
     Column {
         head: "time",
         width: 8,
-        rank: 9,
+        rank: 10,
         left: false,
     },
 ];

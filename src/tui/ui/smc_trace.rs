@@ -11,8 +11,8 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::common::{num, pane_block, placeholder, seconds, si};
-use super::figure_chart::{Labels, chart, legend, resolve};
+use super::common::{fit_lines, num, pane_block, placeholder, seconds, si};
+use super::figure_chart::{Labels, chart, legend_lines, resolve};
 use super::gcs_trace;
 use super::theme::Theme;
 use crate::app::run_view::RunView;
@@ -50,20 +50,6 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         return;
     };
     let two = inner.height >= 16;
-    let [
-        chart_area,
-        legend_area,
-        moves_area,
-        moves_legend,
-        stats_area,
-    ] = Layout::vertical([
-        Constraint::Min(0),
-        Constraint::Length(1),
-        Constraint::Length(if two { inner.height / 3 } else { 0 }),
-        Constraint::Length(u16::from(two)),
-        Constraint::Length(2),
-    ])
-    .areas(inner);
     let last = run.smc.last().expect("non-empty");
     let targets = run.smc_targets();
     let gamma_t = targets
@@ -72,28 +58,6 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         .unwrap_or_else(|| last.gamma.max(1e-300));
     let (cap, adaptive) = targets.moves_cap.unwrap_or((1, false));
     let stop = targets.decorrelation.unwrap_or(f64::NAN);
-    // The same figure `p` writes: the pane draws its first two panels.
-    let fig = run.smc_figure();
-    if let Some(p) = fig.as_ref().and_then(|f| f.panel(SMC_SHARES)) {
-        let c = resolve(p);
-        if chart_area.height >= 3 && chart_area.width >= 12 {
-            let labels = Labels {
-                x: !two,
-                ..Labels::trace(0)
-            };
-            frame.render_widget(chart(&c, &theme, labels), chart_area);
-        }
-        frame.render_widget(Paragraph::new(Line::from(legend(&c, &theme))), legend_area);
-    }
-    if let Some(p) = fig.as_ref().and_then(|f| f.panel(SMC_MOVES))
-        && two
-        && moves_area.height >= 3
-    {
-        let c = resolve(p);
-        let labels = Labels::trace(0);
-        frame.render_widget(chart(&c, &theme, labels), moves_area);
-        frame.render_widget(Paragraph::new(Line::from(legend(&c, &theme))), moves_legend);
-    }
     let rate = if last.elapsed > 0.0 {
         last.evaluations as f64 / last.elapsed
     } else {
@@ -150,5 +114,52 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
         ]),
         second,
     ];
+    // The same figure `p` writes: the pane draws its first two panels.
+    let fig = run.smc_figure();
+    let shares = fig.as_ref().and_then(|f| f.panel(SMC_SHARES)).map(resolve);
+    let moves = fig
+        .as_ref()
+        .and_then(|f| f.panel(SMC_MOVES))
+        .map(resolve)
+        .filter(|_| two);
+    let width = inner.width;
+    let legend = shares
+        .as_ref()
+        .map_or(Vec::new(), |c| legend_lines(&[c], &theme, width));
+    let moves_legend = moves
+        .as_ref()
+        .map_or(Vec::new(), |c| legend_lines(&[c], &theme, width));
+    let stats = fit_lines(stats, width as usize, 2);
+    let [
+        chart_area,
+        legend_area,
+        moves_area,
+        moves_legend_area,
+        stats_area,
+    ] = Layout::vertical([
+        Constraint::Min(0),
+        Constraint::Length(legend.len() as u16),
+        Constraint::Length(if moves.is_some() { inner.height / 3 } else { 0 }),
+        Constraint::Length(moves_legend.len() as u16),
+        Constraint::Length(stats.len() as u16),
+    ])
+    .areas(inner);
+    if let Some(c) = &shares
+        && chart_area.height >= 3
+        && chart_area.width >= 12
+    {
+        let labels = Labels {
+            x: moves.is_none(),
+            ..Labels::trace(0)
+        };
+        frame.render_widget(chart(c, &theme, labels), chart_area);
+    }
+    frame.render_widget(Paragraph::new(legend), legend_area);
+    if let Some(c) = &moves
+        && moves_area.height >= 3
+    {
+        frame.render_widget(chart(c, &theme, Labels::trace(0)), moves_area);
+        frame.render_widget(Paragraph::new(moves_legend), moves_legend_area);
+    }
     frame.render_widget(Paragraph::new(stats), stats_area);
 }

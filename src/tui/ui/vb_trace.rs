@@ -9,8 +9,8 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::common::{num, placeholder, seconds};
-use super::figure_chart::{resolve, stacked};
+use super::common::{fit_lines, num, placeholder, seconds};
+use super::figure_chart::{resolve, stacked, stacked_legend_height};
 use super::theme::Theme;
 use crate::app::run_view::RunView;
 use crate::figures::{VB_GRADIENT, VB_OBJECTIVE};
@@ -22,13 +22,6 @@ pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
         return;
     };
     let two = inner.height >= 14;
-    let [f_area, g_area, legend_area, stats_area] = Layout::vertical([
-        Constraint::Min(0),
-        Constraint::Length(if two { inner.height / 3 } else { 0 }),
-        Constraint::Length(1),
-        Constraint::Length(2),
-    ])
-    .areas(inner);
     let estimated = run.vb.iter().any(|it| it.estimate);
     // The exact objective over every item, known when the run ends.
     let exact = run
@@ -42,13 +35,6 @@ pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
         .and_then(|f| f.panel(VB_OBJECTIVE))
         .map(resolve);
     let g = fig.as_ref().and_then(|f| f.panel(VB_GRADIENT)).map(resolve);
-    stacked(
-        frame,
-        [f.as_ref(), g.as_ref()],
-        [f_area, g_area, legend_area],
-        two,
-        theme,
-    );
     let optimizer = if estimated { "Adam" } else { "L-BFGS" };
     let (family, loss) = match &run.spec.method {
         MethodSpec::Vb(s) => (
@@ -89,5 +75,21 @@ pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
             Span::raw(seconds(run.elapsed().unwrap_or(last.elapsed))),
         ]),
     ];
+    let stats = fit_lines(stats, inner.width as usize, 2);
+    let legend_h = stacked_legend_height([f.as_ref(), g.as_ref()], two, theme, inner.width);
+    let [f_area, g_area, legend_area, stats_area] = Layout::vertical([
+        Constraint::Min(0),
+        Constraint::Length(if two { inner.height / 3 } else { 0 }),
+        Constraint::Length(legend_h),
+        Constraint::Length(stats.len() as u16),
+    ])
+    .areas(inner);
+    stacked(
+        frame,
+        [f.as_ref(), g.as_ref()],
+        [f_area, g_area, legend_area],
+        two,
+        theme,
+    );
     frame.render_widget(Paragraph::new(stats), stats_area);
 }
