@@ -436,7 +436,9 @@ fn complete_rows(
     let rows: Vec<usize> = (0..raw.n_rows()).collect();
     // Chunks of rows in parallel, merged in row order: the same rows, counts
     // and first missing cell as one pass.
-    let parts: Vec<Result<(Vec<usize>, Vec<usize>), DataError>> = rows
+    // Per chunk: its complete rows and its missing cells per needed column.
+    type Chunk = (Vec<usize>, Vec<usize>);
+    let parts: Vec<Result<Chunk, DataError>> = rows
         .par_chunks(1 << 14)
         .map(|chunk| {
             let mut missing = vec![0usize; needed.len()];
