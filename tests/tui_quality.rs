@@ -115,7 +115,7 @@ fn a_cancelled_run_says_its_posterior_is_partial() {
 }
 
 #[test]
-fn the_results_table_keeps_status_log_z_gamma_and_prior_at_80x24() {
+fn the_results_table_keeps_status_gamma_prior_and_the_paired_difference_at_80x24() {
     let n = testkit::smc(&testkit::demo().1.names, 750.0, 8, 1)
         .events
         .len();
@@ -126,7 +126,7 @@ fn the_results_table_keeps_status_log_z_gamma_and_prior_at_80x24() {
         .lines()
         .find(|l| l.contains("method"))
         .expect("a header row");
-    for col in ["status", "log Z", "γ", "prior", "test"] {
+    for col in ["status", "vs ▶", "γ", "prior", "test"] {
         assert!(head.contains(col), "{col} missing: {head}");
     }
     assert!(s.contains("gauss"), "{s}");

@@ -415,3 +415,56 @@ fn marginals_overlay_only_one_posterior() {
     );
     assert!(!s.contains("◆ #3"), "the other posterior is drawn:\n{s}");
 }
+
+/// Replayed records keep DeLong's components, so the results table compares
+/// them as it compares live runs; a record whose components do not match its
+/// test rows is refused as damaged.
+#[test]
+fn replayed_runs_get_their_paired_difference() {
+    let (ds, p, _) = testkit::demo();
+    let names = &p.names;
+    let a = testkit::record(
+        &ds,
+        &p,
+        &testkit::ep_with(names, testkit::posterior_of(&p), 750.0, 12, false),
+    );
+    let mut other = testkit::posterior_of(&p);
+    other.0.iter_mut().step_by(2).for_each(|m| *m = -*m);
+    let b = testkit::record(&ds, &p, &testkit::ep_with(names, other, 750.0, 12, false));
+    let back = |r: &pacauc::engine::record::RunRecord| {
+        pacauc::engine::record::RunRecord::from_json(&r.to_json()).unwrap()
+    };
+    let (a, b) = (back(&a), back(&b));
+    let paired = a
+        .test_components
+        .as_ref()
+        .unwrap()
+        .paired(b.test_components.as_ref().unwrap())
+        .unwrap();
+    let mut app = App::replay(
+        vec![("a.json".into(), a.clone()), ("b.json".into(), b)],
+        ViewOptions::default(),
+    );
+    key(&mut app, Key::Char('6'));
+    let s = screen(&app, 100, 30);
+    let cell = format!("{:+.3} p", paired.difference);
+    assert!(
+        paired.difference.abs() > 1e-3 && s.contains(&cell),
+        "{cell}\n{s}"
+    );
+    // Damaged: one value too many, or a value outside [0, 1].
+    let mut v: serde_json::Value = serde_json::from_str(&a.to_json()).unwrap();
+    v["test_components"]["v10"]
+        .as_array_mut()
+        .unwrap()
+        .push(0.5.into());
+    let e = pacauc::engine::record::RunRecord::from_value(v).unwrap_err();
+    assert!(
+        e.contains("damaged") && e.contains("test_components"),
+        "{e}"
+    );
+    let mut v: serde_json::Value = serde_json::from_str(&a.to_json()).unwrap();
+    v["test_components"]["v01"][0] = 7.0.into();
+    let e = pacauc::engine::record::RunRecord::from_value(v).unwrap_err();
+    assert!(e.contains("not a share"), "{e}");
+}

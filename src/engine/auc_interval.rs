@@ -134,14 +134,43 @@ fn midranks(v: &[f64]) -> Vec<f64> {
 
 /// The structural components of one score: V₁₀ per positive, V₀₁ per negative
 /// (in row order within each class). Two scores' components on the same rows
-/// give their paired test in O(n) (`paired`), without the scores.
-#[derive(Debug, Clone, PartialEq)]
+/// give their paired test in O(n) (`paired`), without the scores. A record
+/// keeps them (up to `STORED_MAX_ROWS` test rows) so that replayed runs can
+/// be compared too.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Components {
     v10: Vec<f64>,
     v01: Vec<f64>,
 }
 
+/// Test sets up to this many rows keep their components in the record (16
+/// bytes of JSON per row or so; above it a record would grow by megabytes).
+pub const STORED_MAX_ROWS: usize = 100_000;
+
 impl Components {
+    /// Whether these can be the components of `positives` positive and
+    /// `negatives` negative rows: the counts match and every value is a
+    /// share in [0, 1] (a damaged record's are refused).
+    pub fn check(&self, positives: usize, negatives: usize) -> Result<(), String> {
+        if self.v10.len() != positives || self.v01.len() != negatives {
+            return Err(format!(
+                "test_components has {} + {} values for {positives} positive and {negatives} \
+                 negative test rows",
+                self.v10.len(),
+                self.v01.len()
+            ));
+        }
+        match self
+            .v10
+            .iter()
+            .chain(&self.v01)
+            .find(|v| !(0.0..=1.0).contains(*v))
+        {
+            Some(v) => Err(format!("test_components holds {v}, not a share in [0, 1]")),
+            None => Ok(()),
+        }
+    }
+
     /// The components of `scores` for labels `y`; None when a class is empty.
     pub fn of(scores: &[f64], y: &[bool]) -> Option<Components> {
         Components::fast(scores, y)

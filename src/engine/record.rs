@@ -206,9 +206,10 @@ pub struct RunRecord {
     pub histograms: Vec<Histogram>,
     /// The run specification (the spec layer's `RunSpec`; opaque here).
     pub spec: serde_json::Value,
-    /// DeLong's components of the test scores (in memory only: the explorer's
-    /// paired tests between runs on the same split).
-    #[serde(skip)]
+    /// DeLong's components of the test scores: the explorer's paired tests
+    /// between runs on the same split, replayed runs included (none above
+    /// `auc_interval::STORED_MAX_ROWS` test rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test_components: Option<Components>,
     /// How to score new rows.
     pub model: Model,
@@ -286,6 +287,7 @@ impl RunRecord {
         let test_components = data
             .test
             .as_ref()
+            .filter(|t| t.y.len() <= super::auc_interval::STORED_MAX_ROWS)
             .and_then(|t| Components::of(&fit.model.score(&t.x), &t.y));
         let coefficients = fit
             .mean
@@ -379,6 +381,14 @@ impl RunRecord {
             serde_json::from_value(v).map_err(|e| format!("not a pacauc run record: {e}"))?;
         super::model_check::check_model(&record.model)
             .map_err(|e| format!("a damaged run record: {e}"))?;
+        if let Some(c) = &record.test_components {
+            let s = &record.split;
+            c.check(
+                s.test_positives,
+                s.test_rows.saturating_sub(s.test_positives),
+            )
+            .map_err(|e| format!("a damaged run record: {e}"))?;
+        }
         Ok(record)
     }
 }

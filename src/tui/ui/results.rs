@@ -151,7 +151,8 @@ fn roc(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
 
 /// A column of the runs table: header, width, and its rank when the width is
 /// short (lower ranks stay: the test AUC, the paired difference against the
-/// selected run, the bound and γ outrank log Z, the train AUC and time).
+/// selected run, the bound, γ and the prior outrank k̂, log Z, the train AUC
+/// and time).
 struct Column {
     head: &'static str,
     width: usize,
@@ -175,7 +176,7 @@ const COLUMNS: [Column; 13] = [
     Column {
         head: "prior",
         width: 6,
-        rank: 7,
+        rank: 6,
         left: true,
     },
     Column {
@@ -214,14 +215,14 @@ const COLUMNS: [Column; 13] = [
     Column {
         head: "k̂",
         width: 5,
-        rank: 8,
+        rank: 7,
         left: false,
     },
     // Several SMC runs: the pooled log Z ± the sd across runs.
     Column {
         head: "log Z",
         width: 13,
-        rank: 6,
+        rank: 8,
         left: false,
     },
     // The largest R-hat across independent SMC runs.
@@ -382,19 +383,37 @@ fn table(app: &App, area: Rect, frame: &mut Frame, theme: &Theme) {
         {
             lines.push(Line::styled(fit(&format!("      {text}"), w), style));
         }
-        // What the selected run's certificate means, wrapped over the lines
-        // the runs below it leave free (the last one cut when they run out).
+        // For the selected run: what its certificate means, its test AUC's
+        // interval and the spread of its posterior draws' AUCs (two different
+        // uncertainties), wrapped over the lines the runs below it leave
+        // free (the last one cut when they run out).
         if Some(r.id) == app.selected
-            && let Some(b) = rec.and_then(|x| x.bound.as_ref())
+            && let Some(rec) = rec
         {
+            let mut texts = Vec::new();
+            if let Some(b) = &rec.bound {
+                texts.push(format!("certificate: {}", b.meaning()));
+            }
+            if let Some(i) = &rec.auc.test_interval {
+                let mut t = format!("test AUC {}", i.describe());
+                if let Some(p) = &rec.auc.test_posterior {
+                    t.push_str(&format!(
+                        "; posterior draws' AUC {:.4}–{:.4} (uncertainty about θ, not over test rows)",
+                        p.lower, p.upper
+                    ));
+                }
+                texts.push(t);
+            }
             let below = (offset + visible).min(app.runs.len()) - i - 1;
+            let mut wrapped = Vec::new();
+            for text in texts {
+                wrapped.extend(crate::app::messages::wrap(&text, w.saturating_sub(6)));
+            }
             let room = (area.height as usize).saturating_sub(lines.len() + below);
-            let text = format!("certificate: {}", b.meaning());
-            let wrapped = crate::app::messages::wrap(&text, w.saturating_sub(6));
             let cut = wrapped.len() > room;
             for (k, l) in wrapped.iter().take(room).enumerate() {
                 let l = if cut && k + 1 == room {
-                    // The rest of the sentence into the last line, cut there.
+                    // The rest into the last line, cut there.
                     fit(&wrapped[k..].join(" "), w.saturating_sub(6))
                 } else {
                     l.clone()
@@ -507,12 +526,12 @@ fn certificate_cell(rec: Option<&RunRecord>, khat: bool, theme: &Theme) -> (Stri
 mod tests {
     use super::*;
 
-    /// At 80 columns (78 inside the pane) all but the time, k̂ and the paired
-    /// difference fit; narrower,
-    /// the bound, train AUC and time go before status, log Z and γ; at 126
-    /// every column fits.
+    /// At 80 columns (78 inside the pane) the paired difference, the bound,
+    /// γ and the prior stay and k̂, log Z, the train AUC and time go;
+    /// narrower, the test AUC and its paired difference outlast the rest; at
+    /// 124 every column fits.
     #[test]
-    fn status_log_z_and_gamma_outlast_train_and_time() {
+    fn the_test_auc_and_its_paired_difference_outlast_the_rest() {
         let heads = |w| {
             visible_columns(w, true)
                 .into_iter()
@@ -521,9 +540,11 @@ mod tests {
         };
         assert_eq!(heads(124).len(), COLUMNS.len());
         let h = heads(78);
-        assert!(h.contains(&"prior") && h.contains(&"bound"), "{h:?}");
-        let h = heads(64);
-        for keep in ["#", "method", "status", "test ±SE", "log Z", "γ"] {
+        for keep in ["vs ▶", "bound", "γ", "prior"] {
+            assert!(h.contains(&keep), "{h:?}");
+        }
+        let h = heads(56);
+        for keep in ["#", "method", "status", "test ±SE", "vs ▶"] {
             assert!(h.contains(&keep), "{h:?}");
         }
         assert!(!h.contains(&"time"), "{h:?}");
