@@ -9,8 +9,10 @@
 //! - inside `engine/`: the methods (smc, ep, vb, gcs, baseline) never import
 //!   each other; the core (interface, error, problem, fit, event, prior)
 //!   reaches no method, not even through the modules it imports (so the core
-//!   compiles and reads without them); `numerics/` imports nothing of the
-//!   engine outside itself.
+//!   compiles and reads without them); the engine's other modules that are
+//!   not methods (bounds, numerics, data, select, the checks…) import no
+//!   method either (what two methods share goes below them, e.g. into
+//!   `numerics/`); `numerics/` imports nothing of the engine outside itself.
 //!
 //! `gp/` (the GP prior, its factors and the score model) is a model module
 //! below the methods, not a method: EP's GP flavour (`ep/gp/`) and SMC's
@@ -680,6 +682,17 @@ impl Crate {
                         rule: format!("the methods never import each other ({unit} → {to})"),
                     });
                 }
+                // (The core's own rule below also covers what it reaches.)
+                if !METHODS.contains(&unit.as_str())
+                    && !CORE.contains(&unit.as_str())
+                    && METHODS.contains(&to.as_str())
+                {
+                    out.insert(Violation {
+                        file: f.rel.clone(),
+                        target: name(m),
+                        rule: format!("an engine module that is not a method imports no method ({unit} → {to})"),
+                    });
+                }
                 if unit == "numerics" && to != "numerics" {
                     out.insert(Violation {
                         file: f.rel.clone(),
@@ -894,7 +907,8 @@ fn comments_strings_and_test_code_do_not_count() {
 fn the_core_may_not_reach_a_method_even_through_a_leaf() {
     let direct = violations(&[("engine/fit.rs", "pub struct Fit(crate::engine::smc::Runs);")]);
     assert_eq!(direct, ["engine/fit.rs engine::smc"]);
-    // fit → bounds (re-exported Bound) → leaf → smc.
+    // fit → bounds (re-exported Bound) → leaf → smc: the leaf breaks its own
+    // rule, and the core is told what it reaches.
     let v = violations(&[
         ("engine/fit.rs", "use crate::engine::bounds::Bound;"),
         (
@@ -902,7 +916,13 @@ fn the_core_may_not_reach_a_method_even_through_a_leaf() {
             "use crate::engine::smc::Runs;\npub struct Bound;",
         ),
     ]);
-    assert_eq!(v, ["engine/fit.rs engine::smc"]);
+    assert_eq!(
+        v,
+        [
+            "engine/bounds/leaf.rs engine::smc",
+            "engine/fit.rs engine::smc"
+        ]
+    );
     // Through engine/mod.rs's re-export of the core: still resolved.
     let v = violations(&[
         (
@@ -915,6 +935,20 @@ fn the_core_may_not_reach_a_method_even_through_a_leaf() {
         ),
     ]);
     assert_eq!(v, ["engine/fit.rs engine::ep::site"]);
+}
+
+#[test]
+fn modules_that_are_not_methods_import_no_method() {
+    let v = violations(&[(
+        "engine/bounds/leaf.rs",
+        "use crate::engine::ep::site::tilt;\npub struct Bound;",
+    )]);
+    assert_eq!(v, ["engine/bounds/leaf.rs engine::ep::site"]);
+    let v = violations(&[(
+        "engine/bounds/mod.rs",
+        "pub mod leaf;\nuse super::smc::Runs;",
+    )]);
+    assert_eq!(v, ["engine/bounds/mod.rs engine::smc"]);
 }
 
 #[test]

@@ -236,3 +236,42 @@ fn vacuous_certificates_are_coded_warnings() {
     assert!(!String::from_utf8_lossy(&b.stderr).contains("certificate_vacuous"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Above 10⁸ training pairs (here 15 000 × 15 000) the certificate's E_ρ R_n
+/// comes from 10⁷ sampled pairs: said on stderr, in the record
+/// (`bound.draws.source`), and the bound sits above the interval's top.
+#[test]
+fn the_certificate_of_a_large_table_uses_sampled_pairs_and_says_so() {
+    let dir = std::env::temp_dir().join(format!("pacauc-cert-pairs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("big.csv");
+    let csv_s = csv.to_str().unwrap();
+    let made = pacauc(&[
+        "gen-demo",
+        "--rows",
+        "40000",
+        "--positive-share",
+        "0.5",
+        "--out",
+        csv_s,
+    ]);
+    assert!(made.status.success());
+    let out = pacauc(&["fit", csv_s, "--method", "vb", "--is-draws", "0"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let v = json(&out);
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(
+        stderr.contains("certificate: E_ρ R_n from 10000000 pairs drawn uniformly"),
+        "{stderr}"
+    );
+    let b = &v["bound"];
+    assert_eq!(b["draws"]["source"], "pairs");
+    assert_eq!(b["draws"]["count"], 1e7);
+    let (lo, hi) = (
+        b["draws"]["lower"].as_f64().unwrap(),
+        b["draws"]["upper"].as_f64().unwrap(),
+    );
+    let emp = b["empirical_risk"].as_f64().unwrap();
+    assert!(lo <= emp && emp <= hi && hi - lo < 0.002, "[{lo}, {hi}]");
+    assert!(b["risk"].as_f64().unwrap() > hi);
+}

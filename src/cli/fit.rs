@@ -213,6 +213,9 @@ pub fn run(args: &FitArgs, threads: Option<usize>) -> Result<(), CliError> {
     {
         progress.warn_coded(Some(&w.code), &w.message);
     }
+    if let Some(note) = record.bound.as_ref().and_then(|b| b.sampled_pairs_note()) {
+        eprintln!("{note}");
+    }
     if let Some(log) = log {
         close_log(log, Ok(&record));
     }

@@ -173,6 +173,9 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
     };
     match bound {
         Ok(b) => {
+            if let Some(note) = b.sampled_pairs_note() {
+                notes.push((LogLevel::Info, note));
+            }
             if b.rho == "draws_gaussian" && fit.engine == EngineKind::Gcs {
                 notes.push((
                     LogLevel::Info,

@@ -31,6 +31,13 @@ mod unit {
     /// One pair of VB's all-pairs pass (value and gradients).
     pub const VB_PAIR: f64 = 10e-9;
     pub const VB_PAIR_FEATURE: f64 = 0.5e-9;
+    /// One pair of the certificate's value-only pass (one GEMM, one Φ).
+    pub const CERT_PAIR: f64 = 5e-9;
+    pub const CERT_PAIR_FEATURE: f64 = 0.25e-9;
+    /// One sampled pair of the certificate above `EXACT_PAIRS_MAX` (two random
+    /// rows out of cache, a difference's norm, one Φ).
+    pub const CERT_SAMPLED_PAIR: f64 = 60e-9;
+    pub const CERT_SAMPLED_PAIR_FEATURE: f64 = 2e-9;
     /// One item·feature of a VB mini-batch gradient (gather, products).
     pub const VB_ITEM_FEATURE: f64 = 15e-9;
     /// One row·(d+1)² of a Newton step of the logit (Hessian by GEMM, copies).
@@ -180,6 +187,25 @@ fn cv_factor(spec: &RunSpec, folds: usize, grid: usize) -> f64 {
     }
 }
 
+/// The certificate's E_ρ R_n of a Gaussian ρ: a pass over all pairs up to
+/// `EXACT_PAIRS_MAX`, else `SAMPLED_PAIRS` sampled pairs (`bounds::fits`).
+fn certificate_part(s: Sizes) -> Part {
+    use crate::engine::bounds::{EXACT_PAIRS_MAX, SAMPLED_PAIRS};
+    let d = s.features as f64;
+    if s.pairs() <= EXACT_PAIRS_MAX as f64 {
+        Part {
+            what: format!("certificate: {:.2e} pairs", s.pairs()),
+            cpu_seconds: s.pairs() * (unit::CERT_PAIR + unit::CERT_PAIR_FEATURE * d),
+        }
+    } else {
+        let b = SAMPLED_PAIRS as f64;
+        Part {
+            what: format!("certificate: {b:.0e} sampled pairs"),
+            cpu_seconds: b * (unit::CERT_SAMPLED_PAIR + unit::CERT_SAMPLED_PAIR_FEATURE * d),
+        }
+    }
+}
+
 fn is_check_part(draws: usize, s: Sizes) -> Option<Part> {
     (draws > 0).then(|| Part {
         what: format!("IS check: {draws} draws × R_n"),
@@ -230,12 +256,14 @@ pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
             let (p, b) = ep_part(spec, e, s);
             parts.push(p);
             extra_bytes += b;
+            parts.push(certificate_part(s));
             parts.extend(is_check_part(e.is_draws, s));
         }
         MethodSpec::Vb(v) => {
             let (p, b) = vb_part(spec, v, s);
             parts.push(p);
             extra_bytes += b;
+            parts.push(certificate_part(s));
             parts.extend(is_check_part(v.is_draws, s));
         }
         MethodSpec::Smc(smc) => {

@@ -1,7 +1,7 @@
 //! The certificate as a value: `Bound` and its parts, the two-sample kl form
 //! (`from_parts`), the pick among candidate posteriors and the recomputation at
 //! another ε. A leaf the core may name (`Fit.bound`) without reaching a method:
-//! the certificates of fits (which need `vb::PairRisk`) are in `fits`.
+//! the certificates of fits (which need the pair pass of `numerics`) are in `fits`.
 
 use serde::{Deserialize, Serialize};
 
@@ -148,11 +148,16 @@ fn one_sample_form() -> String {
     "one_sample".into()
 }
 
-/// E_ρ R_n estimated from S posterior draws (each R_n exact): the two-sided
-/// empirical Bernstein interval at `epsilon` (half each side), over which the
-/// certificate takes its worst value; the PAC-Bayes part then has ε − `epsilon`.
+/// E_ρ R_n estimated from S draws: posterior draws (each R_n exact), or for a
+/// Gaussian ρ on more pairs than the pass takes, pairs drawn uniformly (each
+/// its exact Φ(−μ_ij/s_ij) under ρ). The two-sided empirical Bernstein interval
+/// at `epsilon` (half each side), over which the certificate takes its worst
+/// value; the PAC-Bayes part then has ε − `epsilon`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Draws {
+    /// What was drawn: absent for posterior draws, "pairs" for sampled pairs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     /// S: the effective number of independent draws.
     pub count: f64,
     pub mean: f64,
@@ -205,6 +210,24 @@ impl Bound {
             "with {conf}% confidence, AUC ≥ {auc:.2} on new data from the same source (for a \
              score drawn from the posterior)"
         )
+    }
+
+    /// With E_ρ R_n from sampled pairs (above `EXACT_PAIRS_MAX`): what that
+    /// means, in one line (`fit` prints it; the explorer and the event log get
+    /// it as information).
+    pub fn sampled_pairs_note(&self) -> Option<String> {
+        let d = self.draws.as_ref().filter(|d| d.source.is_some())?;
+        let pairs = (self.sizes.n_pos * self.sizes.n_neg) as f64;
+        Some(format!(
+            "certificate: E_ρ R_n from {:.0} pairs drawn uniformly of the {pairs:.2e} (above \
+             {:.0e} pairs there is no pass over all of them); its Monte Carlo error, [{:.4}, \
+             {:.4}] at ε = {}, is in the bound",
+            d.count,
+            super::fits::EXACT_PAIRS_MAX as f64,
+            d.lower,
+            d.upper,
+            d.epsilon
+        ))
     }
 
     /// Why the certificate is loose, when it is (None when it is within 0.05
@@ -333,6 +356,7 @@ pub fn draws_term(mean: f64, sd: f64, count: f64, epsilon: f64) -> Draws {
     let lower =
         1.0 - two_sample::empirical_bernstein_upper(1.0 - mean, sd * sd, count, 0.5 * epsilon);
     Draws {
+        source: None,
         count,
         mean,
         sd,
@@ -433,6 +457,7 @@ fn one_at(b: &Bound, epsilon: f64) -> Bound {
     out.rho_scale = b.rho_scale;
     out.split = b.split.clone();
     out.draws = b.draws.as_ref().map(|d| Draws {
+        source: d.source.clone(),
         log_z: d.log_z,
         gamma: d.gamma,
         shared_by: d.shared_by,

@@ -20,8 +20,10 @@
 //! sample share. `empirical_risk` is E_ρ R_n, on the same scale.
 //!
 //! For a Gaussian ρ (EP, VB, a Gaussian fit of SMC's particles) E_ρ R_n is
-//! exact (`vb::PairRisk`, the mean of Φ(−μ_ij/s_ij)) and KL closed-form (or 1-D
-//! quadrature for spike-and-slab). For the Gibbs posterior π_γ itself,
+//! the mean of Φ(−μ_ij/s_ij) over the pairs (`numerics::pair_risk`): exact up
+//! to `EXACT_PAIRS_MAX` pairs, above from `SAMPLED_PAIRS` sampled pairs with
+//! their Monte Carlo term in the bound; KL closed-form (or 1-D quadrature for
+//! spike-and-slab). For the Gibbs posterior π_γ itself,
 //! `KL(π_γ‖π) = −log Z_γ − γ E_{π_γ} R_n`, from SMC's log Z and mean risk —
 //! Monte Carlo estimates, so that bound is marked approximate.
 
@@ -37,8 +39,10 @@ pub use certificate::{
     Bound, DEFAULT_EPSILON, DRAWS_SHARE, Draws, PacVb, Part, Sizes, SplitPrior, VACUOUS_RISK,
     draws_term, from_parts, kl_inverse_upper, lambda_grid, pick_best, recompute,
 };
+pub(crate) use fits::gaussian_risk_term;
 pub use fits::{
-    GCS_NEEDS_EVIDENCE, certify, certify_gaussian, certify_gibbs, certify_low_rank,
+    EXACT_PAIRS_MAX, GCS_NEEDS_EVIDENCE, PAIRS_SOURCE, PairPlan, SAMPLED_PAIRS, certify,
+    certify_gaussian, certify_gaussian_with, certify_gibbs, certify_low_rank,
     gaussian_empirical_risk,
 };
 #[cfg(test)]
@@ -46,5 +50,7 @@ use two_sample::kl_bernoulli;
 
 #[cfg(test)]
 mod coverage;
+#[cfg(test)]
+mod sampled_tests;
 #[cfg(test)]
 mod tests;

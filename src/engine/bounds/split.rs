@@ -8,7 +8,9 @@
 use nalgebra::{DMatrix, DVector};
 
 use super::row_space::RowSpace;
-use super::{Bound, Sizes, SplitPrior, from_parts, gaussian_empirical_risk, kl, settle};
+use super::{
+    Bound, DRAWS_SHARE, PairPlan, Sizes, SplitPrior, from_parts, gaussian_risk_term, kl, settle,
+};
 use crate::engine::fit::Fit;
 use crate::engine::numerics::rng;
 use crate::engine::problem::Problem;
@@ -128,12 +130,16 @@ pub fn certify_split(
     let mut cands = Vec::new();
     for &t in &MEAN_MIX {
         let mu_t: Vec<f64> = mu_p.iter().zip(&mu).map(|(p, f)| p + t * (f - p)).collect();
-        let emp = match (&fit.low_rank_covariance, pb.d() > pb.n()) {
+        // Sampled pairs (above `EXACT_PAIRS_MAX`): each candidate's Monte
+        // Carlo event at its share of DRAWS_SHARE·ε (a union bound).
+        let eps_draws = DRAWS_SHARE * epsilon / MEAN_MIX.len() as f64;
+        let plan = PairPlan::default();
+        let (emp, draws) = match (&fit.low_rank_covariance, pb.d() > pb.n()) {
             (Some(lr), true) => {
                 let rs = RowSpace::new(&part.x, &mu_t, lr)?;
-                gaussian_empirical_risk(&rs.rows, &part.y, &rs.mean, &rs.cov)?
+                gaussian_risk_term(&rs.rows, &part.y, &rs.mean, &rs.cov, plan, eps_draws)?
             }
-            _ => gaussian_empirical_risk(&part.x, &part.y, &mu_t, &v)?,
+            _ => gaussian_risk_term(&part.x, &part.y, &mu_t, &v, plan, eps_draws)?,
         };
         let (kl, c, k) = kl_split(&mu_t, &v, &mu_p, &v_p)?;
         let rho = if t == 1.0 {
@@ -157,6 +163,10 @@ pub fn certify_split(
                 INFLATIONS.len()
             ),
             grid: INFLATIONS.len(),
+        });
+        b.draws = draws.map(|d| super::Draws {
+            shared_by: MEAN_MIX.len(),
+            ..d
         });
         settle(&mut b);
         cands.push(b);

@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use rayon::prelude::*;
+
 use super::error::{DataError, DataErrorKind as K};
 
 /// A CSV file read into memory: trimmed header names and the data cells,
@@ -77,7 +79,24 @@ fn binary_kind(bytes: &[u8]) -> Option<&'static str> {
 }
 
 pub fn parse_table(path: &Path, bytes: &[u8]) -> Result<RawTable, DataError> {
-    let fingerprint = format!("fnv1a64:{:016x}", fnv1a64(bytes));
+    parse_table_in_chunks(path, bytes, CHUNK_BYTES)
+}
+
+/// `parse_table` with the body cut in chunks of about `chunk_bytes` (when it
+/// holds no quote); the file's hash computed alongside.
+pub(crate) fn parse_table_in_chunks(
+    path: &Path,
+    bytes: &[u8],
+    chunk_bytes: usize,
+) -> Result<RawTable, DataError> {
+    let (hash, table) = rayon::join(|| fnv1a64(bytes), || parse_text(path, bytes, chunk_bytes));
+    table.map(|t| RawTable {
+        fingerprint: format!("fnv1a64:{hash:016x}"),
+        ..t
+    })
+}
+
+fn parse_text(path: &Path, bytes: &[u8], chunk_bytes: usize) -> Result<RawTable, DataError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.len() >= u32::MAX as usize {
         return Err(
@@ -111,83 +130,60 @@ pub fn parse_table(path: &Path, bytes: &[u8]) -> Result<RawTable, DataError> {
             .hint("a header row and at least one data row per class are needed"));
     }
     let delimiter = detect_delimiter(bytes);
-    let mut reader = csv::ReaderBuilder::new()
-        .delimiter(delimiter)
-        .has_headers(true)
-        .flexible(true)
-        .trim(csv::Trim::Headers)
-        .from_reader(bytes);
+    let mut reader = reader_of(delimiter, bytes, true);
     let header: Vec<String> = reader
         .headers()
-        .map_err(|e| csv_error(path, e))?
+        .map_err(|e| csv_error(path, e, 0))?
         .iter()
         .map(|s| s.to_string())
         .collect();
     check_header(path, &header, delimiter)?;
-
-    let mut text: Vec<u8> = Vec::with_capacity(bytes.len());
-    let mut ends = Vec::new();
-    let mut lines = Vec::new();
-    let mut record = csv::ByteRecord::new();
-    // csv's own line numbers skip blank lines; count newlines up to each record's byte offset.
-    let (mut seen_byte, mut seen_line) = (0usize, 1u64);
-    loop {
-        match reader.read_byte_record(&mut record) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => return Err(csv_error(path, e)),
-        }
-        let mut start = record
-            .position()
-            .map_or(seen_byte, |p| p.byte() as usize)
-            .min(bytes.len());
-        while start < bytes.len() && matches!(bytes[start], b'\n' | b'\r') {
-            start += 1; // a record's position can include the blank lines before it
-        }
-        seen_line += bytes[seen_byte..start]
+    let body_start = (reader.position().byte() as usize).min(bytes.len());
+    let body = &bytes[body_start..];
+    // Without a quote no field can hold a newline: the body splits at line
+    // ends into chunks parsed in parallel. With quotes, one serial pass.
+    let parts = if body.len() > chunk_bytes && !body.contains(&b'"') {
+        let base_line = 1 + count_newlines(&bytes[..body_start]);
+        let chunks = line_chunks(body, chunk_bytes);
+        let starts: Vec<u64> = chunks
             .iter()
-            .filter(|&&b| b == b'\n')
-            .count() as u64;
-        seen_byte = start;
-        let line = seen_line;
-        if record.len() == 1 && record[0].trim_ascii().is_empty() {
-            continue; // a line holding only spaces
+            .scan(base_line, |line, c| {
+                let at = *line;
+                *line += count_newlines(c);
+                Some(at)
+            })
+            .collect();
+        let mut out = Vec::with_capacity(chunks.len());
+        for part in chunks
+            .par_iter()
+            .zip(&starts)
+            .map(|(c, &line)| {
+                let mut r = reader_of(delimiter, c, false);
+                read_records(path, &mut r, c, line, header.len(), delimiter)
+            })
+            .collect::<Vec<_>>()
+        {
+            out.push(part?); // the first error in file order, as one pass finds it
         }
-        if record.len() != header.len() {
-            let what = if record.len() < header.len() {
-                "fewer"
-            } else {
-                "more"
-            };
-            return Err(DataError::new(
-                K::RaggedRow,
-                path,
-                format!(
-                    "this row has {} fields but the header has {} ({what} than expected)",
-                    record.len(),
-                    header.len()
-                ),
-            )
-            .line(line)
-            .hint(if record.iter().any(|f| f.contains(&b'\n')) {
-                // csv reads on to the next quote: the row swallowed the lines after it.
-                "a quote (\") opened on this line is never closed, so the following lines were \
-                 read as part of one field; close the quote or remove it"
-                    .to_string()
-            } else {
-                format!(
-                    "every row needs exactly {} fields separated by '{}'; look for a missing \
-                     field or a value containing the delimiter without quotes",
-                    header.len(),
-                    delimiter_name(delimiter)
-                )
-            }));
-        }
-        for field in record.iter() {
-            text.extend_from_slice(field.trim_ascii());
-            ends.push(text.len() as u32);
-        }
-        lines.push(line);
+        out
+    } else {
+        vec![read_records(
+            path,
+            &mut reader,
+            bytes,
+            1,
+            header.len(),
+            delimiter,
+        )?]
+    };
+    let mut text: Vec<u8> = Vec::with_capacity(parts.iter().map(|p| p.text.len()).sum());
+    let mut ends = Vec::with_capacity(parts.iter().map(|p| p.ends.len()).sum());
+    let mut lines = Vec::with_capacity(parts.iter().map(|p| p.lines.len()).sum());
+    for p in parts {
+        let base = text.len() as u32;
+        text.extend_from_slice(&p.text);
+        ends.extend(p.ends.iter().map(|e| e + base));
+        lines.extend(p.lines);
     }
     if lines.is_empty() {
         return Err(
@@ -204,7 +200,135 @@ pub fn parse_table(path: &Path, bytes: &[u8]) -> Result<RawTable, DataError> {
         text,
         ends,
         lines,
-        fingerprint,
+        fingerprint: String::new(),
+    })
+}
+
+/// Bytes per chunk of the parallel parse.
+pub const CHUNK_BYTES: usize = 1 << 22;
+
+fn reader_of(delimiter: u8, bytes: &[u8], header: bool) -> csv::Reader<&[u8]> {
+    csv::ReaderBuilder::new()
+        .delimiter(delimiter)
+        .has_headers(header)
+        .flexible(true)
+        .trim(csv::Trim::Headers)
+        .from_reader(bytes)
+}
+
+fn count_newlines(b: &[u8]) -> u64 {
+    b.iter().filter(|&&c| c == b'\n').count() as u64
+}
+
+/// `body` cut into pieces of about `size` bytes, each ending at a line end.
+fn line_chunks(body: &[u8], size: usize) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut rest = body;
+    while rest.len() > size {
+        let cut = rest[size..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(rest.len(), |k| size + k + 1);
+        let (a, b) = rest.split_at(cut);
+        out.push(a);
+        rest = b;
+    }
+    if !rest.is_empty() {
+        out.push(rest);
+    }
+    out
+}
+
+/// The records of one piece: trimmed cells, their ends, their first lines.
+struct Records {
+    text: Vec<u8>,
+    ends: Vec<u32>,
+    lines: Vec<u64>,
+}
+
+/// Reads the records `reader` yields from `bytes` (positions relative to
+/// `bytes`, whose first byte is on line `first_line`).
+fn read_records(
+    path: &Path,
+    reader: &mut csv::Reader<&[u8]>,
+    bytes: &[u8],
+    first_line: u64,
+    width: usize,
+    delimiter: u8,
+) -> Result<Records, DataError> {
+    let mut out = Records {
+        text: Vec::with_capacity(bytes.len()),
+        ends: Vec::new(),
+        lines: Vec::new(),
+    };
+    let mut record = csv::ByteRecord::new();
+    // csv's own line numbers skip blank lines; count newlines up to each record's byte offset.
+    let (mut seen_byte, mut seen_line) = (0usize, first_line);
+    loop {
+        match reader.read_byte_record(&mut record) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => return Err(csv_error(path, e, first_line - 1)),
+        }
+        let mut start = record
+            .position()
+            .map_or(seen_byte, |p| p.byte() as usize)
+            .min(bytes.len());
+        while start < bytes.len() && matches!(bytes[start], b'\n' | b'\r') {
+            start += 1; // a record's position can include the blank lines before it
+        }
+        seen_line += count_newlines(&bytes[seen_byte..start]);
+        seen_byte = start;
+        let line = seen_line;
+        if record.len() == 1 && record[0].trim_ascii().is_empty() {
+            continue; // a line holding only spaces
+        }
+        if record.len() != width {
+            return Err(ragged(path, &record, width, delimiter, line));
+        }
+        for field in record.iter() {
+            out.text.extend_from_slice(field.trim_ascii());
+            out.ends.push(out.text.len() as u32);
+        }
+        out.lines.push(line);
+    }
+    Ok(out)
+}
+
+fn ragged(
+    path: &Path,
+    record: &csv::ByteRecord,
+    width: usize,
+    delimiter: u8,
+    line: u64,
+) -> DataError {
+    let what = if record.len() < width {
+        "fewer"
+    } else {
+        "more"
+    };
+    DataError::new(
+        K::RaggedRow,
+        path,
+        format!(
+            "this row has {} fields but the header has {} ({what} than expected)",
+            record.len(),
+            width
+        ),
+    )
+    .line(line)
+    .hint(if record.iter().any(|f| f.contains(&b'\n')) {
+        // csv reads on to the next quote: the row swallowed the lines after it.
+        "a quote (\") opened on this line is never closed, so the following lines were \
+         read as part of one field; close the quote or remove it"
+            .to_string()
+    } else {
+        format!(
+            "every row needs exactly {} fields separated by '{}'; look for a missing \
+             field or a value containing the delimiter without quotes",
+            width,
+            delimiter_name(delimiter)
+        )
     })
 }
 
@@ -261,8 +385,9 @@ fn check_header(path: &Path, header: &[String], delimiter: u8) -> Result<(), Dat
     Ok(())
 }
 
-fn csv_error(path: &Path, e: csv::Error) -> DataError {
-    let line = e.position().map(|p| p.line());
+/// `lines_before`: lines of the file before the bytes the reader read.
+fn csv_error(path: &Path, e: csv::Error, lines_before: u64) -> DataError {
+    let line = e.position().map(|p| p.line() + lines_before);
     let mut err = DataError::new(K::Unreadable, path, format!("cannot parse CSV: {e}"))
         .hint("check quoting: a field that starts with '\"' must end with '\"'");
     err.line = line;
@@ -358,6 +483,49 @@ mod tests {
         assert_eq!(t.n_rows(), 2);
         assert_eq!(t.cell(1, 0), "2");
         assert_eq!(t.lines, vec![2, 4]);
+    }
+
+    /// Every way a file can look at a chunk boundary: the chunked parse (tiny
+    /// chunks: a cut after almost every line) equals one serial pass — cells,
+    /// line numbers, hash, and the first error with its line — on one thread
+    /// and on three.
+    #[test]
+    fn chunked_parsing_equals_one_pass() {
+        let inputs: Vec<Vec<u8>> = vec![
+            b"a,b,y\n1,2,0\n3,4,1\n5,6,0\n7,8,1\n".to_vec(),
+            b"\n\n a , b ,y\r\n1, 2 ,0\r\n\r\n3,4,1\r\n   \r\n5,6,0".to_vec(),
+            b"\xEF\xBB\xBFa;b;y\n1,5;2;0\n\n\n3;4,25;1\n5;6;0\n".to_vec(),
+            b"a\tb\ty\n1\t\t0\nNA\t2\t1\n?\t3\t0\n".to_vec(),
+            b"a,b,y\n1,2,0\n3,4,1\n5,6\n7,8,1\n9,9,9,9\n".to_vec(),
+            b"a,b,y\n1,2,0\n3,4,1\n5,6,0,1\n".to_vec(),
+            b"a,b,y\n1,2,0\n\"3\",4,1\n5,6\n".to_vec(),
+            b"a,b,y\n\n\n".to_vec(),
+            b"a,b,y\n1,2,0\n3,4,1\n5,6,0\n7,8,1\n".repeat(50),
+        ];
+        let seen = |r: Result<RawTable, DataError>| match r {
+            Ok(t) => {
+                let cells: Vec<&str> = (0..t.n_rows())
+                    .flat_map(|i| (0..t.header.len()).map(move |j| (i, j)))
+                    .map(|(i, j)| t.cell(i, j))
+                    .collect();
+                format!("{:?} {cells:?} {:?} {}", t.header, t.lines, t.fingerprint)
+            }
+            Err(e) => format!("error: {e} (line {:?})", e.line),
+        };
+        let path = Path::new("t.csv");
+        for bytes in &inputs {
+            let one = seen(parse_table_in_chunks(path, bytes, usize::MAX));
+            for chunk in [1, 7, 64] {
+                for threads in [1, 3] {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap();
+                    let got = pool.install(|| seen(parse_table_in_chunks(path, bytes, chunk)));
+                    assert_eq!(got, one, "chunks of {chunk}, {threads} threads");
+                }
+            }
+        }
     }
 
     #[test]

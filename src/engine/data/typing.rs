@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use nalgebra::DMatrix;
+use rayon::prelude::*;
 
 use super::csv_read::{RawTable, parse_number};
 use super::error::{DataError, DataErrorKind as K};
@@ -23,6 +24,14 @@ struct CellStats {
     first_non_finite: Option<usize>,
 }
 
+/// Rows per parallel task of the typing pass.
+const TYPING_ROWS: usize = 1 << 13;
+
+/// The parsed matrix's buffer, written by the row chunks at disjoint elements.
+struct SharedColumns(*mut f64);
+// SAFETY: tasks write disjoint elements (see `column_kinds`).
+unsafe impl Sync for SharedColumns {}
+
 pub(super) struct TypedColumns {
     pub kinds: Vec<ColumnKind>,
     /// kept rows × columns; NaN where a cell is text.
@@ -38,26 +47,50 @@ pub(super) fn column_kinds(
     kept: &[usize],
     cols: &[usize],
 ) -> Result<TypedColumns, DataError> {
-    let mut stats = vec![CellStats::default(); cols.len()];
     let n = kept.len();
     let mut parsed = DMatrix::<f64>::from_element(n, cols.len(), f64::NAN);
-    let data = parsed.as_mut_slice();
-    for (i, &r) in kept.iter().enumerate() {
-        for (f, (st, &j)) in stats.iter_mut().zip(cols).enumerate() {
-            let cell = raw.cell(r, j);
-            match parse_number(cell, raw.decimal_comma()) {
-                Some(v) if v.is_finite() => {
-                    st.numeric += 1;
-                    st.decimal_commas += usize::from(cell.contains(','));
-                    data[f * n + i] = v;
-                }
-                Some(_) => {
-                    st.first_non_finite.get_or_insert(r);
-                }
-                None => {
-                    st.first_text.get_or_insert(r);
+    let out = SharedColumns(parsed.as_mut_slice().as_mut_ptr());
+    // Rows in parallel chunks, each chunk's statistics merged in row order:
+    // the same counts and the same first bad row as one pass.
+    let chunk_stats: Vec<Vec<CellStats>> = kept
+        .par_chunks(TYPING_ROWS)
+        .enumerate()
+        .map(|(c, rows)| {
+            let out = &out;
+            let mut stats = vec![CellStats::default(); cols.len()];
+            for (k, &r) in rows.iter().enumerate() {
+                let i = c * TYPING_ROWS + k;
+                for (f, (st, &j)) in stats.iter_mut().zip(cols).enumerate() {
+                    let cell = raw.cell(r, j);
+                    match parse_number(cell, raw.decimal_comma()) {
+                        Some(v) if v.is_finite() => {
+                            st.numeric += 1;
+                            st.decimal_commas += usize::from(cell.contains(','));
+                            // SAFETY: element (i, f) of the n × cols column-major
+                            // matrix is in bounds, and row i belongs to this chunk
+                            // alone: no two tasks write one element, and nothing
+                            // reads `parsed` until every task has ended.
+                            unsafe { *out.0.add(f * n + i) = v };
+                        }
+                        Some(_) => {
+                            st.first_non_finite.get_or_insert(r);
+                        }
+                        None => {
+                            st.first_text.get_or_insert(r);
+                        }
+                    }
                 }
             }
+            stats
+        })
+        .collect();
+    let mut stats = vec![CellStats::default(); cols.len()];
+    for part in chunk_stats {
+        for (st, p) in stats.iter_mut().zip(part) {
+            st.numeric += p.numeric;
+            st.decimal_commas += p.decimal_commas;
+            st.first_text = st.first_text.or(p.first_text);
+            st.first_non_finite = st.first_non_finite.or(p.first_non_finite);
         }
     }
     let mut kinds = Vec::with_capacity(cols.len());

@@ -47,9 +47,7 @@ impl Loss {
     }
 }
 
-/// `s² ≤ DEGENERATE·(scale)` is treated as a = 0: below it the variance is
-/// cancellation noise (ALGORITHMS.md §4's rule for near-identical rows).
-pub const DEGENERATE: f64 = 1e-10;
+pub use crate::engine::numerics::pair_risk::DEGENERATE;
 
 /// `(ℓ, ∂ℓ/∂μ, ∂ℓ/∂s²)` of one item.
 #[inline]

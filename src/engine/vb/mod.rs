@@ -242,7 +242,7 @@ pub fn fit(
     let mut risk_estimate = None;
     let (params, iterations, evaluations, converged, reason, holdout) = if stochastic {
         let source = match &full {
-            FullData::Pairs(pr) => stochastic::Items::pairs(&pr.xp, &pr.xn),
+            FullData::Pairs(pr) => stochastic::Items::pairs(&pr.pass.xp, &pr.pass.xn),
             FullData::Rows(a) => stochastic::Items::Rows(a),
         };
         let estimate = items > s.exact_risk_max_items;

@@ -296,14 +296,7 @@ pub fn estimate_risk(
             (b as f64, mean, m2)
         })
         .collect();
-    let (mut n, mut mean, mut m2) = (0.0, 0.0, 0.0);
-    for (nb, mb, m2b) in parts {
-        let tot = n + nb;
-        let delta = mb - mean;
-        mean += delta * nb / tot;
-        m2 += m2b + delta * delta * n * nb / tot;
-        n = tot;
-    }
+    let (n, mean, m2) = crate::engine::numerics::pair_risk::pool_chunks(&parts);
     RiskEstimate {
         value: mean,
         se: (m2 / (n - 1.0)).sqrt() / n.sqrt(),

@@ -363,7 +363,7 @@ fn sampled_risk_agrees_with_the_full_pass_within_its_standard_error() {
         let items = if loss.is_ranking() {
             let mut pr = PairRisk::new(&x, &y);
             exact = pr.value(&p);
-            stochastic::Items::pairs(&pr.xp, &pr.xn)
+            stochastic::Items::pairs(&pr.pass.xp, &pr.pass.xn)
         } else {
             rows = signed_rows(&x, &y);
             exact = eval_items(&rows, loss, &p).value;
