@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
-use super::csv_read::{RawTable, is_missing, parse_number, parse_table, read_table};
+use super::csv_read::{RawTable, parse_number, parse_table, read_table};
 use super::error::{DataError, DataErrorKind as K};
 use super::identifiers::id_like_columns;
 use super::labels::choose_positive;
+use super::missing::{complete_rows, describe_missing, too_few_after_cleaning};
 use super::schema::{ColumnRule, Schema, canonical_label};
 use super::summary::{FeatureSummary, summarize};
 use super::typing::{ColumnKind, TypedColumns, column_kinds};
@@ -422,89 +423,6 @@ fn build(path: &Path, raw: RawTable, opts: &LoadOptions) -> Result<Dataset, Data
         report,
         summary,
     })
-}
-
-/// Rows with a value in every needed column, and the missing-cell count per
-/// column; with `MissingPolicy::Error`, the first missing cell is an error.
-fn complete_rows(
-    path: &Path,
-    raw: &RawTable,
-    needed: &[usize],
-    policy: MissingPolicy,
-) -> Result<(Vec<usize>, BTreeMap<String, usize>), DataError> {
-    use rayon::prelude::*;
-    let rows: Vec<usize> = (0..raw.n_rows()).collect();
-    // Chunks of rows in parallel, merged in row order: the same rows, counts
-    // and first missing cell as one pass.
-    // Per chunk: its complete rows and its missing cells per needed column.
-    type Chunk = (Vec<usize>, Vec<usize>);
-    let parts: Vec<Result<Chunk, DataError>> = rows
-        .par_chunks(1 << 14)
-        .map(|chunk| {
-            let mut missing = vec![0usize; needed.len()];
-            let mut kept = Vec::with_capacity(chunk.len());
-            for &r in chunk {
-                let mut complete = true;
-                for (m, &j) in missing.iter_mut().zip(needed) {
-                    if is_missing(raw.cell(r, j)) {
-                        if policy == MissingPolicy::Error {
-                            return Err(DataError::new(K::Missing, path, format!("missing value '{}'", raw.cell(r, j)))
-                                .line(raw.lines[r])
-                                .column(j, &raw.header[j])
-                                .hint("fill in the value, or drop incomplete rows (the default, without --missing error)"));
-                        }
-                        *m += 1;
-                        complete = false;
-                    }
-                }
-                if complete {
-                    kept.push(r);
-                }
-            }
-            Ok((kept, missing))
-        })
-        .collect();
-    let mut missing_by_column: BTreeMap<String, usize> = BTreeMap::new();
-    let mut kept = Vec::with_capacity(raw.n_rows());
-    let mut counts = vec![0usize; needed.len()];
-    for p in parts {
-        let (k, m) = p?;
-        kept.extend(k);
-        counts.iter_mut().zip(m).for_each(|(c, m)| *c += m);
-    }
-    for (&j, &c) in needed.iter().zip(&counts) {
-        if c > 0 {
-            *missing_by_column.entry(raw.header[j].clone()).or_default() += c;
-        }
-    }
-    Ok((kept, missing_by_column))
-}
-
-fn describe_missing(m: &BTreeMap<String, usize>) -> String {
-    let mut v: Vec<(&String, &usize)> = m.iter().collect();
-    v.sort_by(|a, b| b.1.cmp(a.1));
-    v.iter()
-        .take(5)
-        .map(|(k, c)| format!("{k}: {c}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn too_few_after_cleaning(
-    path: &Path,
-    target: &str,
-    missing: &BTreeMap<String, usize>,
-    read: usize,
-) -> DataError {
-    DataError::new(
-        K::TooFewRows,
-        path,
-        format!("all {read} row(s) have a missing value; nothing is left"),
-    )
-    .hint(format!(
-        "missing cells per column: {}; drop mostly-empty columns with --drop (target: '{target}')",
-        describe_missing(missing)
-    ))
 }
 
 /// Features from parsed numeric columns and one-hot encoded text columns.

@@ -9,6 +9,7 @@ mod identifiers;
 pub mod label_noise;
 mod labels;
 mod load;
+mod missing;
 mod moments;
 pub mod prepare;
 mod schema;

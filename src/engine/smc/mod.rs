@@ -14,6 +14,7 @@ pub mod gp_score;
 pub mod marginal_map;
 pub mod moves;
 pub mod path_cv;
+mod radial;
 pub mod reparam;
 pub mod runs;
 pub mod sampler;
