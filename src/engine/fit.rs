@@ -222,6 +222,15 @@ pub enum MethodReport {
         residual_trace_share: f64,
         criterion: Option<f64>,
     },
+    /// EP: the work of the final fit (sweeps over `sites` pair sites in the
+    /// `form` of dimension `rank`, site storage where it is chosen).
+    EpWork {
+        sweeps: usize,
+        sites: usize,
+        form: &'static str,
+        rank: usize,
+        site_storage: Option<&'static str>,
+    },
     /// A sampler of the Gibbs posterior of `loss` (`auc`: the AUC risk's):
     /// its draws' mean empirical risk, E_π R_n of the certificate.
     SampledRisk { loss: &'static str, mean_risk: f64 },
