@@ -1,7 +1,8 @@
 //! KL(N(m, V) ‖ prior) for the priors of this program: closed form for the
 //! Gaussian and ARD priors; for spike-and-slab, −H(ρ) − Σ_k E_ρ[log π_k(θ_k)]
-//! with each one-dimensional expectation by adaptive Simpson quadrature (the
-//! prior is a product, so only the marginals N(m_k, V_kk) enter).
+//! with each one-dimensional expectation in closed form up to a bounded rest
+//! integrated by adaptive Simpson quadrature (`expect_log_prior`; the prior
+//! is a product, so only the marginals N(m_k, V_kk) enter).
 
 use nalgebra::DMatrix;
 
