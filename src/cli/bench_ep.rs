@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::fit::CliError;
 use super::settings_args::{EpOnly, SettingArgs};
 use crate::engine::ep::kernel::site_throughput;
+use crate::engine::fit::MethodReport;
 use crate::engine::numerics::isa::{Isa, detected_isa};
 use crate::engine::{Control, NoObserver};
 use crate::spec::{self, DataSpec, Gamma, PriorKind, RunSpec, registry};
@@ -159,9 +160,26 @@ fn child(args: &BenchArgs) -> Result<BenchRow, CliError> {
     }
     let fit = last.expect("one run");
     walls.sort_by(f64::total_cmp);
-    let det = &fit.details;
-    let sweeps = det["sweeps"].as_u64().unwrap_or(0) as usize;
-    let sites = det["sites"].as_u64().unwrap_or(0) as f64;
+    let (sweeps, sites, form, rank, storage) = fit
+        .reports
+        .iter()
+        .find_map(|r| match r {
+            MethodReport::EpWork {
+                sweeps,
+                sites,
+                form,
+                rank,
+                site_storage,
+            } => Some((
+                *sweeps,
+                *sites as f64,
+                *form,
+                *rank,
+                site_storage.unwrap_or(""),
+            )),
+            _ => None,
+        })
+        .unwrap_or((0, 0.0, "", 0, ""));
     let ep_cpu_s = cpu / walls.len() as f64;
     let (cv_s, cv_gamma_over_n) = if args.cv {
         let engine = spec::build::engine(&ep_spec(args, path, Gamma::Auto)?);
@@ -169,7 +187,7 @@ fn child(args: &BenchArgs) -> Result<BenchRow, CliError> {
         let fit = engine.run(&problem, &Control::new(), &mut NoObserver)?;
         (
             Some(t.elapsed().as_secs_f64()),
-            fit.details["gamma"]["over_n"].as_f64(),
+            fit.gamma.map(|g| g / problem.n() as f64),
         )
     } else {
         (None, None)
@@ -178,10 +196,10 @@ fn child(args: &BenchArgs) -> Result<BenchRow, CliError> {
         data: path.display().to_string(),
         n: problem.n(),
         d,
-        form: det["form"].as_str().unwrap_or("").into(),
-        rank: det["rank"].as_u64().unwrap_or(0) as usize,
+        form: form.into(),
+        rank,
         pairs: problem.pairs(),
-        storage: det["site_storage"].as_str().unwrap_or("").into(),
+        storage: storage.into(),
         gamma: args.gamma,
         sweeps,
         ep_best_s: walls[0],

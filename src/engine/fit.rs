@@ -222,6 +222,43 @@ pub enum MethodReport {
         residual_trace_share: f64,
         criterion: Option<f64>,
     },
+    /// EP: the work of the final fit (sweeps over `sites` pair sites in the
+    /// `form` of dimension `rank`, site storage where it is chosen).
+    EpWork {
+        sweeps: usize,
+        sites: usize,
+        form: &'static str,
+        rank: usize,
+        site_storage: Option<&'static str>,
+    },
+    /// A sampler of the Gibbs posterior of `loss` (`auc`: the AUC risk's):
+    /// its draws' mean empirical risk, E_π R_n of the certificate.
+    SampledRisk { loss: &'static str, mean_risk: f64 },
+    /// A tempering sampler's stages against its own stop rule: a stage
+    /// converged when every |correlation| is at most `decorrelation` and at
+    /// most `max_duplicated` of the `particles` are unmoved copies.
+    TemperingStages {
+        particles: usize,
+        decorrelation: f64,
+        max_duplicated: f64,
+        /// Every stage in order (of every run, when there are several).
+        stages: Vec<StageCheck>,
+    },
+}
+
+/// One tempering stage, as the quality checks read it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageCheck {
+    /// The independent run it belongs to, from 1 (several runs only).
+    pub run: Option<usize>,
+    /// 0 is the draw from the prior.
+    pub stage: usize,
+    pub moves: usize,
+    pub max_correlation: f64,
+    /// Share of the particles that are unmoved copies of another.
+    pub duplicated: f64,
+    /// ESS / N of the reweighted cloud before resampling.
+    pub ess_frac: f64,
 }
 
 /// The result of a run.

@@ -9,7 +9,7 @@ use nalgebra::DMatrix;
 use super::row_space::RowSpace;
 use super::{Bound, DRAWS_SHARE, Draws, Sizes, draws_term, from_parts, kl, pick_best, settle};
 use crate::engine::event::Event;
-use crate::engine::fit::{EngineKind, Fit, LowRankCov};
+use crate::engine::fit::{EngineKind, Fit, LowRankCov, MethodReport};
 use crate::engine::numerics::pair_risk::{gaussian_pair_risk, sampled_gaussian_pair_risk};
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
@@ -209,7 +209,7 @@ const GCS_NOTE: &str = "KL(π_γ‖π) = −log Z_γ − γ·E[R_n] from the gre
 
 /// The great-circle sampler's certificate: the Gibbs posterior's, as for SMC,
 /// from its stepping-stone log Z_γ (only with `evidence`) and its draws' mean
-/// risk (`details.risk.mean`), with the draws' Gaussian fit in `others`;
+/// risk (`MethodReport::SampledRisk`), with the draws' Gaussian fit in `others`;
 /// without `evidence`, the draws' Gaussian fit alone. The label-noise
 /// posterior is not the AUC risk's Gibbs posterior: no certificate.
 fn certify_gcs(
@@ -218,10 +218,14 @@ fn certify_gcs(
     epsilon: f64,
     gaussian: impl Fn(&str) -> Result<Bound, String>,
 ) -> Result<Bound, String> {
-    let loss = fit.details["loss"]["kind"]
-        .as_str()
-        .unwrap_or("auc")
-        .replace('_', "-");
+    let (loss, mean_risk) = fit
+        .reports
+        .iter()
+        .find_map(|r| match r {
+            MethodReport::SampledRisk { loss, mean_risk } => Some((*loss, *mean_risk)),
+            _ => None,
+        })
+        .ok_or("the gcs fit has no mean risk of its draws")?;
     if loss != "auc" {
         return Err(format!(
             "the gcs posterior of the {loss} loss is not the Gibbs posterior of the AUC risk \
@@ -238,9 +242,6 @@ fn certify_gcs(
         }
         return Err(GCS_NEEDS_EVIDENCE.into());
     };
-    let mean_risk = fit.details["risk"]["mean"]
-        .as_f64()
-        .ok_or("the gcs fit has no mean risk (details.risk.mean)")?;
     let mut b = certify_gibbs(log_z, gamma, mean_risk, sizes, epsilon);
     b.approximate = Some(GCS_NOTE.into());
     if fit.covariance.is_some() {

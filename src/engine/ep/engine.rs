@@ -467,6 +467,13 @@ impl Engine for Ep {
         fit.low_rank_covariance = lep.cov_low_rank();
         fit.converged = true;
         fit.cv = cv_result.as_ref().map(|r| r.summary());
+        fit.reports.push(crate::engine::fit::MethodReport::EpWork {
+            sweeps: outcome.sweeps,
+            sites: lep.state().sites(),
+            form: if design_reduced { "reduced" } else { "primal" },
+            rank,
+            site_storage: Some(lep.state().storage()),
+        });
         fit.details = json!({
             "sweeps": outcome.sweeps,
             "eta": outcome.eta,

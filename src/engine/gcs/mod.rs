@@ -29,7 +29,7 @@ pub use sampler::GcsRun;
 pub use settings::{Directions, GcsSettings, Loss};
 
 use crate::engine::event::{Event, Histogram, LogLevel};
-use crate::engine::fit::{EngineKind, Fit, Particles, ScoreModel};
+use crate::engine::fit::{EngineKind, Fit, MethodReport, Particles, ScoreModel};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::mcmc_diag::{Diagnostics, quantile_sorted};
 use crate::engine::problem::Problem;
@@ -259,6 +259,10 @@ pub fn build_fit(
         ),
         "warnings": warnings,
         "settings": settings,
+    });
+    fit.reports.push(MethodReport::SampledRisk {
+        loss: settings.loss.name(),
+        mean_risk: run.diagnostics[dd].mean,
     });
     fit.trace = run.trace;
     let n = theta.nrows() as f64;

@@ -6,11 +6,10 @@
 //! the run. Checks read the fit's typed values — `engine`, `converged`, the
 //! cross-validation (`Fit::cv`), independent runs (`Fit::runs`) and the
 //! methods' own findings (`Fit::reports`) — so an engine needs no code here
-//! to be covered by the generic ones. (SMC's stage checks in `smc` still read
-//! its `details.path` and `details.settings`.)
+//! to be covered by the generic ones (SMC's stage checks in `smc` read its
+//! `MethodReport::TemperingStages`).
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::bounds::Bound;
 use super::event::{Event, LogLevel};
@@ -192,10 +191,6 @@ pub fn vacuous_certificate(b: &Bound) -> Option<Warning> {
             ),
         )
     })
-}
-
-fn num(v: &Value, key: &str) -> Option<f64> {
-    v.get(key)?.as_f64()
 }
 
 /// Spike-and-slab EP where no feature's inclusion exceeds ½ (`words`: the

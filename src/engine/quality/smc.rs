@@ -1,11 +1,9 @@
-//! SMC's doubtful results, read from its record's `details`: stages that
+//! SMC's doubtful results, read from its typed stage report: stages that
 //! missed the sampler's stop rule, tempering steps on a collapsed ESS, and
 //! independent runs that disagree.
 
-use serde_json::Value;
-
-use super::{Warning, code, num};
-use crate::engine::fit::Fit;
+use super::{Warning, code};
+use crate::engine::fit::{Fit, MethodReport, StageCheck};
 
 /// Fewest effective particles an SMC tempering step may keep. Measured on the
 /// Pima split (N = 10 000, three seeds, reference log Z −64.55): steps at an
@@ -33,41 +31,48 @@ pub(super) fn warnings(fit: &Fit) -> Vec<Warning> {
     out
 }
 
+/// The sampler's stages against its stop rule (`MethodReport::TemperingStages`).
+fn stage_report(fit: &Fit) -> Option<(usize, f64, f64, &[StageCheck])> {
+    fit.reports.iter().find_map(|r| match r {
+        MethodReport::TemperingStages {
+            particles,
+            decorrelation,
+            max_duplicated,
+            stages,
+        } => Some((
+            *particles,
+            *decorrelation,
+            *max_duplicated,
+            stages.as_slice(),
+        )),
+        _ => None,
+    })
+}
+
 /// The SMC stages that missed the sampler's stop rule.
 fn smc_not_converged(fit: &Fit) -> Option<Warning> {
     if fit.converged {
         return None;
     }
-    let d = &fit.details;
-    let settings = d.get("settings");
-    let corr_max = settings
-        .and_then(|s| num(s, "decorrelation"))
-        .unwrap_or(0.1);
     // The sampler's own rule (`sampler.rs`): a stage converged when every
     // correlation is at most `decorrelation` and at most `max_duplicated` of
     // the particles are still unmoved copies of another. (Chains that never
-    // moved but hold a distinct state are not a failure.)
-    let dup_max = settings
-        .and_then(|s| num(s, "max_duplicated"))
-        .unwrap_or(0.01);
-    let path = d.get("path").and_then(Value::as_array);
+    // moved but hold a distinct state are not a failure.) Without the report,
+    // the defaults.
+    let (_, corr_max, dup_max, path) = stage_report(fit).unwrap_or((0, 0.1, 0.01, &[]));
     let bad: Vec<String> = path
-        .into_iter()
-        .flatten()
-        .filter(|s| num(s, "stage").is_some_and(|t| t >= 1.0))
-        .filter(|s| {
-            num(s, "max_correlation").is_some_and(|c| c > corr_max)
-                || num(s, "duplicated").is_some_and(|u| u > dup_max)
-        })
+        .iter()
+        .filter(|s| s.stage >= 1)
+        .filter(|s| s.max_correlation > corr_max || s.duplicated > dup_max)
         .map(|s| {
             format!(
                 "{}{} ({} moves, |correlation| {:.2}, {:.1}% unmoved copies)",
                 // Several runs: their stages are numbered within each run.
-                num(s, "run").map_or(String::new(), |r| format!("run {r} stage ")),
-                num(s, "stage").unwrap_or(0.0),
-                num(s, "moves").unwrap_or(0.0),
-                num(s, "max_correlation").unwrap_or(f64::NAN),
-                100.0 * num(s, "duplicated").unwrap_or(f64::NAN)
+                s.run.map_or(String::new(), |r| format!("run {r} stage ")),
+                s.stage,
+                s.moves,
+                s.max_correlation,
+                100.0 * s.duplicated
             )
         })
         .collect();
@@ -131,22 +136,18 @@ fn smc_runs(fit: &Fit) -> Vec<Warning> {
 
 /// Tempering steps whose ESS fell below `MIN_STEP_ESS` particles.
 fn smc_ess(fit: &Fit) -> Option<Warning> {
-    let d = &fit.details;
-    let n = d.get("settings").and_then(|s| num(s, "particles"))?;
-    let path = d.get("path")?.as_array()?;
+    let (particles, _, _, path) = stage_report(fit)?;
+    let n = particles as f64;
     let gamma_t = fit.gamma.unwrap_or(f64::NAN);
-    let (mut worst, mut count) = (None::<(f64, f64)>, 0);
-    for s in path
-        .iter()
-        .filter(|s| num(s, "stage").is_some_and(|t| t >= 1.0))
-    {
-        let ess = num(s, "ess_frac").unwrap_or(1.0) * n;
+    let (mut worst, mut count) = (None::<(f64, usize)>, 0);
+    for s in path.iter().filter(|s| s.stage >= 1) {
+        let ess = s.ess_frac * n;
         // A target ESS of exactly 50 (N = 100, τ = ½) is met up to the root
         // finder's tolerance.
         if ess < MIN_STEP_ESS * 0.999 {
             count += 1;
             if worst.is_none_or(|(e, _)| ess < e) {
-                worst = Some((ess, num(s, "stage").unwrap_or(0.0)));
+                worst = Some((ess, s.stage));
             }
         }
     }
@@ -173,15 +174,26 @@ mod tests {
     use super::super::tests::{codes, fit};
     use super::*;
     use crate::engine::fit::{EngineKind, IndependentRuns, LogZRuns};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn smc(path: Value, particles: f64, converged: bool) -> Fit {
         let mut f = fit(EngineKind::Smc);
         f.gamma = Some(100.0);
         f.converged = converged;
-        f.details = json!({
-            "settings": { "particles": particles, "decorrelation": 0.1, "max_duplicated": 0.01 },
-            "path": path,
+        let num = |s: &Value, k: &str| s[k].as_f64().unwrap_or(0.0);
+        let stages = path.as_array().unwrap().iter().map(|s| StageCheck {
+            run: s["run"].as_u64().map(|r| r as usize),
+            stage: num(s, "stage") as usize,
+            moves: num(s, "moves") as usize,
+            max_correlation: num(s, "max_correlation"),
+            duplicated: num(s, "duplicated"),
+            ess_frac: num(s, "ess_frac"),
+        });
+        f.reports.push(MethodReport::TemperingStages {
+            particles: particles as usize,
+            decorrelation: 0.1,
+            max_duplicated: 0.01,
+            stages: stages.collect(),
         });
         f
     }

@@ -36,7 +36,7 @@ pub use settings::{LOCAL_SHARE, Moves, SmcSettings};
 pub use target::{LinearAuc, Quadratic, Target};
 
 use crate::engine::event::{Event, LogLevel};
-use crate::engine::fit::{EngineKind, Fit, Particles, ScoreModel};
+use crate::engine::fit::{EngineKind, Fit, MethodReport, Particles, ScoreModel, StageCheck};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::problem::Problem;
 use crate::engine::reduction::{LiftedEvents, RowSpace};
@@ -184,6 +184,29 @@ pub(crate) fn fit_linear(
     Ok(fit)
 }
 
+/// The stages (with their run, when several) against the stop rule, for the
+/// quality checks.
+pub(crate) fn stage_report<'a>(
+    settings: &SmcSettings,
+    stages: impl Iterator<Item = (Option<usize>, &'a StageInfo)>,
+) -> MethodReport {
+    MethodReport::TemperingStages {
+        particles: settings.particles,
+        decorrelation: settings.decorrelation,
+        max_duplicated: settings.max_duplicated,
+        stages: stages
+            .map(|(run, s)| StageCheck {
+                run,
+                stage: s.stage,
+                moves: s.moves,
+                max_correlation: s.max_correlation,
+                duplicated: s.duplicated,
+                ess_frac: s.ess_frac,
+            })
+            .collect(),
+    }
+}
+
 /// The `Fit` of a finished run: posterior mean as the score, the marginal modes
 /// as an alternative, summaries, the γ path and the particles.
 pub fn build_fit(problem: &Problem, settings: &SmcSettings, run: SmcRun) -> Fit {
@@ -231,6 +254,8 @@ pub fn build_fit(problem: &Problem, settings: &SmcSettings, run: SmcRun) -> Fit 
         settings.particles
     ));
     fit.details["log_z_accuracy"] = json!(LOG_Z_ACCURACY);
+    fit.reports
+        .push(stage_report(settings, run.path.iter().map(|s| (None, s))));
     fit.mean = mean;
     fit.sd = sd;
     fit.trace = run.trace;

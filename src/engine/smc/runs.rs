@@ -32,7 +32,7 @@ use super::sampler::{self, SmcRun};
 use super::settings::SmcSettings;
 use super::target::Target;
 use crate::engine::event::{Event, LogLevel};
-use crate::engine::fit::{Fit, IndependentRuns, LogZRuns, RunPart, RunSummary};
+use crate::engine::fit::{Fit, IndependentRuns, LogZRuns, MethodReport, RunPart, RunSummary};
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::mcmc_diag::rhat_unsplit;
 use crate::engine::numerics::rng;
@@ -167,6 +167,12 @@ pub fn build_fit(problem: &Problem, settings: &SmcSettings, runs: Vec<(u64, SmcR
         })
         .collect();
     let stages: Vec<usize> = summary.runs.iter().map(|r| r.stages).collect();
+    let stage_report = super::stage_report(
+        settings,
+        runs.iter()
+            .enumerate()
+            .flat_map(|(r, (_, run))| run.path.iter().map(move |s| (Some(r + 1), s))),
+    );
     let pooled = pool(runs);
     let mut fit = super::build_fit(problem, settings, pooled);
     fit.log_evidence = Some(summary.log_z.pooled);
@@ -181,6 +187,9 @@ pub fn build_fit(problem: &Problem, settings: &SmcSettings, runs: Vec<(u64, SmcR
         settings.decorrelation, summary.count
     ));
     d["runs"] = compact(&summary);
+    fit.reports
+        .retain(|r| !matches!(r, MethodReport::TemperingStages { .. }));
+    fit.reports.push(stage_report);
     fit.runs = Some(summary);
     fit
 }

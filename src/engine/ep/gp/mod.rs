@@ -312,6 +312,13 @@ pub(crate) fn run(
     fit.prior = Some(Prior::Gp(resolved));
     fit.converged = true;
     fit.cv = cv_report.as_ref().map(|r| r.summary());
+    fit.reports.push(MethodReport::EpWork {
+        sweeps: out.sweeps,
+        sites: pb.pairs() - out.identical_pairs,
+        form: out.form,
+        rank,
+        site_storage: None,
+    });
     fit.details = json!({
         "model": "gp",
         "kernel": gp.kernel,

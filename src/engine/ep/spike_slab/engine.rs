@@ -384,6 +384,17 @@ pub fn run(
     fit.low_rank_covariance = model.cov_low_rank();
     fit.converged = true;
     fit.cv = cv_report.as_ref().map(|r| r.summary());
+    fit.reports.push(MethodReport::EpWork {
+        sweeps: outcome.sweeps,
+        sites: model.state().sites(),
+        form: if model.is_reduced() {
+            "reduced"
+        } else {
+            "primal"
+        },
+        rank: model.dim(),
+        site_storage: Some(model.state().storage()),
+    });
     fit.details = json!({
         "prior": "spike-slab",
         "sweeps": outcome.sweeps,
