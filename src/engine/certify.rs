@@ -15,7 +15,7 @@ use super::bounds::split;
 use super::event::{Event, LogLevel};
 use super::fit::{EngineKind, Fit};
 use super::interface::{Control, Engine, EngineError, Observer};
-use super::is_check::risks::{MAX_AUTO_DRAWS, ROW_BUDGET, auto_draws};
+use super::is_check::risks::{auto_draws, auto_draws_note};
 use super::is_check::{IsSettings, is_check_fit};
 use super::prior::Prior;
 use super::problem::Problem;
@@ -211,16 +211,8 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
     let gaussian =
         fit.particles.is_none() && (fit.covariance.is_some() || fit.low_rank_covariance.is_some());
     if is_draws > 0 && gaussian && !gp_gaussian {
-        if s.is_draws.is_none() && is_draws < MAX_AUTO_DRAWS {
-            notes.push((
-                LogLevel::Info,
-                format!(
-                    "importance-sampling check: {is_draws} draws (by default {MAX_AUTO_DRAWS} \
-                     up to 10⁵ training rows, fewer above so that the check costs about {:.0e} \
-                     row evaluations; --is-draws N to choose)",
-                    ROW_BUDGET
-                ),
-            ));
+        if let Some(note) = auto_draws_note(is_draws).filter(|_| s.is_draws.is_none()) {
+            notes.push((LogLevel::Info, note));
         }
         let settings = IsSettings {
             draws: is_draws,

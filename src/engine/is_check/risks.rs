@@ -41,6 +41,18 @@ pub fn auto_draws(n: usize) -> usize {
     fit.clamp(MIN_AUTO_DRAWS, MAX_AUTO_DRAWS)
 }
 
+/// What the default chose when it is fewer than `MAX_AUTO_DRAWS` (said on
+/// stderr and in the trace).
+pub fn auto_draws_note(draws: usize) -> Option<String> {
+    (draws < MAX_AUTO_DRAWS).then(|| {
+        format!(
+            "importance-sampling check: {draws} draws (by default {MAX_AUTO_DRAWS} up to 10⁵ \
+             training rows, fewer above so that the check costs about {ROW_BUDGET:.0e} row \
+             evaluations; --is-draws N to choose)"
+        )
+    })
+}
+
 /// Draws per score block for `n` rows (at least one, at most `CHUNK`).
 fn chunk_draws(n: usize) -> usize {
     (SCORE_BLOCK_BYTES / (8 * n.max(1))).clamp(1, CHUNK)
