@@ -87,8 +87,8 @@ fn corrects_a_poor_gaussian_to_the_exact_posterior() {
     // The stated Monte Carlo error covers the distance to the exact means
     // (5 standard errors: a 1-in-10⁶ miss per coefficient).
     assert!(c.shift_se > 0.0 && c.shift_se < 0.02, "{}", c.shift_se);
-    for k in 0..2 {
-        let off = (c.mean[k] - mean[k]).abs() / c.sd[k];
+    for (k, exact) in mean.iter().enumerate() {
+        let off = (c.mean[k] - exact).abs() / c.sd[k];
         assert!(
             off < 5.0 * c.shift_se,
             "mean {k}: {off} sd vs ±{}",
