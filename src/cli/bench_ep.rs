@@ -91,7 +91,7 @@ pub struct BenchRow {
 }
 
 /// CPU nanoseconds used so far by all threads of this process.
-fn cpu_ns() -> u64 {
+pub(super) fn cpu_ns() -> u64 {
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
         return 0;
     };
@@ -108,7 +108,7 @@ fn cpu_ns() -> u64 {
 }
 
 /// Peak resident memory of this process (VmHWM) in MB.
-fn peak_mb() -> f64 {
+pub(super) fn peak_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

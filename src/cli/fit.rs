@@ -216,6 +216,13 @@ pub fn run(args: &FitArgs, threads: Option<usize>) -> Result<(), CliError> {
     if let Some(note) = record.bound.as_ref().and_then(|b| b.sampled_pairs_note()) {
         eprintln!("{note}");
     }
+    if let (Some((_, None, _)), Some(draws)) = (
+        spec.method.certificate(),
+        record.details["is_check"]["draws"].as_u64(),
+    ) && let Some(note) = crate::engine::is_check::risks::auto_draws_note(draws as usize)
+    {
+        eprintln!("{note}");
+    }
     if let Some(log) = log {
         close_log(log, Ok(&record));
     }

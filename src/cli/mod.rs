@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_ep;
+mod bench_risk;
 mod bound;
 mod compare;
 mod explore;
@@ -74,6 +75,8 @@ pub enum Command {
     Bench(Box<bench::BenchArgs>),
     /// Time EP on several data sets (wall and CPU seconds, sweeps, peak memory).
     BenchEp(Box<bench_ep::BenchArgs>),
+    /// Time the exact risk R_n(θ) of a block of draws (the IS check's hot path) against the cost model.
+    BenchRisk(bench_risk::BenchRiskArgs),
     /// Print a shell completion script. Bash: `pacauc completions bash > ~/.local/share/bash-completion/completions/pacauc`;
     /// zsh: into a folder of your $fpath as `_pacauc`; fish: `~/.config/fish/completions/pacauc.fish`.
     Completions(shell_docs::CompletionsArgs),
@@ -126,6 +129,7 @@ pub fn main() -> ExitCode {
                 Command::GenDemo(args) => gen_demo::run(args).map_err(CliError::Input),
                 Command::Bench(args) => bench::run(args, cli.threads),
                 Command::BenchEp(args) => bench_ep::run(args),
+                Command::BenchRisk(args) => bench_risk::run(args),
                 Command::Completions(args) => shell_docs::completions(args),
                 Command::Man(args) => shell_docs::man(args),
             }

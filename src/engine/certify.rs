@@ -15,6 +15,7 @@ use super::bounds::split;
 use super::event::{Event, LogLevel};
 use super::fit::{EngineKind, Fit};
 use super::interface::{Control, Engine, EngineError, Observer};
+use super::is_check::risks::{auto_draws, auto_draws_note};
 use super::is_check::{IsSettings, is_check_fit};
 use super::prior::Prior;
 use super::problem::Problem;
@@ -26,8 +27,9 @@ pub const GP_NO_THETA: &str = "the GP prior's posterior is a Gaussian of the tra
 pub struct CertifySettings {
     /// The bound holds with probability ≥ 1 − ε.
     pub epsilon: f64,
-    /// Importance draws of the check (0: no check).
-    pub is_draws: usize,
+    /// Importance draws of the check (0: no check; None: by the training
+    /// size, `is_check::risks::auto_draws`).
+    pub is_draws: Option<usize>,
     /// Share of each class's rows the prior is learned on (0: the data-free
     /// prior only; `bounds::split`).
     #[serde(default)]
@@ -39,7 +41,7 @@ impl Default for CertifySettings {
     fn default() -> Self {
         CertifySettings {
             epsilon: bounds::DEFAULT_EPSILON,
-            is_draws: IsSettings::default().draws,
+            is_draws: None,
             prior_split: 0.0,
             seed: 0,
         }
@@ -198,7 +200,8 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
             notes.push((level, format!("no PAC-Bayes certificate: {e}")));
         }
     }
-    if s.is_draws > 0 && gp_gaussian {
+    let is_draws = s.is_draws.unwrap_or_else(|| auto_draws(pb.n()));
+    if is_draws > 0 && gp_gaussian {
         uncertified.insert("is_check".into(), json!(GP_NO_THETA));
         notes.push((
             LogLevel::Info,
@@ -207,9 +210,12 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
     }
     let gaussian =
         fit.particles.is_none() && (fit.covariance.is_some() || fit.low_rank_covariance.is_some());
-    if s.is_draws > 0 && gaussian && !gp_gaussian {
+    if is_draws > 0 && gaussian && !gp_gaussian {
+        if let Some(note) = auto_draws_note(is_draws).filter(|_| s.is_draws.is_none()) {
+            notes.push((LogLevel::Info, note));
+        }
         let settings = IsSettings {
-            draws: s.is_draws,
+            draws: is_draws,
             seed: s.seed,
             ..IsSettings::default()
         };

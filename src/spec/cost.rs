@@ -21,9 +21,14 @@ use super::values::Gamma;
 /// Per-unit costs, single-thread seconds (measured; see the module doc).
 mod unit {
     /// One AUC risk R_n(θ) per training row: the score (d multiply-adds, in
-    /// the GEMM of a block of θs) and the sort-based count.
-    pub const RISK_ROW: f64 = 4.5e-9;
+    /// the GEMM of a block of θs) and the bucket count, at `RISK_ROWS_AT`
+    /// rows; per row it doubles with every tenfold n (the kernel's tables
+    /// leave the caches: `pacauc bench-risk` measured 5.2, 10.6, 21.7 and
+    /// 45 ns per row at 7.5·10³…7.5·10⁶ rows, d = 20, one thread).
+    pub const RISK_ROW: f64 = 3.2e-9;
     pub const RISK_ROW_FEATURE: f64 = 0.1e-9;
+    pub const RISK_ROWS_AT: f64 = 7500.0;
+    pub const RISK_CACHE_EXPONENT: f64 = 0.3;
     /// One EP site update per sweep (vectorised kernel ≈ 7–15 ns, plus the
     /// two GEMMs' 4d flops per site).
     pub const EP_SITE: f64 = 15e-9;
@@ -165,9 +170,12 @@ fn data_bytes(s: Sizes) -> f64 {
 }
 
 /// One risk R_n(θ) on the training rows.
-fn risk_seconds(s: Sizes) -> f64 {
+pub fn risk_seconds(s: Sizes) -> f64 {
     let n = s.rows as f64;
-    n * (unit::RISK_ROW + unit::RISK_ROW_FEATURE * s.features as f64) * (n.log2() / 20.0).max(0.5)
+    let cache = (n / unit::RISK_ROWS_AT)
+        .powf(unit::RISK_CACHE_EXPONENT)
+        .max(0.5);
+    n * (unit::RISK_ROW + unit::RISK_ROW_FEATURE * s.features as f64) * cache
 }
 
 /// γ for the cost (auto and theory: n, the top of the range that matters).
@@ -206,7 +214,13 @@ fn certificate_part(s: Sizes) -> Part {
     }
 }
 
-fn is_check_part(draws: usize, s: Sizes) -> Option<Part> {
+/// The check's draws: as asked, or by the training size.
+fn is_draws_of(asked: Option<usize>, s: Sizes) -> usize {
+    asked.unwrap_or_else(|| crate::engine::is_check::risks::auto_draws(s.rows))
+}
+
+fn is_check_part(asked: Option<usize>, s: Sizes) -> Option<Part> {
+    let draws = is_draws_of(asked, s);
     (draws > 0).then(|| Part {
         what: format!("IS check: {draws} draws × R_n"),
         cpu_seconds: draws as f64 * risk_seconds(s),
@@ -461,9 +475,8 @@ fn suggestions(spec: &RunSpec, s: Sizes, threads: usize, limits: Limits) -> Vec<
             while b >= 1 << 12 {
                 if let MethodSpec::Ep(ce) = &mut cand.method {
                     ce.pairs = Some(b);
-                    ce.is_draws = e
-                        .is_draws
-                        .min(draws_that_fit(e.is_draws, s, threads, limits));
+                    let draws = is_draws_of(e.is_draws, s);
+                    ce.is_draws = Some(draws.min(draws_that_fit(draws, s, threads, limits)));
                 }
                 if (b as f64) < s.pairs() && fits(&cand) {
                     // §14: γ·sd(R_B) ≪ 1 needs B ≫ γ²R(1 − R); with R(1 − R) ≤ ¼ and a
@@ -484,7 +497,7 @@ fn suggestions(spec: &RunSpec, s: Sizes, threads: usize, limits: Limits) -> Vec<
                 }
                 b /= 2;
             }
-            if let Some(k) = fewer_draws(e.is_draws, s, threads, limits) {
+            if let Some(k) = fewer_draws(is_draws_of(e.is_draws, s), s, threads, limits) {
                 out.push(k);
             }
             out.push("--method vb (stochastic: its cost does not grow with the pairs)".into());
@@ -499,7 +512,7 @@ fn suggestions(spec: &RunSpec, s: Sizes, threads: usize, limits: Limits) -> Vec<
                     out.push("--optimizer stochastic".into());
                 }
             }
-            if let Some(k) = fewer_draws(v.is_draws, s, threads, limits) {
+            if let Some(k) = fewer_draws(is_draws_of(v.is_draws, s), s, threads, limits) {
                 out.push(k);
             }
         }
@@ -587,7 +600,7 @@ mod tests {
         let mut s = spec("ep");
         if let MethodSpec::Ep(e) = &mut s.method {
             e.pairs = Some(b);
-            e.is_draws = 0;
+            e.is_draws = Some(0);
         }
         assert!(estimate(&s, MILLION, 2).seconds <= LIMITS.seconds);
     }
@@ -604,7 +617,7 @@ mod tests {
         }
         let mut vb = spec("vb");
         if let MethodSpec::Vb(v) = &mut vb.method {
-            v.is_draws = 0;
+            v.is_draws = Some(0);
         }
         assert_eq!(refusal(&vb, MILLION, 2, LIMITS), None);
     }
@@ -614,6 +627,29 @@ mod tests {
         let msg = refusal(&spec("smc"), MILLION, 2, LIMITS).expect("hours");
         assert!(msg.contains("≥ "), "a lower bound: {msg}");
         assert!(msg.contains("--method vb"), "{msg}");
+    }
+
+    /// The calibration points of `unit::RISK_ROW` (`pacauc bench-risk`,
+    /// d = 20), within the model's stated factor of 2.
+    #[test]
+    fn the_risk_cost_follows_the_measured_cache_cliff() {
+        for (rows, ns) in [
+            (7500, 5.2),
+            (75_000, 10.6),
+            (750_000, 21.7),
+            (7_500_000, 45.0),
+        ] {
+            let s = Sizes {
+                rows,
+                positives: rows / 4,
+                features: 20,
+            };
+            let model = risk_seconds(s) / rows as f64 * 1e9;
+            assert!(
+                (0.5..2.0).contains(&(model / ns)),
+                "{rows}: {model} vs {ns}"
+            );
+        }
     }
 
     #[test]

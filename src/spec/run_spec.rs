@@ -15,8 +15,6 @@ use super::values::{Gamma, GpApproxSpec, Tunable};
 
 /// ε of the PAC-Bayes certificates (confidence 95%).
 pub const DEFAULT_EPSILON: f64 = crate::engine::bounds::DEFAULT_EPSILON;
-/// Importance draws of the check of a Gaussian approximation (ALGORITHMS.md §13).
-pub const DEFAULT_IS_DRAWS: usize = 20_000;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -172,12 +170,12 @@ impl MethodSpec {
 
     /// The certificate's settings (ε, importance draws, split-prior share) of
     /// a Bayesian method; None for the baselines.
-    pub fn certificate(&self) -> Option<(f64, usize, f64)> {
+    pub fn certificate(&self) -> Option<(f64, Option<usize>, f64)> {
         match self {
             MethodSpec::Logit(_) | MethodSpec::Rankboost(_) => None,
-            MethodSpec::Smc(s) => Some((s.epsilon, 0, s.prior_split)),
+            MethodSpec::Smc(s) => Some((s.epsilon, Some(0), s.prior_split)),
             MethodSpec::Ep(s) => Some((s.epsilon, s.is_draws, s.prior_split)),
-            MethodSpec::Gcs(s) => Some((s.epsilon, 0, s.prior_split)),
+            MethodSpec::Gcs(s) => Some((s.epsilon, Some(0), s.prior_split)),
             MethodSpec::Vb(s) => Some((s.epsilon, s.is_draws, s.prior_split)),
         }
     }
@@ -386,8 +384,9 @@ pub struct EpSpec {
     pub epsilon: f64,
     /// Share of each class's rows the certificate's prior is learned on (0: off).
     pub prior_split: f64,
-    /// Importance draws checking the Gaussian against the Gibbs posterior (0: none).
-    pub is_draws: usize,
+    /// Importance draws checking the Gaussian against the Gibbs posterior
+    /// (0: none; None: by the training size, `is_check::risks::auto_draws`).
+    pub is_draws: Option<usize>,
     /// Not written while classic: records made before keep their spec.
     #[serde(skip_serializing_if = "EpStartSpec::is_classic")]
     pub ep_start: EpStartSpec,
@@ -419,7 +418,7 @@ impl Default for EpSpec {
             pairs: None,
             epsilon: DEFAULT_EPSILON,
             prior_split: 0.0,
-            is_draws: DEFAULT_IS_DRAWS,
+            is_draws: None,
             ep_start: EpStartSpec::Classic,
             ep_controller: EpControllerSpec::Classic,
             ep_power: None,
@@ -477,8 +476,9 @@ pub struct VbSpec {
     pub epsilon: f64,
     /// Share of each class's rows the certificate's prior is learned on (0: off).
     pub prior_split: f64,
-    /// Importance draws checking the Gaussian against the Gibbs posterior (0: none).
-    pub is_draws: usize,
+    /// Importance draws checking the Gaussian against the Gibbs posterior
+    /// (0: none; None: by the training size, `is_check::risks::auto_draws`).
+    pub is_draws: Option<usize>,
 }
 
 impl Default for VbSpec {
@@ -492,7 +492,7 @@ impl Default for VbSpec {
             folds: 5,
             epsilon: DEFAULT_EPSILON,
             prior_split: 0.0,
-            is_draws: DEFAULT_IS_DRAWS,
+            is_draws: None,
         }
     }
 }

@@ -310,7 +310,7 @@ fn vb_defaults_to_the_theory_gamma_and_only_vb_takes_it() {
     let e = from_given(PathBuf::from("d.csv"), "smc", &[("is_draws", "10")]).unwrap_err();
     assert!(e.message.contains("does not apply to smc"), "{e}");
     let s = from_given(PathBuf::from("d.csv"), "smc", &[("epsilon", "0.01")]).unwrap();
-    assert_eq!(s.method.certificate(), Some((0.01, 0, 0.0)));
+    assert_eq!(s.method.certificate(), Some((0.01, Some(0), 0.0)));
     assert!(from_given(PathBuf::from("d.csv"), "logit", &[("epsilon", "0.01")]).is_err());
 }
 

@@ -11,6 +11,7 @@
 //! every sum runs over draws in order: the same answer for any thread count.
 
 pub mod psis;
+pub mod risks;
 
 use std::time::Instant;
 
@@ -21,28 +22,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::bounds::row_space::RowSpace;
 use crate::engine::fit::{Fit, LowRankCov};
-use crate::engine::numerics::fast_risk::RiskScratch;
 use crate::engine::numerics::rng::{normal, stream};
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
+use risks::risks_of;
 
 const IS_KEY: u64 = 0x6973_6368;
-/// Most draws whose risks are computed by one GEMM.
-const CHUNK: usize = 256;
-/// Bytes of one GEMM's score block (n × draws f64): at 10⁶ rows 256 draws
-/// took 2 GB, at 10⁷ rows 20 GB; fewer draws per block above this.
-const SCORE_BLOCK_BYTES: usize = 1 << 27;
-
-/// Draws per score block for `n` rows (at least one, at most `CHUNK`).
-fn chunk_draws(n: usize) -> usize {
-    (SCORE_BLOCK_BYTES / (8 * n.max(1))).clamp(1, CHUNK)
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct IsSettings {
     /// Importance draws (0: no check). Default 20 000: k̂ needs the tail, and
     /// a proposal that misses a mode shows it late (EP's all-spike fixed point
-    /// on the sparse demo: k̂ 0.54 from 4000 draws, 0.76 from 20 000).
+    /// on the sparse demo: k̂ 0.54 from 4000 draws, 0.76 from 20 000); fewer
+    /// on large data by default (`risks::auto_draws`).
     pub draws: usize,
     /// Degrees of freedom of the Student-t proposal.
     pub df: f64,
@@ -86,6 +78,14 @@ pub struct IsCheck {
     /// q's sd / corrected sd, per coefficient.
     pub sd_ratio: Vec<f64>,
     pub max_abs_shift_sd: f64,
+    /// The check's own Monte Carlo error: standard error of a corrected mean
+    /// in units of its sd, 1/√ESS (so of every `shift_sd`).
+    #[serde(default)]
+    pub shift_se: f64,
+    /// Standard error of `log_z` (delta method on the raw weights; only
+    /// meaningful when k̂ < ½, where their variance is finite).
+    #[serde(default)]
+    pub log_z_se: f64,
     pub proposal: IsSettings,
     pub seconds: f64,
     /// What the numbers say, in words.
@@ -180,6 +180,7 @@ fn check(
         .map(|((t, lq), r)| prior.log_density(t) - gamma * r - lq)
         .collect();
     let log_z = psis::log_sum_exp(&log_w) - (s.draws as f64).ln();
+    let log_z_se = log_mean_se(&log_w);
     let ps = psis::psis(&log_w);
     let w: Vec<f64> = ps.log_weights.iter().map(|v| v.exp()).collect();
     let ess = 1.0 / w.iter().map(|v| v * v).sum::<f64>();
@@ -218,6 +219,8 @@ fn check(
         shift_sd: Vec::new(),
         sd_ratio: Vec::new(),
         max_abs_shift_sd: 0.0,
+        shift_se: 1.0 / ess.sqrt(),
+        log_z_se,
         proposal: *s,
         seconds: 0.0,
         verdict: String::new(),
@@ -225,6 +228,16 @@ fn check(
     out.judge(mean, &q_sd);
     out.seconds = t0.elapsed().as_secs_f64();
     Ok((out, full_cov))
+}
+
+/// Standard error of log mean(w) from log weights: sd(w)/(mean(w)·√S).
+fn log_mean_se(log_w: &[f64]) -> f64 {
+    let max = log_w.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let w: Vec<f64> = log_w.iter().map(|v| (v - max).exp()).collect();
+    let s = w.len() as f64;
+    let mean = w.iter().sum::<f64>() / s;
+    let var = w.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (s - 1.0).max(1.0);
+    (var / s).sqrt() / mean
 }
 
 impl IsCheck {
@@ -246,8 +259,8 @@ impl IsCheck {
             format!("k̂ = {khat:.2}: usable, the corrected estimates are noisy")
         } else {
             format!(
-                "k̂ = {khat:.2}: good; the approximation's means are within {:.2} sd of the corrected ones",
-                self.max_abs_shift_sd
+                "k̂ = {khat:.2}: good; the approximation's means are within {:.2} sd of the corrected ones (Monte Carlo error ±{:.2} sd)",
+                self.max_abs_shift_sd, self.shift_se
             )
         };
     }
@@ -297,32 +310,6 @@ pub fn is_check_fit(fit: &Fit, pb: &Problem, s: &IsSettings) -> Result<IsCheck, 
             fit.engine
         )),
     }
-}
-
-/// R_n of every θ: scores by GEMM per chunk of draws, one risk per draw.
-fn risks_of(pb: &Problem, thetas: &[&[f64]]) -> Vec<f64> {
-    let rows = |label: bool| -> Vec<usize> { (0..pb.n()).filter(|&i| pb.y[i] == label).collect() };
-    let (xp, xn) = (
-        pb.x.select_rows(&rows(true)),
-        pb.x.select_rows(&rows(false)),
-    );
-    let d = pb.d();
-    let mut out = vec![0.0; thetas.len()];
-    let per = chunk_draws(pb.n());
-    for (c, chunk) in thetas.chunks(per).enumerate() {
-        let t = DMatrix::from_fn(d, chunk.len(), |k, j| chunk[j][k]);
-        let (sp, sn) = (&xp * &t, &xn * &t);
-        out[c * per..c * per + chunk.len()]
-            .par_iter_mut()
-            .enumerate()
-            .for_each_init(
-                || RiskScratch::new(xp.nrows(), xn.nrows()),
-                |scratch, (j, r)| {
-                    *r = scratch.risk(sp.column(j).as_slice(), sn.column(j).as_slice());
-                },
-            );
-    }
-    out
 }
 
 #[cfg(test)]

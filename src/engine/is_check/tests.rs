@@ -84,6 +84,18 @@ fn corrects_a_poor_gaussian_to_the_exact_posterior() {
     }
     // The uncorrected q was off by 0.3 |m|/sd: the shift reports it.
     assert!(c.max_abs_shift_sd > 0.2);
+    // The stated Monte Carlo error covers the distance to the exact means
+    // (5 standard errors: a 1-in-10⁶ miss per coefficient).
+    assert!(c.shift_se > 0.0 && c.shift_se < 0.02, "{}", c.shift_se);
+    for (k, exact) in mean.iter().enumerate() {
+        let off = (c.mean[k] - exact).abs() / c.sd[k];
+        assert!(
+            off < 5.0 * c.shift_se,
+            "mean {k}: {off} sd vs ±{}",
+            c.shift_se
+        );
+    }
+    assert!(c.log_z_se > 0.0 && c.log_z_se < 0.05, "{}", c.log_z_se);
 }
 
 /// Z_γ does not depend on ϑ (§2); the prior mixture proposal gives the same

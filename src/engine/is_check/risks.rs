@@ -1,0 +1,173 @@
+//! What the check costs: one exact R_n(θ) per draw, O(n) each (the bucket
+//! kernel of `numerics::fast_risk`), so S draws cost S·n row evaluations —
+//! 20 000 draws at 10⁶ rows were 20 minutes. The default number of draws
+//! therefore follows the training size (`auto_draws`): 20 000 up to 10⁵ rows,
+//! a fixed budget of row evaluations above, never fewer than 1000 (PSIS's k̂
+//! is then judged against its sample-size threshold 1 − 1/log₁₀ S ≈ 0.67,
+//! stricter than 0.7, so fewer draws make the check more cautious, not laxer).
+//!
+//! The risks: scores of a block of draws by one GEMM (buffers reused across
+//! blocks), then each worker thread takes every T-th draw of the block with
+//! its own kernel scratch, allocated once per call (at 10⁶ rows a scratch is
+//! ~30 MB: allocating it per rayon split cost millions of page faults). Each
+//! risk is an exact count, so the result does not depend on the thread count.
+
+use nalgebra::DMatrix;
+use rayon::prelude::*;
+
+use crate::engine::numerics::fast_risk::RiskScratch;
+use crate::engine::problem::Problem;
+
+/// Most draws whose risks are computed by one GEMM.
+const CHUNK: usize = 256;
+/// Bytes of one GEMM's score block (n × draws f64): at 10⁶ rows 256 draws
+/// took 2 GB, at 10⁷ rows 20 GB; fewer draws per block above this.
+const SCORE_BLOCK_BYTES: usize = 1 << 27;
+
+/// Draws of the default check on small data (the tail needs them: EP's
+/// all-spike fixed point on the sparse demo had k̂ 0.54 from 4000 draws, 0.76
+/// from 20 000).
+pub const MAX_AUTO_DRAWS: usize = 20_000;
+/// The fewest draws of the default check (k̂ threshold 1 − 1/log₁₀ 1000 ≈ 0.67).
+pub const MIN_AUTO_DRAWS: usize = 1000;
+/// Row evaluations (draws × training rows) the default check spends above
+/// 10⁵ rows: ≈ 20–40 CPU s on the project machine.
+pub const ROW_BUDGET: f64 = 2e9;
+
+/// Draws of the default check on `n` training rows: 20 000 up to 10⁵ rows,
+/// `ROW_BUDGET / n` above, at least `MIN_AUTO_DRAWS`.
+pub fn auto_draws(n: usize) -> usize {
+    let fit = (ROW_BUDGET / n.max(1) as f64) as usize;
+    fit.clamp(MIN_AUTO_DRAWS, MAX_AUTO_DRAWS)
+}
+
+/// What the default chose when it is fewer than `MAX_AUTO_DRAWS` (said on
+/// stderr and in the trace).
+pub fn auto_draws_note(draws: usize) -> Option<String> {
+    (draws < MAX_AUTO_DRAWS).then(|| {
+        format!(
+            "importance-sampling check: {draws} draws (by default {MAX_AUTO_DRAWS} up to 10⁵ \
+             training rows, fewer above so that the check costs about {ROW_BUDGET:.0e} row \
+             evaluations; --is-draws N to choose)"
+        )
+    })
+}
+
+/// Draws per score block for `n` rows (at least one, at most `CHUNK`).
+fn chunk_draws(n: usize) -> usize {
+    (SCORE_BLOCK_BYTES / (8 * n.max(1))).clamp(1, CHUNK)
+}
+
+/// R_n of every θ on `pb`'s training rows (see the module doc).
+pub fn risks_of(pb: &Problem, thetas: &[&[f64]]) -> Vec<f64> {
+    let rows = |label: bool| -> Vec<usize> { (0..pb.n()).filter(|&i| pb.y[i] == label).collect() };
+    let (xp, xn) = (
+        pb.x.select_rows(&rows(true)),
+        pb.x.select_rows(&rows(false)),
+    );
+    let mut out = vec![0.0; thetas.len()];
+    if thetas.is_empty() {
+        return out;
+    }
+    let per = chunk_draws(pb.n()).min(thetas.len());
+    let workers = rayon::current_num_threads().clamp(1, per);
+    let mut scratch: Vec<RiskScratch> = (0..workers)
+        .map(|_| RiskScratch::new(xp.nrows(), xn.nrows()))
+        .collect();
+    let mut t = DMatrix::zeros(pb.d(), per);
+    let mut sp = DMatrix::zeros(xp.nrows(), per);
+    let mut sn = DMatrix::zeros(xn.nrows(), per);
+    for (c, chunk) in thetas.chunks(per).enumerate() {
+        // A short last block leaves stale columns in `t`: their risks are
+        // not read.
+        for (j, theta) in chunk.iter().enumerate() {
+            t.column_mut(j).copy_from_slice(theta);
+        }
+        sp.gemm(1.0, &xp, &t, 0.0);
+        sn.gemm(1.0, &xn, &t, 0.0);
+        let (sp, sn) = (&sp, &sn);
+        let done: Vec<Vec<(usize, f64)>> = scratch
+            .par_iter_mut()
+            .enumerate()
+            .map(|(w, s)| {
+                (w..chunk.len())
+                    .step_by(workers)
+                    .map(|j| (j, s.risk(sp.column(j).as_slice(), sn.column(j).as_slice())))
+                    .collect()
+            })
+            .collect();
+        for (j, r) in done.into_iter().flatten() {
+            out[c * per + j] = r;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::metrics::auc_risk;
+    use crate::engine::numerics::rng::{normal, stream};
+    use crate::engine::prior::Prior;
+
+    /// Against the obvious path (scores one by one, `metrics::auc_risk`), on
+    /// rows with many ties (coarse codes) and blocks that do not divide the
+    /// draws, for one and two threads.
+    #[test]
+    fn risks_equal_the_direct_auc_for_every_draw() {
+        let mut r = stream(7, &[2]);
+        let (n, d) = (300, 4);
+        let x = DMatrix::from_fn(n, d, |_, k| {
+            let v = normal(&mut r);
+            if k < 2 { v.round() } else { v }
+        });
+        let y: Vec<bool> = (0..n).map(|i| x[(i, 0)] + normal(&mut r) > 0.5).collect();
+        let names = (0..d).map(|k| format!("x{k}")).collect();
+        let pb = Problem::new(names, x, y, 10.0, Prior::Gaussian { var: 1.0 }).unwrap();
+        let thetas: Vec<Vec<f64>> = (0..301)
+            .map(|s| {
+                (0..d)
+                    .map(|k| match (s % 7 == 0, k < 2) {
+                        // Dyadic weights on the integer codes, zero elsewhere:
+                        // exact scores with exact ties in either path.
+                        (true, true) => (8.0 * normal(&mut r)).round() / 8.0,
+                        (true, false) => 0.0,
+                        _ => normal(&mut r),
+                    })
+                    .collect()
+            })
+            .collect();
+        let refs: Vec<&[f64]> = thetas.iter().map(|t| t.as_slice()).collect();
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let got = pool.install(|| risks_of(&pb, &refs));
+            for (s, theta) in thetas.iter().enumerate() {
+                let scores: Vec<f64> = (0..n)
+                    .map(|i| (0..d).map(|k| pb.x[(i, k)] * theta[k]).sum())
+                    .collect();
+                let want = auc_risk(&scores, &pb.y);
+                assert!(
+                    (got[s] - want).abs() < 1e-12,
+                    "draw {s}, {threads} thread(s): {} vs {want}",
+                    got[s]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_default_draws_follow_the_rows() {
+        assert_eq!(auto_draws(1000), MAX_AUTO_DRAWS);
+        assert_eq!(auto_draws(100_000), MAX_AUTO_DRAWS);
+        assert_eq!(auto_draws(750_000), 2666);
+        assert_eq!(auto_draws(7_500_000), MIN_AUTO_DRAWS);
+        for n in [1, 10, 1000, 123_456, 1 << 20, 1 << 26] {
+            let s = auto_draws(n);
+            assert!((MIN_AUTO_DRAWS..=MAX_AUTO_DRAWS).contains(&s));
+            assert!(s == MIN_AUTO_DRAWS || s as f64 * n as f64 <= ROW_BUDGET);
+        }
+    }
+}
