@@ -7,6 +7,7 @@
 use nalgebra::DMatrix;
 
 use super::row_space::RowSpace;
+use super::spread;
 use super::{Bound, DRAWS_SHARE, Draws, Sizes, draws_term, from_parts, kl, pick_best, settle};
 use crate::engine::event::Event;
 use crate::engine::fit::{EngineKind, Fit, LowRankCov};
@@ -123,10 +124,27 @@ pub fn certify_gaussian_with(
     rho: &str,
     plan: PairPlan,
 ) -> Result<Bound, String> {
-    let (emp, draws) = gaussian_risk_term(&pb.x, &pb.y, mean, cov, plan, DRAWS_SHARE * epsilon)?;
+    certify_dense(pb, prior, mean, cov, epsilon, rho, plan, 1)
+}
+
+/// `certify_gaussian_with`, one of `shared_by` candidates sharing the Monte
+/// Carlo budget of sampled pairs.
+#[allow(clippy::too_many_arguments)]
+fn certify_dense(
+    pb: &Problem,
+    prior: &Prior,
+    mean: &[f64],
+    cov: &DMatrix<f64>,
+    epsilon: f64,
+    rho: &str,
+    plan: PairPlan,
+    shared_by: usize,
+) -> Result<Bound, String> {
+    let eps_draws = DRAWS_SHARE * epsilon / shared_by as f64;
+    let (emp, draws) = gaussian_risk_term(&pb.x, &pb.y, mean, cov, plan, eps_draws)?;
     let (kl, c) = kl::kl_to_prior_best_scale(mean, cov, prior)?;
     let b = scaled(from_parts(emp, kl, Sizes::of(pb), epsilon, rho), c);
-    Ok(with_draws(b, draws))
+    Ok(with_draws(b, draws.map(|d| Draws { shared_by, ..d })))
 }
 
 /// The certificate of ρ = N(mean, V) with a factored V (EP's reduced form):
@@ -139,6 +157,19 @@ pub fn certify_low_rank(
     epsilon: f64,
     rho: &str,
 ) -> Result<Bound, String> {
+    certify_factored(pb, prior, mean, v, epsilon, rho, 1)
+}
+
+/// `certify_low_rank`, one of `shared_by` candidates (as `certify_dense`).
+fn certify_factored(
+    pb: &Problem,
+    prior: &Prior,
+    mean: &[f64],
+    v: &LowRankCov,
+    epsilon: f64,
+    rho: &str,
+    shared_by: usize,
+) -> Result<Bound, String> {
     let rs = RowSpace::new(&pb.x, mean, v)?;
     let (emp, draws) = gaussian_risk_term(
         &rs.rows,
@@ -146,11 +177,20 @@ pub fn certify_low_rank(
         &rs.mean,
         &rs.cov,
         PairPlan::default(),
-        DRAWS_SHARE * epsilon,
+        DRAWS_SHARE * epsilon / shared_by as f64,
     )?;
     let (kl, c) = kl::kl_to_prior_low_rank_best_scale(mean, v, prior)?;
     let b = scaled(from_parts(emp, kl, Sizes::of(pb), epsilon, rho), c);
-    Ok(with_draws(b, draws))
+    Ok(with_draws(b, draws.map(|d| Draws { shared_by, ..d })))
+}
+
+/// V scaled by s, in its factored form.
+pub(crate) fn scaled_low_rank(v: &LowRankCov, s: f64) -> LowRankCov {
+    LowRankCov {
+        diag: v.diag.iter().map(|x| s * x).collect(),
+        factor: v.factor.clone(),
+        core: &v.core * s,
+    }
 }
 
 fn scaled(mut b: Bound, c: f64) -> Bound {
@@ -259,15 +299,35 @@ pub fn certify(fit: &Fit, pb: &Problem, epsilon: f64) -> Result<Bound, String> {
     }
     let prior = fit.prior.as_ref().unwrap_or(&pb.prior);
     let sizes = Sizes::of(pb);
+    // The fit's Gaussian at the best of its spreads (`spread`).
     let gaussian = |rho: &str| -> Result<Bound, String> {
-        match (&fit.covariance, &fit.low_rank_covariance) {
-            (Some(cov), _) => certify_gaussian(pb, prior, &fit.mean, cov, epsilon, rho),
-            (None, Some(lr)) => certify_low_rank(pb, prior, &fit.mean, lr, epsilon, rho),
-            (None, None) => Err(format!(
-                "the {} fit has no covariance: no Gaussian certificate",
-                fit.engine
-            )),
-        }
+        spread::best_spread(
+            |s, shared_by| match (&fit.covariance, &fit.low_rank_covariance) {
+                (Some(cov), _) => certify_dense(
+                    pb,
+                    prior,
+                    &fit.mean,
+                    &(cov * s),
+                    epsilon,
+                    rho,
+                    PairPlan::default(),
+                    shared_by,
+                ),
+                (None, Some(lr)) => certify_factored(
+                    pb,
+                    prior,
+                    &fit.mean,
+                    &scaled_low_rank(lr, s),
+                    epsilon,
+                    rho,
+                    shared_by,
+                ),
+                (None, None) => Err(format!(
+                    "the {} fit has no covariance: no Gaussian certificate",
+                    fit.engine
+                )),
+            },
+        )
     };
     if fit.engine == EngineKind::Gcs {
         return certify_gcs(fit, sizes, epsilon, gaussian);
