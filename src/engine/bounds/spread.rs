@@ -15,7 +15,7 @@
 use super::Bound;
 
 /// The spreads s tried (s = 1: the fit's own covariance).
-pub const SPREADS: [f64; 7] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0];
+pub const SPREADS: [f64; 9] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
 
 /// The smallest certificate of `at(s, shared_by)` over `SPREADS` (each call
 /// certifies N(μ, s·V) with its Monte Carlo share divided by `shared_by`), the
