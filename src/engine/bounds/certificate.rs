@@ -202,6 +202,14 @@ impl Bound {
         }
     }
 
+    /// Whose score the certificate is about, in words.
+    pub fn drawn_from(&self) -> String {
+        match self.rho_spread {
+            Some(s) => format!("the posterior with its covariance ×{s}"),
+            None => "the posterior".into(),
+        }
+    }
+
     /// Whether the certificate says no more than a random score's ½.
     pub fn is_vacuous(&self) -> bool {
         self.risk >= VACUOUS_RISK
@@ -220,7 +228,8 @@ impl Bound {
         }
         format!(
             "with {conf}% confidence, AUC ≥ {auc:.2} on new data from the same source (for a \
-             score drawn from the posterior)"
+             score drawn from {})",
+            self.drawn_from()
         )
     }
 
