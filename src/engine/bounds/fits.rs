@@ -28,12 +28,14 @@ pub const PAIRS_SOURCE: &str = "pairs";
 
 /// How the certificate takes E_ρ R_n of a Gaussian ρ: exact up to `exact_max`
 /// pairs, else from `sample` pairs drawn with `seed` (fixed by default: the
-/// sample does not depend on the data, so the bound holds for it).
+/// sample does not depend on the data, so the bound holds for it); the
+/// candidate is one of `shared_by` that share the sample's Monte Carlo budget.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PairPlan {
     pub exact_max: usize,
     pub sample: usize,
     pub seed: u64,
+    pub shared_by: usize,
 }
 
 impl Default for PairPlan {
@@ -42,6 +44,7 @@ impl Default for PairPlan {
             exact_max: EXACT_PAIRS_MAX,
             sample: SAMPLED_PAIRS,
             seed: 0,
+            shared_by: 1,
         }
     }
 }
@@ -124,22 +127,7 @@ pub fn certify_gaussian_with(
     rho: &str,
     plan: PairPlan,
 ) -> Result<Bound, String> {
-    certify_dense(pb, prior, mean, cov, epsilon, rho, plan, 1)
-}
-
-/// `certify_gaussian_with`, one of `shared_by` candidates sharing the Monte
-/// Carlo budget of sampled pairs.
-#[allow(clippy::too_many_arguments)]
-fn certify_dense(
-    pb: &Problem,
-    prior: &Prior,
-    mean: &[f64],
-    cov: &DMatrix<f64>,
-    epsilon: f64,
-    rho: &str,
-    plan: PairPlan,
-    shared_by: usize,
-) -> Result<Bound, String> {
+    let shared_by = plan.shared_by.max(1);
     let eps_draws = DRAWS_SHARE * epsilon / shared_by as f64;
     let (emp, draws) = gaussian_risk_term(&pb.x, &pb.y, mean, cov, plan, eps_draws)?;
     let (kl, c) = kl::kl_to_prior_best_scale(mean, cov, prior)?;
@@ -303,15 +291,17 @@ pub fn certify(fit: &Fit, pb: &Problem, epsilon: f64) -> Result<Bound, String> {
     let gaussian = |rho: &str| -> Result<Bound, String> {
         spread::best_spread(
             |s, shared_by| match (&fit.covariance, &fit.low_rank_covariance) {
-                (Some(cov), _) => certify_dense(
+                (Some(cov), _) => certify_gaussian_with(
                     pb,
                     prior,
                     &fit.mean,
                     &(cov * s),
                     epsilon,
                     rho,
-                    PairPlan::default(),
-                    shared_by,
+                    PairPlan {
+                        shared_by,
+                        ..PairPlan::default()
+                    },
                 ),
                 (None, Some(lr)) => certify_factored(
                     pb,
