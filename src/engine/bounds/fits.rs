@@ -136,20 +136,9 @@ pub fn certify_gaussian_with(
 }
 
 /// The certificate of ρ = N(mean, V) with a factored V (EP's reduced form):
-/// E_ρ R_n in the data's row space (`row_space`), KL by the determinant lemma.
+/// E_ρ R_n in the data's row space (`row_space`), KL by the determinant lemma;
+/// one of `shared_by` candidates sharing the Monte Carlo budget (as `PairPlan`).
 pub fn certify_low_rank(
-    pb: &Problem,
-    prior: &Prior,
-    mean: &[f64],
-    v: &LowRankCov,
-    epsilon: f64,
-    rho: &str,
-) -> Result<Bound, String> {
-    certify_factored(pb, prior, mean, v, epsilon, rho, 1)
-}
-
-/// `certify_low_rank`, one of `shared_by` candidates (as `certify_dense`).
-fn certify_factored(
     pb: &Problem,
     prior: &Prior,
     mean: &[f64],
@@ -303,7 +292,7 @@ pub fn certify(fit: &Fit, pb: &Problem, epsilon: f64) -> Result<Bound, String> {
                         ..PairPlan::default()
                     },
                 ),
-                (None, Some(lr)) => certify_factored(
+                (None, Some(lr)) => certify_low_rank(
                     pb,
                     prior,
                     &fit.mean,
