@@ -15,3 +15,4 @@ pub mod packed_gemm;
 pub mod pair_risk;
 pub mod rng;
 pub mod simd;
+pub mod sparse_rows;
