@@ -34,10 +34,11 @@ pub enum BoundFormat {
 /// The certificate in one line: which number is "the" bound, and on what.
 pub fn headline(b: &crate::engine::bounds::Bound) -> String {
     format!(
-        "1 − AUC ≤ {:.4} with probability ≥ {} for a score drawn from the posterior \
+        "1 − AUC ≤ {:.4} with probability ≥ {} for a score drawn from {} \
          (empirical {:.4}, KL {:.2}){}",
         b.risk,
         1.0 - b.epsilon,
+        b.drawn_from(),
         b.empirical_risk,
         b.kl,
         // A bound at or above ½ certifies nothing better than chance.

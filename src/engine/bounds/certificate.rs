@@ -97,6 +97,10 @@ pub struct Bound {
     /// the same E_ρ R_n (the risk sees only directions), the smallest KL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rho_scale: Option<f64>,
+    /// ρ = N(μ, s·V) with this s ≠ 1 in place of the fit's own covariance V
+    /// (`spread`: widened or narrowed on a fixed grid, the smallest bound kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rho_spread: Option<f64>,
     /// E_ρ R_n from posterior draws: its Monte Carlo term (`Draws`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draws: Option<Draws>,
@@ -190,6 +194,22 @@ pub struct SplitPrior {
 }
 
 impl Bound {
+    /// ρ in words: its family, and its covariance's spread when not the fit's own.
+    pub fn label(&self) -> String {
+        match self.rho_spread {
+            Some(s) => format!("{} with covariance ×{s}", self.rho),
+            None => self.rho.clone(),
+        }
+    }
+
+    /// Whose score the certificate is about, in words.
+    pub fn drawn_from(&self) -> String {
+        match self.rho_spread {
+            Some(s) => format!("the posterior with its covariance ×{s}"),
+            None => "the posterior".into(),
+        }
+    }
+
     /// Whether the certificate says no more than a random score's ½.
     pub fn is_vacuous(&self) -> bool {
         self.risk >= VACUOUS_RISK
@@ -208,7 +228,8 @@ impl Bound {
         }
         format!(
             "with {conf}% confidence, AUC ≥ {auc:.2} on new data from the same source (for a \
-             score drawn from the posterior)"
+             score drawn from {})",
+            self.drawn_from()
         )
     }
 
@@ -302,6 +323,7 @@ pub fn from_parts(empirical_risk: f64, kl: f64, sizes: Sizes, epsilon: f64, rho:
         one_sample_risk: Some(risk_u / c),
         floor: Some(two_sample::pac_bayes_kl(empirical_risk, 0.0, m, epsilon)),
         rho_scale: None,
+        rho_spread: None,
         draws: None,
         chosen: None,
         split: None,
@@ -373,8 +395,24 @@ pub fn draws_term(mean: f64, sd: f64, count: f64, epsilon: f64) -> Draws {
 /// the worst value over their interval), KL, m, and ε less the draws' share,
 /// divided among a split prior's grid.
 pub(crate) fn settle(b: &mut Bound) {
+    settle_reserving(b, 0.0)
+}
+
+/// The Monte Carlo share of ε that `b`'s draws-based candidates use in all
+/// (each one's event at its share, `shared_by` of them: a union bound).
+fn draws_budget(b: &Bound) -> f64 {
+    b.draws
+        .as_ref()
+        .map_or(0.0, |d| d.epsilon * d.shared_by.max(1) as f64)
+}
+
+/// `settle` with at least `reserve` of ε kept for Monte Carlo events: a
+/// headline chosen among draws-based candidates and exact ones is valid on
+/// the intersection of one PAC-Bayes event and every Monte Carlo event, so
+/// the exact ones too run their PAC-Bayes part at ε less the draws' budget.
+fn settle_reserving(b: &mut Bound, reserve: f64) {
     let grid = b.split.as_ref().map_or(1, |s| s.grid.max(1)) as f64;
-    let eps = (b.epsilon - b.draws.as_ref().map_or(0.0, |d| d.epsilon)) / grid;
+    let eps = (b.epsilon - draws_budget(b).max(reserve)) / grid;
     let m = b.m;
     let at = |r: f64, kl: f64| two_sample::pac_bayes_kl(r, kl, m, eps);
     b.risk = match &b.draws {
@@ -418,6 +456,22 @@ pub fn pick_best(cands: Vec<Bound>) -> Option<Bound> {
             }
         }
     }
+    // One Monte Carlo budget per kind of draws (posterior draws, sampled
+    // pairs): distinct events, so their budgets add up.
+    let reserve: f64 = [None, Some(super::fits::PAIRS_SOURCE)]
+        .iter()
+        .map(|kind| {
+            all.iter()
+                .filter(|c| c.draws.as_ref().map(|d| d.source.as_deref()) == Some(*kind))
+                .map(draws_budget)
+                .fold(0.0, f64::max)
+        })
+        .sum();
+    if reserve > 0.0 {
+        for c in all.iter_mut().filter(|c| draws_budget(c) < reserve) {
+            settle_reserving(c, reserve);
+        }
+    }
     all.sort_by(|a, b| a.risk.total_cmp(&b.risk));
     if all.is_empty() {
         return None;
@@ -426,12 +480,19 @@ pub fn pick_best(cands: Vec<Bound>) -> Option<Bound> {
     if !all.is_empty() {
         best.chosen = Some(format!(
             "the smallest of {} certificates (ρ: {}), all under one prior: the bound holds for \
-             every ρ at once, so choosing the best costs nothing",
+             every ρ at once, so choosing the best costs nothing{}",
             all.len() + 1,
-            std::iter::once(best.rho.as_str())
-                .chain(all.iter().map(|c| c.rho.as_str()))
+            std::iter::once(best.label())
+                .chain(all.iter().map(|c| c.label()))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            if reserve > 0.0 {
+                format!(
+                    " (the Monte Carlo events of the draws-based ones share {reserve:.4} of ε,                      which every candidate's PAC-Bayes part leaves aside)"
+                )
+            } else {
+                String::new()
+            }
         ));
     }
     all.append(&mut aside);
@@ -455,6 +516,7 @@ fn one_at(b: &Bound, epsilon: f64) -> Bound {
     let mut out = from_parts(b.empirical_risk, b.kl, b.sizes, epsilon, &b.rho);
     out.approximate = b.approximate.clone();
     out.rho_scale = b.rho_scale;
+    out.rho_spread = b.rho_spread;
     out.split = b.split.clone();
     out.draws = b.draws.as_ref().map(|d| Draws {
         source: d.source.clone(),

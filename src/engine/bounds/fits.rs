@@ -7,6 +7,7 @@
 use nalgebra::DMatrix;
 
 use super::row_space::RowSpace;
+use super::spread;
 use super::{Bound, DRAWS_SHARE, Draws, Sizes, draws_term, from_parts, kl, pick_best, settle};
 use crate::engine::event::Event;
 use crate::engine::fit::{EngineKind, Fit, LowRankCov, MethodReport};
@@ -27,12 +28,14 @@ pub const PAIRS_SOURCE: &str = "pairs";
 
 /// How the certificate takes E_ρ R_n of a Gaussian ρ: exact up to `exact_max`
 /// pairs, else from `sample` pairs drawn with `seed` (fixed by default: the
-/// sample does not depend on the data, so the bound holds for it).
+/// sample does not depend on the data, so the bound holds for it); the
+/// candidate is one of `shared_by` that share the sample's Monte Carlo budget.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PairPlan {
     pub exact_max: usize,
     pub sample: usize,
     pub seed: u64,
+    pub shared_by: usize,
 }
 
 impl Default for PairPlan {
@@ -41,6 +44,7 @@ impl Default for PairPlan {
             exact_max: EXACT_PAIRS_MAX,
             sample: SAMPLED_PAIRS,
             seed: 0,
+            shared_by: 1,
         }
     }
 }
@@ -123,14 +127,17 @@ pub fn certify_gaussian_with(
     rho: &str,
     plan: PairPlan,
 ) -> Result<Bound, String> {
-    let (emp, draws) = gaussian_risk_term(&pb.x, &pb.y, mean, cov, plan, DRAWS_SHARE * epsilon)?;
+    let shared_by = plan.shared_by.max(1);
+    let eps_draws = DRAWS_SHARE * epsilon / shared_by as f64;
+    let (emp, draws) = gaussian_risk_term(&pb.x, &pb.y, mean, cov, plan, eps_draws)?;
     let (kl, c) = kl::kl_to_prior_best_scale(mean, cov, prior)?;
     let b = scaled(from_parts(emp, kl, Sizes::of(pb), epsilon, rho), c);
-    Ok(with_draws(b, draws))
+    Ok(with_draws(b, draws.map(|d| Draws { shared_by, ..d })))
 }
 
 /// The certificate of ρ = N(mean, V) with a factored V (EP's reduced form):
-/// E_ρ R_n in the data's row space (`row_space`), KL by the determinant lemma.
+/// E_ρ R_n in the data's row space (`row_space`), KL by the determinant lemma;
+/// one of `shared_by` candidates sharing the Monte Carlo budget (as `PairPlan`).
 pub fn certify_low_rank(
     pb: &Problem,
     prior: &Prior,
@@ -138,6 +145,7 @@ pub fn certify_low_rank(
     v: &LowRankCov,
     epsilon: f64,
     rho: &str,
+    shared_by: usize,
 ) -> Result<Bound, String> {
     let rs = RowSpace::new(&pb.x, mean, v)?;
     let (emp, draws) = gaussian_risk_term(
@@ -146,11 +154,20 @@ pub fn certify_low_rank(
         &rs.mean,
         &rs.cov,
         PairPlan::default(),
-        DRAWS_SHARE * epsilon,
+        DRAWS_SHARE * epsilon / shared_by as f64,
     )?;
     let (kl, c) = kl::kl_to_prior_low_rank_best_scale(mean, v, prior)?;
     let b = scaled(from_parts(emp, kl, Sizes::of(pb), epsilon, rho), c);
-    Ok(with_draws(b, draws))
+    Ok(with_draws(b, draws.map(|d| Draws { shared_by, ..d })))
+}
+
+/// V scaled by s, in its factored form.
+pub(crate) fn scaled_low_rank(v: &LowRankCov, s: f64) -> LowRankCov {
+    LowRankCov {
+        diag: v.diag.iter().map(|x| s * x).collect(),
+        factor: v.factor.clone(),
+        core: &v.core * s,
+    }
 }
 
 fn scaled(mut b: Bound, c: f64) -> Bound {
@@ -260,15 +277,37 @@ pub fn certify(fit: &Fit, pb: &Problem, epsilon: f64) -> Result<Bound, String> {
     }
     let prior = fit.prior.as_ref().unwrap_or(&pb.prior);
     let sizes = Sizes::of(pb);
+    // The fit's Gaussian at the best of its spreads (`spread`).
     let gaussian = |rho: &str| -> Result<Bound, String> {
-        match (&fit.covariance, &fit.low_rank_covariance) {
-            (Some(cov), _) => certify_gaussian(pb, prior, &fit.mean, cov, epsilon, rho),
-            (None, Some(lr)) => certify_low_rank(pb, prior, &fit.mean, lr, epsilon, rho),
-            (None, None) => Err(format!(
-                "the {} fit has no covariance: no Gaussian certificate",
-                fit.engine
-            )),
-        }
+        spread::best_spread(
+            |s, shared_by| match (&fit.covariance, &fit.low_rank_covariance) {
+                (Some(cov), _) => certify_gaussian_with(
+                    pb,
+                    prior,
+                    &fit.mean,
+                    &(cov * s),
+                    epsilon,
+                    rho,
+                    PairPlan {
+                        shared_by,
+                        ..PairPlan::default()
+                    },
+                ),
+                (None, Some(lr)) => certify_low_rank(
+                    pb,
+                    prior,
+                    &fit.mean,
+                    &scaled_low_rank(lr, s),
+                    epsilon,
+                    rho,
+                    shared_by,
+                ),
+                (None, None) => Err(format!(
+                    "the {} fit has no covariance: no Gaussian certificate",
+                    fit.engine
+                )),
+            },
+        )
     };
     if fit.engine == EngineKind::Gcs {
         return certify_gcs(fit, sizes, epsilon, gaussian);

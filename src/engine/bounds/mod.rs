@@ -32,6 +32,7 @@ mod fits;
 pub mod kl;
 pub mod row_space;
 pub mod split;
+pub mod spread;
 pub mod two_sample;
 
 pub(crate) use certificate::settle;

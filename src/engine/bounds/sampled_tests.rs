@@ -46,6 +46,7 @@ fn sampled(pb: &Problem, mean: &[f64], cov: &DMatrix<f64>, sample: usize, seed: 
         exact_max: 0,
         sample,
         seed,
+        shared_by: 1,
     };
     certify_gaussian_with(pb, &pb.prior, mean, cov, 0.05, "gaussian", plan).unwrap()
 }
