@@ -216,10 +216,8 @@ pub fn run(args: &FitArgs, threads: Option<usize>) -> Result<(), CliError> {
     if let Some(note) = record.bound.as_ref().and_then(|b| b.sampled_pairs_note()) {
         eprintln!("{note}");
     }
-    if let (Some((_, None, _)), Some(draws)) = (
-        spec.method.certificate(),
-        record.details["is_check"]["draws"].as_u64(),
-    ) && let Some(note) = crate::engine::is_check::risks::auto_draws_note(draws as usize)
+    if let (Some((_, None, _)), Some(draws)) = (spec.method.certificate(), record.is_check_draws())
+        && let Some(note) = crate::engine::is_check::risks::auto_draws_note(draws)
     {
         eprintln!("{note}");
     }
