@@ -124,37 +124,15 @@ impl<T: Element> PackedRows<T> {
     /// `out[j·ld + i] = Σ_k A[i, k]·B[j, k]` for the `c` rows of `b` (row-major
     /// c × depth, converted to T) and every row i of A; `scratch` holds B packed.
     pub fn mul_bt(&self, b: &[f64], c: usize, out: &mut [T], ld: usize, scratch: &mut Vec<T>) {
-        let depth = self.depth;
-        assert!(b.len() >= c * depth, "b holds fewer than c rows");
-        assert!(
-            ld >= self.rows,
-            "the output's leading dimension is below the rows of A"
-        );
-        if c == 0 || self.rows == 0 {
+        if !has_work(self.rows, self.depth, b, c, out, ld) {
             return;
         }
-        assert!(
-            out.len() >= (c - 1) * ld + self.rows,
-            "the output is too short"
-        );
         let nr = T::tile_rows(self.isa);
         if nr == 0 {
             self.mul_bt_scalar(b, c, out, ld, scratch);
             return;
         }
-        // B in tiles of nr rows, k-major (the tile's values for one k are
-        // adjacent), the last tile padded with zeros.
-        let tiles = c.div_ceil(nr);
-        scratch.clear();
-        scratch.resize(tiles * depth * nr, T::default());
-        for j in 0..c {
-            let (t, jj) = (j / nr, j % nr);
-            let row = &b[j * depth..(j + 1) * depth];
-            let tile = &mut scratch[t * depth * nr..(t + 1) * depth * nr];
-            for (k, &v) in row.iter().enumerate() {
-                tile[k * nr + jj] = T::from_f64(v);
-            }
-        }
+        pack_tiles(b, c, self.depth, nr, scratch);
         T::kernel(self.isa, self, scratch, c, out, ld);
     }
 
@@ -177,6 +155,48 @@ impl<T: Element> PackedRows<T> {
                 }
                 out[j * ld + i] = acc;
             }
+        }
+    }
+}
+
+/// Checks `out[j·ld + i]` (i < rows, j < c) and B's c rows of `depth` against
+/// the buffers; false when there is nothing to compute.
+pub(super) fn has_work<T>(
+    rows: usize,
+    depth: usize,
+    b: &[f64],
+    c: usize,
+    out: &[T],
+    ld: usize,
+) -> bool {
+    assert!(b.len() >= c * depth, "b holds fewer than c rows");
+    assert!(
+        ld >= rows,
+        "the output's leading dimension is below the rows of A"
+    );
+    if c == 0 || rows == 0 {
+        return false;
+    }
+    assert!(out.len() >= (c - 1) * ld + rows, "the output is too short");
+    true
+}
+
+/// B (row-major c × depth) in tiles of `width` rows, k-major (a tile's values
+/// for one k are adjacent), the last tile padded with zeros.
+pub(super) fn pack_tiles<T: Element>(
+    b: &[f64],
+    c: usize,
+    depth: usize,
+    width: usize,
+    scratch: &mut Vec<T>,
+) {
+    scratch.clear();
+    scratch.resize(c.div_ceil(width) * depth * width, T::default());
+    for j in 0..c {
+        let (t, jj) = (j / width, j % width);
+        let tile = &mut scratch[t * depth * width..(t + 1) * depth * width];
+        for (k, &v) in b[j * depth..(j + 1) * depth].iter().enumerate() {
+            tile[k * width + jj] = T::from_f64(v);
         }
     }
 }

@@ -14,7 +14,7 @@
 //! so equal rows of A get bit-equal outputs and the bits depend neither on the
 //! CPU nor on block sizes or threads.
 
-use super::packed_gemm::{Element, Isa};
+use super::packed_gemm::{Element, Isa, has_work, pack_tiles};
 
 /// Rows of B per chunk (the accumulators of one row of A).
 const LANES: usize = 32;
@@ -120,28 +120,11 @@ impl<T: Element> SparseRows<T> {
     /// c × depth, converted to T) and every row i of A; `scratch` holds B packed.
     pub fn mul_bt(&self, b: &[f64], c: usize, out: &mut [T], ld: usize, scratch: &mut Vec<T>) {
         let depth = self.depth;
-        assert!(b.len() >= c * depth, "b holds fewer than c rows");
-        assert!(
-            ld >= self.rows,
-            "the output's leading dimension is below the rows of A"
-        );
-        if c == 0 || self.rows == 0 {
+        if !has_work(self.rows, depth, b, c, out, ld) {
             return;
         }
-        assert!(
-            out.len() >= (c - 1) * ld + self.rows,
-            "the output is too short"
-        );
         let chunks = c.div_ceil(LANES);
-        scratch.clear();
-        scratch.resize(chunks * depth * LANES, T::default());
-        for j in 0..c {
-            let (t, jj) = (j / LANES, j % LANES);
-            let chunk = &mut scratch[t * depth * LANES..(t + 1) * depth * LANES];
-            for (k, &v) in b[j * depth..(j + 1) * depth].iter().enumerate() {
-                chunk[k * LANES + jj] = T::from_f64(v);
-            }
-        }
+        pack_tiles(b, c, depth, LANES, scratch);
         for t in 0..chunks {
             let chunk = &scratch[t * depth * LANES..(t + 1) * depth * LANES];
             let width = LANES.min(c - t * LANES);

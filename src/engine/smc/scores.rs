@@ -251,6 +251,17 @@ mod tests {
     use super::*;
     use crate::engine::numerics::rng;
 
+    fn standardise(x: &mut DMatrix<f64>) {
+        let n = x.nrows() as f64;
+        for mut c in x.column_iter_mut() {
+            let mean = c.mean();
+            let sd = (c.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n)
+                .sqrt()
+                .max(1e-12);
+            c.iter_mut().for_each(|v| *v = (*v - mean) / sd);
+        }
+    }
+
     #[test]
     fn close_values_force_f64() {
         let x = DMatrix::from_row_slice(3, 2, &[0.0, 1.0, 1.0, 1.0 + 1e-12, 2.0, 3.0]);
@@ -286,13 +297,7 @@ mod tests {
             x.set_row(n - 1 - i * 5, &src);
         }
         // Standardise like the data layer (so values are not small integers).
-        for mut c in x.column_iter_mut() {
-            let mean = c.mean();
-            let sd = (c.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64)
-                .sqrt()
-                .max(1e-12);
-            c.iter_mut().for_each(|v| *v = (*v - mean) / sd);
-        }
+        standardise(&mut x);
         let f32s = LinearScores::new(&x, n_pos, ScorePrecision::Auto);
         let f64s = LinearScores::new(&x, n_pos, ScorePrecision::F64);
         assert_eq!(f32s.precision_name(), "f32");
@@ -337,13 +342,7 @@ mod tests {
             let src = x.row(i * 3 % n).into_owned();
             x.set_row(n - 1 - i * 7, &src);
         }
-        for mut c in x.column_iter_mut() {
-            let mean = c.mean();
-            let sd = (c.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64)
-                .sqrt()
-                .max(1e-12);
-            c.iter_mut().for_each(|v| *v = (*v - mean) / sd);
-        }
+        standardise(&mut x);
         let m = 200;
         let thetas: Vec<f64> = (0..m * d).map(|_| rng::normal(&mut r)).collect();
         let brute: Vec<f64> = (0..m)
