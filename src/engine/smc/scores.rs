@@ -156,29 +156,37 @@ impl LinearScores {
             b64,
             risk,
         } = scratch;
+        let n_pos = self.n_pos;
         match &self.rows {
-            Rows::F32(x) => {
-                s32.resize(n * m, 0.0);
-                x.mul_bt(thetas, m, s32, n, b32);
-                column_risks(s32, n, self.n_pos, risk, out);
-            }
-            Rows::F64(x) => {
-                s64.resize(n * m, 0.0);
-                x.mul_bt(thetas, m, s64, n, b64);
-                column_risks(s64, n, self.n_pos, risk, out);
-            }
-            Rows::Sparse32(x) => {
-                s32.resize(n * m, 0.0);
-                x.mul_bt(thetas, m, s32, n, b32);
-                column_risks(s32, n, self.n_pos, risk, out);
-            }
-            Rows::Sparse64(x) => {
-                s64.resize(n * m, 0.0);
-                x.mul_bt(thetas, m, s64, n, b64);
-                column_risks(s64, n, self.n_pos, risk, out);
-            }
+            Rows::F32(x) => risks_with(s32, b32, (n, m, n_pos), risk, out, |s, b| {
+                x.mul_bt(thetas, m, s, n, b)
+            }),
+            Rows::F64(x) => risks_with(s64, b64, (n, m, n_pos), risk, out, |s, b| {
+                x.mul_bt(thetas, m, s, n, b)
+            }),
+            Rows::Sparse32(x) => risks_with(s32, b32, (n, m, n_pos), risk, out, |s, b| {
+                x.mul_bt(thetas, m, s, n, b)
+            }),
+            Rows::Sparse64(x) => risks_with(s64, b64, (n, m, n_pos), risk, out, |s, b| {
+                x.mul_bt(thetas, m, s, n, b)
+            }),
         }
     }
+}
+
+/// The n × m scores by `products` (into the score buffer, with B's packing
+/// buffer), then each column's risk.
+fn risks_with<T: Score + Default>(
+    scores: &mut Vec<T>,
+    packed_b: &mut Vec<T>,
+    (n, m, n_pos): (usize, usize, usize),
+    risk: &mut RiskScratch,
+    out: &mut [f64],
+    products: impl FnOnce(&mut [T], &mut Vec<T>),
+) {
+    scores.resize(n * m, T::default());
+    products(scores, packed_b);
+    column_risks(scores, n, n_pos, risk, out);
 }
 
 fn column_risks<T: Score>(
