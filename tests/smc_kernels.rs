@@ -103,6 +103,23 @@ impl Target for VonMisesFisher {
     }
 }
 
+/// Chains at `theta` (m × d) with their risks and log priors, each with its
+/// own stream of `seed`.
+fn chains_at<T: Target>(t: &T, theta: Vec<f64>, d: usize, seed: u64) -> Chains {
+    let m = theta.len() / d;
+    let mut chains = Chains {
+        d,
+        risk: vec![0.0; m],
+        log_prior: theta.chunks_exact(d).map(|p| t.log_prior(p)).collect(),
+        theta,
+        white: Vec::new(),
+        rng: (0..m).map(|j| rng::stream(seed, &[j as u64])).collect(),
+        fold: vec![0; m],
+    };
+    t.risks(&chains.theta, &mut chains.risk);
+    chains
+}
+
 fn unit(v: Vec<f64>) -> Vec<f64> {
     let n = v.iter().map(|a| a * a).sum::<f64>().sqrt();
     v.iter().map(|a| a / n).collect()
@@ -144,16 +161,7 @@ fn the_kernel_keeps_uniform_directions_at_gamma_zero() {
     fit.mean[0] += 0.5;
     let fit = GaussianFit::from_moments(fit.mean.clone(), fit.covariance() * 0.7, 0.0);
     let fits = vec![fit];
-    let mut chains = Chains {
-        d,
-        risk: vec![0.0; m],
-        log_prior: theta.chunks_exact(d).map(|p| t.log_prior(p)).collect(),
-        theta,
-        white: Vec::new(),
-        rng: (0..m).map(|j| rng::stream(2, &[j as u64])).collect(),
-        fold: vec![0; m],
-    };
-    t.risks(&chains.theta, &mut chains.risk);
+    let mut chains = chains_at(&t, theta, d, 2);
     chart.whiten_chains(&mut chains, &fits);
     let mut buf = Proposals::default();
     let (mut acc, steps) = (0, 30);
@@ -223,16 +231,7 @@ fn the_direction_step_keeps_uniform_directions_at_gamma_zero() {
         mean[3] += 1.5;
         mean[0] -= 0.8;
         let fits = vec![GaussianFit::from_moments(mean, fit.covariance() * 0.4, 0.0)];
-        let mut chains = Chains {
-            d,
-            risk: vec![0.0; m],
-            log_prior: theta.chunks_exact(d).map(|p| t.log_prior(p)).collect(),
-            theta,
-            white: Vec::new(),
-            rng: (0..m).map(|j| rng::stream(4, &[j as u64])).collect(),
-            fold: vec![0; m],
-        };
-        t.risks(&chains.theta, &mut chains.risk);
+        let mut chains = chains_at(&t, theta, d, 4);
         chains.whiten(&fits);
         let mut buf = Proposals::default();
         let (mut acc, steps) = (0, 30);
@@ -448,16 +447,7 @@ fn copula_keeps_the_prior(d: usize, coords: Vec<usize>, df: Option<f64>, local: 
         fit.covariance(),
         0.0,
     )];
-    let mut chains = Chains {
-        d,
-        risk: vec![0.0; m],
-        log_prior: theta.chunks_exact(d).map(|p| t.log_prior(p)).collect(),
-        theta,
-        white: Vec::new(),
-        rng: (0..m).map(|j| rng::stream(4, &[j as u64])).collect(),
-        fold: vec![0; m],
-    };
-    t.risks(&chains.theta, &mut chains.risk);
+    let mut chains = chains_at(&t, theta, d, 4);
     chains.whiten_mapped(&fits, Some(std::slice::from_ref(&maps)));
     let mut buf = Proposals::default();
     let (mut acc, steps) = (0, 40);
