@@ -119,6 +119,13 @@ impl Dataset {
         self.rows() - self.positives()
     }
 
+    /// Frees the rows once the split is prepared, for front ends that keep
+    /// only the prepared matrices (10⁷ × 20 is 1.6 GB): `x` becomes
+    /// 0 × features; the labels, names, report and summaries stay.
+    pub fn release_rows(&mut self) {
+        self.x = DMatrix::zeros(0, self.features());
+    }
+
     /// Loads a training file: infers the schema.
     pub fn load(path: &Path, opts: &LoadOptions) -> Result<Dataset, DataError> {
         let raw = read_table(path)?;
