@@ -26,7 +26,7 @@ fn pima_train() -> Option<(DMatrix<f64>, Vec<bool>)> {
     }
     let ds = Dataset::load(path, &LoadOptions::default()).unwrap();
     let p = prepare(&ds, TestSource::None).unwrap();
-    Some((p.train.x, p.train.y))
+    Some((std::sync::Arc::unwrap_or_clone(p.train.x), p.train.y))
 }
 
 /// log density of the multivariate t with ν d.o.f., centre m, scale Σ = L Lᵀ,

@@ -121,7 +121,8 @@ pub struct Loaded {
 /// raised (every output format: JSON on stdout stays clean).
 pub fn load(spec: &RunSpec, announce: bool) -> Result<Loaded, CliError> {
     let t0 = Instant::now();
-    let (ds, prepared) = spec.data.load().map_err(CliError::Input)?;
+    let (mut ds, prepared) = spec.data.load().map_err(CliError::Input)?;
+    ds.release_rows(); // the prepared split holds every row the run needs
     let load_seconds = t0.elapsed().as_secs_f64();
     if announce {
         if let Some(name) = spec::demo_source::bundled_demo(&spec.data.path) {

@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_ep;
+mod bench_load;
 mod bench_risk;
 mod bound;
 mod compare;
@@ -77,6 +78,8 @@ pub enum Command {
     BenchEp(Box<bench_ep::BenchArgs>),
     /// Time the exact risk R_n(θ) of a block of draws (the IS check's hot path) against the cost model.
     BenchRisk(bench_risk::BenchRiskArgs),
+    /// Time loading a CSV file alone (wall and CPU seconds, MB/s, peak memory).
+    BenchLoad(bench_load::BenchLoadArgs),
     /// Print a shell completion script. Bash: `pacauc completions bash > ~/.local/share/bash-completion/completions/pacauc`;
     /// zsh: into a folder of your $fpath as `_pacauc`; fish: `~/.config/fish/completions/pacauc.fish`.
     Completions(shell_docs::CompletionsArgs),
@@ -130,6 +133,7 @@ pub fn main() -> ExitCode {
                 Command::Bench(args) => bench::run(args, cli.threads),
                 Command::BenchEp(args) => bench_ep::run(args),
                 Command::BenchRisk(args) => bench_risk::run(args),
+                Command::BenchLoad(args) => bench_load::run(args),
                 Command::Completions(args) => shell_docs::completions(args),
                 Command::Man(args) => shell_docs::man(args),
             }

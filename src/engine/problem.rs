@@ -1,6 +1,8 @@
 //! The inference problem handed to an engine: standardised training rows,
 //! labels, the prior and γ (ALGORITHMS.md §0, §2).
 
+use std::sync::Arc;
+
 use nalgebra::DMatrix;
 
 use super::interface::EngineError;
@@ -9,8 +11,9 @@ use super::prior::Prior;
 #[derive(Debug, Clone)]
 pub struct Problem {
     pub names: Vec<String>,
-    /// n × d training rows (standardised).
-    pub x: DMatrix<f64>,
+    /// n × d training rows (standardised); shared, not copied, with the
+    /// prepared split and with the problems derived from this one (γ, folds).
+    pub x: Arc<DMatrix<f64>>,
     /// true = positive.
     pub y: Vec<bool>,
     /// Inverse temperature of the Gibbs posterior `π ∝ prior · exp(−γ R_n)`.
@@ -22,11 +25,12 @@ impl Problem {
     /// Checks shapes, labels, γ and the prior once, so engines never see nonsense.
     pub fn new(
         names: Vec<String>,
-        x: DMatrix<f64>,
+        x: impl Into<Arc<DMatrix<f64>>>,
         y: Vec<bool>,
         gamma: f64,
         prior: Prior,
     ) -> Result<Problem, EngineError> {
+        let x = x.into();
         let bad = |m: String| Err(EngineError::InvalidParams(m));
         if x.nrows() != y.len() {
             return bad(format!("{} rows but {} labels", x.nrows(), y.len()));

@@ -58,7 +58,7 @@ impl RowSpace {
             Prior::SpikeSlab { .. } | Prior::Gp(_) => return None,
         };
         let scale: Vec<f64> = vars.iter().map(|v| v.sqrt()).collect();
-        let mut xw = problem.x.clone();
+        let mut xw = (*problem.x).clone();
         for (k, mut col) in xw.column_iter_mut().enumerate() {
             col *= scale[k];
         }
@@ -306,7 +306,7 @@ mod tests {
         let mut r = rng::stream(9, &[]);
         let alpha = DMatrix::from_fn(m, 5, |_, _| rng::normal(&mut r));
         let theta = rs.lift_draws(&alpha, 3);
-        let s_full = &p.x * theta.transpose();
+        let s_full = &*p.x * theta.transpose();
         let s_red = &rs.rows * alpha.transpose();
         assert!((s_full - s_red).abs().max() < 1e-9);
         // α ~ N(0, I): θ ~ the prior, exactly (sd error ≈ 1/√(2m) ≈ 0.0035).
@@ -325,7 +325,7 @@ mod tests {
         // Weights: the same score.
         let w = [0.3, -1.0, 0.2, 0.0, 2.0];
         let th = rs.lift_weights(&w);
-        let a = &p.x * DMatrix::from_column_slice(12, 1, &th);
+        let a = &*p.x * DMatrix::from_column_slice(12, 1, &th);
         let b = &rs.rows * DMatrix::from_column_slice(5, 1, &w);
         assert!((a - b).abs().max() < 1e-10);
     }

@@ -5,15 +5,22 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
+use super::csv_cells::{Bytes, Cells, Refusal, split_unquoted};
 use super::error::{DataError, DataErrorKind as K};
+pub use super::numbers::{is_missing, parse_number};
 
 /// A CSV file read into memory: trimmed header names and the data cells,
-/// row-major in one buffer, with the 1-based line number each row starts on.
+/// row-major, with the 1-based line number each row starts on.
 pub struct RawTable {
     pub delimiter: u8,
     pub header: Vec<String>,
-    text: String,
-    /// End offset in `text` of every cell, row-major (`header.len()` per row).
+    /// The bytes the cells are cut from: the file itself when it holds no
+    /// quote, else the unquoted cells copied (one separator byte after each).
+    text: Bytes,
+    /// Offset in `text` of every row's first cell.
+    starts: Vec<u32>,
+    /// End offset in `text` of every cell, row-major (`header.len()` per row);
+    /// a cell other than a row's first starts one byte after the one before.
     ends: Vec<u32>,
     pub lines: Vec<u64>,
     /// FNV-1a hash of the file's bytes: identifies the data in run records.
@@ -31,15 +38,23 @@ impl RawTable {
     }
 
     /// Cell (row r, column j), trimmed.
+    #[inline]
     pub fn cell(&self, r: usize, j: usize) -> &str {
         let k = r * self.header.len() + j;
-        let start = if k == 0 { 0 } else { self.ends[k - 1] as usize };
-        &self.text[start..self.ends[k] as usize]
+        let start = if j == 0 {
+            self.starts[r]
+        } else {
+            self.ends[k - 1] + 1
+        };
+        let cell = self.text[start as usize..self.ends[k] as usize].trim_ascii();
+        // SAFETY: `text` was checked to be UTF-8, and cells are cut and
+        // trimmed at ASCII bytes only (delimiters, line ends, whitespace).
+        unsafe { std::str::from_utf8_unchecked(cell) }
     }
 }
 
 pub fn read_table(path: &Path) -> Result<RawTable, DataError> {
-    let bytes = std::fs::read(path).map_err(|e| {
+    let bytes = Bytes::of_file(path).map_err(|e| {
         let hint = match e.kind() {
             std::io::ErrorKind::NotFound => {
                 "check the path (it is relative to the current directory)"
@@ -49,7 +64,7 @@ pub fn read_table(path: &Path) -> Result<RawTable, DataError> {
         };
         DataError::new(K::Unreadable, path, format!("cannot read the file: {e}")).hint(hint)
     })?;
-    parse_table(path, &bytes)
+    parse_bytes(path, bytes, CHUNK_BYTES, false)
 }
 
 /// What a binary file looks like, by its first bytes: a known format's
@@ -79,26 +94,86 @@ fn binary_kind(bytes: &[u8]) -> Option<&'static str> {
 }
 
 pub fn parse_table(path: &Path, bytes: &[u8]) -> Result<RawTable, DataError> {
-    parse_table_in_chunks(path, bytes, CHUNK_BYTES)
+    parse_bytes(path, Bytes::Held(bytes.to_vec()), CHUNK_BYTES, false)
 }
 
 /// `parse_table` with the body cut in chunks of about `chunk_bytes` (when it
-/// holds no quote); the file's hash computed alongside.
-pub(crate) fn parse_table_in_chunks(
+/// holds no quote); `csv_only`: every body through the csv crate's reader,
+/// the reference the fast path is tested against.
+fn parse_table_with(
     path: &Path,
     bytes: &[u8],
     chunk_bytes: usize,
+    csv_only: bool,
 ) -> Result<RawTable, DataError> {
-    let (hash, table) = rayon::join(|| fnv1a64(bytes), || parse_text(path, bytes, chunk_bytes));
-    table.map(|t| RawTable {
+    parse_bytes(path, Bytes::Held(bytes.to_vec()), chunk_bytes, csv_only)
+}
+
+/// The file's hash computed alongside the parse.
+fn parse_bytes(
+    path: &Path,
+    bytes: Bytes,
+    chunk_bytes: usize,
+    csv_only: bool,
+) -> Result<RawTable, DataError> {
+    let (hash, layout) = rayon::join(
+        || fnv1a64(&bytes),
+        || parse_text(path, &bytes, chunk_bytes, csv_only),
+    );
+    let layout = layout?;
+    let text = match layout.copied {
+        Some(copy) => Bytes::Held(copy),
+        None => bytes,
+    };
+    Ok(RawTable {
+        delimiter: layout.delimiter,
+        header: layout.header,
+        text,
+        starts: layout.cells.starts,
+        ends: layout.cells.ends,
+        lines: layout.cells.lines,
         fingerprint: format!("fnv1a64:{hash:016x}"),
-        ..t
     })
 }
 
-fn parse_text(path: &Path, bytes: &[u8], chunk_bytes: usize) -> Result<RawTable, DataError> {
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    if bytes.len() >= u32::MAX as usize {
+/// Where the cells are: in the file (`copied` None) or in a copy.
+struct Layout {
+    delimiter: u8,
+    header: Vec<String>,
+    cells: Cells,
+    copied: Option<Vec<u8>>,
+}
+
+/// The first invalid UTF-8 byte of `bytes` (chunks checked in parallel).
+fn first_non_utf8(bytes: &[u8], chunk_bytes: usize) -> Option<usize> {
+    let chunks = line_chunks(bytes, chunk_bytes.max(1 << 16));
+    let offsets: Vec<usize> = chunks
+        .iter()
+        .scan(0, |at, c| {
+            let o = *at;
+            *at += c.len();
+            Some(o)
+        })
+        .collect();
+    chunks
+        .par_iter()
+        .zip(offsets)
+        .map(|(c, o)| std::str::from_utf8(c).err().map(|e| o + e.valid_up_to()))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .flatten()
+        .next()
+}
+
+fn parse_text(
+    path: &Path,
+    file: &[u8],
+    chunk_bytes: usize,
+    csv_only: bool,
+) -> Result<Layout, DataError> {
+    let bytes = file.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(file);
+    let bom = file.len() - bytes.len();
+    if file.len() >= u32::MAX as usize {
         return Err(
             DataError::new(K::Unreadable, path, "the file is larger than 4 GiB")
                 .hint("split it, or sample rows: pacauc holds the whole table in memory"),
@@ -114,9 +189,8 @@ fn parse_text(path: &Path, bytes: &[u8], chunk_bytes: usize) -> Result<RawTable,
             "export the table as CSV (comma-separated text with a header row) and pass that file",
         ));
     }
-    if let Err(e) = std::str::from_utf8(bytes) {
-        let at = e.valid_up_to();
-        let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count() as u64;
+    if let Some(at) = first_non_utf8(bytes, chunk_bytes) {
+        let line = 1 + count_newlines(&bytes[..at]);
         return Err(DataError::new(
             K::NotUtf8,
             path,
@@ -139,68 +213,42 @@ fn parse_text(path: &Path, bytes: &[u8], chunk_bytes: usize) -> Result<RawTable,
         .collect();
     check_header(path, &header, delimiter)?;
     let body_start = (reader.position().byte() as usize).min(bytes.len());
-    let body = &bytes[body_start..];
-    // Without a quote no field can hold a newline: the body splits at line
-    // ends into chunks parsed in parallel. With quotes, one serial pass.
-    let parts = if body.len() > chunk_bytes && !body.contains(&b'"') {
-        let base_line = 1 + count_newlines(&bytes[..body_start]);
-        let chunks = line_chunks(body, chunk_bytes);
-        let starts: Vec<u64> = chunks
-            .iter()
-            .scan(base_line, |line, c| {
-                let at = *line;
-                *line += count_newlines(c);
-                Some(at)
-            })
-            .collect();
-        let mut out = Vec::with_capacity(chunks.len());
-        for part in chunks
-            .par_iter()
-            .zip(&starts)
-            .map(|(c, &line)| {
-                let mut r = reader_of(delimiter, c, false);
-                read_records(path, &mut r, c, line, header.len(), delimiter)
-            })
-            .collect::<Vec<_>>()
-        {
-            out.push(part?); // the first error in file order, as one pass finds it
-        }
-        out
-    } else {
-        vec![read_records(
-            path,
-            &mut reader,
-            bytes,
-            1,
-            header.len(),
+    let base_line = 1 + count_newlines(&bytes[..body_start]);
+    let width = header.len();
+    let fast = match csv_only {
+        true => Err(Refusal::Quoted),
+        false => split_unquoted(
+            file,
+            bom + body_start,
+            base_line,
+            width,
             delimiter,
-        )?]
+            chunk_bytes,
+        ),
     };
-    let mut text: Vec<u8> = Vec::with_capacity(parts.iter().map(|p| p.text.len()).sum());
-    let mut ends = Vec::with_capacity(parts.iter().map(|p| p.ends.len()).sum());
-    let mut lines = Vec::with_capacity(parts.iter().map(|p| p.lines.len()).sum());
-    for p in parts {
-        let base = text.len() as u32;
-        text.extend_from_slice(&p.text);
-        ends.extend(p.ends.iter().map(|e| e + base));
-        lines.extend(p.lines);
-    }
-    if lines.is_empty() {
+    let (cells, copied) = match fast {
+        Ok(cells) => (cells, None),
+        Err(Refusal::Ragged { line, fields }) => {
+            return Err(ragged(path, fields, false, width, delimiter, line));
+        }
+        // Quotes: one serial pass of the csv crate's reader, cells copied.
+        Err(Refusal::Quoted) => {
+            let records = read_records(path, &mut reader, bytes, width, delimiter)?;
+            (records.cells, Some(records.text))
+        }
+    };
+    if cells.lines.is_empty() {
         return Err(
             DataError::new(K::Empty, path, "the file has a header but no data rows")
                 .line(1)
                 .hint("add data rows below the header"),
         );
     }
-    // The input is valid UTF-8 and fields are cut at ASCII delimiters and quotes.
-    let text = String::from_utf8(text).expect("fields of UTF-8 text are UTF-8");
-    Ok(RawTable {
+    Ok(Layout {
         delimiter,
         header,
-        text,
-        ends,
-        lines,
-        fingerprint: String::new(),
+        cells,
+        copied,
     })
 }
 
@@ -221,7 +269,7 @@ fn count_newlines(b: &[u8]) -> u64 {
 }
 
 /// `body` cut into pieces of about `size` bytes, each ending at a line end.
-fn line_chunks(body: &[u8], size: usize) -> Vec<&[u8]> {
+pub(super) fn line_chunks(body: &[u8], size: usize) -> Vec<&[u8]> {
     let mut out = Vec::new();
     let mut rest = body;
     while rest.len() > size {
@@ -239,36 +287,35 @@ fn line_chunks(body: &[u8], size: usize) -> Vec<&[u8]> {
     out
 }
 
-/// The records of one piece: trimmed cells, their ends, their first lines.
+/// The records of a quoted file: their cells copied unquoted and trimmed.
 struct Records {
     text: Vec<u8>,
-    ends: Vec<u32>,
-    lines: Vec<u64>,
+    cells: Cells,
 }
 
 /// Reads the records `reader` yields from `bytes` (positions relative to
-/// `bytes`, whose first byte is on line `first_line`).
+/// `bytes`, the whole file).
 fn read_records(
     path: &Path,
     reader: &mut csv::Reader<&[u8]>,
     bytes: &[u8],
-    first_line: u64,
     width: usize,
     delimiter: u8,
 ) -> Result<Records, DataError> {
-    let mut out = Records {
-        text: Vec::with_capacity(bytes.len()),
+    let mut text = Vec::with_capacity(bytes.len());
+    let mut cells = Cells {
+        starts: Vec::new(),
         ends: Vec::new(),
         lines: Vec::new(),
     };
     let mut record = csv::ByteRecord::new();
     // csv's own line numbers skip blank lines; count newlines up to each record's byte offset.
-    let (mut seen_byte, mut seen_line) = (0usize, first_line);
+    let (mut seen_byte, mut seen_line) = (0usize, 1);
     loop {
         match reader.read_byte_record(&mut record) {
             Ok(false) => break,
             Ok(true) => {}
-            Err(e) => return Err(csv_error(path, e, first_line - 1)),
+            Err(e) => return Err(csv_error(path, e, 0)),
         }
         let mut start = record
             .position()
@@ -284,40 +331,44 @@ fn read_records(
             continue; // a line holding only spaces
         }
         if record.len() != width {
-            return Err(ragged(path, &record, width, delimiter, line));
+            let swallowed = record.iter().any(|f| f.contains(&b'\n'));
+            return Err(ragged(
+                path,
+                record.len(),
+                swallowed,
+                width,
+                delimiter,
+                line,
+            ));
         }
+        cells.starts.push(text.len() as u32);
         for field in record.iter() {
-            out.text.extend_from_slice(field.trim_ascii());
-            out.ends.push(out.text.len() as u32);
+            text.extend_from_slice(field.trim_ascii());
+            cells.ends.push(text.len() as u32);
+            text.push(b',');
         }
-        out.lines.push(line);
+        cells.lines.push(line);
     }
-    Ok(out)
+    Ok(Records { text, cells })
 }
 
+/// `swallowed`: a field holds a line end (a quote left open).
 fn ragged(
     path: &Path,
-    record: &csv::ByteRecord,
+    fields: usize,
+    swallowed: bool,
     width: usize,
     delimiter: u8,
     line: u64,
 ) -> DataError {
-    let what = if record.len() < width {
-        "fewer"
-    } else {
-        "more"
-    };
+    let what = if fields < width { "fewer" } else { "more" };
     DataError::new(
         K::RaggedRow,
         path,
-        format!(
-            "this row has {} fields but the header has {} ({what} than expected)",
-            record.len(),
-            width
-        ),
+        format!("this row has {fields} fields but the header has {width} ({what} than expected)"),
     )
     .line(line)
-    .hint(if record.iter().any(|f| f.contains(&b'\n')) {
+    .hint(if swallowed {
         // csv reads on to the next quote: the row swallowed the lines after it.
         "a quote (\") opened on this line is never closed, so the following lines were \
          read as part of one field; close the quote or remove it"
@@ -438,28 +489,49 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
     h
 }
 
-/// A number, also with a decimal comma ("1,5") where the delimiter is not a comma.
-pub fn parse_number(cell: &str, decimal_comma: bool) -> Option<f64> {
-    if let Ok(v) = cell.parse::<f64>() {
-        return Some(v);
+/// The table as the tests compare it: header, cells, lines, hash, or the
+/// error with its line.
+fn seen(r: Result<RawTable, DataError>) -> String {
+    match r {
+        Ok(t) => {
+            let cells: Vec<&str> = (0..t.n_rows())
+                .flat_map(|i| (0..t.header.len()).map(move |j| (i, j)))
+                .map(|(i, j)| t.cell(i, j))
+                .collect();
+            format!("{:?} {cells:?} {:?} {}", t.header, t.lines, t.fingerprint)
+        }
+        Err(e) => format!("error: {e} (line {:?})", e.line),
     }
-    let one_comma = cell.bytes().filter(|&b| b == b',').count() == 1 && !cell.contains('.');
-    if decimal_comma && one_comma {
-        return cell.replacen(',', ".", 1).parse().ok();
-    }
-    None
 }
 
-/// Tokens that mean "no value" (compared case-insensitively).
-pub fn is_missing(cell: &str) -> bool {
-    match cell.as_bytes().first() {
-        None => true,
-        Some(b'0'..=b'9' | b'-' | b'+' | b'.') if cell.len() > 1 || cell != "-" => false,
-        _ => {
-            cell.len() <= 4
-                && ["na", "n/a", "nan", "null", "?"]
-                    .iter()
-                    .any(|m| cell.eq_ignore_ascii_case(m))
+/// The fast path (cells cut from the file in chunks) against the csv
+/// crate's reader on the same bytes, in chunks of `sizes`, on pools of each
+/// of `threads` threads (none: the current pool).
+///
+/// Panics on a difference: for the tests and the fuzzer (`fuzzing::csv_dataset`).
+pub fn fast_equals_csv(bytes: &[u8], sizes: &[usize], threads: &[usize]) {
+    let path = Path::new("t.csv");
+    let reference = seen(parse_table_with(path, bytes, usize::MAX, true));
+    for &chunk in sizes {
+        let fast = || seen(parse_table_with(path, bytes, chunk, false));
+        let runs: Vec<(usize, String)> = if threads.is_empty() {
+            vec![(rayon::current_num_threads(), fast())]
+        } else {
+            threads
+                .iter()
+                .map(|&t| {
+                    let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build();
+                    (t, pool.expect("a thread pool").install(fast))
+                })
+                .collect()
+        };
+        for (t, got) in runs {
+            assert_eq!(
+                got,
+                reference,
+                "chunks of {chunk}, {t} threads: {:?}",
+                String::from_utf8_lossy(bytes)
+            );
         }
     }
 }
@@ -486,9 +558,9 @@ mod tests {
     }
 
     /// Every way a file can look at a chunk boundary: the chunked parse (tiny
-    /// chunks: a cut after almost every line) equals one serial pass — cells,
-    /// line numbers, hash, and the first error with its line — on one thread
-    /// and on three.
+    /// chunks: a cut after almost every line) equals one serial pass of the
+    /// csv crate — cells, line numbers, hash, and the first error with its
+    /// line — on one thread and on three.
     #[test]
     fn chunked_parsing_equals_one_pass() {
         let inputs: Vec<Vec<u8>> = vec![
@@ -500,31 +572,30 @@ mod tests {
             b"a,b,y\n1,2,0\n3,4,1\n5,6,0,1\n".to_vec(),
             b"a,b,y\n1,2,0\n\"3\",4,1\n5,6\n".to_vec(),
             b"a,b,y\n\n\n".to_vec(),
+            b"a,b,y\n1,2,0\r3,4,1\r\r\n5,6,0\r\r7,8,1".to_vec(),
+            b"a,b,y\r1,2,0\r3,4,1\r".to_vec(),
+            b"a,b,y\n , , \n,,\n\t\n1,2,\n 7 ,\t8\t, 9 \n".to_vec(),
+            b"a,b,y\n1,2,0\n  \n\t\n \r\n3,4,1\n5,6,0,\n".to_vec(),
             b"a,b,y\n1,2,0\n3,4,1\n5,6,0\n7,8,1\n".repeat(50),
+            b"a;b;y\n1;2;0\n3;4;1\n\n  \n5;6;0\n7;8;1\n".repeat(20),
         ];
-        let seen = |r: Result<RawTable, DataError>| match r {
-            Ok(t) => {
-                let cells: Vec<&str> = (0..t.n_rows())
-                    .flat_map(|i| (0..t.header.len()).map(move |j| (i, j)))
-                    .map(|(i, j)| t.cell(i, j))
-                    .collect();
-                format!("{:?} {cells:?} {:?} {}", t.header, t.lines, t.fingerprint)
-            }
-            Err(e) => format!("error: {e} (line {:?})", e.line),
-        };
-        let path = Path::new("t.csv");
         for bytes in &inputs {
-            let one = seen(parse_table_in_chunks(path, bytes, usize::MAX));
-            for chunk in [1, 7, 64] {
-                for threads in [1, 3] {
-                    let pool = rayon::ThreadPoolBuilder::new()
-                        .num_threads(threads)
-                        .build()
-                        .unwrap();
-                    let got = pool.install(|| seen(parse_table_in_chunks(path, bytes, chunk)));
-                    assert_eq!(got, one, "chunks of {chunk}, {threads} threads");
-                }
-            }
+            fast_equals_csv(bytes, &[usize::MAX, 1, 7, 64], &[1, 3]);
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        /// Random bodies of cells, spaces, delimiters and line ends (no
+        /// quotes): the fast path and the csv reader agree.
+        #[test]
+        fn random_bodies_split_as_csv_does(
+            body in "[1a. ,;\t\r\n]{0,80}",
+            header in "(a,b,y|a;b;y|a\tb\ty)(\r\n|\n|\r)",
+            chunk in 1usize..40,
+        ) {
+            let bytes = format!("{header}{body}");
+            fast_equals_csv(bytes.as_bytes(), &[usize::MAX, chunk], &[1, 2]);
         }
     }
 

@@ -14,6 +14,7 @@ use super::labels::choose_positive;
 use super::missing::{complete_rows, describe_missing, too_few_after_cleaning};
 use super::schema::{ColumnRule, Schema, canonical_label};
 use super::summary::{FeatureSummary, summarize};
+use super::tally::{is_one_of, tally};
 use super::typing::{ColumnKind, TypedColumns, column_kinds};
 
 /// What to do with rows that have a missing cell.
@@ -116,6 +117,13 @@ impl Dataset {
     }
     pub fn negatives(&self) -> usize {
         self.rows() - self.positives()
+    }
+
+    /// Frees the rows once the split is prepared, for front ends that keep
+    /// only the prepared matrices (10⁷ × 20 is 1.6 GB): `x` becomes
+    /// 0 × features; the labels, names, report and summaries stay.
+    pub fn release_rows(&mut self) {
+        self.x = DMatrix::zeros(0, self.features());
     }
 
     /// Loads a training file: infers the schema.
@@ -234,14 +242,14 @@ fn build(path: &Path, raw: RawTable, opts: &LoadOptions) -> Result<Dataset, Data
     let (kept, missing_by_column) = complete_rows(path, &raw, &needed, opts.missing)?;
     let dropped_rows = raw.n_rows() - kept.len();
 
-    // Labels and the positive class.
-    let labels: Vec<String> = kept
-        .iter()
-        .map(|&r| canonical_label(raw.cell(r, target)))
-        .collect();
+    // Labels and the positive class (distinct raw cells counted, each
+    // canonicalised once: no String per row).
+    let all_kept = |i: usize| kept[i];
+    let raw_labels = tally(&raw, kept.len(), &all_kept, target, &|_| true, usize::MAX)
+        .expect("a tally without a limit");
     let mut label_counts: BTreeMap<String, usize> = BTreeMap::new();
-    for l in &labels {
-        *label_counts.entry(l.clone()).or_default() += 1;
+    for (value, count) in &raw_labels {
+        *label_counts.entry(canonical_label(value)).or_default() += count;
     }
     let target_name = &header[target];
     if kept.is_empty() {
@@ -262,7 +270,12 @@ fn build(path: &Path, raw: RawTable, opts: &LoadOptions) -> Result<Dataset, Data
         &|| super::target::hint(&raw, target, given, &is_dropped),
     )?;
     let (target_rule, mut warnings) = super::target::describe(&raw, target, given);
-    let y: Vec<bool> = labels.iter().map(|l| *l == positive_label).collect();
+    let positive_cells: Vec<&str> = raw_labels
+        .iter()
+        .filter(|(value, _)| canonical_label(value) == positive_label)
+        .map(|(value, _)| *value)
+        .collect();
+    let y = is_one_of(&raw, kept.len(), &all_kept, target, &positive_cells);
 
     // Column types, checked over the kept rows.
     let TypedColumns {

@@ -1,6 +1,8 @@
 //! From a loaded dataset to standardised train/test matrices: seeded stratified
 //! splits, k-fold assignment, and standardisation with training statistics.
 
+use std::sync::Arc;
+
 use nalgebra::DMatrix;
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
@@ -12,7 +14,8 @@ use crate::engine::numerics::rng;
 /// Rows and labels (true = positive).
 #[derive(Debug, Clone)]
 pub struct Labeled {
-    pub x: DMatrix<f64>,
+    /// Shared with the problem built on these rows (no copy).
+    pub x: Arc<DMatrix<f64>>,
     pub y: Vec<bool>,
 }
 
@@ -28,14 +31,14 @@ impl Labeled {
     }
     pub fn select_rows(&self, idx: &[usize]) -> Labeled {
         Labeled {
-            x: self.x.select_rows(idx),
+            x: Arc::new(self.x.select_rows(idx)),
             y: idx.iter().map(|&i| self.y[i]).collect(),
         }
     }
     /// Keeps the given feature columns.
     pub fn select_columns(&self, cols: &[usize]) -> Labeled {
         Labeled {
-            x: self.x.select_columns(cols),
+            x: Arc::new(self.x.select_columns(cols)),
             y: self.y.clone(),
         }
     }
@@ -164,13 +167,19 @@ fn extract(
     cols: &[usize],
     scaler: &Standardizer,
 ) -> DMatrix<f64> {
+    use rayon::prelude::*;
     let mut out = DMatrix::<f64>::zeros(rows.len(), cols.len());
-    for (c, &k) in cols.iter().enumerate() {
-        let (src, (m, s)) = (x.column(k), (scaler.mean[c], scaler.sd[c]));
-        for (o, &r) in out.column_mut(c).iter_mut().zip(rows) {
-            *o = standardize(src[r], m, s);
-        }
-    }
+    let n = rows.len().max(1);
+    // Columns in parallel (each element computed alone: the same values).
+    out.as_mut_slice()
+        .par_chunks_mut(n)
+        .zip(cols.par_iter().enumerate())
+        .for_each(|(column, (c, &k))| {
+            let (src, (m, s)) = (x.column(k), (scaler.mean[c], scaler.sd[c]));
+            for (o, &r) in column.iter_mut().zip(rows) {
+                *o = standardize(src[r], m, s);
+            }
+        });
     out
 }
 
@@ -179,17 +188,20 @@ fn extract(
 /// to the column's own magnitude: a column of values near 1e-20 that vary is
 /// not constant.
 fn column_stats(x: &DMatrix<f64>, rows: &[usize]) -> (Standardizer, Vec<usize>) {
-    let (mut mean, mut sd) = (Vec::with_capacity(x.ncols()), Vec::with_capacity(x.ncols()));
-    let mut constant = Vec::new();
-    for (k, col) in x.column_iter().enumerate() {
-        let values = rows.iter().map(|&r| col[r]);
-        let (m, s) = mean_sd(values.clone());
-        if s <= 1e-12 * max_abs(values) {
-            constant.push(k);
-        }
-        mean.push(m);
-        sd.push(s);
-    }
+    use rayon::prelude::*;
+    // Columns in parallel, each summed in row order (the same bits as serially).
+    let stats: Vec<(f64, f64, bool)> = (0..x.ncols())
+        .into_par_iter()
+        .map(|k| {
+            let col = x.column(k);
+            let values = rows.iter().map(|&r| col[r]);
+            let (m, s) = mean_sd(values.clone());
+            (m, s, s <= 1e-12 * max_abs(values))
+        })
+        .collect();
+    let constant = (0..stats.len()).filter(|&k| stats[k].2).collect();
+    let mean = stats.iter().map(|t| t.0).collect();
+    let sd = stats.iter().map(|t| t.1).collect();
     (Standardizer { mean, sd }, constant)
 }
 
@@ -239,11 +251,11 @@ pub fn prepare(ds: &Dataset, source: TestSource<'_>) -> Result<Prepared, String>
         sd: keep.iter().map(|&k| stats.sd[k]).collect(),
     };
     let train = Labeled {
-        x: extract(&ds.x, &train_rows, &keep, &scaler),
+        x: Arc::new(extract(&ds.x, &train_rows, &keep, &scaler)),
         y: train_rows.iter().map(|&r| ds.y[r]).collect(),
     };
     let test = test.map(|(x, y, rows)| Labeled {
-        x: extract(x, &rows, &keep, &scaler),
+        x: Arc::new(extract(x, &rows, &keep, &scaler)),
         y: rows.iter().map(|&r| y[r]).collect(),
     });
     let info = SplitInfo {

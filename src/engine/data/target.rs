@@ -5,9 +5,8 @@
 //! `deny` first and a rare yes/no *feature* last; the fit ran on the wrong
 //! target without a word).
 
-use std::collections::BTreeMap;
-
 use super::csv_read::{RawTable, is_missing};
+use super::tally::tally;
 
 /// Column names that usually hold the label (compared without case).
 const TARGET_NAMES: &[&str] = &[
@@ -58,18 +57,8 @@ fn name_score(name: &str) -> f64 {
 /// The two distinct values of column `j` and their counts (missing cells
 /// aside), or None when it has another number of values.
 fn two_values(raw: &RawTable, j: usize) -> Option<[usize; 2]> {
-    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-    for r in 0..raw.n_rows() {
-        let c = raw.cell(r, j);
-        if !is_missing(c) {
-            *seen.entry(c).or_default() += 1;
-            if seen.len() > 2 {
-                return None;
-            }
-        }
-    }
-    let v: Vec<usize> = seen.into_values().collect();
-    (v.len() == 2).then(|| [v[0], v[1]])
+    let seen = tally(raw, raw.n_rows(), &|r| r, j, &|c| !is_missing(c), 2)?;
+    (seen.len() == 2).then(|| [seen[0].1, seen[1].1])
 }
 
 /// Whether column `j` holds exactly two distinct values (missing cells aside).

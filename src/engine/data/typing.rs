@@ -48,8 +48,10 @@ pub(super) fn column_kinds(
     cols: &[usize],
 ) -> Result<TypedColumns, DataError> {
     let n = kept.len();
-    let mut parsed = DMatrix::<f64>::from_element(n, cols.len(), f64::NAN);
-    let out = SharedColumns(parsed.as_mut_slice().as_mut_ptr());
+    let len = n * cols.len();
+    // Every element is written once below (a number, or NaN): no fill first.
+    let mut buffer: Vec<f64> = Vec::with_capacity(len);
+    let out = SharedColumns(buffer.as_mut_ptr());
     // Rows in parallel chunks, each chunk's statistics merged in row order:
     // the same counts and the same first bad row as one pass.
     let chunk_stats: Vec<Vec<CellStats>> = kept
@@ -62,28 +64,34 @@ pub(super) fn column_kinds(
                 let i = c * TYPING_ROWS + k;
                 for (f, (st, &j)) in stats.iter_mut().zip(cols).enumerate() {
                     let cell = raw.cell(r, j);
-                    match parse_number(cell, raw.decimal_comma()) {
+                    let value = match parse_number(cell, raw.decimal_comma()) {
                         Some(v) if v.is_finite() => {
                             st.numeric += 1;
                             st.decimal_commas += usize::from(cell.contains(','));
-                            // SAFETY: element (i, f) of the n × cols column-major
-                            // matrix is in bounds, and row i belongs to this chunk
-                            // alone: no two tasks write one element, and nothing
-                            // reads `parsed` until every task has ended.
-                            unsafe { *out.0.add(f * n + i) = v };
+                            v
                         }
                         Some(_) => {
                             st.first_non_finite.get_or_insert(r);
+                            f64::NAN
                         }
                         None => {
                             st.first_text.get_or_insert(r);
+                            f64::NAN
                         }
-                    }
+                    };
+                    // SAFETY: element (i, f) of the n × cols column-major
+                    // buffer is within its capacity, and row i belongs to this
+                    // chunk alone: no two tasks write one element, and nothing
+                    // reads the buffer until every task has ended.
+                    unsafe { out.0.add(f * n + i).write(value) };
                 }
             }
             stats
         })
         .collect();
+    // SAFETY: the chunks cover rows 0..n and write every column of each row.
+    unsafe { buffer.set_len(len) };
+    let parsed = DMatrix::from_vec(n, cols.len(), buffer);
     let mut stats = vec![CellStats::default(); cols.len()];
     for part in chunk_stats {
         for (st, p) in stats.iter_mut().zip(part) {

@@ -167,7 +167,7 @@ fn a_factored_gaussian_is_checked_in_the_row_space() {
     let a = DMatrix::from_row_slice(5, 2, &[0.6, 0.0, 0.0, 0.8, 0.8, 0.0, 0.0, 0.6, 0.0, 0.0]);
     let pb = Problem::new(
         (0..5).map(|k| format!("x{k}")).collect(),
-        &pb2.x * a.transpose(),
+        &*pb2.x * a.transpose(),
         pb2.y.clone(),
         pb2.gamma,
         Prior::Gaussian { var: 1.0 },

@@ -321,7 +321,11 @@ pub(super) fn sparse_demo() -> (DMatrix<f64>, Vec<bool>, Vec<String>) {
     std::fs::write(&path, table.to_csv()).unwrap();
     let ds = Dataset::load(&path, &LoadOptions::default()).unwrap();
     let p = prepare(&ds, TestSource::None).unwrap();
-    (p.train.x, p.train.y, p.names)
+    (
+        std::sync::Arc::unwrap_or_clone(p.train.x),
+        p.train.y,
+        p.names,
+    )
 }
 
 /// The sparse demo's settings where EP and SMC are compared: γ = 1.5n,
