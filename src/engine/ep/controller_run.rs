@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::{Anderson, Progress, residual};
+use super::{Anderson, NonProgress, PLAIN_SWEEPS, Progress, VERDICT_HALVINGS, residual};
 use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::sweep_state::{
     Converged, Marginal, PassDone, Rules, StoppedAt, SweepState, SweepStatus, not_converged,
@@ -20,6 +20,7 @@ use crate::engine::interface::{Control, EngineError};
 #[derive(Default)]
 struct Counts {
     halvings: usize,
+    verdict_halvings: usize,
     mixed: usize,
     undone: usize,
 }
@@ -39,9 +40,10 @@ pub fn run_once<S: SweepState>(
     let (mut cold_restart, warmup) = (opened.cold_restart, opened.warmup);
     st.forget_rollback();
     st.begin_sweep();
-    let mut aa = st
-        .sites_vec()
-        .and_then(|v| Anderson::within_budget(v.len()));
+    // The history copies every site each sweep (about a sweep's cost), so
+    // mixing begins only once plain damping has had `PLAIN_SWEEPS` sweeps:
+    // a run that converges fast pays nothing for it.
+    let mut aa: Option<Anderson> = None;
     let mut progress = Progress::default();
     let mut q_prev: Option<Marginal> = None;
     let (mut eta, mut sweep, mut delta, mut candidate) = (s.eta, 0usize, f64::INFINITY, false);
@@ -57,6 +59,7 @@ pub fn run_once<S: SweepState>(
                 n: &Counts| {
         let detail = json!({
             "reason": reason, "controller": "anderson", "halvings": n.halvings,
+            "verdict_halvings": n.verdict_halvings,
             "mixed_steps": n.mixed, "mixed_undone": n.undone,
         });
         not_converged(st, s, why, StoppedAt { sweep, eta, delta }, reason, detail)
@@ -132,6 +135,11 @@ pub fn run_once<S: SweepState>(
                 .delta(q_prev.as_ref().expect("a previous state"));
             candidate = sweep > warmup && delta < s.tol * st.step_floor(eta);
             continue;
+        }
+        if aa.is_none() && sweep == PLAIN_SWEEPS.max(warmup) {
+            aa = st
+                .sites_vec()
+                .and_then(|v| Anderson::within_budget(v.len()));
         }
         // The current state is valid; a mixed one must also have cut the residual.
         let pair = aa
@@ -240,6 +248,22 @@ pub fn run_once<S: SweepState>(
         if sweep > warmup
             && let Some(v) = progress.step(delta / step, s.tol, s.max_sweeps - sweep)
         {
+            // A window without contraction at this η may be a cycle of the
+            // damped map that a smaller step removes (spike-and-slab Pima and
+            // GP-EP Glass cycle at η = 0.7): the step is halved, at most
+            // `VERDICT_HALVINGS` times, before the verdict.
+            if matches!(v, NonProgress::NoContraction { .. })
+                && n.verdict_halvings < VERDICT_HALVINGS
+                && eta * 0.5 >= s.min_eta
+            {
+                eta *= 0.5;
+                n.verdict_halvings += 1;
+                progress.reset();
+                if let Some(a) = aa.as_mut() {
+                    a.clear();
+                }
+                continue;
+            }
             let mut e = fail(
                 st,
                 &v.describe(),

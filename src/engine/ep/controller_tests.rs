@@ -93,6 +93,8 @@ struct VecToy {
     trial: Vec<f64>,
     /// q: rebuilt from `cur` by `ensure_q` and `complete_sweep` only.
     q: Vec<f64>,
+    /// Exposes its sites to the mixing (else plain damping, as spike-and-slab).
+    mixable: bool,
 }
 
 impl SweepState for VecToy {
@@ -153,7 +155,7 @@ impl SweepState for VecToy {
         self.cur = self.prev.take().expect("rollback");
     }
     fn sites_vec(&self) -> Option<Vec<f64>> {
-        Some(self.cur.clone())
+        self.mixable.then(|| self.cur.clone())
     }
     fn trial_vec(&self) -> Option<Vec<f64>> {
         Some(self.trial.clone())
@@ -180,6 +182,7 @@ fn a_drift_ends_in_the_verdict() {
         prev: None,
         trial: vec![0.0; 3],
         q: vec![0.0; 3],
+        mixable: true,
     };
     let err = run_once(
         &mut st,
@@ -200,7 +203,8 @@ fn a_drift_ends_in_the_verdict() {
         v["kind"] == "no_contraction" || v["needed"].as_f64().unwrap() > 1e5,
         "{v}"
     );
-    assert!(diagnostics["sweeps"].as_u64().unwrap() <= 2 * WINDOW as u64);
+    // One halving of η (a cycle would end there), then the verdict.
+    assert!(diagnostics["sweeps"].as_u64().unwrap() <= ((VERDICT_HALVINGS + 1) * WINDOW) as u64);
     assert!(st.cur.iter().all(|x| x.abs() < 1e3), "{:?}", st.cur);
 }
 
@@ -211,6 +215,34 @@ fn toy_of(f: fn(&[f64]) -> Vec<f64>, k: usize) -> VecToy {
         prev: None,
         trial: vec![0.0; k],
         q: vec![0.0; k],
+        mixable: true,
+    }
+}
+
+/// A damped map that oscillates with growing amplitude at η = 0.7 and
+/// contracts at η = 0.35 (x ↦ −2.2x + 1: multiplier 1 − 3.2η) converges
+/// after one halving of η by the verdict, to its fixed point 1/3.2, without
+/// the mixing (which would solve a linear map by itself); without the
+/// halving it would end in the verdict.
+#[test]
+fn a_cycle_at_a_large_step_converges_at_a_halved_one() {
+    for k in 1..=3 {
+        let mut st = VecToy {
+            mixable: false,
+            ..toy_of(|x| x.iter().map(|v| -2.2 * v + 1.0).collect(), k)
+        };
+        let out = run_once(
+            &mut st,
+            &EpSettings::default(),
+            RULES,
+            &Control::new(),
+            &mut |_, _| {},
+        )
+        .unwrap_or_else(|e| panic!("{k} coordinates: {e}"));
+        assert!((out.eta - 0.35).abs() < 1e-12, "{}", out.eta);
+        for x in &st.cur {
+            assert!((x - 1.0 / 3.2).abs() < 1e-3, "{x}");
+        }
     }
 }
 
