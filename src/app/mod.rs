@@ -127,6 +127,14 @@ impl DataInfo {
 
 #[derive(Debug, Clone)]
 pub enum DataState {
+    /// The file is being read on its own thread (`pacauc explore`): keys
+    /// answer meanwhile, and the default runs start when it arrives.
+    Loading {
+        path: String,
+        /// The file's size, when known.
+        bytes: Option<u64>,
+        since: std::time::Instant,
+    },
     Loaded(Box<DataInfo>),
     /// The file could not be loaded; the message says why.
     Failed {
@@ -240,21 +248,9 @@ pub struct App {
 
 impl App {
     pub fn new(data: DataState, options: ViewOptions) -> App {
-        let status = match &data {
-            DataState::Failed { .. } => Some(StatusLine {
-                text: "the data could not be loaded: see the Dataset pane or the message log (m)"
-                    .into(),
-                error: true,
-            }),
-            DataState::Loaded(_) => None,
-        };
         let mut messages = Messages::default();
-        match &data {
-            DataState::Failed { path, error } => {
-                messages.push(Level::Error, format!("could not load {path}: {error}"))
-            }
-            DataState::Loaded(d) => log_data(&mut messages, d),
-        }
+        let status = data_status(&data);
+        log_data_state(&mut messages, &data);
         App {
             data,
             runs: Vec::new(),
@@ -363,8 +359,21 @@ impl App {
     pub fn data_info(&self) -> Option<&DataInfo> {
         match &self.data {
             DataState::Loaded(d) => Some(d),
-            DataState::Failed { .. } => None,
+            DataState::Failed { .. } | DataState::Loading { .. } => None,
         }
+    }
+
+    pub fn is_loading(&self) -> bool {
+        matches!(self.data, DataState::Loading { .. })
+    }
+
+    /// The data arrived from the loading thread (or could not be read): it
+    /// replaces the loading state, and with `autorun` the default runs start.
+    pub fn on_data_loaded(&mut self, data: DataState, autorun: bool) -> Vec<Command> {
+        log_data_state(&mut self.messages, &data);
+        self.status = data_status(&data);
+        self.data = data;
+        if autorun { self.autorun() } else { Vec::new() }
     }
 
     pub fn names(&self) -> &[String] {
@@ -564,6 +573,38 @@ impl App {
                 self.ended(msg.run)
             }
         }
+    }
+}
+
+/// The status line a data state starts with (None: nothing to say).
+fn data_status(data: &DataState) -> Option<StatusLine> {
+    match data {
+        DataState::Failed { .. } => Some(StatusLine {
+            text: "the data could not be loaded: see the Dataset pane or the message log (m)"
+                .into(),
+            error: true,
+        }),
+        DataState::Loading { path, .. } => Some(StatusLine {
+            text: format!("loading {path}… (q quits)"),
+            error: false,
+        }),
+        DataState::Loaded(_) => None,
+    }
+}
+
+fn log_data_state(messages: &mut Messages, data: &DataState) {
+    match data {
+        DataState::Failed { path, error } => {
+            messages.push(Level::Error, format!("could not load {path}: {error}"))
+        }
+        DataState::Loading { path, bytes, .. } => messages.push(
+            Level::Info,
+            match bytes {
+                Some(b) => format!("loading {path} ({})", crate::spec::cost::bytes(*b as f64)),
+                None => format!("loading {path}"),
+            },
+        ),
+        DataState::Loaded(d) => log_data(messages, d),
     }
 }
 

@@ -59,17 +59,14 @@ impl RunView {
         let tol = self
             .record
             .as_ref()
-            .and_then(|r| r.details.get("tol")?.as_f64())
+            .and_then(|r| r.ep_tolerance())
             .unwrap_or_else(|| self.ep_tol());
         ep_convergence(self.ep.iter(), Some(tol), &self.title(), "ep-convergence")
     }
 
     pub fn vb_figure(&self) -> Option<Figure> {
         // The exact objective over every item, known when the run ends.
-        let exact = self
-            .record
-            .as_ref()
-            .and_then(|r| r.details.get("objective")?.as_f64());
+        let exact = self.record.as_ref().and_then(|r| r.final_objective());
         vb_trace(self.vb.iter(), exact, &self.title(), "vb-trace")
     }
 

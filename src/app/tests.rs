@@ -421,3 +421,51 @@ fn a_vacuous_certificate_does_not_mark_the_status() {
     update(&mut app, msg(id, WorkerEvent::Finished(rec)));
     assert_eq!(app.run(id).unwrap().status_text(), "done ⚠");
 }
+
+/// While the file loads, keys answer and start nothing; the default runs
+/// start when it arrives, and a failed load says why.
+#[test]
+fn keys_answer_while_loading_and_runs_start_when_the_data_arrives() {
+    let loading = || DataState::Loading {
+        path: "big.csv".into(),
+        bytes: Some(152_000_000),
+        since: std::time::Instant::now(),
+    };
+    let mut app = App::new(loading(), ViewOptions::default());
+    assert!(app.is_loading());
+    assert!(
+        app.status
+            .as_ref()
+            .is_some_and(|s| s.text.contains("loading big.csv"))
+    );
+    for k in ['n', 'r', '?', 'm', 'e', ' ', 'c', 'x', 'p'] {
+        let cmds = update(&mut app, Msg::Key(Key::Char(k)));
+        assert!(started(&cmds).is_empty(), "{k} started a run while loading");
+        update(&mut app, Msg::Key(Key::Esc));
+    }
+    let cmds = update(&mut app, Msg::Key(Key::Enter));
+    assert!(started(&cmds).is_empty());
+    let (ds, p, args) = testkit::demo();
+    let cmds = app.on_data_loaded(
+        DataState::Loaded(Box::new(DataInfo::of(&ds, &p, args))),
+        true,
+    );
+    assert_eq!(started(&cmds), vec![1], "the first default run starts");
+    assert!(!app.is_loading());
+    assert!(
+        !app.status
+            .as_ref()
+            .is_some_and(|s| s.text.contains("loading"))
+    );
+
+    let mut app = App::new(loading(), ViewOptions::default());
+    let cmds = app.on_data_loaded(
+        DataState::Failed {
+            path: "big.csv".into(),
+            error: "line 7, column 3: not a number".into(),
+        },
+        false,
+    );
+    assert!(cmds.is_empty());
+    assert!(app.status.as_ref().is_some_and(|s| s.error));
+}

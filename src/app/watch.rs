@@ -91,7 +91,8 @@ impl App {
                     ),
                 );
             }
-            DataState::Loaded(_) => {}
+            // The explorer's own file is on its way: it fills the pane.
+            DataState::Loaded(_) | DataState::Loading { .. } => {}
         }
         self.say(
             format!(

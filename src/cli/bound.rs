@@ -66,10 +66,7 @@ pub fn run(args: &BoundArgs) -> Result<(), CliError> {
         // A Bayesian fit without a certificate says why: `details.uncertified`
         // (GP fits) or a line of its trace (gcs without its evidence).
         let why = record
-            .details
-            .get("uncertified")
-            .and_then(|u| u.get("bound"))
-            .and_then(|b| b.as_str())
+            .uncertified_reason()
             .map(|why| format!("no PAC-Bayes certificate: {why}"))
             .or_else(|| {
                 record.trace.iter().find_map(|e| match e {

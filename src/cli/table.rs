@@ -3,6 +3,7 @@
 use super::settings_args::render_message;
 use crate::engine::quality;
 use crate::engine::record::RunRecord;
+use crate::engine::record_details::CvCurve;
 
 fn num(v: Option<f64>, digits: usize) -> String {
     match v {
@@ -28,21 +29,18 @@ pub fn sig(v: f64, digits: usize) -> String {
 
 /// A cross-validation's curve (`details.cv`) on one line: each grid point's
 /// mean held-out AUC, the chosen one starred, points without one "failed".
-fn cv_curve(cv: &serde_json::Value) -> Option<String> {
-    let grid = cv.get("grid")?.as_array()?;
-    let mean = cv.get("mean_auc")?.as_array()?;
-    let chosen = cv.get("chosen")?.as_f64();
-    let unit = match cv.get("parameter")?.as_str()? {
+fn cv_curve(cv: &CvCurve) -> Option<String> {
+    let unit = match cv.parameter.as_str() {
         "gamma_over_n" => "n",
         _ => "",
     };
-    let points: Vec<String> = grid
+    let points: Vec<String> = cv
+        .grid
         .iter()
-        .zip(mean)
-        .map(|(g, a)| {
-            let g = g.as_f64().unwrap_or(f64::NAN);
-            let star = if Some(g) == chosen { "*" } else { "" };
-            match a.as_f64() {
+        .zip(&cv.mean_auc)
+        .map(|(&g, a)| {
+            let star = if Some(g) == cv.chosen { "*" } else { "" };
+            match a {
                 Some(a) => format!("{}{unit} {a:.4}{star}", sig(g, 3)),
                 None => format!("{}{unit} failed", sig(g, 3)),
             }
@@ -50,7 +48,7 @@ fn cv_curve(cv: &serde_json::Value) -> Option<String> {
         .collect();
     Some(format!(
         "{}-fold held-out AUC: {}",
-        cv.get("folds")?,
+        cv.folds?,
         points.join(", ")
     ))
 }
@@ -110,8 +108,14 @@ pub fn print_table(r: &RunRecord) {
             }
         );
     }
-    if let Some(line) = r.details.get("cv").and_then(cv_curve) {
-        println!("cv        {line}");
+    match r.cv_curve() {
+        Some(Ok(c)) => {
+            if let Some(line) = cv_curve(&c) {
+                println!("cv        {line}");
+            }
+        }
+        Some(Err(e)) => println!("cv        {e}"),
+        None => {}
     }
     if let Some(z) = r.log_evidence {
         println!("log Z     {z:.4}");
@@ -128,7 +132,7 @@ pub fn print_table(r: &RunRecord) {
             x.rhat_worst.as_deref().unwrap_or("-"),
             num(x.mcse_over_sd_max(), 4)
         );
-    } else if r.details["runs"]["count"] == 1 {
+    } else if r.is_single_smc_run() {
         println!("runs      1 (no R-hat or log Z spread: they need --runs 2 or more)");
     }
     let a = &r.auc;
@@ -168,12 +172,12 @@ pub fn print_table(r: &RunRecord) {
             println!("          {why}");
         }
     }
-    if let Some(c) = r.details.get("is_check").filter(|c| c.is_object()) {
+    if let Some(c) = r.is_check() {
         println!(
             "IS check  k̂ = {}, ESS {} of {} draws",
-            num(c["khat"].as_f64(), 2),
-            num(c["ess"].as_f64(), 0),
-            c["draws"]
+            num(c.khat, 2),
+            num(c.ess, 0),
+            c.draws.map_or("null".to_string(), |d| d.to_string())
         );
     }
     for (name, a) in &r.auc.alternatives {

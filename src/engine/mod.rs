@@ -26,6 +26,7 @@ pub mod prior;
 pub mod problem;
 pub mod quality;
 pub mod record;
+pub mod record_details;
 pub mod reduction;
 pub mod select;
 pub mod smc;

@@ -274,13 +274,6 @@ pub fn evaluate(fit: &Fit, data: &Prepared) -> (AucReport, Roc) {
 }
 
 impl RunRecord {
-    /// How many draws the importance-sampling check used (None: no check).
-    pub fn is_check_draws(&self) -> Option<usize> {
-        self.details["is_check"]["draws"]
-            .as_u64()
-            .map(|d| d as usize)
-    }
-
     /// The record of `fit` on `data`, run as `spec` says.
     pub fn new(
         ds: &Dataset,

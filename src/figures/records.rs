@@ -10,7 +10,7 @@ use super::gcs_trace::gcs_trace;
 use super::marginals::{GaussianSource, HistogramSource, marginals};
 use super::roc::{RocSource, roc};
 use super::runs::smc_runs;
-use super::selection::{CvCurve, cv_curve, inclusion, spike_slab_path};
+use super::selection::{cv_curve, inclusion, spike_slab_path};
 use super::traces::{SmcTargets, ep_convergence, smc_trace};
 use super::vb_trace::vb_trace;
 use crate::engine::event::{EpSweep, Event, GcsBatch, SmcStage, VbIter, last_run};
@@ -235,7 +235,7 @@ pub fn from_records(sources: &[Source]) -> (Vec<Figure>, Vec<String>) {
             Event::VbIter(s) => Some(s),
             _ => None,
         });
-        let exact = num(&r.details, "objective");
+        let exact = r.final_objective();
         if let Some(f) = vb_trace(&iters, exact, name, &id("vb-trace", i)) {
             figs.push(f);
             vb += 1;
@@ -252,20 +252,19 @@ pub fn from_records(sources: &[Source]) -> (Vec<Figure>, Vec<String>) {
             figs.push(f);
             gcs += 1;
         }
-        let tol = num(&r.details, "tol");
+        let tol = r.ep_tolerance();
         if let Some(f) = ep_convergence(&sweeps, tol, name, &id("ep-convergence", i)) {
             figs.push(f);
             ep += 1;
         }
-        if let Some(c) = r.details.get("cv").filter(|c| !c.is_null()) {
-            match serde_json::from_value::<CvCurve>(c.clone()) {
-                Ok(c) => {
-                    let f = cv_curve(&c, name, &id("cv", i));
-                    cv += usize::from(f.is_some());
-                    figs.extend(f);
-                }
-                Err(e) => skipped.push(format!("cv ({name}): unreadable details.cv: {e}")),
+        match r.cv_curve() {
+            Some(Ok(c)) => {
+                let f = cv_curve(&c, name, &id("cv", i));
+                cv += usize::from(f.is_some());
+                figs.extend(f);
             }
+            Some(Err(e)) => skipped.push(format!("cv ({name}): {e}")),
+            None => {}
         }
         if let Some(p) = &r.inclusion {
             let f = inclusion(p, name, &id("inclusion", i));

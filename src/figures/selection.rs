@@ -1,8 +1,6 @@
 //! Model choice: cross-validation curves, spike-and-slab inclusion
 //! probabilities and the regularisation path over the spike variance.
 
-use serde::Deserialize;
-
 use super::records::PathRecord;
 use super::{Axis, Bar, Dash, Data, Figure, Mark, Panel, Series, Style, finite};
 use crate::engine::record::Inclusion;
@@ -12,16 +10,7 @@ pub const MAX_BARS: usize = 40;
 /// Features named in the path's legend (the largest |mean| along the path).
 pub const PATH_NAMED: usize = 8;
 
-/// The `details.cv` section every tuned method records (engine/select).
-#[derive(Debug, Clone, Deserialize)]
-pub struct CvCurve {
-    pub parameter: String,
-    pub grid: Vec<f64>,
-    pub mean_auc: Vec<Option<f64>>,
-    #[serde(default)]
-    pub fold_auc: Vec<Vec<Option<f64>>>,
-    pub chosen: Option<f64>,
-}
+pub use crate::engine::record_details::CvCurve;
 
 fn parameter_label(p: &str) -> &str {
     match p {

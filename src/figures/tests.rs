@@ -228,6 +228,7 @@ fn cv_curve_marks_the_chosen_point_and_spans_the_folds() {
             vec![Some(0.9), Some(0.9), None],
         ],
         chosen: Some(1.0),
+        folds: Some(2),
     };
     let f = cv_curve(&cv, "ep", "cv").unwrap();
     let p = &f.panels[0];

@@ -63,6 +63,7 @@ fn every_kind() -> Vec<Figure> {
         mean_auc: vec![Some(0.8), Some(0.82), Some(0.85), Some(0.84)],
         fold_auc: vec![vec![Some(0.78), Some(0.8), Some(0.83), Some(0.8)]; 3],
         chosen: Some(1.0),
+        folds: Some(3),
     };
     let incl: Vec<Inclusion> = (0..6)
         .map(|k| Inclusion {

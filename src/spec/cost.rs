@@ -155,7 +155,9 @@ pub fn duration(s: f64) -> String {
 }
 
 pub fn bytes(b: f64) -> String {
-    if b < 1e9 {
+    if b < 1e6 {
+        format!("{:.0} kB", (b / 1e3).ceil())
+    } else if b < 1e9 {
         format!("{:.0} MB", b / 1e6)
     } else {
         format!("{:.1} GB", b / 1e9)

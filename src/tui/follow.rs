@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use super::{Ended, Options, require_terminal, run};
+use super::{Ended, Options, Source, require_terminal, run};
 use crate::app::{App, Msg};
 use crate::eventlog::Follower;
 
@@ -71,5 +71,5 @@ pub fn watch(paths: &[PathBuf], options: Options) -> Result<Ended, String> {
             format!("waiting for a run in {}", waiting.join(", ")),
         );
     }
-    run(app, None, Vec::new(), Some(follower), &options)
+    run(app, Source::None, Some(follower), &options)
 }

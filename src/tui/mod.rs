@@ -88,31 +88,81 @@ pub fn explore(
     options: Options,
 ) -> Result<Ended, String> {
     require_terminal()?;
-    let t0 = Instant::now();
-    let loaded = data.load();
-    let load_s = t0.elapsed().as_secs_f64();
-    let (state, session_data) = match loaded {
-        Ok((ds, prepared)) => (
-            DataState::Loaded(Box::new(DataInfo::of(&ds, &prepared, data.clone()))),
-            Some(SessionData {
-                spec: data.clone(),
-                dataset: Arc::new(ds),
-                prepared: Arc::new(prepared),
-                load_s,
-                threads,
-            }),
-        ),
-        Err(error) => (
-            DataState::Failed {
-                path: data.path.display().to_string(),
-                error,
-            },
-            None,
-        ),
+    // A big file takes seconds to minutes: it loads on its own thread while
+    // the explorer draws and answers keys.
+    let state = DataState::Loading {
+        path: data.path.display().to_string(),
+        bytes: std::fs::metadata(&data.path).ok().map(|m| m.len()),
+        since: Instant::now(),
     };
-    let mut app = App::new(state, options.view);
-    let initial = if autorun { app.autorun() } else { Vec::new() };
-    run(app, session_data, initial, None, &options)
+    let (tx, rx) = bounded::<Loaded>(1);
+    let spec = data.clone();
+    std::thread::Builder::new()
+        .name("pacauc-load".into())
+        .spawn(move || {
+            let t0 = Instant::now();
+            let loaded = spec.load();
+            let _ = tx.send(Loaded {
+                result: loaded,
+                seconds: t0.elapsed().as_secs_f64(),
+            });
+        })
+        .map_err(|e| format!("cannot start the loading thread: {e}"))?;
+    let loading = Loading {
+        rx,
+        spec: data,
+        threads,
+        autorun,
+    };
+    let app = App::new(state, options.view);
+    run(app, Source::Loading(loading), None, &options)
+}
+
+/// What the loading thread sends back.
+struct Loaded {
+    result: Result<(Dataset, Prepared), String>,
+    seconds: f64,
+}
+
+/// A file being loaded for the explorer.
+struct Loading {
+    rx: Receiver<Loaded>,
+    spec: DataSpec,
+    threads: Option<usize>,
+    /// Start the default runs when the data arrives.
+    autorun: bool,
+}
+
+/// Where the explorer's data comes from.
+enum Source {
+    Loading(Loading),
+    /// Nothing to run engines on (`pacauc replay`, `pacauc watch`).
+    None,
+}
+
+impl Loading {
+    /// The app's state and the session's data once the file is read.
+    fn arrived(&self, loaded: Loaded) -> (DataState, Option<SessionData>) {
+        match loaded.result {
+            Ok((ds, prepared)) => (
+                DataState::Loaded(Box::new(DataInfo::of(&ds, &prepared, self.spec.clone()))),
+                Some(SessionData {
+                    spec: self.spec.clone(),
+                    dataset: Arc::new(ds),
+                    prepared: Arc::new(prepared),
+                    load_s: loaded.seconds,
+                    threads: self.threads,
+                }),
+            ),
+            Err(error) => (
+                DataState::Failed {
+                    path: self.spec.path.display().to_string(),
+                    error,
+                },
+                None,
+            ),
+        }
+    }
 }
 
 /// `pacauc replay`: reads run records and shows them.
@@ -125,7 +175,7 @@ pub fn replay(files: &[PathBuf], options: Options) -> Result<Ended, String> {
     }
     require_terminal()?;
     let app = App::replay(records, options.view);
-    run(app, None, Vec::new(), None, &options)
+    run(app, Source::None, None, &options)
 }
 
 struct SessionData {
@@ -325,8 +375,7 @@ fn dispatch(app: &mut App, session: &mut Session, msg: Msg) {
 
 fn run(
     mut app: App,
-    data: Option<SessionData>,
-    initial: Vec<Command>,
+    source: Source,
     follower: Option<crate::eventlog::Follower>,
     options: &Options,
 ) -> Result<Ended, String> {
@@ -339,9 +388,12 @@ fn run(
     let (wtx, wrx) = bounded::<WorkerMsg>(CHANNEL_CAPACITY);
     let (ptx, prx) = bounded::<Msg>(16);
     let (ftx, frx) = crossbeam_channel::unbounded::<PathBuf>();
-    let threads = data.as_ref().and_then(|d| d.threads);
+    let (threads, loading) = match source {
+        Source::Loading(l) => (l.threads, Some(l)),
+        Source::None => (None, None),
+    };
     // The explorer reattaches the background runs of its folder still going.
-    let follower = match (follower, &data) {
+    let follower = match (follower, &loading) {
         (Some(f), _) => Some(f),
         (None, Some(_)) => {
             let live = background::live_runs();
@@ -360,7 +412,7 @@ fn run(
         (None, None) => None,
     };
     let mut session = Session {
-        data,
+        data: None,
         tx: wtx,
         handles: Vec::new(),
         export_dir: options.export_dir.clone(),
@@ -374,11 +426,6 @@ fn run(
     let (itx, irx) = bounded::<Input>(64);
     input::spawn_signals(itx.clone()).map_err(|e| format!("cannot watch signals: {e}"))?;
     input::spawn(itx).map_err(|e| format!("cannot start the input thread: {e}"))?;
-    for cmd in initial {
-        if let Some(m) = session.execute(&app, cmd) {
-            dispatch(&mut app, &mut session, m);
-        }
-    }
     let (ltx, lrx) = bounded::<Msg>(CHANNEL_CAPACITY);
     if let Some(f) = follower {
         follow::spawn(f, ltx, frx).map_err(|e| format!("cannot start the log follower: {e}"))?;
@@ -388,6 +435,7 @@ fn run(
         worker: wrx,
         plotted: prx,
         logs: lrx,
+        loading,
     };
     let result = frame_loop(&mut app, &mut session, &mut terminal, &channels, options);
     guard.leave();
@@ -402,6 +450,8 @@ struct Channels {
     plotted: Receiver<Msg>,
     /// What followed event logs say.
     logs: Receiver<Msg>,
+    /// The explorer's file on its way (`pacauc explore`).
+    loading: Option<Loading>,
 }
 
 fn frame_loop(
@@ -412,6 +462,8 @@ fn frame_loop(
     options: &Options,
 ) -> Result<Ended, String> {
     let (input, worker) = (&channels.input, &channels.worker);
+    let never = crossbeam_channel::never();
+    let loaded = channels.loading.as_ref().map_or(&never, |l| &l.rx);
     let frame = Duration::from_secs_f64(1.0 / options.fps.clamp(0.5, 60.0));
     let tick = Duration::from_millis(500);
     let mut dirty = true;
@@ -432,7 +484,7 @@ fn frame_loop(
             return Ok(None);
         }
         let now = Instant::now();
-        let busy = app.is_busy() || app.watched_live() > 0;
+        let busy = app.is_busy() || app.watched_live() > 0 || app.is_loading();
         if busy && now >= next_tick {
             update(app, Msg::Tick);
             next_tick = now + tick;
@@ -500,6 +552,20 @@ fn frame_loop(
             recv(channels.plotted) -> m => {
                 if let Ok(m) = m {
                     dispatch(app, session, m);
+                    dirty = true;
+                    urgent = true;
+                }
+            }
+            recv(loaded) -> m => {
+                if let (Ok(m), Some(l)) = (m, &channels.loading) {
+                    let (state, data) = l.arrived(m);
+                    session.data = data;
+                    let autorun = l.autorun && session.data.is_some();
+                    for cmd in app.on_data_loaded(state, autorun) {
+                        if let Some(m) = session.execute(app, cmd) {
+                            dispatch(app, session, m);
+                        }
+                    }
                     dirty = true;
                     urgent = true;
                 }

@@ -33,6 +33,29 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
             );
             return;
         }
+        DataState::Loading { path, bytes, since } => {
+            let block = pane_block(app, Pane::Dataset, "loading".into(), &theme);
+            let size = bytes.map_or(String::new(), |b| {
+                format!(" ({})", crate::spec::cost::bytes(b as f64))
+            });
+            let text = vec![
+                Line::styled(format!("Loading {path}{size}…"), theme.warn()),
+                Line::raw(format!(
+                    "{:.1} s so far: reading, typing the columns and splitting the rows",
+                    since.elapsed().as_secs_f64()
+                )),
+                Line::raw(""),
+                Line::styled(
+                    "Keys work meanwhile: ? help, m messages, q quits.",
+                    theme.dim(),
+                ),
+            ];
+            frame.render_widget(
+                Paragraph::new(text).block(block).wrap(Wrap { trim: false }),
+                area,
+            );
+            return;
+        }
         DataState::Loaded(info) => {
             let file = std::path::Path::new(&info.report.path)
                 .file_name()

@@ -12,6 +12,8 @@ use crate::app::keys::{BINDINGS, FORM_KEYS};
 use crate::app::run_view::RunStatus;
 use crate::app::{App, DataState, Overlay};
 
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
 pub fn header(app: &App, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
     let mut spans = vec![Span::styled(" pacauc ", theme.title())];
@@ -33,9 +35,16 @@ pub fn header(app: &App, area: Rect, frame: &mut Frame) {
         DataState::Failed { path, .. } => {
             spans.push(Span::styled(format!("{path} (not loaded) "), theme.bad()))
         }
+        DataState::Loading { since, .. } => {
+            let spin = SPINNER[(app.ticks % 10) as usize];
+            spans.push(Span::styled(
+                format!("{spin} loading {:.0} s ", since.elapsed().as_secs_f64()),
+                theme.warn(),
+            ))
+        }
     }
     if let Some(r) = app.active.and_then(|id| app.run(id)) {
-        let spin = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'][(app.ticks % 10) as usize];
+        let spin = SPINNER[(app.ticks % 10) as usize];
         let what = match r.status {
             RunStatus::Paused => format!("‖ {} paused", r.title()),
             _ => format!("{spin} {} running", r.title()),

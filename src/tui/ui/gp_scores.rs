@@ -9,54 +9,22 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
-use serde_json::Value;
 
 use super::common::{bounds, finite, num, placeholder};
 use super::theme::Theme;
 use crate::app::run_view::RunView;
+use crate::engine::record_details::GpDetails;
 
-/// Whether `run` is a finished GP run (its record's details say so).
+/// Whether `run` is a finished GP run (its record says so).
 pub fn is_gp(run: &RunView) -> bool {
-    run.record
-        .as_ref()
-        .is_some_and(|r| r.details["model"] == "gp")
-}
-
-fn numbers(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .map(|a| a.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect())
-        .unwrap_or_default()
-}
-
-/// The training scores (mean, sd) sorted by mean.
-pub fn sorted_scores(details: &Value) -> Vec<(f64, f64)> {
-    let mean = numbers(&details["training_scores"]["mean"]);
-    let sd = numbers(&details["training_scores"]["sd"]);
-    let mut rows: Vec<(f64, f64)> = mean.into_iter().zip(sd).collect();
-    rows.sort_by(|a, b| a.0.total_cmp(&b.0));
-    rows
-}
-
-/// The evidence curve (ℓ, log Z) sorted by ℓ, converged points only.
-pub fn evidence_curve(details: &Value) -> Vec<(f64, f64)> {
-    let mut pts: Vec<(f64, f64)> = details["lengthscale"]["search"]["curve"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|p| Some((p["lengthscale"].as_f64()?, p["log_z"].as_f64()?)))
-                .collect()
-        })
-        .unwrap_or_default();
-    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-    pts
+    run.record.as_ref().is_some_and(|r| r.gp().is_some())
 }
 
 pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
-    let Some(record) = &run.record else {
+    let Some(gp) = run.record.as_ref().and_then(|r| r.gp()) else {
         return;
     };
-    let details = &record.details;
-    let curve = evidence_curve(details);
+    let curve = &gp.evidence;
     let (scores_area, curve_area) = if curve.is_empty() {
         (inner, Rect::default())
     } else if inner.width >= 70 {
@@ -72,25 +40,25 @@ pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
             Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(inner);
         (a, b)
     };
-    scores(details, scores_area, frame, theme);
+    scores(&gp, scores_area, frame, theme);
     if !curve.is_empty() {
-        evidence(details, &curve, curve_area, frame, theme);
+        evidence(&gp, curve, curve_area, frame, theme);
     }
 }
 
-fn scores(details: &Value, area: Rect, frame: &mut Frame, theme: &Theme) {
+fn scores(gp: &GpDetails, area: Rect, frame: &mut Frame, theme: &Theme) {
     if area.height < 4 || area.width < 20 {
         return;
     }
-    let rows = sorted_scores(details);
+    let rows = &gp.scores;
     if rows.is_empty() {
         placeholder(frame, area, "no training scores in this record", theme);
         return;
     }
     let [title_area, chart_area] =
         Layout::vertical([Constraint::Length(1), Constraint::Fill(1)]).areas(area);
-    let ell = details["lengthscale"]["value"]
-        .as_f64()
+    let ell = gp
+        .lengthscale
         .map_or("linear kernel".to_string(), |l| format!("ℓ {}", num(l)));
     let title = Line::from(vec![
         Span::styled(" training scores ", theme.title()),
@@ -98,7 +66,7 @@ fn scores(details: &Value, area: Rect, frame: &mut Frame, theme: &Theme) {
             format!(
                 "mean ± 2 sd, {} rows by score · {ell} · {} form",
                 rows.len(),
-                details["form"].as_str().unwrap_or("?")
+                gp.form.as_deref().unwrap_or("?")
             ),
             theme.dim(),
         ),
@@ -139,15 +107,13 @@ fn scores(details: &Value, area: Rect, frame: &mut Frame, theme: &Theme) {
     frame.render_widget(chart, chart_area);
 }
 
-fn evidence(details: &Value, curve: &[(f64, f64)], area: Rect, frame: &mut Frame, theme: &Theme) {
+fn evidence(gp: &GpDetails, curve: &[(f64, f64)], area: Rect, frame: &mut Frame, theme: &Theme) {
     if area.height < 4 || area.width < 20 {
         return;
     }
     let [title_area, chart_area] =
         Layout::vertical([Constraint::Length(1), Constraint::Fill(1)]).areas(area);
-    let median = details["lengthscale"]["median_distance"].as_f64();
-    let best = details["lengthscale"]["value"].as_f64();
-    let at_edge = details["lengthscale"]["search"]["at_edge"] == true;
+    let (median, best, at_edge) = (gp.median_distance, gp.lengthscale, gp.at_edge);
     let mut title = vec![
         Span::styled(" log Z_EP vs ℓ ", theme.title()),
         Span::styled(
@@ -194,27 +160,4 @@ fn evidence(details: &Value, curve: &[(f64, f64)], area: Rect, frame: &mut Frame
             .style(theme.dim()),
     );
     frame.render_widget(chart, chart_area);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_scores_and_curve_from_details() {
-        let d = serde_json::json!({
-            "model": "gp",
-            "training_scores": { "mean": [0.5, -1.0, 0.0], "sd": [0.1, 0.2, 0.3] },
-            "lengthscale": { "value": 2.0, "median_distance": 1.0, "search": {
-                "at_edge": false,
-                "curve": [
-                    { "lengthscale": 4.0, "log_z": -3.0 },
-                    { "lengthscale": 1.0, "log_z": -5.0 },
-                    { "lengthscale": 0.5, "log_z": null, "failure": "x" },
-                ],
-            }},
-        });
-        assert_eq!(sorted_scores(&d), vec![(-1.0, 0.2), (0.0, 0.3), (0.5, 0.1)]);
-        assert_eq!(evidence_curve(&d), vec![(1.0, -5.0), (4.0, -3.0)]);
-    }
 }

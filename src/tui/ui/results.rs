@@ -504,11 +504,9 @@ fn rhat_cell(rec: Option<&RunRecord>, theme: &Theme) -> (String, Style) {
 /// importance-sampling k̂ (marked above its threshold); "-" where there is none.
 fn certificate_cell(rec: Option<&RunRecord>, khat: bool, theme: &Theme) -> (String, Style) {
     if khat {
-        let c = rec
-            .and_then(|r| r.details.get("is_check"))
-            .filter(|c| c.is_object());
-        let k = c.and_then(|c| c["khat"].as_f64());
-        let trusted = c.and_then(|c| c["trusted"].as_bool()).unwrap_or(true);
+        let c = rec.and_then(RunRecord::is_check);
+        let k = c.as_ref().and_then(|c| c.khat);
+        let trusted = c.is_none_or(|c| c.trusted);
         let text = k.map_or("-".into(), |k| format!("{k:.2}"));
         return (text, if trusted { Style::new() } else { theme.warn() });
     }

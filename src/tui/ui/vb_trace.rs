@@ -22,10 +22,7 @@ pub fn render(run: &RunView, inner: Rect, frame: &mut Frame, theme: &Theme) {
     };
     let estimated = run.vb.iter().any(|it| it.estimate);
     // The exact objective over every item, known when the run ends.
-    let exact = run
-        .record
-        .as_ref()
-        .and_then(|r| r.details.get("objective")?.as_f64());
+    let exact = run.record.as_ref().and_then(|r| r.final_objective());
     // The same figure `p` writes: F per iteration, ‖∇F‖∞ below.
     let fig = run.vb_figure();
     let f = fig
