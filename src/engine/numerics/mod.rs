@@ -7,6 +7,8 @@
 //! can use it without importing another method.
 
 pub mod fast_risk;
+#[cfg(test)]
+mod fast_risk_tests;
 pub mod gemm;
 pub mod isa;
 pub mod linalg;
