@@ -46,13 +46,20 @@ pub fn rows_to_score_of_bytes(
     rows_to_score(name, parse_table(name, bytes)?, schema)
 }
 
-fn rows_to_score(path: &Path, raw: RawTable, schema: &Schema) -> Result<RowsToScore, DataError> {
+fn rows_to_score(
+    path: &Path,
+    mut raw: RawTable,
+    schema: &Schema,
+) -> Result<RowsToScore, DataError> {
     let cols = schema
         .rules
         .iter()
         .map(|r| find_column(path, &raw.header, r.column(), "the training file's"))
         .collect::<Result<Vec<usize>, _>>()?;
     let target = raw.header.iter().position(|h| *h == schema.target);
+    if let Some(j) = target {
+        raw.read_as_text(j);
+    }
     let width: usize = schema.rules.iter().map(|r| r.feature_names().len()).sum();
     let mut encoded: Vec<f64> = Vec::new(); // row-major, `width` per scorable row
     let mut rows = Vec::with_capacity(raw.n_rows());
@@ -98,8 +105,17 @@ fn encode_row(
     let mut problems = Vec::new();
     let mut k0 = 0;
     for (rule, &j) in rules.iter().zip(cols) {
-        let cell = raw.cell(r, j);
         let column = rule.column();
+        if let (ColumnRule::Numeric { .. }, Some(values)) = (rule, raw.numbers(j)) {
+            match values[r] {
+                v if v.is_nan() => problems.push(format!("missing value in '{column}'")),
+                v if v.is_finite() => out[k0] = v,
+                v => problems.push(format!("non-finite number '{v}' in '{column}'")),
+            }
+            k0 += 1;
+            continue;
+        }
+        let cell = raw.cell(r, j);
         if is_missing(cell) {
             problems.push(format!("missing value in '{column}'"));
             k0 += rule.feature_names().len();
