@@ -76,10 +76,10 @@ impl Column {
                 } else {
                     v.to_bits()
                 };
-                if let Some((b, c)) = last {
-                    if b == bits {
-                        return c;
-                    }
+                if let Some((b, c)) = last
+                    && b == bits
+                {
+                    return c;
                 }
                 let c = *index.entry(bits).or_insert_with(|| {
                     levels.push(if v.is_nan() {
