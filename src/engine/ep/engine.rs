@@ -323,7 +323,9 @@ impl Engine for Ep {
                     // directly from the folds' average posterior when there
                     // is one, else from the prior; the walk in γ if that fails.
                     if cv_result.is_some()
-                        && cv_start.as_ref().is_some_and(|q0| lep.start_from(q0, gamma))
+                        && cv_start
+                            .as_ref()
+                            .is_some_and(|q0| lep.start_from(q0, gamma))
                     {
                         start = "cv_folds";
                     }
