@@ -122,7 +122,7 @@ impl Progress {
         }
         let (now, then) = (w[w.len() - 1], w[w.len() - 1 - RATE_SPAN]);
         let rate = (now / then).powf(1.0 / RATE_SPAN as f64);
-        if !(rate < 1.0) {
+        if rate.is_nan() || rate >= 1.0 {
             return f64::INFINITY;
         }
         ((goal / now).ln() / rate.ln()).max(0.0)
@@ -256,13 +256,16 @@ impl Anderson {
         // Normal equations (ΔFᵀΔF + λI) c = ΔFᵀ f_k, ΔF_j = f_{j+1} − f_j,
         // λ relative to ‖f_k‖² (`RIDGE`) and at least the round-off of the
         // differences (`ridge`).
-        let mut a = vec![vec![0.0; n + 1]; n];
-        for i in 0..n {
-            for j in 0..n {
-                a[i][j] = g(i + 1, j + 1) - g(i + 1, j) - g(i, j + 1) + g(i, j);
-            }
-            a[i][n] = g(i + 1, n) - g(i, n);
-        }
+        let mut a: Vec<Vec<f64>> = (0..n)
+            .map(|i| {
+                (0..=n)
+                    .map(|j| match j {
+                        j if j < n => g(i + 1, j + 1) - g(i + 1, j) - g(i, j + 1) + g(i, j),
+                        _ => g(i + 1, n) - g(i, n),
+                    })
+                    .collect()
+            })
+            .collect();
         let lambda = ridge(g(n, n), self.xx[s[n]]);
         if !(lambda > 0.0 && lambda.is_finite()) {
             return None;
