@@ -277,6 +277,12 @@ pub fn walk<C: Continuable>(
                 if is_target {
                     return Ok((out, path));
                 }
+                if gamma >= ceiling {
+                    // The γ that failed converged from a nearer start: the
+                    // bisection's bound is gone (kept, the next γ would be
+                    // this one again, for ever).
+                    ceiling = f64::INFINITY;
+                }
                 let (next, by_move) = match (&last, point.moved) {
                     (Some((g0, _, _)), Some(moved)) => next_step(kappa, (gamma / g0).ln(), moved),
                     _ => (FIRST_STEP, false),

@@ -29,6 +29,9 @@ struct Mock {
     /// From the prior (no earlier point) the fixed point is in reach only up
     /// to this γ.
     cold_limit: f64,
+    /// A failure raises `limit` to the γ that failed (a retry from a nearer
+    /// start converges there).
+    heal: bool,
     gamma: Option<f64>,
     runs: Vec<(f64, bool)>,
 }
@@ -47,7 +50,15 @@ impl Continuable for Mock {
     }
     fn run_at(&mut self, gamma: f64, target: bool) -> Result<(f64, usize, f64), EngineError> {
         self.runs.push((gamma, target));
+        assert!(
+            self.runs.len() < 200,
+            "the walk does not end: {:?}",
+            self.runs
+        );
         if gamma > self.limit || self.gamma.is_none() && gamma > self.cold_limit {
+            if self.heal {
+                self.limit = self.limit.max(gamma);
+            }
             return Err(EngineError::not_converged(
                 NonConvergence::Drift,
                 "drift",
@@ -73,6 +84,7 @@ fn the_target_is_tried_directly_first() {
     let mut m = Mock {
         limit: f64::INFINITY,
         cold_limit: f64::INFINITY,
+        heal: false,
         gamma: None,
         runs: Vec::new(),
     };
@@ -82,6 +94,7 @@ fn the_target_is_tried_directly_first() {
     let mut m = Mock {
         limit: f64::INFINITY,
         cold_limit: 5.0,
+        heal: false,
         gamma: None,
         runs: Vec::new(),
     };
@@ -94,6 +107,32 @@ fn the_target_is_tried_directly_first() {
     assert_eq!(path.sweeps, 50 + 7 * (p.len() - 1));
 }
 
+/// A γ that failed and later converges from a nearer start lifts the
+/// bisection's bound: the walk goes on towards the target (it looped at that γ
+/// for ever: glass spike-and-slab, split 2, under power EP).
+#[test]
+fn a_failed_gamma_that_converges_later_lifts_the_bound() {
+    let mut m = Mock {
+        limit: 30.0,
+        cold_limit: f64::INFINITY,
+        heal: true,
+        gamma: None,
+        runs: Vec::new(),
+    };
+    // Every new γ above 30 fails once here, so the walk ends in the verdict
+    // just below the target (its last step under `MIN_STEP`), far above 30.
+    let reached = match walk(&mut m, 100.0, 10, 1.0, &mut |_| {}) {
+        Ok((out, _)) => out,
+        Err(EngineError::NotConverged { diagnostics, .. }) => {
+            diagnostics["detail"]["verdict"]["reached"]
+                .as_f64()
+                .unwrap()
+        }
+        Err(e) => panic!("{e:?}"),
+    };
+    assert!(reached > 90.0, "{reached}");
+}
+
 /// Where every point converges the path climbs by the largest steps and ends
 /// exactly at the target; κ = ¼ takes steps of ¼ in log γ.
 #[test]
@@ -101,6 +140,7 @@ fn the_path_ends_at_the_target() {
     let mut m = Mock {
         limit: f64::INFINITY,
         cold_limit: f64::INFINITY,
+        heal: false,
         gamma: None,
         runs: Vec::new(),
     };
@@ -115,6 +155,7 @@ fn the_path_ends_at_the_target() {
     let mut m = Mock {
         limit: f64::INFINITY,
         cold_limit: f64::INFINITY,
+        heal: false,
         gamma: None,
         runs: Vec::new(),
     };
@@ -134,6 +175,7 @@ fn no_fixed_point_gives_a_verdict() {
     let mut m = Mock {
         limit: 30.0,
         cold_limit: f64::INFINITY,
+        heal: false,
         gamma: None,
         runs: Vec::new(),
     };
