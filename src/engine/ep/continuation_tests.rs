@@ -36,6 +36,18 @@ struct Mock {
     runs: Vec<(f64, bool)>,
 }
 
+impl Mock {
+    fn new(limit: f64, cold_limit: f64, heal: bool) -> Mock {
+        Mock {
+            limit,
+            cold_limit,
+            heal,
+            gamma: None,
+            runs: Vec::new(),
+        }
+    }
+}
+
 impl Continuable for Mock {
     type Snapshot = Option<f64>;
     type Outcome = f64;
@@ -81,23 +93,11 @@ impl Continuable for Mock {
 /// in the path.
 #[test]
 fn the_target_is_tried_directly_first() {
-    let mut m = Mock {
-        limit: f64::INFINITY,
-        cold_limit: f64::INFINITY,
-        heal: false,
-        gamma: None,
-        runs: Vec::new(),
-    };
+    let mut m = Mock::new(f64::INFINITY, f64::INFINITY, false);
     let (out, path) = reach(&mut m, 100.0, 10, 1.0, &mut |_| {}).unwrap();
     assert_eq!((out, path.points.len(), path.sweeps), (100.0, 1, 7));
     assert_eq!(m.runs, vec![(100.0, true)]);
-    let mut m = Mock {
-        limit: f64::INFINITY,
-        cold_limit: 5.0,
-        heal: false,
-        gamma: None,
-        runs: Vec::new(),
-    };
+    let mut m = Mock::new(f64::INFINITY, 5.0, false);
     let (out, path) = reach(&mut m, 100.0, 10, 1.0, &mut |_| {}).unwrap();
     assert_eq!(out, 100.0);
     let p = &path.points;
@@ -112,13 +112,7 @@ fn the_target_is_tried_directly_first() {
 /// for ever: glass spike-and-slab, split 2, under power EP).
 #[test]
 fn a_failed_gamma_that_converges_later_lifts_the_bound() {
-    let mut m = Mock {
-        limit: 30.0,
-        cold_limit: f64::INFINITY,
-        heal: true,
-        gamma: None,
-        runs: Vec::new(),
-    };
+    let mut m = Mock::new(30.0, f64::INFINITY, true);
     // Every new γ above 30 fails once here, so the walk ends in the verdict
     // just below the target (its last step under `MIN_STEP`), far above 30.
     let reached = match walk(&mut m, 100.0, 10, 1.0, &mut |_| {}) {
@@ -137,13 +131,7 @@ fn a_failed_gamma_that_converges_later_lifts_the_bound() {
 /// exactly at the target; κ = ¼ takes steps of ¼ in log γ.
 #[test]
 fn the_path_ends_at_the_target() {
-    let mut m = Mock {
-        limit: f64::INFINITY,
-        cold_limit: f64::INFINITY,
-        heal: false,
-        gamma: None,
-        runs: Vec::new(),
-    };
+    let mut m = Mock::new(f64::INFINITY, f64::INFINITY, false);
     let (out, path) = walk(&mut m, 100.0, 10, 1.0, &mut |_| {}).unwrap();
     assert_eq!(out, 100.0);
     let last = path.points.last().unwrap();
@@ -152,13 +140,7 @@ fn the_path_ends_at_the_target() {
     assert!(path.points.iter().all(|p| p.converged));
     assert_eq!(path.sweeps, 7 * path.points.len());
     assert_eq!(m.runs.iter().filter(|r| r.1).count(), 1);
-    let mut m = Mock {
-        limit: f64::INFINITY,
-        cold_limit: f64::INFINITY,
-        heal: false,
-        gamma: None,
-        runs: Vec::new(),
-    };
+    let mut m = Mock::new(f64::INFINITY, f64::INFINITY, false);
     let (_, path) = walk(&mut m, 100.0, 10, 0.25, &mut |_| {}).unwrap();
     let p = &path.points;
     for w in p[2..p.len() - 1].windows(2) {
@@ -172,13 +154,7 @@ fn the_path_ends_at_the_target() {
 /// two `MIN_STEP`s of the limit).
 #[test]
 fn no_fixed_point_gives_a_verdict() {
-    let mut m = Mock {
-        limit: 30.0,
-        cold_limit: f64::INFINITY,
-        heal: false,
-        gamma: None,
-        runs: Vec::new(),
-    };
+    let mut m = Mock::new(30.0, f64::INFINITY, false);
     let err = walk(&mut m, 100.0, 10, 1.0, &mut |_| {}).unwrap_err();
     let EngineError::NotConverged {
         message,
