@@ -269,7 +269,7 @@ pub const EP_SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "how γ is reached",
-        help: "classic: from the prior (the folds' average after a CV), with each flavour's fallbacks; continuation: EP from γ = n/16 up to γ in steps that move the posterior by at most one sd, each warm-started from the last (details.gamma.path). Gaussian and spike-and-slab priors.",
+        help: "classic: from the prior (the folds' average after a CV), with each flavour's fallbacks; continuation: EP at γ directly from the prior (the folds' average after a CV) and, only where that does not converge, from γ = n/16 up to γ in steps that move the posterior by at most one sd, each warm-started from the last (details.gamma.path). Gaussian and spike-and-slab priors.",
         default: "classic",
         methods: EP,
         group: Group::Ep,
@@ -281,7 +281,7 @@ pub const EP_SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "step controller",
-        help: "classic: damped sweeps with the stall, cycle, drift and extrapolation rules; anderson: damped sweeps with safeguarded Anderson mixing and one non-progress verdict on the residual's contraction (experimental; the mixing's least squares is regularised relative to the residual, so a drift ends in the verdict, not a false convergence). Gaussian prior.",
+        help: "classic: damped sweeps with the stall, cycle, drift and extrapolation rules; anderson: damped sweeps with safeguarded Anderson mixing (once plain damping is slow) and one non-progress verdict on the residual's contraction (experimental; the mixing's least squares is regularised relative to the residual, so a drift ends in the verdict, not a false convergence). Gaussian prior.",
         default: "classic",
         methods: EP,
         group: Group::Ep,

@@ -26,8 +26,26 @@ fn the_step_follows_the_move() {
 /// mean is log γ (so the move per step is the step itself).
 struct Mock {
     limit: f64,
+    /// From the prior (no earlier point) the fixed point is in reach only up
+    /// to this γ.
+    cold_limit: f64,
+    /// A failure raises `limit` to the γ that failed (a retry from a nearer
+    /// start converges there).
+    heal: bool,
     gamma: Option<f64>,
     runs: Vec<(f64, bool)>,
+}
+
+impl Mock {
+    fn new(limit: f64, cold_limit: f64, heal: bool) -> Mock {
+        Mock {
+            limit,
+            cold_limit,
+            heal,
+            gamma: None,
+            runs: Vec::new(),
+        }
+    }
 }
 
 impl Continuable for Mock {
@@ -44,7 +62,15 @@ impl Continuable for Mock {
     }
     fn run_at(&mut self, gamma: f64, target: bool) -> Result<(f64, usize, f64), EngineError> {
         self.runs.push((gamma, target));
-        if gamma > self.limit {
+        assert!(
+            self.runs.len() < 200,
+            "the walk does not end: {:?}",
+            self.runs
+        );
+        if gamma > self.limit || self.gamma.is_none() && gamma > self.cold_limit {
+            if self.heal {
+                self.limit = self.limit.max(gamma);
+            }
             return Err(EngineError::not_converged(
                 NonConvergence::Drift,
                 "drift",
@@ -62,16 +88,51 @@ impl Continuable for Mock {
     }
 }
 
+/// `reach` runs the target directly first: one run where it converges;
+/// where it does not, the walk from the prior, the failed direct run first
+/// in the path.
+#[test]
+fn the_target_is_tried_directly_first() {
+    let mut m = Mock::new(f64::INFINITY, f64::INFINITY, false);
+    let (out, path) = reach(&mut m, 100.0, 10, 1.0, &mut |_| {}).unwrap();
+    assert_eq!((out, path.points.len(), path.sweeps), (100.0, 1, 7));
+    assert_eq!(m.runs, vec![(100.0, true)]);
+    let mut m = Mock::new(f64::INFINITY, 5.0, false);
+    let (out, path) = reach(&mut m, 100.0, 10, 1.0, &mut |_| {}).unwrap();
+    assert_eq!(out, 100.0);
+    let p = &path.points;
+    assert!(!p[0].converged && p[0].gamma == 100.0 && p[0].error.is_some());
+    assert_eq!(p[1].gamma, 10.0 / 16.0);
+    assert!(p[1..].iter().all(|q| q.converged) && p.len() > 3);
+    assert_eq!(path.sweeps, 50 + 7 * (p.len() - 1));
+}
+
+/// A γ that failed and later converges from a nearer start lifts the
+/// bisection's bound: the walk goes on towards the target (it looped at that γ
+/// for ever: glass spike-and-slab, split 2, under power EP).
+#[test]
+fn a_failed_gamma_that_converges_later_lifts_the_bound() {
+    let mut m = Mock::new(30.0, f64::INFINITY, true);
+    // Every new γ above 30 fails once here, so the walk ends in the verdict
+    // just below the target (its last step under `MIN_STEP`), far above 30.
+    let reached = match walk(&mut m, 100.0, 10, 1.0, &mut |_| {}) {
+        Ok((out, _)) => out,
+        Err(EngineError::NotConverged { diagnostics, .. }) => {
+            diagnostics["detail"]["verdict"]["reached"]
+                .as_f64()
+                .unwrap()
+        }
+        Err(e) => panic!("{e:?}"),
+    };
+    assert!(reached > 90.0, "{reached}");
+}
+
 /// Where every point converges the path climbs by the largest steps and ends
 /// exactly at the target; κ = ¼ takes steps of ¼ in log γ.
 #[test]
 fn the_path_ends_at_the_target() {
-    let mut m = Mock {
-        limit: f64::INFINITY,
-        gamma: None,
-        runs: Vec::new(),
-    };
-    let (out, path) = reach(&mut m, 100.0, 10, 1.0, &mut |_| {}).unwrap();
+    let mut m = Mock::new(f64::INFINITY, f64::INFINITY, false);
+    let (out, path) = walk(&mut m, 100.0, 10, 1.0, &mut |_| {}).unwrap();
     assert_eq!(out, 100.0);
     let last = path.points.last().unwrap();
     assert_eq!((last.gamma, last.tol), (100.0, 1e-4));
@@ -79,12 +140,8 @@ fn the_path_ends_at_the_target() {
     assert!(path.points.iter().all(|p| p.converged));
     assert_eq!(path.sweeps, 7 * path.points.len());
     assert_eq!(m.runs.iter().filter(|r| r.1).count(), 1);
-    let mut m = Mock {
-        limit: f64::INFINITY,
-        gamma: None,
-        runs: Vec::new(),
-    };
-    let (_, path) = reach(&mut m, 100.0, 10, 0.25, &mut |_| {}).unwrap();
+    let mut m = Mock::new(f64::INFINITY, f64::INFINITY, false);
+    let (_, path) = walk(&mut m, 100.0, 10, 0.25, &mut |_| {}).unwrap();
     let p = &path.points;
     for w in p[2..p.len() - 1].windows(2) {
         assert!(((w[1].gamma / w[0].gamma).ln() - 0.25).abs() < 1e-9);
@@ -97,12 +154,8 @@ fn the_path_ends_at_the_target() {
 /// two `MIN_STEP`s of the limit).
 #[test]
 fn no_fixed_point_gives_a_verdict() {
-    let mut m = Mock {
-        limit: 30.0,
-        gamma: None,
-        runs: Vec::new(),
-    };
-    let err = reach(&mut m, 100.0, 10, 1.0, &mut |_| {}).unwrap_err();
+    let mut m = Mock::new(30.0, f64::INFINITY, false);
+    let err = walk(&mut m, 100.0, 10, 1.0, &mut |_| {}).unwrap_err();
     let EngineError::NotConverged {
         message,
         diagnostics,
@@ -161,7 +214,7 @@ fn gaussian_continuation_reaches_the_cold_fixed_point() {
         ctl: &ctl,
         on_sweep: &mut |_, _| {},
     };
-    let (ow, path) = reach(&mut lp, gamma, 300, KAPPA, &mut |_| {}).unwrap();
+    let (ow, path) = walk(&mut lp, gamma, 300, KAPPA, &mut |_| {}).unwrap();
     assert!(path.points.len() >= 4, "{path:?}");
     let ((mc, sc), (mw, sw)) = (linear_fixed_point(&cold), linear_fixed_point(&lep));
     for k in 0..5 {
@@ -207,7 +260,7 @@ fn spike_slab_continuation_reaches_the_cold_fixed_point() {
         on_sweep: &mut |_, _| {},
         new_run: &mut || {},
     };
-    let (ow, path) = reach(&mut sp, gamma, 120, KAPPA, &mut |_| {}).unwrap();
+    let (ow, path) = walk(&mut sp, gamma, 120, KAPPA, &mut |_| {}).unwrap();
     assert!(path.points.len() >= 3, "{path:?}");
     let (mc, sc, mw) = (cold.mean(), cold.sd(), warm.mean());
     for k in 0..6 {

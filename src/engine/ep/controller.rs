@@ -12,7 +12,8 @@
 //! goes back to the plain point G(x_k) and the history restarts. The fixed
 //! point and the convergence test (Δ_t < tol·η_t on a plain step) are those
 //! of plain damping. The history copies every site each sweep, about the
-//! cost of a sweep, so mixing starts after `PLAIN_SWEEPS` plain sweeps: on
+//! cost of a sweep, so mixing starts after `PLAIN_SWEEPS` plain sweeps, and
+//! only when plain damping, at its rate, needs more than as many again: on
 //! `bench-ep` (γ = 400) this cut the controller's CPU by 2.3–2.9× where
 //! plain damping converges within them, and kept its gain where it does not
 //! (ionosphere: 13–21 sweeps against the classic driver's 242).
@@ -39,8 +40,10 @@ pub const WINDOW: usize = 24;
 /// does not (its verdict comes (`VERDICT_HALVINGS` + 1)·`WINDOW` = 48
 /// sweeps past the warm-up).
 pub const VERDICT_HALVINGS: usize = 1;
-/// Plain damped sweeps before the mixing starts (most runs converge
-/// within them; the history costs about one sweep per sweep).
+/// Plain damped sweeps before the mixing may start, and the most sweeps
+/// plain damping may still need at its current rate for the mixing not to
+/// start: the history costs about a sweep per sweep (DNA at γ = 400: 15
+/// sweeps either way, +25% CPU when it mixed from sweep 12).
 pub const PLAIN_SWEEPS: usize = 12;
 /// Pairs (x, G(x)) of the mixing's history.
 pub const HISTORY: usize = 5;
@@ -109,16 +112,48 @@ impl Progress {
     }
 }
 
-/// Anderson mixing's history and its least-squares step.
-#[derive(Debug)]
-pub struct Anderson {
-    m: usize,
-    x: VecDeque<Vec<f64>>,
-    g: VecDeque<Vec<f64>>,
+impl Progress {
+    /// Sweeps plain damping still needs to bring r to `goal` at the rate of
+    /// its last `RATE_SPAN` steps (infinite when r does not fall).
+    pub fn sweeps_to(&self, goal: f64) -> f64 {
+        let w = &self.window;
+        if w.len() <= RATE_SPAN {
+            return f64::INFINITY;
+        }
+        let (now, then) = (w[w.len() - 1], w[w.len() - 1 - RATE_SPAN]);
+        let rate = (now / then).powf(1.0 / RATE_SPAN as f64);
+        if rate.is_nan() || rate >= 1.0 {
+            return f64::INFINITY;
+        }
+        ((goal / now).ln() / rate.ln()).max(0.0)
+    }
 }
 
-fn sub(a: &[f64], b: &[f64]) -> Vec<f64> {
-    a.iter().zip(b).map(|(x, y)| x - y).collect()
+/// Steps over which `Progress::sweeps_to` measures plain damping's rate.
+const RATE_SPAN: usize = 4;
+
+/// Anderson mixing's history in preallocated rings, and its least-squares
+/// step. Each slot holds an iterate x_i and its residual f_i = G(x_i) − x_i
+/// (so G(x_i) = x_i + f_i); the Gram matrix ⟨f_a, f_b⟩ of the slots is
+/// updated by one row per step (m + 1 dot products), and the normal
+/// equations of the differences ΔF are formed from it. No allocation per
+/// sweep: before, every mix built k + 2(k − 1) vectors of all the sites,
+/// most of an Anderson run's CPU in page faults on DNA.
+#[derive(Debug)]
+pub struct Anderson {
+    /// Differences of the least squares (pairs kept: m + 1).
+    m: usize,
+    x: Vec<Vec<f64>>,
+    f: Vec<Vec<f64>>,
+    /// Committed slots, oldest first.
+    order: VecDeque<usize>,
+    /// The slot `stage` writes (never in `order`).
+    staged: usize,
+    /// ⟨f_a, f_b⟩ by slot, row-major over the m + 2 slots.
+    gram: Vec<f64>,
+    /// ‖x_a‖² by slot (the ridge's round-off term).
+    xx: Vec<f64>,
+    out: Vec<f64>,
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
@@ -135,66 +170,103 @@ pub fn residual(x: &[f64], g: &[f64]) -> f64 {
 }
 
 impl Anderson {
-    pub fn new(m: usize) -> Anderson {
+    /// A history of `m` differences for vectors of `len` values.
+    pub fn new(m: usize, len: usize) -> Anderson {
+        let slots = m + 2;
         Anderson {
             m,
-            x: VecDeque::new(),
-            g: VecDeque::new(),
+            x: vec![vec![0.0; len]; slots],
+            f: vec![vec![0.0; len]; slots],
+            order: VecDeque::with_capacity(slots),
+            staged: 0,
+            gram: vec![0.0; slots * slots],
+            xx: vec![0.0; slots],
+            out: vec![0.0; len],
         }
     }
 
     /// The history for vectors of `len` values, `HISTORY` pairs when they fit
     /// in `HISTORY_BYTES`, else None (plain damping).
     pub fn within_budget(len: usize) -> Option<Anderson> {
-        let per = 2 * 8 * len;
-        let m = (HISTORY_BYTES / per.max(1)).min(HISTORY);
-        (m >= 2).then(|| Anderson::new(m))
+        // x and f per slot (m + 2 slots) and the output.
+        let per = 2 * 8 * len.max(1);
+        let m = (HISTORY_BYTES / per).saturating_sub(3).min(HISTORY);
+        (m >= 2).then(|| Anderson::new(m, len))
     }
 
     pub fn clear(&mut self) {
-        self.x.clear();
-        self.g.clear();
+        self.order.clear();
+        self.staged = 0;
     }
 
     pub fn len(&self) -> usize {
-        self.x.len()
+        self.order.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.x.is_empty()
+        self.order.is_empty()
     }
 
-    /// Adds (x, G(x)).
-    pub fn push(&mut self, x: Vec<f64>, g: Vec<f64>) {
-        if self.x.len() == self.m + 1 {
-            self.x.pop_front();
-            self.g.pop_front();
+    /// Writes a pair (x, G(x)) into the staging slot through `fill(x, g)`
+    /// and returns its residual ‖G(x) − x‖; `commit` adds it to the history.
+    pub fn stage(&mut self, fill: impl FnOnce(&mut [f64], &mut [f64])) -> f64 {
+        let i = self.staged;
+        let (x, f) = (&mut self.x[i], &mut self.f[i]);
+        fill(x, f);
+        for (fv, xv) in f.iter_mut().zip(x.iter()) {
+            *fv -= xv;
         }
-        self.x.push_back(x);
-        self.g.push_back(g);
+        let ff = dot(f, f);
+        let slots = self.xx.len();
+        self.gram[i * slots + i] = ff;
+        self.xx[i] = dot(x, x);
+        ff.sqrt()
+    }
+
+    /// Adds the staged pair to the history (the oldest leaves a full one).
+    pub fn commit(&mut self) {
+        let slots = self.xx.len();
+        let i = self.staged;
+        if self.order.len() == self.m + 1 {
+            self.order.pop_front();
+        }
+        for &j in &self.order {
+            let v = dot(&self.f[i], &self.f[j]);
+            self.gram[i * slots + j] = v;
+            self.gram[j * slots + i] = v;
+        }
+        self.order.push_back(i);
+        self.staged = (0..slots)
+            .find(|s| !self.order.contains(s))
+            .expect("m + 2 slots, at most m + 1 committed");
     }
 
     /// The mixed point from the history (None with fewer than two pairs or a
-    /// singular system).
-    pub fn mix(&self) -> Option<Vec<f64>> {
-        let k = self.x.len();
+    /// singular system): G(x_k) − ΔG·c with c the ridge least squares of
+    /// f_k ≈ ΔF·c.
+    pub fn mix(&mut self) -> Option<&[f64]> {
+        let k = self.order.len();
         if k < 2 {
             return None;
         }
-        let f: Vec<Vec<f64>> = (0..k).map(|i| sub(&self.g[i], &self.x[i])).collect();
-        let df: Vec<Vec<f64>> = (1..k).map(|i| sub(&f[i], &f[i - 1])).collect();
-        let dg: Vec<Vec<f64>> = (1..k).map(|i| sub(&self.g[i], &self.g[i - 1])).collect();
-        let n = df.len();
-        // Normal equations (ΔFᵀΔF + λI) c = ΔFᵀ f_k, λ relative to ‖f_k‖²
-        // (`RIDGE`) and at least the round-off of the differences (`ridge`).
-        let mut a = vec![vec![0.0; n + 1]; n];
-        for i in 0..n {
-            for j in 0..n {
-                a[i][j] = dot(&df[i], &df[j]);
-            }
-            a[i][n] = dot(&df[i], &f[k - 1]);
-        }
-        let lambda = ridge(&f[k - 1], &self.x[k - 1]);
+        let slots = self.xx.len();
+        let s: Vec<usize> = self.order.iter().copied().collect();
+        let g = |a: usize, b: usize| self.gram[s[a] * slots + s[b]];
+        let n = k - 1;
+        // Normal equations (ΔFᵀΔF + λI) c = ΔFᵀ f_k, ΔF_j = f_{j+1} − f_j,
+        // λ relative to ‖f_k‖² (`RIDGE`) and at least the round-off of the
+        // differences (`ridge`).
+        let mut a: Vec<Vec<f64>> = (0..n)
+            .map(|i| {
+                (0..=n)
+                    .map(|j| match j {
+                        j if j < n => g(i + 1, j + 1) - g(i + 1, j) - g(i, j + 1) + g(i, j),
+                        _ => g(i + 1, n) - g(i, n),
+                    })
+                    .collect()
+            })
+            .collect();
+        let lambda = ridge(g(n, n), self.xx[s[n]]);
         if !(lambda > 0.0 && lambda.is_finite()) {
             return None;
         }
@@ -202,13 +274,24 @@ impl Anderson {
             row[i] += lambda;
         }
         let c = solve(a)?;
-        let mut out = self.g[k - 1].clone();
+        // out = Σ w_i G(x_i) = Σ w_i (x_i + f_i).
+        let mut w = vec![0.0; k];
+        w[n] = 1.0;
         for (j, cj) in c.iter().enumerate() {
-            for (o, d) in out.iter_mut().zip(&dg[j]) {
-                *o -= cj * d;
+            w[j + 1] -= cj;
+            w[j] += cj;
+        }
+        self.out.fill(0.0);
+        for (i, wi) in w.iter().enumerate() {
+            let (x, f) = (&self.x[s[i]], &self.f[s[i]]);
+            for ((o, xv), fv) in self.out.iter_mut().zip(x).zip(f) {
+                *o += wi * (xv + fv);
             }
         }
-        out.iter().all(|v| v.is_finite()).then_some(out)
+        self.out
+            .iter()
+            .all(|v| v.is_finite())
+            .then_some(&self.out[..])
     }
 }
 
@@ -218,15 +301,16 @@ impl Anderson {
 /// rate r with 1 − r ≫ √RIDGE, at most 1/(2√RIDGE) = 5·10⁴ steps whatever ΔF.
 pub const RIDGE: f64 = 1e-10;
 
-/// λ of the least squares for the newest residual `f` at the iterate `x`:
+/// λ of the least squares for the newest residual f (‖f‖² = `ff`) at the
+/// iterate x (‖x‖² = `xx`):
 /// `RIDGE`·‖f‖², and no less than the round-off of a residual difference
 /// (each g − x is known to about ε·|x|). Relative to ΔF itself, as it was,
 /// λ cannot tell a secant from round-off: on a drift (f constant) ΔF is pure
 /// round-off, c came out near 10¹⁵, and the mixed point landed where x + step
 /// rounds to x, a false fixed point.
-fn ridge(f: &[f64], x: &[f64]) -> f64 {
-    let noise = 4.0 * f64::EPSILON * dot(x, x).sqrt();
-    RIDGE * dot(f, f) + noise * noise
+fn ridge(ff: f64, xx: f64) -> f64 {
+    let noise = 4.0 * f64::EPSILON * xx.sqrt();
+    RIDGE * ff + noise * noise
 }
 
 /// Gaussian elimination with partial pivoting on an augmented n × (n+1) system.

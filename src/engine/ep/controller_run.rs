@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::{Anderson, NonProgress, PLAIN_SWEEPS, Progress, VERDICT_HALVINGS, residual};
+use super::{Anderson, NonProgress, PLAIN_SWEEPS, Progress, VERDICT_HALVINGS};
 use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::sweep_state::{
     Converged, Marginal, PassDone, Rules, StoppedAt, SweepState, SweepStatus, not_converged,
@@ -26,7 +26,7 @@ struct Counts {
 }
 
 /// Runs EP to convergence from the current state with Anderson mixing when
-/// the flavour exposes its sites (`SweepState::sites_vec`), else plain
+/// the flavour exposes its sites (`SweepState::mix_len`), else plain
 /// damping; the non-progress verdict in both cases.
 pub fn run_once<S: SweepState>(
     st: &mut S,
@@ -136,16 +136,15 @@ pub fn run_once<S: SweepState>(
             candidate = sweep > warmup && delta < s.tol * st.step_floor(eta);
             continue;
         }
-        if aa.is_none() && sweep == PLAIN_SWEEPS.max(warmup) {
-            aa = st
-                .sites_vec()
-                .and_then(|v| Anderson::within_budget(v.len()));
+        if aa.is_none()
+            && sweep >= PLAIN_SWEEPS.max(warmup)
+            && progress.sweeps_to(s.tol) > PLAIN_SWEEPS as f64
+        {
+            aa = st.mix_len().and_then(Anderson::within_budget);
         }
-        // The current state is valid; a mixed one must also have cut the residual.
-        let pair = aa
-            .as_ref()
-            .and_then(|_| Some((st.sites_vec()?, st.trial_vec()?)));
-        let res = pair.as_ref().map(|(x, g)| residual(x, g));
+        // The current state is valid; a mixed one must also have cut the
+        // residual. The pair (x, G(x)) is staged, committed below.
+        let res = aa.as_mut().map(|a| a.stage(|x, g| st.write_mix(x, g)));
         if let (Some(before), Some(r)) = (mixed_pending.take(), res)
             && !candidate
             && r >= before
@@ -181,20 +180,21 @@ pub fn run_once<S: SweepState>(
             ));
         }
         let mut mixed = None;
-        if let (Some(a), Some((x, g)), Some(r)) = (aa.as_mut(), pair, res) {
-            a.push(x, g);
-            if !no_mix && sweep >= warmup {
-                mixed = a.mix().map(|v| (v, r));
+        if let (Some(a), Some(r)) = (aa.as_mut(), res) {
+            a.commit();
+            if !no_mix
+                && sweep >= warmup
+                && let Some(v) = a.mix()
+            {
+                st.load_trial(v);
+                mixed = Some(r);
             }
         }
         no_mix = false;
-        if let Some((v, _)) = &mixed {
-            st.load_trial(v);
-        }
         st.accept();
         q_prev = Some(st.marginal()); // q is still the accepted state's
         st.begin_sweep();
-        if let Some((_, r)) = mixed {
+        if let Some(r) = mixed {
             if !st.complete_sweep(eta, false) {
                 // Q is not positive definite at the mixed point.
                 if !undo(st, &mut aa, &mut n) {

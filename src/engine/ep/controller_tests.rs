@@ -66,16 +66,21 @@ fn anderson_accelerates_a_linear_fixed_point() {
         panic!("plain did not converge")
     };
     let (xp, plain_its) = solve_plain();
-    let mut aa = Anderson::new(HISTORY);
+    let mut aa = Anderson::new(HISTORY, k);
     let mut x = vec![0.0; k];
     let mut its = 0;
     loop {
         let g = a(&x);
-        if residual(&x, &g) < 1e-10 {
+        let r = aa.stage(|xs, gs| {
+            xs.copy_from_slice(&x);
+            gs.copy_from_slice(&g);
+        });
+        assert!((r - residual(&x, &g)).abs() <= 1e-12 * r.max(1e-300));
+        if r < 1e-10 {
             break;
         }
-        aa.push(x.clone(), g.clone());
-        x = aa.mix().unwrap_or(g);
+        aa.commit();
+        x = aa.mix().map_or(g, <[f64]>::to_vec);
         its += 1;
         assert!(its < 500);
     }
@@ -154,11 +159,12 @@ impl SweepState for VecToy {
     fn restore(&mut self) {
         self.cur = self.prev.take().expect("rollback");
     }
-    fn sites_vec(&self) -> Option<Vec<f64>> {
-        self.mixable.then(|| self.cur.clone())
+    fn mix_len(&self) -> Option<usize> {
+        self.mixable.then_some(self.cur.len())
     }
-    fn trial_vec(&self) -> Option<Vec<f64>> {
-        Some(self.trial.clone())
+    fn write_mix(&self, x: &mut [f64], g: &mut [f64]) {
+        x.copy_from_slice(&self.cur);
+        g.copy_from_slice(&self.trial);
     }
     fn load_trial(&mut self, v: &[f64]) {
         self.trial = v.to_vec();

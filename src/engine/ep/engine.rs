@@ -319,7 +319,16 @@ impl Engine for Ep {
                     lep.state_mut().reset();
                 }
                 if !s.start.is_classic() {
-                    // One way to reach γ, after a CV too (`continuation`).
+                    // One way to reach γ, after a CV too (`continuation`):
+                    // directly from the folds' average posterior when there
+                    // is one, else from the prior; the walk in γ if that fails.
+                    if cv_result.is_some()
+                        && cv_start
+                            .as_ref()
+                            .is_some_and(|q0| lep.start_from(q0, gamma))
+                    {
+                        start = "cv_folds";
+                    }
                     let mut lp = LinearPath {
                         lep: &mut lep,
                         settings: *s,
@@ -333,7 +342,12 @@ impl Engine for Ep {
                         continuation::KAPPA,
                         &mut |p| sink.borrow_mut().emit(log(continuation::describe(p))),
                     )?;
-                    return Ok((out, "continuation", None, Some(path)));
+                    let how = if path.points.len() > 1 {
+                        "continuation"
+                    } else {
+                        start
+                    };
+                    return Ok((out, how, None, Some(path)));
                 }
                 let (first, path, settings) = if let Some(r) = &cv_result {
                     // Start from the folds' average posterior at the chosen point (a

@@ -465,11 +465,15 @@ impl PairEp {
         k
     }
 
-    /// The trial the last update pass wrote (K then h), for a step controller.
-    pub(crate) fn trial_vec(&self) -> Vec<f64> {
-        let (mut k, h) = with_store!(&self.store, st => st.copy_out(true));
-        k.extend(h);
-        k
+    /// Number of sites (pairs) of the store.
+    pub(crate) fn site_count(&self) -> usize {
+        with_store!(&self.store, st => st.len())
+    }
+
+    /// Writes the current sites (or the trial the last update pass wrote)
+    /// into `out` in `sites_vec`'s layout, for a step controller.
+    pub(crate) fn write_sites(&self, trial: bool, out: &mut [f64]) {
+        with_store!(&self.store, st => st.write_out(trial, out));
     }
 
     /// Sets the current sites (`sites_vec`'s layout); no rollback point; q
@@ -607,11 +611,12 @@ impl SweepState for GaussianSweep<'_> {
     fn context(&self) -> serde_json::Value {
         json!({ "gamma_over_pairs": self.step.g })
     }
-    fn sites_vec(&self) -> Option<Vec<f64>> {
-        Some(self.ep.sites_vec())
+    fn mix_len(&self) -> Option<usize> {
+        Some(2 * self.ep.site_count())
     }
-    fn trial_vec(&self) -> Option<Vec<f64>> {
-        Some(self.ep.trial_vec())
+    fn write_mix(&self, x: &mut [f64], g: &mut [f64]) {
+        self.ep.write_sites(false, x);
+        self.ep.write_sites(true, g);
     }
     fn load_trial(&mut self, v: &[f64]) {
         self.ep.load_trial(v);

@@ -140,6 +140,11 @@ impl<S: SiteScalar> SiteBuffers<S> {
         })
     }
 
+    /// Number of sites (pairs).
+    pub fn len(&self) -> usize {
+        self.k[0].len()
+    }
+
     /// The buffer the next pass writes into.
     pub fn next(&self) -> usize {
         (0..3)
@@ -208,6 +213,18 @@ impl<S: SiteScalar> SiteBuffers<S> {
         let b = if trial { self.next() } else { self.cur };
         let f = |v: &[S]| v.iter().map(|x| x.to_f64()).collect();
         (f(&self.k[b]), f(&self.h[b]))
+    }
+
+    /// Writes (K then h) of the current state, or of the trial, into `out`.
+    pub fn write_out(&self, trial: bool, out: &mut [f64]) {
+        let b = if trial { self.next() } else { self.cur };
+        let (ok, oh) = out.split_at_mut(self.k[b].len());
+        for (d, v) in ok.iter_mut().zip(&self.k[b]) {
+            *d = v.to_f64();
+        }
+        for (d, v) in oh.iter_mut().zip(&self.h[b]) {
+            *d = v.to_f64();
+        }
     }
 
     /// Writes (K, h) into the current state (no rollback point afterwards),

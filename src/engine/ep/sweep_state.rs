@@ -116,15 +116,14 @@ pub trait SweepState {
     /// still held: only the sweep after the jump was written since); no
     /// rollback point afterwards; q is rebuilt by `ensure_q`.
     fn restore_before_rollback(&mut self) {}
-    /// The current sites as one vector, for Anderson mixing (`controller`);
-    /// None when the flavour does not support it.
-    fn sites_vec(&self) -> Option<Vec<f64>> {
+    /// Length of the sites as one vector, for Anderson mixing
+    /// (`controller`); None when the flavour does not support it.
+    fn mix_len(&self) -> Option<usize> {
         None
     }
-    /// The trial the last update pass wrote, in `sites_vec`'s layout.
-    fn trial_vec(&self) -> Option<Vec<f64>> {
-        None
-    }
+    /// Writes the current sites into `x` and the trial the last update pass
+    /// wrote into `g` (one layout, `mix_len` values each).
+    fn write_mix(&self, _x: &mut [f64], _g: &mut [f64]) {}
     /// Replaces the trial (a mixed point); `accept` then makes it current.
     fn load_trial(&mut self, _v: &[f64]) {}
     /// What to try when the run fails this way (appended to the message).
