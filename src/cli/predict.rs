@@ -326,3 +326,83 @@ fn summary(p: &Predictions) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::votes::Vote;
+
+    fn predictions(n: usize) -> Predictions {
+        let vote = |k: usize| Vote {
+            positive_share: k as f64 / 10.0,
+            positive: k >= 5,
+            agreement: 0.5 + k as f64 / 20.0,
+            entropy: 1.0 / (1 + k) as f64,
+        };
+        Predictions {
+            lines: (0..n as u64).map(|k| k + 2).collect(),
+            scores: (0..n)
+                .map(|k| {
+                    if k == 1 {
+                        f64::NAN
+                    } else {
+                        k as f64 * 0.3 - 1.0
+                    }
+                })
+                .collect(),
+            score_sds: Some((0..n).map(|k| 0.1 + k as f64).collect()),
+            row_votes: Some((0..n).map(vote).collect()),
+            classes: Some((0..n).map(|k| k % 2 == 0).collect()),
+            labels: Some((0..n).map(|k| (k % 3 != 0).then_some(k % 2 == 0)).collect()),
+            unscored: if n > 1 {
+                vec![(1, "'q, \"r\"' in 'c' was not seen in training".into())]
+            } else {
+                Vec::new()
+            },
+            auc: None,
+            votes: Some("10 draws".into()),
+            fingerprint: "fnv1a64:0".into(),
+        }
+    }
+
+    /// The streamed document is serde_json's pretty layout of the whole one.
+    #[test]
+    fn streamed_json_equals_the_whole_document() {
+        for n in [0, 1, 5, PIECE_ROWS + 3] {
+            let p = predictions(n);
+            let head = json!({"record": "r.json", "scored": p.scored(), "auc": null});
+            for order in [None, Some(uncertain_first(&p))] {
+                let mut got = Vec::new();
+                write_json(&head, &p, order.as_deref(), &mut got).unwrap();
+                let ranks = order.clone().unwrap_or_else(|| (0..n).collect());
+                let rows: Vec<serde_json::Value> = ranks
+                    .iter()
+                    .enumerate()
+                    .map(|(rank, &i)| {
+                        let mut r = json!(p.row(i));
+                        if order.is_some() {
+                            r["rank"] = json!(rank + 1);
+                        }
+                        r
+                    })
+                    .collect();
+                let mut whole = head.clone();
+                whole["rows"] = json!(rows);
+                let want = serde_json::to_string_pretty(&whole).unwrap() + "\n";
+                assert_eq!(String::from_utf8(got).unwrap(), want, "{n} rows");
+            }
+            // And the CSV parses back to the rows (quoting of the status).
+            let mut csv_out = Vec::new();
+            write_csv(&p, None, &mut csv_out).unwrap();
+            let mut r = csv::Reader::from_reader(csv_out.as_slice());
+            let back: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+            assert_eq!(back.len(), n);
+            for (k, rec) in back.iter().enumerate() {
+                let want = p.row(k);
+                assert_eq!(rec[0], want.row.to_string());
+                assert_eq!(rec[rec.len() - 1], want.status);
+                assert_eq!(rec[1], want.score.map_or(String::new(), |v| v.to_string()));
+            }
+        }
+    }
+}

@@ -208,7 +208,9 @@ pub(crate) fn predict_rows(
     let starts: Vec<usize> = (0..n).step_by(block_rows.max(1)).collect();
     let blocks: Vec<Block> = starts
         .par_iter()
-        .map(|&s| score_block(model, t, &cols, s..(s + block_rows).min(n)))
+        .map_init(Scratch::default, |scratch, &s| {
+            score_block(model, t, &cols, s..(s + block_rows).min(n), scratch)
+        })
         .collect();
     let mut p = Predictions {
         lines: t.lines().to_vec(),
@@ -224,7 +226,8 @@ pub(crate) fn predict_rows(
     };
     fn append<T>(all: &mut Option<Vec<T>>, part: Option<Vec<T>>, n: usize) {
         if let Some(part) = part {
-            all.get_or_insert_with(|| Vec::with_capacity(n)).extend(part);
+            all.get_or_insert_with(|| Vec::with_capacity(n))
+                .extend(part);
         }
     }
     for b in blocks {
@@ -243,9 +246,13 @@ pub(crate) fn predict_rows(
             .filter(|(s, _)| !s.is_nan())
             .unzip();
         let positives = y.iter().filter(|&&b| b).count();
+        let (auc, interval) = rayon::join(
+            || (positives > 0 && positives < y.len()).then(|| auc(&s, &y)),
+            || delong(&s, &y),
+        );
         LabelledAuc {
-            auc: (positives > 0 && positives < y.len()).then(|| auc(&s, &y)),
-            interval: delong(&s, &y),
+            auc,
+            interval,
             rows: y.len(),
             positives,
             target: model.schema.target.clone(),
@@ -255,24 +262,44 @@ pub(crate) fn predict_rows(
     Ok(p)
 }
 
+/// A worker's block matrices, kept from block to block.
+#[derive(Default)]
+struct Scratch {
+    encoded: DMatrix<f64>,
+    x: DMatrix<f64>,
+}
+
+/// `m` as a `rows` × `cols` matrix (its values are overwritten by the caller).
+fn shaped(m: &mut DMatrix<f64>, rows: usize, cols: usize) -> &mut DMatrix<f64> {
+    if m.shape() != (rows, cols) {
+        *m = DMatrix::zeros(rows, cols);
+    }
+    m
+}
+
 /// Encodes, standardises and scores the input rows `rows`.
-fn score_block(model: &Model, t: &RowsToScore, cols: &[usize], rows: std::ops::Range<usize>) -> Block {
+fn score_block(
+    model: &Model,
+    t: &RowsToScore,
+    cols: &[usize],
+    rows: std::ops::Range<usize>,
+    scratch: &mut Scratch,
+) -> Block {
     let len = rows.len();
-    let mut encoded = DMatrix::zeros(len, t.width());
+    let encoded = shaped(&mut scratch.encoded, len, t.width());
     let mut problems = vec![None; len];
-    t.encode(rows.clone(), &mut encoded, &mut problems);
+    t.encode(rows.clone(), encoded, &mut problems);
     // (v − mean)/sd column by column: the arithmetic of `prepare`. Rows that
     // did not encode are scored too (harmlessly) and masked below.
-    let mut x = DMatrix::<f64>::zeros(len, cols.len());
+    let x = shaped(&mut scratch.x, len, cols.len());
     for (c, &k) in cols.iter().enumerate() {
         let (m, s) = (model.scaler.mean[c], model.scaler.sd[c]);
         for (o, &v) in x.column_mut(c).iter_mut().zip(encoded.column(k).iter()) {
             *o = (v - m) / s;
         }
     }
-    drop(encoded);
-    let (mut scores, sds) = model.predict(&x);
-    let votes = model.vote(&x);
+    let (mut scores, sds) = model.predict(x);
+    let votes = model.vote(x);
     // The class rule: the posterior's majority vote where the model keeps
     // draws, else the point score above the record's training cut.
     let classes: Option<Vec<bool>> = match &votes {
@@ -296,7 +323,9 @@ fn score_block(model: &Model, t: &RowsToScore, cols: &[usize], rows: std::ops::R
         sds,
         votes,
         classes,
-        labels: t.has_labels().then(|| rows.clone().map(|r| t.label(r)).collect()),
+        labels: t
+            .has_labels()
+            .then(|| rows.clone().map(|r| t.label(r)).collect()),
         unscored,
     }
 }

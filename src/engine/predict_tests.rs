@@ -34,13 +34,24 @@ fn messy_csv(n: usize, seed: u64, quoted: bool) -> String {
     let mut pick = |cells: &[&str]| cells[r.random_range(0..cells.len())].to_string();
     let mut text = String::from("b,extra,c,y,a\n");
     for i in 0..n {
-        let num = |k: usize| format!("{}", (k as f64 * 0.37).sin() * 10f64.powi((k % 5) as i32 - 2));
-        let a = pick(&["NUM", "NUM", "NUM", "NUM", "", "NA", "abc", "inf", "1e3", " -2.5 "]);
+        let num = |k: usize| {
+            format!(
+                "{}",
+                (k as f64 * 0.37).sin() * 10f64.powi((k % 5) as i32 - 2)
+            )
+        };
+        let a = pick(&[
+            "NUM", "NUM", "NUM", "NUM", "", "NA", "abc", "inf", "1e3", " -2.5 ",
+        ]);
         let a = if a == "NUM" { num(i) } else { a };
         let b = pick(&["NUM", "NUM", "NUM", "?", "7", "+0.125", "-0"]);
         let b = if b == "NUM" { num(i * 7 + 3) } else { b };
         let c = pick(&["x", "z", "u v", "w", "x", "q", "", "null"]);
-        let c = if quoted && c.contains(' ') { format!("\"{c}\"") } else { c };
+        let c = if quoted && c.contains(' ') {
+            format!("\"{c}\"")
+        } else {
+            c
+        };
         let y = pick(&["1", "0", "0", "1.0", ""]);
         text.push_str(&format!("{b},e{i},{c},{y},{a}\n"));
         if i % 97 == 5 {
@@ -51,7 +62,12 @@ fn messy_csv(n: usize, seed: u64, quoted: bool) -> String {
 }
 
 /// The old encoder: one row at a time, every problem named.
-fn encode_row(t: &RowsToScore, raw: &[Vec<String>], r: usize, schema: &Schema) -> Result<Vec<f64>, String> {
+fn encode_row(
+    t: &RowsToScore,
+    raw: &[Vec<String>],
+    r: usize,
+    schema: &Schema,
+) -> Result<Vec<f64>, String> {
     let header = &raw[0];
     let mut out = vec![0.0; t.width()];
     let mut problems = Vec::new();
@@ -74,7 +90,11 @@ fn encode_row(t: &RowsToScore, raw: &[Vec<String>], r: usize, schema: &Schema) -
                 }
                 k0 += 1;
             }
-            ColumnRule::OneHot { levels, other_levels, .. } => {
+            ColumnRule::OneHot {
+                levels,
+                other_levels,
+                ..
+            } => {
                 if let Some(l) = levels.iter().position(|l| l == cell) {
                     out[k0 + l] = 1.0;
                 } else if !other_levels.iter().any(|l| l == cell) {
@@ -84,12 +104,18 @@ fn encode_row(t: &RowsToScore, raw: &[Vec<String>], r: usize, schema: &Schema) -
             }
         }
     }
-    if problems.is_empty() { Ok(out) } else { Err(problems.join("; ")) }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(problems.join("; "))
+    }
 }
 
 /// The old path, row by row, as `Prediction`s (and the AUC's inputs).
 fn reference(model: &Model, text: &str, t: &RowsToScore) -> (Vec<Prediction>, Vec<f64>, Vec<bool>) {
-    let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(text.as_bytes());
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(text.as_bytes());
     let raw: Vec<Vec<String>> = reader
         .records()
         .map(|r| r.unwrap().iter().map(String::from).collect())
@@ -98,7 +124,8 @@ fn reference(model: &Model, text: &str, t: &RowsToScore) -> (Vec<Prediction>, Ve
     let schema = &model.schema;
     let names = schema.feature_names();
     let n = raw.len() - 1;
-    let rows: Vec<Result<Vec<f64>, String>> = (0..n).map(|r| encode_row(t, &raw, r, schema)).collect();
+    let rows: Vec<Result<Vec<f64>, String>> =
+        (0..n).map(|r| encode_row(t, &raw, r, schema)).collect();
     let ok: Vec<&Vec<f64>> = rows.iter().filter_map(|r| r.as_ref().ok()).collect();
     let x = DMatrix::from_fn(ok.len(), model.features.len(), |i, c| {
         let k = names.iter().position(|n| *n == model.features[c]).unwrap();
@@ -163,8 +190,13 @@ fn models() -> Vec<Model> {
         schema: schema(),
         dropped_columns: Vec::new(),
         features,
-        scaler: Standardizer { mean: vec![0.3, 0.2, 0.7, -1.1], sd: vec![0.5, 0.4, 3.3, 2.9] },
-        score: ScoreModel::Linear { weights: vec![0.8, -1.3, 0.31, 0.052] },
+        scaler: Standardizer {
+            mean: vec![0.3, 0.2, 0.7, -1.1],
+            sd: vec![0.5, 0.4, 3.3, 2.9],
+        },
+        score: ScoreModel::Linear {
+            weights: vec![0.8, -1.3, 0.31, 0.052],
+        },
         spread: None,
         votes: None,
         threshold: Some(0.1),
@@ -173,9 +205,14 @@ fn models() -> Vec<Model> {
     let theta: Vec<Vec<f32>> = (0..37)
         .map(|_| (0..d).map(|_| rng::normal(&mut r) as f32).collect())
         .collect();
-    let lower: Vec<f64> = (0..d).flat_map(|i| (0..=i).map(move |j| if i == j { 0.4 } else { 0.05 * (i + j) as f64 })).collect();
+    let lower: Vec<f64> = (0..d)
+        .flat_map(|i| (0..=i).map(move |j| if i == j { 0.4 } else { 0.05 * (i + j) as f64 }))
+        .collect();
     vec![
-        Model { spread: Some(Spread::Covariance { lower }), ..base.clone() },
+        Model {
+            spread: Some(Spread::Covariance { lower }),
+            ..base.clone()
+        },
         Model {
             spread: Some(Spread::LowRank {
                 diag: vec![0.1, 0.2, 0.3, 0.4],
@@ -189,7 +226,10 @@ fn models() -> Vec<Model> {
         },
         Model {
             spread: Some(Spread::Samples {
-                theta: theta.iter().map(|t| t.iter().map(|&v| f64::from(v)).collect()).collect(),
+                theta: theta
+                    .iter()
+                    .map(|t| t.iter().map(|&v| f64::from(v)).collect())
+                    .collect(),
             }),
             votes: Some(Votes {
                 rule: ThresholdRule::Intercept,
@@ -201,9 +241,21 @@ fn models() -> Vec<Model> {
         Model {
             score: ScoreModel::Stumps {
                 stumps: vec![
-                    Stump { feature: 3, threshold: 0.2, alpha: 0.7 },
-                    Stump { feature: 0, threshold: 0.0, alpha: -0.4 },
-                    Stump { feature: 2, threshold: -0.5, alpha: 0.25 },
+                    Stump {
+                        feature: 3,
+                        threshold: 0.2,
+                        alpha: 0.7,
+                    },
+                    Stump {
+                        feature: 0,
+                        threshold: 0.0,
+                        alpha: -0.4,
+                    },
+                    Stump {
+                        feature: 2,
+                        threshold: -0.5,
+                        alpha: 0.25,
+                    },
                 ],
             },
             ..base
@@ -223,7 +275,10 @@ fn blocked_parallel_scores_equal_the_row_by_row_path() {
             let want_auc = auc(&s, &y);
             for block in [1, 3, 64, 5000] {
                 for threads in [1, 3] {
-                    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap();
                     let got = pool.install(|| predict_rows(&model, &t, block)).unwrap();
                     assert_eq!(got.len(), want.len());
                     for (k, w) in want.iter().enumerate() {
@@ -232,7 +287,10 @@ fn blocked_parallel_scores_equal_the_row_by_row_path() {
                     let a = got.auc.as_ref().unwrap();
                     assert_eq!(a.auc, Some(want_auc));
                     assert_eq!(a.interval, delong(&s, &y));
-                    assert_eq!((a.rows, a.positives), (y.len(), y.iter().filter(|&&b| b).count()));
+                    assert_eq!(
+                        (a.rows, a.positives),
+                        (y.len(), y.iter().filter(|&&b| b).count())
+                    );
                     checked += 1;
                 }
             }

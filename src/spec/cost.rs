@@ -676,11 +676,17 @@ mod tests {
             };
             let d = features.min(rows) as f64;
             let st = plan::smc_stages(d, rows as f64).round();
-            assert!((0.5..=2.0).contains(&(stages / st)), "{name}: {stages} vs {st}");
+            assert!(
+                (0.5..=2.0).contains(&(stages / st)),
+                "{name}: {stages} vs {st}"
+            );
             if evals > 0.0 {
                 let est = estimate(&spec("smc"), s, 1);
                 let model = est.parts[0].cpu_seconds / risk_seconds(s);
-                assert!((0.5..=2.0).contains(&(evals / model)), "{name}: {evals} vs {model}");
+                assert!(
+                    (0.5..=2.0).contains(&(evals / model)),
+                    "{name}: {evals} vs {model}"
+                );
                 assert!(!est.lower_bound);
             }
         }

@@ -143,7 +143,12 @@ impl RowsToScore {
     /// by column. `problems[i]` is None for a row that encodes, else every
     /// problem named ("; " between them); such a row's features are left
     /// partly filled.
-    pub fn encode(&self, rows: Range<usize>, out: &mut DMatrix<f64>, problems: &mut [Option<String>]) {
+    pub fn encode(
+        &self,
+        rows: Range<usize>,
+        out: &mut DMatrix<f64>,
+        problems: &mut [Option<String>],
+    ) {
         assert_eq!(out.shape(), (rows.len(), self.width), "block shape");
         assert_eq!(problems.len(), rows.len(), "one entry per row");
         out.fill(0.0);
@@ -244,8 +249,14 @@ mod tests {
                 None
             ]
         );
-        assert_eq!(x.row(0).iter().copied().collect::<Vec<_>>(), [1.5, 0.0, 1.0]);
-        assert_eq!(x.row(3).iter().copied().collect::<Vec<_>>(), [3.0, 1.0, 0.0]);
+        assert_eq!(
+            x.row(0).iter().copied().collect::<Vec<_>>(),
+            [1.5, 0.0, 1.0]
+        );
+        assert_eq!(
+            x.row(3).iter().copied().collect::<Vec<_>>(),
+            [3.0, 1.0, 0.0]
+        );
         // A block from the middle, several problems on one row.
         std::fs::write(&p, "a,c,y\n1,x,1\nabc,v,0\ninf,,1\n").unwrap();
         let t = read_rows_to_score(&p, &schema).unwrap();
