@@ -14,7 +14,8 @@
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender as SyncSender};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use numpy::PyReadonlyArray1;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
@@ -32,6 +33,8 @@ const POLL: Duration = Duration::from_millis(50);
 /// Events queued for the callback before the engine drops the oldest kind
 /// (in-stage progress) rather than wait for Python.
 const EVENT_QUEUE: usize = 4096;
+/// How long an interrupted call waits for the run to stop before returning.
+const CANCEL_GRACE: Duration = Duration::from_secs(1);
 
 fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -368,10 +371,15 @@ fn run_blocking(
 
 /// Runs on a thread of its own while the caller waits without the GIL,
 /// handing events to `progress` and turning Ctrl-C into a cancel.
+///
+/// The run thread owns what it reads, so that an interrupt returns to Python
+/// within `CANCEL_GRACE` even when the engine's next checkpoint is further
+/// away (one pass over a large particle cloud can take many seconds): the
+/// thread is then left to stop at that checkpoint on its own.
 fn run_waiting(
     py: Python<'_>,
-    spec: &RunSpec,
-    table: Option<&[u8]>,
+    spec: RunSpec,
+    table: Option<Vec<u8>>,
     n_jobs: Option<usize>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<RunRecord> {
@@ -380,68 +388,71 @@ fn run_waiting(
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let ctl = Control::new();
+    let ctl = Arc::new(Control::new());
     let (tx, rx): (SyncSender<String>, Receiver<String>) = crossbeam_channel::bounded(EVENT_QUEUE);
     let events = progress.map(|_| tx);
     let (done_tx, done_rx) = crossbeam_channel::bounded::<RunResult>(1);
-    std::thread::scope(|scope| -> PyResult<RunRecord> {
-        let ctl = &ctl;
-        std::thread::Builder::new()
-            .name("pacauc-py-run".into())
-            .spawn_scoped(scope, move || {
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run_blocking(spec, table, threads, ctl, events)
-                }))
-                .unwrap_or_else(|_| Err(PyErrLike::Value("the run panicked (a bug)".into())));
-                let _ = done_tx.send(r);
-            })
-            .map_err(|e| PyRuntimeError::new_err(format!("cannot start the run: {e}")))?;
-        let mut interrupted: Option<PyErr> = None;
-        let mut events_open = progress.is_some();
-        let result = loop {
-            let (batch, done) = py.detach(|| {
-                let mut batch = Vec::new();
-                if events_open {
-                    match rx.recv_timeout(POLL) {
-                        Ok(e) => {
-                            batch.push(e);
-                            batch.extend(rx.try_iter().take(EVENT_QUEUE));
-                        }
-                        Err(RecvTimeoutError::Timeout) => {}
-                        Err(RecvTimeoutError::Disconnected) => events_open = false,
+    let run_ctl = Arc::clone(&ctl);
+    std::thread::Builder::new()
+        .name("pacauc-py-run".into())
+        .spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_blocking(&spec, table.as_deref(), threads, &run_ctl, events)
+            }))
+            .unwrap_or_else(|_| Err(PyErrLike::Value("the run panicked (a bug)".into())));
+            let _ = done_tx.send(r);
+        })
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the run: {e}")))?;
+    let mut interrupted: Option<(PyErr, Instant)> = None;
+    let mut events_open = progress.is_some();
+    let result = loop {
+        let (batch, done) = py.detach(|| {
+            let mut batch = Vec::new();
+            if events_open {
+                match rx.recv_timeout(POLL) {
+                    Ok(e) => {
+                        batch.push(e);
+                        batch.extend(rx.try_iter().take(EVENT_QUEUE));
                     }
-                }
-                let done = if events_open {
-                    done_rx.try_recv().ok()
-                } else {
-                    done_rx.recv_timeout(POLL).ok()
-                };
-                (batch, done)
-            });
-            if let (Some(cb), None) = (progress, &interrupted) {
-                for e in batch {
-                    if let Err(err) = cb.call1((e,)) {
-                        ctl.cancel();
-                        interrupted = Some(err);
-                        break;
-                    }
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => events_open = false,
                 }
             }
-            if interrupted.is_none() {
-                if let Err(e) = py.check_signals() {
+            let done = if events_open {
+                done_rx.try_recv().ok()
+            } else {
+                done_rx.recv_timeout(POLL).ok()
+            };
+            (batch, done)
+        });
+        if let (Some(cb), None) = (progress, &interrupted) {
+            for e in batch {
+                if let Err(err) = cb.call1((e,)) {
                     ctl.cancel();
-                    interrupted = Some(e);
+                    interrupted = Some((err, Instant::now()));
+                    break;
                 }
             }
-            if let Some(r) = done {
-                break r;
-            }
-        };
-        if let Some(e) = interrupted {
-            return Err(e);
         }
-        result.map_err(PyErr::from)
-    })
+        if interrupted.is_none() {
+            if let Err(e) = py.check_signals() {
+                ctl.cancel();
+                interrupted = Some((e, Instant::now()));
+            }
+        }
+        if let Some(r) = done {
+            break r;
+        }
+        if let Some((_, since)) = &interrupted {
+            if since.elapsed() >= CANCEL_GRACE {
+                break Err(PyErrLike::Value("cancelled".into()));
+            }
+        }
+    };
+    if let Some((e, _)) = interrupted {
+        return Err(e);
+    }
+    result.map_err(PyErr::from)
 }
 
 /// Fits `method` with `given` settings on a table from Python (`name` names
@@ -464,7 +475,7 @@ fn fit_table(
     let columns = columns_of(columns)?;
     let bytes = csv_bytes(&header, &columns)?;
     drop(columns);
-    let inner = run_waiting(py, &spec, Some(&bytes), n_jobs, progress)?;
+    let inner = run_waiting(py, spec, Some(bytes), n_jobs, progress)?;
     Ok(Record { inner })
 }
 
@@ -481,7 +492,7 @@ fn fit_file(
 ) -> PyResult<Record> {
     let mut spec = spec_of(path, method, &given)?;
     spec.threads = n_jobs;
-    let inner = run_waiting(py, &spec, None, n_jobs, progress)?;
+    let inner = run_waiting(py, spec, None, n_jobs, progress)?;
     Ok(Record { inner })
 }
 

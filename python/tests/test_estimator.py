@@ -209,7 +209,7 @@ def test_ctrl_c_cancels_a_run(tmp_path):
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=60)
     assert p.returncode == 7 and "interrupted" in out
-    assert time.monotonic() - t0 < 30, "the engine stopped at its next checkpoint"
+    assert time.monotonic() - t0 < 15, "Ctrl-C returns within a second or so, whatever the engine is doing"
 
 
 def _fit_in_child(seed):
