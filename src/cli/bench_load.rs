@@ -14,7 +14,7 @@ use crate::engine::data::{Dataset, LoadOptions};
 
 #[derive(Debug, Clone, Args)]
 pub struct BenchLoadArgs {
-    /// The CSV file (last column the target unless --target).
+    /// The data file, CSV or Arrow IPC (last column the target unless --target).
     pub data: PathBuf,
     /// Target column (default: the last one).
     #[arg(long)]

@@ -15,7 +15,8 @@ pub const DEMO_SEED: u64 = demo::SEED;
 
 #[derive(Debug, Clone, Args)]
 pub struct GenDemoArgs {
-    /// Folder to write into (with --rows: the CSV file to write).
+    /// Folder to write into (with --rows: the file to write, CSV, or Arrow
+    /// IPC when it ends in .arrow, .feather or .ipc).
     #[arg(long, default_value = "demo-data")]
     pub out: PathBuf,
     #[arg(long, default_value_t = DEMO_SEED)]

@@ -19,16 +19,25 @@ pub fn run(args: &GenDemoArgs, rows: usize) -> Result<(), String> {
     let path = &args.out;
     if path.is_dir() {
         return Err(format!(
-            "{}: is a folder; with --rows, --out names the CSV file to write (e.g. --out /tmp/large.csv)",
+            "{}: is a folder; with --rows, --out names the file to write (e.g. --out /tmp/large.csv, or /tmp/large.arrow for Arrow IPC)",
             path.display()
         ));
     }
     let t0 = Instant::now();
-    let tmp = path.with_extension("csv.partial");
+    let arrow = is_arrow_name(path);
+    let tmp = path.with_extension(if arrow {
+        "arrow.partial"
+    } else {
+        "csv.partial"
+    });
     let written = (|| -> std::io::Result<u64> {
         let f = std::fs::File::create(&tmp)?;
         let mut w = BufWriter::with_capacity(1 << 22, f);
-        spec.write(&mut w)?;
+        if arrow {
+            spec.write_arrow(&mut w).map_err(std::io::Error::other)?;
+        } else {
+            spec.write(&mut w)?;
+        }
         w.flush()?;
         let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
@@ -54,4 +63,12 @@ pub fn run(args: &GenDemoArgs, rows: usize) -> Result<(), String> {
         spec.features.div_ceil(2),
     );
     Ok(())
+}
+
+/// Whether `--out` names an Arrow IPC file (.arrow, .feather, .ipc): the
+/// table is then written in that format.
+fn is_arrow_name(path: &std::path::Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| ["arrow", "feather", "ipc"].contains(&e.to_ascii_lowercase().as_str()))
 }

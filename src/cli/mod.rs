@@ -78,7 +78,7 @@ pub enum Command {
     BenchEp(Box<bench_ep::BenchArgs>),
     /// Time the exact risk R_n(θ) of a block of draws (the IS check's hot path) against the cost model.
     BenchRisk(bench_risk::BenchRiskArgs),
-    /// Time loading a CSV file alone (wall and CPU seconds, MB/s, peak memory).
+    /// Time loading a data file alone (wall and CPU seconds, MB/s, peak memory).
     BenchLoad(bench_load::BenchLoadArgs),
     /// Print a shell completion script. Bash: `pacauc completions bash > ~/.local/share/bash-completion/completions/pacauc`;
     /// zsh: into a folder of your $fpath as `_pacauc`; fish: `~/.config/fish/completions/pacauc.fish`.

@@ -59,7 +59,11 @@ pub fn rows_to_score_of_bytes(
     rows_to_score(name, parse_table(name, bytes)?, schema)
 }
 
-fn rows_to_score(path: &Path, raw: RawTable, schema: &Schema) -> Result<RowsToScore, DataError> {
+fn rows_to_score(
+    path: &Path,
+    mut raw: RawTable,
+    schema: &Schema,
+) -> Result<RowsToScore, DataError> {
     let rules = schema
         .rules
         .iter()
@@ -69,6 +73,9 @@ fn rows_to_score(path: &Path, raw: RawTable, schema: &Schema) -> Result<RowsToSc
         })
         .collect::<Result<Vec<_>, DataError>>()?;
     let target = raw.header.iter().position(|h| *h == schema.target);
+    if let Some(j) = target {
+        raw.read_as_text(j);
+    }
     Ok(RowsToScore {
         path: path.to_path_buf(),
         width: schema.rules.iter().map(|r| r.feature_names().len()).sum(),
@@ -166,7 +173,22 @@ impl RowsToScore {
             match encoding {
                 Encoding::Numeric { column } => {
                     let mut feature = out.column_mut(k0);
+                    // A numeric column of a columnar file arrives typed.
+                    let typed = self.raw.numbers(*j);
                     for (i, r) in rows.clone().enumerate() {
+                        if let Some(values) = typed {
+                            match values[r] {
+                                v if v.is_nan() => {
+                                    note(&mut problems[i], format!("missing value in '{column}'"))
+                                }
+                                v if v.is_finite() => feature[i] = v,
+                                v => note(
+                                    &mut problems[i],
+                                    format!("non-finite number '{v}' in '{column}'"),
+                                ),
+                            }
+                            continue;
+                        }
                         let cell = self.raw.cell(r, *j);
                         if is_missing(cell) {
                             note(&mut problems[i], format!("missing value in '{column}'"));

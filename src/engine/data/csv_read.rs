@@ -5,6 +5,7 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
+use super::columnar::Column;
 use super::csv_cells::{Bytes, Cells, Refusal, split_unquoted};
 use super::error::{DataError, DataErrorKind as K};
 pub use super::numbers::{is_missing, parse_number};
@@ -25,6 +26,9 @@ pub struct RawTable {
     pub lines: Vec<u64>,
     /// FNV-1a hash of the file's bytes: identifies the data in run records.
     pub fingerprint: String,
+    /// A columnar file's cells, column by column (empty for a CSV, whose
+    /// cells are `text`'s): `lines` are then 1-based row numbers.
+    columns: Vec<Column>,
 }
 
 impl RawTable {
@@ -37,9 +41,83 @@ impl RawTable {
         self.lines.len()
     }
 
-    /// Cell (row r, column j), trimmed.
+    /// A table read from a columnar file (rows numbered from 1).
+    pub(super) fn of_columns(
+        header: Vec<String>,
+        columns: Vec<Column>,
+        fingerprint: String,
+    ) -> RawTable {
+        let rows = columns.first().map_or(0, Column::len);
+        RawTable {
+            delimiter: 0,
+            header,
+            text: Bytes::Held(Vec::new()),
+            starts: Vec::new(),
+            ends: Vec::new(),
+            lines: (1..=rows as u64).collect(),
+            fingerprint,
+            columns,
+        }
+    }
+
+    /// Whether the table came from a columnar file (its `lines` are rows).
+    pub fn is_columnar(&self) -> bool {
+        !self.columns.is_empty()
+    }
+
+    /// How the file was read, for the cleaning report: its delimiter, or
+    /// the columnar format.
+    pub fn layout_name(&self) -> &'static str {
+        if self.is_columnar() {
+            "arrow"
+        } else {
+            delimiter_name(self.delimiter)
+        }
+    }
+
+    /// Column j's values when the file stored it as numbers (NaN: missing);
+    /// None for text, whose cells `cell` gives.
+    #[inline]
+    pub fn numbers(&self, j: usize) -> Option<&[f64]> {
+        match self.columns.get(j) {
+            Some(Column::Numbers(v)) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Whether cell (r, j) is missing: empty, NA-like, or a missing number.
+    #[inline]
+    pub fn missing_at(&self, r: usize, j: usize) -> bool {
+        match self.numbers(j) {
+            Some(v) => v[r].is_nan(),
+            None => is_missing(self.cell(r, j)),
+        }
+    }
+
+    /// Cell (r, j) as a message shows it, numbers included.
+    pub fn shown(&self, r: usize, j: usize) -> String {
+        match self.columns.get(j) {
+            Some(c) => c.shown(r).trim_ascii().to_string(),
+            None => self.cell(r, j).to_string(),
+        }
+    }
+
+    /// Column j read as text from here on: a numeric column of a columnar
+    /// file becomes codes of its printed values (the target: labels are
+    /// compared as text).
+    pub(super) fn read_as_text(&mut self, j: usize) {
+        if let Some(codes) = self.columns.get(j).and_then(Column::to_codes) {
+            self.columns[j] = codes;
+        }
+    }
+
+    /// Cell (row r, column j), trimmed ("" for a numeric column of a
+    /// columnar file: ask `numbers` first).
     #[inline]
     pub fn cell(&self, r: usize, j: usize) -> &str {
+        if let Some(c) = self.columns.get(j) {
+            return c.cell(r).trim_ascii();
+        }
         let k = r * self.header.len() + j;
         let start = if j == 0 {
             self.starts[r]
@@ -64,6 +142,9 @@ pub fn read_table(path: &Path) -> Result<RawTable, DataError> {
         };
         DataError::new(K::Unreadable, path, format!("cannot read the file: {e}")).hint(hint)
     })?;
+    if super::arrow_read::is_arrow(&bytes) {
+        return super::arrow_read::read(path, bytes);
+    }
     parse_bytes(path, bytes, CHUNK_BYTES, false)
 }
 
@@ -74,7 +155,10 @@ fn binary_kind(bytes: &[u8]) -> Option<&'static str> {
     const SIGNATURES: &[(&[u8], &str)] = &[
         (b"PK\x03\x04", "a ZIP archive, e.g. an Excel .xlsx workbook"),
         (b"\x1f\x8b", "gzip-compressed"),
-        (b"PAR1", "Parquet"),
+        (
+            b"PAR1",
+            "Parquet: pacauc reads Arrow IPC, e.g. pandas `df.to_feather('t.arrow')`",
+        ),
         (b"\xD0\xCF\x11\xE0", "an old Excel .xls workbook"),
         (b"%PDF", "a PDF document"),
         (b"\x89HDF", "HDF5"),
@@ -133,6 +217,7 @@ fn parse_bytes(
         ends: layout.cells.ends,
         lines: layout.cells.lines,
         fingerprint: format!("fnv1a64:{hash:016x}"),
+        columns: Vec::new(),
     })
 }
 
@@ -383,7 +468,7 @@ fn ragged(
     })
 }
 
-fn check_header(path: &Path, header: &[String], delimiter: u8) -> Result<(), DataError> {
+pub(super) fn check_header(path: &Path, header: &[String], delimiter: u8) -> Result<(), DataError> {
     if header.len() < 2 {
         return Err(DataError::new(
             K::BadHeader,

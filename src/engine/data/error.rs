@@ -37,8 +37,10 @@ pub struct DataError(Box<DataErrorDetails>);
 pub struct DataErrorDetails {
     pub kind: DataErrorKind,
     pub path: PathBuf,
-    /// 1-based line number in the file.
+    /// 1-based line number in the file (a row number in a columnar file).
     pub line: Option<u64>,
+    /// Whether `line` counts rows of a columnar file rather than lines.
+    pub counts_rows: bool,
     /// 1-based column number and the column's header name.
     pub column: Option<(usize, String)>,
     pub message: String,
@@ -51,6 +53,7 @@ impl DataError {
             kind,
             path: path.to_path_buf(),
             line: None,
+            counts_rows: false,
             column: None,
             message: message.into(),
             hint: None,
@@ -64,6 +67,12 @@ impl DataError {
 
     pub fn column(mut self, index0: usize, name: &str) -> Self {
         self.0.column = Some((index0 + 1, name.to_string()));
+        self
+    }
+
+    /// The error of a columnar file: its `line` is a row number.
+    pub fn rows_if(mut self, columnar: bool) -> Self {
+        self.0.counts_rows |= columnar;
         self
     }
 
@@ -90,7 +99,8 @@ impl fmt::Display for DataError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.path.display())?;
         if let Some(line) = self.line {
-            write!(f, ", line {line}")?;
+            let unit = if self.counts_rows { "row" } else { "line" };
+            write!(f, ", {unit} {line}")?;
         }
         if let Some((col, name)) = &self.column {
             write!(f, ", column {col} ('{name}')")?;

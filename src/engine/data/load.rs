@@ -129,7 +129,8 @@ impl Dataset {
     /// Loads a training file: infers the schema.
     pub fn load(path: &Path, opts: &LoadOptions) -> Result<Dataset, DataError> {
         let raw = read_table(path)?;
-        build(path, raw, opts)
+        let columnar = raw.is_columnar();
+        build(path, raw, opts).map_err(|e| e.rows_if(columnar))
     }
 
     /// Parses CSV text held in memory (tests, generated data).
@@ -148,7 +149,8 @@ impl Dataset {
         missing: MissingPolicy,
     ) -> Result<Dataset, DataError> {
         let raw = read_table(path)?;
-        build_with_schema(path, raw, schema, missing)
+        let columnar = raw.is_columnar();
+        build_with_schema(path, raw, schema, missing).map_err(|e| e.rows_if(columnar))
     }
 }
 
@@ -197,12 +199,14 @@ fn list_names(names: &[String]) -> String {
     s
 }
 
-fn build(path: &Path, raw: RawTable, opts: &LoadOptions) -> Result<Dataset, DataError> {
-    let header = &raw.header;
+fn build(path: &Path, mut raw: RawTable, opts: &LoadOptions) -> Result<Dataset, DataError> {
     let target = match &opts.target {
-        Some(name) => find_column(path, header, name, "the target")?,
-        None => header.len() - 1,
+        Some(name) => find_column(path, &raw.header, name, "the target")?,
+        None => raw.header.len() - 1,
     };
+    raw.read_as_text(target);
+    let raw = raw;
+    let header = &raw.header;
     let mut dropped_columns = Vec::new();
     let mut is_dropped = vec![false; header.len()];
     for name in &opts.drop {
@@ -413,7 +417,7 @@ fn build(path: &Path, raw: RawTable, opts: &LoadOptions) -> Result<Dataset, Data
     };
     let summary = summarize(&names, &x);
     let report = CleaningReport {
-        delimiter: super::csv_read::delimiter_name(raw.delimiter).to_string(),
+        delimiter: raw.layout_name().to_string(),
         rows_read: raw.n_rows(),
         rows_kept: y.len(),
         dropped_rows,
@@ -485,6 +489,25 @@ fn encode_rows(
     for (i, &r) in rows.iter().enumerate() {
         let mut k0 = 0;
         for (rule, &j) in rules.iter().zip(col_index) {
+            if let Some(values) = raw.numbers(j) {
+                // A number column of a columnar file (rows are complete here).
+                let v = values[r];
+                if !v.is_finite() {
+                    return Err(DataError::new(
+                        K::NonFinite,
+                        path,
+                        format!("non-finite number '{v}'"),
+                    )
+                    .line(raw.lines[r])
+                    .column(j, rule.column())
+                    .hint(
+                        "replace it with a finite value, or leave the cell empty to drop the row",
+                    ));
+                }
+                data[k0 * n + i] = v;
+                k0 += 1;
+                continue;
+            }
             let cell = raw.cell(r, j);
             match rule {
                 ColumnRule::Numeric { column } => {
@@ -541,11 +564,12 @@ fn remove_features(rules: Vec<ColumnRule>, dropped: &[String]) -> Vec<ColumnRule
 
 fn build_with_schema(
     path: &Path,
-    raw: RawTable,
+    mut raw: RawTable,
     schema: &Schema,
     missing: MissingPolicy,
 ) -> Result<Dataset, DataError> {
     let target = find_column(path, &raw.header, &schema.target, "the target")?;
+    raw.read_as_text(target);
     let mut cols = Vec::new();
     for rule in &schema.rules {
         cols.push(find_column(
@@ -611,7 +635,7 @@ fn build_with_schema(
     let names = schema.feature_names();
     let summary = summarize(&names, &x);
     let report = CleaningReport {
-        delimiter: super::csv_read::delimiter_name(raw.delimiter).to_string(),
+        delimiter: raw.layout_name().to_string(),
         rows_read: raw.n_rows(),
         rows_kept: kept.len(),
         dropped_rows,

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::csv_read::{RawTable, is_missing};
+use super::csv_read::RawTable;
 use super::error::{DataError, DataErrorKind as K};
 use super::load::MissingPolicy;
 
@@ -17,6 +17,14 @@ pub(super) fn complete_rows(
     policy: MissingPolicy,
 ) -> Result<(Vec<usize>, BTreeMap<String, usize>), DataError> {
     use rayon::prelude::*;
+    // A number column without a NaN has no missing cell: skipped (a
+    // columnar file's numbers need no cell-by-cell look).
+    let needed: Vec<usize> = needed
+        .par_iter()
+        .copied()
+        .filter(|&j| raw.numbers(j).is_none_or(|v| v.iter().any(|x| x.is_nan())))
+        .collect();
+    let needed = &needed[..];
     let rows: Vec<usize> = (0..raw.n_rows()).collect();
     // Chunks of rows in parallel, merged in row order: the same rows, counts
     // and first missing cell as one pass.
@@ -30,9 +38,9 @@ pub(super) fn complete_rows(
             for &r in chunk {
                 let mut complete = true;
                 for (m, &j) in missing.iter_mut().zip(needed) {
-                    if is_missing(raw.cell(r, j)) {
+                    if raw.missing_at(r, j) {
                         if policy == MissingPolicy::Error {
-                            return Err(DataError::new(K::Missing, path, format!("missing value '{}'", raw.cell(r, j)))
+                            return Err(DataError::new(K::Missing, path, format!("missing value '{}'", raw.shown(r, j)))
                                 .line(raw.lines[r])
                                 .column(j, &raw.header[j])
                                 .hint("fill in the value, or drop incomplete rows (the default, without --missing error)"));

@@ -2,6 +2,10 @@
 //! standardisation, stratified splits and folds, demo data.
 
 mod apply;
+mod arrow_read;
+#[cfg(test)]
+mod arrow_read_tests;
+mod columnar;
 mod csv_cells;
 mod csv_read;
 pub mod demo;

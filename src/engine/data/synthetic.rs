@@ -1,5 +1,6 @@
 //! Large synthetic tables for scale tests (`pacauc gen-demo --rows N`): a
-//! probit linear model written as CSV in blocks, never held in memory.
+//! probit linear model written as CSV (or Arrow IPC) in blocks, never held
+//! in memory.
 //!
 //! Model: x ~ N(0, I_d); θ_k = ±1/√(k+1) on the first ⌈d/2⌉ features
 //! (alternating signs), 0 on the rest; y = 1{xᵀθ + ε > q}, ε ~ N(0, 1),
@@ -82,27 +83,102 @@ impl SyntheticSpec {
         h.join(",") + "\n"
     }
 
-    /// The CSV text of block `b` (rows `b·BLOCK_ROWS ..`).
-    pub fn block(&self, b: usize, theta: &[f64], q: f64) -> Vec<u8> {
+    /// Block `b` (rows `b·BLOCK_ROWS ..`): its x row-major, each value the
+    /// number its 4-decimal text reads back as, and its labels.
+    pub fn block_values(&self, b: usize, theta: &[f64], q: f64) -> (Vec<f64>, Vec<bool>) {
         let r0 = b * BLOCK_ROWS;
         let rows = BLOCK_ROWS.min(self.rows - r0);
         let mut r = stream(self.seed, &[KEY, b as u64]);
-        let mut out = Vec::with_capacity(rows * (self.features * 8 + 2));
-        let mut x = vec![0.0; self.features];
+        let mut x = Vec::with_capacity(rows * self.features);
+        let mut y = Vec::with_capacity(rows);
         for _ in 0..rows {
             let mut latent = normal(&mut r);
-            for (v, t) in x.iter_mut().zip(theta) {
+            for t in theta {
                 // Rounded to the 4 decimals written, so the label follows the file's x.
-                *v = (normal(&mut r) * 1e4).round() * 1e-4;
-                latent += *v * t;
+                let scaled = (normal(&mut r) * 1e4).round();
+                latent += scaled * 1e-4 * t;
+                // The correctly rounded decimal, what a reader parses (+ 0.0:
+                // a rounded -0 is written "0.0000").
+                x.push(scaled / 1e4 + 0.0);
             }
-            for v in &x {
+            y.push(latent > q);
+        }
+        (x, y)
+    }
+
+    /// The CSV text of block `b`.
+    pub fn block(&self, b: usize, theta: &[f64], q: f64) -> Vec<u8> {
+        let (x, y) = self.block_values(b, theta, q);
+        let mut out = Vec::with_capacity(y.len() * (self.features * 8 + 2));
+        for (row, label) in x.chunks(self.features.max(1)).zip(y) {
+            for v in row {
                 push_fixed4(&mut out, *v);
                 out.push(b',');
             }
-            out.extend_from_slice(if latent > q { b"1\n" } else { b"0\n" });
+            out.extend_from_slice(if label { b"1\n" } else { b"0\n" });
         }
         out
+    }
+
+    /// Writes the whole table as an Arrow IPC file: float64 features and an
+    /// int64 label, one record batch per group of blocks; the same values a
+    /// reader parses from the CSV.
+    pub fn write_arrow(&self, w: &mut dyn Write) -> Result<(), String> {
+        use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
+        use arrow_schema::{DataType, Field, Schema};
+        use std::sync::Arc;
+        let theta = self.theta();
+        let q = self.threshold();
+        let names: Vec<String> = self
+            .header()
+            .trim_end()
+            .split(',')
+            .map(String::from)
+            .collect();
+        let fields: Vec<Field> = names
+            .iter()
+            .enumerate()
+            .map(|(k, n)| {
+                let ty = if k < self.features {
+                    DataType::Float64
+                } else {
+                    DataType::Int64
+                };
+                Field::new(n, ty, false)
+            })
+            .collect();
+        let schema = Arc::new(Schema::new(fields));
+        let mut writer =
+            arrow_ipc::writer::FileWriter::try_new(w, &schema).map_err(|e| e.to_string())?;
+        let blocks = self.rows.div_ceil(BLOCK_ROWS);
+        let batch = 4 * rayon::current_num_threads().max(1);
+        let mut b0 = 0;
+        while b0 < blocks {
+            let b1 = (b0 + batch).min(blocks);
+            let parts: Vec<(Vec<f64>, Vec<bool>)> = (b0..b1)
+                .into_par_iter()
+                .map(|b| self.block_values(b, &theta, q))
+                .collect();
+            let mut columns: Vec<ArrayRef> = (0..self.features)
+                .map(|k| {
+                    let col: Vec<f64> = parts
+                        .iter()
+                        .flat_map(|(x, _)| x.iter().skip(k).step_by(self.features).copied())
+                        .collect();
+                    Arc::new(Float64Array::from(col)) as ArrayRef
+                })
+                .collect();
+            let y: Vec<i64> = parts
+                .iter()
+                .flat_map(|(_, y)| y.iter().map(|&l| i64::from(l)))
+                .collect();
+            columns.push(Arc::new(Int64Array::from(y)));
+            let rb =
+                RecordBatch::try_new(Arc::clone(&schema), columns).map_err(|e| e.to_string())?;
+            writer.write(&rb).map_err(|e| e.to_string())?;
+            b0 = b1;
+        }
+        writer.finish().map_err(|e| e.to_string())
     }
 
     /// Writes the whole table to `w`, `threads`-blocks at a time in parallel.

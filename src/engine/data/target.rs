@@ -5,6 +5,7 @@
 //! `deny` first and a rare yes/no *feature* last; the fit ran on the wrong
 //! target without a word).
 
+use super::columnar::distinct_numbers;
 use super::csv_read::{RawTable, is_missing};
 use super::tally::tally;
 
@@ -57,6 +58,10 @@ fn name_score(name: &str) -> f64 {
 /// The two distinct values of column `j` and their counts (missing cells
 /// aside), or None when it has another number of values.
 fn two_values(raw: &RawTable, j: usize) -> Option<[usize; 2]> {
+    if let Some(values) = raw.numbers(j) {
+        let seen = distinct_numbers(values, 2)?;
+        return (seen.len() == 2).then(|| [seen[0].1, seen[1].1]);
+    }
     let seen = tally(raw, raw.n_rows(), &|r| r, j, &|c| !is_missing(c), 2)?;
     (seen.len() == 2).then(|| [seen[0].1, seen[1].1])
 }

@@ -54,6 +54,8 @@ pub(super) fn column_kinds(
     let out = SharedColumns(buffer.as_mut_ptr());
     // Rows in parallel chunks, each chunk's statistics merged in row order:
     // the same counts and the same first bad row as one pass.
+    // Columns a columnar file stored as numbers: no text to parse.
+    let typed: Vec<Option<&[f64]>> = cols.iter().map(|&j| raw.numbers(j)).collect();
     let chunk_stats: Vec<Vec<CellStats>> = kept
         .par_chunks(TYPING_ROWS)
         .enumerate()
@@ -63,6 +65,9 @@ pub(super) fn column_kinds(
             for (k, &r) in rows.iter().enumerate() {
                 let i = c * TYPING_ROWS + k;
                 for (f, (st, &j)) in stats.iter_mut().zip(cols).enumerate() {
+                    if typed[f].is_some() {
+                        continue; // below, column by column
+                    }
                     let cell = raw.cell(r, j);
                     let value = match parse_number(cell, raw.decimal_comma()) {
                         Some(v) if v.is_finite() => {
@@ -89,7 +94,33 @@ pub(super) fn column_kinds(
             stats
         })
         .collect();
-    // SAFETY: the chunks cover rows 0..n and write every column of each row.
+    // Columns stored as numbers: copied column by column (a sequential
+    // read and write each), in parallel.
+    let typed_stats: Vec<(usize, CellStats)> = typed
+        .par_iter()
+        .enumerate()
+        .filter_map(|(f, values)| values.map(|v| (f, v)))
+        .map(|(f, values)| {
+            let out = &out;
+            // SAFETY: column f of the buffer is written by this task alone,
+            // each element once; nothing reads it until every task has ended.
+            let column = unsafe { std::slice::from_raw_parts_mut(out.0.add(f * n), n) };
+            let mut st = CellStats::default();
+            for (o, &r) in column.iter_mut().zip(kept) {
+                let v = values[r];
+                *o = if v.is_finite() {
+                    st.numeric += 1;
+                    v
+                } else {
+                    st.first_non_finite.get_or_insert(r);
+                    f64::NAN
+                };
+            }
+            (f, st)
+        })
+        .collect();
+    // SAFETY: the chunks cover rows 0..n and write every text column of
+    // each row; the typed columns were written whole just above.
     unsafe { buffer.set_len(len) };
     let parsed = DMatrix::from_vec(n, cols.len(), buffer);
     let mut stats = vec![CellStats::default(); cols.len()];
@@ -101,10 +132,13 @@ pub(super) fn column_kinds(
             st.first_non_finite = st.first_non_finite.or(p.first_non_finite);
         }
     }
+    for (f, st) in typed_stats {
+        stats[f] = st;
+    }
     let mut kinds = Vec::with_capacity(cols.len());
     for (st, &j) in stats.iter().zip(cols) {
         if let Some(r) = st.first_non_finite {
-            let cell = raw.cell(r, j);
+            let cell = raw.shown(r, j);
             return Err(
                 DataError::new(K::NonFinite, path, format!("non-finite number '{cell}'"))
                     .line(raw.lines[r])

@@ -16,7 +16,9 @@
 //! power law (median 0.39 after 10 moves, 0.16 after 30 at γ ≈ 2100): the
 //! global proposals are accepted at ≈ 0.24 on average (from the first move's
 //! drop) but rarely from the chains where π/q is large — the posterior's
-//! departure from a Gaussian, not the fit's noise.
+//! departure from a Gaussian, not the fit's noise. That departure is not
+//! smooth either (`left_behind`: no function of the state that a cloud of
+//! 10 000 can fit predicts log π/q), so the fit's shape is not the lever.
 
 use std::collections::VecDeque;
 

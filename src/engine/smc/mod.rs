@@ -11,6 +11,7 @@ pub mod fast_prior;
 pub mod fit_pool;
 pub mod gaussian_fit;
 pub mod gp_score;
+pub mod left_behind;
 pub mod marginal_map;
 pub mod moves;
 pub mod path_cv;

@@ -12,6 +12,7 @@ pub use super::checkpoint::{AfterCheckpoint, Checkpoint, Checkpoints};
 use super::copies;
 use super::energy_mixing::{self, EnergyMixing};
 use super::fit_pool::{Snapshots, stage_proposal};
+use super::left_behind::{self, LeftBehind};
 use super::moves::{self, Chains, Kernel, Proposals, StepSpec};
 use super::settings::{Moves, SmcSettings};
 use super::target::Target;
@@ -73,6 +74,10 @@ pub struct StageInfo {
     /// `energy_mixing`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<EnergyMixing>,
+    /// The chains the moves left near their start (see `left_behind`;
+    /// kernels that move whitened states).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_behind: Option<LeftBehind>,
     pub mean_risk: f64,
     /// sd of R_n across the particles.
     pub risk_sd: f64,
@@ -177,6 +182,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
             esjd: 0.0,
             skewed: None,
             energy: None,
+            left_behind: None,
             mean_risk: mean(&risk),
             risk_sd: sd(&risk),
             evaluations,
@@ -343,6 +349,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
                 esjd: esjd_sum / steps.max(1) as f64,
                 skewed: prop.skewed,
                 energy: mv.energy,
+                left_behind: mv.left_behind,
                 mean_risk: mean(&risk),
                 risk_sd: sd(&risk),
                 evaluations,
@@ -398,6 +405,7 @@ struct Moved {
     stuck_copies: usize,
     decorrelated_at: Option<usize>,
     energy: Option<EnergyMixing>,
+    left_behind: Option<LeftBehind>,
     /// Snapshots of the chains for the next stage's fits (θ, risk).
     snapshots: (Vec<f64>, Vec<f64>),
     /// Step size after adaptation.
@@ -463,6 +471,7 @@ fn move_stage<T: Target + ?Sized>(
     let kernel = spec.kernel;
     let start_theta = chains.theta.clone();
     let start_risk = chains.risk.clone();
+    let (start_white, start_prior) = (chains.white.clone(), chains.log_prior.clone());
     // Waste-free keeps every state: the cloud is rebuilt step-major.
     let (mut cloud, mut cloud_risk) = (Vec::new(), Vec::new());
     if let Some(p) = s.waste_free {
@@ -522,6 +531,12 @@ fn move_stage<T: Target + ?Sized>(
         progress.step(steps, accepted as f64 / (steps * m) as f64, measured);
     }
     let energy = Some(energy_mixing::measure(&start_risk, &chains.risk));
+    let start = left_behind::Ends {
+        white: &start_white,
+        risk: &start_risk,
+        log_prior: &start_prior,
+    };
+    let left_behind = left_behind::of_stage(kernel, spec.gamma, start, &chains);
     if s.waste_free.is_some() {
         max_corr = max_correlation(&start_theta, &start_risk, &chains.theta, &chains.risk, d);
     } else {
@@ -539,6 +554,7 @@ fn move_stage<T: Target + ?Sized>(
         stuck_copies,
         decorrelated_at,
         energy,
+        left_behind,
         snapshots: snapshots.finish(steps),
         scale: spec.scale,
     })
