@@ -269,21 +269,20 @@ impl Record {
         let p = py
             .detach(|| predict_bytes(model, Path::new("<table>"), &bytes))
             .map_err(value_error)?;
-        let nan = f64::NAN;
         let out = PyDict::new(py);
-        let score: Vec<f64> = p.rows.iter().map(|r| r.score.unwrap_or(nan)).collect();
-        out.set_item("score", numpy::PyArray1::from_vec(py, score))?;
-        if p.has_sd {
-            let sd: Vec<f64> = p.rows.iter().map(|r| r.score_sd.unwrap_or(nan)).collect();
-            out.set_item("score_sd", numpy::PyArray1::from_vec(py, sd))?;
+        // Scores and sds are NaN where a row is not scored.
+        out.set_item("score", numpy::PyArray1::from_vec(py, p.scores.clone()))?;
+        if let Some(sd) = &p.score_sds {
+            out.set_item("score_sd", numpy::PyArray1::from_vec(py, sd.clone()))?;
         }
+        let rows: Vec<_> = (0..p.len()).map(|k| p.row(k)).collect();
         if p.votes.is_some() {
-            let vote: Vec<f64> = p.rows.iter().map(|r| r.vote.unwrap_or(nan)).collect();
+            let vote: Vec<f64> = rows.iter().map(|r| r.vote.unwrap_or(f64::NAN)).collect();
             out.set_item("vote", numpy::PyArray1::from_vec(py, vote))?;
         }
-        let positive: Vec<Option<bool>> = p.rows.iter().map(|r| r.positive).collect();
+        let positive: Vec<Option<bool>> = rows.iter().map(|r| r.positive).collect();
         out.set_item("positive", positive)?;
-        let status: Vec<&str> = p.rows.iter().map(|r| r.status.as_str()).collect();
+        let status: Vec<&str> = rows.iter().map(|r| r.status.as_str()).collect();
         out.set_item("status", status)?;
         Ok(out)
     }

@@ -113,8 +113,7 @@ pub const LEVEL: f64 = 0.95;
 
 /// Mid-ranks (1-based; tied values share the mean of their ranks) of `v`.
 fn midranks(v: &[f64]) -> Vec<f64> {
-    let mut order: Vec<usize> = (0..v.len()).collect();
-    order.sort_unstable_by(|&a, &b| v[a].total_cmp(&v[b]));
+    let order = crate::engine::metrics::ascending_order(v);
     let mut rank = vec![0.0; v.len()];
     let mut g = 0;
     while g < order.len() {
@@ -208,7 +207,10 @@ impl Components {
             return None;
         }
         let all: Vec<f64> = pos.iter().chain(&neg).copied().collect();
-        let (r_all, r_pos, r_neg) = (midranks(&all), midranks(&pos), midranks(&neg));
+        let (r_all, (r_pos, r_neg)) = rayon::join(
+            || midranks(&all),
+            || rayon::join(|| midranks(&pos), || midranks(&neg)),
+        );
         let v10 = (0..m).map(|i| (r_all[i] - r_pos[i]) / n as f64).collect();
         let v01 = (0..n)
             .map(|j| 1.0 - (r_all[m + j] - r_neg[j]) / m as f64)

@@ -8,9 +8,21 @@ use serde::{Deserialize, Serialize};
 /// ranked correctly, a tie counting ½. NaN when a class is empty.
 pub fn auc(scores: &[f64], y: &[bool]) -> f64 {
     assert_eq!(scores.len(), y.len(), "one score per label");
-    let mut order: Vec<usize> = (0..scores.len()).collect();
-    order.sort_unstable_by(|&a, &b| scores[a].total_cmp(&scores[b]));
-    auc_sorted(scores, y, &order)
+    auc_sorted(scores, y, &ascending_order(scores))
+}
+
+/// The indices of `v` in ascending order (ties in any order: callers group
+/// equal values), sorted in parallel when long.
+pub fn ascending_order(v: &[f64]) -> Vec<usize> {
+    use rayon::slice::ParallelSliceMut;
+    let mut order: Vec<usize> = (0..v.len()).collect();
+    let by = |&a: &usize, &b: &usize| v[a].total_cmp(&v[b]);
+    if v.len() > 1 << 16 {
+        order.par_sort_unstable_by(by);
+    } else {
+        order.sort_unstable_by(by);
+    }
+    order
 }
 
 /// AUC given the ascending order of the scores.

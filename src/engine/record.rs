@@ -488,11 +488,20 @@ fn temp_name(name: &str) -> String {
 
 /// Writes `bytes` to a new temporary file in `dir`, flushed to disk.
 fn write_temp(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<std::path::PathBuf> {
+    write_temp_with(dir, name, |w| w.write_all(bytes))
+}
+
+/// A new temporary file in `dir` filled by `fill` (through a buffer), flushed to disk.
+fn write_temp_with(
+    dir: &Path,
+    name: &str,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<std::path::PathBuf> {
     let tmp = dir.join(temp_name(name));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()
+        let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+        fill(&mut f)?;
+        f.into_inner().map_err(|e| e.into_error())?.sync_all()
     })();
     match result {
         Ok(()) => Ok(tmp),
@@ -507,8 +516,16 @@ fn write_temp(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<std::path
 /// flushed, then renamed over the target. A reader sees the old file or the
 /// new one, whole; a failure (or a kill) leaves the old file intact.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// `write_atomic` of what `fill` writes, streamed (never held whole in memory).
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let (dir, name) = temp_sibling(path)?;
-    let tmp = write_temp(dir, &name, bytes)?;
+    let tmp = write_temp_with(dir, &name, fill)?;
     let result = std::fs::rename(&tmp, path);
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);

@@ -4,7 +4,13 @@
 //! missing cell, a category training never saw, text in a numeric column — so
 //! that one bad row does not stop the others. The file itself is read by the
 //! loader (same delimiters, quoting, errors with line and column).
+//!
+//! The rows are not encoded here all at once: a caller encodes blocks of rows
+//! (`RowsToScore::encode`, column by column, in parallel over blocks), so a
+//! 10⁷-row file never holds a second full copy of its features.
 
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use nalgebra::DMatrix;
@@ -14,22 +20,29 @@ use super::error::DataError;
 use super::load::find_column;
 use super::schema::{ColumnRule, Schema, canonical_label};
 
-/// The rows of a file to score.
-#[derive(Debug, Clone)]
+/// The rows of a file to score: its cells, and how each training column is found and encoded.
 pub struct RowsToScore {
     pub path: PathBuf,
-    /// Line of each input row in the file (the header is line 1).
-    pub lines: Vec<u64>,
-    /// The encoded features (the schema's, in its order) of the rows that can
-    /// be scored, in input order.
-    pub x: DMatrix<f64>,
-    /// Per input row: `Ok(i)`, its row in `x`, or why it cannot be scored.
-    pub rows: Vec<Result<usize, String>>,
-    /// Per input row, when the file has the target column: positive or not
-    /// (None where the label is missing).
-    pub labels: Option<Vec<Option<bool>>>,
-    /// The file's fingerprint (as a record's `dataset.fingerprint`).
-    pub fingerprint: String,
+    raw: RawTable,
+    /// Per schema rule: its column in the file and how its cells are encoded.
+    rules: Vec<(usize, Encoding)>,
+    target: Option<usize>,
+    positive_label: String,
+    width: usize,
+}
+
+/// How a rule's cells become features, with the level lookups built once.
+enum Encoding {
+    Numeric {
+        column: String,
+    },
+    OneHot {
+        column: String,
+        /// Level → its feature (the first, as the schema lists it).
+        levels: HashMap<String, usize>,
+        width: usize,
+        other_levels: HashSet<String>,
+    },
 }
 
 /// Reads `path` with the training `schema`.
@@ -51,103 +64,173 @@ fn rows_to_score(
     mut raw: RawTable,
     schema: &Schema,
 ) -> Result<RowsToScore, DataError> {
-    let cols = schema
+    let rules = schema
         .rules
         .iter()
-        .map(|r| find_column(path, &raw.header, r.column(), "the training file's"))
-        .collect::<Result<Vec<usize>, _>>()?;
+        .map(|r| {
+            let j = find_column(path, &raw.header, r.column(), "the training file's")?;
+            Ok((j, Encoding::of(r)))
+        })
+        .collect::<Result<Vec<_>, DataError>>()?;
     let target = raw.header.iter().position(|h| *h == schema.target);
     if let Some(j) = target {
         raw.read_as_text(j);
     }
-    let width: usize = schema.rules.iter().map(|r| r.feature_names().len()).sum();
-    let mut encoded: Vec<f64> = Vec::new(); // row-major, `width` per scorable row
-    let mut rows = Vec::with_capacity(raw.n_rows());
-    let mut row = vec![0.0; width];
-    for r in 0..raw.n_rows() {
-        rows.push(match encode_row(&raw, r, &schema.rules, &cols, &mut row) {
-            Ok(()) => {
-                encoded.extend_from_slice(&row);
-                Ok(encoded.len() / width.max(1) - 1)
-            }
-            Err(problems) => Err(problems.join("; ")),
-        });
-    }
-    let n_ok = rows.iter().filter(|r| r.is_ok()).count();
-    let x = DMatrix::from_row_slice(n_ok, width, &encoded);
-    let labels = target.map(|j| {
-        (0..raw.n_rows())
-            .map(|r| {
-                let cell = raw.cell(r, j);
-                (!is_missing(cell)).then(|| canonical_label(cell) == schema.positive_label)
-            })
-            .collect()
-    });
     Ok(RowsToScore {
         path: path.to_path_buf(),
-        lines: raw.lines.clone(),
-        x,
-        rows,
-        labels,
-        fingerprint: raw.fingerprint.clone(),
+        width: schema.rules.iter().map(|r| r.feature_names().len()).sum(),
+        raw,
+        rules,
+        target,
+        positive_label: schema.positive_label.clone(),
     })
 }
 
-/// Encodes row `r` into `out` as the training encoded it; every problem named.
-fn encode_row(
-    raw: &RawTable,
-    r: usize,
-    rules: &[ColumnRule],
-    cols: &[usize],
-    out: &mut [f64],
-) -> Result<(), Vec<String>> {
-    out.fill(0.0);
-    let mut problems = Vec::new();
-    let mut k0 = 0;
-    for (rule, &j) in rules.iter().zip(cols) {
-        let column = rule.column();
-        if let (ColumnRule::Numeric { .. }, Some(values)) = (rule, raw.numbers(j)) {
-            match values[r] {
-                v if v.is_nan() => problems.push(format!("missing value in '{column}'")),
-                v if v.is_finite() => out[k0] = v,
-                v => problems.push(format!("non-finite number '{v}' in '{column}'")),
-            }
-            k0 += 1;
-            continue;
-        }
-        let cell = raw.cell(r, j);
-        if is_missing(cell) {
-            problems.push(format!("missing value in '{column}'"));
-            k0 += rule.feature_names().len();
-            continue;
-        }
+impl Encoding {
+    fn of(rule: &ColumnRule) -> Encoding {
         match rule {
-            ColumnRule::Numeric { .. } => {
-                match parse_number(cell, raw.decimal_comma()) {
-                    Some(v) if v.is_finite() => out[k0] = v,
-                    Some(_) => problems.push(format!("non-finite number '{cell}' in '{column}'")),
-                    None => problems.push(format!("'{cell}' in '{column}' is not a number")),
-                }
-                k0 += 1;
-            }
+            ColumnRule::Numeric { column } => Encoding::Numeric {
+                column: column.clone(),
+            },
             ColumnRule::OneHot {
+                column,
                 levels,
                 other_levels,
-                ..
             } => {
-                if let Some(l) = levels.iter().position(|l| l == cell) {
-                    out[k0 + l] = 1.0;
-                } else if !other_levels.iter().any(|l| l == cell) {
-                    problems.push(format!("'{cell}' in '{column}' was not seen in training"));
+                let mut lookup = HashMap::with_capacity(levels.len());
+                for (k, l) in levels.iter().enumerate() {
+                    lookup.entry(l.clone()).or_insert(k);
                 }
-                k0 += levels.len();
+                Encoding::OneHot {
+                    column: column.clone(),
+                    levels: lookup,
+                    width: levels.len(),
+                    other_levels: other_levels.iter().cloned().collect(),
+                }
             }
         }
     }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems)
+}
+
+impl RowsToScore {
+    /// Input rows (blank lines are not rows).
+    pub fn n_rows(&self) -> usize {
+        self.raw.n_rows()
+    }
+
+    /// Line of each input row in the file (the header is line 1).
+    pub fn lines(&self) -> &[u64] {
+        &self.raw.lines
+    }
+
+    /// The schema's encoded features per row.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// The file's fingerprint (as a record's `dataset.fingerprint`).
+    pub fn fingerprint(&self) -> &str {
+        &self.raw.fingerprint
+    }
+
+    /// Whether the file has the target column.
+    pub fn has_labels(&self) -> bool {
+        self.target.is_some()
+    }
+
+    /// Row `r`'s label: positive or not; None where the file has no target
+    /// column or the cell is missing.
+    pub fn label(&self, r: usize) -> Option<bool> {
+        let cell = self.raw.cell(r, self.target?);
+        (!is_missing(cell)).then(|| canonical_label(cell) == self.positive_label)
+    }
+
+    /// Encodes the input rows `rows` into `out` (`rows.len()` × `width`, the
+    /// schema's features in its order) as the training encoded them, column
+    /// by column. `problems[i]` is None for a row that encodes, else every
+    /// problem named ("; " between them); such a row's features are left
+    /// partly filled.
+    pub fn encode(
+        &self,
+        rows: Range<usize>,
+        out: &mut DMatrix<f64>,
+        problems: &mut [Option<String>],
+    ) {
+        assert_eq!(out.shape(), (rows.len(), self.width), "block shape");
+        assert_eq!(problems.len(), rows.len(), "one entry per row");
+        out.fill(0.0);
+        problems.fill(None);
+        let note = |p: &mut Option<String>, what: String| match p {
+            Some(s) => {
+                s.push_str("; ");
+                s.push_str(&what);
+            }
+            None => *p = Some(what),
+        };
+        let comma = self.raw.decimal_comma();
+        let mut k0 = 0;
+        for (j, encoding) in &self.rules {
+            match encoding {
+                Encoding::Numeric { column } => {
+                    let mut feature = out.column_mut(k0);
+                    // A numeric column of a columnar file arrives typed.
+                    let typed = self.raw.numbers(*j);
+                    for (i, r) in rows.clone().enumerate() {
+                        if let Some(values) = typed {
+                            match values[r] {
+                                v if v.is_nan() => {
+                                    note(&mut problems[i], format!("missing value in '{column}'"))
+                                }
+                                v if v.is_finite() => feature[i] = v,
+                                v => note(
+                                    &mut problems[i],
+                                    format!("non-finite number '{v}' in '{column}'"),
+                                ),
+                            }
+                            continue;
+                        }
+                        let cell = self.raw.cell(r, *j);
+                        if is_missing(cell) {
+                            note(&mut problems[i], format!("missing value in '{column}'"));
+                            continue;
+                        }
+                        match parse_number(cell, comma) {
+                            Some(v) if v.is_finite() => feature[i] = v,
+                            Some(_) => note(
+                                &mut problems[i],
+                                format!("non-finite number '{cell}' in '{column}'"),
+                            ),
+                            None => note(
+                                &mut problems[i],
+                                format!("'{cell}' in '{column}' is not a number"),
+                            ),
+                        }
+                    }
+                    k0 += 1;
+                }
+                Encoding::OneHot {
+                    column,
+                    levels,
+                    width,
+                    other_levels,
+                } => {
+                    for (i, r) in rows.clone().enumerate() {
+                        let cell = self.raw.cell(r, *j);
+                        if is_missing(cell) {
+                            note(&mut problems[i], format!("missing value in '{column}'"));
+                        } else if let Some(&l) = levels.get(cell) {
+                            out[(i, k0 + l)] = 1.0;
+                        } else if !other_levels.contains(cell) {
+                            note(
+                                &mut problems[i],
+                                format!("'{cell}' in '{column}' was not seen in training"),
+                            );
+                        }
+                    }
+                    k0 += width;
+                }
+            }
+        }
     }
 }
 
@@ -175,28 +258,48 @@ mod tests {
         // Columns in another order, an extra one; line 4 is blank.
         std::fs::write(&p, "c,extra,a,y\nz,9,1.5,1\nq,9,2,0\n\nw,9,NA,\nx,9,3,0\n").unwrap();
         let t = read_rows_to_score(&p, &schema).unwrap();
-        assert_eq!(t.lines, vec![2, 3, 5, 6]);
-        assert_eq!(t.rows[0], Ok(0));
-        assert_eq!(t.rows[1], Err("'q' in 'c' was not seen in training".into()));
-        assert_eq!(t.rows[2], Err("missing value in 'a'".into()));
-        assert_eq!(t.rows[3], Ok(1));
+        assert_eq!(t.lines(), [2, 3, 5, 6]);
+        let mut x = DMatrix::zeros(4, t.width());
+        let mut problems = vec![None; 4];
+        t.encode(0..4, &mut x, &mut problems);
         assert_eq!(
-            t.x.row(0).iter().copied().collect::<Vec<_>>(),
+            problems,
+            [
+                None,
+                Some("'q' in 'c' was not seen in training".into()),
+                Some("missing value in 'a'".into()),
+                None
+            ]
+        );
+        assert_eq!(
+            x.row(0).iter().copied().collect::<Vec<_>>(),
             [1.5, 0.0, 1.0]
         );
         assert_eq!(
-            t.x.row(1).iter().copied().collect::<Vec<_>>(),
+            x.row(3).iter().copied().collect::<Vec<_>>(),
             [3.0, 1.0, 0.0]
         );
+        // A block from the middle, several problems on one row.
+        std::fs::write(&p, "a,c,y\n1,x,1\nabc,v,0\ninf,,1\n").unwrap();
+        let t = read_rows_to_score(&p, &schema).unwrap();
+        let mut x = DMatrix::zeros(2, t.width());
+        let mut problems = vec![None; 2];
+        t.encode(1..3, &mut x, &mut problems);
         assert_eq!(
-            t.labels.unwrap(),
-            vec![Some(true), Some(false), None, Some(false)]
+            problems,
+            [
+                Some("'abc' in 'a' is not a number; 'v' in 'c' was not seen in training".into()),
+                Some("non-finite number 'inf' in 'a'; missing value in 'c'".into()),
+            ]
         );
+        let labels: Vec<_> = (0..3).map(|r| t.label(r)).collect();
+        assert_eq!(labels, [Some(true), Some(false), Some(true)]);
         // Without the target; a training column missing is an error naming it.
         std::fs::write(&p, "a,c\n1,x\n").unwrap();
-        assert!(read_rows_to_score(&p, &schema).unwrap().labels.is_none());
+        let t = read_rows_to_score(&p, &schema).unwrap();
+        assert!(!t.has_labels() && t.label(0).is_none());
         std::fs::write(&p, "c,y\nx,1\n").unwrap();
-        let e = read_rows_to_score(&p, &schema).unwrap_err().to_string();
+        let e = read_rows_to_score(&p, &schema).err().unwrap().to_string();
         assert!(e.contains("'a' is not in the header"), "{e}");
         std::fs::remove_dir_all(&dir).ok();
     }

@@ -199,10 +199,15 @@ fn an_arrow_table_loads_as_its_csv_does() {
         // And scored as `predict` reads it.
         let s = super::apply::read_rows_to_score(&p, &from_csv.schema).unwrap();
         let s_csv = super::apply::read_rows_to_score(&csv_path, &from_csv.schema).unwrap();
-        assert_eq!(
-            (format!("{:?}", s.x), &s.rows, &s.labels),
-            (format!("{:?}", s_csv.x), &s_csv.rows, &s_csv.labels)
-        );
+        let encoded = |s: &super::apply::RowsToScore| {
+            let n = s.n_rows();
+            let mut x = nalgebra::DMatrix::zeros(n, s.width());
+            let mut problems = vec![None; n];
+            s.encode(0..n, &mut x, &mut problems);
+            let labels: Vec<_> = (0..n).map(|r| s.label(r)).collect();
+            (format!("{x:?}"), problems, labels)
+        };
+        assert_eq!(encoded(&s), encoded(&s_csv));
     }
     // The stream format too.
     let p = d.join("mixed.arrows");
