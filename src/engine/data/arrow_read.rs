@@ -3,8 +3,9 @@
 //!
 //! What a CSV cell would be, an Arrow value is: numbers of any width are
 //! numbers (null and NaN are missing cells); strings, dictionary strings and
-//! booleans (`True`/`False`, as pandas writes them) are text, typed and one-hot encoded as the CSV's text is. Other
-//! types (dates, decimals, lists) are refused by name with the cast to make.
+//! booleans (`True`/`False`, as pandas writes them) are text, typed and
+//! one-hot encoded as the CSV's text is. Other types (dates, decimals,
+//! lists) are refused by name with the cast to make.
 
 use std::collections::HashMap;
 use std::io::Cursor;

@@ -228,3 +228,13 @@ impl Chunk<'_> {
         }
     }
 }
+
+/// FNV-1a of the file's bytes: a CSV's fingerprint in run records.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}

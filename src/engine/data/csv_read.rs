@@ -49,7 +49,9 @@ impl RawTable {
     ) -> RawTable {
         let rows = columns.first().map_or(0, Column::len);
         RawTable {
-            delimiter: 0,
+            // Not a delimiter: a comma here only keeps "1,5" in a string
+            // column text (no decimal commas in a typed file).
+            delimiter: b',',
             header,
             text: Bytes::Held(Vec::new()),
             starts: Vec::new(),
@@ -201,7 +203,7 @@ fn parse_bytes(
     csv_only: bool,
 ) -> Result<RawTable, DataError> {
     let (hash, layout) = rayon::join(
-        || fnv1a64(&bytes),
+        || super::csv_cells::fnv1a64(&bytes),
         || parse_text(path, &bytes, chunk_bytes, csv_only),
     );
     let layout = layout?;
@@ -563,15 +565,6 @@ pub fn delimiter_name(d: u8) -> &'static str {
         b'\t' => "tab",
         _ => "?",
     }
-}
-
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
 }
 
 /// The table as the tests compare it: header, cells, lines, hash, or the
