@@ -7,6 +7,8 @@
 pub mod advice;
 pub mod build;
 pub mod cost;
+#[cfg(test)]
+mod cost_tests;
 pub mod demo_source;
 pub mod error;
 pub mod merge;

@@ -1,0 +1,159 @@
+//! Tests of `spec::cost`: the estimates against the measured runs.
+
+use super::cost::*;
+use crate::spec::run_spec::{DataSpec, MethodSpec, RunSpec};
+
+fn spec(method: &str) -> RunSpec {
+    RunSpec::for_method(DataSpec::of("x.csv"), method).unwrap()
+}
+
+const MILLION: Sizes = Sizes {
+    rows: 1_000_000,
+    positives: 250_000,
+    features: 20,
+};
+const LIMITS: Limits = Limits {
+    seconds: 3600.0,
+    bytes: 20e9,
+};
+
+#[test]
+fn ep_on_all_pairs_of_a_million_rows_is_refused_with_pairs_that_fit() {
+    let msg = refusal(&spec("ep"), MILLION, 2, LIMITS).expect("1.9e11 sites");
+    assert!(msg.contains("--pairs "), "{msg}");
+    assert!(msg.contains("--ignore-cost"), "{msg}");
+    // The suggested B fits.
+    let b: usize = msg
+        .split("--pairs ")
+        .nth(1)
+        .unwrap()
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut s = spec("ep");
+    if let MethodSpec::Ep(e) = &mut s.method {
+        e.pairs = Some(b);
+        e.is_draws = Some(0);
+    }
+    assert!(estimate(&s, MILLION, 2).seconds <= LIMITS.seconds);
+}
+
+#[test]
+fn small_problems_and_stochastic_vb_pass() {
+    let small = Sizes {
+        rows: 768,
+        positives: 268,
+        features: 8,
+    };
+    for m in ["logit", "rankboost", "smc", "ep", "vb", "gcs"] {
+        assert_eq!(refusal(&spec(m), small, 2, LIMITS), None, "{m}");
+    }
+    let mut vb = spec("vb");
+    if let MethodSpec::Vb(v) = &mut vb.method {
+        v.is_draws = Some(0);
+    }
+    assert_eq!(refusal(&vb, MILLION, 2, LIMITS), None);
+}
+
+#[test]
+fn smc_at_a_million_rows_names_the_gaussian_methods() {
+    let msg = refusal(&spec("smc"), MILLION, 2, LIMITS).expect("hours");
+    assert!(msg.contains("≈ "), "a central estimate: {msg}");
+    assert!(msg.contains("--method vb"), "{msg}");
+}
+
+/// SMC's evaluations (stages × moves × particles) against the measured
+/// default runs (BENCHMARKS smc-dna-n, smc-survey-r60-seeds, smc-sonar,
+/// smc-survey-wide; Pima 7 stages): within the stated factor 2 both ways.
+#[test]
+fn smc_stages_and_moves_follow_the_measured_runs() {
+    // (training rows, features, stages, evaluations or 0 when not kept)
+    let runs = [
+        ("dna", 2390, 180, 23.0, 5.92e6),
+        ("survey", 3300, 85, 22.0, 3.75e6),
+        ("sonar", 156, 60, 8.0, 0.64e6),
+        ("pima", 576, 8, 7.0, 0.0),
+        ("survey 300x500", 300, 500, 12.0, 7.16e6),
+    ];
+    for (name, rows, features, stages, evals) in runs {
+        let s = Sizes {
+            rows,
+            positives: rows / 3,
+            features,
+        };
+        let d = features.min(rows) as f64;
+        let st = plan::smc_stages(d, rows as f64).round();
+        assert!(
+            (0.5..=2.0).contains(&(stages / st)),
+            "{name}: {stages} vs {st}"
+        );
+        if evals > 0.0 {
+            let est = estimate(&spec("smc"), s, 1);
+            let model = est.parts[0].cpu_seconds / risk_seconds(s);
+            assert!(
+                (0.5..=2.0).contains(&(evals / model)),
+                "{name}: {evals} vs {model}"
+            );
+            assert!(!est.lower_bound);
+        }
+    }
+}
+
+/// The peak of `fit --method logit --lambda 1` (BENCHMARKS fit-peak-1e6,
+/// fit-peak-1e7: 448 MB and 4.30 GB; 7.5·10⁵ and 7.5·10⁶ training rows ×
+/// 20) within 25 %, and the load's (bench-load: 3.99 GB at 10⁷).
+#[test]
+fn memory_follows_the_measured_peaks() {
+    let mut logit = spec("logit");
+    if let MethodSpec::Logit(l) = &mut logit.method {
+        l.lambda = Some(1.0);
+    }
+    for (rows, peak) in [(750_000, 448e6), (7_500_000, 4.30e9)] {
+        let s = Sizes {
+            rows,
+            positives: rows / 4,
+            features: 20,
+        };
+        let got = estimate(&logit, s, 2).bytes;
+        assert!((got / peak - 1.0).abs() < 0.25, "{rows}: {got} vs {peak}");
+        let (load, _) = data_bytes(&logit, s);
+        if rows == 7_500_000 {
+            assert!((load / 3.99e9 - 1.0).abs() < 0.1, "{load}");
+        }
+    }
+}
+
+/// The calibration points of `unit::RISK_ROW` (`pacauc bench-risk`,
+/// d = 20), within the model's stated factor of 2.
+#[test]
+fn the_risk_cost_follows_the_measured_cache_cliff() {
+    for (rows, ns) in [
+        (7500, 5.2),
+        (75_000, 10.6),
+        (750_000, 21.7),
+        (7_500_000, 45.0),
+    ] {
+        let s = Sizes {
+            rows,
+            positives: rows / 4,
+            features: 20,
+        };
+        let model = risk_seconds(s) / rows as f64 * 1e9;
+        assert!(
+            (0.5..2.0).contains(&(model / ns)),
+            "{rows}: {model} vs {ns}"
+        );
+    }
+}
+
+#[test]
+fn memory_alone_can_refuse() {
+    let tight = Limits {
+        seconds: f64::INFINITY,
+        bytes: 1e8,
+    };
+    let msg = refusal(&spec("logit"), MILLION, 2, tight).unwrap();
+    assert!(msg.contains("memory"), "{msg}");
+}
