@@ -20,6 +20,9 @@ pub struct Form {
     /// Row under the cursor: 0 = method, i ≥ 1 = `visible()[i - 1]`.
     pub cursor: usize,
     pub error: Option<String>,
+    /// A spec above the cost limits whose refusal was shown: Enter on the
+    /// same spec again runs it.
+    pub over_cost_shown: Option<RunSpec>,
 }
 
 /// What a key did to the form.
@@ -79,6 +82,7 @@ impl Form {
             values,
             cursor: 0,
             error: None,
+            over_cost_shown: None,
         }
     }
 

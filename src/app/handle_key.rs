@@ -48,13 +48,32 @@ impl App {
             n: info.split.train_rows,
             d: info.names.len(),
         });
+        // The form's run above the cost limits is shown why first; the same
+        // spec submitted again runs.
+        let over_cost = |spec: &RunSpec| self.cost_of(spec, FORM_ANYWAY).and_then(|(_, why)| why);
+        let refused = match &self.overlay {
+            Overlay::Form(form) if matches!(key, Key::Enter | Key::CtrlB) => form
+                .spec()
+                .ok()
+                .filter(|s| form.over_cost_shown.as_ref() != Some(s))
+                .and_then(|s| over_cost(&s).map(|why| (s, why))),
+            _ => None,
+        };
         match &mut self.overlay {
             Overlay::Form(form) => {
                 let check = |s: &RunSpec| match dims {
                     Some(dims) => validate(s, dims).map_err(|e| render_error(&e)),
                     None => Err("no data to run on".into()),
                 };
-                return match form.key(key, check) {
+                let outcome = form.key(key, check);
+                if let (FormOutcome::Submit(_) | FormOutcome::Background(_), Some((spec, why))) =
+                    (&outcome, refused)
+                {
+                    form.error = Some(why);
+                    form.over_cost_shown = Some(spec);
+                    return Vec::new();
+                }
+                return match outcome {
                     FormOutcome::Stay => Vec::new(),
                     FormOutcome::Close => {
                         self.overlay = Overlay::None;
@@ -225,3 +244,6 @@ impl App {
         Vec::new()
     }
 }
+
+/// How the run form runs a spec above the cost limits regardless.
+pub const FORM_ANYWAY: &str = "Enter again runs it anyway";

@@ -4,6 +4,7 @@
 
 pub mod form;
 mod handle_key;
+pub use handle_key::FORM_ANYWAY;
 pub mod keys;
 pub mod messages;
 mod plot_key;
@@ -15,10 +16,11 @@ mod watch;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 
-use crate::engine::data::{Dataset, Prepared, SplitInfo};
+use crate::engine::data::{Dataset, LoadProgress, Prepared, SplitInfo};
 use crate::engine::event::{Event, LogLevel};
 use crate::engine::quality::code;
 use crate::engine::record::{DatasetReport, RunRecord};
+use crate::spec::cost::{self, CostEstimate, Limits, Machine, Sizes};
 use crate::spec::{DataSpec, RunSpec, registry};
 use crate::worker::{RunId, WorkerEvent, WorkerMsg};
 use form::Form;
@@ -134,6 +136,9 @@ pub enum DataState {
         /// The file's size, when known.
         bytes: Option<u64>,
         since: std::time::Instant,
+        /// Written by the loading thread: the stage, the share of the file
+        /// read and the rows counted.
+        progress: std::sync::Arc<LoadProgress>,
     },
     Loaded(Box<DataInfo>),
     /// The file could not be loaded; the message says why.
@@ -244,6 +249,9 @@ pub struct App {
     plotting: usize,
     /// Runs followed in event logs, by their place in the logs.
     watched: Vec<(crate::eventlog::SourceId, RunId)>,
+    /// The cores and limits runs are estimated and checked against
+    /// (`spec::cost`; the explorer sets this machine's).
+    pub machine: Machine,
 }
 
 impl App {
@@ -277,6 +285,13 @@ impl App {
             marked: Vec::new(),
             plotting: 0,
             watched: Vec::new(),
+            machine: Machine {
+                threads: 1,
+                limits: Limits {
+                    seconds: cost::DEFAULT_SECONDS_LIMIT,
+                    bytes: f64::INFINITY,
+                },
+            },
         }
     }
 
@@ -363,6 +378,22 @@ impl App {
         }
     }
 
+    /// What `spec` would cost on the loaded data, and why it is refused when
+    /// it is above the machine's limits (`anyway`: how to run it regardless).
+    pub fn cost_of(&self, spec: &RunSpec, anyway: &str) -> Option<(CostEstimate, Option<String>)> {
+        let info = self.data_info()?;
+        let sizes = Sizes {
+            rows: info.split.train_rows,
+            positives: info.split.train_positives,
+            features: info.names.len(),
+        };
+        let (threads, limits) = (self.machine.threads, self.machine.limits);
+        Some((
+            cost::estimate(spec, sizes, threads),
+            cost::refusal_in(spec, sizes, threads, limits, anyway),
+        ))
+    }
+
     pub fn is_loading(&self) -> bool {
         matches!(self.data, DataState::Loading { .. })
     }
@@ -435,10 +466,31 @@ impl App {
         let Some(data) = self.data_spec().cloned() else {
             return cmds;
         };
+        let mut refused = Vec::new();
         for m in registry::AUTORUN_ORDER {
-            if let Some(spec) = RunSpec::for_method(data.clone(), m) {
-                cmds.extend(self.enqueue(spec));
+            let Some(spec) = RunSpec::for_method(data.clone(), m) else {
+                continue;
+            };
+            // Never a silent crawl: a default run above the limits is not
+            // started, and the log says why and what fits.
+            let anyway = "n opens the run form to change the settings or to run it anyway";
+            if let Some((_, Some(why))) = self.cost_of(&spec, anyway) {
+                self.messages
+                    .push(Level::Warn, format!("{m} not started: {why}"));
+                refused.push(*m);
+                continue;
             }
+            cmds.extend(self.enqueue(spec));
+        }
+        if !refused.is_empty() {
+            self.say_level(
+                format!(
+                    "default run{} not started, above the cost limit: {} (m: why and what fits; n: the run form)",
+                    if refused.len() > 1 { "s" } else { "" },
+                    refused.join(", ")
+                ),
+                Level::Warn,
+            );
         }
         cmds
     }

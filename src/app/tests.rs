@@ -430,6 +430,7 @@ fn keys_answer_while_loading_and_runs_start_when_the_data_arrives() {
         path: "big.csv".into(),
         bytes: Some(152_000_000),
         since: std::time::Instant::now(),
+        progress: Default::default(),
     };
     let mut app = App::new(loading(), ViewOptions::default());
     assert!(app.is_loading());
@@ -468,4 +469,94 @@ fn keys_answer_while_loading_and_runs_start_when_the_data_arrives() {
     );
     assert!(cmds.is_empty());
     assert!(app.status.as_ref().is_some_and(|s| s.error));
+}
+
+/// The loading pane tells the stage, the share of the file read (a bar) and
+/// the rows once counted, from what the loader writes into `LoadProgress`.
+#[test]
+fn the_loading_pane_follows_the_load() {
+    use crate::engine::data::{LoadOptions, LoadStage};
+    let progress = std::sync::Arc::new(LoadProgress::new());
+    let app = App::new(
+        DataState::Loading {
+            path: "big.csv".into(),
+            bytes: Some(152_000_000),
+            since: std::time::Instant::now(),
+            progress: progress.clone(),
+        },
+        ViewOptions::default(),
+    );
+    let before = testkit::screen(&app, 120, 40);
+    assert!(before.contains("› reading the cells"), "{before}");
+    assert!(!before.contains("cells —"), "no rows counted yet: {before}");
+
+    let csv =
+        crate::spec::demo_source::csv(crate::engine::data::demo::NAMES[0]).expect("the demo table");
+    let path = std::env::temp_dir().join(format!("pacauc-loading-{}.csv", std::process::id()));
+    std::fs::write(&path, &csv).unwrap();
+    let ds = Dataset::load_observed(&path, &LoadOptions::default(), Some(&progress));
+    std::fs::remove_file(&path).ok();
+    let ds = ds.expect("the demo loads");
+    let now = progress.snapshot();
+    assert_eq!(now.stage, LoadStage::Typing);
+    assert_eq!(now.read_fraction, Some(1.0));
+    assert_eq!(
+        now.rows,
+        Some(ds.rows() as u64),
+        "no row of the demo is dropped"
+    );
+    let after = testkit::screen(&app, 120, 40);
+    assert_eq!(ds.rows(), 1000, "the demo's size, as the pane groups it");
+    assert!(
+        after.contains("✓ reading the cells — 1,000 rows"),
+        "{after}"
+    );
+    assert!(after.contains("› typing the columns"), "{after}");
+}
+
+/// A default run above the machine's limits is not started (the log says
+/// why and what fits); in the run form the first Enter shows the refusal and
+/// the second runs the same spec anyway.
+#[test]
+fn runs_above_the_cost_limit_are_refused_until_confirmed() {
+    let (mut app, _, _) = app();
+    app.machine.limits.seconds = 1e-9;
+    let cmds = app.autorun();
+    assert!(started(&cmds).is_empty());
+    assert!(app.runs.is_empty());
+    let status = app.status.clone().expect("a status");
+    assert!(
+        status.error && status.text.contains("not started"),
+        "{status:?}"
+    );
+    let why = app
+        .messages
+        .warnings()
+        .filter(|e| e.text.contains("what fits") || e.text.contains("Settings that fit"))
+        .count();
+    assert_eq!(
+        why,
+        crate::spec::registry::AUTORUN_ORDER.len() + 1,
+        "one per method and the status"
+    );
+
+    update(&mut app, Msg::Key(Key::Char('n')));
+    let cmds = update(&mut app, Msg::Key(Key::Enter));
+    assert!(
+        started(&cmds).is_empty(),
+        "the first Enter shows the refusal"
+    );
+    let Overlay::Form(form) = &app.overlay else {
+        panic!("the form stays open")
+    };
+    let error = form.error.clone().unwrap_or_default();
+    assert!(
+        error.contains(FORM_ANYWAY) && error.contains("estimated"),
+        "{error}"
+    );
+    let cmds = update(&mut app, Msg::Key(Key::Enter));
+    assert_eq!(started(&cmds), vec![1], "the second Enter runs it anyway");
+
+    let (mut app, _, _) = self::app();
+    assert!(!started(&app.autorun()).is_empty(), "within the limits");
 }

@@ -293,14 +293,10 @@ fn announce_cost(spec: &RunSpec, pb: &Problem, ignore: bool) -> Result<(), CliEr
         positives: pb.n_pos(),
         features: pb.d(),
     };
-    let threads = rayon::current_num_threads();
-    let est = spec::cost::estimate(spec, sizes, threads);
+    let machine = spec::cost::Machine::this();
+    let est = spec::cost::estimate(spec, sizes, machine.threads);
     eprintln!("cost estimate: {}", est.describe());
-    let limits = spec::cost::Limits {
-        seconds: spec::cost::DEFAULT_SECONDS_LIMIT,
-        bytes: available_memory().unwrap_or(f64::INFINITY),
-    };
-    match spec::cost::refusal(spec, sizes, threads, limits) {
+    match spec::cost::refusal(spec, sizes, machine.threads, machine.limits) {
         Some(msg) if !ignore => Err(CliError::Input(msg)),
         Some(_) => {
             eprintln!("warning: above the cost limit; running anyway (--ignore-cost)");
@@ -308,20 +304,6 @@ fn announce_cost(spec: &RunSpec, pb: &Problem, ignore: bool) -> Result<(), CliEr
         }
         None => Ok(()),
     }
-}
-
-/// The memory this run may hold: MemAvailable plus what the process holds
-/// already (the loaded data count in the estimate), in bytes; None where
-/// /proc does not say.
-fn available_memory() -> Option<f64> {
-    let kb = |file: &str, key: &str| -> Option<f64> {
-        let text = std::fs::read_to_string(file).ok()?;
-        let line = text.lines().find(|l| l.starts_with(key))?;
-        line.split_whitespace().nth(1)?.parse().ok()
-    };
-    let free = kb("/proc/meminfo", "MemAvailable:")?;
-    let own = kb("/proc/self/status", "VmRSS:").unwrap_or(0.0);
-    Some((free + own) * 1024.0)
 }
 
 /// Writes the record to `out` (atomically) and prints it in `format`: what

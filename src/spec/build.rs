@@ -5,7 +5,9 @@
 
 use crate::engine::baseline::{Logit, RankBoost};
 use crate::engine::certify::{Certified, CertifySettings};
-use crate::engine::data::{Dataset, LoadOptions, MissingPolicy, Prepared, TestSource, prepare};
+use crate::engine::data::{
+    Dataset, LoadOptions, LoadProgress, LoadStage, MissingPolicy, Prepared, TestSource, prepare,
+};
 use crate::engine::ep::spike_slab::SiteStepRule;
 use crate::engine::ep::{
     ArdSettings, Ep, EpController, EpPower, EpSettings, EpStart, Form, GammaMode, Precision,
@@ -47,6 +49,15 @@ impl DataSpec {
     /// file, and where they can the line and column).
     /// `demo` and `demo:NAME` are the bundled demo tables (`demo_source`).
     pub fn load(&self) -> Result<(Dataset, Prepared), String> {
+        self.load_observed(None)
+    }
+
+    /// `load` telling `progress` how far it has come (the explorer loads on
+    /// its own thread and draws this meanwhile).
+    pub fn load_observed(
+        &self,
+        progress: Option<&LoadProgress>,
+    ) -> Result<(Dataset, Prepared), String> {
         let ds = match super::demo_source::bundled_demo(&self.path) {
             Some(name) => {
                 let csv = super::demo_source::csv(name).unwrap_or_default();
@@ -61,9 +72,12 @@ impl DataSpec {
                     super::demo_source::names()
                 ));
             }
-            None => Dataset::load(&self.path, &self.load_options()),
+            None => Dataset::load_observed(&self.path, &self.load_options(), progress),
         }
         .map_err(|e| e.to_string())?;
+        if let Some(p) = progress {
+            p.set_stage(LoadStage::Preparing);
+        }
         let prepared = self.prepare(&ds)?;
         Ok((ds, prepared))
     }

@@ -128,6 +128,40 @@ pub struct Limits {
 /// An hour.
 pub const DEFAULT_SECONDS_LIMIT: f64 = 3600.0;
 
+/// The cores a run gets and the limits it is checked against.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Machine {
+    pub threads: usize,
+    pub limits: Limits,
+}
+
+impl Machine {
+    /// This process: its worker threads, an hour and the memory available.
+    pub fn this() -> Machine {
+        Machine {
+            threads: rayon::current_num_threads(),
+            limits: Limits {
+                seconds: DEFAULT_SECONDS_LIMIT,
+                bytes: available_memory().unwrap_or(f64::INFINITY),
+            },
+        }
+    }
+}
+
+/// The memory this run may hold: MemAvailable plus what the process holds
+/// already (the loaded data count in the estimate), in bytes; None where
+/// /proc does not say.
+pub fn available_memory() -> Option<f64> {
+    let kb = |file: &str, key: &str| -> Option<f64> {
+        let text = std::fs::read_to_string(file).ok()?;
+        let line = text.lines().find(|l| l.starts_with(key))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    let free = kb("/proc/meminfo", "MemAvailable:")?;
+    let own = kb("/proc/self/status", "VmRSS:").unwrap_or(0.0);
+    Some((free + own) * 1024.0)
+}
+
 impl CostEstimate {
     /// "≈ 3 min, 1.2 GB (EP: 50 sweeps × 4.0e6 sites 2.1 min; …)".
     pub fn describe(&self) -> String {
@@ -455,6 +489,17 @@ fn gcs_part(g: &GcsSpec, s: Sizes) -> Part {
 
 /// None when the estimate fits `limits`; else why not and what would fit.
 pub fn refusal(spec: &RunSpec, s: Sizes, threads: usize, limits: Limits) -> Option<String> {
+    refusal_in(spec, s, threads, limits, "--ignore-cost to run it anyway")
+}
+
+/// `refusal`, with `anyway` saying how this front end runs it regardless.
+pub fn refusal_in(
+    spec: &RunSpec,
+    s: Sizes,
+    threads: usize,
+    limits: Limits,
+    anyway: &str,
+) -> Option<String> {
     let est = estimate(spec, s, threads);
     let (over_time, over_memory) = (est.seconds > limits.seconds, est.bytes > limits.bytes);
     if !over_time && !over_memory {
@@ -471,7 +516,7 @@ pub fn refusal(spec: &RunSpec, s: Sizes, threads: usize, limits: Limits) -> Opti
         _ => format!("more than the {} of memory available", bytes(limits.bytes)),
     };
     let mut fixes = suggestions(spec, s, threads, limits);
-    fixes.push("--ignore-cost to run it anyway".into());
+    fixes.push(anyway.into());
     Some(format!(
         "{method} on {} rows × {} features ({:.2e} positive/negative pairs) would take {what}: estimated {}. \
          Settings that fit: {}",

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender, bounded, select};
 
 use crate::app::{App, Command, DataInfo, DataState, Msg, ViewOptions, update};
-use crate::engine::data::{Dataset, Prepared};
+use crate::engine::data::{Dataset, LoadProgress, Prepared};
 use crate::engine::record::{RunRecord, write_atomic_new};
 use crate::eventlog::civil_from_days;
 use crate::spec::{self, DataSpec, RunSpec};
@@ -90,10 +90,12 @@ pub fn explore(
     require_terminal()?;
     // A big file takes seconds to minutes: it loads on its own thread while
     // the explorer draws and answers keys.
+    let progress = std::sync::Arc::new(LoadProgress::new());
     let state = DataState::Loading {
         path: data.path.display().to_string(),
         bytes: std::fs::metadata(&data.path).ok().map(|m| m.len()),
         since: Instant::now(),
+        progress: progress.clone(),
     };
     let (tx, rx) = bounded::<Loaded>(1);
     let spec = data.clone();
@@ -101,7 +103,7 @@ pub fn explore(
         .name("pacauc-load".into())
         .spawn(move || {
             let t0 = Instant::now();
-            let loaded = spec.load();
+            let loaded = spec.load_observed(Some(&progress));
             let _ = tx.send(Loaded {
                 result: loaded,
                 seconds: t0.elapsed().as_secs_f64(),
@@ -114,7 +116,8 @@ pub fn explore(
         threads,
         autorun,
     };
-    let app = App::new(state, options.view);
+    let mut app = App::new(state, options.view);
+    app.machine = crate::spec::cost::Machine::this();
     run(app, Source::Loading(loading), None, &options)
 }
 

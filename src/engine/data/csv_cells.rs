@@ -10,6 +10,8 @@
 
 use rayon::prelude::*;
 
+use super::progress::{LoadProgress, tell};
+
 /// The file as held in memory: mapped (the common case: no copy, no fresh
 /// pages) or read into a buffer (pipes, and text given as bytes).
 pub enum Bytes {
@@ -109,13 +111,24 @@ pub fn split_unquoted(
     width: usize,
     delimiter: u8,
     chunk_bytes: usize,
+    progress: Option<&LoadProgress>,
 ) -> Result<Cells, Refusal> {
     let chunks = super::csv_read::line_chunks(&bytes[from..], chunk_bytes);
-    let surveys: Vec<Survey> = chunks.par_iter().map(|c| survey(c)).collect();
+    let surveys: Vec<Survey> = chunks
+        .par_iter()
+        .map(|c| {
+            let s = survey(c);
+            tell(progress, c.len());
+            s
+        })
+        .collect();
     if surveys.iter().any(|s| s.quote) {
         return Err(Refusal::Quoted);
     }
     let capacity: usize = surveys.iter().map(|s| s.records).sum();
+    if let Some(p) = progress {
+        p.counted_rows(capacity);
+    }
     let mut cells = Cells {
         starts: vec![0; capacity],
         ends: vec![0; capacity * width],
@@ -146,7 +159,9 @@ pub fn split_unquoted(
                 width,
                 delimiter,
             };
-            chunk.split(at, line, starts, ends, lines)
+            let rows = chunk.split(at, line, starts, ends, lines);
+            tell(progress, len);
+            rows
         })
         .collect();
     // The first bad record in file order, as one pass finds it; then the
@@ -237,4 +252,33 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h
+}
+
+/// What a binary file looks like, by its first bytes: a known format's
+/// signature, or NUL bytes (which no text encoding a CSV reader takes has,
+/// except UTF-16: named as such).
+pub(super) fn binary_kind(bytes: &[u8]) -> Option<&'static str> {
+    const SIGNATURES: &[(&[u8], &str)] = &[
+        (b"PK\x03\x04", "a ZIP archive, e.g. an Excel .xlsx workbook"),
+        (b"\x1f\x8b", "gzip-compressed"),
+        (
+            b"PAR1",
+            "Parquet: pacauc reads Arrow IPC, e.g. pandas `df.to_feather('t.arrow')`",
+        ),
+        (b"\xD0\xCF\x11\xE0", "an old Excel .xls workbook"),
+        (b"%PDF", "a PDF document"),
+        (b"\x89HDF", "HDF5"),
+        (b"SQLite format 3", "an SQLite database"),
+        (b"BZh", "bzip2-compressed"),
+        (b"\xFD7zXZ", "xz-compressed"),
+        (b"\x28\xB5\x2F\xFD", "zstd-compressed"),
+    ];
+    if let Some((_, what)) = SIGNATURES.iter().find(|(sig, _)| bytes.starts_with(sig)) {
+        return Some(what);
+    }
+    if bytes.starts_with(b"\xFF\xFE") || bytes.starts_with(b"\xFE\xFF") {
+        return Some("UTF-16 text: re-save it as UTF-8");
+    }
+    let head = &bytes[..bytes.len().min(8192)];
+    head.contains(&0).then_some("it holds NUL bytes")
 }

@@ -6,9 +6,10 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use super::columnar::Column;
-use super::csv_cells::{Bytes, Cells, Refusal, split_unquoted};
+use super::csv_cells::{Bytes, Cells, Refusal, binary_kind, split_unquoted};
 use super::error::{DataError, DataErrorKind as K};
 pub use super::numbers::{is_missing, parse_number};
+use super::progress::{LoadProgress, tell};
 
 /// A CSV file read into memory: trimmed header names and the data cells,
 /// row-major, with the 1-based line number each row starts on.
@@ -134,6 +135,14 @@ impl RawTable {
 }
 
 pub fn read_table(path: &Path) -> Result<RawTable, DataError> {
+    read_table_observed(path, None)
+}
+
+/// `read_table` telling `progress` how far it has come.
+pub fn read_table_observed(
+    path: &Path,
+    progress: Option<&LoadProgress>,
+) -> Result<RawTable, DataError> {
     let bytes = Bytes::of_file(path).map_err(|e| {
         let hint = match e.kind() {
             std::io::ErrorKind::NotFound => {
@@ -144,43 +153,20 @@ pub fn read_table(path: &Path) -> Result<RawTable, DataError> {
         };
         DataError::new(K::Unreadable, path, format!("cannot read the file: {e}")).hint(hint)
     })?;
+    if let Some(p) = progress {
+        p.start_reading(bytes.len() as u64);
+    }
     if super::arrow_read::is_arrow(&bytes) {
-        return super::arrow_read::read(path, bytes);
+        let len = bytes.len();
+        let table = super::arrow_read::read(path, bytes);
+        tell(progress, 2 * len);
+        return table;
     }
-    parse_bytes(path, bytes, CHUNK_BYTES, false)
-}
-
-/// What a binary file looks like, by its first bytes: a known format's
-/// signature, or NUL bytes (which no text encoding a CSV reader takes has,
-/// except UTF-16: named as such).
-fn binary_kind(bytes: &[u8]) -> Option<&'static str> {
-    const SIGNATURES: &[(&[u8], &str)] = &[
-        (b"PK\x03\x04", "a ZIP archive, e.g. an Excel .xlsx workbook"),
-        (b"\x1f\x8b", "gzip-compressed"),
-        (
-            b"PAR1",
-            "Parquet: pacauc reads Arrow IPC, e.g. pandas `df.to_feather('t.arrow')`",
-        ),
-        (b"\xD0\xCF\x11\xE0", "an old Excel .xls workbook"),
-        (b"%PDF", "a PDF document"),
-        (b"\x89HDF", "HDF5"),
-        (b"SQLite format 3", "an SQLite database"),
-        (b"BZh", "bzip2-compressed"),
-        (b"\xFD7zXZ", "xz-compressed"),
-        (b"\x28\xB5\x2F\xFD", "zstd-compressed"),
-    ];
-    if let Some((_, what)) = SIGNATURES.iter().find(|(sig, _)| bytes.starts_with(sig)) {
-        return Some(what);
-    }
-    if bytes.starts_with(b"\xFF\xFE") || bytes.starts_with(b"\xFE\xFF") {
-        return Some("UTF-16 text: re-save it as UTF-8");
-    }
-    let head = &bytes[..bytes.len().min(8192)];
-    head.contains(&0).then_some("it holds NUL bytes")
+    parse_bytes(path, bytes, CHUNK_BYTES, false, progress)
 }
 
 pub fn parse_table(path: &Path, bytes: &[u8]) -> Result<RawTable, DataError> {
-    parse_bytes(path, Bytes::Held(bytes.to_vec()), CHUNK_BYTES, false)
+    parse_bytes(path, Bytes::Held(bytes.to_vec()), CHUNK_BYTES, false, None)
 }
 
 /// `parse_table` with the body cut in chunks of about `chunk_bytes` (when it
@@ -192,7 +178,13 @@ fn parse_table_with(
     chunk_bytes: usize,
     csv_only: bool,
 ) -> Result<RawTable, DataError> {
-    parse_bytes(path, Bytes::Held(bytes.to_vec()), chunk_bytes, csv_only)
+    parse_bytes(
+        path,
+        Bytes::Held(bytes.to_vec()),
+        chunk_bytes,
+        csv_only,
+        None,
+    )
 }
 
 /// The file's hash computed alongside the parse.
@@ -201,10 +193,11 @@ fn parse_bytes(
     bytes: Bytes,
     chunk_bytes: usize,
     csv_only: bool,
+    progress: Option<&LoadProgress>,
 ) -> Result<RawTable, DataError> {
     let (hash, layout) = rayon::join(
         || super::csv_cells::fnv1a64(&bytes),
-        || parse_text(path, &bytes, chunk_bytes, csv_only),
+        || parse_text(path, &bytes, chunk_bytes, csv_only, progress),
     );
     let layout = layout?;
     let text = match layout.copied {
@@ -257,6 +250,7 @@ fn parse_text(
     file: &[u8],
     chunk_bytes: usize,
     csv_only: bool,
+    progress: Option<&LoadProgress>,
 ) -> Result<Layout, DataError> {
     let bytes = file.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(file);
     let bom = file.len() - bytes.len();
@@ -311,6 +305,7 @@ fn parse_text(
             width,
             delimiter,
             chunk_bytes,
+            progress,
         ),
     };
     let (cells, copied) = match fast {
@@ -321,6 +316,10 @@ fn parse_text(
         // Quotes: one serial pass of the csv crate's reader, cells copied.
         Err(Refusal::Quoted) => {
             let records = read_records(path, &mut reader, bytes, width, delimiter)?;
+            if let Some(p) = progress {
+                p.counted_rows(records.cells.lines.len());
+                p.read(2 * bytes.len());
+            }
             (records.cells, Some(records.text))
         }
     };

@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
-use super::csv_read::{RawTable, parse_number, parse_table, read_table};
+use super::csv_read::{RawTable, parse_number, parse_table, read_table, read_table_observed};
 use super::error::{DataError, DataErrorKind as K};
 use super::identifiers::id_like_columns;
 use super::labels::choose_positive;
 use super::missing::{complete_rows, describe_missing, too_few_after_cleaning};
+use super::progress::{LoadProgress, LoadStage};
 use super::schema::{ColumnRule, Schema, canonical_label};
 use super::summary::{FeatureSummary, summarize};
 use super::tally::{is_one_of, tally};
@@ -128,7 +129,20 @@ impl Dataset {
 
     /// Loads a training file: infers the schema.
     pub fn load(path: &Path, opts: &LoadOptions) -> Result<Dataset, DataError> {
-        let raw = read_table(path)?;
+        Dataset::load_observed(path, opts, None)
+    }
+
+    /// `load` telling `progress` how far it has come (the explorer's loading
+    /// pane).
+    pub fn load_observed(
+        path: &Path,
+        opts: &LoadOptions,
+        progress: Option<&LoadProgress>,
+    ) -> Result<Dataset, DataError> {
+        let raw = read_table_observed(path, progress)?;
+        if let Some(p) = progress {
+            p.set_stage(LoadStage::Typing);
+        }
         let columnar = raw.is_columnar();
         build(path, raw, opts).map_err(|e| e.rows_if(columnar))
     }

@@ -18,6 +18,7 @@ mod missing;
 mod moments;
 mod numbers;
 pub mod prepare;
+mod progress;
 mod schema;
 mod summary;
 pub mod survey;
@@ -34,5 +35,6 @@ pub use load::{CleaningReport, Dataset, DroppedColumn, EncodedColumn, LoadOption
 pub use moments::{max_abs, mean_sd, standardize};
 pub use numbers::{is_missing, parse_f64};
 pub use prepare::{Labeled, Prepared, SplitInfo, Standardizer, TestSource, prepare};
+pub use progress::{LoadProgress, LoadSnapshot, LoadStage};
 pub use schema::{ColumnRule, Schema, canonical_label};
 pub use summary::{FeatureSummary, HIST_BINS};

@@ -11,6 +11,7 @@ use super::common::{fit, num, pack, pane_block, sparkline, words};
 use super::theme::Theme;
 use crate::app::messages::wrap;
 use crate::app::{App, DataInfo, DataState, Pane};
+use crate::engine::data::{LoadSnapshot, LoadStage};
 
 pub fn render(app: &App, area: Rect, frame: &mut Frame) {
     let theme = Theme::of(app);
@@ -33,23 +34,28 @@ pub fn render(app: &App, area: Rect, frame: &mut Frame) {
             );
             return;
         }
-        DataState::Loading { path, bytes, since } => {
+        DataState::Loading {
+            path,
+            bytes,
+            since,
+            progress,
+        } => {
             let block = pane_block(app, Pane::Dataset, "loading".into(), &theme);
             let size = bytes.map_or(String::new(), |b| {
                 format!(" ({})", crate::spec::cost::bytes(b as f64))
             });
-            let text = vec![
+            let now = progress.snapshot();
+            let mut text = vec![
                 Line::styled(format!("Loading {path}{size}…"), theme.warn()),
-                Line::raw(format!(
-                    "{:.1} s so far: reading, typing the columns and splitting the rows",
-                    since.elapsed().as_secs_f64()
-                )),
+                Line::raw(format!("{:.1} s so far", since.elapsed().as_secs_f64())),
                 Line::raw(""),
-                Line::styled(
-                    "Keys work meanwhile: ? help, m messages, q quits.",
-                    theme.dim(),
-                ),
             ];
+            text.extend(loading_lines(&now, inner_width(area)));
+            text.push(Line::raw(""));
+            text.push(Line::styled(
+                "Keys work meanwhile: ? help, m messages, q quits.",
+                theme.dim(),
+            ));
             frame.render_widget(
                 Paragraph::new(text).block(block).wrap(Wrap { trim: false }),
                 area,
@@ -266,6 +272,66 @@ pub fn warning_lines(warnings: &[String], width: usize, room: usize) -> Vec<Stri
             lines.push(format!("{}… (m)", cut.trim_end()));
         }
         out.extend(lines);
+    }
+    out
+}
+
+fn inner_width(area: Rect) -> usize {
+    area.width.saturating_sub(2) as usize
+}
+
+/// The load's three stages, the current one with a bar of the file read and
+/// the rows once counted (the loader tells them through `LoadProgress`).
+fn loading_lines(now: &LoadSnapshot, width: usize) -> Vec<Line<'static>> {
+    let stages = [LoadStage::Reading, LoadStage::Typing, LoadStage::Preparing];
+    let current = stages.iter().position(|&s| s == now.stage).unwrap_or(0);
+    let mut lines = Vec::new();
+    for (i, stage) in stages.iter().enumerate() {
+        let mark = match i.cmp(&current) {
+            std::cmp::Ordering::Less => "✓",
+            std::cmp::Ordering::Equal => "›",
+            std::cmp::Ordering::Greater => " ",
+        };
+        let mut line = format!("{mark} {}", stage.describe());
+        if *stage == LoadStage::Reading
+            && let Some(rows) = now.rows
+        {
+            line.push_str(&format!(" — {} rows", group_digits(rows)));
+        }
+        lines.push(Line::raw(line));
+        if i == current
+            && *stage == LoadStage::Reading
+            && let Some(f) = now.read_fraction
+        {
+            lines.push(Line::raw(format!(
+                "  {}",
+                bar(f, width.saturating_sub(10).min(50))
+            )));
+        }
+    }
+    lines
+}
+
+/// `[████░░░░] 52%` in `cells` cells.
+fn bar(fraction: f64, cells: usize) -> String {
+    let cells = cells.max(10);
+    let full = ((fraction.clamp(0.0, 1.0) * cells as f64).round() as usize).min(cells);
+    format!(
+        "{}{} {:>3.0}%",
+        "█".repeat(full),
+        "░".repeat(cells - full),
+        fraction * 100.0
+    )
+}
+
+fn group_digits(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
     }
     out
 }

@@ -35,10 +35,22 @@ pub fn header(app: &App, area: Rect, frame: &mut Frame) {
         DataState::Failed { path, .. } => {
             spans.push(Span::styled(format!("{path} (not loaded) "), theme.bad()))
         }
-        DataState::Loading { since, .. } => {
+        DataState::Loading {
+            since, progress, ..
+        } => {
             let spin = SPINNER[(app.ticks % 10) as usize];
+            let now = progress.snapshot();
+            let share = match (now.stage, now.read_fraction) {
+                (crate::engine::data::LoadStage::Reading, Some(f)) => {
+                    format!("{:.0}% ", f * 100.0)
+                }
+                (stage, _) => format!("({}) ", stage.name()),
+            };
             spans.push(Span::styled(
-                format!("{spin} loading {:.0} s ", since.elapsed().as_secs_f64()),
+                format!(
+                    "{spin} loading {share}{:.0} s ",
+                    since.elapsed().as_secs_f64()
+                ),
                 theme.warn(),
             ))
         }

@@ -71,6 +71,25 @@ pub fn render(app: &App, form: &Form, area: Rect, frame: &mut Frame) {
         )),
         (None, Err(e)) => lines.push(Line::styled(format!(" {}", render_error(&e)), theme.warn())),
     }
+    // The same estimate `pacauc fit` states before a run.
+    if let Ok(spec) = form.spec()
+        && let Some((est, why)) = app.cost_of(&spec, crate::app::FORM_ANYWAY)
+    {
+        let style = if why.is_some() {
+            theme.warn()
+        } else {
+            theme.dim()
+        };
+        let over = if why.is_some() {
+            " — above the limit"
+        } else {
+            ""
+        };
+        lines.push(Line::styled(
+            format!(" cost estimate: {}{over}", est.describe()),
+            style,
+        ));
+    }
     let w = 84u16.min(area.width);
     // Height after wrapping (the help, the error and the command can be long).
     let inner_w = usize::from(w.saturating_sub(2)).max(1);
