@@ -295,7 +295,7 @@ const BASELINE_SETTINGS: &[Setting] = &[
         default: "1000000",
         methods: Methods::Only(&["logit"]),
         group: Group::Baselines,
-        ..setting("cv-rows", "method.cv_rows", Kind::Count(10))
+        ..setting("cv_rows", "method.cv_rows", Kind::Count(10))
     },
     Setting {
         label: "rounds",
