@@ -218,6 +218,9 @@ pub struct CvSubsample {
     pub scale: f64,
 }
 
+/// λ, its CV curve and, when the CV ran on a subsample, that subsample and its fit at its λ.
+type Chosen = (f64, CvReport, Option<(CvSubsample, LogitFit)>);
+
 impl Logit {
     /// λ by CV: on all rows, or above `cv_rows` on a stratified subsample
     /// with the penalty rescaled by n/m (module doc).
@@ -226,7 +229,7 @@ impl Logit {
         pb: &Problem,
         ctl: &Control,
         log: &mut dyn FnMut(String),
-    ) -> Result<(f64, CvReport, Option<(CvSubsample, LogitFit)>), EngineError> {
+    ) -> Result<Chosen, EngineError> {
         let spec = CvSpec {
             folds: self.folds,
             seed: self.seed,
