@@ -118,6 +118,7 @@ pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
         super::MethodSpec::Logit(s) => Box::new(Logit {
             lambda: s.lambda,
             folds: s.folds,
+            cv_rows: s.cv_rows,
             seed,
             ..Logit::default()
         }),

@@ -290,6 +290,14 @@ const BASELINE_SETTINGS: &[Setting] = &[
         ..setting("lambda", "method.lambda", Kind::Number(Range::POSITIVE))
     },
     Setting {
+        label: "CV rows",
+        help: "Logit: above this many training rows, λ is chosen by cross-validation on a stratified subsample of at most this many rows (the penalty rescaled by rows/subsample: the same per-row objective), then one fit on all rows.",
+        default: "1000000",
+        methods: Methods::Only(&["logit"]),
+        group: Group::Baselines,
+        ..setting("cv_rows", "method.cv_rows", Kind::Count(10))
+    },
+    Setting {
         label: "rounds",
         help: "RankBoost: fixed number of rounds instead of cross-validation.",
         unset: "by cross-validation",

@@ -201,6 +201,9 @@ pub struct LogitSpec {
     /// Fixed penalty λ (None: by cross-validation).
     pub lambda: Option<f64>,
     pub folds: usize,
+    /// Above this many training rows, λ is cross-validated on a stratified
+    /// subsample of at most this many rows (`baseline::logit::CV_ROWS`).
+    pub cv_rows: usize,
 }
 
 impl Default for LogitSpec {
@@ -208,6 +211,7 @@ impl Default for LogitSpec {
         LogitSpec {
             lambda: None,
             folds: 5,
+            cv_rows: crate::engine::baseline::logit::CV_ROWS,
         }
     }
 }
