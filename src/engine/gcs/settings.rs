@@ -50,6 +50,50 @@ impl Directions {
     }
 }
 
+/// How a chain moves on its great circle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CircleMove {
+    /// The exact draw of φ from the circle's density (`circle`): one pass over
+    /// the M pairs per step.
+    Exact,
+    /// A slice move (`slice`): a few risk evaluations of O(n) each.
+    Slice,
+    /// Slice when the pairs outnumber the rows by more than `SLICE_PAIRS_PER_ROW`
+    /// (the pass over the pairs then costs more than the slice's evaluations).
+    #[default]
+    Auto,
+}
+
+/// Pairs per row above which `Auto` takes slice moves: a pass over the pairs
+/// costs ~1.5 ns a pair, a risk evaluation ~10 ns a row, and a slice move
+/// takes ~5–8 evaluations where the exact draw takes ~1 (measured on DNA and
+/// Pima, BENCHMARKS.md `gcs-dna`).
+pub const SLICE_PAIRS_PER_ROW: u64 = 64;
+
+impl CircleMove {
+    pub fn name(self) -> &'static str {
+        match self {
+            CircleMove::Exact => "exact",
+            CircleMove::Slice => "slice",
+            CircleMove::Auto => "auto",
+        }
+    }
+
+    /// Slice moves for a design of `rows` rows and `pairs` pairs?
+    pub fn slice(self, rows: usize, pairs: u64) -> bool {
+        match self {
+            CircleMove::Exact => false,
+            CircleMove::Slice => true,
+            CircleMove::Auto => pairs > SLICE_PAIRS_PER_ROW * rows as u64,
+        }
+    }
+}
+
+fn exact() -> CircleMove {
+    CircleMove::Exact
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GcsSettings {
     /// Independent chains (run on threads), each from its own prior draw.
@@ -78,6 +122,9 @@ pub struct GcsSettings {
     /// d (exact; `engine::reduction`). Records from before ran without.
     #[serde(default)]
     pub row_space: bool,
+    /// The move on each circle (records before this setting drew exactly).
+    #[serde(default = "exact")]
+    pub circle: CircleMove,
     pub seed: u64,
 }
 
@@ -98,6 +145,7 @@ impl Default for GcsSettings {
             directions: Directions::default(),
             evidence: false,
             row_space: true,
+            circle: CircleMove::default(),
             seed: 0,
         }
     }
