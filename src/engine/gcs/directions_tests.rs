@@ -120,12 +120,7 @@ fn chain_moments(design: &Design, shape: Option<Shape>, steps: usize) -> Vec<(f6
 }
 
 /// As `chain_moments`, with slice moves on the circles when `slice`.
-fn moments_of(
-    design: &Design,
-    shape: Option<Shape>,
-    steps: usize,
-    slice: bool,
-) -> Vec<(f64, f64)> {
+fn moments_of(design: &Design, shape: Option<Shape>, steps: usize, slice: bool) -> Vec<(f64, f64)> {
     let burn = 200;
     let shape = shape.map(Arc::new);
     let series: Vec<Vec<Vec<f64>>> = (0..4)

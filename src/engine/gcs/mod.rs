@@ -27,7 +27,7 @@ use serde_json::json;
 
 pub use design::Design;
 pub use sampler::GcsRun;
-pub use settings::{Directions, GcsSettings, Loss};
+pub use settings::{CircleMove, Directions, GcsSettings, Loss};
 
 use crate::engine::event::{Event, Histogram, LogLevel};
 use crate::engine::fit::{EngineKind, Fit, MethodReport, Particles, ScoreModel};
