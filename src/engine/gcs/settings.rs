@@ -69,8 +69,10 @@ pub enum CircleMove {
 /// Pairs per row above which `Auto` takes slice moves. On DNA (2390 training
 /// rows, 1.04 M pairs: 436 a row) a slice move took 7 risk evaluations and
 /// 0.29 ms of CPU against 5.7 ms for the exact draw, at the same mean jump
-/// (0.035–0.05 rad); where the pass over the pairs is short the exact draw
-/// (an independent point on the circle) is the better move.
+/// (0.035–0.05 rad). On Pima (576 rows, 35 k pairs: 61 a row) slice moves
+/// converged in 0.22 CPU s against 1.23 (6 evaluations a step, means within
+/// 0.1 sd). Where the pass over the pairs is short the exact draw (an
+/// independent point on the circle) is the better move.
 pub const SLICE_PAIRS_PER_ROW: u64 = 64;
 
 impl CircleMove {
