@@ -229,6 +229,7 @@ pub fn gcs_settings(s: &GcsSpec, seed: u64) -> GcsSettings {
             },
         },
         directions: s.directions,
+        circle: s.circle,
         evidence: s.evidence,
         seed,
         ..GcsSettings::default()

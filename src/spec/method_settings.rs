@@ -427,6 +427,18 @@ pub const GCS_SETTINGS: &[Setting] = &[
         )
     },
     Setting {
+        label: "move on a circle",
+        help: "How a chain moves on each great circle: exact (the exact draw of the angle: one pass over every positive/negative pair per step), slice (a slice move with a shrinking bracket: a few risk evaluations of O(n) each, also exact; for many pairs, e.g. DNA's 1 M) or auto (slice above 64 pairs per row).",
+        default: "exact",
+        methods: GCS,
+        group: Group::Gcs,
+        ..setting(
+            "circle",
+            "method.circle",
+            Kind::Choice(&["exact", "slice", "auto"]),
+        )
+    },
+    Setting {
         label: "label-noise level q",
         help: "With loss label-noise: the probability q that a training label is flipped.",
         default: "0.1",

@@ -524,6 +524,8 @@ pub struct GcsSpec {
     pub loss: GcsLoss,
     /// The circles' tangent directions (adapted: shaped by the warm-up's covariance).
     pub directions: crate::engine::gcs::Directions,
+    /// The move on each circle (exact draw, slice move, or auto by pairs per row).
+    pub circle: crate::engine::gcs::CircleMove,
     /// Label-noise level q (loss = label-noise).
     pub noise: f64,
     /// Also estimate log Z by stepping stones from γ = 0 (the certificate needs it).
@@ -544,6 +546,7 @@ impl Default for GcsSpec {
             max_steps: 200_000,
             loss: GcsLoss::Auc,
             directions: crate::engine::gcs::Directions::Adapted,
+            circle: crate::engine::gcs::CircleMove::Exact,
             noise: 0.1,
             evidence: false,
             epsilon: DEFAULT_EPSILON,

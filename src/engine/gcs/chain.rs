@@ -12,6 +12,7 @@ use rand::RngExt;
 use super::circle::{Circle, CircleSampler};
 use super::design::Design;
 use super::directions::Shape;
+use super::slice::slice_move;
 use crate::engine::numerics::rng::{Rng, normal, stream};
 
 /// Recompute the scores from u every this many steps (the incremental update
@@ -81,8 +82,11 @@ pub struct Chain {
     /// Kept draws of θ (rows of d) and their risks, after warm-up.
     pub draws: Vec<f64>,
     pub risks: Vec<f64>,
-    /// The latest risk.
+    /// The latest risk and its twice-count (`2·discordant + ties`).
     pub risk: f64,
+    twice: u64,
+    /// Slice moves on the circle (`slice`) instead of the exact draw.
+    pub slice: bool,
     pub work: Work,
 }
 
@@ -112,6 +116,8 @@ impl Chain {
             draws: Vec::new(),
             risks: Vec::new(),
             risk: f64::NAN,
+            twice: 0,
+            slice: false,
             work: Work::default(),
         };
         let circle = Circle {
@@ -120,7 +126,8 @@ impl Chain {
             neg_a: c.a_neg.as_slice(),
             neg_b: c.b_neg.as_slice(),
         };
-        c.risk = c.sampler.twice_at(&circle, 0.0) as f64 / (2 * design.pairs()) as f64;
+        c.twice = c.sampler.twice_at(&circle, 0.0);
+        c.risk = c.twice as f64 / (2 * design.pairs()) as f64;
         c
     }
 
@@ -176,7 +183,17 @@ impl Chain {
             neg_a: self.a_neg.as_slice(),
             neg_b: self.b_neg.as_slice(),
         };
-        let draw = self.sampler.sample(&circle, design.gamma, &mut self.rng);
+        let draw = if self.slice {
+            slice_move(
+                &mut self.sampler,
+                &circle,
+                design.gamma,
+                self.twice,
+                &mut self.rng,
+            )
+        } else {
+            self.sampler.sample(&circle, design.gamma, &mut self.rng)
+        };
         let accept = match (&self.shape, forms) {
             (Some(shape), Some((a, b, c))) => {
                 let log_ratio = shape.log_ratio(draw.phi, a, b, c);
@@ -194,6 +211,7 @@ impl Chain {
             if self.shape.is_some() {
                 self.prec_u.axpy(s, &self.prec_v, c);
             }
+            self.twice = draw.twice;
             self.risk = draw.twice as f64 / (2 * design.pairs()) as f64;
         }
         self.steps += 1;
@@ -203,6 +221,18 @@ impl Chain {
             design.neg.mul_to(&self.u, &mut self.a_neg);
             if let Some(sh) = &self.shape {
                 sh.precision_times(&self.u, &mut self.prec_u);
+            }
+            if self.slice {
+                // The slice's level is read at the current point: the same
+                // scores it is compared with.
+                let circle = Circle {
+                    pos_a: self.a_pos.as_slice(),
+                    pos_b: self.b_pos.as_slice(),
+                    neg_a: self.a_neg.as_slice(),
+                    neg_b: self.b_neg.as_slice(),
+                };
+                self.twice = self.sampler.twice_at(&circle, 0.0);
+                self.risk = self.twice as f64 / (2 * design.pairs()) as f64;
             }
         }
         let w = &mut self.work;

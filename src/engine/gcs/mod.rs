@@ -20,13 +20,14 @@ pub mod kernel;
 pub mod pair_codes;
 pub mod sampler;
 pub mod settings;
+pub mod slice;
 
 use nalgebra::DMatrix;
 use serde_json::json;
 
 pub use design::Design;
 pub use sampler::GcsRun;
-pub use settings::{Directions, GcsSettings, Loss};
+pub use settings::{CircleMove, Directions, GcsSettings, Loss};
 
 use crate::engine::event::{Event, Histogram, LogLevel};
 use crate::engine::fit::{EngineKind, Fit, MethodReport, Particles, ScoreModel};
@@ -246,6 +247,14 @@ pub fn build_fit(
         "risk": risk,
         "intercept": intercept,
         "arcs_per_step": 2 * design.pairs(),
+        "circle_move": if run.slice { "slice" } else { "exact" },
+        "circle_move_note": if run.slice {
+            "a slice move on each circle (shrinking bracket, exact: reversible on the circle); \
+             proposals_per_step counts its risk evaluations"
+        } else {
+            "the exact draw on each circle (a pass over the pairs, then rejection from a \
+             bucketed envelope); proposals_per_step counts its trials"
+        },
         "proposals_per_step": w.proposals as f64 / w.steps.max(1) as f64,
         "directions": directions,
         "acceptance": per_kept(kept.accepted as f64),

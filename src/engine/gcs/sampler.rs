@@ -44,6 +44,8 @@ pub struct GcsRun {
     pub uniform_because: Option<String>,
     /// The warm-up (adapted directions may extend the one asked for).
     pub warmup: usize,
+    /// Slice moves on the circles (else exact draws).
+    pub slice: bool,
     pub elapsed: f64,
     pub trace: Vec<Event>,
 }
@@ -139,8 +141,14 @@ pub fn run(
     settings.validate()?;
     let t0 = Instant::now();
     let d = design.d();
+    let rows = design.pos.nrows() + design.neg.nrows();
+    let slice = settings.circle.slice(rows, design.pairs());
     let mut chains: Vec<Chain> = (0..settings.chains as u64)
-        .map(|c| Chain::new(design, settings.seed, c))
+        .map(|c| {
+            let mut chain = Chain::new(design, settings.seed, c);
+            chain.slice = slice;
+            chain
+        })
         .collect();
     let mut trace = Vec::new();
     let mut diag: Vec<(Convergence, f64, f64)> = Vec::new();
@@ -295,6 +303,7 @@ pub fn run(
         estimates: plan.map(|p| p.estimates).unwrap_or_default(),
         uniform_because,
         warmup,
+        slice,
         elapsed: t0.elapsed().as_secs_f64(),
         trace,
     })
