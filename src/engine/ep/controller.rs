@@ -51,6 +51,12 @@ pub const HISTORY: usize = 5;
 /// Largest memory of the mixing's history (else plain damping).
 pub const HISTORY_BYTES: usize = 256 << 20;
 
+/// A projection beyond this many times the sweeps left is too slow at once,
+/// without waiting for the rate to improve: a drift whose residual is
+/// constant up to round-off projects ≥ 10⁵ sweeps (`controller_tests`), a
+/// transient 1.4–2.2× the sweeps left (spike-and-slab Glass).
+pub const RESCUE: f64 = 10.0;
+
 /// Why a run makes no progress.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -101,7 +107,8 @@ impl Progress {
     /// (spike-and-slab Glass at γ = 2n, split 0, η = 0.1: Δ/η contracts by
     /// 0.999 a sweep over its first window and by 0.97 from sweep ~90 on;
     /// the first window's projection of 2108 sweeps condemned it at sweep
-    /// 24). A steady too-slow rate gets its verdict after two windows.
+    /// 24). A steady too-slow rate gets its verdict after two windows, a
+    /// hopeless one (beyond `RESCUE`× the sweeps left) after one.
     pub fn step(&mut self, r: f64, goal: f64, left: usize) -> Option<NonProgress> {
         self.window.push_back(r);
         if self.window.len() > WINDOW {
@@ -122,13 +129,14 @@ impl Progress {
         let now = *self.window.back().expect("full");
         let needed = ((goal / now).ln() / rate.ln()).max(0.0);
         self.needed.push_back(needed);
-        if self.needed.len() <= WINDOW {
-            return None;
-        }
-        let then = self.needed.pop_front().expect("full");
-        // The projected end (sweep + needed) moved a window nearer or more.
-        let improving = needed <= then - 2.0 * WINDOW as f64;
-        (needed > left as f64 && !improving).then_some(NonProgress::TooSlow { rate, needed, left })
+        let then = (self.needed.len() > WINDOW).then(|| self.needed.pop_front().expect("full"));
+        let left_f = left as f64;
+        let too_slow = needed > left_f
+            && (needed > RESCUE * left_f
+                // The projected end (sweep + needed) came a window nearer
+                // or more over the last window: improving, wait.
+                || then.is_some_and(|then| needed > then - 2.0 * WINDOW as f64));
+        too_slow.then_some(NonProgress::TooSlow { rate, needed, left })
     }
 }
 
@@ -175,7 +183,6 @@ pub struct Anderson {
     gram: Vec<f64>,
     /// ‖x_a‖² by slot (the ridge's round-off term).
     xx: Vec<f64>,
-    out: Vec<f64>,
 }
 
 /// Values per block of the fused passes (a block of every slot stays in L1).
@@ -201,22 +208,26 @@ impl Anderson {
         let slots = m + 2;
         Anderson {
             m,
-            g: vec![vec![0.0; len]; slots],
-            f: vec![vec![0.0; len]; slots],
+            // One zeroed allocation each, so that the pages a short run
+            // never writes are never touched: `vec![v; n]` clones v, writing
+            // every slot up front (credit: the page faults of 15 slots were
+            // most of the controller's extra CPU where the run mixed once).
+            g: (0..slots).map(|_| vec![0.0; len]).collect(),
+            f: (0..slots).map(|_| vec![0.0; len]).collect(),
             order: VecDeque::with_capacity(slots),
             staged: 0,
             gram: vec![0.0; slots * slots],
             xx: vec![0.0; slots],
-            out: vec![0.0; len],
         }
     }
 
     /// The history for vectors of `len` values, `HISTORY` pairs when they fit
     /// in `HISTORY_BYTES`, else None (plain damping).
     pub fn within_budget(len: usize) -> Option<Anderson> {
-        // G(x) and f per slot (m + 2 slots) and the output.
+        // G(x) and f per slot (m + 2 slots; the mixed point goes into the
+        // staging slot).
         let per = 2 * 8 * len.max(1);
-        let m = (HISTORY_BYTES / per).saturating_sub(3).min(HISTORY);
+        let m = (HISTORY_BYTES / per).saturating_sub(2).min(HISTORY);
         (m >= 2).then(|| Anderson::new(m, len))
     }
 
@@ -319,10 +330,11 @@ impl Anderson {
             w[j + 1] -= cj;
             w[j] += cj;
         }
-        let len = self.out.len();
-        for start in (0..len).step_by(BLOCK) {
-            let end = (start + BLOCK).min(len);
-            let o = &mut self.out[start..end];
+        // Written into the staging slot's G(x), free until the next `stage`
+        // (the caller copies it out before).
+        let mut out = std::mem::take(&mut self.g[self.staged]);
+        for (start, o) in (0..).step_by(BLOCK).zip(out.chunks_mut(BLOCK)) {
+            let end = start + o.len();
             for (ov, gv) in o.iter_mut().zip(&self.g[s[n]][start..end]) {
                 *ov = w[n] * gv;
             }
@@ -332,10 +344,9 @@ impl Anderson {
                 }
             }
         }
-        self.out
-            .iter()
-            .all(|v| v.is_finite())
-            .then_some(&self.out[..])
+        self.g[self.staged] = out;
+        let out = &self.g[self.staged];
+        out.iter().all(|v| v.is_finite()).then_some(&out[..])
     }
 }
 
