@@ -25,7 +25,8 @@
 //! of period < `WINDOW`/2: the rate compares the smallest r of the window's
 //! later half with the smallest of its earlier half. A cycle or a drift
 //! (rate ≥ 1) and a contraction too slow for the budget end the run with a
-//! typed reason (`NonProgress`) after at most `2·WINDOW` sweeps at one η; a
+//! typed reason (`NonProgress`) after at most `2·WINDOW` sweeps at one η
+//! (too slow only once the projection stopped improving over a window); a
 //! window without contraction first halves η (`VERDICT_HALVINGS` times), as
 //! a cycle at a large step converges at a smaller one.
 
@@ -49,6 +50,12 @@ pub const PLAIN_SWEEPS: usize = 12;
 pub const HISTORY: usize = 5;
 /// Largest memory of the mixing's history (else plain damping).
 pub const HISTORY_BYTES: usize = 256 << 20;
+
+/// A projection beyond this many times the sweeps left is too slow at once,
+/// without waiting for the rate to improve: a drift whose residual is
+/// constant up to round-off projects ≥ 10⁵ sweeps (`controller_tests`), a
+/// transient 1.4–2.2× the sweeps left (spike-and-slab Glass).
+pub const RESCUE: f64 = 10.0;
 
 /// Why a run makes no progress.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -79,16 +86,29 @@ impl NonProgress {
 #[derive(Debug, Default)]
 pub struct Progress {
     window: VecDeque<f64>,
+    /// The projected sweeps to the goal at each of the last `WINDOW` + 1
+    /// steps (from the first full window on).
+    needed: VecDeque<f64>,
 }
 
 impl Progress {
     pub fn reset(&mut self) {
         self.window.clear();
+        self.needed.clear();
     }
 
     /// An accepted step with residual `r` = Δ/η; `goal` the convergence
     /// threshold of r (tol), `left` the sweeps left. Some(reason) when the
     /// run cannot converge at this rate.
+    ///
+    /// Too slow is said only of a projection that has stopped improving:
+    /// a window earlier it ended no later (the projected end came less than
+    /// a window nearer). A damped run's rate improves after a transient
+    /// (spike-and-slab Glass at γ = 2n, split 0, η = 0.1: Δ/η contracts by
+    /// 0.999 a sweep over its first window and by 0.97 from sweep ~90 on;
+    /// the first window's projection of 2108 sweeps condemned it at sweep
+    /// 24). A steady too-slow rate gets its verdict after two windows, a
+    /// hopeless one (beyond `RESCUE`× the sweeps left) after one.
     pub fn step(&mut self, r: f64, goal: f64, left: usize) -> Option<NonProgress> {
         self.window.push_back(r);
         if self.window.len() > WINDOW {
@@ -108,7 +128,15 @@ impl Progress {
         let rate = ratio.powf(1.0 / half as f64);
         let now = *self.window.back().expect("full");
         let needed = ((goal / now).ln() / rate.ln()).max(0.0);
-        (needed > left as f64).then_some(NonProgress::TooSlow { rate, needed, left })
+        self.needed.push_back(needed);
+        let then = (self.needed.len() > WINDOW).then(|| self.needed.pop_front().expect("full"));
+        let left_f = left as f64;
+        let too_slow = needed > left_f
+            && (needed > RESCUE * left_f
+                // The projected end (sweep + needed) came a window nearer
+                // or more over the last window: improving, wait.
+                || then.is_some_and(|then| needed > then - 2.0 * WINDOW as f64));
+        too_slow.then_some(NonProgress::TooSlow { rate, needed, left })
     }
 }
 
@@ -133,17 +161,19 @@ impl Progress {
 const RATE_SPAN: usize = 4;
 
 /// Anderson mixing's history in preallocated rings, and its least-squares
-/// step. Each slot holds an iterate x_i and its residual f_i = G(x_i) − x_i
-/// (so G(x_i) = x_i + f_i); the Gram matrix ⟨f_a, f_b⟩ of the slots is
-/// updated by one row per step (m + 1 dot products), and the normal
-/// equations of the differences ΔF are formed from it. No allocation per
-/// sweep: before, every mix built k + 2(k − 1) vectors of all the sites,
-/// most of an Anderson run's CPU in page faults on DNA.
+/// step. Each slot holds G(x_i) and the residual f_i = G(x_i) − x_i (x_i
+/// itself is never needed again: the mixed point is Σ w_i G(x_i)); the
+/// Gram matrix ⟨f_a, f_b⟩ of the slots is updated by one row per step, and
+/// the normal equations of the differences ΔF are formed from it. No
+/// allocation per sweep, and every pass over the slots fused into one (by
+/// blocks of `BLOCK` values): the history's memory traffic, not its
+/// arithmetic, is its cost next to a sweep at small d (Pima: 47 passes of
+/// the sites per mixing sweep before, ≈ 1 sweep's CPU).
 #[derive(Debug)]
 pub struct Anderson {
     /// Differences of the least squares (pairs kept: m + 1).
     m: usize,
-    x: Vec<Vec<f64>>,
+    g: Vec<Vec<f64>>,
     f: Vec<Vec<f64>>,
     /// Committed slots, oldest first.
     order: VecDeque<usize>,
@@ -153,8 +183,10 @@ pub struct Anderson {
     gram: Vec<f64>,
     /// ‖x_a‖² by slot (the ridge's round-off term).
     xx: Vec<f64>,
-    out: Vec<f64>,
 }
+
+/// Values per block of the fused passes (a block of every slot stays in L1).
+const BLOCK: usize = 512;
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
@@ -172,25 +204,30 @@ pub fn residual(x: &[f64], g: &[f64]) -> f64 {
 impl Anderson {
     /// A history of `m` differences for vectors of `len` values.
     pub fn new(m: usize, len: usize) -> Anderson {
+        let m = m.min(HISTORY);
         let slots = m + 2;
         Anderson {
             m,
-            x: vec![vec![0.0; len]; slots],
-            f: vec![vec![0.0; len]; slots],
+            // One zeroed allocation each, so that the pages a short run
+            // never writes are never touched: `vec![v; n]` clones v, writing
+            // every slot up front (credit: the page faults of 15 slots were
+            // most of the controller's extra CPU where the run mixed once).
+            g: (0..slots).map(|_| vec![0.0; len]).collect(),
+            f: (0..slots).map(|_| vec![0.0; len]).collect(),
             order: VecDeque::with_capacity(slots),
             staged: 0,
             gram: vec![0.0; slots * slots],
             xx: vec![0.0; slots],
-            out: vec![0.0; len],
         }
     }
 
     /// The history for vectors of `len` values, `HISTORY` pairs when they fit
     /// in `HISTORY_BYTES`, else None (plain damping).
     pub fn within_budget(len: usize) -> Option<Anderson> {
-        // x and f per slot (m + 2 slots) and the output.
+        // G(x) and f per slot (m + 2 slots; the mixed point goes into the
+        // staging slot).
         let per = 2 * 8 * len.max(1);
-        let m = (HISTORY_BYTES / per).saturating_sub(3).min(HISTORY);
+        let m = (HISTORY_BYTES / per).saturating_sub(2).min(HISTORY);
         (m >= 2).then(|| Anderson::new(m, len))
     }
 
@@ -211,15 +248,18 @@ impl Anderson {
     /// and returns its residual ‖G(x) − x‖; `commit` adds it to the history.
     pub fn stage(&mut self, fill: impl FnOnce(&mut [f64], &mut [f64])) -> f64 {
         let i = self.staged;
-        let (x, f) = (&mut self.x[i], &mut self.f[i]);
-        fill(x, f);
-        for (fv, xv) in f.iter_mut().zip(x.iter()) {
-            *fv -= xv;
+        let (g, f) = (&mut self.g[i], &mut self.f[i]);
+        // x goes into f's slot, then f = g − x in place, with ‖f‖² and ‖x‖².
+        fill(f, g);
+        let (mut ff, mut xx) = (0.0, 0.0);
+        for (fv, gv) in f.iter_mut().zip(g.iter()) {
+            xx += *fv * *fv;
+            *fv = gv - *fv;
+            ff += *fv * *fv;
         }
-        let ff = dot(f, f);
         let slots = self.xx.len();
         self.gram[i * slots + i] = ff;
-        self.xx[i] = dot(x, x);
+        self.xx[i] = xx;
         ff.sqrt()
     }
 
@@ -230,8 +270,17 @@ impl Anderson {
         if self.order.len() == self.m + 1 {
             self.order.pop_front();
         }
-        for &j in &self.order {
-            let v = dot(&self.f[i], &self.f[j]);
+        // ⟨f_i, f_j⟩ for every committed j in one pass over the slots.
+        let mut dots = [0.0; HISTORY + 2];
+        let fi = &self.f[i];
+        for start in (0..fi.len()).step_by(BLOCK) {
+            let end = (start + BLOCK).min(fi.len());
+            let a = &fi[start..end];
+            for (d, &j) in dots.iter_mut().zip(&self.order) {
+                *d += dot(a, &self.f[j][start..end]);
+            }
+        }
+        for (&v, &j) in dots.iter().zip(&self.order) {
             self.gram[i * slots + j] = v;
             self.gram[j * slots + i] = v;
         }
@@ -274,24 +323,30 @@ impl Anderson {
             row[i] += lambda;
         }
         let c = solve(a)?;
-        // out = Σ w_i G(x_i) = Σ w_i (x_i + f_i).
+        // out = Σ w_i G(x_i), in one pass over the slots.
         let mut w = vec![0.0; k];
         w[n] = 1.0;
         for (j, cj) in c.iter().enumerate() {
             w[j + 1] -= cj;
             w[j] += cj;
         }
-        self.out.fill(0.0);
-        for (i, wi) in w.iter().enumerate() {
-            let (x, f) = (&self.x[s[i]], &self.f[s[i]]);
-            for ((o, xv), fv) in self.out.iter_mut().zip(x).zip(f) {
-                *o += wi * (xv + fv);
+        // Written into the staging slot's G(x), free until the next `stage`
+        // (the caller copies it out before).
+        let mut out = std::mem::take(&mut self.g[self.staged]);
+        for (start, o) in (0..).step_by(BLOCK).zip(out.chunks_mut(BLOCK)) {
+            let end = start + o.len();
+            for (ov, gv) in o.iter_mut().zip(&self.g[s[n]][start..end]) {
+                *ov = w[n] * gv;
+            }
+            for (i, wi) in w.iter().enumerate().take(n) {
+                for (ov, gv) in o.iter_mut().zip(&self.g[s[i]][start..end]) {
+                    *ov += wi * gv;
+                }
             }
         }
-        self.out
-            .iter()
-            .all(|v| v.is_finite())
-            .then_some(&self.out[..])
+        self.g[self.staged] = out;
+        let out = &self.g[self.staged];
+        out.iter().all(|v| v.is_finite()).then_some(&out[..])
     }
 }
 
