@@ -259,13 +259,13 @@ impl GaussianFit {
                 // `Sum for f64` starts at −0.0: so do these sums.
                 let mut acc = [-0.0f64; L];
                 for (&l, v) in row[..r].iter().zip(done.chunks_exact(L)) {
-                    for j in 0..L {
-                        acc[j] += l * v[j];
+                    for (a, &vj) in acc.iter_mut().zip(v) {
+                        *a += l * vj;
                     }
                 }
-                for j in 0..L {
+                for (j, (o, &a)) in rest[..L].iter_mut().zip(&acc).enumerate() {
                     let x = if j < rows { th[j * d + r] } else { 0.0 };
-                    rest[j] = (x - self.mean[r] - acc[j]) / row[r];
+                    *o = (x - self.mean[r] - a) / row[r];
                 }
             }
             for (j, out) in wg.chunks_exact_mut(d).enumerate() {

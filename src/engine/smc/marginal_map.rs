@@ -136,7 +136,10 @@ impl MarginalMaps {
             // The segment by a branch-free count of the inner knots ≤ t (the
             // knots increase: the same j as a bisection, without its
             // mispredicted branches).
-            let j = knots[1..KNOTS - 1].iter().map(|&x| usize::from(x <= t)).sum::<usize>();
+            let j = knots[1..KNOTS - 1]
+                .iter()
+                .map(|&x| usize::from(x <= t))
+                .sum::<usize>();
             (z_knot(j) + (t - knots[j]) * slope[j + 1], log_slope[j + 1])
         }
     }
