@@ -109,6 +109,29 @@ fn prefix_sums_agree() {
     }
 }
 
+/// A rare positive class (the classes swap roles) on ordinal-code-like scores
+/// full of ties, and the same scores with the classes' sizes reversed.
+#[test]
+fn rare_class_with_ties_equals_brute_force() {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    for (np, nn) in [(7, 900), (60, 3000), (900, 7), (1, 50), (50, 1)] {
+        for levels in [3.0, 40.0, 0.0] {
+            let mut draw = |shift: f64| -> f64 {
+                let u: f64 = rng.random::<f64>() + shift;
+                if levels > 0.0 {
+                    (u * levels).floor()
+                } else {
+                    u
+                }
+            };
+            let pos: Vec<f64> = (0..np).map(|_| draw(0.3)).collect();
+            let neg: Vec<f64> = (0..nn).map(|_| draw(0.0)).collect();
+            check(&pos, &neg);
+        }
+    }
+}
+
 #[test]
 fn edge_cases() {
     check(&[1.0], &[1.0]);

@@ -45,6 +45,8 @@ pub struct MarginalMaps {
     /// Slopes dz/dt per mapped coordinate: the lower tail's, the KNOTS − 1
     /// segments', the upper tail's.
     slope: Vec<f64>,
+    /// Their logs (the Jacobians of every move: computed once, same bits).
+    log_slope: Vec<f64>,
 }
 
 fn z_knot(i: usize) -> f64 {
@@ -87,12 +89,14 @@ impl MarginalMaps {
             d,
             t: Vec::with_capacity(coords.len() * KNOTS),
             slope: Vec::with_capacity(coords.len() * (KNOTS + 1)),
+            log_slope: Vec::new(),
             coords,
         };
         for (t, s) in per {
             out.t.extend(t);
             out.slope.extend(s);
         }
+        out.log_slope = out.slope.iter().map(|s| s.ln()).collect();
         out
     }
 
@@ -101,11 +105,13 @@ impl MarginalMaps {
         &self.coords
     }
 
-    /// Knots and slopes of the i-th mapped coordinate.
-    fn knots(&self, i: usize) -> (&[f64], &[f64]) {
+    /// Knots, slopes and log slopes of the i-th mapped coordinate.
+    fn knots(&self, i: usize) -> (&[f64], &[f64], &[f64]) {
+        let s = i * (KNOTS + 1)..(i + 1) * (KNOTS + 1);
         (
             &self.t[i * KNOTS..(i + 1) * KNOTS],
-            &self.slope[i * (KNOTS + 1)..(i + 1) * (KNOTS + 1)],
+            &self.slope[s.clone()],
+            &self.log_slope[s],
         )
     }
 
@@ -118,16 +124,24 @@ impl MarginalMaps {
     }
 
     fn forward_at(&self, i: usize, t: f64) -> (f64, f64) {
-        let (knots, slope) = self.knots(i);
-        let (z, s) = if t < knots[0] {
-            (-Z_MAX + (t - knots[0]) * slope[0], slope[0])
+        let (knots, slope, log_slope) = self.knots(i);
+        if t < knots[0] {
+            (-Z_MAX + (t - knots[0]) * slope[0], log_slope[0])
         } else if t > knots[KNOTS - 1] {
-            (Z_MAX + (t - knots[KNOTS - 1]) * slope[KNOTS], slope[KNOTS])
+            (
+                Z_MAX + (t - knots[KNOTS - 1]) * slope[KNOTS],
+                log_slope[KNOTS],
+            )
         } else {
-            let j = (knots.partition_point(|&x| x <= t) - 1).min(KNOTS - 2);
-            (z_knot(j) + (t - knots[j]) * slope[j + 1], slope[j + 1])
-        };
-        (z, s.ln())
+            // The segment by a branch-free count of the inner knots ≤ t (the
+            // knots increase: the same j as a bisection, without its
+            // mispredicted branches).
+            let j = knots[1..KNOTS - 1]
+                .iter()
+                .map(|&x| usize::from(x <= t))
+                .sum::<usize>();
+            (z_knot(j) + (t - knots[j]) * slope[j + 1], log_slope[j + 1])
+        }
     }
 
     /// t = T_k⁻¹(z) and log T_k'(t) (z and 0 for a coordinate left unmapped).
@@ -139,17 +153,19 @@ impl MarginalMaps {
     }
 
     fn inverse_at(&self, i: usize, z: f64) -> (f64, f64) {
-        let (knots, slope) = self.knots(i);
+        let (knots, slope, log_slope) = self.knots(i);
         let h = 2.0 * Z_MAX / (KNOTS - 1) as f64;
-        let (t, s) = if z < -Z_MAX {
-            (knots[0] + (z + Z_MAX) / slope[0], slope[0])
+        if z < -Z_MAX {
+            (knots[0] + (z + Z_MAX) / slope[0], log_slope[0])
         } else if z > Z_MAX {
-            (knots[KNOTS - 1] + (z - Z_MAX) / slope[KNOTS], slope[KNOTS])
+            (
+                knots[KNOTS - 1] + (z - Z_MAX) / slope[KNOTS],
+                log_slope[KNOTS],
+            )
         } else {
             let j = (((z + Z_MAX) / h).floor() as usize).min(KNOTS - 2);
-            (knots[j] + (z - z_knot(j)) / slope[j + 1], slope[j + 1])
-        };
-        (t, s.ln())
+            (knots[j] + (z - z_knot(j)) / slope[j + 1], log_slope[j + 1])
+        }
     }
 
     /// Maps a row in place; returns Σ log T_k'.

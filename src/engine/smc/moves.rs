@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::direction;
 use super::gaussian_fit::GaussianFit;
 use super::marginal_map::MarginalMaps;
-use super::radial::Radial;
+use super::radial::{Radial, Rewhiten};
 use super::sphere::{self, SphereChart};
 use super::target::Target;
 use crate::engine::numerics::rng::{self, Rng};
@@ -146,11 +146,13 @@ impl Chains {
         self.white.resize(self.theta.len(), 0.0);
         if !fits.is_empty() {
             self.white
-                .par_chunks_mut(d)
-                .zip(self.theta.par_chunks(d))
-                .zip(self.fold.par_iter())
-                .for_each_init(Vec::new, |y, ((w, t), &f)| {
-                    whiten_one(&fits[f], maps.map(|m| &m[f]), t, w, y)
+                .par_chunks_mut(CHAIN_BLOCK * d)
+                .zip(self.theta.par_chunks(CHAIN_BLOCK * d))
+                .zip(self.fold.par_chunks(CHAIN_BLOCK))
+                .for_each_init(Rewhiten::default, |rw, ((w, t), fold)| {
+                    rw.chains.clear();
+                    rw.chains.extend(0..fold.len());
+                    rw.run(fits, maps, fold, t, w, d);
                 });
         }
     }
@@ -160,25 +162,6 @@ impl Chains {
     }
     pub fn is_empty(&self) -> bool {
         self.risk.is_empty()
-    }
-}
-
-/// `w = L⁻¹(T(θ) − m)` (`y`: scratch).
-pub(super) fn whiten_one(
-    fit: &GaussianFit,
-    maps: Option<&MarginalMaps>,
-    theta: &[f64],
-    w: &mut [f64],
-    y: &mut Vec<f64>,
-) {
-    match maps {
-        None => fit.whiten(theta, w),
-        Some(m) => {
-            y.clear();
-            y.extend_from_slice(theta);
-            m.map_row(y);
-            fit.whiten(y, w);
-        }
     }
 }
 
@@ -209,6 +192,7 @@ pub(super) struct BlockBuf {
     /// Scratch of the radial moves (and of the Sphere chart).
     pub(super) nat: Vec<f64>,
     pub(super) scaled: Vec<f64>,
+    rewhiten: Rewhiten,
 }
 
 impl BlockBuf {
@@ -341,8 +325,9 @@ pub fn step<T: Target + ?Sized>(
                 }
             }
             if let Some(radial) = &radial {
+                bb.rewhiten.chains.clear();
                 for j in 0..c {
-                    radial.apply(
+                    if radial.apply(
                         target,
                         fits.get(fold[j])
                             .map(|f| (f, spec.maps.map(|m| &m[fold[j]]))),
@@ -351,8 +336,11 @@ pub fn step<T: Target + ?Sized>(
                         &mut lp[j],
                         &mut rngs[j],
                         bb,
-                    );
+                    ) {
+                        bb.rewhiten.chains.push(j);
+                    }
                 }
+                bb.rewhiten.run(fits, spec.maps, fold, th, wh, d);
             }
         });
     let accepted = buf

@@ -7,7 +7,7 @@ use rand_distr::{ChiSquared, Distribution};
 
 use super::gaussian_fit::GaussianFit;
 use super::marginal_map::MarginalMaps;
-use super::moves::{BlockBuf, whiten_one};
+use super::moves::BlockBuf;
 use super::target::Target;
 use crate::engine::numerics::rng::{self, Rng};
 
@@ -40,26 +40,23 @@ impl Radial {
         })
     }
 
-    /// θ → fθ maps the whitened state w = L⁻¹(θ − m) to f·w + (f − 1)·L⁻¹m
-    /// (through marginal maps: whitened afresh).
-    fn rescale_white(
-        w: &mut [f64],
-        fit: Option<FitRef<'_>>,
-        f: f64,
-        theta: &[f64],
-        y: &mut Vec<f64>,
-    ) {
+    /// θ → fθ maps the whitened state w = L⁻¹(θ − m) to f·w + (f − 1)·L⁻¹m;
+    /// true when it must be whitened afresh instead (marginal maps).
+    fn rescale_white(w: &mut [f64], fit: Option<FitRef<'_>>, f: f64) -> bool {
         match fit {
             Some((fit, None)) => {
                 for (wi, mi) in w.iter_mut().zip(&fit.white_mean) {
                     *wi = f * *wi + (f - 1.0) * mi;
                 }
+                false
             }
-            Some((fit, maps)) => whiten_one(fit, maps, theta, w, y),
-            None => {}
+            Some((_, Some(_))) => true,
+            None => false,
         }
     }
 
+    /// Moves the radius of `cur`; true when its whitened state must then be
+    /// recomputed from `cur` (`Rewhiten`, batched over a block of chains).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn apply<T: Target + ?Sized>(
         &self,
@@ -70,7 +67,7 @@ impl Radial {
         lp: &mut f64,
         r: &mut Rng,
         bb: &mut BlockBuf,
-    ) {
+    ) -> bool {
         let d = self.d;
         if self.gaussian {
             let q = 2.0 * (self.lp0 - *lp);
@@ -78,10 +75,10 @@ impl Radial {
             if q > 0.0 && q.is_finite() {
                 let f = (target_q / q).sqrt();
                 cur.iter_mut().for_each(|v| *v *= f);
-                Radial::rescale_white(white, fit, f, cur, &mut bb.scaled);
                 *lp = target.log_prior(cur);
+                return Radial::rescale_white(white, fit, f);
             }
-            return;
+            return false;
         }
         // Metropolis on the scale of θ = natural(particle): the risk does not
         // change, the prior of θ and the Jacobian e^{ud} decide (the same ratio
@@ -108,9 +105,55 @@ impl Radial {
         if moved {
             target.to_particle(&bb.nat, cur);
             *lp = target.log_prior(cur);
-            if let Some((fit, maps)) = fit {
-                whiten_one(fit, maps, cur, white, &mut bb.scaled);
+        }
+        moved && fit.is_some()
+    }
+}
+
+/// The chains of a block whose whitened states the radial moves left stale,
+/// whitened together (`GaussianFit::whiten_rows`: same bits as one by one).
+#[derive(Debug, Default)]
+pub(super) struct Rewhiten {
+    /// Chains to whiten, ascending (chains of one fit are adjacent).
+    pub(super) chains: Vec<usize>,
+    rows: Vec<f64>,
+    white: Vec<f64>,
+    lanes: Vec<f64>,
+}
+
+impl Rewhiten {
+    /// `w_j = L⁻¹(T(θ_j) − m)` for the listed chains j of the block (`th`,
+    /// `wh`: its states and whitened states; `fold`: each chain's fit).
+    pub(super) fn run(
+        &mut self,
+        fits: &[GaussianFit],
+        maps: Option<&[MarginalMaps]>,
+        fold: &[usize],
+        th: &[f64],
+        wh: &mut [f64],
+        d: usize,
+    ) {
+        let mut a = 0;
+        while a < self.chains.len() {
+            let f = fold[self.chains[a]];
+            let b = a + self.chains[a..]
+                .iter()
+                .take_while(|&&j| fold[j] == f)
+                .count();
+            self.rows.clear();
+            for &j in &self.chains[a..b] {
+                let start = self.rows.len();
+                self.rows.extend_from_slice(&th[j * d..(j + 1) * d]);
+                if let Some(m) = maps {
+                    m[f].map_row(&mut self.rows[start..]);
+                }
             }
+            self.white.resize(self.rows.len(), 0.0);
+            fits[f].whiten_rows(&self.rows, &mut self.white, &mut self.lanes);
+            for (i, &j) in self.chains[a..b].iter().enumerate() {
+                wh[j * d..(j + 1) * d].copy_from_slice(&self.white[i * d..(i + 1) * d]);
+            }
+            a = b;
         }
     }
 }

@@ -388,4 +388,44 @@ mod tests {
         let dense = DMatrix::from_fn(n, d, |_, _| rng::normal(&mut r));
         assert!(!LinearScores::new(&dense, n_pos, ScorePrecision::Auto).sparse());
     }
+
+    /// d ≥ n with a rare class (the count places the positives): small
+    /// integer codes and integer θ make every score exact in f32 and f64, so
+    /// the risks must equal the brute-force count over all pairs exactly,
+    /// ties included.
+    #[test]
+    fn wide_rare_class_codes_match_brute_force_exactly() {
+        let mut r = rng::stream(23, &[]);
+        let (n, d, n_pos) = (40, 90, 5);
+        let x = DMatrix::from_fn(n, d, |_, _| {
+            let u = rng::normal(&mut r);
+            if u < 0.8 {
+                0.0
+            } else {
+                ((u - 0.8) * 3.0).floor().min(4.0) + 1.0
+            }
+        });
+        let m = 50;
+        let thetas: Vec<f64> = (0..m * d)
+            .map(|_| (rng::normal(&mut r) * 2.0).round())
+            .collect();
+        for precision in [ScorePrecision::Auto, ScorePrecision::F64] {
+            let fast = LinearScores::new(&x, n_pos, precision);
+            let mut got = vec![0.0; m];
+            fast.risks(&thetas, &mut got, &mut fast.scratch());
+            for j in 0..m {
+                let s: Vec<f64> = (0..n)
+                    .map(|i| (0..d).map(|k| x[(i, k)] * thetas[j * d + k]).sum())
+                    .collect();
+                let mut twice = 0u64;
+                for p in 0..n_pos {
+                    for q in n_pos..n {
+                        twice += 2 * (s[p] > s[q]) as u64 + (s[p] == s[q]) as u64;
+                    }
+                }
+                let want = risk_from_twice(twice, (n_pos * (n - n_pos)) as u64);
+                assert_eq!(got[j], want, "{precision:?} θ {j}");
+            }
+        }
+    }
 }
