@@ -170,9 +170,14 @@ impl CostEstimate {
             .iter()
             .map(|p| format!("{} {}", p.what, duration(p.cpu_seconds)))
             .collect();
+        // "< 1 s" needs no "≈".
+        let approx = match (self.seconds < 1.0, self.lower_bound) {
+            (true, _) => "",
+            (false, true) => "≥ ",
+            (false, false) => "≈ ",
+        };
         format!(
-            "{}{} wall, {} memory ({}; CPU time, split over the cores)",
-            if self.lower_bound { "≥ " } else { "≈ " },
+            "{approx}{} wall, {} memory ({}; CPU time, split over the cores)",
             duration(self.seconds),
             bytes(self.bytes),
             parts.join("; ")
