@@ -2,8 +2,11 @@
 //! which returns the side effects for the terminal loop to carry out
 //! (`Command`). No terminal, no threads: unit-tested directly.
 
+mod data_state;
 pub mod form;
 mod handle_key;
+pub use data_state::{DataInfo, DataState};
+use data_state::{data_status, log_data, log_data_state};
 pub use handle_key::FORM_ANYWAY;
 pub mod keys;
 pub mod messages;
@@ -16,11 +19,10 @@ mod watch;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 
-use crate::engine::data::{Dataset, LoadProgress, Prepared, SplitInfo};
 use crate::engine::event::{Event, LogLevel};
 use crate::engine::quality::code;
-use crate::engine::record::{DatasetReport, RunRecord};
-use crate::spec::cost::{self, CostEstimate, Limits, Machine, Sizes};
+use crate::engine::record::RunRecord;
+use crate::spec::cost::{self, CostEstimate, Limits, Machine};
 use crate::spec::{DataSpec, RunSpec, registry};
 use crate::worker::{RunId, WorkerEvent, WorkerMsg};
 use form::Form;
@@ -103,49 +105,6 @@ impl Default for ViewOptions {
             marker: MarkerKind::Braille,
         }
     }
-}
-
-/// What the explorer knows of its data.
-#[derive(Debug, Clone)]
-pub struct DataInfo {
-    pub report: DatasetReport,
-    pub split: SplitInfo,
-    /// Feature names after preparation (the coefficients' order).
-    pub names: Vec<String>,
-    /// How the data was loaded (None when replaying: nothing to re-run on).
-    pub spec: Option<DataSpec>,
-}
-
-impl DataInfo {
-    pub fn of(ds: &Dataset, prepared: &Prepared, spec: DataSpec) -> DataInfo {
-        DataInfo {
-            report: DatasetReport::of(ds),
-            split: prepared.info.clone(),
-            names: prepared.names.clone(),
-            spec: Some(spec),
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub enum DataState {
-    /// The file is being read on its own thread (`pacauc explore`): keys
-    /// answer meanwhile, and the default runs start when it arrives.
-    Loading {
-        path: String,
-        /// The file's size, when known.
-        bytes: Option<u64>,
-        since: std::time::Instant,
-        /// Written by the loading thread: the stage, the share of the file
-        /// read and the rows counted.
-        progress: std::sync::Arc<LoadProgress>,
-    },
-    Loaded(Box<DataInfo>),
-    /// The file could not be loaded; the message says why.
-    Failed {
-        path: String,
-        error: String,
-    },
 }
 
 /// The figures folder unless `--figures-dir` says otherwise.
@@ -381,12 +340,7 @@ impl App {
     /// What `spec` would cost on the loaded data, and why it is refused when
     /// it is above the machine's limits (`anyway`: how to run it regardless).
     pub fn cost_of(&self, spec: &RunSpec, anyway: &str) -> Option<(CostEstimate, Option<String>)> {
-        let info = self.data_info()?;
-        let sizes = Sizes {
-            rows: info.split.train_rows,
-            positives: info.split.train_positives,
-            features: info.names.len(),
-        };
+        let sizes = self.data_info()?.sizes();
         let (threads, limits) = (self.machine.threads, self.machine.limits);
         Some((
             cost::estimate(spec, sizes, threads),
@@ -625,57 +579,6 @@ impl App {
                 self.ended(msg.run)
             }
         }
-    }
-}
-
-/// The status line a data state starts with (None: nothing to say).
-fn data_status(data: &DataState) -> Option<StatusLine> {
-    match data {
-        DataState::Failed { .. } => Some(StatusLine {
-            text: "the data could not be loaded: see the Dataset pane or the message log (m)"
-                .into(),
-            error: true,
-        }),
-        DataState::Loading { path, .. } => Some(StatusLine {
-            text: format!("loading {path}… (q quits)"),
-            error: false,
-        }),
-        DataState::Loaded(_) => None,
-    }
-}
-
-fn log_data_state(messages: &mut Messages, data: &DataState) {
-    match data {
-        DataState::Failed { path, error } => {
-            messages.push(Level::Error, format!("could not load {path}: {error}"))
-        }
-        DataState::Loading { path, bytes, .. } => messages.push(
-            Level::Info,
-            match bytes {
-                Some(b) => format!("loading {path} ({})", crate::spec::cost::bytes(*b as f64)),
-                None => format!("loading {path}"),
-            },
-        ),
-        DataState::Loaded(d) => log_data(messages, d),
-    }
-}
-
-/// Logs what was loaded: the file, the choices made, the features, the data's warnings.
-fn log_data(messages: &mut Messages, d: &DataInfo) {
-    let r = &d.report;
-    messages.push(Level::Info, format!("data: {}", r.path));
-    if let Some(name) = crate::spec::demo_source::bundled_demo(r.path.as_ref()) {
-        messages.push(Level::Info, crate::spec::demo_source::announce(name));
-    }
-    messages.push(Level::Info, format!("target: {}", r.target_rule));
-    messages.push(Level::Info, format!("positive class: {}", r.positive_rule));
-    // The panes cut long names; here they are whole.
-    messages.push(
-        Level::Info,
-        format!("features ({}): {}", d.names.len(), d.names.join(", ")),
-    );
-    for w in &r.warnings {
-        messages.push(Level::Warn, format!("data: {w}"));
     }
 }
 

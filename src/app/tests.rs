@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::*;
+use crate::engine::data::{Dataset, LoadProgress, Prepared};
 use crate::engine::event::Event;
 use crate::testkit;
 

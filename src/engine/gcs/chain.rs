@@ -120,15 +120,20 @@ impl Chain {
             slice: false,
             work: Work::default(),
         };
-        let circle = Circle {
-            pos_a: c.a_pos.as_slice(),
-            pos_b: c.b_pos.as_slice(),
-            neg_a: c.a_neg.as_slice(),
-            neg_b: c.b_neg.as_slice(),
-        };
-        c.twice = c.sampler.twice_at(&circle, 0.0);
-        c.risk = c.twice as f64 / (2 * design.pairs()) as f64;
+        c.reread_risk(design);
         c
+    }
+
+    /// The risk at the current point, counted afresh from its scores.
+    fn reread_risk(&mut self, design: &Design) {
+        let circle = Circle {
+            pos_a: self.a_pos.as_slice(),
+            pos_b: self.b_pos.as_slice(),
+            neg_a: self.a_neg.as_slice(),
+            neg_b: self.b_neg.as_slice(),
+        };
+        self.twice = self.sampler.twice_at(&circle, 0.0);
+        self.risk = self.twice as f64 / (2 * design.pairs()) as f64;
     }
 
     /// Draw the tangent directions from `shape` from now on (None: uniform).
@@ -225,14 +230,7 @@ impl Chain {
             if self.slice {
                 // The slice's level is read at the current point: the same
                 // scores it is compared with.
-                let circle = Circle {
-                    pos_a: self.a_pos.as_slice(),
-                    pos_b: self.b_pos.as_slice(),
-                    neg_a: self.a_neg.as_slice(),
-                    neg_b: self.b_neg.as_slice(),
-                };
-                self.twice = self.sampler.twice_at(&circle, 0.0);
-                self.risk = self.twice as f64 / (2 * design.pairs()) as f64;
+                self.reread_risk(design);
             }
         }
         let w = &mut self.work;

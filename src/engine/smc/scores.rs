@@ -354,18 +354,7 @@ mod tests {
         let m = 200;
         let thetas: Vec<f64> = (0..m * d).map(|_| rng::normal(&mut r)).collect();
         let brute: Vec<f64> = (0..m)
-            .map(|j| {
-                let s: Vec<f64> = (0..n)
-                    .map(|i| (0..d).map(|k| x[(i, k)] * thetas[j * d + k]).sum())
-                    .collect();
-                let mut twice = 0u64;
-                for p in 0..n_pos {
-                    for q in n_pos..n {
-                        twice += 2 * (s[p] > s[q]) as u64 + (s[p] == s[q]) as u64;
-                    }
-                }
-                risk_from_twice(twice, (n_pos * (n - n_pos)) as u64)
-            })
+            .map(|j| brute_risk(&x, n_pos, &thetas[j * d..(j + 1) * d]))
             .collect();
         let pairs = (n_pos * (n - n_pos)) as f64;
         for (precision, max_differ) in [(ScorePrecision::Auto, 8), (ScorePrecision::F64, 1)] {
@@ -414,18 +403,25 @@ mod tests {
             let mut got = vec![0.0; m];
             fast.risks(&thetas, &mut got, &mut fast.scratch());
             for j in 0..m {
-                let s: Vec<f64> = (0..n)
-                    .map(|i| (0..d).map(|k| x[(i, k)] * thetas[j * d + k]).sum())
-                    .collect();
-                let mut twice = 0u64;
-                for p in 0..n_pos {
-                    for q in n_pos..n {
-                        twice += 2 * (s[p] > s[q]) as u64 + (s[p] == s[q]) as u64;
-                    }
-                }
-                let want = risk_from_twice(twice, (n_pos * (n - n_pos)) as u64);
+                let want = brute_risk(&x, n_pos, &thetas[j * d..(j + 1) * d]);
                 assert_eq!(got[j], want, "{precision:?} θ {j}");
             }
         }
+    }
+
+    /// R_n(θ) over all pairs of scores in f64 (positives are the first
+    /// `n_pos` rows; a tie counts half).
+    fn brute_risk(x: &DMatrix<f64>, n_pos: usize, theta: &[f64]) -> f64 {
+        let (n, d) = x.shape();
+        let s: Vec<f64> = (0..n)
+            .map(|i| (0..d).map(|k| x[(i, k)] * theta[k]).sum())
+            .collect();
+        let mut twice = 0u64;
+        for p in 0..n_pos {
+            for q in n_pos..n {
+                twice += 2 * (s[p] > s[q]) as u64 + (s[p] == s[q]) as u64;
+            }
+        }
+        risk_from_twice(twice, (n_pos * (n - n_pos)) as u64)
     }
 }
