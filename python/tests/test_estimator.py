@@ -202,7 +202,15 @@ def test_ctrl_c_cancels_a_run(tmp_path):
         "except KeyboardInterrupt:\n"
         "    print('interrupted', flush=True); sys.exit(7)\n"
     )
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    # A shell's background job (`cmd &`, e.g. a CI script) starts with SIGINT
+    # ignored, and a Python started so installs no KeyboardInterrupt handler:
+    # give the child the default disposition a terminal's Python has.
+    p = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert p.stdout.readline().strip() == "fitting"
     time.sleep(1.5)
     t0 = time.monotonic()
