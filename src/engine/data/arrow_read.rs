@@ -266,7 +266,7 @@ fn numbers<'a, P: ArrowPrimitiveType>(
     rows: usize,
     to_f64: impl Fn(P::Native) -> f64,
 ) -> Column {
-    let mut out = Vec::with_capacity(rows);
+    let mut out = crate::engine::numerics::huge_pages::vec_with_capacity(rows);
     for a in parts {
         let a = a.as_primitive::<P>();
         let values = a.values().iter().map(|&v| to_f64(v));

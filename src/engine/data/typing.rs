@@ -50,7 +50,7 @@ pub(super) fn column_kinds(
     let n = kept.len();
     let len = n * cols.len();
     // Every element is written once below (a number, or NaN): no fill first.
-    let mut buffer: Vec<f64> = Vec::with_capacity(len);
+    let mut buffer: Vec<f64> = crate::engine::numerics::huge_pages::vec_with_capacity(len);
     let out = SharedColumns(buffer.as_mut_ptr());
     // Rows in parallel chunks, each chunk's statistics merged in row order:
     // the same counts and the same first bad row as one pass.

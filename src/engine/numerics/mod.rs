@@ -10,6 +10,7 @@ pub mod fast_risk;
 #[cfg(test)]
 mod fast_risk_tests;
 pub mod gemm;
+pub mod huge_pages;
 pub mod isa;
 pub mod linalg;
 pub mod normal;
