@@ -18,6 +18,7 @@ mod directions_tests;
 pub mod evidence;
 pub mod kernel;
 pub mod pair_codes;
+pub mod reference;
 pub mod sampler;
 pub mod settings;
 pub mod slice;
@@ -27,7 +28,7 @@ use serde_json::json;
 
 pub use design::Design;
 pub use sampler::GcsRun;
-pub use settings::{CircleMove, Directions, GcsSettings, Loss};
+pub use settings::{CircleMove, Directions, GaussianReference, GcsSettings, Loss};
 
 use crate::engine::event::{Event, Histogram, LogLevel};
 use crate::engine::fit::{EngineKind, Fit, MethodReport, Particles, ScoreModel};
@@ -76,9 +77,18 @@ impl Engine for Gcs {
                 ),
             });
             let reduced = rs.problem(problem)?;
+            let reference = self.settings.reference.as_ref().map(|g| {
+                let (mean, cov) = rs.reduce_gaussian(&g.mean, &g.cov);
+                GaussianReference {
+                    mean,
+                    cov,
+                    source: format!("{} (in the row space)", g.source),
+                }
+            });
             let inner = Gcs {
                 settings: GcsSettings {
                     row_space: false,
+                    reference,
                     ..self.settings.clone()
                 },
             };
@@ -223,6 +233,14 @@ pub fn build_fit(
              1.5× in a typical direction's variance; fixed after the warm-up, each move accepted \
              with the Metropolis–Hastings ratio (u'ᵀΣ⁻¹u' / uᵀΣ⁻¹u)^((d−2)/2), which keeps the \
              posterior exact"
+        }
+        Directions::Gaussian => {
+            "ellipses around a Gaussian N(μ, S) of the whitened θ (elliptical slice moves with \
+             respect to it, the rest of the posterior as the likelihood), then the radius redrawn \
+             exactly: μ, S from the chains' pooled directions over the last warm-up window \
+             (w = χ_d·u exactly), shrunk towards the diagonal, the warm-up doubled while \
+             consecutive covariances differed by more than 1.5× in a typical direction's \
+             variance; fixed after the warm-up, so the kept draws come from one exact chain"
         }
         Directions::Uniform => "tangent directions uniform: every move accepted",
     };
