@@ -127,7 +127,12 @@ mod tests {
         for k in 0..6 {
             let se = (mcse(&fit, k).powi(2) + mcse(&plain, k).powi(2)).sqrt();
             let z = (fit.mean[k] - plain.mean[k]).abs() / se;
-            assert!(z < 4.0, "coefficient {k}: {} vs {} (z {z:.2})", fit.mean[k], plain.mean[k]);
+            assert!(
+                z < 4.0,
+                "coefficient {k}: {} vs {} (z {z:.2})",
+                fit.mean[k],
+                plain.mean[k]
+            );
         }
     }
 }

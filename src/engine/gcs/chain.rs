@@ -261,7 +261,10 @@ impl Chain {
         let w = &r.mean + &self.e;
         let t = chi(&mut self.rng, design.d()) / w.norm();
         self.e = w * t - &r.mean;
-        for (a, m) in [(&mut self.a_pos, &self.m_pos), (&mut self.a_neg, &self.m_neg)] {
+        for (a, m) in [
+            (&mut self.a_pos, &self.m_pos),
+            (&mut self.a_neg, &self.m_neg),
+        ] {
             *a += m;
             *a *= t;
             *a -= m;

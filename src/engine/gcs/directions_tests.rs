@@ -257,7 +257,12 @@ fn gaussian_reference_ellipses_sample_the_exact_posterior_on_the_sphere() {
                 }
             }
             // Kept θ = scale ⊙ w; the prior's scale is 1 here.
-            radius2.extend(chain.draws.chunks_exact(3).map(|w| w.iter().map(|x| x * x).sum::<f64>()));
+            radius2.extend(
+                chain
+                    .draws
+                    .chunks_exact(3)
+                    .map(|w| w.iter().map(|x| x * x).sum::<f64>()),
+            );
             out
         })
         .collect();

@@ -187,7 +187,9 @@ pub fn run(
         match given_reference(design, g) {
             Ok(r) => {
                 let r = Arc::new(r);
-                chains.iter_mut().for_each(|c| c.set_reference(design, r.clone()));
+                chains
+                    .iter_mut()
+                    .for_each(|c| c.set_reference(design, r.clone()));
                 (plan, uniform_because) = (None, None);
             }
             Err(why) => {
