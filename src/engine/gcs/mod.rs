@@ -4,7 +4,8 @@
 //! (whitened rows of the AUC, label-noise and kernel versions), `pair_codes`
 //! (the counting pass's inner loop, vectorised), `chain`, `sampler` (chains on
 //! threads, diagnostics, stopping rule), `kernel` (Gram matrix → feature map),
-//! `evidence` (log Z along a ladder of γ). GH00's uses
+//! `evidence` (log Z along a ladder of γ), `reference` (ellipses around a
+//! Gaussian: elliptical slice moves of the whole θ, for many dimensions). GH00's uses
 //! of the draws (transduction, rejection curve, active learning) are in
 //! `engine::votes`, for any sampler's draws.
 
