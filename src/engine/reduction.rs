@@ -11,7 +11,7 @@
 //! log Z is the same number in law (the null part integrates to 1).
 //! Spike-and-slab has no such reduction (its prior is not rotation-invariant).
 
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 use serde_json::json;
 
@@ -20,7 +20,7 @@ use crate::engine::event::{Event, Histogram};
 use crate::engine::fit::{Fit, LowRankCov, Particles, ScoreModel};
 use crate::engine::interface::Observer;
 use crate::engine::mcmc_diag::quantile_sorted;
-use crate::engine::numerics::linalg::{a_b, at_b};
+use crate::engine::numerics::linalg::{a_b, a_bt, at_b};
 use crate::engine::numerics::rng;
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
@@ -119,6 +119,20 @@ impl RowSpace {
             row *= self.scale[k];
         }
         t.transpose()
+    }
+
+    /// A Gaussian N(μ, S) of θ seen in α = Wᵀ D^{-½} θ: N(Mμ, M S Mᵀ).
+    pub fn reduce_gaussian(
+        &self,
+        mean: &DVector<f64>,
+        cov: &DMatrix<f64>,
+    ) -> (DVector<f64>, DMatrix<f64>) {
+        let mut m = self.basis.transpose();
+        for (k, mut col) in m.column_iter_mut().enumerate() {
+            col /= self.scale[k];
+        }
+        let mc = a_b(&m, cov);
+        (&m * mean, a_bt(&mc, &m))
     }
 
     /// θ's exact means and sds from α's mean and covariance.

@@ -12,7 +12,7 @@ use crate::engine::ep::spike_slab::SiteStepRule;
 use crate::engine::ep::{
     ArdSettings, Ep, EpController, EpPower, EpSettings, EpStart, Form, GammaMode, Precision,
 };
-use crate::engine::gcs::{Gcs, GcsSettings, Loss as GcsEngineLoss};
+use crate::engine::gcs::{Directions as GcsDirections, Gcs, GcsSettings, Loss as GcsEngineLoss};
 use crate::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale};
 use crate::engine::smc::path_cv::EARLY_STOP;
 use crate::engine::smc::{CvMode, GammaCv, Kernel, Moves, Smc, SmcCv, SmcSettings};
@@ -23,6 +23,7 @@ use crate::engine::vb::{
 use crate::engine::{Engine, Prior, Problem};
 
 use super::error::SpecError;
+use super::gcs_reference::GcsAfterEp;
 use super::run_spec::{
     DataSpec, EpControllerSpec, EpForm, EpSpec, EpStartSpec, GcsLoss, GcsSpec, GpKernel, Missing,
     PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps, SmcKernel, SmcSpec, VbFamily, VbLoss,
@@ -141,6 +142,16 @@ pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
             settings: smc_settings(s, seed),
         }),
         super::MethodSpec::Ep(s) => Box::new(ep_engine(s, spec.gamma, spec.prior.as_ref(), seed)),
+        super::MethodSpec::Gcs(s)
+            if s.directions == GcsDirections::Gaussian && s.loss == GcsLoss::Auc =>
+        {
+            Box::new(GcsAfterEp {
+                ep: ep_engine(&EpSpec::default(), None, spec.prior.as_ref(), seed),
+                gcs: Gcs {
+                    settings: gcs_settings(s, seed),
+                },
+            })
+        }
         super::MethodSpec::Gcs(s) => Box::new(Gcs {
             settings: gcs_settings(s, seed),
         }),

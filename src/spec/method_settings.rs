@@ -415,7 +415,7 @@ pub const GCS_SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "circle directions",
-        help: "Tangent directions of the great circles: adapted (drawn from the chains' covariance of the direction, estimated over the warm-up and then fixed, each move accepted by an exact Metropolis–Hastings ratio: for small elongated posteriors, e.g. large γ; uniform when the warm-up is under 40 steps, d = 2 or d > 400) or uniform (GH00's, every move accepted).",
+        help: "Tangent directions of the great circles: adapted (drawn from the chains' covariance of the direction, estimated over the warm-up and then fixed, each move accepted by an exact Metropolis–Hastings ratio: for small elongated posteriors, e.g. large γ; uniform when the warm-up is under 40 steps, d = 2 or d > 400), gaussian (ellipses of the whole θ around a Gaussian fitted over the warm-up, elliptical slice moves with respect to it, exact: for many dimensions, e.g. DNA's 180, where adapted tangents stall) or uniform (GH00's, every move accepted).",
         default: "adapted",
         methods: GCS,
         form: true,
@@ -423,7 +423,7 @@ pub const GCS_SETTINGS: &[Setting] = &[
         ..setting(
             "directions",
             "method.directions",
-            Kind::Choice(&["uniform", "adapted"]),
+            Kind::Choice(&["uniform", "adapted", "gaussian"]),
         )
     },
     Setting {

@@ -15,7 +15,9 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::chain::Chain;
+use super::design::Design;
 use super::directions::{Shape, ShapeSummary};
+use super::reference::Reference;
 use super::settings::{Directions, GcsSettings};
 
 /// A shorter warm-up keeps uniform directions: its windows would hold a
@@ -58,6 +60,9 @@ pub struct Adaptation {
     start: usize,
     points: Vec<usize>,
     last: Option<Arc<Shape>>,
+    /// Ellipses around a Gaussian reference instead of shaped tangents.
+    gaussian: bool,
+    last_reference: Option<Arc<Reference>>,
     pub estimates: Vec<Estimate>,
 }
 
@@ -69,7 +74,8 @@ impl Adaptation {
             return Ok(None);
         }
         let w = settings.warmup;
-        if d < 3 {
+        let gaussian = settings.directions == Directions::Gaussian;
+        if d < 3 && !gaussian {
             return Err("in 2 dimensions every tangent direction gives the same circle".into());
         }
         if d > MAX_ADAPT_DIM {
@@ -90,6 +96,8 @@ impl Adaptation {
             start: w / 8,
             points: vec![w / 4, w / 2, w],
             last: None,
+            gaussian,
+            last_reference: None,
             estimates: Vec::new(),
         }))
     }
@@ -102,7 +110,8 @@ impl Adaptation {
     }
 
     /// After a batch ending at `steps`.
-    pub fn after_batch(&mut self, chains: &mut [Chain], d: usize, steps: usize) -> Outcome {
+    pub fn after_batch(&mut self, chains: &mut [Chain], design: &Design, steps: usize) -> Outcome {
+        let d = design.d();
         if steps == self.start {
             chains.iter_mut().for_each(|c| c.recording = true);
             return Outcome::Nothing;
@@ -115,21 +124,38 @@ impl Adaptation {
             .flat_map(|c| c.window.iter().copied())
             .collect();
         chains.iter_mut().for_each(|c| c.window.clear());
-        let Some(shape) = Shape::estimate(&pooled, d, steps) else {
+        let fail = |chains: &mut [Chain]| {
             if steps == self.warmup {
                 chains.iter_mut().for_each(|c| c.recording = false);
             }
-            return Outcome::Failed;
+            Outcome::Failed
         };
-        let shape = Arc::new(shape);
-        let moved = self.last.as_ref().map(|l| l.discrepancy(&shape));
+        let (summary, moved) = if self.gaussian {
+            let Some(r) = Reference::estimate(&pooled, d, steps) else {
+                return fail(chains);
+            };
+            let r = Arc::new(r);
+            let moved = self.last_reference.as_ref().map(|l| l.discrepancy(&r));
+            for c in chains.iter_mut() {
+                c.set_reference(design, r.clone());
+            }
+            self.last_reference = Some(r.clone());
+            (r.summary, moved)
+        } else {
+            let Some(shape) = Shape::estimate(&pooled, d, steps) else {
+                return fail(chains);
+            };
+            let shape = Arc::new(shape);
+            let moved = self.last.as_ref().map(|l| l.discrepancy(&shape));
+            for c in chains.iter_mut() {
+                c.set_shape(Some(shape.clone()));
+            }
+            self.last = Some(shape.clone());
+            (shape.summary, moved)
+        };
         let (change, change_max) = (moved.map(|m| m.0), moved.map(|m| m.1));
-        for c in chains.iter_mut() {
-            c.set_shape(Some(shape.clone()));
-        }
-        self.last = Some(shape.clone());
         let estimate = Estimate {
-            shape: shape.summary.expect("an estimate has a summary"),
+            shape: summary.expect("an estimate has a summary"),
             change,
             change_max,
         };

@@ -12,6 +12,7 @@ use rand::RngExt;
 use super::circle::{Circle, CircleSampler};
 use super::design::Design;
 use super::directions::Shape;
+use super::reference::{self, Ellipse, EllipseRisk, Quadratic, Reference};
 use super::slice::slice_move;
 use crate::engine::numerics::rng::{Rng, normal, stream};
 
@@ -58,6 +59,11 @@ impl Work {
     }
 }
 
+/// A χ_d draw.
+fn chi(rng: &mut Rng, d: usize) -> f64 {
+    (0..d).map(|_| normal(rng).powi(2)).sum::<f64>().sqrt()
+}
+
 #[derive(Debug, Clone)]
 pub struct Chain {
     rng: Rng,
@@ -73,6 +79,14 @@ pub struct Chain {
     prec_u: DVector<f64>,
     prec_v: DVector<f64>,
     eps: DVector<f64>,
+    /// Ellipses around a Gaussian reference (`reference`): then the chain
+    /// holds the whole whitened w as `e = w − μ` (a_pos/a_neg hold Xe,
+    /// prec_u S⁻¹e, v ν and prec_v S⁻¹ν), and `m_pos`/`m_neg` hold Xμ.
+    reference: Option<Arc<Reference>>,
+    e: DVector<f64>,
+    m_pos: DVector<f64>,
+    m_neg: DVector<f64>,
+    ellipse_risk: Option<EllipseRisk>,
     /// Directions u recorded while `recording` (the warm-up window Σ is
     /// estimated from).
     pub window: Vec<f64>,
@@ -110,6 +124,11 @@ impl Chain {
             prec_u: DVector::zeros(d),
             prec_v: DVector::zeros(d),
             eps: DVector::zeros(d),
+            reference: None,
+            e: DVector::zeros(0),
+            m_pos: DVector::zeros(0),
+            m_neg: DVector::zeros(0),
+            ellipse_risk: None,
             window: Vec::new(),
             recording: false,
             steps: 0,
@@ -142,6 +161,119 @@ impl Chain {
         if let Some(sh) = &self.shape {
             sh.precision_times(&self.u, &mut self.prec_u);
         }
+    }
+
+    /// Move on ellipses around `r` from now on (the point is kept: with no
+    /// reference before, w = ρu with a fresh ρ ~ χ_d, exact as u's radius is
+    /// independent of u).
+    pub fn set_reference(&mut self, design: &Design, r: Arc<Reference>) {
+        let w = match &self.reference {
+            Some(old) => &old.mean + &self.e,
+            None => {
+                let rho = chi(&mut self.rng, design.d());
+                &self.u * rho
+            }
+        };
+        self.e = w - &r.mean;
+        self.m_pos = &design.pos * &r.mean;
+        self.m_neg = &design.neg * &r.mean;
+        if self.ellipse_risk.is_none() {
+            self.ellipse_risk = Some(EllipseRisk::new(design.pos.nrows(), design.neg.nrows()));
+        }
+        self.reference = Some(r);
+        self.shape = None;
+        self.reread_reference(design);
+    }
+
+    pub fn reference(&self) -> Option<&Reference> {
+        self.reference.as_deref()
+    }
+
+    /// Recompute Xe, S⁻¹e, u and the twice-risk from e.
+    fn reread_reference(&mut self, design: &Design) {
+        let Some(r) = &self.reference else { return };
+        design.pos.mul_to(&self.e, &mut self.a_pos);
+        design.neg.mul_to(&self.e, &mut self.a_neg);
+        self.prec_u = r.precision_times(&self.e);
+        self.u = (&r.mean + &self.e).normalize();
+        let el = Ellipse {
+            pos: [
+                self.m_pos.as_slice(),
+                self.a_pos.as_slice(),
+                self.b_pos.as_slice(),
+            ],
+            neg: [
+                self.m_neg.as_slice(),
+                self.a_neg.as_slice(),
+                self.b_neg.as_slice(),
+            ],
+        };
+        let er = self.ellipse_risk.as_mut().expect("set with the reference");
+        self.twice = er.twice_at(&el, 0.0);
+        self.risk = self.twice as f64 / (2 * design.pairs()) as f64;
+    }
+
+    /// One slice move on an ellipse around the reference, then the radius
+    /// redrawn exactly; returns (accepted, φ, risk evaluations).
+    fn step_reference(&mut self, design: &Design) -> (bool, f64, u32) {
+        let r = self.reference.clone().expect("reference mode");
+        for x in self.eps.iter_mut() {
+            *x = normal(&mut self.rng);
+        }
+        r.draw(&self.eps, &mut self.v, &mut self.prec_v);
+        design.pos.mul_to(&self.v, &mut self.b_pos);
+        design.neg.mul_to(&self.v, &mut self.b_neg);
+        let (mu, e, nu) = (&r.mean, &self.e, &self.v);
+        let q = Quadratic {
+            mu_mu: mu.dot(mu),
+            mu_e: mu.dot(e),
+            mu_nu: mu.dot(nu),
+            e_e: e.dot(e),
+            e_nu: e.dot(nu),
+            nu_nu: nu.dot(nu),
+            pe_e: e.dot(&self.prec_u),
+            pe_nu: nu.dot(&self.prec_u),
+            pnu_nu: self.eps.dot(&self.eps),
+        };
+        let el = Ellipse {
+            pos: [
+                self.m_pos.as_slice(),
+                self.a_pos.as_slice(),
+                self.b_pos.as_slice(),
+            ],
+            neg: [
+                self.m_neg.as_slice(),
+                self.a_neg.as_slice(),
+                self.b_neg.as_slice(),
+            ],
+        };
+        let g = design.gamma / (2 * design.pairs()) as f64;
+        let er = self.ellipse_risk.as_mut().expect("set with the reference");
+        let (phi, twice, evals) = reference::slice_move(er, &el, &q, g, self.twice, &mut self.rng);
+        let (s, c) = phi.sin_cos();
+        self.e.axpy(s, &self.v, c);
+        self.a_pos.axpy(s, &self.b_pos, c);
+        self.a_neg.axpy(s, &self.b_neg, c);
+        self.prec_u.axpy(s, &self.prec_v, c);
+        self.twice = twice;
+        self.risk = twice as f64 / (2 * design.pairs()) as f64;
+        // The radius given the direction is χ_d: w ← ρ w/‖w‖ (R unchanged).
+        let w = &r.mean + &self.e;
+        let t = chi(&mut self.rng, design.d()) / w.norm();
+        self.e = w * t - &r.mean;
+        for (a, m) in [
+            (&mut self.a_pos, &self.m_pos),
+            (&mut self.a_neg, &self.m_neg),
+        ] {
+            *a += m;
+            *a *= t;
+            *a -= m;
+        }
+        self.prec_u += &r.prec_mean;
+        self.prec_u *= t;
+        self.prec_u -= &r.prec_mean;
+        self.u = (&r.mean + &self.e).normalize();
+        (phi != 0.0, phi, evals)
     }
 
     pub fn shape(&self) -> Option<&Shape> {
@@ -178,7 +310,16 @@ impl Chain {
 
     /// One step; the draw is kept when past `warmup` and on the thinning grid.
     pub fn step(&mut self, design: &Design, warmup: usize, thin: usize) {
-        let d = design.d();
+        if self.reference.is_some() {
+            let (accept, phi, evals) = self.step_reference(design);
+            self.steps += 1;
+            if self.steps.is_multiple_of(REFRESH) {
+                self.reread_reference(design);
+            }
+            self.account(accept, phi, evals, 0);
+            self.keep(design, warmup, thin);
+            return;
+        }
         let forms = self.draw_direction();
         design.pos.mul_to(&self.v, &mut self.b_pos);
         design.neg.mul_to(&self.v, &mut self.b_neg);
@@ -233,26 +374,39 @@ impl Chain {
                 self.reread_risk(design);
             }
         }
+        self.account(accept, draw.phi, draw.proposals, draw.envelope_misses);
+        self.keep(design, warmup, thin);
+    }
+
+    fn account(&mut self, accept: bool, phi: f64, proposals: u32, misses: u32) {
         let w = &mut self.work;
         w.steps += 1;
-        w.proposals += u64::from(draw.proposals);
-        w.envelope_misses += u64::from(draw.envelope_misses);
+        w.proposals += u64::from(proposals);
+        w.envelope_misses += u64::from(misses);
         if accept {
             w.accepted += 1;
-            let phi = draw.phi.rem_euclid(2.0 * std::f64::consts::PI);
+            let phi = phi.rem_euclid(2.0 * std::f64::consts::PI);
             w.jump += phi.min(2.0 * std::f64::consts::PI - phi);
         }
         w.risk += self.risk;
+    }
+
+    /// Record u in the window; keep θ when past `warmup` on the thinning grid
+    /// (its radius drawn, or w's own around a reference).
+    fn keep(&mut self, design: &Design, warmup: usize, thin: usize) {
+        let d = design.d();
         if self.recording {
             self.window.extend(self.u.iter());
         }
         if self.steps > warmup && (self.steps - warmup).is_multiple_of(thin) {
-            let r = (0..d)
-                .map(|_| normal(&mut self.rng).powi(2))
-                .sum::<f64>()
-                .sqrt();
-            self.draws
-                .extend((0..d).map(|k| design.scale[k] * r * self.u[k]));
+            if let Some(r) = &self.reference {
+                let w = &r.mean + &self.e;
+                self.draws.extend((0..d).map(|k| design.scale[k] * w[k]));
+            } else {
+                let r = chi(&mut self.rng, d);
+                self.draws
+                    .extend((0..d).map(|k| design.scale[k] * r * self.u[k]));
+            }
             self.risks.push(self.risk);
         }
     }

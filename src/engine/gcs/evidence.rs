@@ -140,8 +140,11 @@ pub fn evidence_path(
             gamma,
             ..design.clone()
         };
+        // A given reference (fitted at the top γ) only for the top rung: the
+        // lower rungs' posteriors are wider.
         let rung_settings = GcsSettings {
             seed: settings.seed.wrapping_add(k),
+            reference: settings.reference.clone().filter(|_| gamma >= top_gamma),
             ..settings.clone()
         };
         let run = sampler::run(&rung_design, &rung_settings, ctl, obs)?;

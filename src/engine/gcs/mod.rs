@@ -4,7 +4,8 @@
 //! (whitened rows of the AUC, label-noise and kernel versions), `pair_codes`
 //! (the counting pass's inner loop, vectorised), `chain`, `sampler` (chains on
 //! threads, diagnostics, stopping rule), `kernel` (Gram matrix → feature map),
-//! `evidence` (log Z along a ladder of γ). GH00's uses
+//! `evidence` (log Z along a ladder of γ), `reference` (ellipses around a
+//! Gaussian: elliptical slice moves of the whole θ, for many dimensions). GH00's uses
 //! of the draws (transduction, rejection curve, active learning) are in
 //! `engine::votes`, for any sampler's draws.
 
@@ -18,6 +19,7 @@ mod directions_tests;
 pub mod evidence;
 pub mod kernel;
 pub mod pair_codes;
+pub mod reference;
 pub mod sampler;
 pub mod settings;
 pub mod slice;
@@ -27,7 +29,7 @@ use serde_json::json;
 
 pub use design::Design;
 pub use sampler::GcsRun;
-pub use settings::{CircleMove, Directions, GcsSettings, Loss};
+pub use settings::{CircleMove, Directions, GaussianReference, GcsSettings, Loss};
 
 use crate::engine::event::{Event, Histogram, LogLevel};
 use crate::engine::fit::{EngineKind, Fit, MethodReport, Particles, ScoreModel};
@@ -76,9 +78,18 @@ impl Engine for Gcs {
                 ),
             });
             let reduced = rs.problem(problem)?;
+            let reference = self.settings.reference.as_ref().map(|g| {
+                let (mean, cov) = rs.reduce_gaussian(&g.mean, &g.cov);
+                GaussianReference {
+                    mean,
+                    cov,
+                    source: format!("{} (in the row space)", g.source),
+                }
+            });
             let inner = Gcs {
                 settings: GcsSettings {
                     row_space: false,
+                    reference,
                     ..self.settings.clone()
                 },
             };
@@ -223,6 +234,14 @@ pub fn build_fit(
              1.5× in a typical direction's variance; fixed after the warm-up, each move accepted \
              with the Metropolis–Hastings ratio (u'ᵀΣ⁻¹u' / uᵀΣ⁻¹u)^((d−2)/2), which keeps the \
              posterior exact"
+        }
+        Directions::Gaussian => {
+            "ellipses around a Gaussian N(μ, S) of the whitened θ (elliptical slice moves with \
+             respect to it, the rest of the posterior as the likelihood), then the radius redrawn \
+             exactly: μ, S from the chains' pooled directions over the last warm-up window \
+             (w = χ_d·u exactly), shrunk towards the diagonal, the warm-up doubled while \
+             consecutive covariances differed by more than 1.5× in a typical direction's \
+             variance; fixed after the warm-up, so the kept draws come from one exact chain"
         }
         Directions::Uniform => "tangent directions uniform: every move accepted",
     };

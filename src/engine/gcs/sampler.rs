@@ -7,14 +7,18 @@
 //! estimates the covariance that shapes the circles (`directions`), in
 //! windows, and fixes it when the warm-up ends.
 
+use std::sync::Arc;
 use std::time::Instant;
+
+use nalgebra::{DMatrix, DVector};
 
 use rayon::prelude::*;
 
 use super::adapt::{Adaptation, Estimate, Outcome};
 use super::chain::{Chain, Work};
 use super::design::Design;
-use super::settings::{Directions, GcsSettings};
+use super::reference::Reference;
+use super::settings::{Directions, GaussianReference, GcsSettings};
 use crate::engine::event::{Event, GcsBatch, LogLevel};
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::mcmc_diag::{Convergence, Diagnostics, convergence, diagnose};
@@ -132,6 +136,25 @@ fn check(chains: &[Chain], d: usize) -> Vec<(Convergence, f64, f64)> {
         .collect()
 }
 
+/// A reference of θ whitened (w = θ/scale), checked.
+fn given_reference(design: &Design, g: &GaussianReference) -> Result<Reference, String> {
+    let d = design.d();
+    if g.mean.len() != d || g.cov.nrows() != d || g.cov.ncols() != d {
+        return Err(format!(
+            "{} coordinates where the design has {d}",
+            g.mean.len()
+        ));
+    }
+    let s = &design.scale;
+    let mean = DVector::from_fn(d, |k, _| g.mean[k] / s[k]);
+    let cov = DMatrix::from_fn(d, d, |i, j| g.cov[(i, j)] / (s[i] * s[j]));
+    let cov = (&cov + cov.transpose()) * 0.5;
+    if !(mean.iter().chain(cov.iter()).all(|v| v.is_finite())) {
+        return Err("it is not finite".into());
+    }
+    Reference::new(mean, &cov).ok_or_else(|| "its covariance is not positive definite".into())
+}
+
 pub fn run(
     design: &Design,
     settings: &GcsSettings,
@@ -153,10 +176,36 @@ pub fn run(
     let mut trace = Vec::new();
     let mut diag: Vec<(Convergence, f64, f64)> = Vec::new();
     let mut converged = false;
-    let (mut plan, uniform_because) = match Adaptation::plan(settings, d) {
+    let (mut plan, mut uniform_because) = match Adaptation::plan(settings, d) {
         Ok(p) => (p, None),
         Err(why) => (None, Some(why)),
     };
+    // A given reference: fixed from the first step, nothing to adapt.
+    if settings.directions == Directions::Gaussian
+        && let Some(g) = &settings.reference
+    {
+        match given_reference(design, g) {
+            Ok(r) => {
+                let r = Arc::new(r);
+                chains
+                    .iter_mut()
+                    .for_each(|c| c.set_reference(design, r.clone()));
+                (plan, uniform_because) = (None, None);
+            }
+            Err(why) => {
+                let event = Event::Log {
+                    level: LogLevel::Warn,
+                    message: format!(
+                        "the given Gaussian reference ({}) is not used: {why}; it is fitted over \
+                         the warm-up instead",
+                        g.source
+                    ),
+                };
+                trace.push(event.clone());
+                obs.observe(event);
+            }
+        }
+    }
     let mut warmup = settings.warmup;
     let mut warm_work = vec![Work::default(); chains.len()];
     for batch in 1.. {
@@ -188,7 +237,7 @@ pub fn run(
         }
         let steps = chains[0].steps;
         if let Some(p) = plan.as_mut() {
-            let message = match p.after_batch(&mut chains, d, steps) {
+            let message = match p.after_batch(&mut chains, design, steps) {
                 Outcome::Nothing => None,
                 Outcome::Adapted { estimate, fixed } => Some((
                     LogLevel::Info,
@@ -287,6 +336,7 @@ pub fn run(
         sampling.add(&c.work.since(warm));
     }
     let adapted = chains[0].shape().is_some();
+    let gaussian = chains[0].reference().is_some();
     Ok(GcsRun {
         d,
         steps: chains[0].steps,
@@ -295,7 +345,9 @@ pub fn run(
         converged,
         work,
         sampling,
-        directions: if adapted {
+        directions: if gaussian {
+            Directions::Gaussian
+        } else if adapted {
             Directions::Adapted
         } else {
             Directions::Uniform

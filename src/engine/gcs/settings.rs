@@ -1,5 +1,6 @@
 //! Settings of the great-circle sampler, their defaults and their validation.
 
+use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::interface::EngineError;
@@ -39,6 +40,12 @@ pub enum Directions {
     /// d = 2 (one circle only).
     #[default]
     Adapted,
+    /// Ellipses around a Gaussian N(μ, S) fitted to the warm-up's draws
+    /// (`reference`): elliptical slice moves of the whole whitened θ with
+    /// respect to it, the rest of the posterior as the likelihood; exact for
+    /// any fixed μ, S. For many dimensions (d = 180), where the tangent
+    /// ratio's power (d − 2)/2 stalls `Adapted`.
+    Gaussian,
 }
 
 impl Directions {
@@ -46,6 +53,7 @@ impl Directions {
         match self {
             Directions::Uniform => "uniform",
             Directions::Adapted => "adapted",
+            Directions::Gaussian => "gaussian",
         }
     }
 }
@@ -94,6 +102,17 @@ impl CircleMove {
     }
 }
 
+/// A Gaussian N(μ, S) of θ in the problem's coordinates, given to
+/// `Directions::Gaussian` as the ellipses' reference (e.g. EP's, run first by
+/// the spec layer) instead of one fitted over the warm-up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GaussianReference {
+    pub mean: DVector<f64>,
+    pub cov: DMatrix<f64>,
+    /// Where it comes from (for the record).
+    pub source: String,
+}
+
 fn exact() -> CircleMove {
     CircleMove::Exact
 }
@@ -129,6 +148,10 @@ pub struct GcsSettings {
     /// The move on each circle (records before this setting drew exactly).
     #[serde(default = "exact")]
     pub circle: CircleMove,
+    /// `Directions::Gaussian`: the reference, fixed from the first step (None:
+    /// fitted over the warm-up). Not part of the record's settings.
+    #[serde(skip)]
+    pub reference: Option<GaussianReference>,
     pub seed: u64,
 }
 
@@ -150,6 +173,7 @@ impl Default for GcsSettings {
             evidence: false,
             row_space: true,
             circle: CircleMove::default(),
+            reference: None,
             seed: 0,
         }
     }
