@@ -350,6 +350,27 @@ impl Anderson {
     }
 }
 
+/// Largest predicted move of a secant step (ω times the last plain step's
+/// Δ), in posterior sds: the secant trusts a linear model of the sweep map,
+/// as far as the classic driver's extrapolation does.
+pub const SPAN: f64 = 0.5;
+/// Smallest factor of a secant step: a gain of less than a sweep does not
+/// pay the risk of an undone one.
+pub const MIN_FACTOR: f64 = 2.0;
+
+/// The factor ω of the secant step x_k + ω·(G(x_k) − x_k): Anderson mixing
+/// with one difference on a plain pair (x_{k−1}, x_k = G(x_{k−1})), whose
+/// mixed point G(x_k) − c·(G(x_k) − G(x_{k−1})) is x_k + (1 − c)·f_k; on a
+/// geometric convergence f_k = r·f_{k−1} it is Aitken's ω = 1/(1 − r).
+/// `dots` as `SweepState::secant_dots`; the least squares regularised as
+/// Anderson's (`ridge`).
+pub fn secant_factor(dots: [f64; 4]) -> Option<f64> {
+    let [ff, fg, gg, xx] = dots;
+    let den = ff - 2.0 * fg + gg + ridge(ff, xx);
+    let omega = 1.0 - (ff - fg) / den;
+    (den > 0.0 && omega.is_finite()).then_some(omega)
+}
+
 /// Tikhonov weight of the mixing's least squares, relative to ‖f_k‖²: a
 /// secant whose residual differences ΔF are a share s of ‖f_k‖ extrapolates
 /// by about s/(s² + RIDGE) steps — 1/(1 − r) for a geometric convergence of

@@ -7,7 +7,10 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::{Anderson, NonProgress, PLAIN_SWEEPS, Progress, VERDICT_HALVINGS};
+use super::{
+    Anderson, MIN_FACTOR, NonProgress, PLAIN_SWEEPS, Progress, SPAN, VERDICT_HALVINGS,
+    secant_factor,
+};
 use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::sweep_state::{
     Converged, Marginal, PassDone, Rules, StoppedAt, SweepState, SweepStatus, not_converged,
@@ -23,6 +26,38 @@ struct Counts {
     verdict_halvings: usize,
     mixed: usize,
     undone: usize,
+}
+
+/// A mixed step not yet judged by the residual at it.
+#[derive(Clone, Copy)]
+enum Pending {
+    /// Anderson's, with the residual before it.
+    Anderson(f64),
+    /// The secant's, with ‖f‖² before it and its factor.
+    Secant { before: f64, omega: f64 },
+}
+
+/// Rebuilds q after an accepted step, halving η (the step shrunk towards
+/// the rollback point) while it is rejected: the halvings, None when η fell
+/// below its minimum.
+fn complete<S: SweepState>(
+    st: &mut S,
+    eta: &mut f64,
+    warmup: bool,
+    min_eta: f64,
+    n: &mut Counts,
+) -> Option<usize> {
+    let mut halved = 0;
+    while !st.complete_sweep(*eta, warmup) {
+        *eta *= 0.5;
+        n.halvings += 1;
+        halved += 1;
+        if *eta < min_eta {
+            return None;
+        }
+        st.shrink();
+    }
+    Some(halved)
 }
 
 /// Runs EP to convergence from the current state with Anderson mixing when
@@ -47,8 +82,12 @@ pub fn run_once<S: SweepState>(
     let mut progress = Progress::default();
     let mut q_prev: Option<Marginal> = None;
     let (mut eta, mut sweep, mut delta, mut candidate) = (s.eta, 0usize, f64::INFINITY, false);
-    // The residual before a mixed step not yet judged; no mixing next sweep.
-    let (mut mixed_pending, mut no_mix): (Option<f64>, bool) = (None, false);
+    // A mixed step not yet judged; no mixing next sweep.
+    let (mut pending, mut no_mix): (Option<Pending>, bool) = (None, false);
+    // The current state is a plain step from the rollback point (a secant
+    // step may follow); the secant's largest factor (halved by an undone
+    // step, doubled by a kept one).
+    let (mut last_plain, mut cap) = (false, f64::INFINITY);
     let mut n = Counts::default();
     let fail = |st: &S,
                 why: &str,
@@ -78,15 +117,42 @@ pub fn run_once<S: SweepState>(
     loop {
         ctl.checkpoint()?;
         let stats = st.pass((!candidate).then_some(eta), rules.evidence_every_sweep);
+        let secant_undo = |st: &mut S, omega: f64, eta: &mut f64, n: &mut Counts| {
+            // Back to the plain step the secant scaled (its rollback point
+            // kept): the mixed sweep is the plain one, late.
+            st.scale_step(1.0 / omega);
+            n.undone += 1;
+            complete(st, eta, false, s.min_eta, n)
+        };
         if stats.bad > 0 {
-            if mixed_pending.take().is_some() {
-                // The mixed point left a cavity invalid.
-                if !undo(st, &mut aa, &mut n) {
-                    return Err(prior_not_pd());
+            match pending.take() {
+                Some(Pending::Anderson(_)) => {
+                    // The mixed point left a cavity invalid.
+                    if !undo(st, &mut aa, &mut n) {
+                        return Err(prior_not_pd());
+                    }
+                    (no_mix, candidate) = (true, false);
+                    continue;
                 }
-                (no_mix, candidate) = (true, false);
-                continue;
+                Some(Pending::Secant { omega, .. }) => {
+                    cap = omega / 2.0;
+                    let Some(h) = secant_undo(st, omega, &mut eta, &mut n) else {
+                        let reason = st.rebuild_reason();
+                        return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
+                    };
+                    last_plain = h == 0;
+                    if h > 0 {
+                        progress.reset();
+                    }
+                    delta = st
+                        .marginal()
+                        .delta(q_prev.as_ref().expect("a previous state"));
+                    candidate = sweep > warmup && delta < s.tol * st.step_floor(eta);
+                    continue;
+                }
+                None => {}
             }
+            last_plain = false;
             if !st.can_roll_back() {
                 if cold_restart || !st.can_reset() {
                     return Err(fail(
@@ -143,17 +209,43 @@ pub fn run_once<S: SweepState>(
             aa = st.mix_len().and_then(Anderson::within_budget);
         }
         // The current state is valid; a mixed one must also have cut the
-        // residual. The pair (x, G(x)) is staged, committed below.
+        // residual. The pair (x, G(x)) is staged, committed below; the
+        // secant's inner products when it judges or may take a step (Δ small
+        // enough for a factor of `MIN_FACTOR` within `SPAN`).
         let res = aa.as_mut().map(|a| a.stage(|x, g| st.write_mix(x, g)));
-        if let (Some(before), Some(r)) = (mixed_pending.take(), res)
-            && !candidate
-            && r >= before
-        {
-            if !undo(st, &mut aa, &mut n) {
-                return Err(prior_not_pd());
+        let judging = matches!(pending, Some(Pending::Secant { .. }));
+        let planning = aa.is_none() && last_plain && !no_mix && sweep >= warmup;
+        let dots = (!candidate && (judging || (planning && (MIN_FACTOR - 1.0) * delta <= SPAN)))
+            .then(|| st.secant_dots())
+            .flatten();
+        match pending.take() {
+            Some(Pending::Anderson(before)) if !candidate && res.is_some_and(|r| r >= before) => {
+                if !undo(st, &mut aa, &mut n) {
+                    return Err(prior_not_pd());
+                }
+                no_mix = true;
+                continue;
             }
-            no_mix = true;
-            continue;
+            Some(Pending::Secant { before, omega }) => {
+                if dots.is_none_or(|d| d[0] >= before) {
+                    cap = omega / 2.0;
+                    let Some(h) = secant_undo(st, omega, &mut eta, &mut n) else {
+                        let reason = st.rebuild_reason();
+                        return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
+                    };
+                    last_plain = h == 0;
+                    if h > 0 {
+                        progress.reset();
+                    }
+                    delta = st
+                        .marginal()
+                        .delta(q_prev.as_ref().expect("a previous state"));
+                    candidate = sweep > warmup && delta < s.tol * st.step_floor(eta);
+                    continue;
+                }
+                cap *= 2.0;
+            }
+            _ => {}
         }
         let pass = PassDone {
             sweep,
@@ -180,6 +272,11 @@ pub fn run_once<S: SweepState>(
             ));
         }
         let mut mixed = None;
+        let omega = dots
+            .filter(|_| planning)
+            .and_then(secant_factor)
+            .map(|w| w.min(cap).min(1.0 + SPAN / delta))
+            .filter(|&w| w >= MIN_FACTOR);
         if let (Some(a), Some(r)) = (aa.as_mut(), res) {
             a.commit();
             if !no_mix
@@ -205,21 +302,40 @@ pub fn run_once<S: SweepState>(
             }
             // A plain step follows every mixed one: convergence is judged on
             // plain steps only.
-            (mixed_pending, no_mix) = (Some(r), true);
+            (pending, no_mix, last_plain) = (Some(Pending::Anderson(r)), true, false);
             n.mixed += 1;
         } else {
-            while !st.complete_sweep(eta, sweep < warmup) {
-                eta *= 0.5;
-                n.halvings += 1;
-                if eta < s.min_eta {
+            // The secant step scales the plain one; where Q is not positive
+            // definite at it, back to the plain step.
+            let mut secant = None;
+            if let (Some(w), Some(d)) = (omega, dots)
+                && st.scale_step(w)
+            {
+                if st.complete_sweep(eta, false) {
+                    secant = Some(Pending::Secant {
+                        before: d[0],
+                        omega: w,
+                    });
+                } else {
+                    st.scale_step(1.0 / w);
+                    (n.undone, cap) = (n.undone + 1, w / 2.0);
+                }
+            }
+            if secant.is_some() {
+                (pending, last_plain) = (secant, false);
+                n.mixed += 1;
+            } else {
+                let Some(h) = complete(st, &mut eta, sweep < warmup, s.min_eta, &mut n) else {
                     let reason = st.rebuild_reason();
                     return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
+                };
+                last_plain = h == 0;
+                if h > 0 {
+                    if let Some(a) = aa.as_mut() {
+                        a.clear();
+                    }
+                    progress.reset();
                 }
-                st.shrink();
-                if let Some(a) = aa.as_mut() {
-                    a.clear();
-                }
-                progress.reset();
             }
         }
         sweep += 1;
@@ -240,7 +356,7 @@ pub fn run_once<S: SweepState>(
         }
         let step = st.step_floor(eta);
         // A mixed step is judged by the residual at it first (next pass).
-        candidate = mixed_pending.is_none() && sweep > warmup && delta < s.tol * step;
+        candidate = pending.is_none() && sweep > warmup && delta < s.tol * step;
         if candidate {
             continue;
         }
@@ -258,6 +374,7 @@ pub fn run_once<S: SweepState>(
             {
                 eta *= 0.5;
                 n.verdict_halvings += 1;
+                last_plain = false;
                 progress.reset();
                 if let Some(a) = aa.as_mut() {
                     a.clear();

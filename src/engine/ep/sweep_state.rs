@@ -126,6 +126,19 @@ pub trait SweepState {
     fn write_mix(&self, _x: &mut [f64], _g: &mut [f64]) {}
     /// Replaces the trial (a mixed point); `accept` then makes it current.
     fn load_trial(&mut self, _v: &[f64]) {}
+    /// Right after an update pass, over the sites as one vector (t the
+    /// trial, c the current state, p the rollback point): [‖t − c‖²,
+    /// ⟨t − c, c − p⟩, ‖c − p‖², ‖c‖²], for the controller's secant step;
+    /// None when the flavour does not support it.
+    fn secant_dots(&self) -> Option<[f64; 4]> {
+        None
+    }
+    /// As `overrelax` (current ← rollback + f·(current − rollback); q then
+    /// rebuilt by `complete_sweep` or `ensure_q`), cheap enough for every
+    /// other sweep: f = 1/f' undoes a step scaled by f'.
+    fn scale_step(&mut self, _f: f64) -> bool {
+        false
+    }
     /// What to try when the run fails this way (appended to the message).
     fn hint(&self, _f: Failure) -> Option<&'static str> {
         None
