@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::{
     Anderson, MIN_FACTOR, NonProgress, PLAIN_SWEEPS, Progress, SPAN, VERDICT_HALVINGS,
-    secant_factor,
+    marginal_dots, secant_factor,
 };
 use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::sweep_state::{
@@ -80,13 +80,15 @@ pub fn run_once<S: SweepState>(
     // a run that converges fast pays nothing for it.
     let mut aa: Option<Anderson> = None;
     let mut progress = Progress::default();
+    // q of the current state before the last accepted step, and before that.
     let mut q_prev: Option<Marginal> = None;
+    let mut q_prev2: Option<Marginal>;
     let (mut eta, mut sweep, mut delta, mut candidate) = (s.eta, 0usize, f64::INFINITY, false);
     // A mixed step not yet judged; no mixing next sweep.
     let (mut pending, mut no_mix): (Option<Pending>, bool) = (None, false);
     // The current state is a plain step from the rollback point (a secant
-    // step may follow); the secant's largest factor (halved by an undone
-    // step, doubled by a kept one).
+    // step may follow); the secant's largest factor (half an undone step's,
+    // doubled by a kept one and by each plain pair without one).
     let (mut last_plain, mut cap) = (false, f64::INFINITY);
     let mut n = Counts::default();
     let fail = |st: &S,
@@ -209,15 +211,8 @@ pub fn run_once<S: SweepState>(
             aa = st.mix_len().and_then(Anderson::within_budget);
         }
         // The current state is valid; a mixed one must also have cut the
-        // residual. The pair (x, G(x)) is staged, committed below; the
-        // secant's inner products when it judges or may take a step (Δ small
-        // enough for a factor of `MIN_FACTOR` within `SPAN`).
+        // residual. The pair (x, G(x)) is staged, committed below.
         let res = aa.as_mut().map(|a| a.stage(|x, g| st.write_mix(x, g)));
-        let judging = matches!(pending, Some(Pending::Secant { .. }));
-        let planning = aa.is_none() && last_plain && !no_mix && sweep >= warmup;
-        let dots = (!candidate && (judging || (planning && (MIN_FACTOR - 1.0) * delta <= SPAN)))
-            .then(|| st.secant_dots())
-            .flatten();
         match pending.take() {
             Some(Pending::Anderson(before)) if !candidate && res.is_some_and(|r| r >= before) => {
                 if !undo(st, &mut aa, &mut n) {
@@ -227,7 +222,7 @@ pub fn run_once<S: SweepState>(
                 continue;
             }
             Some(Pending::Secant { before, omega }) => {
-                if dots.is_none_or(|d| d[0] >= before) {
+                if st.residual2().is_none_or(|r| r >= before) {
                     cap = omega / 2.0;
                     let Some(h) = secant_undo(st, omega, &mut eta, &mut n) else {
                         let reason = st.rebuild_reason();
@@ -272,11 +267,6 @@ pub fn run_once<S: SweepState>(
             ));
         }
         let mut mixed = None;
-        let omega = dots
-            .filter(|_| planning)
-            .and_then(secant_factor)
-            .map(|w| w.min(cap).min(1.0 + SPAN / delta))
-            .filter(|&w| w >= MIN_FACTOR);
         if let (Some(a), Some(r)) = (aa.as_mut(), res) {
             a.commit();
             if !no_mix
@@ -289,7 +279,7 @@ pub fn run_once<S: SweepState>(
         }
         no_mix = false;
         st.accept();
-        q_prev = Some(st.marginal()); // q is still the accepted state's
+        q_prev2 = q_prev.replace(st.marginal()); // q is still the accepted state's
         st.begin_sweep();
         if let Some(r) = mixed {
             if !st.complete_sweep(eta, false) {
@@ -305,36 +295,51 @@ pub fn run_once<S: SweepState>(
             (pending, no_mix, last_plain) = (Some(Pending::Anderson(r)), true, false);
             n.mixed += 1;
         } else {
-            // The secant step scales the plain one; where Q is not positive
-            // definite at it, back to the plain step.
-            let mut secant = None;
-            if let (Some(w), Some(d)) = (omega, dots)
-                && st.scale_step(w)
-            {
-                if st.complete_sweep(eta, false) {
-                    secant = Some(Pending::Secant {
-                        before: d[0],
-                        omega: w,
-                    });
-                } else {
-                    st.scale_step(1.0 / w);
-                    (n.undone, cap) = (n.undone + 1, w / 2.0);
+            let Some(h) = complete(st, &mut eta, sweep < warmup, s.min_eta, &mut n) else {
+                let reason = st.rebuild_reason();
+                return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
+            };
+            // Two plain steps in a row: the secant may scale the second.
+            let plain_pair = last_plain && h == 0;
+            last_plain = h == 0;
+            if h > 0 {
+                if let Some(a) = aa.as_mut() {
+                    a.clear();
                 }
+                progress.reset();
             }
-            if secant.is_some() {
-                (pending, last_plain) = (secant, false);
-                n.mixed += 1;
-            } else {
-                let Some(h) = complete(st, &mut eta, sweep < warmup, s.min_eta, &mut n) else {
-                    let reason = st.rebuild_reason();
-                    return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
-                };
-                last_plain = h == 0;
-                if h > 0 {
-                    if let Some(a) = aa.as_mut() {
-                        a.clear();
+            let (old, mid) = (q_prev2.as_ref(), q_prev.as_ref().expect("a previous state"));
+            if plain_pair
+                && aa.is_none()
+                && sweep >= warmup
+                && let Some(old) = old
+            {
+                let now = st.marginal();
+                let d = now.delta(mid);
+                let omega = ((MIN_FACTOR - 1.0) * d <= SPAN)
+                    .then(|| secant_factor(marginal_dots(old, mid, &now)))
+                    .flatten()
+                    .map(|w| w.min(cap).min(1.0 + SPAN / d))
+                    .filter(|&w| w >= MIN_FACTOR);
+                // The secant step scales the plain one; where Q is not
+                // positive definite at it, back to the plain step.
+                if omega.is_none() {
+                    // The trust regrows while no step is taken.
+                    cap *= 2.0;
+                }
+                if let Some(w) = omega
+                    && let Some(before) = st.scale_step(w)
+                {
+                    if st.complete_sweep(eta, false) {
+                        (pending, last_plain) = (Some(Pending::Secant { before, omega: w }), false);
+                        n.mixed += 1;
+                    } else {
+                        st.scale_step(1.0 / w);
+                        (n.undone, cap) = (n.undone + 1, w / 2.0);
+                        if !st.ensure_q() {
+                            return Err(prior_not_pd());
+                        }
                     }
-                    progress.reset();
                 }
             }
         }

@@ -640,11 +640,10 @@ impl SweepState for GaussianSweep<'_> {
     fn load_trial(&mut self, v: &[f64]) {
         self.ep.load_trial(v);
     }
-    fn secant_dots(&self) -> Option<[f64; 4]> {
-        self.ep.secant_dots()
+    fn residual2(&self) -> Option<f64> {
+        self.ep.residual2()
     }
-    fn scale_step(&mut self, f: f64) -> bool {
-        self.ep.scale_step(self.step.g, f);
-        true
+    fn scale_step(&mut self, f: f64) -> Option<f64> {
+        Some(self.ep.scale_step(self.step.g, f))
     }
 }

@@ -97,34 +97,40 @@ impl PairEp {
         true
     }
 
-    /// [‖t − c‖², ⟨t − c, c − p⟩, ‖c − p‖², ‖c‖²] over the sites, t the
-    /// trial the last update pass wrote, c the current state, p the
-    /// rollback point (`SiteBuffers::secant_dots`).
-    pub(crate) fn secant_dots(&self) -> Option<[f64; 4]> {
-        if self.trial_loaded {
-            return None;
-        }
-        with_store!(&self.store, s => s.secant_dots())
+    /// ‖trial − current‖² over the sites, the trial the last update pass
+    /// wrote (`SiteBuffers::residual2`).
+    pub(crate) fn residual2(&self) -> Option<f64> {
+        (!self.trial_loaded).then(|| with_store!(&self.store, s => s.residual2()))
     }
 
     /// Current ← rollback + f·(current − rollback) with the aggregates
     /// combined the same way when both ends' are known and the sites are
     /// f64 (f32 sites: the combination would not be the stored values'),
-    /// else by the kernel's pass; q must be rebuilt.
-    pub(crate) fn scale_step(&mut self, g: f64, f: f64) {
+    /// else by the kernel's pass; q must be rebuilt. Returns ‖current −
+    /// rollback‖² before.
+    pub(crate) fn scale_step(&mut self, g: f64, f: f64) -> f64 {
         let (prev, cur, _) = self.roles();
         let prev = prev.expect("a rollback point");
         let f64_sites = matches!(self.store, Store::F64(_));
         let base = self.held.slot(prev);
         match base {
             Some(i) if f64_sites && self.take_held() => {
-                with_store!(&mut self.store, s => s.scale_cur(f));
+                let step = with_store!(&mut self.store, s => s.scale_cur(f));
                 lerp(&mut self.agg, &self.held.slots[i].1, f);
                 self.held.drop_buffer(cur);
                 self.sites_part = None;
                 self.q = None;
+                step
             }
-            _ => self.relax_current(g, f),
+            _ => {
+                let step = with_store!(&self.store, s => s.step2());
+                self.relax_current(g, f);
+                step
+            }
         }
     }
 }
+
+#[cfg(test)]
+#[path = "secant_tests.rs"]
+mod tests;

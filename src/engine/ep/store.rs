@@ -244,50 +244,56 @@ impl<S: SiteScalar> SiteBuffers<S> {
         }
     }
 
-    /// Inner products of a secant step (`controller`) over K and h of every
-    /// site, t the trial (`next`), c the current state, p the rollback
-    /// point: [‖t − c‖², ⟨t − c, c − p⟩, ‖c − p‖², ‖c‖²]; None without a
-    /// rollback point. Fixed chunks summed in order: the same for any number
-    /// of threads.
-    pub fn secant_dots(&self) -> Option<[f64; 4]> {
-        let p = self.prev?;
-        let (c, t) = (self.cur, self.next());
-        let mut out = [0.0; 4];
-        for (vp, vc, vt) in [
-            (&self.k[p], &self.k[c], &self.k[t]),
-            (&self.h[p], &self.h[c], &self.h[t]),
-        ] {
-            let parts: Vec<[f64; 4]> = vp
+    /// ‖trial − current‖² over K and h of every site (the residual of a
+    /// damped step, `controller`).
+    pub fn residual2(&self) -> f64 {
+        self.dist2(self.cur, self.next())
+    }
+
+    /// ‖current − rollback point‖² (0 without one).
+    pub fn step2(&self) -> f64 {
+        self.prev.map_or(0.0, |p| self.dist2(p, self.cur))
+    }
+
+    /// ‖b − a‖² over K and h of buffers a and b. Fixed chunks summed in
+    /// order: the same for any number of threads.
+    fn dist2(&self, c: usize, t: usize) -> f64 {
+        let mut out = 0.0;
+        for (vc, vt) in [(&self.k[c], &self.k[t]), (&self.h[c], &self.h[t])] {
+            let parts: Vec<f64> = vc
                 .par_chunks(CHUNK)
-                .zip(vc.par_chunks(CHUNK))
                 .zip(vt.par_chunks(CHUNK))
-                .map(|((p, c), t)| dots4(p, c, t))
+                .map(|(c, t)| dist2(c, t))
                 .collect();
-            for part in parts {
-                for (o, v) in out.iter_mut().zip(part) {
-                    *o += v;
-                }
-            }
+            out += parts.iter().sum::<f64>();
         }
-        Some(out)
+        out
     }
 
     /// cur ← prev + f·(cur − prev): the last step scaled by f (needs a
-    /// rollback point).
-    pub fn scale_cur(&mut self, f: f64) {
+    /// rollback point); returns ‖cur − prev‖² before (summed as `residual2`).
+    pub fn scale_cur(&mut self, f: f64) -> f64 {
         let p = self.prev.expect("a rollback point");
         let c = self.cur;
         let (kp, hp, kc, hc) = self.read_write(p, c);
+        let mut out = 0.0;
         for (src, dst) in [(kp, kc), (hp, hc)] {
-            dst.par_chunks_mut(CHUNK)
+            let parts: Vec<f64> = dst
+                .par_chunks_mut(CHUNK)
                 .zip(src.par_chunks(CHUNK))
-                .for_each(|(d, s)| {
+                .map(|(d, s)| {
+                    let mut acc = 0.0;
                     for (d, s) in d.iter_mut().zip(s) {
                         let (a, b) = (s.to_f64(), d.to_f64());
+                        acc += (b - a) * (b - a);
                         *d = S::from_f64(a + f * (b - a));
                     }
-                });
+                    acc
+                })
+                .collect();
+            out += parts.iter().sum::<f64>();
         }
+        out
     }
 
     /// Site (K, h) of pair (i, j) in the current state.
@@ -314,27 +320,20 @@ fn two<T>(v: &mut [Vec<T>; 3], r: usize, w: usize) -> (&[T], &mut [T]) {
 /// Values per task of the secant's passes.
 const CHUNK: usize = 1 << 14;
 
-/// `secant_dots` over one chunk, four lanes per sum (vectorised).
-fn dots4<S: SiteScalar>(p: &[S], c: &[S], t: &[S]) -> [f64; 4] {
-    let mut acc = [[0.0f64; 4]; 4];
-    let n = c.len() / 4 * 4;
-    for i in (0..n).step_by(4) {
+/// ‖t − c‖² over one chunk, four lanes (vectorised).
+fn dist2<S: SiteScalar>(c: &[S], t: &[S]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let (c4, t4) = (c.chunks_exact(4), t.chunks_exact(4));
+    let (cr, tr) = (c4.remainder(), t4.remainder());
+    for (c, t) in c4.zip(t4) {
         for l in 0..4 {
-            let (pv, cv, tv) = (p[i + l].to_f64(), c[i + l].to_f64(), t[i + l].to_f64());
-            let (f, g) = (tv - cv, cv - pv);
-            acc[0][l] += f * f;
-            acc[1][l] += f * g;
-            acc[2][l] += g * g;
-            acc[3][l] += cv * cv;
+            let d = t[l].to_f64() - c[l].to_f64();
+            acc[l] += d * d;
         }
     }
-    for i in n..c.len() {
-        let (pv, cv, tv) = (p[i].to_f64(), c[i].to_f64(), t[i].to_f64());
-        let (f, g) = (tv - cv, cv - pv);
-        acc[0][0] += f * f;
-        acc[1][0] += f * g;
-        acc[2][0] += g * g;
-        acc[3][0] += cv * cv;
+    for (c, t) in cr.iter().zip(tr) {
+        let d = t.to_f64() - c.to_f64();
+        acc[0] += d * d;
     }
-    acc.map(|a| a.iter().sum())
+    acc.iter().sum()
 }

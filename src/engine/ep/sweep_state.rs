@@ -126,18 +126,18 @@ pub trait SweepState {
     fn write_mix(&self, _x: &mut [f64], _g: &mut [f64]) {}
     /// Replaces the trial (a mixed point); `accept` then makes it current.
     fn load_trial(&mut self, _v: &[f64]) {}
-    /// Right after an update pass, over the sites as one vector (t the
-    /// trial, c the current state, p the rollback point): [‖t − c‖²,
-    /// ⟨t − c, c − p⟩, ‖c − p‖², ‖c‖²], for the controller's secant step;
-    /// None when the flavour does not support it.
-    fn secant_dots(&self) -> Option<[f64; 4]> {
+    /// Right after an update pass: ‖trial − current‖² over the sites as one
+    /// vector (the residual the controller judges a secant step by); None
+    /// when the flavour does not support secant steps.
+    fn residual2(&self) -> Option<f64> {
         None
     }
     /// As `overrelax` (current ← rollback + f·(current − rollback); q then
     /// rebuilt by `complete_sweep` or `ensure_q`), cheap enough for every
-    /// other sweep: f = 1/f' undoes a step scaled by f'.
-    fn scale_step(&mut self, _f: f64) -> bool {
-        false
+    /// few sweeps: f = 1/f' undoes a step scaled by f'. Returns ‖current −
+    /// rollback‖² before (as `residual2`), None when not supported.
+    fn scale_step(&mut self, _f: f64) -> Option<f64> {
+        None
     }
     /// What to try when the run fails this way (appended to the message).
     fn hint(&self, _f: Failure) -> Option<&'static str> {
