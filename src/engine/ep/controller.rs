@@ -201,6 +201,8 @@ pub struct Anderson {
     gram: Vec<f64>,
     /// ‖x_a‖² by slot (the ridge's round-off term).
     xx: Vec<f64>,
+    /// The last mixed point's weights by slot.
+    weights: Vec<(usize, f64)>,
 }
 
 /// Values per block of the fused passes (a block of every slot stays in L1).
@@ -236,6 +238,7 @@ impl Anderson {
             staged: 0,
             gram: vec![0.0; slots * slots],
             xx: vec![0.0; slots],
+            weights: Vec::with_capacity(slots),
         }
     }
 
@@ -308,10 +311,16 @@ impl Anderson {
             .expect("m + 2 slots, at most m + 1 committed");
     }
 
+    /// The slot the next `stage` writes (the flavour keeps what it needs of
+    /// G(x) under it: `SweepState::hold_trial`).
+    pub fn staged_slot(&self) -> usize {
+        self.staged
+    }
+
     /// The mixed point from the history (None with fewer than two pairs or a
     /// singular system): G(x_k) − ΔG·c with c the ridge least squares of
-    /// f_k ≈ ΔF·c.
-    pub fn mix(&mut self) -> Option<&[f64]> {
+    /// f_k ≈ ΔF·c; with its weights on the slots' G(x_i) (summing to 1).
+    pub fn mix(&mut self) -> Option<(&[f64], &[(usize, f64)])> {
         let k = self.order.len();
         if k < 2 {
             return None;
@@ -363,8 +372,12 @@ impl Anderson {
             }
         }
         self.g[self.staged] = out;
+        self.weights.clear();
+        self.weights.extend(s.iter().copied().zip(w));
         let out = &self.g[self.staged];
-        out.iter().all(|v| v.is_finite()).then_some(&out[..])
+        out.iter()
+            .all(|v| v.is_finite())
+            .then_some((&out[..], &self.weights[..]))
     }
 }
 

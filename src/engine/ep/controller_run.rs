@@ -212,7 +212,10 @@ pub fn run_once<S: SweepState>(
         }
         // The current state is valid; a mixed one must also have cut the
         // residual. The pair (x, G(x)) is staged, committed below.
-        let res = aa.as_mut().map(|a| a.stage(|x, g| st.write_mix(x, g)));
+        let res = aa.as_mut().map(|a| {
+            st.hold_trial(a.staged_slot());
+            a.stage(|x, g| st.write_mix(x, g))
+        });
         match pending.take() {
             Some(Pending::Anderson(before)) if !candidate && res.is_some_and(|r| r >= before) => {
                 if !undo(st, &mut aa, &mut n) {
@@ -271,9 +274,9 @@ pub fn run_once<S: SweepState>(
             a.commit();
             if !no_mix
                 && sweep >= warmup
-                && let Some(v) = a.mix()
+                && let Some((v, w)) = a.mix()
             {
-                st.load_trial(v);
+                st.load_trial_mixed(v, w);
                 mixed = Some(r);
             }
         }

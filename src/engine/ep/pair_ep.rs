@@ -643,6 +643,12 @@ impl SweepState for GaussianSweep<'_> {
     fn residual2(&self) -> Option<f64> {
         self.ep.residual2()
     }
+    fn hold_trial(&mut self, slot: usize) {
+        self.ep.hold_trial(slot);
+    }
+    fn load_trial_mixed(&mut self, v: &[f64], weights: &[(usize, f64)]) {
+        self.ep.load_trial_mixed(v, weights);
+    }
     fn scale_step(&mut self, f: f64) -> Option<f64> {
         Some(self.ep.scale_step(self.step.g, f))
     }

@@ -13,6 +13,8 @@ use super::{PairEp, Store};
 pub(crate) struct Held {
     pub on: bool,
     slots: Vec<(Option<usize>, Aggregates)>,
+    /// The aggregates of the trials in Anderson's history, by its slot.
+    mix: Vec<Option<Aggregates>>,
 }
 
 impl Held {
@@ -31,6 +33,7 @@ impl Held {
 
     pub fn clear(&mut self) {
         self.slots.clear();
+        self.mix.clear();
     }
 }
 
@@ -50,7 +53,66 @@ fn lerp(a: &mut Aggregates, base: &Aggregates, f: f64) {
     }
 }
 
+/// out ← Σ w·a over `parts`.
+fn combine(out: &mut Aggregates, parts: &[(&Aggregates, f64)]) {
+    out.k_row.fill(0.0);
+    out.k_col.fill(0.0);
+    out.h_row.fill(0.0);
+    out.h_col.fill(0.0);
+    out.g.fill(0.0);
+    for (a, w) in parts {
+        for (x, v) in out.k_row.iter_mut().zip(&a.k_row) {
+            *x += w * v;
+        }
+        for (x, v) in out.k_col.iter_mut().zip(&a.k_col) {
+            *x += w * v;
+        }
+        for (x, v) in out.h_row.iter_mut().zip(&a.h_row) {
+            *x += w * v;
+        }
+        for (x, v) in out.h_col.iter_mut().zip(&a.h_col) {
+            *x += w * v;
+        }
+        for (x, v) in out.g.as_mut_slice().iter_mut().zip(a.g.as_slice()) {
+            *x += w * v;
+        }
+    }
+}
+
 impl PairEp {
+    /// Keeps the aggregates of the trial the last update pass wrote under
+    /// Anderson's `slot`.
+    pub(crate) fn hold_trial(&mut self, slot: usize) {
+        let mix = &mut self.held.mix;
+        if mix.len() <= slot {
+            mix.resize(slot + 1, None);
+        }
+        // After an update pass `agg` is the trial's.
+        match (&mut mix[slot], !self.agg_valid && !self.trial_loaded) {
+            (Some(a), true) => a.clone_from(&self.agg),
+            (m, true) => *m = Some(self.agg.clone()),
+            (m, false) => *m = None,
+        }
+    }
+
+    /// The trial ← a mixed point Σ w·G(x_slot), its aggregates the same
+    /// combination of the held ones when all are held and the sites f64
+    /// (else rebuilt by a pass after `accept`).
+    pub(crate) fn load_trial_mixed(&mut self, v: &[f64], weights: &[(usize, f64)]) {
+        self.load_trial(v);
+        let f64_sites = matches!(self.store, Store::F64(_));
+        let mix = &self.held.mix;
+        let parts: Option<Vec<(&Aggregates, f64)>> = weights
+            .iter()
+            .map(|&(i, w)| mix.get(i).and_then(|a| a.as_ref()).map(|a| (a, w)))
+            .collect();
+        if let (Some(parts), true) = (parts, f64_sites) {
+            combine(&mut self.agg, &parts);
+            // `accept` keeps them as the current state's.
+            self.trial_loaded = false;
+        }
+    }
+
     fn roles(&self) -> (Option<usize>, usize, usize) {
         with_store!(&self.store, s => (s.prev, s.cur, s.next()))
     }

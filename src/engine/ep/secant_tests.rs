@@ -76,6 +76,41 @@ fn scaled_step_and_its_undo_match_the_kernel_pass() {
 }
 
 #[test]
+fn a_mixed_trial_takes_the_held_aggregates_combined() {
+    let (mut a, g) = state(Precision::F64, true);
+    let step = StepFactor::new(g);
+    sweeps(&mut a, g, 2);
+    // Two trials, held under slots 3 and 0, and their sites.
+    let len = 2 * a.site_count();
+    let mut trials = Vec::new();
+    for slot in [3, 0] {
+        a.pass_from_q(g, Some(0.7), false);
+        a.hold_trial(slot);
+        let mut t = vec![0.0; len];
+        a.write_sites(true, &mut t);
+        trials.push(t);
+        a.accept_trial();
+        assert!(a.rebuild(step));
+    }
+    let w = [(3, -0.4), (0, 1.4)];
+    let v: Vec<f64> = trials[0]
+        .iter()
+        .zip(&trials[1])
+        .map(|(x, y)| w[0].1 * x + w[1].1 * y)
+        .collect();
+    a.pass_from_q(g, Some(0.7), false);
+    a.load_trial_mixed(&v, &w);
+    a.accept_trial();
+    assert!(a.agg_valid);
+    assert!(a.rebuild(step));
+    // The obvious way: the same sites, aggregated by the kernel's pass.
+    let (mut b, _) = state(Precision::F64, false);
+    b.load_sites(&v);
+    assert!(b.rebuild(step));
+    close(&a, &b, 1e-9);
+}
+
+#[test]
 fn the_controller_reaches_the_classic_fixed_point() {
     let s = |controller| EpSettings {
         tol: 1e-7,

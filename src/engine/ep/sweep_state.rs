@@ -126,6 +126,14 @@ pub trait SweepState {
     fn write_mix(&self, _x: &mut [f64], _g: &mut [f64]) {}
     /// Replaces the trial (a mixed point); `accept` then makes it current.
     fn load_trial(&mut self, _v: &[f64]) {}
+    /// Right after an update pass: keep what the trial's mixing needs under
+    /// Anderson's `slot` (the pair sites: its aggregates).
+    fn hold_trial(&mut self, _slot: usize) {}
+    /// As `load_trial`, the mixed point being Σ w·G(x_slot) (`weights`) of
+    /// trials held by `hold_trial`.
+    fn load_trial_mixed(&mut self, v: &[f64], _weights: &[(usize, f64)]) {
+        self.load_trial(v);
+    }
     /// Right after an update pass: ‖trial − current‖² over the sites as one
     /// vector (the residual the controller judges a secant step by); None
     /// when the flavour does not support secant steps.
