@@ -118,7 +118,7 @@ fn anderson_accelerates_a_linear_fixed_point() {
             break;
         }
         aa.commit();
-        x = aa.mix().map_or(g, <[f64]>::to_vec);
+        x = aa.mix().map_or(g, |(v, _)| v.to_vec());
         its += 1;
         assert!(its < 500);
     }
