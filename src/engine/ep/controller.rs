@@ -205,6 +205,9 @@ pub struct Anderson {
     weights: Vec<(usize, f64)>,
 }
 
+/// A mixed point and its weights on the history's slots (`Anderson::mix`).
+pub type Mixed<'a> = (&'a [f64], &'a [(usize, f64)]);
+
 /// Values per block of the fused passes (a block of every slot stays in L1).
 const BLOCK: usize = 512;
 
@@ -320,7 +323,7 @@ impl Anderson {
     /// The mixed point from the history (None with fewer than two pairs or a
     /// singular system): G(x_k) − ΔG·c with c the ridge least squares of
     /// f_k ≈ ΔF·c; with its weights on the slots' G(x_i) (summing to 1).
-    pub fn mix(&mut self) -> Option<(&[f64], &[(usize, f64)])> {
+    pub fn mix(&mut self) -> Option<Mixed<'_>> {
         let k = self.order.len();
         if k < 2 {
             return None;
