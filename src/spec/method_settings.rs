@@ -281,7 +281,7 @@ pub const EP_SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "step controller",
-        help: "classic: damped sweeps with the stall, cycle, drift and extrapolation rules; anderson: damped sweeps with safeguarded Anderson mixing (once plain damping is slow) and one non-progress verdict on the residual's contraction (experimental; the mixing's least squares is regularised relative to the residual, so a drift ends in the verdict, not a false convergence). Gaussian prior.",
+        help: "classic: damped sweeps with the stall, cycle, drift and extrapolation rules; anderson: damped sweeps with a safeguarded secant step (Anderson(1) on the last two plain steps), safeguarded Anderson mixing where the run stays slow, and one non-progress verdict on the residual's contraction (experimental; the mixing's least squares is regularised relative to the residual, so a drift ends in the verdict, not a false convergence). Gaussian prior.",
         default: "classic",
         methods: EP,
         group: Group::Ep,

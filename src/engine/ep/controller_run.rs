@@ -7,7 +7,10 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::{Anderson, NonProgress, PLAIN_SWEEPS, Progress, VERDICT_HALVINGS};
+use super::{
+    Anderson, MIN_FACTOR, NonProgress, PLAIN_SWEEPS, Progress, SPAN, VERDICT_HALVINGS,
+    marginal_dots, secant_factor,
+};
 use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::sweep_state::{
     Converged, Marginal, PassDone, Rules, StoppedAt, SweepState, SweepStatus, not_converged,
@@ -23,6 +26,38 @@ struct Counts {
     verdict_halvings: usize,
     mixed: usize,
     undone: usize,
+}
+
+/// A mixed step not yet judged by the residual at it.
+#[derive(Clone, Copy)]
+enum Pending {
+    /// Anderson's, with the residual before it.
+    Anderson(f64),
+    /// The secant's, with ‖f‖² before it and its factor.
+    Secant { before: f64, omega: f64 },
+}
+
+/// Rebuilds q after an accepted step, halving η (the step shrunk towards
+/// the rollback point) while it is rejected: the halvings, None when η fell
+/// below its minimum.
+fn complete<S: SweepState>(
+    st: &mut S,
+    eta: &mut f64,
+    warmup: bool,
+    min_eta: f64,
+    n: &mut Counts,
+) -> Option<usize> {
+    let mut halved = 0;
+    while !st.complete_sweep(*eta, warmup) {
+        *eta *= 0.5;
+        n.halvings += 1;
+        halved += 1;
+        if *eta < min_eta {
+            return None;
+        }
+        st.shrink();
+    }
+    Some(halved)
 }
 
 /// Runs EP to convergence from the current state with Anderson mixing when
@@ -45,10 +80,16 @@ pub fn run_once<S: SweepState>(
     // a run that converges fast pays nothing for it.
     let mut aa: Option<Anderson> = None;
     let mut progress = Progress::default();
+    // q of the current state before the last accepted step, and before that.
     let mut q_prev: Option<Marginal> = None;
+    let mut q_prev2: Option<Marginal>;
     let (mut eta, mut sweep, mut delta, mut candidate) = (s.eta, 0usize, f64::INFINITY, false);
-    // The residual before a mixed step not yet judged; no mixing next sweep.
-    let (mut mixed_pending, mut no_mix): (Option<f64>, bool) = (None, false);
+    // A mixed step not yet judged; no mixing next sweep.
+    let (mut pending, mut no_mix): (Option<Pending>, bool) = (None, false);
+    // The current state is a plain step from the rollback point (a secant
+    // step may follow); the secant's largest factor (half an undone step's,
+    // doubled by a kept one and by each plain pair without one).
+    let (mut last_plain, mut cap) = (false, f64::INFINITY);
     let mut n = Counts::default();
     let fail = |st: &S,
                 why: &str,
@@ -78,15 +119,42 @@ pub fn run_once<S: SweepState>(
     loop {
         ctl.checkpoint()?;
         let stats = st.pass((!candidate).then_some(eta), rules.evidence_every_sweep);
+        let secant_undo = |st: &mut S, omega: f64, eta: &mut f64, n: &mut Counts| {
+            // Back to the plain step the secant scaled (its rollback point
+            // kept): the mixed sweep is the plain one, late.
+            st.scale_step(1.0 / omega);
+            n.undone += 1;
+            complete(st, eta, false, s.min_eta, n)
+        };
         if stats.bad > 0 {
-            if mixed_pending.take().is_some() {
-                // The mixed point left a cavity invalid.
-                if !undo(st, &mut aa, &mut n) {
-                    return Err(prior_not_pd());
+            match pending.take() {
+                Some(Pending::Anderson(_)) => {
+                    // The mixed point left a cavity invalid.
+                    if !undo(st, &mut aa, &mut n) {
+                        return Err(prior_not_pd());
+                    }
+                    (no_mix, candidate) = (true, false);
+                    continue;
                 }
-                (no_mix, candidate) = (true, false);
-                continue;
+                Some(Pending::Secant { omega, .. }) => {
+                    cap = omega / 2.0;
+                    let Some(h) = secant_undo(st, omega, &mut eta, &mut n) else {
+                        let reason = st.rebuild_reason();
+                        return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
+                    };
+                    last_plain = h == 0;
+                    if h > 0 {
+                        progress.reset();
+                    }
+                    delta = st
+                        .marginal()
+                        .delta(q_prev.as_ref().expect("a previous state"));
+                    candidate = sweep > warmup && delta < s.tol * st.step_floor(eta);
+                    continue;
+                }
+                None => {}
             }
+            last_plain = false;
             if !st.can_roll_back() {
                 if cold_restart || !st.can_reset() {
                     return Err(fail(
@@ -144,16 +212,38 @@ pub fn run_once<S: SweepState>(
         }
         // The current state is valid; a mixed one must also have cut the
         // residual. The pair (x, G(x)) is staged, committed below.
-        let res = aa.as_mut().map(|a| a.stage(|x, g| st.write_mix(x, g)));
-        if let (Some(before), Some(r)) = (mixed_pending.take(), res)
-            && !candidate
-            && r >= before
-        {
-            if !undo(st, &mut aa, &mut n) {
-                return Err(prior_not_pd());
+        let res = aa.as_mut().map(|a| {
+            st.hold_trial(a.staged_slot());
+            a.stage(|x, g| st.write_mix(x, g))
+        });
+        match pending.take() {
+            Some(Pending::Anderson(before)) if !candidate && res.is_some_and(|r| r >= before) => {
+                if !undo(st, &mut aa, &mut n) {
+                    return Err(prior_not_pd());
+                }
+                no_mix = true;
+                continue;
             }
-            no_mix = true;
-            continue;
+            Some(Pending::Secant { before, omega }) => {
+                if st.residual2().is_none_or(|r| r >= before) {
+                    cap = omega / 2.0;
+                    let Some(h) = secant_undo(st, omega, &mut eta, &mut n) else {
+                        let reason = st.rebuild_reason();
+                        return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
+                    };
+                    last_plain = h == 0;
+                    if h > 0 {
+                        progress.reset();
+                    }
+                    delta = st
+                        .marginal()
+                        .delta(q_prev.as_ref().expect("a previous state"));
+                    candidate = sweep > warmup && delta < s.tol * st.step_floor(eta);
+                    continue;
+                }
+                cap *= 2.0;
+            }
+            _ => {}
         }
         let pass = PassDone {
             sweep,
@@ -184,15 +274,15 @@ pub fn run_once<S: SweepState>(
             a.commit();
             if !no_mix
                 && sweep >= warmup
-                && let Some(v) = a.mix()
+                && let Some((v, w)) = a.mix()
             {
-                st.load_trial(v);
+                st.load_trial_mixed(v, w);
                 mixed = Some(r);
             }
         }
         no_mix = false;
         st.accept();
-        q_prev = Some(st.marginal()); // q is still the accepted state's
+        q_prev2 = q_prev.replace(st.marginal()); // q is still the accepted state's
         st.begin_sweep();
         if let Some(r) = mixed {
             if !st.complete_sweep(eta, false) {
@@ -205,21 +295,55 @@ pub fn run_once<S: SweepState>(
             }
             // A plain step follows every mixed one: convergence is judged on
             // plain steps only.
-            (mixed_pending, no_mix) = (Some(r), true);
+            (pending, no_mix, last_plain) = (Some(Pending::Anderson(r)), true, false);
             n.mixed += 1;
         } else {
-            while !st.complete_sweep(eta, sweep < warmup) {
-                eta *= 0.5;
-                n.halvings += 1;
-                if eta < s.min_eta {
-                    let reason = st.rebuild_reason();
-                    return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
-                }
-                st.shrink();
+            let Some(h) = complete(st, &mut eta, sweep < warmup, s.min_eta, &mut n) else {
+                let reason = st.rebuild_reason();
+                return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
+            };
+            // Two plain steps in a row: the secant may scale the second.
+            let plain_pair = last_plain && h == 0;
+            last_plain = h == 0;
+            if h > 0 {
                 if let Some(a) = aa.as_mut() {
                     a.clear();
                 }
                 progress.reset();
+            }
+            let (old, mid) = (q_prev2.as_ref(), q_prev.as_ref().expect("a previous state"));
+            if plain_pair
+                && aa.is_none()
+                && sweep >= warmup
+                && let Some(old) = old
+            {
+                let now = st.marginal();
+                let d = now.delta(mid);
+                let omega = ((MIN_FACTOR - 1.0) * d <= SPAN)
+                    .then(|| secant_factor(marginal_dots(old, mid, &now)))
+                    .flatten()
+                    .map(|w| w.min(cap).min(1.0 + SPAN / d))
+                    .filter(|&w| w >= MIN_FACTOR);
+                // The secant step scales the plain one; where Q is not
+                // positive definite at it, back to the plain step.
+                if omega.is_none() {
+                    // The trust regrows while no step is taken.
+                    cap *= 2.0;
+                }
+                if let Some(w) = omega
+                    && let Some(before) = st.scale_step(w)
+                {
+                    if st.complete_sweep(eta, false) {
+                        (pending, last_plain) = (Some(Pending::Secant { before, omega: w }), false);
+                        n.mixed += 1;
+                    } else {
+                        st.scale_step(1.0 / w);
+                        (n.undone, cap) = (n.undone + 1, w / 2.0);
+                        if !st.ensure_q() {
+                            return Err(prior_not_pd());
+                        }
+                    }
+                }
             }
         }
         sweep += 1;
@@ -240,7 +364,7 @@ pub fn run_once<S: SweepState>(
         }
         let step = st.step_floor(eta);
         // A mixed step is judged by the residual at it first (next pass).
-        candidate = mixed_pending.is_none() && sweep > warmup && delta < s.tol * step;
+        candidate = pending.is_none() && sweep > warmup && delta < s.tol * step;
         if candidate {
             continue;
         }
@@ -258,6 +382,7 @@ pub fn run_once<S: SweepState>(
             {
                 eta *= 0.5;
                 n.verdict_halvings += 1;
+                last_plain = false;
                 progress.reset();
                 if let Some(a) = aa.as_mut() {
                     a.clear();

@@ -118,7 +118,7 @@ fn anderson_accelerates_a_linear_fixed_point() {
             break;
         }
         aa.commit();
-        x = aa.mix().map_or(g, <[f64]>::to_vec);
+        x = aa.mix().map_or(g, |(v, _)| v.to_vec());
         its += 1;
         assert!(its < 500);
     }
@@ -206,6 +206,28 @@ impl SweepState for VecToy {
     }
     fn load_trial(&mut self, v: &[f64]) {
         self.trial = v.to_vec();
+    }
+    fn residual2(&self) -> Option<f64> {
+        let d = self
+            .cur
+            .iter()
+            .zip(&self.trial)
+            .map(|(a, b)| (b - a) * (b - a));
+        self.mixable.then(|| d.sum())
+    }
+    fn scale_step(&mut self, f: f64) -> Option<f64> {
+        let p = self.prev.as_ref().filter(|_| self.mixable)?;
+        let step = p
+            .iter()
+            .zip(&self.cur)
+            .map(|(a, b)| (b - a) * (b - a))
+            .sum();
+        self.cur = p
+            .iter()
+            .zip(&self.cur)
+            .map(|(a, b)| a + f * (b - a))
+            .collect();
+        Some(step)
     }
 }
 

@@ -42,6 +42,9 @@ macro_rules! with_store {
     };
 }
 
+#[path = "secant.rs"]
+mod secant;
+
 /// EP state for one set of pairs.
 pub struct PairEp {
     zp: DMatrix<f64>,
@@ -68,6 +71,8 @@ pub struct PairEp {
     trial_loaded: bool,
     /// Power EP's α for the pair sites (1 = EP; `set_power`).
     power: f64,
+    /// Aggregates of other buffers, for the controller's secant steps.
+    held: secant::Held,
 }
 
 impl PairEp {
@@ -105,6 +110,7 @@ impl PairEp {
             sampled: None,
             trial_loaded: false,
             power: 1.0,
+            held: secant::Held::default(),
             zp,
             zn,
         })
@@ -146,6 +152,7 @@ impl PairEp {
             sampled: Some((layout, ws)),
             trial_loaded: false,
             power: 1.0,
+            held: secant::Held::default(),
             zp,
             zn,
         })
@@ -287,11 +294,13 @@ impl PairEp {
         self.agg_valid = false;
         self.sites_part = None;
         self.q = None;
+        self.held.clear();
     }
 
     /// All sites back to zero (q = prior).
     pub fn reset(&mut self) {
         with_store!(&mut self.store, s => s.clear());
+        self.held.clear();
         self.agg.k_row.fill(0.0);
         self.agg.k_col.fill(0.0);
         self.agg.h_row.fill(0.0);
@@ -305,6 +314,9 @@ impl PairEp {
     fn run_pass(&mut self, op: Op, step: StepFactor) -> PassStats {
         if op != Op::Check {
             self.sites_part = None; // agg changes
+        }
+        if self.held.on {
+            self.hold_before(op);
         }
         if self.marg_stale
             && matches!(op, Op::Update { .. } | Op::Check)
@@ -447,6 +459,9 @@ impl PairEp {
         self.agg_valid = false;
         self.sites_part = None;
         self.q = None;
+        if self.held.on {
+            self.take_held(); // the rollback point's aggregates, when kept
+        }
     }
 
     pub(crate) fn can_roll_back(&self) -> bool {
@@ -481,6 +496,7 @@ impl PairEp {
     pub(crate) fn load_sites(&mut self, v: &[f64]) {
         let m = v.len() / 2;
         with_store!(&mut self.store, st => st.copy_in(&v[..m], &v[m..], false));
+        self.held.clear();
         self.agg_valid = false;
         self.sites_part = None;
         self.q = None;
@@ -489,6 +505,8 @@ impl PairEp {
     /// Replaces the trial the last update pass wrote (`sites_vec`'s layout).
     pub(crate) fn load_trial(&mut self, v: &[f64]) {
         let m = v.len() / 2;
+        let next = with_store!(&self.store, st => st.next());
+        self.held.drop_buffer(next);
         with_store!(&mut self.store, st => st.copy_in(&v[..m], &v[m..], true));
         self.trial_loaded = true;
         self.sites_part = None;
@@ -511,6 +529,7 @@ impl PairEp {
         on_sweep: &mut dyn FnMut(SweepInfo<'_>),
     ) -> Result<EpOutcome, EngineError> {
         self.set_power(s.power.alpha());
+        self.held.on = !s.controller.is_classic();
         let step = self.step(g);
         let rules = Rules {
             evidence_every_sweep: self.evidence_every_sweep,
@@ -620,5 +639,17 @@ impl SweepState for GaussianSweep<'_> {
     }
     fn load_trial(&mut self, v: &[f64]) {
         self.ep.load_trial(v);
+    }
+    fn residual2(&self) -> Option<f64> {
+        self.ep.residual2()
+    }
+    fn hold_trial(&mut self, slot: usize) {
+        self.ep.hold_trial(slot);
+    }
+    fn load_trial_mixed(&mut self, v: &[f64], weights: &[(usize, f64)]) {
+        self.ep.load_trial_mixed(v, weights);
+    }
+    fn scale_step(&mut self, f: f64) -> Option<f64> {
+        Some(self.ep.scale_step(self.step.g, f))
     }
 }

@@ -12,6 +12,8 @@
 //! the approximation the stored sites define; f32 rounding perturbs the fixed
 //! point by ~1e-7 relative, far inside the 1e-4 convergence tolerance.
 
+use rayon::prelude::*;
+
 use crate::engine::numerics::simd::Simd;
 
 /// A floating-point type sites can be stored in.
@@ -242,6 +244,58 @@ impl<S: SiteScalar> SiteBuffers<S> {
         }
     }
 
+    /// ‖trial − current‖² over K and h of every site (the residual of a
+    /// damped step, `controller`).
+    pub fn residual2(&self) -> f64 {
+        self.dist2(self.cur, self.next())
+    }
+
+    /// ‖current − rollback point‖² (0 without one).
+    pub fn step2(&self) -> f64 {
+        self.prev.map_or(0.0, |p| self.dist2(p, self.cur))
+    }
+
+    /// ‖b − a‖² over K and h of buffers a and b. Fixed chunks summed in
+    /// order: the same for any number of threads.
+    fn dist2(&self, c: usize, t: usize) -> f64 {
+        let mut out = 0.0;
+        for (vc, vt) in [(&self.k[c], &self.k[t]), (&self.h[c], &self.h[t])] {
+            let parts: Vec<f64> = vc
+                .par_chunks(CHUNK)
+                .zip(vt.par_chunks(CHUNK))
+                .map(|(c, t)| dist2(c, t))
+                .collect();
+            out += parts.iter().sum::<f64>();
+        }
+        out
+    }
+
+    /// cur ← prev + f·(cur − prev): the last step scaled by f (needs a
+    /// rollback point); returns ‖cur − prev‖² before (summed as `residual2`).
+    pub fn scale_cur(&mut self, f: f64) -> f64 {
+        let p = self.prev.expect("a rollback point");
+        let c = self.cur;
+        let (kp, hp, kc, hc) = self.read_write(p, c);
+        let mut out = 0.0;
+        for (src, dst) in [(kp, kc), (hp, hc)] {
+            let parts: Vec<f64> = dst
+                .par_chunks_mut(CHUNK)
+                .zip(src.par_chunks(CHUNK))
+                .map(|(d, s)| {
+                    let mut acc = 0.0;
+                    for (d, s) in d.iter_mut().zip(s) {
+                        let (a, b) = (s.to_f64(), d.to_f64());
+                        acc += (b - a) * (b - a);
+                        *d = S::from_f64(a + f * (b - a));
+                    }
+                    acc
+                })
+                .collect();
+            out += parts.iter().sum::<f64>();
+        }
+        out
+    }
+
     /// Site (K, h) of pair (i, j) in the current state.
     pub fn value(&self, i: usize, j: usize) -> (f64, f64) {
         let idx = i * self.n_neg + j;
@@ -261,4 +315,25 @@ fn two<T>(v: &mut [Vec<T>; 3], r: usize, w: usize) -> (&[T], &mut [T]) {
         let (a, b) = v.split_at_mut(r);
         (&b[0], &mut a[w])
     }
+}
+
+/// Values per task of the secant's passes.
+const CHUNK: usize = 1 << 14;
+
+/// ‖t − c‖² over one chunk, four lanes (vectorised).
+fn dist2<S: SiteScalar>(c: &[S], t: &[S]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let (c4, t4) = (c.chunks_exact(4), t.chunks_exact(4));
+    let (cr, tr) = (c4.remainder(), t4.remainder());
+    for (c, t) in c4.zip(t4) {
+        for l in 0..4 {
+            let d = t[l].to_f64() - c[l].to_f64();
+            acc[l] += d * d;
+        }
+    }
+    for (c, t) in cr.iter().zip(tr) {
+        let d = t.to_f64() - c.to_f64();
+        acc[0] += d * d;
+    }
+    acc.iter().sum()
 }

@@ -126,6 +126,27 @@ pub trait SweepState {
     fn write_mix(&self, _x: &mut [f64], _g: &mut [f64]) {}
     /// Replaces the trial (a mixed point); `accept` then makes it current.
     fn load_trial(&mut self, _v: &[f64]) {}
+    /// Right after an update pass: keep what the trial's mixing needs under
+    /// Anderson's `slot` (the pair sites: its aggregates).
+    fn hold_trial(&mut self, _slot: usize) {}
+    /// As `load_trial`, the mixed point being Σ w·G(x_slot) (`weights`) of
+    /// trials held by `hold_trial`.
+    fn load_trial_mixed(&mut self, v: &[f64], _weights: &[(usize, f64)]) {
+        self.load_trial(v);
+    }
+    /// Right after an update pass: ‖trial − current‖² over the sites as one
+    /// vector (the residual the controller judges a secant step by); None
+    /// when the flavour does not support secant steps.
+    fn residual2(&self) -> Option<f64> {
+        None
+    }
+    /// As `overrelax` (current ← rollback + f·(current − rollback); q then
+    /// rebuilt by `complete_sweep` or `ensure_q`), cheap enough for every
+    /// few sweeps: f = 1/f' undoes a step scaled by f'. Returns ‖current −
+    /// rollback‖² before (as `residual2`), None when not supported.
+    fn scale_step(&mut self, _f: f64) -> Option<f64> {
+        None
+    }
     /// What to try when the run fails this way (appended to the message).
     fn hint(&self, _f: Failure) -> Option<&'static str> {
         None
