@@ -114,7 +114,12 @@ pub(crate) fn gaussian_risk_terms(
         let mut out = Vec::with_capacity(means.len() * spreads.len());
         for m in means {
             for &s in spreads {
-                out.push(RiskTerm::Exact(gaussian_empirical_risk(x, y, m, &(cov * s))?));
+                out.push(RiskTerm::Exact(gaussian_empirical_risk(
+                    x,
+                    y,
+                    m,
+                    &(cov * s),
+                )?));
             }
         }
         return Ok(out);
@@ -207,8 +212,20 @@ pub fn certify_gaussian_spreads(
     let grid = &spread::SPREADS;
     let terms = gaussian_risk_terms(&pb.x, &pb.y, &[mean], cov, grid, plan)?;
     spread::best_spread(|s, shared_by| {
-        let k = grid.iter().position(|&g| g == s).expect("a spread of the grid");
-        gaussian_of_term(pb, prior, mean, &(cov * s), terms[k], epsilon, rho, shared_by)
+        let k = grid
+            .iter()
+            .position(|&g| g == s)
+            .expect("a spread of the grid");
+        gaussian_of_term(
+            pb,
+            prior,
+            mean,
+            &(cov * s),
+            terms[k],
+            epsilon,
+            rho,
+            shared_by,
+        )
     })
 }
 

@@ -172,7 +172,12 @@ fn batched_spreads_equal_each_spread_alone() {
         })
         .unwrap();
         assert_eq!(batched.rho_spread, alone.rho_spread);
-        assert!(close(batched.risk, alone.risk), "{} vs {}", batched.risk, alone.risk);
+        assert!(
+            close(batched.risk, alone.risk),
+            "{} vs {}",
+            batched.risk,
+            alone.risk
+        );
         assert!(close(batched.empirical_risk, alone.empirical_risk));
         assert_eq!(batched.draws.is_some(), exact_max == 0);
         if exact_max > 0 {

@@ -9,8 +9,8 @@ use nalgebra::{DMatrix, DVector};
 
 use super::row_space::RowSpace;
 use super::{
-    Bound, DRAWS_SHARE, PairPlan, Sizes, SplitPrior, from_parts, gaussian_risk_term, gaussian_risk_terms,
-    kl, settle,
+    Bound, DRAWS_SHARE, PairPlan, Sizes, SplitPrior, from_parts, gaussian_risk_term,
+    gaussian_risk_terms, kl, settle,
 };
 use crate::engine::fit::Fit;
 use crate::engine::numerics::rng;
@@ -185,7 +185,10 @@ pub fn certify_split(
                 }
                 _ => {
                     let grid = &super::spread::SPREADS;
-                    let k = grid.iter().position(|&g| g == s).expect("a spread of the grid");
+                    let k = grid
+                        .iter()
+                        .position(|&g| g == s)
+                        .expect("a spread of the grid");
                     terms[ti * grid.len() + k].at(eps_draws)
                 }
             };

@@ -87,7 +87,10 @@ pub fn ln_xi(m: usize) -> f64 {
     // O(m) logs and ln Γ per call (≈ 40 ms at 3.75·10⁵ terms), and a
     // certificate asks it for the same m dozens of times: remembered.
     static SEEN: std::sync::Mutex<Vec<(usize, f64)>> = std::sync::Mutex::new(Vec::new());
-    let hit = SEEN.lock().ok().and_then(|s| s.iter().find(|e| e.0 == m).map(|e| e.1));
+    let hit = SEEN
+        .lock()
+        .ok()
+        .and_then(|s| s.iter().find(|e| e.0 == m).map(|e| e.1));
     if let Some(v) = hit {
         return v;
     }
