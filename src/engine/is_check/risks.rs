@@ -204,7 +204,7 @@ mod tests {
     fn the_default_draws_follow_the_rows() {
         assert_eq!(auto_draws(1000, 20), MAX_AUTO_DRAWS);
         assert_eq!(auto_draws(100_000, 20), MAX_AUTO_DRAWS);
-        assert_eq!(auto_draws(750_000, 20), 1461);
+        assert_eq!(auto_draws(750_000, 20), 1456);
         assert_eq!(auto_draws(7_500_000, 20), 106);
         assert_eq!(auto_draws(1 << 26, 20), FEWEST_AUTO_DRAWS);
         let budget = MAX_AUTO_DRAWS as f64 * risk_seconds(FULL_CHECK_ROWS, 20);
@@ -220,10 +220,10 @@ mod tests {
             last = s;
         }
         assert!(auto_draws_note(MAX_AUTO_DRAWS).is_none());
-        assert!(!auto_draws_note(1461).unwrap().contains("cannot vouch"));
+        assert!(!auto_draws_note(1456).unwrap().contains("cannot vouch"));
         let few = auto_draws_note(106).unwrap();
         assert!(
-            few.contains("0.48") && few.contains("cannot vouch"),
+            few.contains("0.51") && few.contains("cannot vouch"),
             "{few}"
         );
     }
