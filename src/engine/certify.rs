@@ -200,7 +200,7 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
             notes.push((level, format!("no PAC-Bayes certificate: {e}")));
         }
     }
-    let is_draws = s.is_draws.unwrap_or_else(|| auto_draws(pb.n()));
+    let is_draws = s.is_draws.unwrap_or_else(|| auto_draws(pb.n(), pb.d()));
     if is_draws > 0 && gp_gaussian {
         uncertified.insert("is_check".into(), json!(GP_NO_THETA));
         notes.push((
@@ -211,8 +211,9 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
     let gaussian =
         fit.particles.is_none() && (fit.covariance.is_some() || fit.low_rank_covariance.is_some());
     if is_draws > 0 && gaussian && !gp_gaussian {
-        if let Some(note) = auto_draws_note(is_draws).filter(|_| s.is_draws.is_none()) {
-            notes.push((LogLevel::Info, note));
+        let draws_note = auto_draws_note(is_draws).filter(|_| s.is_draws.is_none());
+        if let Some(note) = &draws_note {
+            notes.push((LogLevel::Info, note.clone()));
         }
         let settings = IsSettings {
             draws: is_draws,
@@ -220,7 +221,8 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
             ..IsSettings::default()
         };
         match is_check_fit(fit, pb, &settings) {
-            Ok(c) => {
+            Ok(mut c) => {
+                c.draws_note = draws_note;
                 if !c.trusted {
                     notes.push((
                         LogLevel::Warn,

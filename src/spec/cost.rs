@@ -21,15 +21,6 @@ use super::values::Gamma;
 
 /// Per-unit costs, single-thread seconds (measured; see the module doc).
 mod unit {
-    /// One AUC risk R_n(θ) per training row: the score (d multiply-adds, in
-    /// the GEMM of a block of θs) and the bucket count, at `RISK_ROWS_AT`
-    /// rows; per row it doubles with every tenfold n (the kernel's tables
-    /// leave the caches: `pacauc bench-risk` measured 5.2, 10.6, 21.7 and
-    /// 45 ns per row at 7.5·10³…7.5·10⁶ rows, d = 20, one thread).
-    pub const RISK_ROW: f64 = 3.2e-9;
-    pub const RISK_ROW_FEATURE: f64 = 0.1e-9;
-    pub const RISK_ROWS_AT: f64 = 7500.0;
-    pub const RISK_CACHE_EXPONENT: f64 = 0.3;
     /// One EP site update per sweep (vectorised kernel ≈ 7–15 ns, plus the
     /// two GEMMs' 4d flops per site).
     pub const EP_SITE: f64 = 15e-9;
@@ -41,7 +32,10 @@ mod unit {
     pub const CERT_PAIR: f64 = 5e-9;
     pub const CERT_PAIR_FEATURE: f64 = 0.25e-9;
     /// One sampled pair of the certificate above `EXACT_PAIRS_MAX` (two random
-    /// rows out of cache, a difference's norm, one Φ).
+    /// row records out of cache, a difference's norm, 9 vectorised Φ: every
+    /// spread from one pass). Measured ≈ 1 CPU s for 10⁷ pairs at 7.5·10⁵
+    /// rows (VB 10⁶ × 20 with and without the check); 40 s before the pass
+    /// was shared by the spreads.
     pub const CERT_SAMPLED_PAIR: f64 = 60e-9;
     pub const CERT_SAMPLED_PAIR_FEATURE: f64 = 2e-9;
     /// One item·feature of a VB mini-batch gradient (gather, products).
@@ -232,13 +226,10 @@ pub(super) fn data_bytes(spec: &RunSpec, s: Sizes) -> (f64, f64) {
     )
 }
 
-/// One risk R_n(θ) on the training rows.
+/// One risk R_n(θ) on the training rows (the engine's model of its kernel,
+/// `is_check::risks::risk_seconds`, which the check's default draws use too).
 pub fn risk_seconds(s: Sizes) -> f64 {
-    let n = s.rows as f64;
-    let cache = (n / unit::RISK_ROWS_AT)
-        .powf(unit::RISK_CACHE_EXPONENT)
-        .max(0.5);
-    n * (unit::RISK_ROW + unit::RISK_ROW_FEATURE * s.features as f64) * cache
+    crate::engine::is_check::risks::risk_seconds(s.rows, s.features)
 }
 
 /// γ for the cost (auto and theory: n, the top of the range that matters).
@@ -279,7 +270,7 @@ fn certificate_part(s: Sizes) -> Part {
 
 /// The check's draws: as asked, or by the training size.
 fn is_draws_of(asked: Option<usize>, s: Sizes) -> usize {
-    asked.unwrap_or_else(|| crate::engine::is_check::risks::auto_draws(s.rows))
+    asked.unwrap_or_else(|| crate::engine::is_check::risks::auto_draws(s.rows, s.features))
 }
 
 fn is_check_part(asked: Option<usize>, s: Sizes) -> Option<Part> {

@@ -11,7 +11,8 @@ use super::spread;
 use super::{Bound, DRAWS_SHARE, Draws, Sizes, draws_term, from_parts, kl, pick_best, settle};
 use crate::engine::event::Event;
 use crate::engine::fit::{EngineKind, Fit, LowRankCov, MethodReport};
-use crate::engine::numerics::pair_risk::{gaussian_pair_risk, sampled_gaussian_pair_risk};
+use crate::engine::numerics::pair_risk::{SampleMean, gaussian_pair_risk};
+use crate::engine::numerics::pair_sample::sampled_gaussian_pair_risks;
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
 
@@ -72,6 +73,62 @@ pub fn gaussian_empirical_risk(
     Ok(gaussian_pair_risk(x, y, mean, &(&l * l.transpose())))
 }
 
+/// E_ρ R_n of one candidate Gaussian: exact, or a sample of pairs' mean and
+/// sd (its interval is made at the candidate's own ε, `RiskTerm::at`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum RiskTerm {
+    Exact(f64),
+    Sampled(SampleMean),
+}
+
+impl RiskTerm {
+    /// The value and, when sampled, its empirical Bernstein interval at `eps_draws`.
+    pub(crate) fn at(self, eps_draws: f64) -> (f64, Option<Draws>) {
+        match self {
+            RiskTerm::Exact(v) => (v, None),
+            RiskTerm::Sampled(s) => (
+                s.mean,
+                Some(Draws {
+                    source: Some(PAIRS_SOURCE.into()),
+                    ..draws_term(s.mean, s.sd, s.count as f64, eps_draws)
+                }),
+            ),
+        }
+    }
+}
+
+/// E_ρ R_n of ρ_ab = N(`means[a]`, `spreads[b]`·cov) for every a and b (result
+/// `a · spreads.len() + b`) as `plan` takes it: a pass over all pairs each, or
+/// one sample of pairs shared by all (`pair_sample`: the rows' projections,
+/// the draws and the row reads paid once, not once per candidate).
+pub(crate) fn gaussian_risk_terms(
+    x: &DMatrix<f64>,
+    y: &[bool],
+    means: &[&[f64]],
+    cov: &DMatrix<f64>,
+    spreads: &[f64],
+    plan: PairPlan,
+) -> Result<Vec<RiskTerm>, String> {
+    let np = y.iter().filter(|&&b| b).count();
+    if np * (y.len() - np) <= plan.exact_max {
+        let mut out = Vec::with_capacity(means.len() * spreads.len());
+        for m in means {
+            for &s in spreads {
+                out.push(RiskTerm::Exact(gaussian_empirical_risk(
+                    x,
+                    y,
+                    m,
+                    &(cov * s),
+                )?));
+            }
+        }
+        return Ok(out);
+    }
+    let l = cholesky(cov)?;
+    let s = sampled_gaussian_pair_risks(x, y, means, &l, spreads, plan.sample, plan.seed);
+    Ok(s.into_iter().map(RiskTerm::Sampled).collect())
+}
+
 /// E_ρ R_n of ρ = N(mean, cov) as `plan` takes it: exact, or the sampled
 /// pairs' mean with their empirical Bernstein interval at `eps_draws`.
 pub(crate) fn gaussian_risk_term(
@@ -82,18 +139,7 @@ pub(crate) fn gaussian_risk_term(
     plan: PairPlan,
     eps_draws: f64,
 ) -> Result<(f64, Option<Draws>), String> {
-    let np = y.iter().filter(|&&b| b).count();
-    if np * (y.len() - np) <= plan.exact_max {
-        return Ok((gaussian_empirical_risk(x, y, mean, cov)?, None));
-    }
-    let s = sampled_gaussian_pair_risk(x, y, mean, &cholesky(cov)?, plan.sample, plan.seed);
-    Ok((
-        s.mean,
-        Some(Draws {
-            source: Some(PAIRS_SOURCE.into()),
-            ..draws_term(s.mean, s.sd, s.count as f64, eps_draws)
-        }),
-    ))
+    Ok(gaussian_risk_terms(x, y, &[mean], cov, &[1.0], plan)?[0].at(eps_draws))
 }
 
 /// `b` with E_ρ R_n from draws: their interval's worst value, at ε less theirs.
@@ -127,12 +173,60 @@ pub fn certify_gaussian_with(
     rho: &str,
     plan: PairPlan,
 ) -> Result<Bound, String> {
-    let shared_by = plan.shared_by.max(1);
-    let eps_draws = DRAWS_SHARE * epsilon / shared_by as f64;
-    let (emp, draws) = gaussian_risk_term(&pb.x, &pb.y, mean, cov, plan, eps_draws)?;
+    let term = gaussian_risk_terms(&pb.x, &pb.y, &[mean], cov, &[1.0], plan)?[0];
+    gaussian_of_term(pb, prior, mean, cov, term, epsilon, rho, plan.shared_by)
+}
+
+/// The certificate of N(mean, cov) given its E_ρ R_n term, one of `shared_by`
+/// candidates sharing the Monte Carlo budget.
+#[allow(clippy::too_many_arguments)]
+fn gaussian_of_term(
+    pb: &Problem,
+    prior: &Prior,
+    mean: &[f64],
+    cov: &DMatrix<f64>,
+    term: RiskTerm,
+    epsilon: f64,
+    rho: &str,
+    shared_by: usize,
+) -> Result<Bound, String> {
+    let shared_by = shared_by.max(1);
+    let (emp, draws) = term.at(DRAWS_SHARE * epsilon / shared_by as f64);
     let (kl, c) = kl::kl_to_prior_best_scale(mean, cov, prior)?;
     let b = scaled(from_parts(emp, kl, Sizes::of(pb), epsilon, rho), c);
     Ok(with_draws(b, draws.map(|d| Draws { shared_by, ..d })))
+}
+
+/// N(mean, cov) at the best of its spreads N(mean, s·cov) (`spread`), each
+/// as `certify_gaussian_with` would certify it alone; E_ρ R_n of all spreads
+/// from one pass over one sample of pairs (`gaussian_risk_terms`).
+pub fn certify_gaussian_spreads(
+    pb: &Problem,
+    prior: &Prior,
+    mean: &[f64],
+    cov: &DMatrix<f64>,
+    epsilon: f64,
+    rho: &str,
+    plan: PairPlan,
+) -> Result<Bound, String> {
+    let grid = &spread::SPREADS;
+    let terms = gaussian_risk_terms(&pb.x, &pb.y, &[mean], cov, grid, plan)?;
+    spread::best_spread(|s, shared_by| {
+        let k = grid
+            .iter()
+            .position(|&g| g == s)
+            .expect("a spread of the grid");
+        gaussian_of_term(
+            pb,
+            prior,
+            mean,
+            &(cov * s),
+            terms[k],
+            epsilon,
+            rho,
+            shared_by,
+        )
+    })
 }
 
 /// The certificate of ρ = N(mean, V) with a factored V (EP's reduced form):
@@ -279,21 +373,18 @@ pub fn certify(fit: &Fit, pb: &Problem, epsilon: f64) -> Result<Bound, String> {
     let sizes = Sizes::of(pb);
     // The fit's Gaussian at the best of its spreads (`spread`).
     let gaussian = |rho: &str| -> Result<Bound, String> {
-        spread::best_spread(
-            |s, shared_by| match (&fit.covariance, &fit.low_rank_covariance) {
-                (Some(cov), _) => certify_gaussian_with(
-                    pb,
-                    prior,
-                    &fit.mean,
-                    &(cov * s),
-                    epsilon,
-                    rho,
-                    PairPlan {
-                        shared_by,
-                        ..PairPlan::default()
-                    },
-                ),
-                (None, Some(lr)) => certify_low_rank(
+        match (&fit.covariance, &fit.low_rank_covariance) {
+            (Some(cov), _) => certify_gaussian_spreads(
+                pb,
+                prior,
+                &fit.mean,
+                cov,
+                epsilon,
+                rho,
+                PairPlan::default(),
+            ),
+            (None, Some(lr)) => spread::best_spread(|s, shared_by| {
+                certify_low_rank(
                     pb,
                     prior,
                     &fit.mean,
@@ -301,13 +392,13 @@ pub fn certify(fit: &Fit, pb: &Problem, epsilon: f64) -> Result<Bound, String> {
                     epsilon,
                     rho,
                     shared_by,
-                ),
-                (None, None) => Err(format!(
-                    "the {} fit has no covariance: no Gaussian certificate",
-                    fit.engine
-                )),
-            },
-        )
+                )
+            }),
+            (None, None) => Err(format!(
+                "the {} fit has no covariance: no Gaussian certificate",
+                fit.engine
+            )),
+        }
     };
     if fit.engine == EngineKind::Gcs {
         return certify_gcs(fit, sizes, epsilon, gaussian);

@@ -40,12 +40,12 @@ pub use certificate::{
     Bound, DEFAULT_EPSILON, DRAWS_SHARE, Draws, PacVb, Part, Sizes, SplitPrior, VACUOUS_RISK,
     draws_term, from_parts, kl_inverse_upper, lambda_grid, pick_best, recompute,
 };
-pub(crate) use fits::gaussian_risk_term;
 pub use fits::{
     EXACT_PAIRS_MAX, GCS_NEEDS_EVIDENCE, PAIRS_SOURCE, PairPlan, SAMPLED_PAIRS, certify,
-    certify_gaussian, certify_gaussian_with, certify_gibbs, certify_low_rank,
-    gaussian_empirical_risk,
+    certify_gaussian, certify_gaussian_spreads, certify_gaussian_with, certify_gibbs,
+    certify_low_rank, gaussian_empirical_risk,
 };
+pub(crate) use fits::{gaussian_risk_term, gaussian_risk_terms};
 #[cfg(test)]
 use two_sample::kl_bernoulli;
 

@@ -118,3 +118,70 @@ fn sampled_certificate_is_conservative_and_converges() {
     );
     assert!(limit > exact.risk && limit - exact.risk < 0.01);
 }
+
+/// The batched path (every mean × spread from one sample, `pair_sample`)
+/// against each candidate alone (the factor of s·V, one mean): the same pairs,
+/// so means and sds agree to rounding (1e-12 relative: Φ is the vectorised
+/// kernel, the factor √s·L instead of chol(s·V)); the same bits for one thread
+/// and three; and the certificate over the spreads equals the per-spread
+/// `best_spread` of `certify_gaussian_with` to the same tolerance.
+#[test]
+fn batched_spreads_equal_each_spread_alone() {
+    use crate::engine::numerics::pair_sample::sampled_gaussian_pair_risks;
+    let (pb, mean, cov) = problem();
+    let other: Vec<f64> = mean.iter().map(|m| 0.5 * m + 0.1).collect();
+    let means: Vec<&[f64]> = vec![&mean, &other];
+    let spreads = spread::SPREADS;
+    let l = nalgebra::Cholesky::new(cov.clone()).unwrap().l();
+    let b = 100_000;
+    let all = sampled_gaussian_pair_risks(&pb.x, &pb.y, &means, &l, &spreads, b, 3);
+    assert_eq!(all.len(), 2 * spreads.len());
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * a.abs().max(b.abs());
+    for (a, m) in means.iter().enumerate() {
+        for (k, &s) in spreads.iter().enumerate() {
+            let ls = nalgebra::Cholesky::new(&cov * s).unwrap().l();
+            let one = sampled_gaussian_pair_risk(&pb.x, &pb.y, m, &ls, b, 3);
+            let got = all[a * spreads.len() + k];
+            assert_eq!(got.count, one.count);
+            assert!(
+                close(got.mean, one.mean) && close(got.sd, one.sd),
+                "mean {a}, spread {s}: {got:?} vs {one:?}"
+            );
+        }
+    }
+    let on = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| sampled_gaussian_pair_risks(&pb.x, &pb.y, &means, &l, &spreads, b, 5))
+    };
+    assert_eq!(on(1), on(3));
+    for exact_max in [0, usize::MAX] {
+        let plan = PairPlan {
+            exact_max,
+            sample: 50_000,
+            seed: 9,
+            shared_by: 1,
+        };
+        let batched =
+            certify_gaussian_spreads(&pb, &pb.prior, &mean, &cov, 0.05, "gaussian", plan).unwrap();
+        let alone = spread::best_spread(|s, shared_by| {
+            let plan = PairPlan { shared_by, ..plan };
+            certify_gaussian_with(&pb, &pb.prior, &mean, &(&cov * s), 0.05, "gaussian", plan)
+        })
+        .unwrap();
+        assert_eq!(batched.rho_spread, alone.rho_spread);
+        assert!(
+            close(batched.risk, alone.risk),
+            "{} vs {}",
+            batched.risk,
+            alone.risk
+        );
+        assert!(close(batched.empirical_risk, alone.empirical_risk));
+        assert_eq!(batched.draws.is_some(), exact_max == 0);
+        if exact_max > 0 {
+            assert_eq!(batched, alone, "the exact pass: the same bits");
+        }
+    }
+}

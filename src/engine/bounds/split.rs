@@ -9,7 +9,8 @@ use nalgebra::{DMatrix, DVector};
 
 use super::row_space::RowSpace;
 use super::{
-    Bound, DRAWS_SHARE, PairPlan, Sizes, SplitPrior, from_parts, gaussian_risk_term, kl, settle,
+    Bound, DRAWS_SHARE, PairPlan, Sizes, SplitPrior, from_parts, gaussian_risk_term,
+    gaussian_risk_terms, kl, settle,
 };
 use crate::engine::fit::Fit;
 use crate::engine::numerics::rng;
@@ -146,9 +147,22 @@ pub fn certify_split(
     // prior part's posterior mean; t = 1 the fit). The smallest certificate is
     // the headline, at no cost (one prior, every ρ at once).
     let split_kl = SplitKl::new(&v, &v_p)?;
+    let means: Vec<Vec<f64>> = MEAN_MIX
+        .iter()
+        .map(|t| mu_p.iter().zip(&mu).map(|(p, f)| p + t * (f - p)).collect())
+        .collect();
+    let reduced = fit.low_rank_covariance.is_some() && pb.d() > pb.n();
+    // E_ρ R_n of every mean at every spread from one pass (`gaussian_risk_terms`).
+    let terms = if reduced {
+        Vec::new()
+    } else {
+        let refs: Vec<&[f64]> = means.iter().map(|m| m.as_slice()).collect();
+        let grid = &super::spread::SPREADS;
+        gaussian_risk_terms(&part.x, &part.y, &refs, &v, grid, PairPlan::default())?
+    };
     let mut cands = Vec::new();
-    for &t in &MEAN_MIX {
-        let mu_t: Vec<f64> = mu_p.iter().zip(&mu).map(|(p, f)| p + t * (f - p)).collect();
+    for (ti, &t) in MEAN_MIX.iter().enumerate() {
+        let mu_t = &means[ti];
         let rho = if t == 1.0 {
             "gaussian (split prior)".to_string()
         } else {
@@ -164,14 +178,21 @@ pub fn certify_split(
             let shared_by = spreads * MEAN_MIX.len();
             let eps_draws = DRAWS_SHARE * epsilon / shared_by as f64;
             let plan = PairPlan::default();
-            let (emp, draws) = match (&fit.low_rank_covariance, pb.d() > pb.n()) {
-                (Some(lr), true) => {
-                    let rs = RowSpace::new(&part.x, &mu_t, &super::fits::scaled_low_rank(lr, s))?;
+            let (emp, draws) = match &fit.low_rank_covariance {
+                Some(lr) if reduced => {
+                    let rs = RowSpace::new(&part.x, mu_t, &super::fits::scaled_low_rank(lr, s))?;
                     gaussian_risk_term(&rs.rows, &part.y, &rs.mean, &rs.cov, plan, eps_draws)?
                 }
-                _ => gaussian_risk_term(&part.x, &part.y, &mu_t, &(&v * s), plan, eps_draws)?,
+                _ => {
+                    let grid = &super::spread::SPREADS;
+                    let k = grid
+                        .iter()
+                        .position(|&g| g == s)
+                        .expect("a spread of the grid");
+                    terms[ti * grid.len() + k].at(eps_draws)
+                }
             };
-            let (kl, c, k) = split_kl.at(&mu_t, s, &mu_p);
+            let (kl, c, k) = split_kl.at(mu_t, s, &mu_p);
             let mut b = from_parts(emp, kl, sizes, epsilon, &rho);
             b.rho_scale = Some(c);
             b.split = Some(SplitPrior {

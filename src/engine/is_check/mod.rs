@@ -34,7 +34,7 @@ pub struct IsSettings {
     /// Importance draws (0: no check). Default 20 000: k̂ needs the tail, and
     /// a proposal that misses a mode shows it late (EP's all-spike fixed point
     /// on the sparse demo: k̂ 0.54 from 4000 draws, 0.76 from 20 000); fewer
-    /// on large data by default (`risks::auto_draws`).
+    /// on large data by default (`risks::auto_draws`: a time budget).
     pub draws: usize,
     /// Degrees of freedom of the Student-t proposal.
     pub df: f64,
@@ -88,6 +88,10 @@ pub struct IsCheck {
     pub log_z_se: f64,
     pub proposal: IsSettings,
     pub seconds: f64,
+    /// Why the draws are as many as they are when the default chose fewer
+    /// than 20 000 (`risks::auto_draws_note`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draws_note: Option<String>,
     /// What the numbers say, in words.
     pub verdict: String,
 }
@@ -224,6 +228,7 @@ fn check(
         proposal: *s,
         seconds: 0.0,
         verdict: String::new(),
+        draws_note: None,
     };
     out.judge(mean, &q_sd);
     out.seconds = t0.elapsed().as_secs_f64();

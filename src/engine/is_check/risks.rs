@@ -2,9 +2,10 @@
 //! kernel of `numerics::fast_risk`), so S draws cost S·n row evaluations —
 //! 20 000 draws at 10⁶ rows were 20 minutes. The default number of draws
 //! therefore follows the training size (`auto_draws`): 20 000 up to 10⁵ rows,
-//! a fixed budget of row evaluations above, never fewer than 1000 (PSIS's k̂
-//! is then judged against its sample-size threshold 1 − 1/log₁₀ S ≈ 0.67,
-//! stricter than 0.7, so fewer draws make the check more cautious, not laxer).
+//! above a time budget (the cost of those 20 000 there), never fewer than 100
+//! (PSIS's k̂ is then judged against its sample-size threshold 1 − 1/log₁₀ S,
+//! 0.5 at 100 draws: fewer draws make the check more cautious, not laxer, but
+//! blind to what has mass below ~1/S — the note says so).
 //!
 //! The risks: scores of a block of draws by one GEMM (buffers reused across
 //! blocks), then each worker thread takes every T-th draw of the block with
@@ -28,29 +29,70 @@ const SCORE_BLOCK_BYTES: usize = 1 << 27;
 /// all-spike fixed point on the sparse demo had k̂ 0.54 from 4000 draws, 0.76
 /// from 20 000).
 pub const MAX_AUTO_DRAWS: usize = 20_000;
-/// The fewest draws of the default check (k̂ threshold 1 − 1/log₁₀ 1000 ≈ 0.67).
-pub const MIN_AUTO_DRAWS: usize = 1000;
-/// Row evaluations (draws × training rows) the default check spends above
-/// 10⁵ rows: ≈ 20–40 CPU s on the project machine.
-pub const ROW_BUDGET: f64 = 2e9;
+/// Rows up to which the default check takes `MAX_AUTO_DRAWS`; above, it costs
+/// what those draws cost there (≈ 23 CPU s at d = 20: ≈ 11 s wall on 2 cores).
+pub const FULL_CHECK_ROWS: usize = 100_000;
+/// The fewest draws of the default check: PSIS's tail fit then has 20 draws
+/// and its k̂ threshold is 1 − 1/log₁₀ 100 = 0.5 (`auto_draws_note`).
+pub const FEWEST_AUTO_DRAWS: usize = 100;
+/// Below this many draws the default says what k̂ can and cannot tell.
+pub const FEW_DRAWS: usize = 1000;
 
-/// Draws of the default check on `n` training rows: 20 000 up to 10⁵ rows,
-/// `ROW_BUDGET / n` above, at least `MIN_AUTO_DRAWS`.
-pub fn auto_draws(n: usize) -> usize {
-    let fit = (ROW_BUDGET / n.max(1) as f64) as usize;
-    fit.clamp(MIN_AUTO_DRAWS, MAX_AUTO_DRAWS)
+/// One exact risk R_n(θ), single-thread seconds per row: the score (d
+/// multiply-adds in the GEMM of a block of θs) and the bucket count at
+/// `RISK_ROWS_AT` rows, growing as n^0.3 while the kernel's tables leave the
+/// caches, capped where the cache-blocked count takes over (from 2¹⁸ rows).
+/// `pacauc bench-risk`, d = 20, one thread: 5.2, 10.6, 21.7 and 28.3 ns per
+/// row at 7.5·10³…7.5·10⁶ rows; the model 5.2, 10.4, 20.7, 28.3.
+const RISK_ROW: f64 = 3.2e-9;
+const RISK_ROW_FEATURE: f64 = 0.1e-9;
+const RISK_ROWS_AT: f64 = 7500.0;
+const RISK_CACHE_EXPONENT: f64 = 0.3;
+const RISK_CACHE_CAP: f64 = 5.45;
+
+/// CPU seconds of one exact risk on `n` rows of `d` features (the cost model's
+/// unit for every risk evaluation: `spec::cost`).
+pub fn risk_seconds(n: usize, d: usize) -> f64 {
+    let n = n as f64;
+    let cache = (n / RISK_ROWS_AT)
+        .powf(RISK_CACHE_EXPONENT)
+        .clamp(0.5, RISK_CACHE_CAP);
+    n * (RISK_ROW + RISK_ROW_FEATURE * d as f64) * cache
+}
+
+/// Draws of the default check on `n` training rows of `d` features: 20 000 up
+/// to 10⁵ rows; above, a time budget — as many as cost what 20 000 cost at
+/// 10⁵ rows (`risk_seconds`; ≈ 1460 at 7.5·10⁵ rows, 106 at 7.5·10⁶), at
+/// least `FEWEST_AUTO_DRAWS`. Depends on n and d only, never on the machine
+/// or the threads: the same record everywhere.
+pub fn auto_draws(n: usize, d: usize) -> usize {
+    if n <= FULL_CHECK_ROWS {
+        return MAX_AUTO_DRAWS;
+    }
+    let budget = MAX_AUTO_DRAWS as f64 * risk_seconds(FULL_CHECK_ROWS, d);
+    ((budget / risk_seconds(n, d)) as usize).clamp(FEWEST_AUTO_DRAWS, MAX_AUTO_DRAWS)
 }
 
 /// What the default chose when it is fewer than `MAX_AUTO_DRAWS` (said on
-/// stderr and in the trace).
+/// stderr, in the trace and in `details.is_check.draws_note`); with fewer
+/// than `FEW_DRAWS`, what k̂ from them can and cannot tell.
 pub fn auto_draws_note(draws: usize) -> Option<String> {
-    (draws < MAX_AUTO_DRAWS).then(|| {
-        format!(
-            "importance-sampling check: {draws} draws (by default {MAX_AUTO_DRAWS} up to 10⁵ \
-             training rows, fewer above so that the check costs about {ROW_BUDGET:.0e} row \
-             evaluations; --is-draws N to choose)"
-        )
-    })
+    if draws >= MAX_AUTO_DRAWS {
+        return None;
+    }
+    let mut note = format!(
+        "importance-sampling check: {draws} draws (by default {MAX_AUTO_DRAWS} up to 10⁵ training rows; above, as many as cost the same time, at least {FEWEST_AUTO_DRAWS}; --is-draws N to choose)"
+    );
+    if draws < FEW_DRAWS {
+        let s = draws.max(2) as f64;
+        note.push_str(&format!(
+ ". From {draws} draws k̂ is judged against {:.2} (1 − 1/log₁₀ S) on a tail of {:.0} draws: a high k̂ still shows a proposal that misses the posterior's bulk, but a low one cannot vouch for tails or modes of mass below ~1/{draws}, and the corrected means carry ±1/√ESS ≥ {:.2} sd of Monte Carlo error",
+            super::psis::khat_threshold(draws),
+            (0.2 * s).min(3.0 * s.sqrt()).ceil(),
+            1.0 / s.sqrt()
+        ));
+    }
+    Some(note)
 }
 
 /// Draws per score block for `n` rows (at least one, at most `CHUNK`).
@@ -160,14 +202,29 @@ mod tests {
 
     #[test]
     fn the_default_draws_follow_the_rows() {
-        assert_eq!(auto_draws(1000), MAX_AUTO_DRAWS);
-        assert_eq!(auto_draws(100_000), MAX_AUTO_DRAWS);
-        assert_eq!(auto_draws(750_000), 2666);
-        assert_eq!(auto_draws(7_500_000), MIN_AUTO_DRAWS);
-        for n in [1, 10, 1000, 123_456, 1 << 20, 1 << 26] {
-            let s = auto_draws(n);
-            assert!((MIN_AUTO_DRAWS..=MAX_AUTO_DRAWS).contains(&s));
-            assert!(s == MIN_AUTO_DRAWS || s as f64 * n as f64 <= ROW_BUDGET);
+        assert_eq!(auto_draws(1000, 20), MAX_AUTO_DRAWS);
+        assert_eq!(auto_draws(100_000, 20), MAX_AUTO_DRAWS);
+        assert_eq!(auto_draws(750_000, 20), 1456);
+        assert_eq!(auto_draws(7_500_000, 20), 106);
+        assert_eq!(auto_draws(1 << 26, 20), FEWEST_AUTO_DRAWS);
+        let budget = MAX_AUTO_DRAWS as f64 * risk_seconds(FULL_CHECK_ROWS, 20);
+        let mut last = MAX_AUTO_DRAWS;
+        for n in [1, 10, 1000, 123_456, 1 << 20, 5_000_000, 1 << 26] {
+            let s = auto_draws(n, 20);
+            assert!((FEWEST_AUTO_DRAWS..=MAX_AUTO_DRAWS).contains(&s) && s <= last);
+            assert!(
+                n <= FULL_CHECK_ROWS
+                    || s == FEWEST_AUTO_DRAWS
+                    || s as f64 * risk_seconds(n, 20) <= budget
+            );
+            last = s;
         }
+        assert!(auto_draws_note(MAX_AUTO_DRAWS).is_none());
+        assert!(!auto_draws_note(1456).unwrap().contains("cannot vouch"));
+        let few = auto_draws_note(106).unwrap();
+        assert!(
+            few.contains("0.51") && few.contains("cannot vouch"),
+            "{few}"
+        );
     }
 }

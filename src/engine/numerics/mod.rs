@@ -16,6 +16,7 @@ pub mod linalg;
 pub mod normal;
 pub mod packed_gemm;
 pub mod pair_risk;
+pub mod pair_sample;
 pub mod rng;
 pub mod simd;
 pub mod sparse_rows;

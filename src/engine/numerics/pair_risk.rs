@@ -21,8 +21,7 @@ use rayon::prelude::*;
 
 use super::gemm::{View, ViewMut, column_sums, gemm};
 use super::isa::{Isa, detected_isa};
-use super::normal::{Scalar, cdf_pdf, rsqrt};
-use super::rng::stream;
+use super::normal::{cdf_pdf, rsqrt};
 use super::simd::{F64x1, Simd, Two};
 #[cfg(target_arch = "x86_64")]
 use super::simd::{F64x4x2, F64x8};
@@ -189,11 +188,6 @@ pub fn gaussian_pair_risk(x: &DMatrix<f64>, y: &[bool], mean: &[f64], sigma: &DM
     pass.run(mean, &wp, &wn, false).value(pairs)
 }
 
-/// Pairs per chunk of the sampled estimate: each chunk has its own random
-/// stream, and chunks are combined in order (the same bits for any thread count).
-const SAMPLE_CHUNK: usize = 1 << 16;
-const SAMPLE_KEY: u64 = 0x7061_6972_7372_6b31;
-
 /// The mean and sd of `count` i.i.d. values in [0, 1].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SampleMean {
@@ -220,7 +214,8 @@ pub fn pool_chunks(parts: &[(f64, f64, f64)]) -> (f64, f64, f64) {
 /// each pair's Φ(−μ_ij/s_ij) is exact, an i.i.d. value in [0, 1] whose mean is
 /// E_ρ R_n, so the sample's mean and sd feed a rigorous concentration bound.
 /// With Z = X L, s²_ij = ‖z_i − z_j‖² (no cancellation); a pair with
-/// s² ≤ DEGENERATE·(‖z_i‖² + ‖z_j‖²) is a tie (½), as in the pass.
+/// s² ≤ DEGENERATE·(‖z_i‖² + ‖z_j‖²) is a tie (½), as in the pass. One member
+/// of `pair_sample`'s family (one mean, spread 1).
 pub fn sampled_gaussian_pair_risk(
     x: &DMatrix<f64>,
     y: &[bool],
@@ -229,64 +224,7 @@ pub fn sampled_gaussian_pair_risk(
     count: usize,
     seed: u64,
 ) -> SampleMean {
-    let (n, d) = (x.nrows(), x.ncols());
-    let pos: Vec<usize> = (0..n).filter(|&i| y[i]).collect();
-    let neg: Vec<usize> = (0..n).filter(|&i| !y[i]).collect();
-    // Z row-major (row i at z[i·d..]): X L by GEMM into a strided view.
-    let mut z = vec![0.0; n * d];
-    gemm(
-        1.0,
-        View::of(x),
-        View::of(l),
-        0.0,
-        ViewMut {
-            data: &mut z,
-            rows: n,
-            cols: d,
-            rs: d,
-            cs: 1,
-        },
-    );
-    let m = nalgebra::DVector::from_column_slice(mean);
-    let mu: Vec<f64> = (x * &m).iter().copied().collect();
-    let norm: Vec<f64> = z
-        .chunks(d.max(1))
-        .map(|r| r.iter().map(|v| v * v).sum())
-        .collect();
-    let count = count.max(2);
-    let chunks = count.div_ceil(SAMPLE_CHUNK);
-    let parts: Vec<(f64, f64, f64)> = (0..chunks)
-        .into_par_iter()
-        .map(|c| {
-            use rand::RngExt;
-            let b = SAMPLE_CHUNK.min(count - c * SAMPLE_CHUNK);
-            let mut r = stream(seed, &[SAMPLE_KEY, c as u64]);
-            let mut vals = Vec::with_capacity(b);
-            for _ in 0..b {
-                let i = pos[r.random_range(0..pos.len())];
-                let j = neg[r.random_range(0..neg.len())];
-                let (zi, zj) = (&z[i * d..(i + 1) * d], &z[j * d..(j + 1) * d]);
-                let s2: f64 = zi.iter().zip(zj).map(|(a, b)| (a - b) * (a - b)).sum();
-                vals.push(if s2 <= DEGENERATE * (norm[i] + norm[j]) {
-                    0.5
-                } else {
-                    let t = -(mu[i] - mu[j]) / s2.sqrt();
-                    let mut a = [0.0; 16];
-                    cdf_pdf(Scalar::splat(t)).0.to_array(&mut a);
-                    a[0]
-                });
-            }
-            let mb = vals.iter().sum::<f64>() / b as f64;
-            let m2 = vals.iter().map(|v| (v - mb) * (v - mb)).sum::<f64>();
-            (b as f64, mb, m2)
-        })
-        .collect();
-    let (k, mean, m2) = pool_chunks(&parts);
-    SampleMean {
-        mean,
-        sd: (m2 / (k - 1.0)).sqrt(),
-        count,
-    }
+    super::pair_sample::sampled_gaussian_pair_risks(x, y, &[mean], l, &[1.0], count, seed)[0]
 }
 
 macro_rules! row_variant {
