@@ -191,10 +191,13 @@ fn copula_fits(
         return (vec![maps], vec![fit], vec![0; n]);
     }
     let redundancy = clouds as f64 / effective_clouds(&theta, n, d, clouds);
-    let (maps, fits) = (0..FIT_FOLDS)
-        .into_par_iter()
-        .map(|g| {
-            let keep = |i: &usize| fold_of(*i) != g;
+    let fold: Vec<usize> = (0..weights.len()).map(fold_of).collect();
+    let maps = MarginalMaps::of_folds(&theta, &weights, d, &fold, &map[..FIT_FOLDS]);
+    let fits = maps
+        .par_iter()
+        .enumerate()
+        .map(|(g, maps)| {
+            let keep = |i: &usize| fold[*i] != g;
             let rows: Vec<f64> = (0..weights.len())
                 .filter(keep)
                 .flat_map(|i| theta[i * d..(i + 1) * d].iter().copied())
@@ -203,9 +206,9 @@ fn copula_fits(
                 .filter(keep)
                 .map(|i| weights[i])
                 .collect();
-            fit_of(&rows, &w, map[g], redundancy)
+            GaussianFit::of_redundant(&maps.map_rows(&rows), d, &w, redundancy)
         })
-        .unzip();
+        .collect();
     (maps, fits, (0..n).map(fold_of).collect())
 }
 

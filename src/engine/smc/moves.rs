@@ -258,6 +258,18 @@ pub struct StepStats {
 /// Chains handled together by a rayon task (fixed: results do not depend on it).
 const CHAIN_BLOCK: usize = 64;
 
+/// The chains of a step's rayon task: the multiple of the target's batch
+/// (`Target::batch`) nearest `CHAIN_BLOCK`, so that the risks run in full
+/// batches. The chains' draws and products do not depend on it (per-chain
+/// streams; `packed_gemm`'s bits do not depend on block sizes); only the
+/// rounding of the reported jump sum does.
+fn chain_block(batch: Option<usize>) -> usize {
+    match batch {
+        Some(b) if b > 0 => ((CHAIN_BLOCK + b / 2) / b).max(1) * b,
+        _ => CHAIN_BLOCK,
+    }
+}
+
 /// One Metropolis step of every chain, in place (then a radial move if asked):
 /// each block of chains is proposed, evaluated and accepted by one rayon task,
 /// so a step costs a single fork-join and its data stay in cache.
@@ -299,16 +311,16 @@ pub fn step<T: Target + ?Sized>(
     };
     // Sphere draws the radius itself (its step keeps it).
     let radial = Radial::new(target, d, spec.radial && chart.is_none());
-    buf.blocks
-        .resize_with(m.div_ceil(CHAIN_BLOCK), BlockBuf::default);
+    let cb = chain_block(target.batch());
+    buf.blocks.resize_with(m.div_ceil(cb), BlockBuf::default);
     chains
         .theta
-        .par_chunks_mut(CHAIN_BLOCK * d)
-        .zip(chains.white.par_chunks_mut(CHAIN_BLOCK * e))
-        .zip(chains.risk.par_chunks_mut(CHAIN_BLOCK))
-        .zip(chains.log_prior.par_chunks_mut(CHAIN_BLOCK))
-        .zip(chains.rng.par_chunks_mut(CHAIN_BLOCK))
-        .zip(chains.fold.par_chunks(CHAIN_BLOCK))
+        .par_chunks_mut(cb * d)
+        .zip(chains.white.par_chunks_mut(cb * e))
+        .zip(chains.risk.par_chunks_mut(cb))
+        .zip(chains.log_prior.par_chunks_mut(cb))
+        .zip(chains.rng.par_chunks_mut(cb))
+        .zip(chains.fold.par_chunks(cb))
         .zip(buf.blocks.par_iter_mut())
         .for_each(|((((((th, wh), rk), lp), rngs), fold), bb)| {
             let c = rk.len();

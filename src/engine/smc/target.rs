@@ -50,6 +50,13 @@ pub trait Target: Sync {
     fn prior_sds(&self) -> Option<Vec<f64>> {
         None
     }
+    /// How many particles `risks` evaluates together at best (its batches
+    /// split into blocks of this many; None: no preference). The moves size
+    /// their blocks of chains by it: a 64-chain call on blocks of 54 left a
+    /// block of 10 that streamed X for 10 particles (DNA).
+    fn batch(&self) -> Option<usize> {
+        None
+    }
     /// Spike-and-slab: P(z_k = 1 | D) from particles θ (rows of `thetas`); None
     /// for priors without inclusion variables.
     fn inclusion(&self, thetas: &[f64]) -> Option<Vec<f64>> {
@@ -225,6 +232,10 @@ impl Target for LinearAuc {
         }
     }
 
+    fn batch(&self) -> Option<usize> {
+        Some(self.block)
+    }
+
     fn risks(&self, thetas: &[f64], out: &mut [f64]) {
         let d = self.d;
         assert_eq!(thetas.len(), out.len() * d, "one risk per particle");
@@ -311,6 +322,88 @@ mod tests {
     use super::*;
     use crate::engine::metrics::auc;
     use crate::engine::numerics::rng;
+
+    /// The same target without a batch preference (the moves then use
+    /// blocks of 64 chains).
+    struct Unbatched<'a>(&'a LinearAuc);
+
+    impl Target for Unbatched<'_> {
+        fn dim(&self) -> usize {
+            self.0.dim()
+        }
+        fn log_prior(&self, theta: &[f64]) -> f64 {
+            self.0.log_prior(theta)
+        }
+        fn sample_prior(&self, rng: &mut Rng, out: &mut [f64]) {
+            self.0.sample_prior(rng, out)
+        }
+        fn prior_is_gaussian(&self) -> bool {
+            self.0.prior_is_gaussian()
+        }
+        fn scale_invariant(&self) -> bool {
+            self.0.scale_invariant()
+        }
+        fn risks(&self, thetas: &[f64], out: &mut [f64]) {
+            self.0.risks(thetas, out)
+        }
+    }
+
+    /// The moves' blocks of chains follow the target's batch; the chains do
+    /// not depend on them, bit for bit.
+    #[test]
+    fn move_steps_do_not_depend_on_the_chain_blocks() {
+        use super::super::gaussian_fit::CrossFit;
+        use super::super::moves::{Chains, Kernel, Proposals, StepSpec, step};
+        let mut r = rng::stream(7, &[]);
+        let (n, d, m) = (5000, 6, 300);
+        let x = DMatrix::from_fn(n, d, |_, _| rng::normal(&mut r));
+        let y: Vec<bool> = (0..n).map(|i| i % 4 == 0).collect();
+        let t = LinearAuc::new(&x, &y, Prior::Gaussian { var: 1.0 });
+        assert_eq!(t.batch(), Some(26), "131 072 scores / 5000 rows");
+        let mut theta = vec![0.0; m * d];
+        for row in theta.chunks_exact_mut(d) {
+            t.sample_prior(&mut r, row);
+        }
+        let cf = CrossFit::of(&theta, d, &vec![1.0 / m as f64; m], m, 2, 1.0);
+        let fresh = || {
+            let mut c = Chains {
+                d,
+                risk: vec![0.0; m],
+                log_prior: theta.chunks_exact(d).map(|p| t.log_prior(p)).collect(),
+                theta: theta.clone(),
+                white: Vec::new(),
+                rng: (0..m).map(|j| rng::stream(8, &[j as u64])).collect(),
+                fold: (0..m).map(|j| cf.fold_of(j)).collect(),
+            };
+            t.risks(&c.theta, &mut c.risk);
+            c.whiten(&cf.fits);
+            c
+        };
+        let spec = StepSpec {
+            kernel: Kernel::Gpcn,
+            gamma: 50.0,
+            scale: 0.6,
+            fits: &cf.fits,
+            radial: true,
+            chart: None,
+            maps: None,
+            df: None,
+            local_share: 0.3,
+            direction: false,
+        };
+        let (mut a, mut b) = (fresh(), fresh());
+        let (mut ba, mut bb) = (Proposals::default(), Proposals::default());
+        for _ in 0..4 {
+            let sa = step(&t, &mut a, &mut ba, spec);
+            let sb = step(&Unbatched(&t), &mut b, &mut bb, spec);
+            assert_eq!(sa.accepted, sb.accepted);
+        }
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&a.theta), bits(&b.theta));
+        assert_eq!(bits(&a.white), bits(&b.white));
+        assert_eq!(bits(&a.risk), bits(&b.risk));
+        assert_eq!(bits(&a.log_prior), bits(&b.log_prior));
+    }
 
     #[test]
     fn linear_risks_match_metrics_in_any_batch() {
