@@ -12,8 +12,8 @@ use rand::RngExt;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::sampler::StageInfo;
 use super::moves::{BlockBuf, Chains, StepSpec, log_alpha, take};
+use super::sampler::StageInfo;
 use super::target::Target;
 use crate::engine::numerics::rng::Rng;
 

@@ -295,8 +295,8 @@ pub fn stratified_rows(y: &[bool], m: usize, seed: u64) -> Vec<usize> {
         if idx.is_empty() {
             continue;
         }
-        let want = ((m as f64 * idx.len() as f64 / n.max(1) as f64).round() as usize)
-            .clamp(1, idx.len());
+        let want =
+            ((m as f64 * idx.len() as f64 / n.max(1) as f64).round() as usize).clamp(1, idx.len());
         // Partial Fisher–Yates: the first `want` are a uniform sample.
         for k in 0..want {
             let last = idx.len() - 1;
