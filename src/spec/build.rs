@@ -264,7 +264,7 @@ pub fn smc_settings(s: &SmcSpec, seed: u64) -> SmcSettings {
         seed: s.smc_seed.unwrap_or(seed),
         runs: s.runs,
         part: s.run,
-        surrogate: s.surrogate_rows.map_or(Surrogate::Auto, |m| match m {
+        surrogate: s.surrogate_rows.map_or(Surrogate::Off, |m| match m {
             0 => Surrogate::Off,
             m => Surrogate::Rows(m),
         }),

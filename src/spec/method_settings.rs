@@ -120,8 +120,8 @@ pub const SMC_SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "surrogate rows",
-        help: "Delayed acceptance (exact): each move's proposal first faces the AUC risk on this many class-stratified rows and pays the full risk only if it passes. 0 turns it off; the default turns it on from 100000 rows with a tenth of the rows (announced; the record's details.surrogate counts the full evaluations saved).",
-        unset: "auto",
+        help: "Delayed acceptance (exact): each move's proposal first faces the AUC risk on this many class-stratified rows and pays the full risk only if it passes. Off unless given (not yet measured at scale); the record's details.surrogate counts the full evaluations saved.",
+        unset: "off",
         methods: SMC,
         priors: THETA_PRIORS,
         group: Group::Smc,

@@ -283,8 +283,7 @@ pub struct SmcSpec {
     pub folds: usize,
     /// γ = auto: every fold's path to the top of the grid (no early stop).
     pub full_path: bool,
-    /// Delayed acceptance's surrogate rows (None: auto, from 100 000 rows;
-    /// 0: off).
+    /// Delayed acceptance's surrogate rows (None or 0: off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub surrogate_rows: Option<usize>,
 }

@@ -162,7 +162,7 @@ impl Default for SmcSettings {
             part: None,
             row_space: true,
             direction_moves: false,
-            surrogate: Surrogate::Auto,
+            surrogate: Surrogate::Off,
         }
     }
 }
