@@ -115,6 +115,7 @@ fn chains_at<T: Target>(t: &T, theta: Vec<f64>, d: usize, seed: u64) -> Chains {
         white: Vec::new(),
         rng: (0..m).map(|j| rng::stream(seed, &[j as u64])).collect(),
         fold: vec![0; m],
+        surrogate: Vec::new(),
     };
     t.risks(&chains.theta, &mut chains.risk);
     chains

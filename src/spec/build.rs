@@ -15,7 +15,7 @@ use crate::engine::ep::{
 use crate::engine::gcs::{Directions as GcsDirections, Gcs, GcsSettings, Loss as GcsEngineLoss};
 use crate::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale};
 use crate::engine::smc::path_cv::EARLY_STOP;
-use crate::engine::smc::{CvMode, GammaCv, Kernel, Moves, Smc, SmcCv, SmcSettings};
+use crate::engine::smc::{CvMode, GammaCv, Kernel, Moves, Smc, SmcCv, SmcSettings, Surrogate};
 use crate::engine::vb::cv::VbCv;
 use crate::engine::vb::{
     AdamSettings, Family, Loss as VbEngineLoss, Optimizer, Vb, VbSettings, theory_gamma,
@@ -275,6 +275,10 @@ pub fn smc_settings(s: &SmcSpec, seed: u64) -> SmcSettings {
         seed: s.smc_seed.unwrap_or(seed),
         runs: s.runs,
         part: s.run,
+        surrogate: s.surrogate_rows.map_or(Surrogate::Off, |m| match m {
+            0 => Surrogate::Off,
+            m => Surrogate::Rows(m),
+        }),
         ..d
     }
 }

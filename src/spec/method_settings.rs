@@ -119,6 +119,15 @@ pub const SMC_SETTINGS: &[Setting] = &[
         ..setting("no_radial", "method.no_radial", Kind::Switch)
     },
     Setting {
+        label: "surrogate rows",
+        help: "Delayed acceptance (exact): each move's proposal first faces the AUC risk on this many class-stratified rows and pays the full risk only if it passes. Off unless given (not yet measured at scale); the record's details.surrogate counts the full evaluations saved.",
+        unset: "off",
+        methods: SMC,
+        priors: THETA_PRIORS,
+        group: Group::Smc,
+        ..setting("surrogate_rows", "method.surrogate_rows", Kind::Count(0))
+    },
+    Setting {
         label: "most stages",
         help: "Cap on the number of tempering stages.",
         default: "1000",

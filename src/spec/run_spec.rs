@@ -283,6 +283,9 @@ pub struct SmcSpec {
     pub folds: usize,
     /// γ = auto: every fold's path to the top of the grid (no early stop).
     pub full_path: bool,
+    /// Delayed acceptance's surrogate rows (None or 0: off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub surrogate_rows: Option<usize>,
 }
 
 impl Default for SmcSpec {
@@ -306,6 +309,7 @@ impl Default for SmcSpec {
             gamma_grid: EpSpec::default().gamma_grid,
             folds: 5,
             full_path: false,
+            surrogate_rows: None,
         }
     }
 }

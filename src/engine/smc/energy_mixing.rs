@@ -79,6 +79,54 @@ pub(super) fn pearson(a: &[f64], b: &[f64]) -> f64 {
     }
 }
 
+/// Largest |Pearson correlation| between start and current values over the
+/// coordinates and the risk (0 where either side is constant). One pass for
+/// the means, one for the moments, over all columns at once.
+pub(super) fn max_correlation(
+    start: &[f64],
+    start_risk: &[f64],
+    cur: &[f64],
+    cur_risk: &[f64],
+    d: usize,
+) -> f64 {
+    let n = start_risk.len().max(1) as f64;
+    let w = d + 1;
+    let (mut ma, mut mb) = (vec![0.0; w], vec![0.0; w]);
+    for i in 0..start_risk.len() {
+        let (a, b) = (&start[i * d..(i + 1) * d], &cur[i * d..(i + 1) * d]);
+        for k in 0..d {
+            ma[k] += a[k];
+            mb[k] += b[k];
+        }
+        ma[d] += start_risk[i];
+        mb[d] += cur_risk[i];
+    }
+    ma.iter_mut().chain(mb.iter_mut()).for_each(|m| *m /= n);
+    let (mut cab, mut caa, mut cbb) = (vec![0.0; w], vec![0.0; w], vec![0.0; w]);
+    for i in 0..start_risk.len() {
+        let (a, b) = (&start[i * d..(i + 1) * d], &cur[i * d..(i + 1) * d]);
+        for k in 0..w {
+            let (x, y) = if k < d {
+                (a[k] - ma[k], b[k] - mb[k])
+            } else {
+                (start_risk[i] - ma[d], cur_risk[i] - mb[d])
+            };
+            cab[k] += x * y;
+            caa[k] += x * x;
+            cbb[k] += y * y;
+        }
+    }
+    (0..w)
+        .map(|k| {
+            if caa[k] <= 0.0 || cbb[k] <= 0.0 {
+                0.0
+            } else {
+                (cab[k] / (caa[k] * cbb[k]).sqrt()).abs()
+            }
+        })
+        .fold(0.0, f64::max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

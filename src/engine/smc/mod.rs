@@ -5,6 +5,7 @@
 
 pub mod checkpoint;
 pub mod copies;
+pub mod delayed;
 pub mod direction;
 pub mod energy_mixing;
 pub mod fast_prior;
@@ -33,7 +34,7 @@ pub use moves::Kernel;
 pub use path_cv::{CvMode, GammaCv, SmcCv};
 pub use sampler::{AfterCheckpoint, Checkpoint, Checkpoints, SmcRun, StageInfo};
 pub use scores::ScorePrecision;
-pub use settings::{LOCAL_SHARE, Moves, SmcSettings};
+pub use settings::{LOCAL_SHARE, Moves, SmcSettings, Surrogate};
 pub use target::{LinearAuc, Quadratic, Target};
 
 use crate::engine::event::{Event, LogLevel};
@@ -158,7 +159,20 @@ pub(crate) fn fit_linear(
     ctl: &Control,
     obs: &mut dyn Observer,
 ) -> Result<Fit, EngineError> {
-    let target = LinearAuc::new(&problem.x, &problem.y, problem.prior.clone());
+    let mut target = LinearAuc::new(&problem.x, &problem.y, problem.prior.clone());
+    if let Some(m) = settings.surrogate.rows(problem.n()) {
+        target = target.with_surrogate(&problem.x, &problem.y, m, settings.seed);
+        obs.observe(Event::Log {
+            level: LogLevel::Info,
+            message: format!(
+                "SMC: delayed acceptance, a proposal first faces the risk on {} of {} rows \
+                 (class-stratified) and pays the full risk only if it passes (exact; \
+                 --surrogate-rows 0 turns it off)",
+                target.surrogate_rows().unwrap_or(m),
+                problem.n()
+            ),
+        });
+    }
     if let Some(r) = settings.part {
         // One run of several made apart: the run `run_all` would make r-th.
         let seed = runs::run_seed(settings.seed, r - 1);
@@ -180,8 +194,20 @@ pub(crate) fn fit_linear(
         return Ok(runs::build_fit(problem, settings, all));
     }
     let run = sampler::run(&target, problem.gamma, settings, ctl, obs)?;
+    let surrogate = target
+        .surrogate_rows()
+        .map(|m| delayed::summary(m, problem.n(), &run.path));
     let mut fit = build_fit(problem, settings, run);
     fit.details["runs"] = runs::single_run_note();
+    if let Some((note, warning)) = surrogate {
+        fit.details["surrogate"] = note;
+        if let Some(message) = warning {
+            obs.observe(Event::Log {
+                level: LogLevel::Warn,
+                message,
+            });
+        }
+    }
     Ok(fit)
 }
 

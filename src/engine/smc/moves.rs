@@ -9,6 +9,7 @@ use rand_distr::{ChiSquared, Distribution};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::delayed;
 use super::direction;
 use super::gaussian_fit::GaussianFit;
 use super::marginal_map::MarginalMaps;
@@ -130,6 +131,9 @@ pub struct Chains {
     /// The fit each chain moves with (index into `StepSpec::fits`; chains of
     /// one fit are adjacent).
     pub fold: Vec<usize>,
+    /// Delayed acceptance: each chain's surrogate risk S (`Target::surrogate`);
+    /// NaN or missing where not known yet (`step` fills it).
+    pub surrogate: Vec<f64>,
 }
 
 impl Chains {
@@ -184,7 +188,7 @@ pub(super) struct BlockBuf {
     /// Chains whose proposal is a direction step (see `direction`).
     pub(super) direction: Vec<bool>,
     /// Sum of squared jumps of the block's chains.
-    jump2: f64,
+    pub(super) jump2: f64,
     /// The block's normals or new whitened states (c × d).
     pub(super) z: Vec<f64>,
     /// B packed for the products with the factor.
@@ -193,6 +197,15 @@ pub(super) struct BlockBuf {
     pub(super) nat: Vec<f64>,
     pub(super) scaled: Vec<f64>,
     rewhiten: Rewhiten,
+    /// Delayed acceptance (see `delayed`): the proposals' S, the second
+    /// stage's uniforms, the chains S passed and their proposals and risks.
+    pub(super) surrogate: Vec<f64>,
+    pub(super) log_u2: Vec<f64>,
+    pub(super) passed: Vec<usize>,
+    pub(super) passed_theta: Vec<f64>,
+    pub(super) passed_risk: Vec<f64>,
+    /// Full risk evaluations of the block's last step.
+    pub(super) full: usize,
 }
 
 impl BlockBuf {
@@ -253,6 +266,8 @@ pub struct StepStats {
     pub accepted: usize,
     /// Mean squared jump distance (Euclidean), over chains.
     pub esjd: f64,
+    /// Full risk evaluations (the proposals, or with a surrogate those it passed).
+    pub full_evaluations: usize,
 }
 
 /// Chains handled together by a rayon task (fixed: results do not depend on it).
@@ -311,6 +326,8 @@ pub fn step<T: Target + ?Sized>(
     };
     // Sphere draws the radius itself (its step keeps it).
     let radial = Radial::new(target, d, spec.radial && chart.is_none());
+    let surrogate = target.surrogate();
+    delayed::know_surrogate(surrogate, chains);
     let cb = chain_block(target.batch());
     buf.blocks.resize_with(m.div_ceil(cb), BlockBuf::default);
     chains
@@ -321,15 +338,25 @@ pub fn step<T: Target + ?Sized>(
         .zip(chains.log_prior.par_chunks_mut(cb))
         .zip(chains.rng.par_chunks_mut(cb))
         .zip(chains.fold.par_chunks(cb))
+        .zip(chains.surrogate.par_chunks_mut(cb))
         .zip(buf.blocks.par_iter_mut())
-        .for_each(|((((((th, wh), rk), lp), rngs), fold), bb)| {
+        .for_each(|(((((((th, wh), rk), lp), rngs), fold), sk), bb)| {
             let c = rk.len();
             match chart {
                 Some(ch) => sphere::propose(ch, spec.scale, fits, fold, th, wh, rngs, bb),
                 None => propose(target, spec, fits, fold, th, wh, rngs, bb, d),
             }
-            target.risks(&bb.theta, &mut bb.risk);
-            accept(spec, th, wh, rk, lp, bb, (d, e));
+            match surrogate {
+                Some(sur) => {
+                    let chain = delayed::Block { th, wh, rk, lp, sk };
+                    delayed::accept(target, sur, spec, chain, rngs, bb, (d, e));
+                }
+                None => {
+                    target.risks(&bb.theta, &mut bb.risk);
+                    bb.full = c;
+                    accept(spec, th, wh, rk, lp, bb, (d, e));
+                }
+            }
             if let Some(ch) = chart {
                 sphere::refresh_radius(ch, th, rngs);
                 for (l, t) in lp.iter_mut().zip(th.chunks_exact(d)) {
@@ -361,7 +388,12 @@ pub fn step<T: Target + ?Sized>(
         .map(|b| b.accepted.iter().filter(|&&a| a).count())
         .sum();
     let esjd = buf.blocks.iter().map(|b| b.jump2).sum::<f64>() / m.max(1) as f64;
-    StepStats { accepted, esjd }
+    let full_evaluations = buf.blocks.iter().map(|b| b.full).sum();
+    StepStats {
+        accepted,
+        esjd,
+        full_evaluations,
+    }
 }
 
 /// Proposals of one block of chains, each from its own stream: the normals
@@ -571,103 +603,50 @@ fn accept(
     bb.jump2 = 0.0;
     for j in 0..rk.len() {
         let like = -spec.gamma * (bb.risk[j] - rk[j]);
-        let log_alpha = match spec.kernel {
-            _ if bb.direction[j] => like + bb.correction[j],
-            Kernel::Auto | Kernel::Pcn | Kernel::SkewCopula => like,
-            Kernel::Rw => like + bb.log_prior[j] - lp[j],
-            Kernel::Gpcn | Kernel::Copula => like + bb.log_prior[j] - lp[j] + bb.correction[j],
-            // The radius is kept and the direction's prior is uniform: the
-            // correction holds the proposal and chart Jacobian ratios.
-            Kernel::Sphere => like + bb.correction[j],
-        };
-        let ok = bb.log_u[j] < log_alpha;
+        let ok = bb.log_u[j] < log_alpha(spec, bb, lp, j, like);
         bb.accepted[j] = ok;
         if ok {
-            let (cur, new) = (&mut th[j * d..(j + 1) * d], &bb.theta[j * d..(j + 1) * d]);
-            bb.jump2 += cur
-                .iter()
-                .zip(new)
-                .map(|(a, b)| (a - b) * (a - b))
-                .sum::<f64>();
-            cur.copy_from_slice(new);
-            wh[j * e..(j + 1) * e].copy_from_slice(&bb.white[j * e..(j + 1) * e]);
-            rk[j] = bb.risk[j];
-            lp[j] = bb.log_prior[j];
+            take(j, th, wh, rk, lp, bb, (d, e));
         }
     }
 }
 
-/// A chain's fit with the marginal maps it is applied through (Copula).
+/// log α of chain j's proposal given the risk term `like` (−γ ΔR): the
+/// prior and proposal terms of its kernel added.
+pub(super) fn log_alpha(spec: StepSpec<'_>, bb: &BlockBuf, lp: &[f64], j: usize, like: f64) -> f64 {
+    match spec.kernel {
+        _ if bb.direction[j] => like + bb.correction[j],
+        Kernel::Auto | Kernel::Pcn | Kernel::SkewCopula => like,
+        Kernel::Rw => like + bb.log_prior[j] - lp[j],
+        Kernel::Gpcn | Kernel::Copula => like + bb.log_prior[j] - lp[j] + bb.correction[j],
+        // The radius is kept and the direction's prior is uniform: the
+        // correction holds the proposal and chart Jacobian ratios.
+        Kernel::Sphere => like + bb.correction[j],
+    }
+}
+
+/// Chain j takes its proposal (with `bb.risk[j]` its risk).
+pub(super) fn take(
+    j: usize,
+    th: &mut [f64],
+    wh: &mut [f64],
+    rk: &mut [f64],
+    lp: &mut [f64],
+    bb: &mut BlockBuf,
+    (d, e): (usize, usize),
+) {
+    let (cur, new) = (&mut th[j * d..(j + 1) * d], &bb.theta[j * d..(j + 1) * d]);
+    bb.jump2 += cur
+        .iter()
+        .zip(new)
+        .map(|(a, b)| (a - b) * (a - b))
+        .sum::<f64>();
+    cur.copy_from_slice(new);
+    wh[j * e..(j + 1) * e].copy_from_slice(&bb.white[j * e..(j + 1) * e]);
+    rk[j] = bb.risk[j];
+    lp[j] = bb.log_prior[j];
+}
+
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::engine::smc::gaussian_fit::CrossFit;
-    use nalgebra::DMatrix;
-
-    #[test]
-    fn stored_whitened_states_follow_steps_and_radial_moves() {
-        use crate::engine::prior::Prior;
-        use crate::engine::smc::target::LinearAuc;
-        let mut r = rng::stream(5, &[]);
-        let (n, d, m) = (40, 3, 50);
-        let x = DMatrix::from_fn(n, d, |_, _| rng::normal(&mut r));
-        let y: Vec<bool> = (0..n).map(|i| i % 3 == 0).collect();
-        for prior in [
-            Prior::Gaussian { var: 1.0 },
-            Prior::SpikeSlab {
-                spike_var: 0.01,
-                slab_var: 1.0,
-                incl: 0.3,
-            },
-        ] {
-            let t = LinearAuc::new(&x, &y, prior);
-            let mut theta = vec![0.0; m * d];
-            for row in theta.chunks_exact_mut(d) {
-                t.sample_prior(&mut r, row);
-            }
-            // Two folds: the chains of each move with the other's fit.
-            let cf = CrossFit::of(&theta, d, &vec![1.0 / m as f64; m], m, 2, 1.0);
-            let mut chains = Chains {
-                d,
-                risk: vec![0.0; m],
-                log_prior: theta.chunks_exact(d).map(|p| t.log_prior(p)).collect(),
-                theta,
-                white: Vec::new(),
-                rng: (0..m).map(|j| rng::stream(6, &[j as u64])).collect(),
-                fold: (0..m).map(|j| cf.fold_of(j)).collect(),
-            };
-            t.risks(&chains.theta, &mut chains.risk);
-            chains.whiten(&cf.fits);
-            let mut buf = Proposals::default();
-            for _ in 0..5 {
-                let spec = StepSpec {
-                    kernel: Kernel::Gpcn,
-                    gamma: 10.0,
-                    scale: 0.7,
-                    fits: &cf.fits,
-                    radial: true,
-                    chart: None,
-                    maps: None,
-                    df: None,
-                    local_share: 0.0,
-                    direction: false,
-                };
-                step(&t, &mut chains, &mut buf, spec);
-            }
-            let mut w = vec![0.0; d];
-            for j in 0..m {
-                let p = &chains.theta[j * d..(j + 1) * d];
-                cf.fits[chains.fold[j]].whiten(p, &mut w);
-                for (a, b) in w.iter().zip(&chains.white[j * d..(j + 1) * d]) {
-                    assert!((a - b).abs() < 1e-9);
-                }
-                assert!((t.log_prior(p) - chains.log_prior[j]).abs() < 1e-9);
-            }
-            // Rescaling θ leaves the risk unchanged (up to the rounding of
-            // near-tied scores, which does not occur here).
-            let mut fresh = vec![0.0; m];
-            t.risks(&chains.theta, &mut fresh);
-            assert_eq!(fresh, chains.risk);
-        }
-    }
-}
+#[path = "moves_tests.rs"]
+mod tests;

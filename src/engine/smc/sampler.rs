@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 
 pub use super::checkpoint::{AfterCheckpoint, Checkpoint, Checkpoints};
 use super::copies;
-use super::energy_mixing::{self, EnergyMixing};
+use super::delayed::DelayedStats;
+use super::energy_mixing::{self, EnergyMixing, max_correlation};
 use super::fit_pool::{Snapshots, stage_proposal};
 use super::left_behind::{self, LeftBehind};
 use super::moves::{self, Chains, Kernel, Proposals, StepSpec};
@@ -78,6 +79,9 @@ pub struct StageInfo {
     /// kernels that move whitened states).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left_behind: Option<LeftBehind>,
+    /// Delayed acceptance's counts (a target with a surrogate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surrogate: Option<DelayedStats>,
     pub mean_risk: f64,
     /// sd of R_n across the particles.
     pub risk_sd: f64,
@@ -183,6 +187,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
             skewed: None,
             energy: None,
             left_behind: None,
+            surrogate: None,
             mean_risk: mean(&risk),
             risk_sd: sd(&risk),
             evaluations,
@@ -275,6 +280,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
                 .map(|j| rng::stream(s.seed, &[KEY_MOVE, stage as u64, j as u64]))
                 .collect::<Vec<Rng>>(),
             fold: ancestors.iter().map(|&a| fold_of[a]).collect(),
+            surrogate: Vec::new(),
         };
         chains
             .log_prior
@@ -318,7 +324,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
             },
         )?;
         scale = mv.scale;
-        evaluations += (mv.steps * chains_n) as u64;
+        evaluations += mv.full_evaluations as u64;
         // Waste-free clouds are step-major: particle i belongs to chain i mod M.
         families = chains_n;
         theta = mv.theta;
@@ -350,6 +356,11 @@ pub fn run_checkpointed<T: Target + ?Sized>(
                 skewed: prop.skewed,
                 energy: mv.energy,
                 left_behind: mv.left_behind,
+                surrogate: target.surrogate().map(|_| DelayedStats {
+                    proposals: proposed,
+                    full_evaluations: mv.full_evaluations,
+                    accepted,
+                }),
                 mean_risk: mean(&risk),
                 risk_sd: sd(&risk),
                 evaluations,
@@ -398,6 +409,7 @@ struct Moved {
     risk: Vec<f64>,
     steps: usize,
     accepted: usize,
+    full_evaluations: usize,
     esjd_sum: f64,
     max_corr: f64,
     unmoved: f64,
@@ -485,7 +497,7 @@ fn move_stage<T: Target + ?Sized>(
         (None, Moves::Fixed(k)) => (k, k),
         (None, Moves::Adaptive { min, max }) => (min, max),
     };
-    let (mut accepted, mut esjd_sum, mut steps) = (0usize, 0.0, 0);
+    let (mut accepted, mut full_evaluations, mut esjd_sum, mut steps) = (0usize, 0, 0.0, 0);
     let mut max_corr = 1.0;
     let mut moved = vec![false; m];
     let mut unmoved = 1.0;
@@ -503,6 +515,7 @@ fn move_stage<T: Target + ?Sized>(
         unmoved = moved.iter().filter(|&&mv| !mv).count() as f64 / m as f64;
         (duplicated, stuck_copies) = copies::unmoved_copies(ancestors, &moved);
         accepted += st.accepted;
+        full_evaluations += st.full_evaluations;
         esjd_sum += st.esjd;
         if s.adapt_scale {
             let acc = st.accepted as f64 / m as f64;
@@ -547,6 +560,7 @@ fn move_stage<T: Target + ?Sized>(
         risk: cloud_risk,
         steps,
         accepted,
+        full_evaluations,
         esjd_sum,
         max_corr,
         unmoved,
@@ -643,52 +657,4 @@ pub fn histograms(theta: &[f64], d: usize, bins: usize) -> Vec<Histogram> {
             Histogram::of(&col, None, bins)
         })
         .collect()
-}
-
-/// Largest |Pearson correlation| between start and current values over the
-/// coordinates and the risk (0 where either side is constant). One pass for
-/// the means, one for the moments, over all columns at once.
-fn max_correlation(
-    start: &[f64],
-    start_risk: &[f64],
-    cur: &[f64],
-    cur_risk: &[f64],
-    d: usize,
-) -> f64 {
-    let n = start_risk.len().max(1) as f64;
-    let w = d + 1;
-    let (mut ma, mut mb) = (vec![0.0; w], vec![0.0; w]);
-    for i in 0..start_risk.len() {
-        let (a, b) = (&start[i * d..(i + 1) * d], &cur[i * d..(i + 1) * d]);
-        for k in 0..d {
-            ma[k] += a[k];
-            mb[k] += b[k];
-        }
-        ma[d] += start_risk[i];
-        mb[d] += cur_risk[i];
-    }
-    ma.iter_mut().chain(mb.iter_mut()).for_each(|m| *m /= n);
-    let (mut cab, mut caa, mut cbb) = (vec![0.0; w], vec![0.0; w], vec![0.0; w]);
-    for i in 0..start_risk.len() {
-        let (a, b) = (&start[i * d..(i + 1) * d], &cur[i * d..(i + 1) * d]);
-        for k in 0..w {
-            let (x, y) = if k < d {
-                (a[k] - ma[k], b[k] - mb[k])
-            } else {
-                (start_risk[i] - ma[d], cur_risk[i] - mb[d])
-            };
-            cab[k] += x * y;
-            caa[k] += x * x;
-            cbb[k] += y * y;
-        }
-    }
-    (0..w)
-        .map(|k| {
-            if caa[k] <= 0.0 || cbb[k] <= 0.0 {
-                0.0
-            } else {
-                (cab[k] / (caa[k] * cbb[k]).sqrt()).abs()
-            }
-        })
-        .fold(0.0, f64::max)
 }

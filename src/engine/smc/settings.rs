@@ -94,6 +94,41 @@ pub struct SmcSettings {
     /// CPU per proposal (two ray integrals), so it is not yet a gain.
     #[serde(default)]
     pub direction_moves: bool,
+    /// Delayed acceptance with the risk on a row subsample as the first stage
+    /// (`delayed`; exact). Records from before ran without (`Off`).
+    #[serde(default)]
+    pub surrogate: Surrogate,
+}
+
+/// The surrogate of delayed acceptance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Surrogate {
+    #[default]
+    Off,
+    /// On from `AUTO_SURROGATE_MIN_ROWS` rows, on `auto_surrogate_rows(n)` rows.
+    Auto,
+    /// The risk on this many rows (off when ≥ the data's rows).
+    Rows(usize),
+}
+
+/// Rows from which `Surrogate::Auto` turns delayed acceptance on: below it a
+/// full evaluation costs little against the moves' other work.
+pub const AUTO_SURROGATE_MIN_ROWS: usize = 100_000;
+
+impl Surrogate {
+    /// The surrogate's rows for data of n rows (None: off).
+    pub fn rows(self, n: usize) -> Option<usize> {
+        match self {
+            Surrogate::Off => None,
+            Surrogate::Auto if n < AUTO_SURROGATE_MIN_ROWS => None,
+            // A tenth of the rows: the surrogate then costs ≈ 1/10 of a full
+            // evaluation and its error still shrinks with n.
+            Surrogate::Auto => Some(n / 10),
+            Surrogate::Rows(m) if m == 0 || m >= n => None,
+            Surrogate::Rows(m) => Some(m.max(2)),
+        }
+    }
 }
 
 /// Records from before the setting ran without local steps (the serde
@@ -127,6 +162,7 @@ impl Default for SmcSettings {
             part: None,
             row_space: true,
             direction_moves: false,
+            surrogate: Surrogate::Off,
         }
     }
 }

@@ -63,6 +63,13 @@ pub trait Target: Sync {
         let _ = thetas;
         None
     }
+    /// A cheap approximation S of the risk with the same prior, for delayed
+    /// acceptance (`delayed`): the moves then evaluate the risk only for
+    /// proposals that S accepts. None (the default): every proposal's risk.
+    /// Must be scale-invariant when the risk is (radial moves keep S).
+    fn surrogate(&self) -> Option<&dyn Target> {
+        None
+    }
 }
 
 /// Scores per block of particles (the block's n × m scores stay in L2 with
@@ -85,6 +92,8 @@ pub struct LinearAuc {
     block: usize,
     /// One scratch per worker thread (index = rayon thread index).
     scratch: Vec<Mutex<Scratch>>,
+    /// The same risk on a class-stratified row subsample (delayed acceptance).
+    surrogate: Option<(Box<LinearAuc>, usize)>,
 }
 
 struct Scratch {
@@ -137,7 +146,26 @@ impl LinearAuc {
             prior,
             block,
             scratch,
+            surrogate: None,
         }
+    }
+
+    /// The target with a surrogate: the same risk on `m` rows drawn without
+    /// replacement per class in proportion to the classes (at least one of
+    /// each), from a stream of `seed`. Costs O(m log m) per evaluation
+    /// instead of O(n log n).
+    pub fn with_surrogate(mut self, x: &DMatrix<f64>, y: &[bool], m: usize, seed: u64) -> Self {
+        let rows = stratified_rows(y, m, seed);
+        let ys: Vec<bool> = rows.iter().map(|&i| y[i]).collect();
+        let mut sub = LinearAuc::new(&x.select_rows(&rows), &ys, self.prior.clone());
+        sub.pit = self.pit.clone();
+        self.surrogate = Some((Box::new(sub), rows.len()));
+        self
+    }
+
+    /// Rows of the surrogate (None: no surrogate).
+    pub fn surrogate_rows(&self) -> Option<usize> {
+        self.surrogate.as_ref().map(|s| s.1)
     }
 
     pub fn prior(&self) -> &Prior {
@@ -259,6 +287,37 @@ impl Target for LinearAuc {
     fn inclusion(&self, thetas: &[f64]) -> Option<Vec<f64>> {
         super::summary::inclusion(thetas, self.d, &self.prior)
     }
+    fn surrogate(&self) -> Option<&dyn Target> {
+        self.surrogate.as_ref().map(|s| &*s.0 as &dyn Target)
+    }
+}
+
+/// Stream key of the surrogate's row subsample (with the seed).
+const KEY_SURROGATE: u64 = 0x5EED_0051;
+
+/// About `m` row indices (sorted), each class sampled without replacement in
+/// proportion to its size and at least once.
+pub fn stratified_rows(y: &[bool], m: usize, seed: u64) -> Vec<usize> {
+    let mut r = crate::engine::numerics::rng::stream(seed, &[KEY_SURROGATE]);
+    let n = y.len();
+    let mut rows = Vec::with_capacity(m.min(n));
+    for class in [true, false] {
+        let mut idx: Vec<usize> = (0..n).filter(|&i| y[i] == class).collect();
+        if idx.is_empty() {
+            continue;
+        }
+        let want =
+            ((m as f64 * idx.len() as f64 / n.max(1) as f64).round() as usize).clamp(1, idx.len());
+        // Partial Fisher–Yates: the first `want` are a uniform sample.
+        for k in 0..want {
+            let last = idx.len() - 1;
+            let j = k + (rand::RngExt::random::<f64>(&mut r) * (idx.len() - k) as f64) as usize;
+            idx.swap(k, j.min(last));
+        }
+        rows.extend_from_slice(&idx[..want]);
+    }
+    rows.sort_unstable();
+    rows
 }
 
 /// A test target with a closed-form answer: prior N(0, var·I) and the quadratic
