@@ -432,6 +432,7 @@ mod tests {
                 theta: theta.clone(),
                 white: Vec::new(),
                 rng: (0..m).map(|j| rng::stream(8, &[j as u64])).collect(),
+                surrogate: Vec::new(),
                 fold: (0..m).map(|j| cf.fold_of(j)).collect(),
             };
             t.risks(&c.theta, &mut c.risk);
