@@ -4,14 +4,12 @@
 //! the hand-over is here. The draws stay exact whatever EP's quality; a poor
 //! EP only slows the mixing, which R-hat and the ESS report.
 
-use nalgebra::DVector;
-use serde_json::json;
-
 use crate::engine::ep::Ep;
 use crate::engine::event::{Event, LogLevel};
-use crate::engine::gcs::{GaussianReference, Gcs};
+use crate::engine::gcs::{GaussianReference, Gcs, ReferenceOrigin};
 use crate::engine::interface::{Control, Engine, EngineError, NoObserver, Observer};
 use crate::engine::{Fit, Problem};
+use nalgebra::DVector;
 
 /// EP, then the great-circle sampler around EP's Gaussian.
 pub struct GcsAfterEp {
@@ -67,19 +65,19 @@ impl Engine for GcsAfterEp {
                 ),
             },
         });
+        let reference_origin = Some(ReferenceOrigin {
+            source: if why.is_none() { "ep" } else { "warm-up" },
+            ep_seconds,
+            why_not_ep: why,
+        });
         let gcs = Gcs {
             settings: crate::engine::gcs::GcsSettings {
                 reference,
+                reference_origin,
                 ..self.gcs.settings.clone()
             },
         };
-        let mut fit = gcs.run(problem, ctl, obs)?;
-        fit.details["directions"]["reference"] = json!({
-            "source": if why.is_none() { "ep" } else { "warm-up" },
-            "ep_seconds": ep_seconds,
-            "why_not_ep": why,
-        });
-        Ok(fit)
+        gcs.run(problem, ctl, obs)
     }
 }
 

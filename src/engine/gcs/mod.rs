@@ -29,7 +29,7 @@ use serde_json::json;
 
 pub use design::Design;
 pub use sampler::GcsRun;
-pub use settings::{CircleMove, Directions, GaussianReference, GcsSettings, Loss};
+pub use settings::{CircleMove, Directions, GaussianReference, GcsSettings, Loss, ReferenceOrigin};
 
 use crate::engine::event::{Event, Histogram, LogLevel};
 use crate::engine::fit::{EngineKind, Fit, MethodReport, Particles, ScoreModel};
@@ -245,13 +245,16 @@ pub fn build_fit(
         }
         Directions::Uniform => "tangent directions uniform: every move accepted",
     };
-    let directions = json!({
+    let mut directions = json!({
         "kind": run.directions.name(),
         "asked": settings.directions.name(),
         "uniform_because": run.uniform_because,
         "estimates": run.estimates,
         "note": note,
     });
+    if let Some(origin) = &settings.reference_origin {
+        directions["reference"] = json!(origin);
+    }
     fit.details = json!({
         "rhat": run.largest_rhat(),
         "ess_bulk_min": run.smallest_ess().0,

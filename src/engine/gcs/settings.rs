@@ -113,6 +113,15 @@ pub struct GaussianReference {
     pub source: String,
 }
 
+/// How the reference was obtained: its source ("ep" or "warm-up"), the
+/// seconds the source took, and why the preferred source was not used.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReferenceOrigin {
+    pub source: &'static str,
+    pub ep_seconds: f64,
+    pub why_not_ep: Option<String>,
+}
+
 fn exact() -> CircleMove {
     CircleMove::Exact
 }
@@ -152,6 +161,10 @@ pub struct GcsSettings {
     /// fitted over the warm-up). Not part of the record's settings.
     #[serde(skip)]
     pub reference: Option<GaussianReference>,
+    /// Where the reference was to come from, for the record's
+    /// `details.directions.reference` (set by whoever chose it).
+    #[serde(skip)]
+    pub reference_origin: Option<ReferenceOrigin>,
     pub seed: u64,
 }
 
@@ -174,6 +187,7 @@ impl Default for GcsSettings {
             row_space: true,
             circle: CircleMove::default(),
             reference: None,
+            reference_origin: None,
             seed: 0,
         }
     }
