@@ -30,20 +30,30 @@ pub fn run(args: &GenDemoArgs, rows: usize) -> Result<(), String> {
     } else {
         "csv.partial"
     });
+    // `--out /dev/null` (or a pipe): written straight, never replaced.
+    let special = crate::engine::record::is_special(path);
     let written = (|| -> std::io::Result<u64> {
-        let f = std::fs::File::create(&tmp)?;
-        let mut w = BufWriter::with_capacity(1 << 22, f);
+        let f = if special {
+            std::fs::OpenOptions::new().write(true).open(path)?
+        } else {
+            std::fs::File::create(&tmp)?
+        };
+        let mut w = Counted {
+            inner: BufWriter::with_capacity(1 << 22, f),
+            bytes: 0,
+        };
         if arrow {
             spec.write_arrow(&mut w).map_err(std::io::Error::other)?;
         } else {
             spec.write(&mut w)?;
         }
         w.flush()?;
-        let f = w.into_inner().map_err(|e| e.into_error())?;
-        f.sync_all()?;
-        let len = f.metadata()?.len();
-        std::fs::rename(&tmp, path)?;
-        Ok(len)
+        let f = w.inner.into_inner().map_err(|e| e.into_error())?;
+        if !special {
+            f.sync_all()?;
+            std::fs::rename(&tmp, path)?;
+        }
+        Ok(w.bytes)
     })();
     let bytes = written.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
@@ -71,4 +81,21 @@ fn is_arrow_name(path: &std::path::Path) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| ["arrow", "feather", "ipc"].contains(&e.to_ascii_lowercase().as_str()))
+}
+
+/// A writer that counts what passes through it (a device has no length).
+struct Counted<W: Write> {
+    inner: W,
+    bytes: u64,
+}
+
+impl<W: Write> Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }

@@ -450,6 +450,9 @@ fn f64_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 /// Checks that `path` can be written (a temporary file created in its folder,
 /// then removed) — before a long computation whose result would be lost.
 pub fn check_writable(path: &Path) -> std::io::Result<()> {
+    if is_special(path) {
+        return std::fs::OpenOptions::new().write(true).open(path).map(drop);
+    }
     let (dir, name) = temp_sibling(path)?;
     if !dir.is_dir() {
         return Err(std::io::Error::new(
@@ -464,6 +467,14 @@ pub fn check_writable(path: &Path) -> std::io::Result<()> {
     let tmp = dir.join(format!(".{name}.check-{}", std::process::id()));
     std::fs::File::create(&tmp)?;
     std::fs::remove_file(&tmp)
+}
+
+/// Whether `path` (its symlinks followed) is a device, a pipe or a socket:
+/// `--out /dev/null` or a named pipe. Such a target is written straight, never
+/// replaced: renaming a file over /dev/null makes it a plain file, for every
+/// program on the machine (it happened here).
+pub fn is_special(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
 /// The folder of `path` and its file name.
@@ -524,6 +535,12 @@ pub fn write_atomic_with(
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
+    if is_special(path) {
+        let f = std::fs::OpenOptions::new().write(true).open(path)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        fill(&mut w)?;
+        return w.flush();
+    }
     let (dir, name) = temp_sibling(path)?;
     let tmp = write_temp_with(dir, &name, fill)?;
     let result = std::fs::rename(&tmp, path);
@@ -581,6 +598,40 @@ pub fn write_atomic_new(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A named pipe stays a pipe and its reader gets the bytes (as
+    /// `--out /dev/null` must leave /dev/null a device).
+    #[cfg(unix)]
+    #[test]
+    fn a_pipe_is_written_through_not_replaced() {
+        use std::io::Read;
+        use std::os::unix::fs::FileTypeExt;
+        let dir = std::env::temp_dir().join(format!("pacauc-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("out.json");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                let mut got = String::new();
+                std::fs::File::open(&fifo)
+                    .unwrap()
+                    .read_to_string(&mut got)
+                    .unwrap();
+                got
+            })
+        };
+        assert!(is_special(&fifo));
+        check_writable(&fifo).unwrap_or_else(|e| panic!("{e}"));
+        write_atomic(&fifo, b"{\"ok\": 1}").unwrap();
+        let got = reader.join().unwrap();
+        assert!(got.ends_with("{\"ok\": 1}"), "{got:?}");
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert!(!is_special(&dir) && !is_special(&dir.join("missing")));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn writing_into_a_missing_folder_names_it() {
