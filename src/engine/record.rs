@@ -451,7 +451,16 @@ fn f64_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 /// then removed) — before a long computation whose result would be lost.
 pub fn check_writable(path: &Path) -> std::io::Result<()> {
     if is_special(path) {
-        return std::fs::OpenOptions::new().write(true).open(path).map(drop);
+        // Not opened: opening a pipe for writing waits for its reader, and
+        // closing it again would end the reader's input.
+        return if std::fs::metadata(path)?.permissions().readonly() {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!("'{}' is not writable", path.display()),
+            ))
+        } else {
+            Ok(())
+        };
     }
     let (dir, name) = temp_sibling(path)?;
     if !dir.is_dir() {
@@ -624,6 +633,7 @@ mod tests {
             })
         };
         assert!(is_special(&fifo));
+        // Checked without opening it (an open and a close would end the input).
         check_writable(&fifo).unwrap_or_else(|e| panic!("{e}"));
         write_atomic(&fifo, b"{\"ok\": 1}").unwrap();
         let got = reader.join().unwrap();
