@@ -303,25 +303,25 @@ pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
             // all n. BENCHMARKS logit-1e6 / logit-1e7: 14.8 / 39.5 CPU s
             // measured (load included) against 24 / 35 here; before the
             // subsample was counted, 10⁷ rows read "4 min".
+            // Every k-th row of a stratified deal, k = ⌈n / cv_rows⌉.
+            let sub = n / (n / l.cv_rows.max(1) as f64).ceil().max(1.0);
             let (cv_rows, cv_fits) = if l.lambda.is_some() {
                 (0.0, 0.0)
             } else {
                 let folds = l.folds as f64;
-                (
-                    // Every k-th row of a stratified deal, k = ⌈n / cv_rows⌉.
-                    n / (n / l.cv_rows.max(1) as f64).ceil().max(1.0) * (folds - 1.0) / folds,
-                    folds * plan::LOGIT_GRID,
-                )
+                (sub * (folds - 1.0) / folds, folds * plan::LOGIT_GRID)
             };
             parts.push(Part {
-                what: if cv_fits > 0.0 {
-                    format!(
-                        "logit: {cv_fits:.0} CV fits on {cv_rows:.2e} rows + 1 on {n:.2e}, ~{} Newton steps each",
-                        plan::NEWTON_ITERS
-                    )
-                } else {
-                    format!("logit: 1 fit, ~{} Newton steps", plan::NEWTON_ITERS)
-                },
+                what: format!(
+                    "logit: {:.0} fits × ~{} Newton steps{}",
+                    cv_fits + 1.0,
+                    plan::NEWTON_ITERS,
+                    if cv_fits > 0.0 && sub < n {
+                        format!(" (CV on a {sub:.2e}-row subsample)")
+                    } else {
+                        String::new()
+                    }
+                ),
                 cpu_seconds: (cv_fits * cv_rows + n) * per_row,
             });
             // The design with its intercept column and one working copy.
@@ -343,7 +343,12 @@ pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
         MethodSpec::Ep(e) => {
             let (p, b) = ep_part(spec, e, s);
             parts.push(p);
-            extra_bytes += b;
+            // Beside its sites EP holds its rows several times: the class
+            // split, the whitened design, the sweep's own copy, the per-row
+            // aggregates and marginals, the kernel's packed and transposed
+            // negatives — measured ≈ 8 copies (`--pairs 4000000` at 10⁷ × 20:
+            // RSS 11.3 GB mid-run, 1.6 GB of it the data).
+            extra_bytes += b + 8.0 * 8.0 * n * d;
             parts.push(certificate_part(s));
             parts.extend(is_check_part(e.is_draws, s));
         }

@@ -33,7 +33,10 @@ pub const MAX_AUTO_DRAWS: usize = 20_000;
 /// what those draws cost there (≈ 23 CPU s at d = 20: ≈ 11 s wall on 2 cores).
 pub const FULL_CHECK_ROWS: usize = 100_000;
 /// The fewest draws of the default check: PSIS's tail fit then has 20 draws
-/// and its k̂ threshold is 1 − 1/log₁₀ 100 = 0.5 (`auto_draws_note`).
+/// and its k̂ threshold is 1 − 1/log₁₀ 100 = 0.5 (`auto_draws_note`). Fewer
+/// would leave k̂ no tail to fit, so this floor, not the budget, sets the
+/// check's cost from ~7·10⁶ rows: 106 draws at 7.5·10⁶ × 20 measured 22 CPU s
+/// (≈ 11 s wall on 2 cores; BENCHMARKS vb-1e7).
 pub const FEWEST_AUTO_DRAWS: usize = 100;
 /// Below this many draws the default says what k̂ can and cannot tell.
 pub const FEW_DRAWS: usize = 1000;
