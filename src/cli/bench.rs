@@ -202,22 +202,7 @@ fn bench_smc(args: &BenchArgs, spec: &RunSpec, l: &Loaded) -> Result<serde_json:
     Ok(v)
 }
 
-/// CPU seconds used by the process so far (user + system, every thread; NaN
-/// where unknown).
-fn process_cpu() -> f64 {
-    #[cfg(unix)]
-    {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is a valid timespec for the call to fill.
-        if unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) } == 0 {
-            return ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9;
-        }
-    }
-    f64::NAN
-}
+use crate::engine::numerics::cpu_time::process_cpu_seconds as process_cpu;
 
 /// The batch sizes of a run's risk evaluations, in order.
 fn batch_sizes(run: &SmcRun, s: &SmcSettings) -> Vec<usize> {

@@ -17,6 +17,7 @@ use super::fit::{EngineKind, Fit};
 use super::interface::{Control, Engine, EngineError, Observer};
 use super::is_check::risks::{auto_draws, auto_draws_note};
 use super::is_check::{IsSettings, is_check_fit};
+use super::numerics::cpu_time::process_cpu_seconds;
 use super::prior::Prior;
 use super::problem::Problem;
 
@@ -168,11 +169,16 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
     let gp_gaussian = matches!(fit.prior, Some(Prior::Gp(_)))
         && fit.particles.is_none()
         && fit.engine != EngineKind::Smc;
+    let (t0, cpu0) = (std::time::Instant::now(), process_cpu_seconds());
     let bound = if gp_gaussian {
         Err(GP_NO_THETA.to_string())
     } else {
         bounds::certify(fit, pb, s.epsilon)
     };
+    // Wall seconds of the certificate alone (the fit's are the engine's, the
+    // check's `is_check.seconds`): at scale each phase is budgeted apart.
+    let certificate_seconds = t0.elapsed().as_secs_f64();
+    let certificate_cpu = process_cpu_seconds() - cpu0;
     match bound {
         Ok(b) => {
             if let Some(note) = b.sampled_pairs_note() {
@@ -200,6 +206,13 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
             notes.push((level, format!("no PAC-Bayes certificate: {e}")));
         }
     }
+    if fit.bound.is_some() {
+        if !fit.details.is_object() {
+            fit.details = json!({});
+        }
+        fit.details["certificate_seconds"] = json!(certificate_seconds);
+        fit.details["certificate_cpu_seconds"] = json!(certificate_cpu);
+    }
     let is_draws = s.is_draws.unwrap_or_else(|| auto_draws(pb.n(), pb.d()));
     if is_draws > 0 && gp_gaussian {
         uncertified.insert("is_check".into(), json!(GP_NO_THETA));
@@ -220,9 +233,11 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
             seed: s.seed,
             ..IsSettings::default()
         };
+        let cpu0 = process_cpu_seconds();
         match is_check_fit(fit, pb, &settings) {
             Ok(mut c) => {
                 c.draws_note = draws_note;
+                c.cpu_seconds = Some(process_cpu_seconds() - cpu0);
                 if !c.trusted {
                     notes.push((
                         LogLevel::Warn,

@@ -38,6 +38,10 @@ mod unit {
     /// was shared by the spreads.
     pub const CERT_SAMPLED_PAIR: f64 = 60e-9;
     pub const CERT_SAMPLED_PAIR_FEATURE: f64 = 2e-9;
+    /// One row·feature of the table those pairs are read from: once the rows
+    /// leave the caches each pair's two reads wait on memory (measured 4.0
+    /// CPU s for the 10⁷ pairs at 7.5·10⁶ rows × 20, `details.certificate_cpu_seconds`).
+    pub const CERT_SAMPLED_ROW_FEATURE: f64 = 19e-9;
     /// One item·feature of a VB mini-batch gradient (gather, products).
     pub const VB_ITEM_FEATURE: f64 = 15e-9;
     /// One row·(d+1)² of a Newton step of the logit (Hessian by GEMM, copies).
@@ -263,7 +267,8 @@ fn certificate_part(s: Sizes) -> Part {
         let b = SAMPLED_PAIRS as f64;
         Part {
             what: format!("certificate: {b:.0e} sampled pairs"),
-            cpu_seconds: b * (unit::CERT_SAMPLED_PAIR + unit::CERT_SAMPLED_PAIR_FEATURE * d),
+            cpu_seconds: b * (unit::CERT_SAMPLED_PAIR + unit::CERT_SAMPLED_PAIR_FEATURE * d)
+                + s.rows as f64 * d * unit::CERT_SAMPLED_ROW_FEATURE,
         }
     }
 }
@@ -289,21 +294,35 @@ pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
     let mut lower_bound = false;
     match &spec.method {
         MethodSpec::Logit(l) => {
-            let fits = if l.lambda.is_some() {
-                1.0
-            } else {
-                1.0 + l.folds as f64 * plan::LOGIT_GRID * (l.folds as f64 - 1.0) / l.folds as f64
-            };
-            let per_fit = plan::NEWTON_ITERS
-                * n
+            // Per row of a fit: ~NEWTON_ITERS steps.
+            let per_row = plan::NEWTON_ITERS
                 * ((d + 1.0).powi(2) * unit::NEWTON_ROW_FEATURE2
                     + 4.0 * (d + 1.0) * unit::ROW_FEATURE);
+            // λ by CV: folds × grid fits on (folds − 1)/folds of at most
+            // `cv_rows` rows (a stratified subsample above), then one fit on
+            // all n. BENCHMARKS logit-1e6 / logit-1e7: 14.8 / 39.5 CPU s
+            // measured (load included) against 24 / 35 here; before the
+            // subsample was counted, 10⁷ rows read "4 min".
+            // Every k-th row of a stratified deal, k = ⌈n / cv_rows⌉.
+            let sub = n / (n / l.cv_rows.max(1) as f64).ceil().max(1.0);
+            let (cv_rows, cv_fits) = if l.lambda.is_some() {
+                (0.0, 0.0)
+            } else {
+                let folds = l.folds as f64;
+                (sub * (folds - 1.0) / folds, folds * plan::LOGIT_GRID)
+            };
             parts.push(Part {
                 what: format!(
-                    "logit: {fits:.0} fits × ~{} Newton steps",
-                    plan::NEWTON_ITERS
+                    "logit: {:.0} fits × ~{} Newton steps{}",
+                    cv_fits + 1.0,
+                    plan::NEWTON_ITERS,
+                    if cv_fits > 0.0 && sub < n {
+                        format!(" (CV on a {sub:.2e}-row subsample)")
+                    } else {
+                        String::new()
+                    }
                 ),
-                cpu_seconds: fits * per_fit,
+                cpu_seconds: (cv_fits * cv_rows + n) * per_row,
             });
             // The design with its intercept column and one working copy.
             extra_bytes += 2.0 * 8.0 * n * (d + 1.0);
@@ -324,7 +343,12 @@ pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
         MethodSpec::Ep(e) => {
             let (p, b) = ep_part(spec, e, s);
             parts.push(p);
-            extra_bytes += b;
+            // Beside its sites EP holds its rows several times: the class
+            // split, the whitened design, the sweep's own copy, the per-row
+            // aggregates and marginals, the kernel's packed and transposed
+            // negatives — measured ≈ 8 copies (`--pairs 4000000` at 10⁷ × 20:
+            // RSS 11.3 GB mid-run, 1.6 GB of it the data).
+            extra_bytes += b + 8.0 * 8.0 * n * d;
             parts.push(certificate_part(s));
             parts.extend(is_check_part(e.is_draws, s));
         }
@@ -436,7 +460,11 @@ fn vb_part(spec: &RunSpec, v: &VbSpec, s: Sizes) -> (Part, f64) {
             plan::LBFGS_EVALS * per_eval,
         )
     };
-    // Whitened copy, class split and row-major copy of X.
+    // A stochastic ranking fit that estimates its objective holds one
+    // row-major copy of the whitened rows (`vb::fit`); otherwise the class
+    // split (or signed rows) and, stochastic, its row-major copy.
+    let pairs_only = stochastic && ranking && items > settings.exact_risk_max_items as f64;
+    let copies = if pairs_only { 1.0 } else { 2.0 };
     (
         Part {
             what: if cv > 1.0 {
@@ -446,7 +474,7 @@ fn vb_part(spec: &RunSpec, v: &VbSpec, s: Sizes) -> (Part, f64) {
             },
             cpu_seconds: cv * cpu,
         },
-        3.0 * 8.0 * n * d,
+        copies * 8.0 * n * d,
     )
 }
 

@@ -157,3 +157,51 @@ fn memory_alone_can_refuse() {
     let msg = refusal(&spec("logit"), MILLION, 2, tight).unwrap();
     assert!(msg.contains("memory"), "{msg}");
 }
+
+/// Logit's λ by CV against BENCHMARKS logit-1e6 and logit-1e7 (CPU s of the
+/// whole run less the Arrow load, ≈ 0.5 and 4.4 s): within a factor 2 both
+/// ways, the CV counted on its `--cv-rows` subsample above 10⁶ rows.
+#[test]
+fn logit_cv_follows_the_measured_runs() {
+    for (rows, measured) in [(750_000, 14.3), (7_500_000, 35.1)] {
+        let s = Sizes {
+            rows,
+            positives: rows / 4,
+            features: 20,
+        };
+        let est = estimate(&spec("logit"), s, 1).seconds;
+        assert!(
+            (0.5..2.0).contains(&(est / measured)),
+            "{rows} rows: estimated {est:.1} CPU s, measured {measured}"
+        );
+    }
+}
+
+/// The certificate from sampled pairs against its measured CPU (VB runs,
+/// `details.certificate_cpu_seconds`): 1.4 s at 7.5·10⁴ rows, 4.0 s at
+/// 7.5·10⁶, within a factor 2 both ways.
+#[test]
+fn the_sampled_certificate_follows_the_measured_runs() {
+    for (rows, measured) in [(75_000, 1.37), (7_500_000, 4.03)] {
+        let s = Sizes {
+            rows,
+            positives: rows / 4,
+            features: 20,
+        };
+        let mut vb = spec("vb");
+        if let MethodSpec::Vb(v) = &mut vb.method {
+            v.is_draws = Some(0);
+        }
+        let est = estimate(&vb, s, 1);
+        let cert = est
+            .parts
+            .iter()
+            .find(|p| p.what.starts_with("certificate"))
+            .unwrap();
+        assert!(
+            (0.5..2.0).contains(&(cert.cpu_seconds / measured)),
+            "{rows} rows: estimated {:.2} CPU s, measured {measured}",
+            cert.cpu_seconds
+        );
+    }
+}

@@ -92,6 +92,10 @@ pub struct IsCheck {
     /// than 20 000 (`risks::auto_draws_note`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draws_note: Option<String>,
+    /// CPU seconds of the process during the check (all threads), where the
+    /// certifying wrapper measured them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<f64>,
     /// What the numbers say, in words.
     pub verdict: String,
 }
@@ -229,6 +233,7 @@ fn check(
         seconds: 0.0,
         verdict: String::new(),
         draws_note: None,
+        cpu_seconds: None,
     };
     out.judge(mean, &q_sd);
     out.seconds = t0.elapsed().as_secs_f64();

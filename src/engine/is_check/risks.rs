@@ -33,7 +33,10 @@ pub const MAX_AUTO_DRAWS: usize = 20_000;
 /// what those draws cost there (≈ 23 CPU s at d = 20: ≈ 11 s wall on 2 cores).
 pub const FULL_CHECK_ROWS: usize = 100_000;
 /// The fewest draws of the default check: PSIS's tail fit then has 20 draws
-/// and its k̂ threshold is 1 − 1/log₁₀ 100 = 0.5 (`auto_draws_note`).
+/// and its k̂ threshold is 1 − 1/log₁₀ 100 = 0.5 (`auto_draws_note`). Fewer
+/// would leave k̂ no tail to fit, so this floor, not the budget, sets the
+/// check's cost from ~7·10⁶ rows: 106 draws at 7.5·10⁶ × 20 measured 22 CPU s
+/// (≈ 11 s wall on 2 cores; BENCHMARKS vb-1e7).
 pub const FEWEST_AUTO_DRAWS: usize = 100;
 /// Below this many draws the default says what k̂ can and cannot tell.
 pub const FEW_DRAWS: usize = 1000;
@@ -100,33 +103,77 @@ fn chunk_draws(n: usize) -> usize {
     (SCORE_BLOCK_BYTES / (8 * n.max(1))).clamp(1, CHUNK)
 }
 
+/// Rows of one score GEMM: with fewer than 6 draws nalgebra's GEMM is one
+/// axpy per feature over the whole output, which at 7.5·10⁶ rows streamed
+/// the score columns through memory d times (41% of the check's CPU);
+/// blocks of rows keep them in cache.
+const SCORE_ROWS: usize = 1 << 14;
+
+/// The scores `x θ_j` of the columns of `t`, split by class into `sp` and
+/// `sn` (rows in order), a block of `SCORE_ROWS` rows at a time through
+/// `block` (no class-split copy of x). Each score is the sum a GEMM of the
+/// class split makes: the blocks (the last one included) keep more than 5
+/// rows, so nalgebra picks its kernel by the draws, as there.
+fn class_scores(
+    x: &DMatrix<f64>,
+    y: &[bool],
+    t: &DMatrix<f64>,
+    block: &mut DMatrix<f64>,
+    sp: &mut DMatrix<f64>,
+    sn: &mut DMatrix<f64>,
+) {
+    let (n, d, per) = (x.nrows(), x.ncols(), t.ncols());
+    let (mut ip, mut in_) = (0, 0);
+    let mut r0 = 0;
+    while r0 < n {
+        // The remainder joins the last full block.
+        let len = if n - r0 < 2 * SCORE_ROWS {
+            n - r0
+        } else {
+            SCORE_ROWS
+        };
+        let mut out = block.view_mut((0, 0), (len, per));
+        out.gemm(1.0, &x.view((r0, 0), (len, d)), t, 0.0);
+        let labels = &y[r0..r0 + len];
+        let (p0, n0) = (ip, in_);
+        for j in 0..per {
+            let (col, (mut a, mut b)) = (out.column(j), (p0, n0));
+            for (i, &label) in labels.iter().enumerate() {
+                if label {
+                    sp[(a, j)] = col[i];
+                    a += 1;
+                } else {
+                    sn[(b, j)] = col[i];
+                    b += 1;
+                }
+            }
+            (ip, in_) = (a, b);
+        }
+        r0 += len;
+    }
+}
+
 /// R_n of every θ on `pb`'s training rows (see the module doc).
 pub fn risks_of(pb: &Problem, thetas: &[&[f64]]) -> Vec<f64> {
-    let rows = |label: bool| -> Vec<usize> { (0..pb.n()).filter(|&i| pb.y[i] == label).collect() };
-    let (xp, xn) = (
-        pb.x.select_rows(&rows(true)),
-        pb.x.select_rows(&rows(false)),
-    );
+    let (np, nn) = (pb.n_pos(), pb.n_neg());
     let mut out = vec![0.0; thetas.len()];
     if thetas.is_empty() {
         return out;
     }
     let per = chunk_draws(pb.n()).min(thetas.len());
     let workers = rayon::current_num_threads().clamp(1, per);
-    let mut scratch: Vec<RiskScratch> = (0..workers)
-        .map(|_| RiskScratch::new(xp.nrows(), xn.nrows()))
-        .collect();
+    let mut scratch: Vec<RiskScratch> = (0..workers).map(|_| RiskScratch::new(np, nn)).collect();
     let mut t = DMatrix::zeros(pb.d(), per);
-    let mut sp = DMatrix::zeros(xp.nrows(), per);
-    let mut sn = DMatrix::zeros(xn.nrows(), per);
+    let mut block = DMatrix::zeros((2 * SCORE_ROWS).min(pb.n()), per);
+    let mut sp = DMatrix::zeros(np, per);
+    let mut sn = DMatrix::zeros(nn, per);
     for (c, chunk) in thetas.chunks(per).enumerate() {
         // A short last block leaves stale columns in `t`: their risks are
         // not read.
         for (j, theta) in chunk.iter().enumerate() {
             t.column_mut(j).copy_from_slice(theta);
         }
-        sp.gemm(1.0, &xp, &t, 0.0);
-        sn.gemm(1.0, &xn, &t, 0.0);
+        class_scores(&pb.x, &pb.y, &t, &mut block, &mut sp, &mut sn);
         let (sp, sn) = (&sp, &sn);
         let done: Vec<Vec<(usize, f64)>> = scratch
             .par_iter_mut()
@@ -194,6 +241,37 @@ mod tests {
                 assert!(
                     (got[s] - want).abs() < 1e-12,
                     "draw {s}, {threads} thread(s): {} vs {want}",
+                    got[s]
+                );
+            }
+        }
+    }
+
+    /// Several row blocks of scores (the last one longer), with 3 draws a
+    /// GEMM (nalgebra's axpy path) and 7 (its blocked kernel): as the
+    /// direct path.
+    #[test]
+    fn blocked_scores_give_the_direct_risks() {
+        let mut r = stream(11, &[3]);
+        let (n, d) = (3 * SCORE_ROWS + 123, 3);
+        let x = DMatrix::from_fn(n, d, |_, _| normal(&mut r));
+        let y: Vec<bool> = (0..n).map(|i| x[(i, 0)] + normal(&mut r) > 0.7).collect();
+        let names = (0..d).map(|k| format!("x{k}")).collect();
+        let pb = Problem::new(names, x, y, 10.0, Prior::Gaussian { var: 1.0 }).unwrap();
+        for draws in [3, 7] {
+            let thetas: Vec<Vec<f64>> = (0..draws)
+                .map(|_| (0..d).map(|_| normal(&mut r)).collect())
+                .collect();
+            let refs: Vec<&[f64]> = thetas.iter().map(|t| t.as_slice()).collect();
+            let got = risks_of(&pb, &refs);
+            for (s, theta) in thetas.iter().enumerate() {
+                let scores: Vec<f64> = (0..n)
+                    .map(|i| (0..d).map(|k| pb.x[(i, k)] * theta[k]).sum())
+                    .collect();
+                let want = auc_risk(&scores, &pb.y);
+                assert!(
+                    (got[s] - want).abs() < 1e-12,
+                    "{draws} draws, draw {s}: {} vs {want}",
                     got[s]
                 );
             }

@@ -6,6 +6,7 @@
 //! architecture test checks it), so every method (smc, ep, vb, gcs, baseline)
 //! can use it without importing another method.
 
+pub mod cpu_time;
 pub mod fast_risk;
 #[cfg(test)]
 mod fast_risk_tests;

@@ -71,16 +71,36 @@ pub enum Items<'a> {
     Rows(&'a DMatrix<f64>),
 }
 
-fn row_major(x: &DMatrix<f64>) -> Vec<f64> {
-    x.transpose().as_slice().to_vec()
+/// The rows of `x` picked by `rows`, each column scaled by `scale`, row-major
+/// (one copy: no transposed matrix in between).
+fn row_major(x: &DMatrix<f64>, rows: impl Iterator<Item = usize>, scale: &[f64]) -> Vec<f64> {
+    let d = x.ncols();
+    let mut out = Vec::with_capacity(x.nrows() * d);
+    for i in rows {
+        out.extend((0..d).map(|k| x[(i, k)] * scale[k]));
+    }
+    out
 }
 
 impl Items<'_> {
     pub fn pairs(xp: &DMatrix<f64>, xn: &DMatrix<f64>) -> Items<'static> {
+        let one = vec![1.0; xp.ncols()];
         Items::Pairs {
-            xp: row_major(xp),
-            xn: row_major(xn),
+            xp: row_major(xp, 0..xp.nrows(), &one),
+            xn: row_major(xn, 0..xn.nrows(), &one),
             d: xp.ncols(),
+        }
+    }
+
+    /// The pairs of the rows of `x` whitened by `scale` (column k times
+    /// `scale[k]`), positives and negatives in row order: the same items as
+    /// `pairs` of the whitened class split, without that split.
+    pub fn whitened_pairs(x: &DMatrix<f64>, y: &[bool], scale: &[f64]) -> Items<'static> {
+        let rows = |label: bool| (0..y.len()).filter(move |&i| y[i] == label);
+        Items::Pairs {
+            xp: row_major(x, rows(true), scale),
+            xn: row_major(x, rows(false), scale),
+            d: x.ncols(),
         }
     }
 

@@ -426,3 +426,36 @@ fn stochastic_fit_reports_a_sampled_objective_above_the_limit() {
     assert!(g.risk_estimate.is_none());
     assert!((g.expected_risk - PairRisk::new(&x, &y).value(&g.params)).abs() < 1e-12);
 }
+
+/// The items a stochastic fit builds straight from x (`whitened_pairs`, no
+/// whitened copy or class split) are bit for bit those of the class split of
+/// the whitened rows, the path they replace.
+#[test]
+fn whitened_pairs_equal_the_pairs_of_the_whitened_split() {
+    let (x, y) = data(57, 4, 3);
+    let scale = [0.5, 2.0, 1.0, 3.0_f64.sqrt()];
+    let mut xw = x.clone();
+    for (k, mut col) in xw.column_iter_mut().enumerate() {
+        col *= scale[k];
+    }
+    let pr = PairRisk::new(&xw, &y);
+    let a = stochastic::Items::pairs(&pr.pass.xp, &pr.pass.xn);
+    let b = stochastic::Items::whitened_pairs(&x, &y, &scale);
+    match (a, b) {
+        (
+            stochastic::Items::Pairs { xp, xn, d },
+            stochastic::Items::Pairs {
+                xp: bp,
+                xn: bn,
+                d: bd,
+            },
+        ) => {
+            assert_eq!(
+                (d, xp.len(), xn.len()),
+                (4, 4 * pr.pass.xp.nrows(), 4 * pr.pass.xn.nrows())
+            );
+            assert_eq!((xp, xn, d), (bp, bn, bd));
+        }
+        _ => panic!("pairs expected"),
+    }
+}
