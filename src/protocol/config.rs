@@ -312,13 +312,17 @@ pub fn data_plan(name: &str) -> DataPlan {
                     "ep-ard",
                     "ARD's evidence loop on 11 235 training rows: hours a split",
                 ),
+                (
+                    "gcs",
+                    "with ellipses around EP's Gaussian a step costs ~3 risk evaluations of O(n log n), not a pass over the 31 M pairs, but at EP's γ = 16n split 0 had not converged after 424 CPU s (2026-11-29, load 20)",
+                ),
             ],
             overrides: &[Override {
                 method: "gcs",
                 key: "directions",
                 value: "gaussian",
                 why: "a great-circle step with adapted tangents is a pass over the 31 M pairs; an ellipse \
-                      step around EP's Gaussian costs ~3 risk evaluations of O(n log n) (BENCHMARKS.md gcs-eeg)",
+                      step around EP's Gaussian costs ~3 risk evaluations of O(n log n) (the skip's reason)",
             }],
             small: false,
             paper: student(0.625),
