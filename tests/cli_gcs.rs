@@ -36,9 +36,13 @@ fn gcs_fit_prints_diagnostics_and_draw_summaries() {
     );
     assert!(!events(&v, "gcs_batch").is_empty());
     assert!(v["auc"]["test"].as_f64().unwrap() > 0.7);
-    // The default directions are adapted over the warm-up, and the record says how.
-    assert_eq!(d["directions"]["kind"], "adapted", "{}", d["directions"]);
-    assert!(!d["directions"]["estimates"].as_array().unwrap().is_empty());
+    // The default directions are ellipses around EP's Gaussian, and the record says so.
+    assert_eq!(d["directions"]["kind"], "gaussian", "{}", d["directions"]);
+    assert_eq!(
+        d["directions"]["reference"]["source"], "ep",
+        "{}",
+        d["directions"]
+    );
     let acc = d["acceptance"].as_f64().unwrap();
     assert!(acc > 0.0 && acc <= 1.0 && d["mean_jump"].as_f64().unwrap() > 0.0);
 }
@@ -55,7 +59,7 @@ fn uniform_directions_and_a_short_warm_up() {
     let v = fit(&["--directions", "uniform"]);
     assert_eq!(v["details"]["directions"]["kind"], "uniform");
     assert_eq!(v["details"]["acceptance"], 1.0);
-    let v = fit(&["--warmup", "20"]);
+    let v = fit(&["--directions", "adapted", "--warmup", "20"]);
     let dir = &v["details"]["directions"];
     assert_eq!(
         (&dir["kind"], &dir["asked"]),
@@ -87,6 +91,37 @@ fn label_noise_loss_reports_its_intercept() {
     assert_eq!(v["details"]["loss"]["kind"], "label_noise");
     assert!(v["details"]["intercept"]["mean"].is_number());
     assert_eq!(v["coefficients"].as_array().unwrap().len(), 20);
+    // The default gaussian directions: no EP for this loss, the reference is
+    // fitted over the warm-up and the record says why.
+    let dir = &v["details"]["directions"];
+    assert_eq!(dir["kind"], "gaussian", "{dir}");
+    assert_eq!(dir["reference"]["source"], "warm-up", "{dir}");
+}
+
+/// Under an ARD prior the default ellipses do not run EP (its ARD evidence
+/// loop would re-estimate the variances): the warm-up's reference, said so.
+#[test]
+fn ard_prior_fits_the_reference_over_the_warm_up() {
+    let v = json(&pacauc(&[
+        "fit",
+        DATA,
+        "--method",
+        "gcs",
+        "--prior",
+        "ard",
+        "--max-steps",
+        "600",
+    ]));
+    let dir = &v["details"]["directions"];
+    assert_eq!(dir["kind"], "gaussian", "{dir}");
+    assert_eq!(dir["reference"]["source"], "warm-up", "{dir}");
+    assert!(
+        dir["reference"]["why_not_ep"]
+            .as_str()
+            .unwrap()
+            .contains("fixed variances"),
+        "{dir}"
+    );
 }
 
 #[test]
@@ -152,8 +187,11 @@ fn gcs_is_certified_with_its_evidence() {
         pacauc(&args)
     };
     let with = dir.join("with.json");
+    // The tighter of the Gibbs and the draws' Gaussian certificates is the
+    // primary one; on this 400-step run which wins depends on the chains
+    // (ellipses: the draws' Gaussian, 0.380 vs 0.386), so adapted tangents.
     let v = json(&fit(
-        &["--evidence", "--epsilon", "0.01"],
+        &["--evidence", "--epsilon", "0.01", "--directions", "adapted"],
         with.to_str().unwrap(),
     ));
     let b = &v["bound"];

@@ -131,7 +131,10 @@ pub const METHODS: &[MethodPlan] = &[
     MethodPlan {
         key: "gcs",
         method: "gcs",
-        settings: &[],
+        // The tables' cells ran before ellipses around EP's Gaussian became
+        // the default directions (2026-11-29): pinned so that the command
+        // re-makes those tables; DNA and EEG override it (BENCHMARKS.md gcs-directions).
+        settings: &[("directions", "adapted")],
         quick: &[("min_ess", "100"), ("chains", "2")],
         gamma: GammaPolicy::FromEp,
         gamma_why: "a CV of the sampler costs folds × grid points × one sampling run",
@@ -309,8 +312,18 @@ pub fn data_plan(name: &str) -> DataPlan {
                     "ep-ard",
                     "ARD's evidence loop on 11 235 training rows: hours a split",
                 ),
-                ("gcs", "a great-circle step costs O(pairs): 31 M pairs"),
+                (
+                    "gcs",
+                    "with ellipses around EP's Gaussian a step costs ~3 risk evaluations of O(n log n), not a pass over the 31 M pairs, but at EP's γ = 16n split 0 had not converged after 424 CPU s (2026-11-29, load 20)",
+                ),
             ],
+            overrides: &[Override {
+                method: "gcs",
+                key: "directions",
+                value: "gaussian",
+                why: "a great-circle step with adapted tangents is a pass over the 31 M pairs; an ellipse \
+                      step around EP's Gaussian costs ~3 risk evaluations of O(n log n) (the skip's reason)",
+            }],
             small: false,
             paper: student(0.625),
             ..base

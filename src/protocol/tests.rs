@@ -182,6 +182,28 @@ fn specs_are_pacauc_fits_and_gamma_follows_the_policy_table() {
     assert_eq!(es.folds, 5);
     assert_eq!(es.gamma_grid.len(), 9);
     assert!(eeg.skip_reason("gp-ep").is_some());
+    // gcs: adapted tangents, the tables' cells (pinned while the default is
+    // ellipses); DNA and EEG ellipses around EP's Gaussian (EEG's still skipped: not converged in 424 CPU s).
+    let directions = |name: &str| {
+        let s = spec_of(
+            method_plan("gcs").unwrap(),
+            &data_plan(name),
+            &file,
+            0,
+            Mode::Full,
+            Some(50.0),
+        )
+        .unwrap();
+        let spec::MethodSpec::Gcs(g) = &s.method else {
+            panic!("gcs")
+        };
+        g.directions
+    };
+    use crate::engine::gcs::Directions;
+    assert_eq!(directions("pima"), Directions::Adapted);
+    assert_eq!(directions("dna"), Directions::Gaussian);
+    assert_eq!(directions("eeg"), Directions::Gaussian);
+    assert!(eeg.skip_reason("gcs").is_some());
     // Every method's spec is valid in both modes (EP's γ given).
     for m in super::METHODS {
         for mode in [Mode::Full, Mode::Quick] {

@@ -12,7 +12,9 @@ use crate::engine::ep::spike_slab::SiteStepRule;
 use crate::engine::ep::{
     ArdSettings, Ep, EpController, EpPower, EpSettings, EpStart, Form, GammaMode, Precision,
 };
-use crate::engine::gcs::{Directions as GcsDirections, Gcs, GcsSettings, Loss as GcsEngineLoss};
+use crate::engine::gcs::{
+    Directions as GcsDirections, Gcs, GcsSettings, Loss as GcsEngineLoss, ReferenceOrigin,
+};
 use crate::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale};
 use crate::engine::smc::path_cv::EARLY_STOP;
 use crate::engine::smc::{CvMode, GammaCv, Kernel, Moves, Smc, SmcCv, SmcSettings, Surrogate};
@@ -23,7 +25,7 @@ use crate::engine::vb::{
 use crate::engine::{Engine, Prior, Problem};
 
 use super::error::SpecError;
-use super::gcs_reference::GcsAfterEp;
+use super::gcs_reference::{GcsAfterEp, ep_reference};
 use super::run_spec::{
     DataSpec, EpControllerSpec, EpForm, EpSpec, EpStartSpec, GcsLoss, GcsSpec, GpKernel, Missing,
     PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps, SmcKernel, SmcSpec, VbFamily, VbLoss,
@@ -142,19 +144,30 @@ pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
             settings: smc_settings(s, seed),
         }),
         super::MethodSpec::Ep(s) => Box::new(ep_engine(s, spec.gamma, spec.prior.as_ref(), seed)),
-        super::MethodSpec::Gcs(s)
-            if s.directions == GcsDirections::Gaussian && s.loss == GcsLoss::Auc =>
-        {
-            Box::new(GcsAfterEp {
-                ep: ep_engine(&EpSpec::default(), None, spec.prior.as_ref(), seed),
-                gcs: Gcs {
-                    settings: gcs_settings(s, seed),
-                },
-            })
-        }
-        super::MethodSpec::Gcs(s) => Box::new(Gcs {
-            settings: gcs_settings(s, seed),
+        super::MethodSpec::Gcs(s) if ep_reference(spec, s) => Box::new(GcsAfterEp {
+            ep: ep_engine(&EpSpec::default(), None, spec.prior.as_ref(), seed),
+            gcs: Gcs {
+                settings: gcs_settings(s, seed),
+            },
         }),
+        super::MethodSpec::Gcs(s) => {
+            let mut settings = gcs_settings(s, seed);
+            if s.directions == GcsDirections::Gaussian {
+                settings.reference_origin = Some(ReferenceOrigin {
+                    source: "warm-up",
+                    ep_seconds: 0.0,
+                    why_not_ep: Some(
+                        if s.loss == GcsLoss::Auc {
+                            "EP's reference needs a Gaussian prior of fixed variances"
+                        } else {
+                            "EP approximates the AUC risk, not the label-noise loss"
+                        }
+                        .into(),
+                    ),
+                });
+            }
+            Box::new(Gcs { settings })
+        }
         super::MethodSpec::Vb(s) => Box::new(vb_engine(s, spec.gamma, seed)),
     }
 }

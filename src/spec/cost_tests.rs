@@ -205,3 +205,31 @@ fn the_sampled_certificate_follows_the_measured_runs() {
         );
     }
 }
+
+/// The default gcs (ellipses around EP's Gaussian) costs EP plus a few risk
+/// evaluations a step, not a pass over the pairs a step: on EEG's shape
+/// (11 235 training rows, 31 M pairs) EP's part and the ellipses are named,
+/// and the whole is well below adapted tangents' O(pairs) steps.
+#[test]
+fn gcs_ellipses_cost_ep_and_risks_not_pairs_per_step() {
+    let eeg = Sizes {
+        rows: 11_235,
+        positives: 5_042,
+        features: 14,
+    };
+    let gaussian = estimate(&spec("gcs"), eeg, 1);
+    let whats: Vec<&str> = gaussian.parts.iter().map(|p| p.what.as_str()).collect();
+    assert!(whats.iter().any(|w| w.starts_with("EP:")), "{whats:?}");
+    assert!(whats.iter().any(|w| w.contains("ellipse")), "{whats:?}");
+    let mut adapted = spec("gcs");
+    if let MethodSpec::Gcs(g) = &mut adapted.method {
+        g.directions = crate::engine::gcs::Directions::Adapted;
+    }
+    let adapted = estimate(&adapted, eeg, 1);
+    assert!(
+        gaussian.seconds < adapted.seconds / 3.0,
+        "{} vs {}",
+        gaussian.seconds,
+        adapted.seconds
+    );
+}

@@ -6,10 +6,25 @@
 
 use crate::engine::ep::Ep;
 use crate::engine::event::{Event, LogLevel};
-use crate::engine::gcs::{GaussianReference, Gcs, ReferenceOrigin};
+use crate::engine::gcs::{Directions, GaussianReference, Gcs, ReferenceOrigin};
 use crate::engine::interface::{Control, Engine, EngineError, NoObserver, Observer};
 use crate::engine::{Fit, Problem};
+use crate::spec::run_spec::{GcsLoss, GcsSpec, PriorKind, RunSpec};
 use nalgebra::DVector;
+
+/// Whether `gcs` under `spec` runs EP first for its ellipses' reference:
+/// gaussian directions with the AUC risk under a Gaussian prior of fixed
+/// variance (under ARD, EP would re-estimate the variances by its evidence
+/// loop, hours on large data; the label-noise loss is not EP's risk): else
+/// the reference is fitted over the warm-up.
+pub fn ep_reference(spec: &RunSpec, g: &GcsSpec) -> bool {
+    g.directions == Directions::Gaussian
+        && g.loss == GcsLoss::Auc
+        && spec
+            .prior
+            .as_ref()
+            .is_none_or(|p| p.kind == PriorKind::Gaussian)
+}
 
 /// EP, then the great-circle sampler around EP's Gaussian.
 pub struct GcsAfterEp {
@@ -85,7 +100,7 @@ impl Engine for GcsAfterEp {
 mod tests {
     use super::*;
     use crate::engine::data::label_noise;
-    use crate::engine::gcs::{Directions, GcsSettings};
+    use crate::engine::gcs::GcsSettings;
     use crate::engine::{Prior, Problem};
     use crate::spec::build::ep_engine;
     use crate::spec::run_spec::EpSpec;

@@ -526,7 +526,7 @@ pub struct GcsSpec {
     pub max_rhat: f64,
     pub max_steps: usize,
     pub loss: GcsLoss,
-    /// The circles' tangent directions (adapted: shaped by the warm-up's covariance).
+    /// The circles' tangent directions (gaussian: ellipses around EP's Gaussian).
     pub directions: crate::engine::gcs::Directions,
     /// The move on each circle (exact draw, slice move, or auto by pairs per row).
     pub circle: crate::engine::gcs::CircleMove,
@@ -549,7 +549,7 @@ impl Default for GcsSpec {
             max_rhat: 1.01,
             max_steps: 200_000,
             loss: GcsLoss::Auc,
-            directions: crate::engine::gcs::Directions::Adapted,
+            directions: crate::engine::gcs::Directions::Gaussian,
             circle: crate::engine::gcs::CircleMove::Exact,
             noise: 0.1,
             evidence: false,
