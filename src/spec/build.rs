@@ -24,9 +24,11 @@ use crate::engine::{Engine, Prior, Problem};
 
 use super::error::SpecError;
 use super::gcs_reference::GcsAfterEp;
+use super::smc_reference::SmcAfterEp;
+use crate::engine::smc::reference::ReferenceMode;
 use super::run_spec::{
     DataSpec, EpControllerSpec, EpForm, EpSpec, EpStartSpec, GcsLoss, GcsSpec, GpKernel, Missing,
-    PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps, SmcKernel, SmcSpec, VbFamily, VbLoss,
+    PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps, SmcKernel, SmcReference, SmcSpec, VbFamily, VbLoss,
     VbOptimizer, VbSpec,
 };
 use super::validate::{Dims, validate};
@@ -138,6 +140,14 @@ pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
                 early_stop: (!s.full_path).then_some(EARLY_STOP),
             },
         }),
+        super::MethodSpec::Smc(s) if s.smc_reference == SmcReference::Ep => {
+            Box::new(SmcAfterEp {
+                ep: ep_engine(&EpSpec::default(), None, spec.prior.as_ref(), seed),
+                smc: Smc {
+                    settings: smc_settings(s, seed),
+                },
+            })
+        }
         super::MethodSpec::Smc(s) => Box::new(Smc {
             settings: smc_settings(s, seed),
         }),
@@ -275,6 +285,10 @@ pub fn smc_settings(s: &SmcSpec, seed: u64) -> SmcSettings {
         seed: s.smc_seed.unwrap_or(seed),
         runs: s.runs,
         part: s.run,
+        reference: match s.smc_reference {
+            SmcReference::Prior => ReferenceMode::Prior,
+            SmcReference::Ep => ReferenceMode::Ep,
+        },
         surrogate: s.surrogate_rows.map_or(Surrogate::Off, |m| match m {
             0 => Surrogate::Off,
             m => Surrogate::Rows(m),

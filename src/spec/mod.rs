@@ -12,6 +12,7 @@ mod cost_tests;
 pub mod demo_source;
 pub mod error;
 pub mod gcs_reference;
+pub mod smc_reference;
 pub mod merge;
 mod method_settings;
 mod methods;
