@@ -34,7 +34,7 @@ impl Engine for SmcAfterEp {
     ) -> Result<Fit, EngineError> {
         let t0 = std::time::Instant::now();
         let (reference, why) = match self.ep.run(problem, ctl, &mut NoObserver) {
-            Ok(ep) => match ep.covariance {
+            Ok(ep) => match ep.covariance.clone().or_else(|| dense(&ep)) {
                 Some(cov) if ep.converged => (
                     Some(GaussianReference {
                         mean: DVector::from_vec(ep.mean),
@@ -62,4 +62,22 @@ impl Engine for SmcAfterEp {
         };
         smc.run(problem, ctl, obs)
     }
+}
+
+/// Most coefficients for which EP's factored covariance (its reduced form) is
+/// made dense for the hand-over (SMC projects it to the data's row space).
+const DENSE_MAX_D: usize = 5000;
+
+/// EP's factored covariance `diag + F·C·Fᵀ` as a d × d matrix (small d only).
+fn dense(ep: &Fit) -> Option<nalgebra::DMatrix<f64>> {
+    let lr = ep.low_rank_covariance.as_ref()?;
+    if lr.diag.len() > DENSE_MAX_D {
+        return None;
+    }
+    let fc = &lr.factor * &lr.core;
+    let mut cov = fc * lr.factor.transpose();
+    for (k, v) in lr.diag.iter().enumerate() {
+        cov[(k, k)] += v;
+    }
+    Some(cov)
 }

@@ -303,9 +303,20 @@ fn fit_from_reference(
             reference::INFLATION
         ),
     });
-    let run = sampler::run(&wrapped, problem.gamma, settings, ctl, obs)?;
+    let mut run = sampler::run(&wrapped, problem.gamma, settings, ctl, obs)?;
     // γ·R' at stage 0 is log(π/q) under q: its sd says how close q was.
     let sd_log_ratio = run.path[0].risk_sd * problem.gamma;
+    // Only the last stage is a Gibbs posterior (the certificate reads the
+    // trace's stages as such): the trace keeps it alone, with the AUC risks.
+    run.risk = wrapped.auc_risks(&run.state, &run.risk);
+    let (mean_risk, risk_sd) = (sampler::mean(&run.risk), sampler::sd(&run.risk));
+    run.trace.retain(|e| !matches!(e, Event::SmcStage(s) if s.gamma < problem.gamma));
+    for e in &mut run.trace {
+        if let Event::SmcStage(s) = e {
+            s.mean_risk = mean_risk;
+            s.risk_sd = Some(risk_sd);
+        }
+    }
     let mut fit = build_fit(problem, settings, run);
     fit.details["runs"] = runs::single_run_note();
     fit.details["reference"] = json!({
@@ -314,7 +325,8 @@ fn fit_from_reference(
         "inflation": reference::INFLATION,
         "sd_log_ratio_under_q": sd_log_ratio,
         "note": "tempered from q = N(EP mean, inflation × EP covariance) to the posterior: \
-                 the path's γ is β·γ_T and its risks are [log q − log prior + γ_T R]/γ_T",
+                 the path's γ is β·γ_T and its risks are [log q − log prior + γ_T R]/γ_T; \
+                 only the last stage is a Gibbs posterior (the trace keeps it alone)",
     });
     Ok(Some(fit))
 }

@@ -118,6 +118,20 @@ impl<'a, T: Target + ?Sized> ReferenceTarget<'a, T> {
         }
     }
 
+    /// The AUC risks R of particles `zs` from their risks R' (exact, no
+    /// evaluation: R' = [log φ(z) − log prior(θ) − log|L| + γ_T R]/γ_T).
+    pub fn auc_risks(&self, zs: &[f64], risks: &[f64]) -> Vec<f64> {
+        let mut theta = vec![0.0; self.d];
+        zs.chunks_exact(self.d)
+            .zip(risks)
+            .map(|(z, &r)| {
+                self.theta_of(z, &mut theta);
+                let log_ratio = self.log_phi(z) - self.inner.log_prior(&theta) - self.log_det_l;
+                r - log_ratio / self.gamma
+            })
+            .collect()
+    }
+
     fn log_phi(&self, z: &[f64]) -> f64 {
         -0.5 * (self.d as f64 * LN_2PI + z.iter().map(|v| v * v).sum::<f64>())
     }
