@@ -49,8 +49,7 @@ fn quadratic_risk_from_a_poor_reference_recovers_the_closed_form() {
         let wrapped = ReferenceTarget::new(&t, &reference, gamma).unwrap();
         for kernel in [Kernel::Gpcn, Kernel::SkewCopula] {
             let s = settings(4000, kernel, 10 + i as u64);
-            let run =
-                sampler::run(&wrapped, gamma, &s, &Control::new(), &mut NoObserver).unwrap();
+            let run = sampler::run(&wrapped, gamma, &s, &Control::new(), &mut NoObserver).unwrap();
             let stages = run.path.len() - 1;
             let tag = format!("{kernel:?} shift {shift} var {var}");
             assert!(
@@ -214,13 +213,23 @@ fn ep_reference_agrees_with_the_prior_path() {
     assert!(ep.converged && prior.converged);
     assert_eq!(ep.details["reference"]["source"], "ep");
     let stages = |f: &pacauc::engine::Fit| f.details["stages"].as_u64().unwrap() as usize;
-    assert!(stages(&ep) < stages(&prior), "{} vs {}", stages(&ep), stages(&prior));
+    assert!(
+        stages(&ep) < stages(&prior),
+        "{} vs {}",
+        stages(&ep),
+        stages(&prior)
+    );
     let tol = log_z_tol(stages(&ep), 4000) + log_z_tol(stages(&prior), 4000);
     let (a, b) = (ep.log_evidence.unwrap(), prior.log_evidence.unwrap());
     assert!((a - b).abs() < tol, "log Z {a} vs {b} (tolerance {tol:.3})");
     for k in 0..8 {
         let z = (ep.mean[k] - prior.mean[k]).abs() / prior.sd[k];
-        assert!(z < 0.1, "coefficient {k}: {} vs {} ({z:.3} sd)", ep.mean[k], prior.mean[k]);
+        assert!(
+            z < 0.1,
+            "coefficient {k}: {} vs {} ({z:.3} sd)",
+            ep.mean[k],
+            prior.mean[k]
+        );
     }
     // Only the last stage is a Gibbs posterior: the trace keeps it alone,
     // with the AUC risk (a number in [0, 1]).
@@ -296,9 +305,11 @@ fn without_a_reference_the_prior_path_is_announced() {
         seed: 2,
         ..SmcSettings::default()
     };
-    let plain = Smc { settings: s.clone() }
-        .run(&p, &Control::new(), &mut NoObserver)
-        .unwrap();
+    let plain = Smc {
+        settings: s.clone(),
+    }
+    .run(&p, &Control::new(), &mut NoObserver)
+    .unwrap();
     let mut obs = Warnings(Vec::new());
     let fit = Smc {
         settings: SmcSettings {

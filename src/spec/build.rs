@@ -24,15 +24,15 @@ use crate::engine::{Engine, Prior, Problem};
 
 use super::error::SpecError;
 use super::gcs_reference::GcsAfterEp;
-use super::smc_reference::SmcAfterEp;
-use crate::engine::smc::reference::ReferenceMode;
 use super::run_spec::{
     DataSpec, EpControllerSpec, EpForm, EpSpec, EpStartSpec, GcsLoss, GcsSpec, GpKernel, Missing,
-    PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps, SmcKernel, SmcReference, SmcSpec, VbFamily, VbLoss,
-    VbOptimizer, VbSpec,
+    PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps, SmcKernel, SmcReference, SmcSpec,
+    VbFamily, VbLoss, VbOptimizer, VbSpec,
 };
+use super::smc_reference::SmcAfterEp;
 use super::validate::{Dims, validate};
 use super::values::{Gamma, GpApproxSpec, Tunable};
+use crate::engine::smc::reference::ReferenceMode;
 
 impl DataSpec {
     pub fn load_options(&self) -> LoadOptions {
@@ -140,14 +140,12 @@ pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
                 early_stop: (!s.full_path).then_some(EARLY_STOP),
             },
         }),
-        super::MethodSpec::Smc(s) if s.smc_reference == SmcReference::Ep => {
-            Box::new(SmcAfterEp {
-                ep: ep_engine(&EpSpec::default(), None, spec.prior.as_ref(), seed),
-                smc: Smc {
-                    settings: smc_settings(s, seed),
-                },
-            })
-        }
+        super::MethodSpec::Smc(s) if s.smc_reference == SmcReference::Ep => Box::new(SmcAfterEp {
+            ep: ep_engine(&EpSpec::default(), None, spec.prior.as_ref(), seed),
+            smc: Smc {
+                settings: smc_settings(s, seed),
+            },
+        }),
         super::MethodSpec::Smc(s) => Box::new(Smc {
             settings: smc_settings(s, seed),
         }),

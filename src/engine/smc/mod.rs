@@ -310,7 +310,8 @@ fn fit_from_reference(
     // trace's stages as such): the trace keeps it alone, with the AUC risks.
     run.risk = wrapped.auc_risks(&run.state, &run.risk);
     let (mean_risk, risk_sd) = (sampler::mean(&run.risk), sampler::sd(&run.risk));
-    run.trace.retain(|e| !matches!(e, Event::SmcStage(s) if s.gamma < problem.gamma));
+    run.trace
+        .retain(|e| !matches!(e, Event::SmcStage(s) if s.gamma < problem.gamma));
     for e in &mut run.trace {
         if let Event::SmcStage(s) = e {
             s.mean_risk = mean_risk;

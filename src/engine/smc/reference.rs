@@ -82,7 +82,9 @@ impl<'a, T: Target + ?Sized> ReferenceTarget<'a, T> {
             ));
         }
         if !(gamma > 0.0 && gamma.is_finite()) {
-            return Err(format!("γ must be positive for a reference path; got {gamma}"));
+            return Err(format!(
+                "γ must be positive for a reference path; got {gamma}"
+            ));
         }
         if reference.mean.iter().any(|v| !v.is_finite())
             || reference.cov.iter().any(|v| !v.is_finite())
@@ -178,10 +180,7 @@ impl<T: Target + ?Sized> Target for ReferenceTarget<'_, T> {
     fn to_particle(&self, theta: &[f64], z: &mut [f64]) {
         let mut t = vec![0.0; self.d];
         self.inner.to_particle(theta, &mut t);
-        let v = DVector::from_iterator(
-            self.d,
-            t.iter().zip(&self.mean).map(|(a, b)| a - b),
-        );
+        let v = DVector::from_iterator(self.d, t.iter().zip(&self.mean).map(|(a, b)| a - b));
         let w = self
             .l
             .solve_lower_triangular(&v)
