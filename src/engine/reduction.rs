@@ -70,6 +70,22 @@ impl RowSpace {
         Some(RowSpace { basis, scale, rows })
     }
 
+    /// A Gaussian N(m, S) of θ in the row-space coordinates α = Wᵀ D^-½ θ:
+    /// N(Aᵀm, AᵀSA) with A = D^-½ W (exact: α is linear in θ).
+    pub fn project_gaussian(
+        &self,
+        mean: &DVector<f64>,
+        cov: &DMatrix<f64>,
+    ) -> (DVector<f64>, DMatrix<f64>) {
+        let mut a = self.basis.clone();
+        for (k, mut row) in a.row_iter_mut().enumerate() {
+            row /= self.scale[k];
+        }
+        let m = a.transpose() * mean;
+        let sa = a_b(cov, &a);
+        (m, at_b(&a, &sa))
+    }
+
     pub fn rank(&self) -> usize {
         self.basis.ncols()
     }

@@ -28,11 +28,13 @@ use super::error::SpecError;
 use super::gcs_reference::{GcsAfterEp, ep_reference};
 use super::run_spec::{
     DataSpec, EpControllerSpec, EpForm, EpSpec, EpStartSpec, GcsLoss, GcsSpec, GpKernel, Missing,
-    PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps, SmcKernel, SmcSpec, VbFamily, VbLoss,
-    VbOptimizer, VbSpec,
+    PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps, SmcKernel, SmcReference, SmcSpec,
+    VbFamily, VbLoss, VbOptimizer, VbSpec,
 };
+use super::smc_reference::SmcAfterEp;
 use super::validate::{Dims, validate};
 use super::values::{Gamma, GpApproxSpec, Tunable};
+use crate::engine::smc::reference::ReferenceMode;
 
 impl DataSpec {
     pub fn load_options(&self) -> LoadOptions {
@@ -138,6 +140,12 @@ pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
                 seed,
                 mode: CvMode::Path,
                 early_stop: (!s.full_path).then_some(EARLY_STOP),
+            },
+        }),
+        super::MethodSpec::Smc(s) if s.smc_reference == SmcReference::Ep => Box::new(SmcAfterEp {
+            ep: ep_engine(&EpSpec::default(), None, spec.prior.as_ref(), seed),
+            smc: Smc {
+                settings: smc_settings(s, seed),
             },
         }),
         super::MethodSpec::Smc(s) => Box::new(Smc {
@@ -288,6 +296,10 @@ pub fn smc_settings(s: &SmcSpec, seed: u64) -> SmcSettings {
         seed: s.smc_seed.unwrap_or(seed),
         runs: s.runs,
         part: s.run,
+        reference: match s.smc_reference {
+            SmcReference::Prior => ReferenceMode::Prior,
+            SmcReference::Ep => ReferenceMode::Ep,
+        },
         surrogate: s.surrogate_rows.map_or(Surrogate::Off, |m| match m {
             0 => Surrogate::Off,
             m => Surrogate::Rows(m),

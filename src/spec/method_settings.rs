@@ -128,6 +128,19 @@ pub const SMC_SETTINGS: &[Setting] = &[
         ..setting("surrogate_rows", "method.surrogate_rows", Kind::Count(0))
     },
     Setting {
+        label: "tempering reference",
+        help: "Where the tempering starts: prior (γ from 0), or ep (EP runs first and SMC tempers from its Gaussian, variance ×1.2, to the posterior: q^(1−β)·(prior·e^(−γR))^β; exact, log Z too; fewer stages where EP is close to the posterior). The prior path is taken, with a warning, where EP fails or does not converge, for γ = auto, several runs or delayed acceptance.",
+        default: "prior",
+        methods: SMC,
+        priors: &[Gaussian, Ard],
+        group: Group::Smc,
+        ..setting(
+            "smc_reference",
+            "method.smc_reference",
+            Kind::Choice(&["prior", "ep"]),
+        )
+    },
+    Setting {
         label: "most stages",
         help: "Cap on the number of tempering stages.",
         default: "1000",

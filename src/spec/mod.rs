@@ -19,6 +19,7 @@ pub mod registry;
 pub mod run;
 pub mod run_spec;
 pub mod setting;
+pub mod smc_reference;
 pub mod text;
 pub mod validate;
 pub mod values;

@@ -286,6 +286,24 @@ pub struct SmcSpec {
     /// Delayed acceptance's surrogate rows (None or 0: off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub surrogate_rows: Option<usize>,
+    /// Where the tempering starts (specs from before: the prior).
+    #[serde(default = "prior_reference")]
+    pub smc_reference: SmcReference,
+}
+
+/// Where SMC's tempering starts: the prior, or EP's Gaussian (run first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SmcReference {
+    Prior,
+    Ep,
+}
+
+/// The default of a new spec.
+pub const SMC_REFERENCE_DEFAULT: SmcReference = SmcReference::Prior;
+
+fn prior_reference() -> SmcReference {
+    SmcReference::Prior
 }
 
 impl Default for SmcSpec {
@@ -310,6 +328,7 @@ impl Default for SmcSpec {
             folds: 5,
             full_path: false,
             surrogate_rows: None,
+            smc_reference: SMC_REFERENCE_DEFAULT,
         }
     }
 }

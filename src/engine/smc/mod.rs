@@ -17,6 +17,7 @@ pub mod marginal_map;
 pub mod moves;
 pub mod path_cv;
 mod radial;
+pub mod reference;
 pub mod reparam;
 pub mod runs;
 pub mod sampler;
@@ -143,6 +144,18 @@ fn fit_row_space(
         ),
     });
     let reduced = rs.problem(problem)?;
+    let projected;
+    let settings = match &settings.reference_gaussian {
+        Some(g) => {
+            let (mean, cov) = rs.project_gaussian(&g.mean, &g.cov);
+            projected = SmcSettings {
+                reference_gaussian: Some(reference::GaussianReference { mean, cov }),
+                ..settings.clone()
+            };
+            &projected
+        }
+        None => settings,
+    };
     let mut lifted = LiftedEvents {
         inner: obs,
         d: problem.d(),
@@ -173,6 +186,14 @@ pub(crate) fn fit_linear(
             ),
         });
     }
+    if settings.reference == reference::ReferenceMode::Ep
+        && (settings.part.is_some() || settings.runs > 1)
+    {
+        obs.observe(Event::Log {
+            level: LogLevel::Warn,
+            message: "SMC tempers from the prior: several runs keep the prior path".into(),
+        });
+    }
     if let Some(r) = settings.part {
         // One run of several made apart: the run `run_all` would make r-th.
         let seed = runs::run_seed(settings.seed, r - 1);
@@ -193,12 +214,18 @@ pub(crate) fn fit_linear(
         let all = runs::run_all(&target, problem.gamma, settings, ctl, obs)?;
         return Ok(runs::build_fit(problem, settings, all));
     }
+    if let Some(fit) = fit_from_reference(problem, &target, settings, ctl, obs)? {
+        return Ok(fit);
+    }
     let run = sampler::run(&target, problem.gamma, settings, ctl, obs)?;
     let surrogate = target
         .surrogate_rows()
         .map(|m| delayed::summary(m, problem.n(), &run.path));
     let mut fit = build_fit(problem, settings, run);
     fit.details["runs"] = runs::single_run_note();
+    if settings.reference == reference::ReferenceMode::Ep {
+        fit.details["reference"] = json!(settings.reference_origin);
+    }
     if let Some((note, warning)) = surrogate {
         fit.details["surrogate"] = note;
         if let Some(message) = warning {
@@ -209,6 +236,100 @@ pub(crate) fn fit_linear(
         }
     }
     Ok(fit)
+}
+
+/// One run tempered from the settings' Gaussian reference (`reference`), or
+/// None where the prior path is taken: no reference asked for or handed over,
+/// several runs, delayed acceptance, a non-Gaussian prior or a reference that
+/// does not fit (each announced).
+fn fit_from_reference(
+    problem: &Problem,
+    target: &LinearAuc,
+    settings: &SmcSettings,
+    ctl: &Control,
+    obs: &mut dyn Observer,
+) -> Result<Option<Fit>, EngineError> {
+    if settings.reference != reference::ReferenceMode::Ep {
+        return Ok(None);
+    }
+    let mut origin = settings
+        .reference_origin
+        .clone()
+        .unwrap_or(reference::ReferenceOrigin {
+            source: "prior".into(),
+            seconds: 0.0,
+            why_not: None,
+        });
+    let wrapped = match &settings.reference_gaussian {
+        None => Err(origin
+            .why_not
+            .clone()
+            .unwrap_or_else(|| "no Gaussian reference was handed over".into())),
+        Some(_) if target.surrogate_rows().is_some() => {
+            Err("delayed acceptance does not combine with a reference".into())
+        }
+        Some(_) if !target.prior_is_gaussian() => {
+            Err("the reference path needs a Gaussian or ARD prior".into())
+        }
+        Some(g) => reference::ReferenceTarget::new(target, g, problem.gamma),
+    };
+    let wrapped = match wrapped {
+        Ok(w) => w,
+        Err(why) => {
+            obs.observe(Event::Log {
+                level: LogLevel::Warn,
+                message: format!("SMC tempers from the prior: {why}"),
+            });
+            origin.source = "prior".into();
+            origin.why_not = Some(why);
+            let s = SmcSettings {
+                reference: reference::ReferenceMode::Prior,
+                reference_gaussian: None,
+                reference_origin: Some(origin.clone()),
+                ..settings.clone()
+            };
+            let run = sampler::run(target, problem.gamma, &s, ctl, obs)?;
+            let mut fit = build_fit(problem, settings, run);
+            fit.details["runs"] = runs::single_run_note();
+            fit.details["reference"] = json!(origin);
+            return Ok(Some(fit));
+        }
+    };
+    obs.observe(Event::Log {
+        level: LogLevel::Info,
+        message: format!(
+            "SMC tempers from EP's Gaussian (variance ×{}) to the posterior, not from the prior \
+             (exact: q^(1−β)·(prior·e^(−γR))^β; --smc-reference prior for the prior path)",
+            reference::INFLATION
+        ),
+    });
+    let mut run = sampler::run(&wrapped, problem.gamma, settings, ctl, obs)?;
+    // γ·R' at stage 0 is log(π/q) under q: its sd says how close q was.
+    let sd_log_ratio = run.path[0].risk_sd * problem.gamma;
+    // Only the last stage is a Gibbs posterior (the certificate reads the
+    // trace's stages as such): the trace keeps it alone, with the AUC risks.
+    run.risk = wrapped.auc_risks(&run.state, &run.risk);
+    let (mean_risk, risk_sd) = (sampler::mean(&run.risk), sampler::sd(&run.risk));
+    run.trace
+        .retain(|e| !matches!(e, Event::SmcStage(s) if s.gamma < problem.gamma));
+    for e in &mut run.trace {
+        if let Event::SmcStage(s) = e {
+            s.mean_risk = mean_risk;
+            s.risk_sd = Some(risk_sd);
+        }
+    }
+    let mut fit = build_fit(problem, settings, run);
+    fit.details["runs"] = runs::single_run_note();
+    fit.details["reference"] = json!({
+        "source": origin.source,
+        "seconds": origin.seconds,
+        "inflation": reference::INFLATION,
+        "sd_log_ratio_under_q": sd_log_ratio,
+        "note": "tempered from q = N(EP mean, inflation × EP covariance) to the posterior: \
+                 the path's γ is β·γ_T and its risks are [log q − log prior + γ_T R]/γ_T; \
+                 only the last stage is a Gibbs posterior (the trace keeps it alone)",
+    });
+    Ok(Some(fit))
 }
 
 /// The stages (with their run, when several) against the stop rule, for the

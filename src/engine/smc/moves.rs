@@ -372,7 +372,7 @@ pub fn step<T: Target + ?Sized>(
                             .map(|f| (f, spec.maps.map(|m| &m[fold[j]]))),
                         &mut th[j * d..(j + 1) * d],
                         &mut wh[j * d..(j + 1) * d],
-                        &mut lp[j],
+                        (&mut lp[j], &mut rk[j], spec.gamma),
                         &mut rngs[j],
                         bb,
                     ) {

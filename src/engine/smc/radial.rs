@@ -20,6 +20,9 @@ pub(super) type FitRef<'a> = (&'a GaussianFit, Option<&'a MarginalMaps>);
 /// the sampler works in other coordinates.
 pub(super) struct Radial {
     gaussian: bool,
+    /// A reference path (`Target::moves_on_rays`): Metropolis on log‖θ‖
+    /// with the tempered target's density and the risk's known change.
+    ray: bool,
     lp0: f64,
     chi: ChiSquared<f64>,
     sigma: f64,
@@ -28,11 +31,13 @@ pub(super) struct Radial {
 
 impl Radial {
     pub(super) fn new<T: Target + ?Sized>(target: &T, d: usize, wanted: bool) -> Option<Radial> {
-        if !(wanted && target.scale_invariant()) {
+        let ray = !target.scale_invariant() && target.moves_on_rays();
+        if !(wanted && (target.scale_invariant() || ray)) {
             return None;
         }
         Some(Radial {
-            gaussian: target.prior_is_gaussian(),
+            gaussian: target.prior_is_gaussian() && !ray,
+            ray,
             lp0: target.log_prior(&vec![0.0; d]),
             chi: ChiSquared::new(d as f64).expect("d ≥ 1"),
             sigma: 1.0 / (2.0 * d as f64).sqrt(),
@@ -64,11 +69,14 @@ impl Radial {
         fit: Option<FitRef<'_>>,
         cur: &mut [f64],
         white: &mut [f64],
-        lp: &mut f64,
+        (lp, risk, gamma): (&mut f64, &mut f64, f64),
         r: &mut Rng,
         bb: &mut BlockBuf,
     ) -> bool {
         let d = self.d;
+        if self.ray {
+            return self.ray_move(target, fit.is_some(), cur, (lp, risk, gamma), r, bb);
+        }
         if self.gaussian {
             let q = 2.0 * (self.lp0 - *lp);
             let target_q: f64 = self.chi.sample(r);
@@ -107,6 +115,50 @@ impl Radial {
             *lp = target.log_prior(cur);
         }
         moved && fit.is_some()
+    }
+}
+
+impl Radial {
+    /// Two Metropolis steps θ → e^u θ on a reference path: the particle is
+    /// affine in θ (Jacobian e^{ud} in any such coordinates), the target's
+    /// log density log p(z) − γ R'(z) with R' moved by `risk_on_ray`. True
+    /// when the whitened state must be recomputed.
+    fn ray_move<T: Target + ?Sized>(
+        &self,
+        target: &T,
+        has_fit: bool,
+        cur: &mut [f64],
+        (lp, risk, gamma): (&mut f64, &mut f64, f64),
+        r: &mut Rng,
+        bb: &mut BlockBuf,
+    ) -> bool {
+        let d = self.d;
+        bb.nat.resize(d, 0.0);
+        bb.scaled.resize(d, 0.0);
+        let mut part = vec![0.0; d];
+        let mut moved = false;
+        for _ in 0..2 {
+            target.natural(cur, &mut bb.nat);
+            let u = self.sigma * rng::normal(r);
+            let f = u.exp();
+            for (p, &c) in bb.scaled.iter_mut().zip(bb.nat.iter()) {
+                *p = f * c;
+            }
+            target.to_particle(&bb.scaled, &mut part);
+            let Some(risk_new) = target.risk_on_ray(cur, *risk, &part) else {
+                return false;
+            };
+            let lp_new = target.log_prior(&part);
+            let v: f64 = r.random();
+            let log_ratio = (lp_new - gamma * risk_new) - (*lp - gamma * *risk) + u * d as f64;
+            if v.ln() < log_ratio {
+                cur.copy_from_slice(&part);
+                *lp = lp_new;
+                *risk = risk_new;
+                moved = true;
+            }
+        }
+        moved && has_fit
     }
 }
 

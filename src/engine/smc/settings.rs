@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::moves::Kernel;
+use super::reference::{GaussianReference, ReferenceMode, ReferenceOrigin};
 use crate::engine::interface::EngineError;
 
 /// Move steps per stage (standard, non-waste-free SMC).
@@ -98,6 +99,19 @@ pub struct SmcSettings {
     /// (`delayed`; exact). Records from before ran without (`Off`).
     #[serde(default)]
     pub surrogate: Surrogate,
+    /// Where the tempering starts (`reference`): the prior, or a Gaussian
+    /// reference (`reference_gaussian`, handed over by the caller). Records
+    /// from before started from the prior.
+    #[serde(default)]
+    pub reference: ReferenceMode,
+    /// The reference of `ReferenceMode::Ep` (None: the prior path). Not part
+    /// of the record's settings.
+    #[serde(skip)]
+    pub reference_gaussian: Option<GaussianReference>,
+    /// How the reference came about, for `details.reference` (set by whoever
+    /// chose it).
+    #[serde(skip)]
+    pub reference_origin: Option<ReferenceOrigin>,
 }
 
 /// The surrogate of delayed acceptance.
@@ -163,6 +177,9 @@ impl Default for SmcSettings {
             row_space: true,
             direction_moves: false,
             surrogate: Surrogate::Off,
+            reference: ReferenceMode::Prior,
+            reference_gaussian: None,
+            reference_origin: None,
         }
     }
 }

@@ -63,6 +63,19 @@ pub trait Target: Sync {
         let _ = thetas;
         None
     }
+    /// Targets whose risk in the sampler's coordinates changes along the rays
+    /// θ → cθ of the model parameter by a known amount although the AUC risk
+    /// does not (a reference path, `reference`): the risk of particle `new`
+    /// given the risk `risk` of `cur` on the same ray. None (the default): no
+    /// such moves (scale-invariant targets have their own).
+    fn risk_on_ray(&self, cur: &[f64], risk: f64, new: &[f64]) -> Option<f64> {
+        let _ = (cur, risk, new);
+        None
+    }
+    /// Whether `risk_on_ray` answers.
+    fn moves_on_rays(&self) -> bool {
+        false
+    }
     /// A cheap approximation S of the risk with the same prior, for delayed
     /// acceptance (`delayed`): the moves then evaluate the risk only for
     /// proposals that S accepts. None (the default): every proposal's risk.
