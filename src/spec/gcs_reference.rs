@@ -7,10 +7,10 @@
 use crate::engine::ep::Ep;
 use crate::engine::event::{Event, LogLevel};
 use crate::engine::gcs::{Directions, GaussianReference, Gcs, ReferenceOrigin};
-use crate::engine::interface::{Control, Engine, EngineError, NoObserver, Observer};
+use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::{Fit, Problem};
+use crate::spec::ep_gaussian::ep_gaussian;
 use crate::spec::run_spec::{GcsLoss, GcsSpec, PriorKind, RunSpec};
-use nalgebra::DVector;
 
 /// Whether `gcs` under `spec` runs EP first for its ellipses' reference:
 /// gaussian directions with the AUC risk under a Gaussian prior of fixed
@@ -48,21 +48,16 @@ impl Engine for GcsAfterEp {
         obs: &mut dyn Observer,
     ) -> Result<Fit, EngineError> {
         let t0 = std::time::Instant::now();
-        let (reference, why) = match self.ep.run(problem, ctl, &mut NoObserver) {
-            Ok(ep) => match ep.covariance {
-                Some(cov) if ep.converged => (
-                    Some(GaussianReference {
-                        mean: DVector::from_vec(ep.mean),
-                        cov,
-                        source: "EP's Gaussian".into(),
-                    }),
-                    None,
-                ),
-                Some(_) => (None, Some("EP did not converge".to_string())),
-                None => (None, Some("EP gave no full covariance".to_string())),
-            },
-            Err(EngineError::Cancelled) => return Err(EngineError::Cancelled),
-            Err(e) => (None, Some(format!("EP failed: {e}"))),
+        let (reference, why) = match ep_gaussian(&self.ep, problem, ctl, false)? {
+            Ok(g) => (
+                Some(GaussianReference {
+                    mean: g.mean,
+                    cov: g.cov,
+                    source: "EP's Gaussian".into(),
+                }),
+                None,
+            ),
+            Err(why) => (None, Some(why)),
         };
         let ep_seconds = t0.elapsed().as_secs_f64();
         obs.observe(Event::Log {
@@ -101,6 +96,7 @@ mod tests {
     use super::*;
     use crate::engine::data::label_noise;
     use crate::engine::gcs::GcsSettings;
+    use crate::engine::interface::NoObserver;
     use crate::engine::{Prior, Problem};
     use crate::spec::build::ep_engine;
     use crate::spec::run_spec::EpSpec;

@@ -10,6 +10,7 @@ pub mod cost;
 #[cfg(test)]
 mod cost_tests;
 pub mod demo_source;
+pub mod ep_gaussian;
 pub mod error;
 pub mod gcs_reference;
 pub mod merge;
