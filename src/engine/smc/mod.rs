@@ -214,8 +214,25 @@ pub(crate) fn fit_linear(
         let all = runs::run_all(&target, problem.gamma, settings, ctl, obs)?;
         return Ok(runs::build_fit(problem, settings, all));
     }
-    if let Some(fit) = fit_from_reference(problem, &target, settings, ctl, obs)? {
-        return Ok(fit);
+    let mut origin = settings.reference_origin.clone();
+    if settings.reference == reference::ReferenceMode::Ep {
+        let seconds = origin.as_ref().map_or(0.0, |o| o.seconds);
+        match wrap_reference(problem, &target, settings) {
+            Ok(wrapped) => {
+                return fit_from_reference(problem, &wrapped, settings, seconds, ctl, obs);
+            }
+            Err(why) => {
+                obs.observe(Event::Log {
+                    level: LogLevel::Warn,
+                    message: format!("SMC tempers from the prior: {why}"),
+                });
+                origin = Some(reference::ReferenceOrigin {
+                    source: "prior".into(),
+                    seconds,
+                    why_not: Some(why),
+                });
+            }
+        }
     }
     let run = sampler::run(&target, problem.gamma, settings, ctl, obs)?;
     let surrogate = target
@@ -224,7 +241,7 @@ pub(crate) fn fit_linear(
     let mut fit = build_fit(problem, settings, run);
     fit.details["runs"] = runs::single_run_note();
     if settings.reference == reference::ReferenceMode::Ep {
-        fit.details["reference"] = json!(settings.reference_origin);
+        fit.details["reference"] = json!(origin);
     }
     if let Some((note, warning)) = surrogate {
         fit.details["surrogate"] = note;
@@ -238,32 +255,19 @@ pub(crate) fn fit_linear(
     Ok(fit)
 }
 
-/// One run tempered from the settings' Gaussian reference (`reference`), or
-/// None where the prior path is taken: no reference asked for or handed over,
-/// several runs, delayed acceptance, a non-Gaussian prior or a reference that
-/// does not fit (each announced).
-fn fit_from_reference(
+/// The settings' Gaussian reference wrapped around `target`, or why the
+/// prior path is taken: none handed over, delayed acceptance, a prior other
+/// than Gaussian or ARD, or a reference that does not fit.
+fn wrap_reference<'a>(
     problem: &Problem,
-    target: &LinearAuc,
+    target: &'a LinearAuc,
     settings: &SmcSettings,
-    ctl: &Control,
-    obs: &mut dyn Observer,
-) -> Result<Option<Fit>, EngineError> {
-    if settings.reference != reference::ReferenceMode::Ep {
-        return Ok(None);
-    }
-    let mut origin = settings
-        .reference_origin
-        .clone()
-        .unwrap_or(reference::ReferenceOrigin {
-            source: "prior".into(),
-            seconds: 0.0,
-            why_not: None,
-        });
-    let wrapped = match &settings.reference_gaussian {
-        None => Err(origin
-            .why_not
-            .clone()
+) -> Result<reference::ReferenceTarget<'a, LinearAuc>, String> {
+    match &settings.reference_gaussian {
+        None => Err(settings
+            .reference_origin
+            .as_ref()
+            .and_then(|o| o.why_not.clone())
             .unwrap_or_else(|| "no Gaussian reference was handed over".into())),
         Some(_) if target.surrogate_rows().is_some() => {
             Err("delayed acceptance does not combine with a reference".into())
@@ -272,29 +276,19 @@ fn fit_from_reference(
             Err("the reference path needs a Gaussian or ARD prior".into())
         }
         Some(g) => reference::ReferenceTarget::new(target, g, problem.gamma),
-    };
-    let wrapped = match wrapped {
-        Ok(w) => w,
-        Err(why) => {
-            obs.observe(Event::Log {
-                level: LogLevel::Warn,
-                message: format!("SMC tempers from the prior: {why}"),
-            });
-            origin.source = "prior".into();
-            origin.why_not = Some(why);
-            let s = SmcSettings {
-                reference: reference::ReferenceMode::Prior,
-                reference_gaussian: None,
-                reference_origin: Some(origin.clone()),
-                ..settings.clone()
-            };
-            let run = sampler::run(target, problem.gamma, &s, ctl, obs)?;
-            let mut fit = build_fit(problem, settings, run);
-            fit.details["runs"] = runs::single_run_note();
-            fit.details["reference"] = json!(origin);
-            return Ok(Some(fit));
-        }
-    };
+    }
+}
+
+/// One run tempered from the reference `wrapped` (EP's Gaussian, obtained in
+/// `seconds`).
+fn fit_from_reference(
+    problem: &Problem,
+    wrapped: &reference::ReferenceTarget<'_, LinearAuc>,
+    settings: &SmcSettings,
+    seconds: f64,
+    ctl: &Control,
+    obs: &mut dyn Observer,
+) -> Result<Fit, EngineError> {
     obs.observe(Event::Log {
         level: LogLevel::Info,
         message: format!(
@@ -303,7 +297,7 @@ fn fit_from_reference(
             reference::INFLATION
         ),
     });
-    let mut run = sampler::run(&wrapped, problem.gamma, settings, ctl, obs)?;
+    let mut run = sampler::run(wrapped, problem.gamma, settings, ctl, obs)?;
     // γ·R' at stage 0 is log(π/q) under q: its sd says how close q was.
     let sd_log_ratio = run.path[0].risk_sd * problem.gamma;
     // Only the last stage is a Gibbs posterior (the certificate reads the
@@ -321,15 +315,15 @@ fn fit_from_reference(
     let mut fit = build_fit(problem, settings, run);
     fit.details["runs"] = runs::single_run_note();
     fit.details["reference"] = json!({
-        "source": origin.source,
-        "seconds": origin.seconds,
+        "source": "ep",
+        "seconds": seconds,
         "inflation": reference::INFLATION,
         "sd_log_ratio_under_q": sd_log_ratio,
         "note": "tempered from q = N(EP mean, inflation × EP covariance) to the posterior: \
                  the path's γ is β·γ_T and its risks are [log q − log prior + γ_T R]/γ_T; \
                  only the last stage is a Gibbs posterior (the trace keeps it alone)",
     });
-    Ok(Some(fit))
+    Ok(fit)
 }
 
 /// The stages (with their run, when several) against the stop rule, for the

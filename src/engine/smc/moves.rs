@@ -196,6 +196,8 @@ pub(super) struct BlockBuf {
     /// Scratch of the radial moves (and of the Sphere chart).
     pub(super) nat: Vec<f64>,
     pub(super) scaled: Vec<f64>,
+    /// The proposed particle of a ray move (`radial`).
+    pub(super) ray: Vec<f64>,
     rewhiten: Rewhiten,
     /// Delayed acceptance (see `delayed`): the proposals' S, the second
     /// stage's uniforms, the chains S passed and their proposals and risks.

@@ -135,7 +135,7 @@ impl Radial {
         let d = self.d;
         bb.nat.resize(d, 0.0);
         bb.scaled.resize(d, 0.0);
-        let mut part = vec![0.0; d];
+        bb.ray.resize(d, 0.0);
         let mut moved = false;
         for _ in 0..2 {
             target.natural(cur, &mut bb.nat);
@@ -144,15 +144,15 @@ impl Radial {
             for (p, &c) in bb.scaled.iter_mut().zip(bb.nat.iter()) {
                 *p = f * c;
             }
-            target.to_particle(&bb.scaled, &mut part);
-            let Some(risk_new) = target.risk_on_ray(cur, *risk, &part) else {
+            target.to_particle(&bb.scaled, &mut bb.ray);
+            let Some(risk_new) = target.risk_on_ray(cur, *risk, &bb.ray) else {
                 return false;
             };
-            let lp_new = target.log_prior(&part);
+            let lp_new = target.log_prior(&bb.ray);
             let v: f64 = r.random();
             let log_ratio = (lp_new - gamma * risk_new) - (*lp - gamma * *risk) + u * d as f64;
             if v.ln() < log_ratio {
-                cur.copy_from_slice(&part);
+                cur.copy_from_slice(&bb.ray);
                 *lp = lp_new;
                 *risk = risk_new;
                 moved = true;

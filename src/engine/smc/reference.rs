@@ -67,8 +67,8 @@ pub struct ReferenceTarget<'a, T: Target + ?Sized> {
 }
 
 impl<'a, T: Target + ?Sized> ReferenceTarget<'a, T> {
-    /// None when the covariance is not positive definite or the dimensions
-    /// disagree (the caller then tempers from the prior).
+    /// Why not, when the covariance is not positive definite, not finite, the
+    /// dimensions disagree or γ ≤ 0 (the caller then tempers from the prior).
     pub fn new(
         inner: &'a T,
         reference: &GaussianReference,
