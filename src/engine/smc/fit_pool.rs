@@ -192,21 +192,25 @@ fn copula_fits(
     }
     let redundancy = clouds as f64 / effective_clouds(&theta, n, d, clouds);
     let fold: Vec<usize> = (0..weights.len()).map(fold_of).collect();
-    let maps = MarginalMaps::of_folds(&theta, &weights, d, &fold, &map[..FIT_FOLDS]);
-    let fits = maps
-        .par_iter()
+    let (maps, mapped) =
+        MarginalMaps::of_folds_mapped(&theta, &weights, d, &fold, &map[..FIT_FOLDS]);
+    let fits: Vec<GaussianFit> = mapped
+        .into_par_iter()
         .enumerate()
-        .map(|(g, maps)| {
+        .map(|(g, rows)| {
             let keep = |i: &usize| fold[*i] != g;
-            let rows: Vec<f64> = (0..weights.len())
-                .filter(keep)
-                .flat_map(|i| theta[i * d..(i + 1) * d].iter().copied())
-                .collect();
             let w: Vec<f64> = (0..weights.len())
                 .filter(keep)
                 .map(|i| weights[i])
                 .collect();
-            GaussianFit::of_redundant(&maps.map_rows(&rows), d, &w, redundancy)
+            // A fold without maps moves by gpcn: its fit is of θ itself.
+            let rows = rows.unwrap_or_else(|| {
+                (0..weights.len())
+                    .filter(keep)
+                    .flat_map(|i| theta[i * d..(i + 1) * d].iter().copied())
+                    .collect()
+            });
+            GaussianFit::of_redundant(&rows, d, &w, redundancy)
         })
         .collect();
     (maps, fits, (0..n).map(fold_of).collect())

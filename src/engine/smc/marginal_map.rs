@@ -92,6 +92,20 @@ impl MarginalMaps {
         fold: &[usize],
         map: &[bool],
     ) -> Vec<MarginalMaps> {
+        MarginalMaps::of_folds_mapped(theta, weights, d, fold, map).0
+    }
+
+    /// `of_folds`, with per fold g the rows outside g (in row order) mapped
+    /// through g's maps, bit for bit what `map_row` gives them (None for a
+    /// fold left unmapped): each column is mapped along its sorted order,
+    /// where the segment only moves up, instead of a search per entry.
+    pub fn of_folds_mapped(
+        theta: &[f64],
+        weights: &[f64],
+        d: usize,
+        fold: &[usize],
+        map: &[bool],
+    ) -> (Vec<MarginalMaps>, Vec<Option<Vec<f64>>>) {
         let mapped: Vec<usize> = (0..map.len()).filter(|&g| map[g]).collect();
         // The weights' totals, summed in row order as `of_coords` sums them.
         let totals: Vec<f64> = mapped
@@ -106,8 +120,16 @@ impl MarginalMaps {
             })
             .collect();
         let probs = knot_probs();
-        // Per coordinate, per mapped fold: the knots and slopes.
-        let per_coord: Vec<Vec<(Vec<f64>, Vec<f64>)>> = if mapped.is_empty() {
+        let n = weights.len();
+        // Row i's weight over each mapped fold's total (the knots' weights),
+        // divided once for every coordinate.
+        let m = mapped.len();
+        let wn: Vec<f64> = (0..n)
+            .flat_map(|i| totals.iter().map(move |t| weights[i] / t))
+            .collect();
+        // Per coordinate, per mapped fold: the knots, slopes and the mapped column.
+        type Column = (Vec<f64>, Vec<f64>, Vec<f64>);
+        let per_coord: Vec<Vec<Column>> = if mapped.is_empty() {
             Vec::new()
         } else {
             (0..d)
@@ -119,20 +141,14 @@ impl MarginalMaps {
                         .enumerate()
                         .map(|(i, row)| (total_key(row[k]), i))
                         .collect();
-                    order.sort_unstable();
-                    let mut col = Vec::with_capacity(order.len());
-                    mapped
-                        .iter()
-                        .zip(&totals)
-                        .map(|(&g, &total)| {
-                            col.clear();
-                            col.extend(
-                                order
-                                    .iter()
-                                    .filter(|&&(_, i)| fold[i] != g)
-                                    .map(|&(_, i)| (theta[i * d + k], weights[i] / total)),
-                            );
-                            knots_to_map(quantile_knots(&col, &probs))
+                    sort_by_key(&mut order);
+                    let at = |i: usize| (&wn[i * m..(i + 1) * m], fold[i]);
+                    fold_knots(&order, at, &mapped, &probs)
+                        .into_iter()
+                        .map(|t| {
+                            let (t, slope) = knots_to_map(t);
+                            let z = map_sorted(&order, &t, &slope, n);
+                            (t, slope, z)
                         })
                         .collect()
                 })
@@ -142,13 +158,20 @@ impl MarginalMaps {
         (0..map.len())
             .map(|g| {
                 if !map[g] {
-                    return MarginalMaps::assemble(d, Vec::new(), Vec::new());
+                    return (MarginalMaps::assemble(d, Vec::new(), Vec::new()), None);
                 }
-                let per = per_coord.iter().map(|c| c[next].clone()).collect();
+                let per = per_coord
+                    .iter()
+                    .map(|c| (c[next].0.clone(), c[next].1.clone()))
+                    .collect();
+                let mut rows = Vec::with_capacity(n * d);
+                for i in (0..n).filter(|&i| fold[i] != g) {
+                    rows.extend(per_coord.iter().map(|c| c[next].2[i]));
+                }
                 next += 1;
-                MarginalMaps::assemble(d, (0..d).collect(), per)
+                (MarginalMaps::assemble(d, (0..d).collect(), per), Some(rows))
             })
-            .collect()
+            .unzip()
     }
 
     /// The maps of `coords` from their knots and slopes.
@@ -258,6 +281,13 @@ impl MarginalMaps {
         jac
     }
 
+    /// Every row of `theta` mapped in place.
+    pub fn map_rows_in_place(&self, theta: &mut [f64]) {
+        theta.par_chunks_mut(self.d).for_each(|r| {
+            self.map_row(r);
+        });
+    }
+
     /// Every row of `theta` mapped (a new n × d matrix).
     pub fn map_rows(&self, theta: &[f64]) -> Vec<f64> {
         let mut out = theta.to_vec();
@@ -286,6 +316,118 @@ fn quantile_knots(col: &[(f64, f64)], probs: &[f64]) -> Vec<f64> {
         t.push(col.get(j).map_or(0.0, |c| c.0));
     }
     t
+}
+
+/// `quantile_knots` of every fold g of `mapped` at once, the column of fold
+/// g being the rows of `order` (sorted) outside g: one pass over the column
+/// instead of one copy per fold, the same sums in the same order (so the
+/// same bits). `at(i)` = (row i's weight over each mapped fold's total, its
+/// fold).
+fn fold_knots<'a>(
+    order: &[(i64, usize)],
+    at: impl Fn(usize) -> (&'a [f64], usize),
+    mapped: &[usize],
+    probs: &[f64],
+) -> Vec<Vec<f64>> {
+    struct Walk {
+        t: Vec<f64>,
+        cum: f64,
+        last: Option<f64>,
+    }
+    let mut walks: Vec<Walk> = mapped
+        .iter()
+        .map(|_| Walk {
+            t: Vec::with_capacity(KNOTS),
+            cum: 0.0,
+            last: None,
+        })
+        .collect();
+    for &(key, i) in order {
+        let (wn, f) = at(i);
+        let v = from_key(key);
+        for ((walk, &g), &wn) in walks.iter_mut().zip(mapped).zip(wn) {
+            if f == g || walk.t.len() == KNOTS {
+                continue;
+            }
+            // `quantile_knots` steps past an element while the cumulative
+            // weight with it stays below the next knot's probability; a
+            // knot stops on it otherwise (the last element takes the rest).
+            while walk.t.len() < KNOTS && !(walk.cum + wn < probs[walk.t.len()]) {
+                walk.t.push(v);
+            }
+            walk.cum += wn;
+            walk.last = Some(v);
+        }
+    }
+    walks
+        .into_iter()
+        .map(|mut walk| {
+            let rest = walk.last.unwrap_or(0.0);
+            walk.t.resize(KNOTS, rest);
+            walk.t
+        })
+        .collect()
+}
+
+/// Sorts (key, row) pairs given in row order by key, ties in row order
+/// (what `sort_unstable` makes of them): a stable radix sort of the keys,
+/// 11 bits a pass, passes where every key has the same digit skipped.
+fn sort_by_key(order: &mut Vec<(i64, usize)>) {
+    const BITS: u32 = 11;
+    let digit =
+        |key: i64, shift: u32| ((((key as u64) ^ (1 << 63)) >> shift) & ((1 << BITS) - 1)) as usize;
+    let mut other = vec![(0i64, 0usize); order.len()];
+    let mut counts = vec![0usize; 1 << BITS];
+    let mut shift = 0;
+    while shift < 64 {
+        counts.iter_mut().for_each(|c| *c = 0);
+        for &(key, _) in order.iter() {
+            counts[digit(key, shift)] += 1;
+        }
+        if !counts.contains(&order.len()) {
+            let mut sum = 0;
+            for c in counts.iter_mut() {
+                (*c, sum) = (sum, sum + *c);
+            }
+            for &pair in order.iter() {
+                let slot = &mut counts[digit(pair.0, shift)];
+                other[*slot] = pair;
+                *slot += 1;
+            }
+            std::mem::swap(order, &mut other);
+        }
+        shift += BITS;
+    }
+}
+
+/// The column of `order` (sorted by `total_key`) through the map of knots
+/// `t` and `slope`, by row (n rows): `forward_at`'s formulas, the segment
+/// found by walking up with the values (a NaN, at either end of the order,
+/// takes `forward_at`'s own count, 0).
+fn map_sorted(order: &[(i64, usize)], t: &[f64], slope: &[f64], n: usize) -> Vec<f64> {
+    let mut z = vec![0.0; n];
+    let mut j = 0;
+    for &(key, i) in order {
+        let v = from_key(key);
+        z[i] = if v < t[0] {
+            -Z_MAX + (v - t[0]) * slope[0]
+        } else if v > t[KNOTS - 1] {
+            Z_MAX + (v - t[KNOTS - 1]) * slope[KNOTS]
+        } else if v.is_nan() {
+            z_knot(0) + (v - t[0]) * slope[1]
+        } else {
+            while j < KNOTS - 2 && t[j + 1] <= v {
+                j += 1;
+            }
+            z_knot(j) + (v - t[j]) * slope[j + 1]
+        };
+    }
+    z
+}
+
+/// The value of a `total_key` (the key's bit trick undoes itself).
+fn from_key(key: i64) -> f64 {
+    f64::from_bits((key ^ ((((key >> 63) as u64) >> 1) as i64)) as u64)
 }
 
 /// An integer key whose order is `f64::total_cmp`'s (its own bit trick).
@@ -423,155 +565,5 @@ fn knots_to_map(mut t: Vec<f64>) -> (Vec<f64>, Vec<f64>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::engine::numerics::rng;
-
-    /// The sorted-column quantile (the knots' rule) against which selection
-    /// is checked.
-    fn sorted_quantile(col: &[(f64, f64)], p: f64) -> f64 {
-        let mut c = col.to_vec();
-        c.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let (mut cum, mut j) = (0.0, 0);
-        while j + 1 < c.len() && cum + c[j].1 < p {
-            cum += c[j].1;
-            j += 1;
-        }
-        c[j].0
-    }
-
-    #[test]
-    fn weighted_selection_matches_the_sorted_quantiles() {
-        let mut r = rng::stream(8, &[]);
-        for n in [1usize, 2, 3, 10, 257, 4000] {
-            // Irregular weights: no cumulative sum lands on a probability
-            // exactly (there float rounding would decide between two
-            // equally valid quantiles).
-            let col: Vec<(f64, f64)> = (0..n)
-                .map(|_| (rng::normal(&mut r), 0.5 + rng::normal(&mut r).abs()))
-                .collect();
-            let total: f64 = col.iter().map(|c| c.1).sum();
-            let col: Vec<(f64, f64)> = col.iter().map(|&(v, w)| (v, w / total)).collect();
-            for p in [0.0, 0.025, 0.3, 0.5, 0.975, 1.0] {
-                let mut c = col.clone();
-                let i = weighted_select(&mut c, p);
-                assert_eq!(c[i].0, sorted_quantile(&col, p), "n {n} p {p}");
-                assert!(c[..i].iter().all(|x| x.0 <= c[i].0));
-                assert!(c[i + 1..].iter().all(|x| x.0 >= c[i].0));
-            }
-        }
-    }
-
-    /// Symmetric marginals give ≈ 0, a half-normal 0.42 (its exact value:
-    /// q = 0.0313, 0.6745, 2.2414), a mirrored one −0.42; the noise of the
-    /// statistic under a Gaussian at n = 10 000 is ≈ 0.012 (so a bound of
-    /// 0.05 is 4 sds).
-    #[test]
-    fn quantile_skewness_tells_skewed_from_symmetric_marginals() {
-        let mut r = rng::stream(6, &[]);
-        let (n, d) = (10_000, 4);
-        let theta: Vec<f64> = (0..n)
-            .flat_map(|_| {
-                let (a, b, c) = (
-                    rng::normal(&mut r),
-                    rng::normal(&mut r),
-                    rng::normal(&mut r),
-                );
-                [a, b.abs(), -3.0 * c.abs(), 2.0 * rng::normal(&mut r).tanh()]
-            })
-            .collect();
-        let s = quantile_skewness(&theta, &vec![1.0; n], d);
-        let half = ((2.2414 - 0.6745) - (0.6745 - 0.0313)) / (2.2414 - 0.0313);
-        assert!(s[0].abs() < 0.05, "{s:?}");
-        assert!((s[1] - half).abs() < 0.03, "{s:?}");
-        assert!((s[2] + half).abs() < 0.03, "{s:?}");
-        assert!(s[3].abs() < 0.05, "{s:?}");
-        // The weights count: a Gaussian weighted by exp(θ) is N(1, 1).
-        let w: Vec<f64> = theta.chunks_exact(d).map(|row| row[0].exp()).collect();
-        assert!(quantile_skewness(&theta, &w, d)[0].abs() < 0.08);
-    }
-
-    #[test]
-    fn fold_maps_match_each_folds_own_maps_bit_for_bit() {
-        let mut r = rng::stream(9, &[]);
-        let (n, d, folds) = (1500, 4, 5);
-        // Ties (a coarse column, repeated values), a zero of both signs.
-        let theta: Vec<f64> = (0..n * d)
-            .map(|i| match i % d {
-                0 => (rng::normal(&mut r) * 2.0).round(),
-                1 if i % 7 == 0 => -0.0,
-                1 if i % 5 == 0 => 0.0,
-                _ => rng::normal(&mut r).abs() * (1 + i % 3) as f64,
-            })
-            .collect();
-        let w: Vec<f64> = (0..n).map(|_| rng::normal(&mut r).exp()).collect();
-        let fold: Vec<usize> = (0..n).map(|i| (i * 7) % folds).collect();
-        let map = [true, false, true, true, false];
-        let got = MarginalMaps::of_folds(&theta, &w, d, &fold, &map);
-        for g in 0..folds {
-            let keep = |i: &usize| fold[*i] != g;
-            let rows: Vec<f64> = (0..n)
-                .filter(keep)
-                .flat_map(|i| theta[i * d..(i + 1) * d].iter().copied())
-                .collect();
-            let wg: Vec<f64> = (0..n).filter(keep).map(|i| w[i]).collect();
-            let coords = if map[g] { (0..d).collect() } else { Vec::new() };
-            let want = MarginalMaps::of_coords(&rows, &wg, d, coords);
-            assert_eq!(got[g].coords, want.coords);
-            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&got[g].t), bits(&want.t), "fold {g}");
-            assert_eq!(bits(&got[g].slope), bits(&want.slope), "fold {g}");
-        }
-    }
-
-    #[test]
-    fn unmapped_coordinates_pass_unchanged() {
-        let mut r = rng::stream(5, &[]);
-        let (n, d) = (2000, 3);
-        let theta: Vec<f64> = (0..n * d).map(|_| rng::normal(&mut r).abs()).collect();
-        let maps = MarginalMaps::of_coords(&theta, &vec![1.0; n], d, vec![1]);
-        let all = MarginalMaps::of(&theta, &vec![1.0; n], d);
-        let mut row = [0.7, 0.7, 0.7];
-        let jac = maps.map_row(&mut row);
-        assert_eq!((row[0], row[2]), (0.7, 0.7));
-        assert_eq!((row[1], jac), all.forward(1, 0.7));
-        assert_eq!(maps.unmap_row(&mut row), jac);
-        assert!((row[1] - 0.7).abs() < 1e-12 && row[0] == 0.7);
-        assert_eq!(maps.mapped(), &[1]);
-    }
-
-    #[test]
-    fn maps_are_monotone_invertible_and_gaussianise_a_half_normal() {
-        let mut r = rng::stream(4, &[]);
-        let (n, d) = (20_000, 2);
-        // Coordinate 0 half-normal, 1 Gaussian.
-        let theta: Vec<f64> = (0..n)
-            .flat_map(|_| [rng::normal(&mut r).abs(), 2.0 + 3.0 * rng::normal(&mut r)])
-            .collect();
-        let maps = MarginalMaps::of(&theta, &vec![1.0; n], d);
-        let mapped = maps.map_rows(&theta);
-        for k in 0..d {
-            let col: Vec<f64> = mapped.chunks_exact(d).map(|r| r[k]).collect();
-            let m = col.iter().sum::<f64>() / n as f64;
-            let v = col.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / n as f64;
-            let skew = col.iter().map(|x| (x - m).powi(3)).sum::<f64>() / n as f64 / v.powf(1.5);
-            assert!(
-                m.abs() < 0.03 && (v - 1.0).abs() < 0.05 && skew.abs() < 0.1,
-                "{k}: {m} {v} {skew}"
-            );
-        }
-        // Past the half-normal's edge the tail takes the spread's slope
-        // (≈ 5/2.73), not the end segment's (≈ 50): θ = −0.5 maps to ≈ −3.4.
-        let (z, _) = maps.forward(0, -0.5);
-        assert!((-4.0..-3.0).contains(&z), "{z}");
-        for &t in &[-3.0, -0.1, 0.0, 0.3, 1.7, 9.0] {
-            for k in 0..d {
-                let (z, l) = maps.forward(k, t);
-                let (back, l2) = maps.inverse(k, z);
-                assert!((back - t).abs() < 1e-9 * t.abs().max(1.0), "{k} {t} {back}");
-                assert!((l - l2).abs() < 1e-9);
-                assert!(maps.forward(k, t + 1e-3).0 > z);
-            }
-        }
-    }
-}
+#[path = "marginal_map_tests.rs"]
+mod tests;
