@@ -352,7 +352,10 @@ fn fold_knots<'a>(
             // `quantile_knots` steps past an element while the cumulative
             // weight with it stays below the next knot's probability; a
             // knot stops on it otherwise (the last element takes the rest).
-            while walk.t.len() < KNOTS && !(walk.cum + wn < probs[walk.t.len()]) {
+            while walk.t.len() < KNOTS {
+                if walk.cum + wn < probs[walk.t.len()] {
+                    break;
+                }
                 walk.t.push(v);
             }
             walk.cum += wn;
