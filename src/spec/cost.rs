@@ -279,11 +279,26 @@ fn is_draws_of(asked: Option<usize>, s: Sizes) -> usize {
 }
 
 fn is_check_part(asked: Option<usize>, s: Sizes) -> Option<Part> {
-    let draws = is_draws_of(asked, s);
+    use crate::engine::is_check::subsample;
+    let (draws, rows) = match asked {
+        Some(k) => (k, None),
+        None => subsample::auto(s.rows, s.features),
+    };
     (draws > 0).then(|| Part {
-        what: format!("IS check: {draws} draws × R_n"),
-        cpu_seconds: draws as f64 * risk_seconds(s),
+        what: match rows {
+            Some(m) => format!("IS check: {draws} draws × R on {m} rows"),
+            None => format!("IS check: {draws} draws × R_n"),
+        },
+        cpu_seconds: subsample::cost_seconds(draws, rows, s.rows, s.features),
     })
+}
+
+/// The default check scores its draws on a row subsample (cheap already).
+fn is_check_subsampled(asked: Option<usize>, s: Sizes) -> bool {
+    asked.is_none()
+        && crate::engine::is_check::subsample::auto(s.rows, s.features)
+            .1
+            .is_some()
 }
 
 /// The estimate of `spec` on training data of sizes `s`, `threads` cores.
@@ -343,12 +358,12 @@ pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
         MethodSpec::Ep(e) => {
             let (p, b) = ep_part(spec, e, s);
             parts.push(p);
-            // Beside its sites EP holds its rows several times: the class
-            // split, the whitened design, the sweep's own copy, the per-row
-            // aggregates and marginals, the kernel's packed and transposed
-            // negatives — measured ≈ 8 copies (`--pairs 4000000` at 10⁷ × 20:
-            // RSS 11.3 GB mid-run, 1.6 GB of it the data).
-            extra_bytes += b + 8.0 * 8.0 * n * d;
+            // Beside its sites EP holds its rows about 3 times: the class
+            // split (shared by the design and the sweeps when ϑ = 1), the
+            // negatives by rows, per-positive aggregates and marginals (Z_P V,
+            // K Z_N twice), 4 numbers per row. Before they were shared: ≈ 8
+            // copies (`--pairs 4000000` at 10⁷ × 20: 11.3 GB mid-run).
+            extra_bytes += b + 3.0 * 8.0 * n * d + 32.0 * n;
             parts.push(certificate_part(s));
             parts.extend(is_check_part(e.is_draws, s));
         }
@@ -586,8 +601,10 @@ fn suggestions(spec: &RunSpec, s: Sizes, threads: usize, limits: Limits) -> Vec<
             while b >= 1 << 12 {
                 if let MethodSpec::Ep(ce) = &mut cand.method {
                     ce.pairs = Some(b);
-                    let draws = is_draws_of(e.is_draws, s);
-                    ce.is_draws = Some(draws.min(draws_that_fit(draws, s, threads, limits)));
+                    if !is_check_subsampled(e.is_draws, s) {
+                        let draws = is_draws_of(e.is_draws, s);
+                        ce.is_draws = Some(draws.min(draws_that_fit(draws, s, threads, limits)));
+                    }
                 }
                 if (b as f64) < s.pairs() && fits(&cand) {
                     // §14: γ·sd(R_B) ≪ 1 needs B ≫ γ²R(1 − R); with R(1 − R) ≤ ¼ and a
@@ -608,7 +625,9 @@ fn suggestions(spec: &RunSpec, s: Sizes, threads: usize, limits: Limits) -> Vec<
                 }
                 b /= 2;
             }
-            if let Some(k) = fewer_draws(is_draws_of(e.is_draws, s), s, threads, limits) {
+            if let Some(k) = fewer_draws(is_draws_of(e.is_draws, s), s, threads, limits)
+                .filter(|_| !is_check_subsampled(e.is_draws, s))
+            {
                 out.push(k);
             }
             out.push("--method vb (stochastic: its cost does not grow with the pairs)".into());
@@ -623,7 +642,9 @@ fn suggestions(spec: &RunSpec, s: Sizes, threads: usize, limits: Limits) -> Vec<
                     out.push("--optimizer stochastic".into());
                 }
             }
-            if let Some(k) = fewer_draws(is_draws_of(v.is_draws, s), s, threads, limits) {
+            if let Some(k) = fewer_draws(is_draws_of(v.is_draws, s), s, threads, limits)
+                .filter(|_| !is_check_subsampled(v.is_draws, s))
+            {
                 out.push(k);
             }
         }

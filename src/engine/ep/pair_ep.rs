@@ -194,11 +194,11 @@ impl PairEp {
                     + kernel::workspace_bytes(n_pos, n_neg)
                     + rows
             }
-            // The sample's indices, Z_N by rows and 32 chunks' column sums.
+            // The sample's indices, its order by negative and rows, the
+            // chunks' column sums (per touched negative), Z_N by rows.
             Some(b) => {
-                b * (Precision::bytes_per_pair(precision.use_f64(b)) + 4)
+                b * (Precision::bytes_per_pair(precision.use_f64(b)) + 16 + 16)
                     + 8 * n_neg * p
-                    + 16 * 32 * n_neg
                     + rows
             }
         }

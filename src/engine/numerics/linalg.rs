@@ -120,7 +120,11 @@ pub fn at_diag_a_into(z: &DMatrix<f64>, w: &[f64], beta: f64, out: &mut DMatrix<
         let zs = z.as_slice();
         for k in 0..p {
             let col = &zs[k * n + r0..k * n + r0 + m];
-            for ((o, v), wi) in s[k * m..(k + 1) * m].iter_mut().zip(col).zip(&w[r0..r0 + m]) {
+            for ((o, v), wi) in s[k * m..(k + 1) * m]
+                .iter_mut()
+                .zip(col)
+                .zip(&w[r0..r0 + m])
+            {
                 *o = v * wi;
             }
         }
