@@ -214,10 +214,7 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
         fit.details["certificate_seconds"] = json!(certificate_seconds);
         fit.details["certificate_cpu_seconds"] = json!(certificate_cpu);
     }
-    let (is_draws, is_rows) = match s.is_draws {
-        Some(k) => (k, None),
-        None => subsample::auto(pb.n(), pb.d()),
-    };
+    let (is_draws, is_rows) = subsample::settings(s.is_draws, pb.n(), pb.d());
     if is_draws > 0 && gp_gaussian {
         uncertified.insert("is_check".into(), json!(GP_NO_THETA));
         notes.push((

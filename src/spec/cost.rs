@@ -16,6 +16,8 @@
 
 use serde::Serialize;
 
+use crate::engine::is_check::subsample;
+
 use super::run_spec::{EpSpec, GcsSpec, MethodSpec, RunSpec, SmcSpec, VbOptimizer, VbSpec};
 use super::values::Gamma;
 
@@ -25,6 +27,10 @@ mod unit {
     /// two GEMMs' 4d flops per site).
     pub const EP_SITE: f64 = 15e-9;
     pub const EP_SITE_FEATURE: f64 = 1e-9;
+    /// One sampled-pair site per sweep (`--pairs B`, d = 20; see `ep_part`).
+    pub const EP_SAMPLED_SITE: f64 = 190e-9;
+    /// One row·feature² of EP's per-sweep rebuild (Q, Z V, u).
+    pub const EP_ROW_FEATURE2: f64 = 1e-9;
     /// One pair of VB's all-pairs pass (value and gradients).
     pub const VB_PAIR: f64 = 10e-9;
     pub const VB_PAIR_FEATURE: f64 = 0.5e-9;
@@ -279,26 +285,17 @@ fn is_draws_of(asked: Option<usize>, s: Sizes) -> usize {
 }
 
 fn is_check_part(asked: Option<usize>, s: Sizes) -> Option<Part> {
-    use crate::engine::is_check::subsample;
-    let (draws, rows) = match asked {
-        Some(k) => (k, None),
-        None => subsample::auto(s.rows, s.features),
-    };
+    let (draws, rows) = subsample::settings(asked, s.rows, s.features);
+    let on = rows.map_or("R_n".to_string(), |m| format!("R on {m} rows"));
     (draws > 0).then(|| Part {
-        what: match rows {
-            Some(m) => format!("IS check: {draws} draws × R on {m} rows"),
-            None => format!("IS check: {draws} draws × R_n"),
-        },
+        what: format!("IS check: {draws} draws × {on}"),
         cpu_seconds: subsample::cost_seconds(draws, rows, s.rows, s.features),
     })
 }
 
 /// The default check scores its draws on a row subsample (cheap already).
 fn is_check_subsampled(asked: Option<usize>, s: Sizes) -> bool {
-    asked.is_none()
-        && crate::engine::is_check::subsample::auto(s.rows, s.features)
-            .1
-            .is_some()
+    subsample::settings(asked, s.rows, s.features).1.is_some()
 }
 
 /// The estimate of `spec` on training data of sizes `s`, `threads` cores.
@@ -404,7 +401,13 @@ pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
 fn ep_part(spec: &RunSpec, e: &EpSpec, s: Sizes) -> (Part, f64) {
     let sites = e.pairs.map_or(s.pairs(), |b| b as f64);
     let cv = cv_factor(spec, e.folds, e.gamma_grid.len());
-    let per_sweep = sites * (unit::EP_SITE + unit::EP_SITE_FEATURE * s.features as f64);
+    let d = s.features as f64;
+    // Sampled sites: per-pair dot products, no blocked GEMM, and a rebuild
+    // from all rows a sweep (`ep-1e6-pairs`: ≈ 1.05 CPU s a sweep).
+    let per_sweep = match e.pairs {
+        Some(b) => b as f64 * unit::EP_SAMPLED_SITE + s.rows as f64 * d * d * unit::EP_ROW_FEATURE2,
+        None => sites * (unit::EP_SITE + unit::EP_SITE_FEATURE * d),
+    };
     let bytes_per_site = if 24.0 * sites > (1u64 << 30) as f64 {
         12.0
     } else {

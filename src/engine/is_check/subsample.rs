@@ -105,6 +105,11 @@ pub fn auto(n: usize, d: usize) -> (usize, Option<usize>) {
     }
 }
 
+/// The check's (draws, rows): as asked (on all rows), or `auto`.
+pub fn settings(asked: Option<usize>, n: usize, d: usize) -> (usize, Option<usize>) {
+    asked.map_or_else(|| auto(n, d), |k| (k, None))
+}
+
 /// CPU seconds of a check of `draws` draws on `rows` of `n` rows (None: all).
 pub fn cost_seconds(draws: usize, rows: Option<usize>, n: usize, d: usize) -> f64 {
     use super::risks::risk_seconds;

@@ -264,7 +264,9 @@ pub(crate) fn pass<S: SiteScalar>(
                     }
                 }
                 let m = end - base;
-                (s.mn.resize(m, 0.0), s.un.resize(m, 0.0), s.c.resize(m, 0.0));
+                s.mn.resize(m, 0.0);
+                s.un.resize(m, 0.0);
+                s.c.resize(m, 0.0);
                 for &t in order {
                     let (t, j) = (t as usize, negs[t as usize]);
                     let r = pair_row[t] as usize - r0;
