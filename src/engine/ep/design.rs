@@ -21,6 +21,9 @@ use super::posterior::{Posterior, PriorTerms};
 use crate::engine::fit::LowRankCov;
 use crate::engine::numerics::linalg::{a_b, a_bt};
 
+/// Rows shared between the class split, the design and the sites' state.
+type Rows = Arc<DMatrix<f64>>;
+
 /// Which form EP runs in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -65,7 +68,7 @@ impl Design {
     fn build(
         xp: &DMatrix<f64>,
         xn: &DMatrix<f64>,
-        shared: Option<(&Arc<DMatrix<f64>>, &Arc<DMatrix<f64>>)>,
+        shared: Option<(&Rows, &Rows)>,
         vars: &[f64],
         form: Form,
     ) -> Design {

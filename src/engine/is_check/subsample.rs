@@ -85,12 +85,13 @@ pub fn risks(groups: &[Problem], thetas: &[&[f64]]) -> (Vec<f64>, f64) {
         .iter()
         .map(|r| r.iter().sum::<f64>() / s as f64)
         .collect();
-    let mut var = 0.0;
-    for j in 0..s {
-        let c: Vec<f64> = (0..g).map(|a| per[a][j] - centre[a]).collect();
-        let cm = c.iter().sum::<f64>() / g as f64;
-        var += c.iter().map(|v| (v - cm).powi(2)).sum::<f64>() / (g - 1) as f64;
-    }
+    let var: f64 = (0..s)
+        .map(|j| {
+            let c: Vec<f64> = per.iter().zip(&centre).map(|(r, m)| r[j] - m).collect();
+            let cm = c.iter().sum::<f64>() / g as f64;
+            c.iter().map(|v| (v - cm).powi(2)).sum::<f64>() / (g - 1) as f64
+        })
+        .sum();
     (mean, (var / s as f64 / g as f64).sqrt())
 }
 
