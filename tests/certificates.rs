@@ -79,6 +79,22 @@ fn all_spike_ep_gets_a_large_khat() {
         c.khat, c.ess, c.verdict
     );
     assert!(c.khat > 0.7 && !c.trusted, "k̂ = {}", c.khat);
+    // The large-n default scores the draws on a row subsample: it must flag
+    // the same failure (from the weights' tail, k̂, not from its noise τ).
+    let sub = IsSettings {
+        rows: Some(pb.n() * 2 / 3),
+        ..IsSettings::default()
+    };
+    let c = is_check_fit(&fit, &pb, &sub).unwrap();
+    eprintln!(
+        "all-spike EP, subsample of {:?} rows: k̂ = {:.2}, τ = {:?}",
+        c.rows, c.khat, c.subsample_log_w_sd
+    );
+    assert!(
+        c.rows.is_some() && c.khat > 0.7 && !c.trusted,
+        "k̂ = {}",
+        c.khat
+    );
 }
 
 /// Pima split, γ = n_train: SMC (default settings, converged on Pima per

@@ -15,7 +15,8 @@ use super::bounds::split;
 use super::event::{Event, LogLevel};
 use super::fit::{EngineKind, Fit};
 use super::interface::{Control, Engine, EngineError, Observer};
-use super::is_check::risks::{auto_draws, auto_draws_note};
+use super::is_check::risks::auto_draws_note;
+use super::is_check::subsample;
 use super::is_check::{IsSettings, is_check_fit};
 use super::numerics::cpu_time::process_cpu_seconds;
 use super::prior::Prior;
@@ -213,7 +214,7 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
         fit.details["certificate_seconds"] = json!(certificate_seconds);
         fit.details["certificate_cpu_seconds"] = json!(certificate_cpu);
     }
-    let is_draws = s.is_draws.unwrap_or_else(|| auto_draws(pb.n(), pb.d()));
+    let (is_draws, is_rows) = subsample::settings(s.is_draws, pb.n(), pb.d());
     if is_draws > 0 && gp_gaussian {
         uncertified.insert("is_check".into(), json!(GP_NO_THETA));
         notes.push((
@@ -224,13 +225,18 @@ pub fn certify(fit: &mut Fit, pb: &Problem, s: &CertifySettings, obs: &mut dyn O
     let gaussian =
         fit.particles.is_none() && (fit.covariance.is_some() || fit.low_rank_covariance.is_some());
     if is_draws > 0 && gaussian && !gp_gaussian {
-        let draws_note = auto_draws_note(is_draws).filter(|_| s.is_draws.is_none());
+        let draws_note = match is_rows {
+            Some(rows) => Some(subsample::auto_note(pb.n(), is_draws, rows)),
+            None => auto_draws_note(is_draws),
+        }
+        .filter(|_| s.is_draws.is_none());
         if let Some(note) = &draws_note {
             notes.push((LogLevel::Info, note.clone()));
         }
         let settings = IsSettings {
             draws: is_draws,
             seed: s.seed,
+            rows: is_rows,
             ..IsSettings::default()
         };
         let cpu0 = process_cpu_seconds();

@@ -107,6 +107,10 @@ impl PairSample {
     pub fn row(&self, i: usize) -> &[u32] {
         &self.neg[self.offsets[i]..self.offsets[i + 1]]
     }
+    /// The negatives of pairs `a..b` (pairs are ordered by positive row).
+    pub fn row_range(&self, a: usize, b: usize) -> &[u32] {
+        &self.neg[a..b]
+    }
     /// The index of positive `i`'s first pair.
     pub fn row_start(&self, i: usize) -> usize {
         self.offsets[i]

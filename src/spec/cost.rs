@@ -16,6 +16,8 @@
 
 use serde::Serialize;
 
+use crate::engine::is_check::subsample;
+
 use super::run_spec::{EpSpec, GcsSpec, MethodSpec, RunSpec, SmcSpec, VbOptimizer, VbSpec};
 use super::values::Gamma;
 
@@ -25,6 +27,10 @@ mod unit {
     /// two GEMMs' 4d flops per site).
     pub const EP_SITE: f64 = 15e-9;
     pub const EP_SITE_FEATURE: f64 = 1e-9;
+    /// One sampled-pair site per sweep (`--pairs B`, d = 20; see `ep_part`).
+    pub const EP_SAMPLED_SITE: f64 = 190e-9;
+    /// One row·feature² of EP's per-sweep rebuild (Q, Z V, u).
+    pub const EP_ROW_FEATURE2: f64 = 1e-9;
     /// One pair of VB's all-pairs pass (value and gradients).
     pub const VB_PAIR: f64 = 10e-9;
     pub const VB_PAIR_FEATURE: f64 = 0.5e-9;
@@ -279,11 +285,17 @@ fn is_draws_of(asked: Option<usize>, s: Sizes) -> usize {
 }
 
 fn is_check_part(asked: Option<usize>, s: Sizes) -> Option<Part> {
-    let draws = is_draws_of(asked, s);
+    let (draws, rows) = subsample::settings(asked, s.rows, s.features);
+    let on = rows.map_or("R_n".to_string(), |m| format!("R on {m} rows"));
     (draws > 0).then(|| Part {
-        what: format!("IS check: {draws} draws × R_n"),
-        cpu_seconds: draws as f64 * risk_seconds(s),
+        what: format!("IS check: {draws} draws × {on}"),
+        cpu_seconds: subsample::cost_seconds(draws, rows, s.rows, s.features),
     })
+}
+
+/// The default check scores its draws on a row subsample (cheap already).
+fn is_check_subsampled(asked: Option<usize>, s: Sizes) -> bool {
+    subsample::settings(asked, s.rows, s.features).1.is_some()
 }
 
 /// The estimate of `spec` on training data of sizes `s`, `threads` cores.
@@ -343,12 +355,12 @@ pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
         MethodSpec::Ep(e) => {
             let (p, b) = ep_part(spec, e, s);
             parts.push(p);
-            // Beside its sites EP holds its rows several times: the class
-            // split, the whitened design, the sweep's own copy, the per-row
-            // aggregates and marginals, the kernel's packed and transposed
-            // negatives — measured ≈ 8 copies (`--pairs 4000000` at 10⁷ × 20:
-            // RSS 11.3 GB mid-run, 1.6 GB of it the data).
-            extra_bytes += b + 8.0 * 8.0 * n * d;
+            // Beside its sites EP holds its rows about 3 times: the class
+            // split (shared by the design and the sweeps when ϑ = 1), the
+            // negatives by rows, per-positive aggregates and marginals (Z_P V,
+            // K Z_N twice), 4 numbers per row. Before they were shared: ≈ 8
+            // copies (`--pairs 4000000` at 10⁷ × 20: 11.3 GB mid-run).
+            extra_bytes += b + 3.0 * 8.0 * n * d + 32.0 * n;
             parts.push(certificate_part(s));
             parts.extend(is_check_part(e.is_draws, s));
         }
@@ -389,7 +401,13 @@ pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
 fn ep_part(spec: &RunSpec, e: &EpSpec, s: Sizes) -> (Part, f64) {
     let sites = e.pairs.map_or(s.pairs(), |b| b as f64);
     let cv = cv_factor(spec, e.folds, e.gamma_grid.len());
-    let per_sweep = sites * (unit::EP_SITE + unit::EP_SITE_FEATURE * s.features as f64);
+    let d = s.features as f64;
+    // Sampled sites: per-pair dot products, no blocked GEMM, and a rebuild
+    // from all rows a sweep (`ep-1e6-pairs`: ≈ 1.05 CPU s a sweep).
+    let per_sweep = match e.pairs {
+        Some(b) => b as f64 * unit::EP_SAMPLED_SITE + s.rows as f64 * d * d * unit::EP_ROW_FEATURE2,
+        None => sites * (unit::EP_SITE + unit::EP_SITE_FEATURE * d),
+    };
     let bytes_per_site = if 24.0 * sites > (1u64 << 30) as f64 {
         12.0
     } else {
@@ -586,8 +604,10 @@ fn suggestions(spec: &RunSpec, s: Sizes, threads: usize, limits: Limits) -> Vec<
             while b >= 1 << 12 {
                 if let MethodSpec::Ep(ce) = &mut cand.method {
                     ce.pairs = Some(b);
-                    let draws = is_draws_of(e.is_draws, s);
-                    ce.is_draws = Some(draws.min(draws_that_fit(draws, s, threads, limits)));
+                    if !is_check_subsampled(e.is_draws, s) {
+                        let draws = is_draws_of(e.is_draws, s);
+                        ce.is_draws = Some(draws.min(draws_that_fit(draws, s, threads, limits)));
+                    }
                 }
                 if (b as f64) < s.pairs() && fits(&cand) {
                     // §14: γ·sd(R_B) ≪ 1 needs B ≫ γ²R(1 − R); with R(1 − R) ≤ ¼ and a
@@ -608,7 +628,9 @@ fn suggestions(spec: &RunSpec, s: Sizes, threads: usize, limits: Limits) -> Vec<
                 }
                 b /= 2;
             }
-            if let Some(k) = fewer_draws(is_draws_of(e.is_draws, s), s, threads, limits) {
+            if let Some(k) = fewer_draws(is_draws_of(e.is_draws, s), s, threads, limits)
+                .filter(|_| !is_check_subsampled(e.is_draws, s))
+            {
                 out.push(k);
             }
             out.push("--method vb (stochastic: its cost does not grow with the pairs)".into());
@@ -623,7 +645,9 @@ fn suggestions(spec: &RunSpec, s: Sizes, threads: usize, limits: Limits) -> Vec<
                     out.push("--optimizer stochastic".into());
                 }
             }
-            if let Some(k) = fewer_draws(is_draws_of(v.is_draws, s), s, threads, limits) {
+            if let Some(k) = fewer_draws(is_draws_of(v.is_draws, s), s, threads, limits)
+                .filter(|_| !is_check_subsampled(v.is_draws, s))
+            {
                 out.push(k);
             }
         }

@@ -12,6 +12,7 @@
 //!   absolute: scale-equivariant like the primal form.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use nalgebra::DMatrix;
 
@@ -19,6 +20,9 @@ use super::kernel::Excluded;
 use super::posterior::{Posterior, PriorTerms};
 use crate::engine::fit::LowRankCov;
 use crate::engine::numerics::linalg::{a_b, a_bt};
+
+/// Rows shared between the class split, the design and the sites' state.
+type Rows = Arc<DMatrix<f64>>;
 
 /// Which form EP runs in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -33,8 +37,9 @@ pub enum Form {
 /// EP's rows and prior for given prior variances, and the map back to θ.
 #[derive(Debug, Clone)]
 pub struct Design {
-    pub zp: DMatrix<f64>,
-    pub zn: DMatrix<f64>,
+    /// Shared with the class rows when whitening is the identity (ϑ = 1).
+    pub zp: Arc<DMatrix<f64>>,
+    pub zn: Arc<DMatrix<f64>>,
     pub prior: PriorTerms,
     /// √ϑ_k (reduced form).
     scale: Vec<f64>,
@@ -46,6 +51,27 @@ impl Design {
     /// `xp`, `xn`: positive and negative rows of X; `vars`: prior variances ϑ_k.
     /// The reduced form's SVD is of `X D^{½}`.
     pub fn new(xp: &DMatrix<f64>, xn: &DMatrix<f64>, vars: &[f64], form: Form) -> Design {
+        Self::build(xp, xn, None, vars, form)
+    }
+
+    /// As `new`; in the primal form with every ϑ_k = 1 the design shares the
+    /// rows instead of copying them (Z = X · 1 is X, bit for bit).
+    pub fn shared(
+        xp: &Arc<DMatrix<f64>>,
+        xn: &Arc<DMatrix<f64>>,
+        vars: &[f64],
+        form: Form,
+    ) -> Design {
+        Self::build(xp, xn, Some((xp, xn)), vars, form)
+    }
+
+    fn build(
+        xp: &DMatrix<f64>,
+        xn: &DMatrix<f64>,
+        shared: Option<(&Rows, &Rows)>,
+        vars: &[f64],
+        form: Form,
+    ) -> Design {
         let (n, d) = (xp.nrows() + xn.nrows(), xp.ncols());
         let reduced = match form {
             Form::Auto => d >= n,
@@ -61,9 +87,13 @@ impl Design {
             z
         };
         if !reduced {
+            let (zp, zn) = match shared {
+                Some((sp, sn)) if scale.iter().all(|&s| s == 1.0) => (sp.clone(), sn.clone()),
+                _ => (Arc::new(whiten(xp)), Arc::new(whiten(xn))),
+            };
             return Design {
-                zp: whiten(xp),
-                zn: whiten(xn),
+                zp,
+                zn,
                 prior: PriorTerms::centred(&vec![1.0; d]),
                 scale,
                 w: None,
@@ -85,8 +115,8 @@ impl Design {
         let z = a_b(&x, &w); // n × r = U S
         let r = keep.len();
         Design {
-            zp: z.rows(0, xp.nrows()).into_owned(),
-            zn: z.rows(xp.nrows(), xn.nrows()).into_owned(),
+            zp: Arc::new(z.rows(0, xp.nrows()).into_owned()),
+            zn: Arc::new(z.rows(xp.nrows(), xn.nrows()).into_owned()),
             prior: PriorTerms::centred(&vec![1.0; r]),
             scale,
             w: Some(w),

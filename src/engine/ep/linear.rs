@@ -2,6 +2,8 @@
 //! reduced form) and the persistent site state, so that runs at other γ or
 //! other prior variances warm-start from the last one.
 
+use std::sync::Arc;
+
 use nalgebra::DMatrix;
 
 use super::continuation::Continuable;
@@ -18,8 +20,10 @@ use crate::engine::interface::{Control, EngineError};
 use crate::engine::pairs::{PairSample, PairSampling};
 
 pub struct LinearEp {
-    xp: DMatrix<f64>,
-    xn: DMatrix<f64>,
+    /// The rows by class; shared with the design and the sites' state when
+    /// whitening is the identity (one copy of the rows, not three).
+    xp: Arc<DMatrix<f64>>,
+    xn: Arc<DMatrix<f64>>,
     design: Design,
     ep: PairEp,
     vars: Vec<f64>,
@@ -55,8 +59,8 @@ impl LinearEp {
         if pos.is_empty() || neg.is_empty() {
             return Err(EngineError::InvalidParams("EP needs both classes".into()));
         }
-        let (xp, xn) = (x.select_rows(&pos), x.select_rows(&neg));
-        let design = Design::new(&xp, &xn, vars, form);
+        let (xp, xn) = (Arc::new(x.select_rows(&pos)), Arc::new(x.select_rows(&neg)));
+        let design = Design::shared(&xp, &xn, vars, form);
         let (zp, zn, prior) = (design.zp.clone(), design.zn.clone(), design.prior.clone());
         let ep = match sampling {
             None => PairEp::new(zp, zn, identical_pairs(&xp, &xn), prior, precision),
@@ -115,7 +119,7 @@ impl LinearEp {
         } else {
             Form::Primal
         };
-        self.design = Design::new(&self.xp, &self.xn, vars, form);
+        self.design = Design::shared(&self.xp, &self.xn, vars, form);
         self.ep.set_design(
             self.design.zp.clone(),
             self.design.zn.clone(),

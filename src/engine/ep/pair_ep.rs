@@ -7,6 +7,8 @@
 //! The state persists between runs: a run warm-starts from the previous one
 //! (another γ, new prior variances, new Z of the same pairs).
 
+use std::sync::Arc;
+
 use nalgebra::DMatrix;
 use serde_json::json;
 
@@ -47,8 +49,9 @@ mod secant;
 
 /// EP state for one set of pairs.
 pub struct PairEp {
-    zp: DMatrix<f64>,
-    zn: DMatrix<f64>,
+    /// Shared with the design (no copy of the rows).
+    zp: Arc<DMatrix<f64>>,
+    zn: Arc<DMatrix<f64>>,
     excluded: Excluded,
     store: Store,
     ws: Workspace,
@@ -79,12 +82,13 @@ impl PairEp {
     /// `zp` (n+ × p) and `zn` (n− × p): the rows of each class; `excluded`
     /// pairs (identical rows) are not sites. Sites start at zero (q = prior).
     pub fn new(
-        zp: DMatrix<f64>,
-        zn: DMatrix<f64>,
+        zp: impl Into<Arc<DMatrix<f64>>>,
+        zn: impl Into<Arc<DMatrix<f64>>>,
         excluded: Excluded,
         prior: PriorTerms,
         precision: Precision,
     ) -> Result<PairEp, String> {
+        let (zp, zn): (Arc<DMatrix<f64>>, Arc<DMatrix<f64>>) = (zp.into(), zn.into());
         let (np, nn, p) = (zp.nrows(), zn.nrows(), zp.ncols());
         assert_eq!(zn.ncols(), p);
         assert_eq!(prior.prec.len(), p);
@@ -119,12 +123,13 @@ impl PairEp {
     /// As `new`, with sites on the pairs of `sample` only (each a factor
     /// exp(−g·1{…}) with g = γ/B); pairs with identical rows are not sites.
     pub fn sampled(
-        zp: DMatrix<f64>,
-        zn: DMatrix<f64>,
+        zp: impl Into<Arc<DMatrix<f64>>>,
+        zn: impl Into<Arc<DMatrix<f64>>>,
         sample: PairSample,
         prior: PriorTerms,
         precision: Precision,
     ) -> Result<PairEp, String> {
+        let (zp, zn): (Arc<DMatrix<f64>>, Arc<DMatrix<f64>>) = (zp.into(), zn.into());
         let (np, nn, p) = (zp.nrows(), zn.nrows(), zp.ncols());
         assert_eq!((sample.n_pos(), sample.n_neg()), (np, nn));
         assert_eq!(prior.prec.len(), p);
@@ -189,11 +194,11 @@ impl PairEp {
                     + kernel::workspace_bytes(n_pos, n_neg)
                     + rows
             }
-            // The sample's indices, Z_N by rows and 32 chunks' column sums.
+            // The sample's indices, its order by negative and rows, the
+            // chunks' column sums (per touched negative), Z_N by rows.
             Some(b) => {
-                b * (Precision::bytes_per_pair(precision.use_f64(b)) + 4)
+                b * (Precision::bytes_per_pair(precision.use_f64(b)) + 16 + 16)
                     + 8 * n_neg * p
-                    + 16 * 32 * n_neg
                     + rows
             }
         }
@@ -278,7 +283,13 @@ impl PairEp {
     }
 
     /// New rows for the same pairs (e.g. rescaled features); the sites are kept.
-    pub fn set_design(&mut self, zp: DMatrix<f64>, zn: DMatrix<f64>, prior: PriorTerms) {
+    pub fn set_design(
+        &mut self,
+        zp: impl Into<Arc<DMatrix<f64>>>,
+        zn: impl Into<Arc<DMatrix<f64>>>,
+        prior: PriorTerms,
+    ) {
+        let (zp, zn): (Arc<DMatrix<f64>>, Arc<DMatrix<f64>>) = (zp.into(), zn.into());
         assert_eq!((zp.nrows(), zn.nrows()), (self.n_pos(), self.n_neg()));
         let p = zp.ncols();
         if p != self.zp.ncols() {

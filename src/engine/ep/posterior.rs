@@ -8,7 +8,10 @@
 use nalgebra::{DMatrix, DVector};
 
 use super::kernel::{Aggregates, Marginals};
-use crate::engine::numerics::linalg::{at_b, gemm_into};
+use crate::engine::numerics::linalg::{at_b, at_diag_a_into, gemm_into, rows_b_into};
+
+/// Rows of `Z_N V` computed at a time for u_j (`marginals`).
+const ZV_BLOCK: usize = 4096;
 
 /// The Gaussian prior part of q: precisions `prec` (diagonal) and linear term `lin`.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,17 +64,9 @@ pub fn sites_part(
     agg: &Aggregates,
 ) -> (DMatrix<f64>, DVector<f64>) {
     let p = zp.ncols();
-    let scaled = |z: &DMatrix<f64>, w: &[f64]| {
-        let mut s = z.clone();
-        for mut col in s.column_iter_mut() {
-            for (v, &wi) in col.iter_mut().zip(w) {
-                *v *= wi;
-            }
-        }
-        s
-    };
-    let mut q = at_b(zp, &scaled(zp, &agg.k_row));
-    gemm_into(1.0, zn, true, &scaled(zn, &agg.k_col), false, 1.0, &mut q);
+    let mut q = DMatrix::zeros(p, p);
+    at_diag_a_into(zp, &agg.k_row, 0.0, &mut q);
+    at_diag_a_into(zn, &agg.k_col, 1.0, &mut q);
     let cross = at_b(zp, &agg.g); // X_Pᵀ K X_N
     for a in 0..p {
         for b in 0..p {
@@ -139,9 +134,25 @@ pub fn marginals(zp: &DMatrix<f64>, zn: &DMatrix<f64>, q: &Posterior, out: &mut 
         }
     };
     gemm_into(1.0, zp, false, &q.v, false, 0.0, &mut out.zv_p);
-    gemm_into(1.0, zn, false, &q.v, false, 0.0, &mut out.zv_n);
     row_quad(zp, &out.zv_p, &mut out.up);
-    row_quad(zn, &out.zv_n, &mut out.un);
+    // u_j = z_j V z_jᵀ by blocks of rows (the same sums as the whole product's).
+    let (nn, p) = zn.shape();
+    out.un.clear();
+    out.un.resize(nn, 0.0);
+    let mut r0 = 0;
+    while r0 < nn {
+        let m = ZV_BLOCK.min(nn - r0);
+        out.zv_n.resize(m * p, 0.0);
+        rows_b_into(zn, r0, m, &q.v, &mut out.zv_n);
+        let u = &mut out.un[r0..r0 + m];
+        for k in 0..p {
+            let zk = &zn.as_slice()[k * nn + r0..k * nn + r0 + m];
+            for ((ui, a), b) in u.iter_mut().zip(zk).zip(&out.zv_n[k * m..(k + 1) * m]) {
+                *ui += a * b;
+            }
+        }
+        r0 += m;
+    }
     out.mp = (zp * &q.m).iter().copied().collect();
     out.mn = (zn * &q.m).iter().copied().collect();
 }

@@ -12,6 +12,7 @@
 
 pub mod psis;
 pub mod risks;
+pub mod subsample;
 
 use std::time::Instant;
 
@@ -43,6 +44,10 @@ pub struct IsSettings {
     /// Share of draws from the prior (defensive mixture), in [0, 1).
     pub prior_mix: f64,
     pub seed: u64,
+    /// Score the draws on a class-stratified subsample of this many training
+    /// rows (`subsample`; None: all rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<usize>,
 }
 
 impl Default for IsSettings {
@@ -53,6 +58,7 @@ impl Default for IsSettings {
             scale: 2.0,
             prior_mix: 0.0,
             seed: 0,
+            rows: None,
         }
     }
 }
@@ -96,6 +102,14 @@ pub struct IsCheck {
     /// certifying wrapper measured them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_seconds: Option<f64>,
+    /// Training rows the draws were scored on, when a subsample
+    /// (`subsample`: `GROUPS` disjoint groups, R̂ their mean risk).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<usize>,
+    /// τ = γ · sd over draws of R̂ − R_n: the subsample's error on the log
+    /// weights, estimated from the groups' spread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subsample_log_w_sd: Option<f64>,
     /// What the numbers say, in words.
     pub verdict: String,
 }
@@ -178,10 +192,16 @@ fn check(
             (theta.as_slice().to_vec(), log_q)
         })
         .collect();
-    let risks = risks_of(
-        pb,
-        &draws.iter().map(|d| d.0.as_slice()).collect::<Vec<_>>(),
-    );
+    let thetas: Vec<&[f64]> = draws.iter().map(|d| d.0.as_slice()).collect();
+    let (risks, sub) = match s.rows {
+        Some(m) if m < pb.n() => {
+            let groups = subsample::groups(pb, m, s.seed)?;
+            let rows = groups.iter().map(Problem::n).sum::<usize>();
+            let (r, sd) = subsample::risks(&groups, &thetas);
+            (r, Some((rows, gamma * sd)))
+        }
+        _ => (risks_of(pb, &thetas), None),
+    };
     let log_w: Vec<f64> = draws
         .iter()
         .zip(&risks)
@@ -234,6 +254,8 @@ fn check(
         verdict: String::new(),
         draws_note: None,
         cpu_seconds: None,
+        rows: sub.map(|t| t.0),
+        subsample_log_w_sd: sub.map(|t| t.1),
     };
     out.judge(mean, &q_sd);
     out.seconds = t0.elapsed().as_secs_f64();
@@ -260,8 +282,14 @@ impl IsCheck {
         self.sd_ratio = (0..mean.len()).map(|k| q_sd[k] / sd[k]).collect();
         self.max_abs_shift_sd = self.shift_sd.iter().fold(0.0f64, |a, v| a.max(v.abs()));
         let (khat, threshold) = (self.khat, self.khat_threshold);
-        self.trusted = khat <= threshold;
-        self.verdict = if !self.trusted {
+        let tau = self.subsample_log_w_sd.unwrap_or(0.0);
+        self.trusted = khat <= threshold && tau <= subsample::TAU_MAX;
+        self.verdict = if tau > subsample::TAU_MAX {
+            format!(
+                "the row subsample's error on the log weights, τ = {tau:.2} > {:.1}, is too large for the check to judge the approximation (k̂ = {khat:.2}); --is-draws N scores every draw on all rows",
+                subsample::TAU_MAX
+            )
+        } else if !self.trusted {
             format!(
                 "k̂ = {khat:.2} > {threshold:.2}: the approximation misses mass of the Gibbs posterior; do not trust it nor the corrected estimates (run SMC)"
             )
@@ -273,6 +301,12 @@ impl IsCheck {
                 self.max_abs_shift_sd, self.shift_se
             )
         };
+        if let (Some(rows), Some(tau)) = (self.rows, self.subsample_log_w_sd) {
+            self.verdict.push_str(&format!(
+                "; draws scored on a stratified subsample of {rows} training rows in {} groups: the log weights carry ±{tau:.3} (sd over draws) of subsample error",
+                subsample::GROUPS
+            ));
+        }
     }
 }
 

@@ -10,8 +10,11 @@ use crate::engine::metrics::auc_risk;
 /// isotropic prior, θ = r·(cos φ, sin φ) with r Rayleigh (E r = √(πϑ/2),
 /// E r² = 2ϑ) independent of φ, whose density is ∝ exp(−γ R_n(φ)).
 fn problem() -> Problem {
+    problem_of(80, 40.0)
+}
+
+fn problem_of(n: usize, gamma: f64) -> Problem {
     let mut r = stream(11, &[1]);
-    let n = 80;
     let x = DMatrix::from_fn(n, 2, |_, _| normal(&mut r));
     let y: Vec<bool> = (0..n)
         .map(|i| x[(i, 0)] - 0.5 * x[(i, 1)] + 0.8 * normal(&mut r) > 0.0)
@@ -20,7 +23,7 @@ fn problem() -> Problem {
         vec!["a".into(), "b".into()],
         x,
         y,
-        40.0,
+        gamma,
         Prior::Gaussian { var: 1.0 },
     )
     .unwrap()
@@ -224,4 +227,86 @@ fn a_factored_gaussian_is_checked_in_the_row_space() {
         ..v
     };
     assert!(is_check_low_rank(&pb, &pb.prior, pb.gamma, &q_mean, &off, &s).is_err());
+}
+
+/// Draws scored on a row subsample (the large-n default): the same draws as
+/// the check on all rows, so the answers differ only by the subsample's
+/// noise, which τ states. 8000 rows, a quarter scored: corrected means within
+/// 0.25 sd of the all-rows check's, k̂ within 0.2, τ below its limit; the
+/// same bits on one and two threads.
+#[test]
+fn a_subsample_check_agrees_with_the_full_check() {
+    let pb = problem_of(8000, 40.0);
+    let full = IsSettings {
+        draws: 6000,
+        seed: 3,
+        ..IsSettings::default()
+    };
+    // q: the moments corrected from a broad proposal (as EP's would be).
+    let broad = is_check(
+        &pb,
+        &pb.prior,
+        pb.gamma,
+        &[0.0, 0.0],
+        &DMatrix::identity(2, 2),
+        &full,
+    );
+    let broad = broad.unwrap();
+    let m0 = broad.mean.clone();
+    let v0 = DMatrix::from_diagonal(&nalgebra::DVector::from_fn(2, |k, _| broad.sd[k].powi(2)));
+    let a = is_check(&pb, &pb.prior, pb.gamma, &m0, &v0, &full).unwrap();
+    let sub = IsSettings {
+        rows: Some(2000),
+        ..full
+    };
+    let run = |t: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(t)
+            .build()
+            .unwrap();
+        pool.install(|| is_check(&pb, &pb.prior, pb.gamma, &m0, &v0, &sub).unwrap())
+    };
+    let (b, b2) = (run(1), run(2));
+    assert_eq!(b.khat.to_bits(), b2.khat.to_bits());
+    assert_eq!(b.mean, b2.mean);
+    assert!(a.rows.is_none() && a.subsample_log_w_sd.is_none());
+    let rows = b.rows.unwrap();
+    assert!((2000..2000 + subsample::GROUPS).contains(&rows), "{rows}");
+    let tau = b.subsample_log_w_sd.unwrap();
+    eprintln!(
+        "all rows k̂ {:.3}, subsample k̂ {:.3}, τ {tau:.4}; {}",
+        a.khat, b.khat, b.verdict
+    );
+    assert!(tau > 0.0 && tau < subsample::TAU_MAX, "τ = {tau}");
+    assert!(a.trusted && b.trusted);
+    assert!((a.khat - b.khat).abs() < 0.2, "{} vs {}", a.khat, b.khat);
+    for k in 0..2 {
+        let off = (a.mean[k] - b.mean[k]).abs() / a.sd[k];
+        assert!(off < 0.25, "mean {k}: {off} sd");
+    }
+    assert!(b.verdict.contains("subsample"), "{}", b.verdict);
+}
+
+/// τ's rule: a subsample too small for γ (its noise alone moves the weights
+/// by more than a factor e) distrusts the check whatever k̂ says.
+#[test]
+fn a_noisy_subsample_is_not_trusted() {
+    let pb = problem_of(8000, 4000.0);
+    let s = IsSettings {
+        draws: 2000,
+        seed: 4,
+        rows: Some(200),
+        ..IsSettings::default()
+    };
+    let c = is_check(
+        &pb,
+        &pb.prior,
+        pb.gamma,
+        &[0.0, 0.0],
+        &DMatrix::identity(2, 2),
+        &s,
+    )
+    .unwrap();
+    let tau = c.subsample_log_w_sd.unwrap();
+    assert!(tau > subsample::TAU_MAX && !c.trusted, "τ = {tau}");
 }

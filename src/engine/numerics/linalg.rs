@@ -60,6 +60,99 @@ pub fn gemm_into(
     }
 }
 
+/// `out = a[r0 .. r0 + m, :] · b` (out column-major m × b.ncols()), read in
+/// place: a block of rows without copying them. Each entry is the same sum
+/// as in the whole product's (the inner dimension is not split by rows).
+pub fn rows_b_into(a: &DMatrix<f64>, r0: usize, m: usize, b: &DMatrix<f64>, out: &mut [f64]) {
+    let (k, n) = (a.ncols(), b.ncols());
+    assert!(r0 + m <= a.nrows(), "rows out of range");
+    assert_eq!(b.nrows(), k, "inner dimensions differ");
+    assert_eq!(out.len(), m * n, "out is not m × n");
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        out.fill(0.0);
+        return;
+    }
+    // SAFETY: rows r0..r0+m of the column-major a (row stride 1, column
+    // stride a.nrows()) lie inside its buffer; b and out are whole buffers of
+    // k·n and m·n; out does not alias them (borrowed mutably).
+    unsafe {
+        matrixmultiply::dgemm(
+            m,
+            k,
+            n,
+            1.0,
+            a.as_ptr().add(r0),
+            1,
+            a.nrows() as isize,
+            b.as_ptr(),
+            1,
+            k as isize,
+            0.0,
+            out.as_mut_ptr(),
+            1,
+            m as isize,
+        );
+    }
+}
+
+/// Rows per block of `at_diag_a_into`: a multiple of matrixmultiply's KC
+/// (256 for f64), so the blocked sums are grouped exactly as the whole
+/// product's (its K loop is split at multiples of KC, each part added into C).
+const DIAG_BLOCK: usize = 1 << 15;
+
+/// `out = beta · out + zᵀ diag(w) z`, scaling a block of rows at a time (no
+/// n × p scaled copy); bit-identical to `gemm_into(1, z, true, w∘z, false, beta)`.
+pub fn at_diag_a_into(z: &DMatrix<f64>, w: &[f64], beta: f64, out: &mut DMatrix<f64>) {
+    let (n, p) = z.shape();
+    assert_eq!(w.len(), n, "one weight per row");
+    assert_eq!(out.shape(), (p, p), "output shape");
+    if n == 0 || p == 0 {
+        *out *= beta;
+        return;
+    }
+    let mut s = vec![0.0; DIAG_BLOCK.min(n) * p];
+    let mut r0 = 0;
+    while r0 < n {
+        let m = DIAG_BLOCK.min(n - r0);
+        let zs = z.as_slice();
+        for k in 0..p {
+            let col = &zs[k * n + r0..k * n + r0 + m];
+            for ((o, v), wi) in s[k * m..(k + 1) * m]
+                .iter_mut()
+                .zip(col)
+                .zip(&w[r0..r0 + m])
+            {
+                *o = v * wi;
+            }
+        }
+        // SAFETY: zᵀ's block (p × m) starts at row r0 of the column-major z
+        // (row stride n, column stride 1 once transposed) and lies inside it;
+        // s holds m × p column-major; out is p × p and aliases neither.
+        unsafe {
+            matrixmultiply::dgemm(
+                p,
+                m,
+                p,
+                1.0,
+                z.as_ptr().add(r0),
+                n as isize,
+                1,
+                s.as_ptr(),
+                1,
+                m as isize,
+                if r0 == 0 { beta } else { 1.0 },
+                out.as_mut_ptr(),
+                1,
+                p as isize,
+            );
+        }
+        r0 += m;
+    }
+}
+
 /// The row mean m of `x` and the scatter `Σ_i (x_i − m)ᵀ(x_i − m)` of its
 /// rows about it (a covariance up to the divisor the caller chooses).
 pub fn row_scatter(x: &DMatrix<f64>) -> (nalgebra::RowDVector<f64>, DMatrix<f64>) {
@@ -145,5 +238,39 @@ mod tests {
         let at = a.transpose();
         a_b_slices(c.as_slice(), 5, 3, at.as_slice(), 7, &mut out);
         assert!((DMatrix::from_column_slice(5, 7, &out) - &c * &at).amax() < 1e-12);
+    }
+
+    /// The blocked products give the whole products' bits (EP's records
+    /// stay identical): rows spanning several blocks, a ragged last block.
+    #[test]
+    fn blocked_products_are_bit_identical() {
+        let n = 2 * DIAG_BLOCK + 4099;
+        let z = DMatrix::from_fn(n, 5, |i, j| ((i * 31 + j * 7) as f64 * 0.37).sin());
+        let w: Vec<f64> = (0..n).map(|i| (i as f64 * 0.013).cos() * 1e-3).collect();
+        let mut scaled = z.clone();
+        for mut col in scaled.column_iter_mut() {
+            for (v, wi) in col.iter_mut().zip(&w) {
+                *v *= wi;
+            }
+        }
+        let base = DMatrix::from_fn(5, 5, |i, j| (i + j) as f64 * 0.5);
+        let mut want = base.clone();
+        gemm_into(1.0, &z, true, &scaled, false, 1.0, &mut want);
+        let mut got = base.clone();
+        at_diag_a_into(&z, &w, 1.0, &mut got);
+        assert_eq!(got, want);
+        let mut got0 = base.clone();
+        at_diag_a_into(&z, &w, 0.0, &mut got0);
+        assert_eq!(got0, at_b(&z, &scaled));
+        let v = DMatrix::from_fn(5, 5, |i, j| 1.0 / (1 + i + j) as f64);
+        let whole = a_b(&z, &v);
+        let (r0, m) = (DIAG_BLOCK - 3, 4101);
+        let mut out = vec![0.0; m * 5];
+        rows_b_into(&z, r0, m, &v, &mut out);
+        for k in 0..5 {
+            for i in 0..m {
+                assert_eq!(out[k * m + i].to_bits(), whole[(r0 + i, k)].to_bits());
+            }
+        }
     }
 }

@@ -81,8 +81,9 @@ pub struct Marginals {
     pub mn: Vec<f64>,
     pub un: Vec<f64>,
     pub zv_p: DMatrix<f64>,
-    /// `Z_N V` (scratch of the rebuild).
-    pub zv_n: DMatrix<f64>,
+    /// Rows of `Z_N V`, a block at a time (scratch of the rebuild: only u_j
+    /// is kept, not the n− × p product).
+    pub zv_n: Vec<f64>,
 }
 
 impl Marginals {
@@ -93,7 +94,7 @@ impl Marginals {
             mn: vec![0.0; n_neg],
             un: vec![0.0; n_neg],
             zv_p: DMatrix::zeros(n_pos, p),
-            zv_n: DMatrix::zeros(n_neg, p),
+            zv_n: Vec::new(),
         }
     }
 }

@@ -172,10 +172,10 @@ impl SpikeSlabEp {
             Form::Reduced => true,
         };
         let (zp, zn, terms, reduction) = if reduced {
-            let mut red = Reduction::new(design.zp.clone(), design.zn.clone());
+            let mut red = Reduction::new((*design.zp).clone(), (*design.zn).clone());
             let (zp, zn) = red.whiten(&sites.u).expect("first whitening");
             let terms = red.prior(&sites.v);
-            (zp, zn, terms, Some(red))
+            (zp.into(), zn.into(), terms, Some(red))
         } else {
             (design.zp.clone(), design.zn.clone(), sites.terms(), None)
         };
