@@ -38,6 +38,18 @@ fn smc_fit_prints_evidence_path_and_summaries() {
     assert!(v["auc"]["alternatives"]["marginal_mode"]["test"].is_number());
     assert_eq!(v["histograms"].as_array().unwrap().len(), 20);
     assert!(v["trace"].as_array().unwrap().len() == path.len());
+    // The default reference is auto; with 1000 particles the prior path is
+    // estimated cheaper than EP plus the path from its Gaussian (recorded).
+    let r = &v["details"]["reference"];
+    assert_eq!(r["asked"], "auto", "{r}");
+    assert_eq!(r["source"], "prior", "{r}");
+    assert!(
+        r["why"].as_str().unwrap().contains("EP does not pay"),
+        "{r}"
+    );
+    for k in ["ep", "smc_from_ep", "smc_from_prior"] {
+        assert!(r["estimate_cpu_seconds"][k].as_f64().unwrap() > 0.0, "{k}");
+    }
 }
 
 /// The same seed with 1 or 2 threads, and matrixmultiply's own pool at 1 or 4

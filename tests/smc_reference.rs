@@ -129,6 +129,7 @@ fn smc_after_ep(s: SmcSettings) -> pacauc::spec::smc_reference::SmcAfterEp {
     pacauc::spec::smc_reference::SmcAfterEp {
         ep: ep_engine(&EpSpec::default(), None, None, s.seed),
         smc: Smc { settings: s },
+        spec: None,
     }
 }
 

@@ -296,6 +296,9 @@ fn announce_cost(spec: &RunSpec, pb: &Problem, ignore: bool) -> Result<(), CliEr
     let machine = spec::cost::Machine::this();
     let est = spec::cost::estimate(spec, sizes, machine.threads);
     eprintln!("cost estimate: {}", est.describe());
+    if let Some(line) = spec::smc_reference::announce(spec, sizes) {
+        eprintln!("{line}");
+    }
     match spec::cost::refusal(spec, sizes, machine.threads, machine.limits) {
         Some(msg) if !ignore => Err(CliError::Input(msg)),
         Some(_) => {

@@ -31,7 +31,7 @@ use super::run_spec::{
     PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps, SmcKernel, SmcReference, SmcSpec,
     VbFamily, VbLoss, VbOptimizer, VbSpec,
 };
-use super::smc_reference::SmcAfterEp;
+use super::smc_reference::{PriorPathAnnounced, SmcAfterEp};
 use super::validate::{Dims, validate};
 use super::values::{Gamma, GpApproxSpec, Tunable};
 use crate::engine::smc::reference::ReferenceMode;
@@ -132,22 +132,35 @@ pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
             folds: s.folds,
             seed,
         }),
-        super::MethodSpec::Smc(s) if spec.gamma == Some(Gamma::Auto) => Box::new(SmcCv {
-            settings: smc_settings(s, seed),
-            cv: GammaCv {
-                grid_over_n: s.gamma_grid.clone(),
-                folds: s.folds,
-                seed,
-                mode: CvMode::Path,
-                early_stop: (!s.full_path).then_some(EARLY_STOP),
-            },
-        }),
-        super::MethodSpec::Smc(s) if s.smc_reference == SmcReference::Ep => Box::new(SmcAfterEp {
-            ep: ep_engine(&EpSpec::default(), None, spec.prior.as_ref(), seed),
-            smc: Smc {
+        super::MethodSpec::Smc(s) if spec.gamma == Some(Gamma::Auto) => {
+            let cv = Box::new(SmcCv {
                 settings: smc_settings(s, seed),
-            },
-        }),
+                cv: GammaCv {
+                    grid_over_n: s.gamma_grid.clone(),
+                    folds: s.folds,
+                    seed,
+                    mode: CvMode::Path,
+                    early_stop: (!s.full_path).then_some(EARLY_STOP),
+                },
+            });
+            if s.smc_reference == SmcReference::Auto {
+                Box::new(PriorPathAnnounced {
+                    inner: cv,
+                    why: "auto: γ = auto, the cross-validation tempers each fold from the prior",
+                })
+            } else {
+                cv
+            }
+        }
+        super::MethodSpec::Smc(s) if s.smc_reference != SmcReference::Prior => {
+            Box::new(SmcAfterEp {
+                ep: ep_engine(&EpSpec::default(), None, spec.prior.as_ref(), seed),
+                smc: Smc {
+                    settings: smc_settings(s, seed),
+                },
+                spec: (s.smc_reference == SmcReference::Auto).then(|| Box::new(spec.clone())),
+            })
+        }
         super::MethodSpec::Smc(s) => Box::new(Smc {
             settings: smc_settings(s, seed),
         }),
@@ -296,8 +309,9 @@ pub fn smc_settings(s: &SmcSpec, seed: u64) -> SmcSettings {
         seed: s.smc_seed.unwrap_or(seed),
         runs: s.runs,
         part: s.run,
+        // auto: `SmcAfterEp` sets the mode it chose.
         reference: match s.smc_reference {
-            SmcReference::Prior => ReferenceMode::Prior,
+            SmcReference::Prior | SmcReference::Auto => ReferenceMode::Prior,
             SmcReference::Ep => ReferenceMode::Ep,
         },
         surrogate: s.surrogate_rows.map_or(Surrogate::Off, |m| match m {

@@ -61,7 +61,7 @@ mod unit {
 }
 
 /// Planning figures for lengths fixed only during the run.
-pub(super) mod plan {
+pub mod plan {
     /// EP sweeps (18–120 measured on the shared data sets).
     pub const EP_SWEEPS: f64 = 50.0;
     /// L-BFGS evaluations of VB (12–30 measured).
@@ -243,7 +243,7 @@ pub fn risk_seconds(s: Sizes) -> f64 {
 }
 
 /// γ for the cost (auto and theory: n, the top of the range that matters).
-fn gamma_of(spec: &RunSpec, s: Sizes) -> f64 {
+pub(super) fn gamma_of(spec: &RunSpec, s: Sizes) -> f64 {
     spec.gamma
         .and_then(|g| g.resolve(s.rows))
         .unwrap_or(s.rows as f64)
@@ -372,7 +372,7 @@ pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
             parts.extend(is_check_part(v.is_draws, s));
         }
         MethodSpec::Smc(smc) => {
-            parts.push(smc_part(spec, smc, s));
+            parts.extend(super::smc_reference::cost_parts(spec, smc, s));
             extra_bytes += 8.0 * smc.particles as f64 * (3.0 * d + 2.0 * 256.0);
         }
         MethodSpec::Gcs(g) => {
@@ -398,7 +398,7 @@ pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
 
 /// EP's sweeps over its sites (all M pairs, or B sampled) and their storage
 /// (three numbers per site: f32 above 1 GiB, as `--site-precision auto`).
-fn ep_part(spec: &RunSpec, e: &EpSpec, s: Sizes) -> (Part, f64) {
+pub(super) fn ep_part(spec: &RunSpec, e: &EpSpec, s: Sizes) -> (Part, f64) {
     let sites = e.pairs.map_or(s.pairs(), |b| b as f64);
     let cv = cv_factor(spec, e.folds, e.gamma_grid.len());
     let d = s.features as f64;
@@ -504,7 +504,7 @@ fn vb_part(spec: &RunSpec, v: &VbSpec, s: Sizes) -> (Part, f64) {
 /// SMC: `plan::smc_stages` stages of `plan::smc_moves` moves per particle
 /// (or `--moves`), each move one risk evaluation; central figures, good to
 /// a factor 2 either way on the measured runs.
-fn smc_part(spec: &RunSpec, smc: &SmcSpec, s: Sizes) -> Part {
+pub(super) fn smc_part(spec: &RunSpec, smc: &SmcSpec, s: Sizes) -> Part {
     let d = s.features.min(s.rows) as f64;
     let moves = smc.moves.map_or_else(|| plan::smc_moves(d), |m| m as f64);
     let cv = cv_factor(spec, smc.folds, smc.gamma_grid.len());

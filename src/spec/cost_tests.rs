@@ -77,6 +77,10 @@ fn smc_stages_and_moves_follow_the_measured_runs() {
         ("pima", 576, 8, 7.0, 0.0),
         ("survey 300x500", 300, 500, 12.0, 7.16e6),
     ];
+    let mut prior_path = spec("smc");
+    if let MethodSpec::Smc(smc) = &mut prior_path.method {
+        smc.smc_reference = crate::spec::run_spec::SmcReference::Prior;
+    }
     for (name, rows, features, stages, evals) in runs {
         let s = Sizes {
             rows,
@@ -90,7 +94,7 @@ fn smc_stages_and_moves_follow_the_measured_runs() {
             "{name}: {stages} vs {st}"
         );
         if evals > 0.0 {
-            let est = estimate(&spec("smc"), s, 1);
+            let est = estimate(&prior_path, s, 1);
             let model = est.parts[0].cpu_seconds / risk_seconds(s);
             assert!(
                 (0.5..=2.0).contains(&(evals / model)),

@@ -129,15 +129,15 @@ pub const SMC_SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "tempering reference",
-        help: "Where the tempering starts: prior (γ from 0), or ep (EP runs first and SMC tempers from its Gaussian, variance ×1.2, to the posterior: q^(1−β)·(prior·e^(−γR))^β; exact, log Z too; fewer stages where EP is close to the posterior). The prior path is taken, with a warning, where EP fails or does not converge, for γ = auto, several runs or delayed acceptance.",
-        default: "prior",
+        help: "Where the tempering starts: auto (EP's Gaussian where the cost model expects EP plus the shorter path to cost less than the prior path — a Gaussian prior, fixed γ, one run, no delayed acceptance — else the prior; the choice and its reason are printed and kept in details.reference), prior (γ from 0), or ep (EP runs first and SMC tempers from its Gaussian, variance ×1.2, to the posterior: q^(1−β)·(prior·e^(−γR))^β; exact, log Z too; fewer stages where EP is close to the posterior). The prior path is taken, with a warning, where EP fails or does not converge, for γ = auto, several runs or delayed acceptance.",
+        default: "auto",
         methods: SMC,
         priors: &[Gaussian, Ard],
         group: Group::Smc,
         ..setting(
             "smc_reference",
             "method.smc_reference",
-            Kind::Choice(&["prior", "ep"]),
+            Kind::Choice(&["auto", "prior", "ep"]),
         )
     },
     Setting {

@@ -291,16 +291,19 @@ pub struct SmcSpec {
     pub smc_reference: SmcReference,
 }
 
-/// Where SMC's tempering starts: the prior, or EP's Gaussian (run first).
+/// Where SMC's tempering starts: the prior, EP's Gaussian (run first), or
+/// auto: EP's Gaussian where the cost model expects it to pay
+/// (`cost::smc_reference_choice`), the prior otherwise (announced, recorded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SmcReference {
+    Auto,
     Prior,
     Ep,
 }
 
-/// The default of a new spec.
-pub const SMC_REFERENCE_DEFAULT: SmcReference = SmcReference::Prior;
+/// The default of a new spec (specs saved before `auto` keep the prior).
+pub const SMC_REFERENCE_DEFAULT: SmcReference = SmcReference::Auto;
 
 fn prior_reference() -> SmcReference {
     SmcReference::Prior

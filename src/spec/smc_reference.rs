@@ -1,20 +1,217 @@
-//! SMC with `smc_reference = ep`: EP runs first and its Gaussian (mean and
-//! covariance of θ) becomes the tempering's reference (`engine::smc::reference`).
-//! Methods do not import each other, so the hand-over is here. The draws and
-//! log Z stay exact whatever EP's quality; a poor EP only costs stages. Where
-//! EP fails or does not converge SMC tempers from the prior (announced).
+//! SMC tempered from EP's Gaussian (`smc_reference = ep`, or `auto` where
+//! the cost model expects it to pay): EP runs first and its Gaussian (mean
+//! and covariance of θ) becomes the tempering's reference
+//! (`engine::smc::reference`). Methods do not import each other, so the
+//! hand-over is here. The draws and log Z stay exact whatever EP's quality;
+//! a poor EP only costs stages. Where EP fails or does not converge SMC
+//! tempers from the prior (announced).
 
+use serde_json::json;
+
+use super::cost::{self, Sizes};
+use super::run_spec::{EpSpec, PriorKind, RunSpec, SmcReference, SmcSpec};
+use super::values::Gamma;
 use crate::engine::ep::Ep;
+use crate::engine::event::{Event, LogLevel};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::smc::Smc;
-use crate::engine::smc::reference::{GaussianReference, ReferenceOrigin};
+use crate::engine::smc::reference::{GaussianReference, ReferenceMode, ReferenceOrigin};
 use crate::engine::{Fit, Problem};
 use crate::spec::ep_gaussian::ep_gaussian;
 
-/// EP, then SMC tempered from EP's Gaussian.
+/// Stages from EP's Gaussian to the posterior, a central figure for the
+/// cost model: 2–4 measured at γ = n (Pima, Sonar, Colon 2; DNA, EEG 3;
+/// the survey look-alike 4), moves per stage as on the prior path
+/// (`plan::smc_moves`; all moves per particle measured 9–113).
+pub const REFERENCE_STAGES: f64 = 3.0;
+
+/// Per evaluation and squared dimension on the reference path (CPU s): the
+/// wrapper's θ = m + L z and L⁻¹ products, ≈ 7 per move with the ray steps
+/// (measured beside the risk: DNA 58 µs a move against 20 µs on the prior
+/// path, 1.2e-9·d²; the survey look-alike 43 against 23, 2.8e-9·d²).
+const REFERENCE_EVAL_DIM2: f64 = 1.5e-9;
+
+/// EP's path is taken when estimated below this share of the prior path's
+/// CPU: the estimates are good to a factor 2, and near the break-even the
+/// prior path is preferred — it keeps every stage in the trace and does not
+/// risk EP's own run time (EEG at 16n: 535 CPU s). Colon (1.72 CPU s from
+/// the prior, 2.17 from EP's Gaussian) is estimated at 0.96 of the prior
+/// path, DNA at 0.35, the survey look-alike at 0.26.
+pub const PAYS: f64 = 0.5;
+
+/// One flop of EP's dense covariance, its projection and Cholesky factor.
+const FLOP: f64 = 0.5e-9;
+
+/// Which reference SMC tempers from, why, and the estimates it rests on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReferenceChoice {
+    /// Temper from EP's Gaussian (else from the prior).
+    pub ep: bool,
+    pub why: String,
+    /// Estimated CPU seconds: EP with its covariance, SMC from EP's
+    /// Gaussian, SMC from the prior.
+    pub ep_cpu: f64,
+    pub reference_cpu: f64,
+    pub prior_cpu: f64,
+}
+
+impl ReferenceChoice {
+    /// For `details.reference`.
+    pub fn note(&self, asked: SmcReference) -> serde_json::Value {
+        json!({
+            "asked": asked,
+            "why": self.why,
+            "estimate_cpu_seconds": {
+                "ep": self.ep_cpu,
+                "smc_from_ep": self.reference_cpu,
+                "smc_from_prior": self.prior_cpu,
+            },
+        })
+    }
+}
+
+/// Where `smc`'s tempering starts on data of sizes `s`: `prior` and `ep` as
+/// asked; `auto` takes EP's Gaussian when EP can give it (a Gaussian prior
+/// of fixed variances, γ fixed, one run, no delayed acceptance) and the
+/// estimated EP plus the shorter path cost less than `PAYS` of the prior
+/// path (both exact).
+pub fn choose(spec: &RunSpec, smc: &SmcSpec, s: Sizes) -> ReferenceChoice {
+    let d = s.features.min(s.rows) as f64;
+    let prior_cpu = cost::smc_part(spec, smc, s).cpu_seconds;
+    let ep_cpu = ep_cpu(spec, s);
+    let moves = smc
+        .moves
+        .map_or_else(|| cost::plan::smc_moves(d), |m| m as f64);
+    let evals = smc.particles as f64 * (1.0 + REFERENCE_STAGES * moves);
+    let reference_cpu = evals * (cost::risk_seconds(s) + REFERENCE_EVAL_DIM2 * d * d);
+    let choice = |ep: bool, why: String| ReferenceChoice {
+        ep,
+        why,
+        ep_cpu,
+        reference_cpu,
+        prior_cpu,
+    };
+    if smc.smc_reference == SmcReference::Prior {
+        return choice(false, "--smc-reference prior".into());
+    }
+    if let Some(why) = cannot(spec, smc) {
+        return choice(false, why.into());
+    }
+    if smc.smc_reference == SmcReference::Ep {
+        return choice(true, "--smc-reference ep".into());
+    }
+    let (with, without) = (ep_cpu + reference_cpu, prior_cpu);
+    let estimates = format!(
+        "estimated EP {} + SMC from EP's Gaussian {} against SMC from the prior {}",
+        cost::duration(ep_cpu),
+        cost::duration(reference_cpu),
+        cost::duration(prior_cpu),
+    );
+    if with < PAYS * without {
+        choice(
+            true,
+            format!("auto: {estimates} (CPU; EP is taken below {PAYS}×)"),
+        )
+    } else {
+        choice(
+            false,
+            format!("auto: {estimates} (CPU): EP does not pay (taken below {PAYS}×)"),
+        )
+    }
+}
+
+/// The line `pacauc fit` prints before an SMC run whose reference was not
+/// pinned to the prior: where the tempering starts and why.
+pub fn announce(spec: &RunSpec, s: Sizes) -> Option<String> {
+    match &spec.method {
+        super::MethodSpec::Smc(smc) if smc.smc_reference != SmcReference::Prior => {
+            let c = choose(spec, smc, s);
+            Some(start_line(&c))
+        }
+        _ => None,
+    }
+}
+
+fn start_line(c: &ReferenceChoice) -> String {
+    format!(
+        "SMC tempers from {}: {} (--smc-reference ep|prior to choose)",
+        if c.ep { "EP's Gaussian" } else { "the prior" },
+        c.why
+    )
+}
+
+/// SMC's cost on the path `choose` takes: from the prior, or EP and then
+/// ~`REFERENCE_STAGES` stages from its Gaussian.
+pub(super) fn cost_parts(spec: &RunSpec, smc: &SmcSpec, s: Sizes) -> Vec<cost::Part> {
+    let c = choose(spec, smc, s);
+    if !c.ep {
+        return vec![cost::smc_part(spec, smc, s)];
+    }
+    vec![
+        cost::Part {
+            what: format!(
+                "EP for SMC's reference: ~{} sweeps + its covariance",
+                cost::plan::EP_SWEEPS
+            ),
+            cpu_seconds: c.ep_cpu,
+        },
+        cost::Part {
+            what: format!(
+                "SMC from EP's Gaussian: ~{REFERENCE_STAGES} stages × {} particles (from the prior: ~{})",
+                smc.particles,
+                cost::duration(c.prior_cpu)
+            ),
+            cpu_seconds: c.reference_cpu,
+        },
+    ]
+}
+
+/// Why EP's reference cannot be used with these settings.
+fn cannot(spec: &RunSpec, smc: &SmcSpec) -> Option<&'static str> {
+    if spec.gamma == Some(Gamma::Auto) {
+        Some("γ = auto: the cross-validation tempers each fold from the prior")
+    } else if smc.runs > 1 || smc.run.is_some() {
+        Some("several runs keep the prior path")
+    } else if smc.surrogate_rows.is_some_and(|m| m > 0) {
+        Some("delayed acceptance does not combine with a reference")
+    } else if spec
+        .prior
+        .as_ref()
+        .is_some_and(|p| p.kind != PriorKind::Gaussian)
+    {
+        Some("EP's reference needs a Gaussian prior of fixed variances")
+    } else {
+        None
+    }
+}
+
+/// EP at the run's γ, its covariance made dense (d > n: d²·n flops, then
+/// projected to the row space) and factored.
+fn ep_cpu(spec: &RunSpec, s: Sizes) -> f64 {
+    let fixed = RunSpec {
+        gamma: Some(Gamma::Value(cost::gamma_of(spec, s))),
+        ..spec.clone()
+    };
+    let (d, r) = (s.features as f64, s.features.min(s.rows) as f64);
+    let dense = if d > r { 2.0 * d * d * r } else { 0.0 };
+    cost::ep_part(&fixed, &EpSpec::default(), s).0.cpu_seconds + (dense + r * r * r / 3.0) * FLOP
+}
+
+/// Sizes of `problem`'s training data, as the cost model reads them.
+fn sizes(problem: &Problem) -> Sizes {
+    Sizes {
+        rows: problem.n(),
+        positives: problem.n_pos(),
+        features: problem.d(),
+    }
+}
+
+/// SMC, tempered from EP's Gaussian or from the prior as `choose` says.
 pub struct SmcAfterEp {
     pub ep: Ep,
     pub smc: Smc,
+    /// The spec `choose` reads (None: EP's reference as asked, no choice).
+    pub spec: Option<Box<RunSpec>>,
 }
 
 impl Engine for SmcAfterEp {
@@ -27,6 +224,51 @@ impl Engine for SmcAfterEp {
     }
 
     fn run(
+        &self,
+        problem: &Problem,
+        ctl: &Control,
+        obs: &mut dyn Observer,
+    ) -> Result<Fit, EngineError> {
+        let choice = self.spec.as_deref().and_then(|spec| match &spec.method {
+            super::MethodSpec::Smc(smc) => {
+                Some((smc.smc_reference, choose(spec, smc, sizes(problem))))
+            }
+            _ => None,
+        });
+        if let Some((asked, c)) = &choice {
+            obs.observe(Event::Log {
+                level: LogLevel::Info,
+                message: start_line(c),
+            });
+            if !c.ep {
+                let smc = Smc {
+                    settings: crate::engine::smc::SmcSettings {
+                        reference: ReferenceMode::Prior,
+                        ..self.smc.settings.clone()
+                    },
+                };
+                let mut fit = smc.run(problem, ctl, obs)?;
+                let mut note = c.note(*asked);
+                note["source"] = json!("prior");
+                fit.details["reference"] = note;
+                return Ok(fit);
+            }
+        }
+        let mut fit = self.tempered_from_ep(problem, ctl, obs)?;
+        if let Some((asked, c)) = &choice
+            && let (Some(obj), serde_json::Value::Object(add)) =
+                (fit.details["reference"].as_object_mut(), c.note(*asked))
+        {
+            obj.extend(add);
+        }
+        Ok(fit)
+    }
+}
+
+impl SmcAfterEp {
+    /// EP, then SMC from its Gaussian (from the prior, announced, where EP
+    /// gives none).
+    fn tempered_from_ep(
         &self,
         problem: &Problem,
         ctl: &Control,
@@ -51,11 +293,139 @@ impl Engine for SmcAfterEp {
         };
         let smc = Smc {
             settings: crate::engine::smc::SmcSettings {
+                reference: ReferenceMode::Ep,
                 reference_gaussian: reference,
                 reference_origin: Some(origin),
                 ..self.smc.settings.clone()
             },
         };
         smc.run(problem, ctl, obs)
+    }
+}
+
+/// γ = auto with `--smc-reference auto`: the cross-validation's SMC, its
+/// prior path announced and recorded like `SmcAfterEp`'s choice.
+pub struct PriorPathAnnounced {
+    pub inner: Box<dyn Engine>,
+    pub why: &'static str,
+}
+
+impl Engine for PriorPathAnnounced {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn params(&self) -> serde_json::Value {
+        self.inner.params()
+    }
+
+    fn run(
+        &self,
+        problem: &Problem,
+        ctl: &Control,
+        obs: &mut dyn Observer,
+    ) -> Result<Fit, EngineError> {
+        obs.observe(Event::Log {
+            level: LogLevel::Info,
+            message: format!("SMC tempers from the prior ({})", self.why),
+        });
+        let mut fit = self.inner.run(problem, ctl, obs)?;
+        fit.details["reference"] = json!({
+            "source": "prior",
+            "asked": SmcReference::Auto,
+            "why": self.why,
+        });
+        Ok(fit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::run_spec::{DataSpec, MethodSpec, PriorSpec};
+
+    fn spec_with(f: impl FnOnce(&mut RunSpec, &mut SmcSpec)) -> (RunSpec, SmcSpec) {
+        let mut spec = RunSpec::for_method(DataSpec::of("x.csv"), "smc").unwrap();
+        let MethodSpec::Smc(mut smc) = spec.method.clone() else {
+            panic!("smc")
+        };
+        f(&mut spec, &mut smc);
+        spec.method = MethodSpec::Smc(smc.clone());
+        (spec, smc)
+    }
+
+    fn sizes(rows: usize, positives: usize, features: usize) -> Sizes {
+        Sizes {
+            rows,
+            positives,
+            features,
+        }
+    }
+
+    /// The default is auto. On the measured shapes (γ = n): EP's Gaussian on
+    /// DNA (118 → 24 CPU s measured) and the survey look-alike (146 → 49);
+    /// the prior on EEG (EP over 31 M pairs), Colon (EP's 2000² covariance:
+    /// 1.72 → 2.17 CPU s measured), and Pima and Sonar (below 2 CPU s either
+    /// way). The estimate states the path taken.
+    #[test]
+    fn auto_takes_ep_where_the_cost_model_says_it_pays() {
+        let (spec, smc) = spec_with(|_, _| {});
+        assert_eq!(smc.smc_reference, SmcReference::Auto);
+        for (name, s, ep) in [
+            ("dna", sizes(2390, 1150, 180), true),
+            ("survey", sizes(3300, 198, 85), true),
+            ("eeg", sizes(11_235, 5000, 14), false),
+            ("colon", sizes(46, 16, 2000), false),
+            ("pima", sizes(576, 200, 8), false),
+            ("sonar", sizes(156, 72, 60), false),
+        ] {
+            let c = choose(&spec, &smc, s);
+            assert_eq!(c.ep, ep, "{name}: {c:?}");
+            assert!(c.why.starts_with("auto: estimated EP"), "{name}: {}", c.why);
+            let parts = cost::estimate(&spec, s, 1).parts;
+            assert_eq!(
+                parts[0].what.starts_with("EP for SMC's reference"),
+                ep,
+                "{name}"
+            );
+            if ep {
+                let total = parts[0].cpu_seconds + parts[1].cpu_seconds;
+                assert!((total - c.ep_cpu - c.reference_cpu).abs() < 1e-9);
+            }
+        }
+    }
+
+    /// Settings that EP's reference cannot serve keep the prior path, with
+    /// the reason, whether asked for auto or for ep; prior stays prior.
+    #[test]
+    fn settings_ep_cannot_serve_keep_the_prior_path() {
+        let dna = sizes(2390, 1150, 180);
+        let cases: [(&str, fn(&mut RunSpec, &mut SmcSpec)); 4] = [
+            ("γ = auto", |spec, _| spec.gamma = Some(Gamma::Auto)),
+            ("several runs", |_, smc| smc.runs = 2),
+            ("delayed acceptance", |_, smc| {
+                smc.surrogate_rows = Some(500)
+            }),
+            ("Gaussian prior", |spec, _| {
+                spec.prior = Some(PriorSpec {
+                    kind: PriorKind::SpikeSlab,
+                    ..PriorSpec::default()
+                })
+            }),
+        ];
+        for asked in [SmcReference::Auto, SmcReference::Ep] {
+            for (why, f) in cases {
+                let (spec, smc) = spec_with(|spec, smc| {
+                    smc.smc_reference = asked;
+                    f(spec, smc)
+                });
+                let c = choose(&spec, &smc, dna);
+                assert!(!c.ep && c.why.contains(why), "{asked:?} {why}: {}", c.why);
+            }
+        }
+        let (spec, smc) = spec_with(|_, smc| smc.smc_reference = SmcReference::Prior);
+        assert!(!choose(&spec, &smc, dna).ep);
+        let (spec, smc) = spec_with(|_, smc| smc.smc_reference = SmcReference::Ep);
+        assert!(choose(&spec, &smc, sizes(11_235, 5000, 14)).ep);
     }
 }
