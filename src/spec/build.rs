@@ -34,7 +34,7 @@ use super::run_spec::{
 use super::smc_reference::{PriorPathAnnounced, SmcAfterEp};
 use super::validate::{Dims, validate};
 use super::values::{Gamma, GpApproxSpec, Tunable};
-use crate::engine::smc::reference::ReferenceMode;
+use crate::engine::smc::reference::{ReferenceChoice as SmcReferenceChoice, ReferenceMode};
 
 impl DataSpec {
     pub fn load_options(&self) -> LoadOptions {
@@ -133,8 +133,18 @@ pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
             seed,
         }),
         super::MethodSpec::Smc(s) if spec.gamma == Some(Gamma::Auto) => {
+            const WHY: &str =
+                "auto: γ = auto, the cross-validation tempers each fold from the prior";
+            let mut settings = smc_settings(s, seed);
+            if s.smc_reference == SmcReference::Auto {
+                settings.reference_choice = Some(SmcReferenceChoice {
+                    asked: "auto".into(),
+                    why: WHY.into(),
+                    estimate_cpu_seconds: None,
+                });
+            }
             let cv = Box::new(SmcCv {
-                settings: smc_settings(s, seed),
+                settings,
                 cv: GammaCv {
                     grid_over_n: s.gamma_grid.clone(),
                     folds: s.folds,
@@ -146,7 +156,7 @@ pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
             if s.smc_reference == SmcReference::Auto {
                 Box::new(PriorPathAnnounced {
                     inner: cv,
-                    why: "auto: γ = auto, the cross-validation tempers each fold from the prior",
+                    why: WHY,
                 })
             } else {
                 cv

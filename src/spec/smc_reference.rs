@@ -6,8 +6,6 @@
 //! a poor EP only costs stages. Where EP fails or does not converge SMC
 //! tempers from the prior (announced).
 
-use serde_json::json;
-
 use super::cost::{self, Sizes};
 use super::run_spec::{EpSpec, PriorKind, RunSpec, SmcReference, SmcSpec};
 use super::values::Gamma;
@@ -15,7 +13,10 @@ use crate::engine::ep::Ep;
 use crate::engine::event::{Event, LogLevel};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::smc::Smc;
-use crate::engine::smc::reference::{GaussianReference, ReferenceMode, ReferenceOrigin};
+use crate::engine::smc::reference::{
+    ChoiceEstimates, GaussianReference, ReferenceChoice as ChoiceNote, ReferenceMode,
+    ReferenceOrigin,
+};
 use crate::engine::{Fit, Problem};
 use crate::spec::ep_gaussian::ep_gaussian;
 
@@ -56,17 +57,26 @@ pub struct ReferenceChoice {
 }
 
 impl ReferenceChoice {
-    /// For `details.reference`.
-    pub fn note(&self, asked: SmcReference) -> serde_json::Value {
-        json!({
-            "asked": asked,
-            "why": self.why,
-            "estimate_cpu_seconds": {
-                "ep": self.ep_cpu,
-                "smc_from_ep": self.reference_cpu,
-                "smc_from_prior": self.prior_cpu,
-            },
-        })
+    /// For `details.reference` (the engine writes it beside its path).
+    pub fn note(&self, asked: SmcReference) -> ChoiceNote {
+        ChoiceNote {
+            asked: asked_name(asked).into(),
+            why: self.why.clone(),
+            estimate_cpu_seconds: Some(ChoiceEstimates {
+                ep: self.ep_cpu,
+                smc_from_ep: self.reference_cpu,
+                smc_from_prior: self.prior_cpu,
+            }),
+        }
+    }
+}
+
+/// The setting's name as on the command line.
+pub fn asked_name(asked: SmcReference) -> &'static str {
+    match asked {
+        SmcReference::Auto => "auto",
+        SmcReference::Prior => "prior",
+        SmcReference::Ep => "ep",
     }
 }
 
@@ -235,7 +245,8 @@ impl Engine for SmcAfterEp {
             }
             _ => None,
         });
-        if let Some((asked, c)) = &choice {
+        let note = choice.as_ref().map(|(asked, c)| c.note(*asked));
+        if let Some((_, c)) = &choice {
             obs.observe(Event::Log {
                 level: LogLevel::Info,
                 message: start_line(c),
@@ -244,35 +255,26 @@ impl Engine for SmcAfterEp {
                 let smc = Smc {
                     settings: crate::engine::smc::SmcSettings {
                         reference: ReferenceMode::Prior,
+                        reference_choice: note,
                         ..self.smc.settings.clone()
                     },
                 };
-                let mut fit = smc.run(problem, ctl, obs)?;
-                let mut note = c.note(*asked);
-                note["source"] = json!("prior");
-                fit.details["reference"] = note;
-                return Ok(fit);
+                return smc.run(problem, ctl, obs);
             }
         }
-        let mut fit = self.tempered_from_ep(problem, ctl, obs)?;
-        if let Some((asked, c)) = &choice
-            && let (Some(obj), serde_json::Value::Object(add)) =
-                (fit.details["reference"].as_object_mut(), c.note(*asked))
-        {
-            obj.extend(add);
-        }
-        Ok(fit)
+        self.tempered_from_ep(problem, ctl, obs, note)
     }
 }
 
 impl SmcAfterEp {
     /// EP, then SMC from its Gaussian (from the prior, announced, where EP
-    /// gives none).
+    /// gives none); `choice` goes to the record.
     fn tempered_from_ep(
         &self,
         problem: &Problem,
         ctl: &Control,
         obs: &mut dyn Observer,
+        choice: Option<ChoiceNote>,
     ) -> Result<Fit, EngineError> {
         let t0 = std::time::Instant::now();
         let (reference, why) = match ep_gaussian(&self.ep, problem, ctl, true)? {
@@ -296,6 +298,7 @@ impl SmcAfterEp {
                 reference: ReferenceMode::Ep,
                 reference_gaussian: reference,
                 reference_origin: Some(origin),
+                reference_choice: choice,
                 ..self.smc.settings.clone()
             },
         };
@@ -304,7 +307,7 @@ impl SmcAfterEp {
 }
 
 /// γ = auto with `--smc-reference auto`: the cross-validation's SMC, its
-/// prior path announced and recorded like `SmcAfterEp`'s choice.
+/// prior path announced (the engine records it: `SmcSettings::reference_choice`).
 pub struct PriorPathAnnounced {
     pub inner: Box<dyn Engine>,
     pub why: &'static str,
@@ -329,13 +332,7 @@ impl Engine for PriorPathAnnounced {
             level: LogLevel::Info,
             message: format!("SMC tempers from the prior ({})", self.why),
         });
-        let mut fit = self.inner.run(problem, ctl, obs)?;
-        fit.details["reference"] = json!({
-            "source": "prior",
-            "asked": SmcReference::Auto,
-            "why": self.why,
-        });
-        Ok(fit)
+        self.inner.run(problem, ctl, obs)
     }
 }
 
@@ -400,7 +397,8 @@ mod tests {
     #[test]
     fn settings_ep_cannot_serve_keep_the_prior_path() {
         let dna = sizes(2390, 1150, 180);
-        let cases: [(&str, fn(&mut RunSpec, &mut SmcSpec)); 4] = [
+        type Change = fn(&mut RunSpec, &mut SmcSpec);
+        let cases: [(&str, Change); 4] = [
             ("γ = auto", |spec, _| spec.gamma = Some(Gamma::Auto)),
             ("several runs", |_, smc| smc.runs = 2),
             ("delayed acceptance", |_, smc| {

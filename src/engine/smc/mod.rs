@@ -240,8 +240,11 @@ pub(crate) fn fit_linear(
         .map(|m| delayed::summary(m, problem.n(), &run.path));
     let mut fit = build_fit(problem, settings, run);
     fit.details["runs"] = runs::single_run_note();
-    if settings.reference == reference::ReferenceMode::Ep {
-        fit.details["reference"] = json!(origin);
+    let origin = (settings.reference == reference::ReferenceMode::Ep).then(|| json!(origin));
+    match (&settings.reference_choice, origin) {
+        (Some(c), origin) => fit.details["reference"] = c.note("prior", origin.unwrap_or_default()),
+        (None, Some(origin)) => fit.details["reference"] = origin,
+        (None, None) => {}
     }
     if let Some((note, warning)) = surrogate {
         fit.details["surrogate"] = note;
@@ -314,7 +317,7 @@ fn fit_from_reference(
     }
     let mut fit = build_fit(problem, settings, run);
     fit.details["runs"] = runs::single_run_note();
-    fit.details["reference"] = json!({
+    let note = json!({
         "source": "ep",
         "seconds": seconds,
         "inflation": reference::INFLATION,
@@ -323,6 +326,10 @@ fn fit_from_reference(
                  the path's γ is β·γ_T and its risks are [log q − log prior + γ_T R]/γ_T; \
                  only the last stage is a Gibbs posterior (the trace keeps it alone)",
     });
+    fit.details["reference"] = match &settings.reference_choice {
+        Some(c) => c.note("ep", note),
+        None => note,
+    };
     Ok(fit)
 }
 

@@ -55,6 +55,42 @@ pub struct ReferenceOrigin {
     pub why_not: Option<String>,
 }
 
+/// The caller's choice of reference (the spec layer's `--smc-reference
+/// auto`), written by the engine into `details.reference` beside the path
+/// it took: typed, so no layer above reads the record back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceChoice {
+    /// What was asked ("auto", "ep", "prior").
+    pub asked: String,
+    pub why: String,
+    /// The cost model's CPU seconds behind the choice, where it was made
+    /// from them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate_cpu_seconds: Option<ChoiceEstimates>,
+}
+
+/// Estimated CPU seconds: EP with its covariance, SMC from EP's Gaussian,
+/// SMC from the prior.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ChoiceEstimates {
+    pub ep: f64,
+    pub smc_from_ep: f64,
+    pub smc_from_prior: f64,
+}
+
+impl ReferenceChoice {
+    /// `details.reference` of a run that took `source`, with `extra` (the
+    /// path's own note) kept.
+    pub(crate) fn note(&self, source: &str, extra: serde_json::Value) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        if let (Some(obj), serde_json::Value::Object(add)) = (v.as_object_mut(), extra) {
+            obj.extend(add);
+        }
+        v["source"] = serde_json::Value::from(source);
+        v
+    }
+}
+
 /// The wrapped target (see the module's comment).
 pub struct ReferenceTarget<'a, T: Target + ?Sized> {
     inner: &'a T,

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::moves::Kernel;
-use super::reference::{GaussianReference, ReferenceMode, ReferenceOrigin};
+use super::reference::{GaussianReference, ReferenceChoice, ReferenceMode, ReferenceOrigin};
 use crate::engine::interface::EngineError;
 
 /// Move steps per stage (standard, non-waste-free SMC).
@@ -112,6 +112,11 @@ pub struct SmcSettings {
     /// chose it).
     #[serde(skip)]
     pub reference_origin: Option<ReferenceOrigin>,
+    /// The caller's choice of reference and why (`--smc-reference auto`),
+    /// for `details.reference` of a single run (several runs keep the
+    /// prior path, announced by the caller).
+    #[serde(skip)]
+    pub reference_choice: Option<ReferenceChoice>,
 }
 
 /// The surrogate of delayed acceptance.
@@ -180,6 +185,7 @@ impl Default for SmcSettings {
             reference: ReferenceMode::Prior,
             reference_gaussian: None,
             reference_origin: None,
+            reference_choice: None,
         }
     }
 }
