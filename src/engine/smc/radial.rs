@@ -121,7 +121,7 @@ impl Radial {
 impl Radial {
     /// Two Metropolis steps θ → e^u θ on a reference path: the particle is
     /// affine in θ (Jacobian e^{ud} in any such coordinates), the target's
-    /// log density log p(z) − γ R'(z) with R' moved by `risk_on_ray`. True
+    /// log density log p(z) − γ R'(z), the step by `Target::ray_step`. True
     /// when the whitened state must be recomputed.
     fn ray_move<T: Target + ?Sized>(
         &self,
@@ -133,19 +133,14 @@ impl Radial {
         bb: &mut BlockBuf,
     ) -> bool {
         let d = self.d;
-        bb.nat.resize(d, 0.0);
-        bb.scaled.resize(d, 0.0);
         bb.ray.resize(d, 0.0);
+        // A new ray: the target's cache of the last one does not apply.
+        bb.nat.clear();
         let mut moved = false;
         for _ in 0..2 {
-            target.natural(cur, &mut bb.nat);
             let u = self.sigma * rng::normal(r);
             let f = u.exp();
-            for (p, &c) in bb.scaled.iter_mut().zip(bb.nat.iter()) {
-                *p = f * c;
-            }
-            target.to_particle(&bb.scaled, &mut bb.ray);
-            let Some(risk_new) = target.risk_on_ray(cur, *risk, &bb.ray) else {
+            let Some(risk_new) = target.ray_step(cur, *risk, f, &mut bb.ray, &mut bb.nat) else {
                 return false;
             };
             let lp_new = target.log_prior(&bb.ray);

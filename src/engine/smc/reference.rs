@@ -98,6 +98,8 @@ pub struct ReferenceTarget<'a, T: Target + ?Sized> {
     /// Lower Cholesky factor of c·S.
     l: DMatrix<f64>,
     log_det_l: f64,
+    /// L⁻¹m: θ → fθ maps z to f·z + (f − 1)·L⁻¹m (`ray_step`).
+    white_mean: Vec<f64>,
     gamma: f64,
     d: usize,
 }
@@ -132,11 +134,15 @@ impl<'a, T: Target + ?Sized> ReferenceTarget<'a, T> {
             .ok_or("the reference's covariance is not positive definite")?
             .l();
         let log_det_l = l.diagonal().iter().map(|v| v.ln()).sum();
+        let white_mean = l
+            .solve_lower_triangular(&reference.mean)
+            .ok_or("the reference's covariance is not positive definite")?;
         Ok(ReferenceTarget {
             inner,
             mean: reference.mean.iter().copied().collect(),
             l,
             log_det_l,
+            white_mean: white_mean.iter().copied().collect(),
             gamma,
             d,
         })
@@ -145,15 +151,39 @@ impl<'a, T: Target + ?Sized> ReferenceTarget<'a, T> {
     /// θ = m + L z (the inner target's particle).
     fn theta_of(&self, z: &[f64], theta: &mut [f64]) {
         theta.copy_from_slice(&self.mean);
+        let (d, l) = (self.d, self.l.as_slice());
         for (j, &zj) in z.iter().enumerate() {
             if zj == 0.0 {
                 continue;
             }
-            // L is lower triangular: column j has rows j..d.
-            for (i, t) in theta.iter_mut().enumerate().skip(j) {
-                *t += self.l[(i, j)] * zj;
+            // L is lower triangular (column-major): column j has rows j..d.
+            for (t, &lij) in theta[j..].iter_mut().zip(&l[j * d + j..(j + 1) * d]) {
+                *t += lij * zj;
             }
         }
+    }
+
+    /// `ray_step` through θ: whatever the inner target's particles (four
+    /// triangular products or solves).
+    pub(crate) fn ray_step_through_theta(
+        &self,
+        cur: &[f64],
+        risk: f64,
+        f: f64,
+        new: &mut [f64],
+    ) -> f64 {
+        let mut nat = vec![0.0; self.d];
+        self.natural(cur, &mut nat);
+        nat.iter_mut().for_each(|v| *v *= f);
+        self.to_particle(&nat, new);
+        // R is the same on the ray: only log φ(z) − log prior(θ) changes.
+        let (mut a, mut b) = (vec![0.0; self.d], vec![0.0; self.d]);
+        self.theta_of(cur, &mut a);
+        self.theta_of(new, &mut b);
+        let shift = self.log_phi(new)
+            - self.log_phi(cur)
+            - (self.inner.log_prior(&b) - self.inner.log_prior(&a));
+        risk + shift / self.gamma
     }
 
     /// The AUC risks R of particles `zs` from their risks R' (exact, no
@@ -232,15 +262,50 @@ impl<T: Target + ?Sized> Target for ReferenceTarget<'_, T> {
     fn moves_on_rays(&self) -> bool {
         self.inner.scale_invariant()
     }
-    fn risk_on_ray(&self, cur: &[f64], risk: f64, new: &[f64]) -> Option<f64> {
-        // R is the same on the ray: only log φ(z) − log prior(θ) changes.
+    fn ray_step(
+        &self,
+        cur: &[f64],
+        risk: f64,
+        f: f64,
+        new: &mut [f64],
+        scratch: &mut Vec<f64>,
+    ) -> Option<f64> {
+        if !self.inner.particle_is_natural() {
+            return Some(self.ray_step_through_theta(cur, risk, f, new));
+        }
+        // The inner particle t = m + Lz is θ: fθ is z' = f·z + (f − 1)·L⁻¹m,
+        // and R' moves by the change of log φ(z) − log prior(t) alone. t
+        // takes one triangular product, or none when `scratch` (a cache of
+        // [z, t] for the last two particles of this ray, cleared by the
+        // caller when a ray starts) has it: 4 products a step before.
         let d = self.d;
-        let (mut a, mut b) = (vec![0.0; d], vec![0.0; d]);
-        self.theta_of(cur, &mut a);
-        self.theta_of(new, &mut b);
-        let shift = self.log_phi(new)
-            - self.log_phi(cur)
-            - (self.inner.log_prior(&b) - self.inner.log_prior(&a));
+        if scratch.len() != 4 * d {
+            scratch.clear();
+            scratch.resize(4 * d, f64::NAN);
+        }
+        if scratch[2 * d..3 * d] == *cur {
+            let (a, b) = scratch.split_at_mut(2 * d);
+            a.swap_with_slice(b);
+        } else if scratch[..d] != *cur {
+            scratch[..d].copy_from_slice(cur);
+            let (a, b) = scratch.split_at_mut(2 * d);
+            self.theta_of(cur, &mut a[d..]);
+        }
+        let (a, b) = scratch.split_at_mut(2 * d);
+        let lp_cur = self.inner.log_prior(&a[d..]);
+        for (tb, &ta) in b[d..].iter_mut().zip(&a[d..]) {
+            *tb = f * ta;
+        }
+        let lp_new = self.inner.log_prior(&b[d..]);
+        for ((n, &c), &w) in new.iter_mut().zip(cur).zip(&self.white_mean) {
+            *n = f * c + (f - 1.0) * w;
+        }
+        b[..d].copy_from_slice(new);
+        let shift = self.log_phi(new) - self.log_phi(cur) - (lp_new - lp_cur);
         Some(risk + shift / self.gamma)
     }
 }
+
+#[cfg(test)]
+#[path = "reference_tests.rs"]
+mod tests;

@@ -64,16 +64,29 @@ pub trait Target: Sync {
         None
     }
     /// Targets whose risk in the sampler's coordinates changes along the rays
-    /// θ → cθ of the model parameter by a known amount although the AUC risk
-    /// does not (a reference path, `reference`): the risk of particle `new`
-    /// given the risk `risk` of `cur` on the same ray. None (the default): no
-    /// such moves (scale-invariant targets have their own).
-    fn risk_on_ray(&self, cur: &[f64], risk: f64, new: &[f64]) -> Option<f64> {
-        let _ = (cur, risk, new);
+    /// θ → fθ of the model parameter by a known amount although the AUC risk
+    /// does not (a reference path, `reference`): the particle of fθ (θ that
+    /// of `cur`) into `new` and its risk, given the risk `risk` of `cur`
+    /// (`scratch`: the target's work space). None (the default): no such
+    /// moves (scale-invariant targets have their own).
+    fn ray_step(
+        &self,
+        cur: &[f64],
+        risk: f64,
+        f: f64,
+        new: &mut [f64],
+        scratch: &mut Vec<f64>,
+    ) -> Option<f64> {
+        let _ = (cur, risk, f, new, scratch);
         None
     }
-    /// Whether `risk_on_ray` answers.
+    /// Whether `ray_step` answers.
     fn moves_on_rays(&self) -> bool {
+        false
+    }
+    /// Whether the particle is the model parameter itself (`natural` the
+    /// identity): then θ → fθ scales the particle too.
+    fn particle_is_natural(&self) -> bool {
         false
     }
     /// A cheap approximation S of the risk with the same prior, for delayed
@@ -260,6 +273,10 @@ impl Target for LinearAuc {
 
     fn log_prior_natural(&self, theta: &[f64]) -> f64 {
         self.fast_prior.log_density(theta)
+    }
+
+    fn particle_is_natural(&self) -> bool {
+        self.pit.is_none()
     }
 
     fn natural(&self, particle: &[f64], theta: &mut [f64]) {
