@@ -288,8 +288,7 @@ impl<T: Target + ?Sized> Target for ReferenceTarget<'_, T> {
             a.swap_with_slice(b);
         } else if scratch[..d] != *cur {
             scratch[..d].copy_from_slice(cur);
-            let (a, b) = scratch.split_at_mut(2 * d);
-            self.theta_of(cur, &mut a[d..]);
+            self.theta_of(cur, &mut scratch[d..2 * d]);
         }
         let (a, b) = scratch.split_at_mut(2 * d);
         let lp_cur = self.inner.log_prior(&a[d..]);
