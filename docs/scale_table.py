@@ -29,13 +29,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def timed(cmd, cwd, timeout=None, check=True):
-    """Runs `cmd` (a list) under /usr/bin/time; (wall, cpu, peak MB, output)."""
-    full = ["/usr/bin/time", "-f", "TIMED %e %U %S %M"] + cmd
-    try:
-        p = subprocess.run(full, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-        out = p.stdout + p.stderr
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"").decode() + (e.stderr or b"").decode()
+    """Runs `cmd` (a list) under /usr/bin/time; (wall, cpu, peak MB, output).
+    With `timeout`, coreutils' `timeout` stops the program itself (wall None)."""
+    stop = ["timeout", str(timeout)] if timeout else []
+    full = ["/usr/bin/time", "-f", "TIMED %e %U %S %M"] + stop + cmd
+    p = subprocess.run(full, cwd=cwd, capture_output=True, text=True)
+    out = p.stdout + p.stderr
+    if timeout and p.returncode == 124:
         return None, None, None, out + "\n(stopped after %s s)" % timeout
     m = re.search(r"TIMED ([0-9.]+) ([0-9.]+) ([0-9.]+) ([0-9]+)", out)
     if not m or (check and p.returncode != 0):
