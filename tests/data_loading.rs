@@ -247,6 +247,38 @@ fn missing_cells_drop_rows_or_error() {
     );
 }
 
+/// The loader parses the features first over every row and skips their
+/// missing-cell pass when all are finite numbers: a missing label, a
+/// decimal comma or a stray cell must still give what the full path gives.
+#[test]
+fn features_parsed_before_the_missing_pass_give_the_same_table() {
+    // Clean features, a missing label: the row goes, the rest as without it.
+    let ds = load("a,b,y\n1,2,0\n2,1,\n3,5,1\n4,4,NA\n5,5,0\n6,1,1\n").unwrap();
+    let same = load("a,b,y\n1,2,0\n3,5,1\n5,5,0\n6,1,1\n").unwrap();
+    assert_eq!(ds.x, same.x);
+    assert_eq!(ds.y, same.y);
+    assert_eq!(ds.report.dropped_rows, 2);
+    assert_eq!(ds.report.missing_by_column.get("y"), Some(&2));
+    assert!(ds.report.missing_by_column.get("a").is_none());
+    // A missing feature late in the file (after the first try has parsed
+    // many rows), then a text column: the second pass over the kept rows.
+    let mut text = String::from("a,b,y\n");
+    for i in 0..20_000 {
+        text.push_str(&format!("{}.5,{},{}\n", i, i % 7, i % 2));
+    }
+    text.push_str("NA,3,1\n");
+    let ds = load(&text).unwrap();
+    assert_eq!((ds.rows(), ds.report.dropped_rows), (20_000, 1));
+    assert_eq!(ds.report.missing_by_column.get("a"), Some(&1));
+    let ds = load("a,c,y\n1,u,0\n2,v,1\n3,u,0\n4,,1\n5,v,1\n6,u,0\n").unwrap();
+    assert_eq!((ds.rows(), ds.report.dropped_rows), (5, 1));
+    assert_eq!(ds.report.encoded.len(), 1);
+    // A non-finite number is still an error naming its line and column.
+    let (k, m) = err("a,b,y\n1,2,0\n2,inf,1\n3,5,0\n4,4,1\n", opts());
+    assert_eq!(k, K::NonFinite);
+    assert!(m.contains("line 3, column 2 ('b')"), "{m}");
+}
+
 #[test]
 fn messy_but_valid_file_loads() {
     // BOM, semicolons, text labels, a yes/no column, a 3-level category, an ID, a constant column.

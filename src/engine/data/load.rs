@@ -16,7 +16,7 @@ use super::progress::{LoadProgress, LoadStage};
 use super::schema::{ColumnRule, Schema, canonical_label};
 use super::summary::{FeatureSummary, summarize};
 use super::tally::{is_one_of, tally};
-use super::typing::{ColumnKind, TypedColumns, column_kinds};
+use super::typing::{ColumnKind, TypedColumns, column_kinds, judge, parse_columns};
 
 /// What to do with rows that have a missing cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -251,12 +251,19 @@ fn build(path: &Path, mut raw: RawTable, opts: &LoadOptions) -> Result<Dataset, 
         .hint("remove some --drop options"));
     }
 
+    // The features parsed first, over every row: when every cell is a finite
+    // number (the common case) none is missing, and the missing-cell pass
+    // looks at the target alone. Otherwise the try stops at its first
+    // unclean cell and the cells are parsed again over the complete rows.
+    let every_row: Vec<usize> = (0..raw.n_rows()).collect();
+    let first_try =
+        Some(parse_columns(&raw, &every_row, &feature_cols, true)).filter(|p| p.clean());
+    drop(every_row);
     // Missing cells: which rows go, and where.
-    let needed: Vec<usize> = feature_cols
-        .iter()
-        .copied()
-        .chain(std::iter::once(target))
-        .collect();
+    let needed: Vec<usize> = match first_try {
+        Some(_) => vec![target],
+        None => feature_cols.iter().copied().chain([target]).collect(),
+    };
     let (kept, missing_by_column) = complete_rows(path, &raw, &needed, opts.missing)?;
     let dropped_rows = raw.n_rows() - kept.len();
 
@@ -300,7 +307,13 @@ fn build(path: &Path, mut raw: RawTable, opts: &LoadOptions) -> Result<Dataset, 
         kinds,
         parsed,
         warnings: typing_warnings,
-    } = column_kinds(path, &raw, &kept, &feature_cols)?;
+    } = match first_try {
+        Some(parsed) if dropped_rows == 0 => judge(path, &raw, kept.len(), &feature_cols, parsed)?,
+        other => {
+            drop(other);
+            column_kinds(path, &raw, &kept, &feature_cols)?
+        }
+    };
     warnings.extend(typing_warnings);
     let id_like = id_like_columns(header, &feature_cols, &kinds, &parsed);
     warnings.extend(id_like.iter().map(|c| c.warning()));

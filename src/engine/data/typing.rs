@@ -47,6 +47,48 @@ pub(super) fn column_kinds(
     kept: &[usize],
     cols: &[usize],
 ) -> Result<TypedColumns, DataError> {
+    judge(
+        path,
+        raw,
+        kept.len(),
+        cols,
+        parse_columns(raw, kept, cols, false),
+    )
+}
+
+/// The cells of `cols` in the `kept` rows parsed, with their statistics.
+pub(super) struct Parsed {
+    parsed: DMatrix<f64>,
+    stats: Vec<CellStats>,
+    /// A chunk met a cell that is not a finite number and the pass stopped:
+    /// `parsed` and `stats` are incomplete.
+    stopped: bool,
+}
+
+impl Parsed {
+    /// Every cell a finite number: then none is missing either (a missing
+    /// token never parses as one), and the missing-cell pass can skip these
+    /// columns.
+    pub(super) fn clean(&self) -> bool {
+        !self.stopped
+            && self
+                .stats
+                .iter()
+                .all(|s| s.first_text.is_none() && s.first_non_finite.is_none())
+    }
+}
+
+/// The parsing pass of `column_kinds`; `stop_unclean`: end early (the result
+/// then only says it is not `clean`) at the first cell that is not a finite
+/// number — the loader's first try, before the missing cells are known.
+pub(super) fn parse_columns(
+    raw: &RawTable,
+    kept: &[usize],
+    cols: &[usize],
+    stop_unclean: bool,
+) -> Parsed {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    let stop = AtomicBool::new(false);
     let n = kept.len();
     let len = n * cols.len();
     // Every element is written once below (a number, or NaN): no fill first.
@@ -62,6 +104,9 @@ pub(super) fn column_kinds(
         .map(|(c, rows)| {
             let out = &out;
             let mut stats = vec![CellStats::default(); cols.len()];
+            if stop_unclean && stop.load(Relaxed) {
+                return stats; // the rows stay unwritten: `stopped` below
+            }
             for (k, &r) in rows.iter().enumerate() {
                 let i = c * TYPING_ROWS + k;
                 for (f, (st, &j)) in stats.iter_mut().zip(cols).enumerate() {
@@ -77,10 +122,12 @@ pub(super) fn column_kinds(
                         }
                         Some(_) => {
                             st.first_non_finite.get_or_insert(r);
+                            stop.store(true, Relaxed);
                             f64::NAN
                         }
                         None => {
                             st.first_text.get_or_insert(r);
+                            stop.store(true, Relaxed);
                             f64::NAN
                         }
                     };
@@ -119,8 +166,15 @@ pub(super) fn column_kinds(
             (f, st)
         })
         .collect();
+    let stopped = stop_unclean && stop.load(Relaxed);
+    if stopped {
+        // Chunks that saw the flag wrote nothing: the buffer is not read.
+        buffer.clear();
+        buffer.resize(len, f64::NAN);
+    }
     // SAFETY: the chunks cover rows 0..n and write every text column of
-    // each row; the typed columns were written whole just above.
+    // each row (unless stopped: then filled just above); the typed columns
+    // were written whole just above.
     unsafe { buffer.set_len(len) };
     let parsed = DMatrix::from_vec(n, cols.len(), buffer);
     let mut stats = vec![CellStats::default(); cols.len()];
@@ -135,6 +189,23 @@ pub(super) fn column_kinds(
     for (f, st) in typed_stats {
         stats[f] = st;
     }
+    Parsed {
+        parsed,
+        stats,
+        stopped,
+    }
+}
+
+/// Each column's kind from its statistics (over `n_kept` rows), or the
+/// first non-finite number or stray word as an error.
+pub(super) fn judge(
+    path: &Path,
+    raw: &RawTable,
+    n_kept: usize,
+    cols: &[usize],
+    p: Parsed,
+) -> Result<TypedColumns, DataError> {
+    let Parsed { parsed, stats, .. } = p;
     let mut kinds = Vec::with_capacity(cols.len());
     for (st, &j) in stats.iter().zip(cols) {
         if let Some(r) = st.first_non_finite {
@@ -153,12 +224,12 @@ pub(super) fn column_kinds(
             continue;
         };
         // A mostly numeric column with a stray word is a typo, not a category.
-        if st.numeric >= 10 && st.numeric * 10 >= kept.len() * 9 {
+        if st.numeric >= 10 && st.numeric * 10 >= n_kept * 9 {
             let cell = raw.cell(r, j);
             return Err(DataError::new(
                 K::NotNumeric,
                 path,
-                format!("'{cell}' in a column that is otherwise numeric ({} of {} values are numbers)", st.numeric, kept.len()),
+                format!("'{cell}' in a column that is otherwise numeric ({} of {} values are numbers)", st.numeric, n_kept),
             )
             .line(raw.lines[r])
             .column(j, &raw.header[j])
