@@ -218,8 +218,8 @@ impl PairEp {
     pub fn held_bytes(&self) -> usize {
         let p = self.zp.ncols();
         let f = |v: &Vec<f64>| 8 * v.capacity();
-        let sites = self.site_count()
-            * Precision::bytes_per_pair(matches!(self.store, Store::F64(_)));
+        let sites =
+            self.site_count() * Precision::bytes_per_pair(matches!(self.store, Store::F64(_)));
         let rows = 8 * (self.zp.len() + self.zn.len());
         let agg = f(&self.agg.k_row)
             + f(&self.agg.k_col)

@@ -196,3 +196,25 @@ fn the_memory_estimate_is_what_a_sampled_state_holds() {
         "estimate {est:.3e} vs held {held:.3e}"
     );
 }
+
+/// Identical rows found by hashes are the pairs a direct comparison finds
+/// (−0 as +0; repeated rows on both sides; a positive with no twin).
+#[test]
+fn identical_pairs_are_the_equal_rows() {
+    use nalgebra::DMatrix;
+    let rows = [[1.0, 2.0], [0.0, 3.0], [-0.0, 3.0], [1.0, 2.5], [1.0, 2.0]];
+    let xp = DMatrix::from_fn(4, 2, |i, k| rows[[0, 1, 3, 4][i]][k]);
+    let xn = DMatrix::from_fn(5, 2, |i, k| rows[[2, 0, 4, 3, 1][i]][k]);
+    let got = identical_pairs(&xp, &xn);
+    let mut want = Vec::new();
+    for i in 0..4 {
+        let js: Vec<u32> = (0..5)
+            .filter(|&j| (0..2).all(|k| xp[(i, k)] == xn[(j, k)]))
+            .map(|j| j as u32)
+            .collect();
+        assert_eq!(got.row(i), &js[..], "row {i}");
+        want.extend(js);
+    }
+    assert_eq!(got.count(), want.len());
+    assert_eq!(got.count(), 2 + 2 + 1 + 2);
+}
