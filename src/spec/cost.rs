@@ -20,7 +20,7 @@ use crate::engine::is_check::subsample;
 
 use super::run_spec::{EpSpec, GcsSpec, MethodSpec, RunSpec, SmcSpec, VbOptimizer, VbSpec};
 use super::values::Gamma;
-use crate::engine::ep::{PairEp, Precision};
+use crate::engine::ep::PairEp;
 
 /// Per-unit costs, single-thread seconds (measured; see the module doc).
 mod unit {
@@ -356,18 +356,11 @@ pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
         MethodSpec::Ep(e) => {
             let (p, _) = ep_part(spec, e, s);
             parts.push(p);
-            // The state's own count (`PairEp::memory_bytes`): its sites, the
-            // class split once (shared by the design and the sweeps when
-            // ϑ = 1), per-positive Z_P V and K Z_N, the negatives by rows when
-            // sampled, 4 numbers a row.
-            let precision = match e.site_precision {
-                super::run_spec::SitePrecision::Auto => Precision::Auto,
-                super::run_spec::SitePrecision::F64 => Precision::F64,
-                super::run_spec::SitePrecision::F32 => Precision::F32,
-            };
-            let negatives = s.rows - s.positives.min(s.rows);
-            extra_bytes +=
-                PairEp::memory_bytes(s.positives, negatives, s.features, precision, e.pairs) as f64;
+            // The state's own count: sites, rows once, per-row marginals.
+            let precision = super::build::site_precision(e.site_precision);
+            let neg = s.rows - s.positives.min(s.rows);
+            let held = PairEp::memory_bytes(s.positives, neg, s.features, precision, e.pairs);
+            extra_bytes += held as f64;
             parts.push(certificate_part(s));
             parts.extend(is_check_part(e.is_draws, s));
         }
