@@ -190,7 +190,7 @@ fn dot_rows(z: Rows<'_>, m: &[f64], out: &mut [f64]) {
             }
         } else {
             for (o, x) in out.iter_mut().zip(zk) {
-                *o = x * mk + *o;
+                *o += x * mk;
             }
         }
     }
