@@ -369,11 +369,7 @@ pub fn ep_engine(s: &EpSpec, gamma: Option<Gamma>, prior: Option<&PriorSpec>, se
             EpForm::Primal => Form::Primal,
             EpForm::Reduced => Form::Reduced,
         },
-        precision: match s.site_precision {
-            SitePrecision::Auto => Precision::Auto,
-            SitePrecision::F64 => Precision::F64,
-            SitePrecision::F32 => Precision::F32,
-        },
+        precision: site_precision(s.site_precision),
         ard: ArdSettings {
             max_iter: s.ard_iters,
             ..ArdSettings::default()
@@ -481,4 +477,13 @@ pub fn build(spec: &RunSpec, prepared: &Prepared) -> Result<Built, SpecError> {
         engine: certified_engine(spec),
         problem: problem(spec, prepared)?,
     })
+}
+
+/// The engine's site storage for the spec's `--site-precision`.
+pub(super) fn site_precision(p: SitePrecision) -> Precision {
+    match p {
+        SitePrecision::Auto => Precision::Auto,
+        SitePrecision::F64 => Precision::F64,
+        SitePrecision::F32 => Precision::F32,
+    }
 }

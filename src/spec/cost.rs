@@ -20,6 +20,7 @@ use crate::engine::is_check::subsample;
 
 use super::run_spec::{EpSpec, GcsSpec, MethodSpec, RunSpec, SmcSpec, VbOptimizer, VbSpec};
 use super::values::Gamma;
+use crate::engine::ep::PairEp;
 
 /// Per-unit costs, single-thread seconds (measured; see the module doc).
 mod unit {
@@ -353,14 +354,13 @@ pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
             extra_bytes += 16.0 * n * d;
         }
         MethodSpec::Ep(e) => {
-            let (p, b) = ep_part(spec, e, s);
+            let (p, _) = ep_part(spec, e, s);
             parts.push(p);
-            // Beside its sites EP holds its rows about 3 times: the class
-            // split (shared by the design and the sweeps when ϑ = 1), the
-            // negatives by rows, per-positive aggregates and marginals (Z_P V,
-            // K Z_N twice), 4 numbers per row. Before they were shared: ≈ 8
-            // copies (`--pairs 4000000` at 10⁷ × 20: 11.3 GB mid-run).
-            extra_bytes += b + 3.0 * 8.0 * n * d + 32.0 * n;
+            // The state's own count: sites, rows once, per-row marginals.
+            let precision = super::build::site_precision(e.site_precision);
+            let neg = s.rows - s.positives.min(s.rows);
+            let held = PairEp::memory_bytes(s.positives, neg, s.features, precision, e.pairs);
+            extra_bytes += held as f64;
             parts.push(certificate_part(s));
             parts.extend(is_check_part(e.is_draws, s));
         }

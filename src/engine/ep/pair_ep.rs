@@ -177,8 +177,12 @@ impl PairEp {
     }
 
     /// Bytes a state of these dimensions holds: the sites (three buffers),
-    /// the pass's scratch, the rows with their marginals and aggregates, q;
-    /// `sampled`: B sites on a pair sample instead of all n+ × n−.
+    /// the pass's scratch, the rows once (Z_P, Z_N: shared with the design),
+    /// per positive Z_P V and K Z_N (p numbers each), four numbers a row
+    /// (marginals and sums), q; `sampled`: B sites on a pair sample instead
+    /// of all n+ × n−, with Z_N by rows, a second K Z_N by rows and the chunk
+    /// scratch of up to 4 threads. (It counted the rows 5 times: 2.3 GB too
+    /// many at 10⁷ × 20.) `PairEp::held_bytes` is what a state holds.
     pub fn memory_bytes(
         n_pos: usize,
         n_neg: usize,
@@ -186,7 +190,8 @@ impl PairEp {
         precision: Precision,
         sampled: Option<usize>,
     ) -> usize {
-        let rows = 8 * 5 * (n_pos + n_neg) * p + 8 * 4 * p * p;
+        let n = n_pos + n_neg;
+        let rows = 8 * p * n + 16 * p * n_pos + 32 * n + 8 * 4 * p * p;
         match sampled {
             None => {
                 let pairs = n_pos * n_neg;
@@ -194,14 +199,42 @@ impl PairEp {
                     + kernel::workspace_bytes(n_pos, n_neg)
                     + rows
             }
-            // The sample's indices, its order by negative and rows, the
-            // chunks' column sums (per touched negative), Z_N by rows.
+            // Per pair: its negative, place in the negatives' order, positive
+            // row, a chunk's touched negative and its two column sums; per
+            // positive: K Z_N by rows, its sums (48) and its sample offset.
             Some(b) => {
-                b * (Precision::bytes_per_pair(precision.use_f64(b)) + 16 + 16)
+                b * (Precision::bytes_per_pair(precision.use_f64(b)) + 32)
                     + 8 * n_neg * p
+                    + (8 * p + 56) * n_pos
+                    + (40 * b + 8 * p * n_pos) / 8
                     + rows
             }
         }
+    }
+
+    /// Bytes this state holds now, counted from its buffers (the rows of the
+    /// design included once): what `memory_bytes` estimates.
+    #[cfg(test)]
+    pub fn held_bytes(&self) -> usize {
+        let p = self.zp.ncols();
+        let f = |v: &Vec<f64>| 8 * v.capacity();
+        let sites =
+            self.site_count() * Precision::bytes_per_pair(matches!(self.store, Store::F64(_)));
+        let rows = 8 * (self.zp.len() + self.zn.len());
+        let agg = f(&self.agg.k_row)
+            + f(&self.agg.k_col)
+            + f(&self.agg.h_row)
+            + f(&self.agg.h_col)
+            + 8 * self.agg.g.len();
+        let marg = f(&self.marg.mp)
+            + f(&self.marg.up)
+            + f(&self.marg.mn)
+            + f(&self.marg.un)
+            + 8 * self.marg.zv_p.len();
+        let sampled = self.sampled.as_ref().map_or(0, |(l, ws)| {
+            l.bytes() + 8 * (l.sample.n_pos() + 1) + ws.held_bytes()
+        });
+        sites + rows + agg + marg + sampled + 8 * 2 * p * p
     }
 
     pub fn n_pos(&self) -> usize {

@@ -118,43 +118,82 @@ pub fn solve(sites: &(DMatrix<f64>, DVector<f64>), prior: &PriorTerms) -> Option
     })
 }
 
-/// Per-row marginal quantities of q for the next pass.
+/// Per-row marginal quantities of q for the next pass. Rows go by blocks of
+/// `ZV_BLOCK` on the thread pool: each value is its own row's sum, in the
+/// order of the serial products (`u` as `Σ_k z_k (zV)_k` from 0, `z·m` as
+/// nalgebra's gemv: `z_0 m_0` then `+ z_k m_k`), so the same whatever the
+/// threads; the vectors are written in place (no n-row allocation a sweep).
 pub fn marginals(zp: &DMatrix<f64>, zn: &DMatrix<f64>, q: &Posterior, out: &mut Marginals) {
-    let row_quad = |z: &DMatrix<f64>, zv: &DMatrix<f64>, u: &mut Vec<f64>| {
-        u.clear();
-        u.resize(z.nrows(), 0.0);
-        for k in 0..z.ncols() {
-            for ((ui, a), b) in u
-                .iter_mut()
-                .zip(z.column(k).iter())
-                .zip(zv.column(k).iter())
-            {
-                *ui += a * b;
-            }
-        }
-    };
+    use rayon::prelude::*;
+    let p = zp.ncols();
+    let m = q.m.as_slice();
     gemm_into(1.0, zp, false, &q.v, false, 0.0, &mut out.zv_p);
-    row_quad(zp, &out.zv_p, &mut out.up);
+    let np = zp.nrows();
+    out.up.resize(np, 0.0);
+    out.mp.resize(np, 0.0);
+    let (zps, zvp) = (zp.as_slice(), out.zv_p.as_slice());
+    out.up
+        .par_chunks_mut(ZV_BLOCK)
+        .zip(out.mp.par_chunks_mut(ZV_BLOCK))
+        .enumerate()
+        .for_each(|(b, (u, mp))| {
+            let r0 = b * ZV_BLOCK;
+            quad_rows((zps, np, r0), (zvp, np, r0), p, u);
+            dot_rows((zps, np, r0), m, mp);
+        });
     // u_j = z_j V z_jᵀ by blocks of rows (the same sums as the whole product's).
-    let (nn, p) = zn.shape();
-    out.un.clear();
+    let nn = zn.nrows();
     out.un.resize(nn, 0.0);
-    let mut r0 = 0;
-    while r0 < nn {
-        let m = ZV_BLOCK.min(nn - r0);
-        out.zv_n.resize(m * p, 0.0);
-        rows_b_into(zn, r0, m, &q.v, &mut out.zv_n);
-        let u = &mut out.un[r0..r0 + m];
-        for k in 0..p {
-            let zk = &zn.as_slice()[k * nn + r0..k * nn + r0 + m];
-            for ((ui, a), b) in u.iter_mut().zip(zk).zip(&out.zv_n[k * m..(k + 1) * m]) {
-                *ui += a * b;
+    out.mn.resize(nn, 0.0);
+    let zns = zn.as_slice();
+    out.un
+        .par_chunks_mut(ZV_BLOCK)
+        .zip(out.mn.par_chunks_mut(ZV_BLOCK))
+        .enumerate()
+        .for_each_init(Vec::new, |zv, (b, (u, mn))| {
+            let (r0, rows) = (b * ZV_BLOCK, u.len());
+            zv.resize(rows * p, 0.0);
+            rows_b_into(zn, r0, rows, &q.v, zv);
+            quad_rows((zns, nn, r0), (zv, rows, 0), p, u);
+            dot_rows((zns, nn, r0), m, mn);
+        });
+}
+
+/// Column-major rows `(data, rows of the matrix, first row)`.
+type Rows<'a> = (&'a [f64], usize, usize);
+
+/// `u_i = Σ_k a_ik b_ik` (k in order, from 0) for the rows of `u`.
+fn quad_rows(a: Rows<'_>, b: Rows<'_>, p: usize, u: &mut [f64]) {
+    let len = u.len();
+    u.fill(0.0);
+    for k in 0..p {
+        let ak = &a.0[k * a.1 + a.2..][..len];
+        let bk = &b.0[k * b.1 + b.2..][..len];
+        for ((ui, x), y) in u.iter_mut().zip(ak).zip(bk) {
+            *ui += x * y;
+        }
+    }
+}
+
+/// `out_i = z_i · m` as nalgebra's gemv sums it: `z_i0 m_0`, then `z_ik m_k +`.
+fn dot_rows(z: Rows<'_>, m: &[f64], out: &mut [f64]) {
+    let len = out.len();
+    if m.is_empty() {
+        out.fill(0.0);
+        return;
+    }
+    for (k, &mk) in m.iter().enumerate() {
+        let zk = &z.0[k * z.1 + z.2..][..len];
+        if k == 0 {
+            for (o, x) in out.iter_mut().zip(zk) {
+                *o = x * mk;
+            }
+        } else {
+            for (o, x) in out.iter_mut().zip(zk) {
+                *o += x * mk;
             }
         }
-        r0 += m;
     }
-    out.mp = (zp * &q.m).iter().copied().collect();
-    out.mn = (zn * &q.m).iter().copied().collect();
 }
 
 /// Δ = max_k max(|m_k − m'_k|/sd'_k, |sd_k/sd'_k − 1|), primes = previous.

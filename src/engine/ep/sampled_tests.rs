@@ -129,3 +129,92 @@ fn a_large_random_sample_approximates_all_pairs() {
     .unwrap();
     assert_eq!(again.state().sample(), lep.state().sample());
 }
+
+/// The per-row marginals by parallel blocks are the serial products' values
+/// exactly (each a row's own sum in the same order; records stay
+/// bit-identical whatever the threads): `Z m` as nalgebra's product, u as
+/// the row sums of `Z ∘ (Z V)` from the whole GEMM. Rows span several blocks.
+#[test]
+fn marginals_by_blocks_are_the_serial_products() {
+    use super::kernel::Marginals;
+    use crate::engine::numerics::linalg::gemm_into;
+    use nalgebra::DMatrix;
+    let (x, y) = toy(10_000, 7, 9, 1.0);
+    let (zp, zn) = split(&x, &y);
+    let mut a = DMatrix::from_fn(7, 7, |i, j| ((i * 7 + j) as f64 * 0.37).sin() * 0.1);
+    a = &a * a.transpose() + DMatrix::identity(7, 7);
+    let q = Posterior {
+        m: nalgebra::DVector::from_fn(7, |k, _| (k as f64 * 1.3).cos()),
+        v: a,
+        log_det_q: 0.0,
+        r_v_r: 0.0,
+    };
+    let mut out = Marginals::zeros(zp.nrows(), zn.nrows(), 7);
+    posterior::marginals(&zp, &zn, &q, &mut out);
+    for (z, mean, u) in [(&zp, &out.mp, &out.up), (&zn, &out.mn, &out.un)] {
+        let want: Vec<f64> = (z * &q.m).iter().copied().collect();
+        assert_eq!(mean, &want);
+        let mut zv = DMatrix::zeros(z.nrows(), 7);
+        gemm_into(1.0, z, false, &q.v, false, 0.0, &mut zv);
+        for i in 0..z.nrows() {
+            let mut s = 0.0;
+            for k in 0..7 {
+                s += z[(i, k)] * zv[(i, k)];
+            }
+            assert_eq!(u[i], s, "row {i}");
+        }
+    }
+}
+
+/// `PairEp::memory_bytes` against what a sampled state holds after passes
+/// (its buffers' capacities, the pooled chunk scratch included): within
+/// 0.8–1.25 (the estimate assumes up to 4 threads' scratch). Measured peak of
+/// the whole run: see BENCHMARKS `ep-1e6-pairs`.
+#[test]
+fn the_memory_estimate_is_what_a_sampled_state_holds() {
+    let (x, y) = toy(8_000, 12, 4, 1.0);
+    let (xp, xn) = split(&x, &y);
+    let design = Design::new(&xp, &xn, &[1.0; 12], Form::Primal);
+    let b = 300_000;
+    let sample = PairSample::draw(xp.nrows(), xn.nrows(), b, 7, &[]);
+    let mut ep = PairEp::sampled(
+        design.zp.clone(),
+        design.zn.clone(),
+        sample,
+        design.prior.clone(),
+        Precision::F64,
+    )
+    .unwrap();
+    let g = 50.0 / b as f64;
+    for _ in 0..2 {
+        ep.time_pass(g, 1.0).unwrap();
+    }
+    let held = ep.held_bytes() as f64;
+    let est = PairEp::memory_bytes(xp.nrows(), xn.nrows(), 12, Precision::F64, Some(b)) as f64;
+    assert!(
+        (0.8..=1.25).contains(&(est / held)),
+        "estimate {est:.3e} vs held {held:.3e}"
+    );
+}
+
+/// Identical rows found by hashes are the pairs a direct comparison finds
+/// (−0 as +0; repeated rows on both sides; a positive with no twin).
+#[test]
+fn identical_pairs_are_the_equal_rows() {
+    use nalgebra::DMatrix;
+    let rows = [[1.0, 2.0], [0.0, 3.0], [-0.0, 3.0], [1.0, 2.5], [1.0, 2.0]];
+    let xp = DMatrix::from_fn(4, 2, |i, k| rows[[0, 1, 3, 4][i]][k]);
+    let xn = DMatrix::from_fn(5, 2, |i, k| rows[[2, 0, 4, 3, 1][i]][k]);
+    let got = identical_pairs(&xp, &xn);
+    let mut want = Vec::new();
+    for i in 0..4 {
+        let js: Vec<u32> = (0..5)
+            .filter(|&j| (0..2).all(|k| xp[(i, k)] == xn[(j, k)]))
+            .map(|j| j as u32)
+            .collect();
+        assert_eq!(got.row(i), &js[..], "row {i}");
+        want.extend(js);
+    }
+    assert_eq!(got.count(), want.len());
+    assert_eq!(got.count(), 2 + 2 + 1 + 2);
+}

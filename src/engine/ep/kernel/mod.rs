@@ -81,9 +81,6 @@ pub struct Marginals {
     pub mn: Vec<f64>,
     pub un: Vec<f64>,
     pub zv_p: DMatrix<f64>,
-    /// Rows of `Z_N V`, a block at a time (scratch of the rebuild: only u_j
-    /// is kept, not the n− × p product).
-    pub zv_n: Vec<f64>,
 }
 
 impl Marginals {
@@ -94,7 +91,6 @@ impl Marginals {
             mn: vec![0.0; n_neg],
             un: vec![0.0; n_neg],
             zv_p: DMatrix::zeros(n_pos, p),
-            zv_n: Vec::new(),
         }
     }
 }
