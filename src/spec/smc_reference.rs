@@ -50,7 +50,8 @@ const REFERENCE_EVAL_DIM2: f64 = 0.4e-9;
 /// one thread, EP included): DNA 0.16 (0.14), the survey look-alike 0.18
 /// (0.19), Colon 0.56 (0.95: 2.0 against 2.1 CPU s), Sonar 0.81 (0.53: 0.86
 /// against 1.6), Pima 1.07 (0.48: 0.25 against 0.52). EP's own estimate is
-/// high (DNA 10 s against ≈ 1.2 CPU s measured: 21 sweeps, not 50).
+/// high (DNA 4 s, was 10 s before its per-feature unit was refitted, against
+/// 1.2–2.0 CPU s measured: 21 sweeps, not 50); no choice above changed.
 pub const PAYS: f64 = 0.5;
 
 /// One flop of EP's dense covariance, its projection and Cholesky factor.
