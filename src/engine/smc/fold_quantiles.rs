@@ -95,12 +95,18 @@ impl<'a> FoldBins<'a> {
         let picks: Vec<Option<Vec<(usize, f64, f64)>>> = left_out
             .iter()
             .map(|&g| {
-                let outside = |b: usize| (0..self.groups).filter(move |&f| f != g).map(move |f| f * nb + b);
-                let wg: Vec<f64> = (0..nb).map(|b| outside(b).map(|j| self.w[j]).sum()).collect();
-                let filled: Vec<bool> = (0..nb)
-                    .map(|b| outside(b).any(|j| self.count[j] > 0))
-                    .collect();
-                let last = filled.iter().rposition(|&f| f)?;
+                // The other folds' weights and counts per bin, added fold by fold.
+                let (mut wg, mut cg) = (vec![0.0; nb], vec![0u32; nb]);
+                for f in (0..self.groups).filter(|&f| f != g) {
+                    let (w, c) = (
+                        &self.w[f * nb..(f + 1) * nb],
+                        &self.count[f * nb..(f + 1) * nb],
+                    );
+                    wg.iter_mut().zip(w).for_each(|(a, b)| *a += b);
+                    cg.iter_mut().zip(c).for_each(|(a, b)| *a += b);
+                }
+                let filled = |b: usize| cg[b] > 0;
+                let last = (0..nb).rposition(filled)?;
                 let total: f64 = wg.iter().sum();
                 let (mut b, mut cum) = (0, 0.0);
                 Some(
@@ -109,7 +115,7 @@ impl<'a> FoldBins<'a> {
                         .map(|&p| {
                             let target = p * total;
                             // A quantile's bin holds rows outside g.
-                            while b < last && (!filled[b] || cum + wg[b] < target) {
+                            while b < last && (!filled(b) || cum + wg[b] < target) {
                                 cum += wg[b];
                                 b += 1;
                             }
@@ -166,7 +172,10 @@ mod tests {
 
     /// The rule by a sorted walk (the slow, obvious way).
     fn sorted_quantile(v: &[f64], w: &[f64], keep: impl Fn(usize) -> bool, p: f64) -> Option<f64> {
-        let mut c: Vec<(f64, f64)> = (0..v.len()).filter(|&i| keep(i)).map(|i| (v[i], w[i])).collect();
+        let mut c: Vec<(f64, f64)> = (0..v.len())
+            .filter(|&i| keep(i))
+            .map(|i| (v[i], w[i]))
+            .collect();
         c.sort_by(|a, b| a.0.total_cmp(&b.0));
         let total: f64 = c.iter().map(|x| x.1).sum();
         let (mut cum, mut j) = (0.0, 0);
@@ -181,7 +190,16 @@ mod tests {
     fn binned_fold_quantiles_match_the_sorted_walk() {
         let mut r = rng::stream(11, &[]);
         let probs = [0.0, 0.0062, 0.025, 0.3, 0.5, 0.7, 0.975, 0.9938, 1.0];
-        for (n, kind) in [(1usize, 0), (2, 0), (7, 1), (300, 2), (5000, 0), (5000, 1), (5000, 2), (4000, 3)] {
+        for (n, kind) in [
+            (1usize, 0),
+            (2, 0),
+            (7, 1),
+            (300, 2),
+            (5000, 0),
+            (5000, 1),
+            (5000, 2),
+            (4000, 3),
+        ] {
             // Irregular weights (no cumulative sum ties a p·W), ties (rounded
             // values), a far outlier, and a constant column.
             let v: Vec<f64> = (0..n)

@@ -186,9 +186,14 @@ impl MarginalMaps {
                     .iter()
                     .map(|c| (c[next].0.clone(), c[next].1.clone()))
                     .collect();
-                let mut rows = Vec::with_capacity(n * d);
-                for i in (0..n).filter(|&i| fold[i] != g) {
-                    rows.extend(per_coord.iter().map(|c| c[next].2[i]));
+                // Column by column (contiguous reads), rows outside g in order.
+                let keep: Vec<usize> = (0..n).filter(|&i| fold[i] != g).collect();
+                let mut rows = vec![0.0; keep.len() * d];
+                for (k, c) in per_coord.iter().enumerate() {
+                    let z = &c[next].2;
+                    for (row, &i) in rows.chunks_exact_mut(d).zip(&keep) {
+                        row[k] = z[i];
+                    }
                 }
                 next += 1;
                 (MarginalMaps::assemble(d, (0..d).collect(), per), Some(rows))
