@@ -215,12 +215,12 @@ mod tests {
             let fold: Vec<usize> = (0..n).map(|i| (i * 7) % 5).collect();
             let bins = FoldBins::of(&v, &w, &fold).expect("finite");
             let got = bins.quantiles(&[0, 1, 2, 3, 4], &probs);
-            for g in 0..5 {
+            for (g, got) in got.iter().enumerate() {
                 let want: Option<Vec<f64>> = probs
                     .iter()
                     .map(|&p| sorted_quantile(&v, &w, |i| fold[i] != g, p))
                     .collect();
-                assert_eq!(got[g], want, "n {n} kind {kind} fold {g}");
+                assert_eq!(*got, want, "n {n} kind {kind} fold {g}");
             }
         }
         assert!(FoldBins::of(&[1.0, f64::NAN], &[1.0, 1.0], &[0, 1]).is_none());
