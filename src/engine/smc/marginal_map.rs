@@ -28,6 +28,9 @@
 use rayon::prelude::*;
 use statrs::function::erf::erfc;
 use std::cmp::Ordering;
+use std::sync::OnceLock;
+
+use super::fold_quantiles::FoldBins;
 
 /// Knots of every map (z evenly spaced).
 const KNOTS: usize = 21;
@@ -97,8 +100,9 @@ impl MarginalMaps {
 
     /// `of_folds`, with per fold g the rows outside g (in row order) mapped
     /// through g's maps, bit for bit what `map_row` gives them (None for a
-    /// fold left unmapped): each column is mapped along its sorted order,
-    /// where the segment only moves up, instead of a search per entry.
+    /// fold left unmapped): each column binned once for every fold's knots
+    /// and its segments (`fold_quantiles`; a column with a non-finite value
+    /// is sorted and mapped along its sorted order).
     pub fn of_folds_mapped(
         theta: &[f64],
         weights: &[f64],
@@ -122,11 +126,16 @@ impl MarginalMaps {
         let probs = knot_probs();
         let n = weights.len();
         // Row i's weight over each mapped fold's total (the knots' weights),
-        // divided once for every coordinate.
+        // divided once for every coordinate, for the columns that are sorted.
         let m = mapped.len();
-        let wn: Vec<f64> = (0..n)
-            .flat_map(|i| totals.iter().map(move |t| weights[i] / t))
-            .collect();
+        let wn = OnceLock::new();
+        let wn = || -> &Vec<f64> {
+            wn.get_or_init(|| {
+                (0..n)
+                    .flat_map(|i| totals.iter().map(move |t| weights[i] / t))
+                    .collect()
+            })
+        };
         // Per coordinate, per mapped fold: the knots, slopes and the mapped column.
         type Column = (Vec<f64>, Vec<f64>, Vec<f64>);
         let per_coord: Vec<Vec<Column>> = if mapped.is_empty() {
@@ -135,6 +144,18 @@ impl MarginalMaps {
             (0..d)
                 .into_par_iter()
                 .map(|k| {
+                    let values: Vec<f64> = theta.chunks_exact(d).map(|row| row[k]).collect();
+                    if let Some(bins) = FoldBins::of(&values, weights, fold) {
+                        return bins
+                            .quantiles(&mapped, &probs)
+                            .into_iter()
+                            .map(|t| {
+                                let (t, slope) = knots_to_map(t.unwrap_or(vec![0.0; KNOTS]));
+                                let z = map_binned(&bins, &values, &t, &slope);
+                                (t, slope, z)
+                            })
+                            .collect();
+                    }
                     // (total order key, row): sorted, the stable total_cmp order.
                     let mut order: Vec<(i64, usize)> = theta
                         .chunks_exact(d)
@@ -142,6 +163,7 @@ impl MarginalMaps {
                         .map(|(i, row)| (total_key(row[k]), i))
                         .collect();
                     sort_by_key(&mut order);
+                    let wn = wn();
                     let at = |i: usize| (&wn[i * m..(i + 1) * m], fold[i]);
                     fold_knots(&order, at, &mapped, &probs)
                         .into_iter()
@@ -164,9 +186,14 @@ impl MarginalMaps {
                     .iter()
                     .map(|c| (c[next].0.clone(), c[next].1.clone()))
                     .collect();
-                let mut rows = Vec::with_capacity(n * d);
-                for i in (0..n).filter(|&i| fold[i] != g) {
-                    rows.extend(per_coord.iter().map(|c| c[next].2[i]));
+                // Column by column (contiguous reads), rows outside g in order.
+                let keep: Vec<usize> = (0..n).filter(|&i| fold[i] != g).collect();
+                let mut rows = vec![0.0; keep.len() * d];
+                for (k, c) in per_coord.iter().enumerate() {
+                    let z = &c[next].2;
+                    for (row, &i) in rows.chunks_exact_mut(d).zip(&keep) {
+                        row[k] = z[i];
+                    }
                 }
                 next += 1;
                 (MarginalMaps::assemble(d, (0..d).collect(), per), Some(rows))
@@ -428,6 +455,38 @@ fn map_sorted(order: &[(i64, usize)], t: &[f64], slope: &[f64], n: usize) -> Vec
     z
 }
 
+/// The column `values` (binned by `bins`) through the map of knots `t` and
+/// `slope`: `forward_at`'s formulas, its count of inner knots ≤ v started
+/// at those whose bin is below v's (bins are monotone: those are < v).
+fn map_binned(bins: &FoldBins, values: &[f64], t: &[f64], slope: &[f64]) -> Vec<f64> {
+    let nb = bins.bins();
+    let mut below = Vec::with_capacity(nb);
+    let mut m = 1;
+    for b in 0..nb {
+        while m < KNOTS - 1 && bins.bin_of(t[m]) < b {
+            m += 1;
+        }
+        below.push(m - 1);
+    }
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            if v < t[0] {
+                -Z_MAX + (v - t[0]) * slope[0]
+            } else if v > t[KNOTS - 1] {
+                Z_MAX + (v - t[KNOTS - 1]) * slope[KNOTS]
+            } else {
+                let mut j = below[bins.bin_of_row(i)];
+                while j < KNOTS - 2 && t[j + 1] <= v {
+                    j += 1;
+                }
+                z_knot(j) + (v - t[j]) * slope[j + 1]
+            }
+        })
+        .collect()
+}
+
 /// The value of a `total_key` (the key's bit trick undoes itself).
 fn from_key(key: i64) -> f64 {
     f64::from_bits((key ^ ((((key >> 63) as u64) >> 1) as i64)) as u64)
@@ -462,8 +521,8 @@ pub fn quantile_skewness(theta: &[f64], weights: &[f64], d: usize) -> Vec<f64> {
 
 /// Per fold g < `folds` (row i in fold `fold_of(i)`), the quantile skewness
 /// of every coordinate over the rows outside g (what a cross-fit sees).
-/// Each column is read once (a strided pass), each quantile found by
-/// weighted selection: O(n) per coordinate and fold, not a sort.
+/// Each column is read once and binned for every fold (`fold_quantiles`);
+/// a column with a non-finite value by weighted selection per fold.
 pub fn quantile_skewness_left_out(
     theta: &[f64],
     weights: &[f64],
@@ -472,9 +531,19 @@ pub fn quantile_skewness_left_out(
     fold_of: impl Fn(usize) -> usize + Sync,
 ) -> Vec<Vec<f64>> {
     let fold: Vec<usize> = (0..weights.len()).map(fold_of).collect();
+    let left_out: Vec<usize> = (0..folds).collect();
+    let probs = [SKEW_TAIL, 0.5, 1.0 - SKEW_TAIL];
     let per_coord: Vec<Vec<f64>> = (0..d)
         .into_par_iter()
         .map(|k| {
+            let values: Vec<f64> = theta.chunks_exact(d).map(|row| row[k]).collect();
+            if let Some(bins) = FoldBins::of(&values, weights, &fold) {
+                return bins
+                    .quantiles(&left_out, &probs)
+                    .into_iter()
+                    .map(|q| q.map_or(0.0, |q| skewness_of(q[0], q[1], q[2])))
+                    .collect();
+            }
             let all = column(theta, weights, d, k, 1.0);
             let mut col = Vec::with_capacity(all.len());
             (0..folds)
@@ -507,7 +576,11 @@ fn column_skewness(col: &mut [(f64, f64)]) -> f64 {
     let lo = weighted_select(&mut col[..=mid], SKEW_TAIL * total);
     let before: f64 = col[..mid].iter().map(|c| c.1).sum();
     let hi = mid + weighted_select(&mut col[mid..], (1.0 - SKEW_TAIL) * total - before);
-    let (q0, q1, q2) = (col[lo].0, col[mid].0, col[hi].0);
+    skewness_of(col[lo].0, col[mid].0, col[hi].0)
+}
+
+/// The quantile skewness of the quantiles q0 ≤ q1 ≤ q2.
+fn skewness_of(q0: f64, q1: f64, q2: f64) -> f64 {
     if q2 > q0 {
         ((q2 - q1) - (q1 - q0)) / (q2 - q0)
     } else {

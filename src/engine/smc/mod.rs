@@ -10,6 +10,7 @@ pub mod direction;
 pub mod energy_mixing;
 pub mod fast_prior;
 pub mod fit_pool;
+pub mod fold_quantiles;
 pub mod gaussian_fit;
 pub mod gp_score;
 pub mod left_behind;
