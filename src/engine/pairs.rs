@@ -90,6 +90,37 @@ impl PairSample {
         }
     }
 
+    /// The sample on the rows it touches only: (the same pairs in the same
+    /// order with the rows renumbered, the positives kept, the negatives
+    /// kept), both ascending. A row no pair touches adds nothing to a
+    /// sampled likelihood; EP at 10⁷ rows × 4·10⁶ pairs keeps about half.
+    pub fn compact(&self) -> (PairSample, Vec<usize>, Vec<usize>) {
+        let pos: Vec<usize> = (0..self.n_pos)
+            .filter(|&i| !self.row(i).is_empty())
+            .collect();
+        let mut seen = vec![false; self.n_neg];
+        for &j in &self.neg {
+            seen[j as usize] = true;
+        }
+        let neg: Vec<usize> = (0..self.n_neg).filter(|&j| seen[j]).collect();
+        let mut new_index = vec![0u32; self.n_neg];
+        for (t, &j) in neg.iter().enumerate() {
+            new_index[j] = t as u32;
+        }
+        let mut offsets = Vec::with_capacity(pos.len() + 1);
+        offsets.push(0);
+        for &i in &pos {
+            offsets.push(self.offsets[i + 1] - self.offsets[i] + offsets[offsets.len() - 1]);
+        }
+        let sample = PairSample {
+            n_pos: pos.len(),
+            n_neg: neg.len(),
+            offsets,
+            neg: self.neg.iter().map(|&j| new_index[j as usize]).collect(),
+        };
+        (sample, pos, neg)
+    }
+
     /// B, the number of sampled pairs (repeats counted).
     pub fn len(&self) -> usize {
         self.neg.len()

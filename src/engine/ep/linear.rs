@@ -24,6 +24,8 @@ pub struct LinearEp {
     /// whitening is the identity (one copy of the rows, not three).
     xp: Arc<DMatrix<f64>>,
     xn: Arc<DMatrix<f64>>,
+    /// n+ · n− of the data (the rows above are a pair sample's only).
+    all_pairs: usize,
     design: Design,
     ep: PairEp,
     vars: Vec<f64>,
@@ -59,25 +61,37 @@ impl LinearEp {
         if pos.is_empty() || neg.is_empty() {
             return Err(EngineError::InvalidParams("EP needs both classes".into()));
         }
+        let all_pairs = pos.len() * neg.len();
+        // A pair sample's state holds only the rows its pairs touch (the rest
+        // add nothing to its likelihood): at 10⁷ rows, about half the rows,
+        // copies, marginals and sums of q's rebuild.
+        let (pos, neg, sample) = match sampling {
+            None => (pos, neg, None),
+            Some((s, _)) if s.pairs == 0 => {
+                return Err(EngineError::InvalidParams(
+                    "a pair sample needs at least one pair".into(),
+                ));
+            }
+            Some((s, keys)) => {
+                let (sample, tp, tn) =
+                    PairSample::draw(pos.len(), neg.len(), s.pairs, s.seed, keys).compact();
+                let pick =
+                    |rows: &[usize], keep: Vec<usize>| keep.iter().map(|&t| rows[t]).collect();
+                (pick(&pos, tp), pick(&neg, tn), Some(sample))
+            }
+        };
         let (xp, xn) = (Arc::new(x.select_rows(&pos)), Arc::new(x.select_rows(&neg)));
         let design = Design::shared(&xp, &xn, vars, form);
         let (zp, zn, prior) = (design.zp.clone(), design.zn.clone(), design.prior.clone());
-        let ep = match sampling {
+        let ep = match sample {
             None => PairEp::new(zp, zn, identical_pairs(&xp, &xn), prior, precision),
-            Some((s, keys)) => {
-                if s.pairs == 0 {
-                    return Err(EngineError::InvalidParams(
-                        "a pair sample needs at least one pair".into(),
-                    ));
-                }
-                let sample = PairSample::draw(pos.len(), neg.len(), s.pairs, s.seed, keys);
-                PairEp::sampled(zp, zn, sample, prior, precision)
-            }
+            Some(sample) => PairEp::sampled(zp, zn, sample, prior, precision),
         }
         .map_err(EngineError::Numerical)?;
         Ok(LinearEp {
             xp,
             xn,
+            all_pairs,
             design,
             ep,
             vars: vars.to_vec(),
@@ -92,7 +106,7 @@ impl LinearEp {
     }
     /// All positive/negative pairs n+ · n−.
     pub fn all_pairs(&self) -> usize {
-        self.xp.nrows() * self.xn.nrows()
+        self.all_pairs
     }
     pub fn state(&self) -> &PairEp {
         &self.ep
@@ -169,7 +183,8 @@ impl LinearEp {
         g <= MAX_G && self.ep.start_from(q0, g)
     }
 
-    /// Scores `<θ, x>` of the positive and of the negative rows.
+    /// Scores `<θ, x>` of the positive and of the negative rows (with a pair
+    /// sample: of the rows it touches, numbered as in `state().sample()`).
     pub fn class_scores(&self, theta: &[f64]) -> (Vec<f64>, Vec<f64>) {
         let t = nalgebra::DVector::from_column_slice(theta);
         let s = |x: &DMatrix<f64>| (x * &t).iter().copied().collect();

@@ -180,7 +180,8 @@ impl PairEp {
     /// the pass's scratch, the rows once (Z_P, Z_N: shared with the design),
     /// per positive Z_P V and K Z_N (p numbers each), four numbers a row
     /// (marginals and sums), q; `sampled`: B sites on a pair sample instead
-    /// of all n+ × n−, with Z_N by rows, a second K Z_N by rows and the chunk
+    /// of all n+ × n−, with the chunks' copies of the rows of Z_N they touch
+    /// (at most B rows), a second K Z_N by rows and the chunk
     /// scratch of up to 4 threads. (It counted the rows 5 times: 2.3 GB too
     /// many at 10⁷ × 20.) `PairEp::held_bytes` is what a state holds.
     pub fn memory_bytes(
@@ -204,7 +205,7 @@ impl PairEp {
             // positive: K Z_N by rows, its sums (48) and its sample offset.
             Some(b) => {
                 b * (Precision::bytes_per_pair(precision.use_f64(b)) + 32)
-                    + 8 * n_neg * p
+                    + 8 * p * SampledLayout::copied_rows(b, n_pos, n_neg)
                     + (8 * p + 56) * n_pos
                     + (40 * b + 8 * p * n_pos) / 8
                     + rows

@@ -130,6 +130,59 @@ fn a_large_random_sample_approximates_all_pairs() {
     assert_eq!(again.state().sample(), lep.state().sample());
 }
 
+/// EP on the rows a sample touches (`PairSample::compact`, what `LinearEp`
+/// runs) is EP on all rows with the same pairs: untouched rows add nothing,
+/// only the order of the sums changes (means and sds to 1e-9 relative, the
+/// same sweeps). Many rows untouched: B = n/2.
+#[test]
+fn ep_on_the_touched_rows_is_ep_on_all_rows() {
+    let (x, y) = toy(400, 5, 8, 1.0);
+    let (xp, xn) = split(&x, &y);
+    let sample = PairSample::draw(xp.nrows(), xn.nrows(), 200, 4, &[]);
+    let (small, tp, tn) = sample.compact();
+    assert!(tp.len() < xp.nrows() && tn.len() < xn.nrows());
+    assert_eq!(small.len(), sample.len());
+    let mut at = 0;
+    for (r, &i) in tp.iter().enumerate() {
+        let js: Vec<u32> = small
+            .row(r)
+            .iter()
+            .map(|&t| tn[t as usize] as u32)
+            .collect();
+        assert_eq!(js, sample.row(i), "row {i}");
+        at += js.len();
+    }
+    assert_eq!(at, sample.len());
+    let run = |xp: &nalgebra::DMatrix<f64>, xn: &nalgebra::DMatrix<f64>, s: PairSample| {
+        let d = Design::new(xp, xn, &[1.0; 5], Form::Primal);
+        let mut ep = PairEp::sampled(
+            d.zp.clone(),
+            d.zn.clone(),
+            s,
+            d.prior.clone(),
+            Precision::F64,
+        )
+        .unwrap();
+        let out = ep
+            .run(40.0 / 200.0, &settings(), &Control::new(), &mut |_| {})
+            .unwrap();
+        (out.sweeps, ep.posterior().unwrap().clone())
+    };
+    let (a, qa) = run(&xp, &xn, sample.clone());
+    let (b, qb) = run(&xp.select_rows(&tp), &xn.select_rows(&tn), small);
+    assert_eq!(a, b);
+    for k in 0..5 {
+        let sd = qa.v[(k, k)].sqrt();
+        assert!(
+            (qa.m[k] - qb.m[k]).abs() < 1e-9 * sd,
+            "{} vs {}",
+            qa.m,
+            qb.m
+        );
+        assert!((qb.v[(k, k)].sqrt() / sd - 1.0).abs() < 1e-9);
+    }
+}
+
 /// The per-row marginals by parallel blocks are the serial products' values
 /// exactly (each a row's own sum in the same order; records stay
 /// bit-identical whatever the threads): `Z m` as nalgebra's product, u as

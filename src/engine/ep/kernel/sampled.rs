@@ -68,8 +68,13 @@ pub struct SampledLayout {
     /// Per positive row, the positions in its sample row whose pair has
     /// identical rows (a = 0: not a site).
     pub excluded: Excluded,
-    /// Z_N row-major (n− × p).
-    znt: Vec<f64>,
+    /// Per chunk (concatenated), the rows of Z_N its pairs touch, in the
+    /// order of `touched` (row-major): the pass reads them forward, never at
+    /// random in an n− × p table (at 10⁷ rows each pair waited on a cache
+    /// and TLB miss there). About B rows in all; fewer than n− when B < n−.
+    zc: Vec<f64>,
+    /// First row in `zc` of each chunk's touched negatives.
+    zc_first: Vec<usize>,
     p: usize,
     /// First row of each chunk, and one past the last.
     bounds: Vec<usize>,
@@ -122,7 +127,8 @@ impl SampledLayout {
         let mut me = SampledLayout {
             excluded: Excluded::new(n_pos, pairs),
             sample,
-            znt: Vec::new(),
+            zc: Vec::new(),
+            zc_first: Vec::new(),
             p: 0,
             bounds,
             touched,
@@ -133,27 +139,42 @@ impl SampledLayout {
         me
     }
 
-    /// New rows Z_N (same pairs).
+    /// New rows Z_N (same pairs): each chunk's copy of its touched rows.
     pub fn set_rows(&mut self, zn: &nalgebra::DMatrix<f64>) {
-        let (nn, p) = zn.shape();
+        let p = zn.ncols();
         self.p = p;
-        self.znt = vec![0.0; nn * p];
-        for k in 0..p {
-            for (j, v) in zn.column(k).iter().enumerate() {
-                self.znt[j * p + k] = *v;
+        let total: usize = self.touched.iter().map(Vec::len).sum();
+        self.zc = vec![0.0; total * p];
+        self.zc_first.clear();
+        let mut row = 0;
+        for t in &self.touched {
+            self.zc_first.push(row);
+            for k in 0..p {
+                let col = zn.column(k);
+                for (u, &j) in t.iter().enumerate() {
+                    self.zc[(row + u) * p + k] = col[j as usize];
+                }
             }
+            row += t.len();
         }
     }
 
-    fn z(&self, j: u32) -> &[f64] {
-        let p = self.p;
-        &self.znt[j as usize * p..(j as usize + 1) * p]
+    /// Chunk `c`'s copy of the row of its `slot`-th touched negative.
+    fn z(&self, c: usize, slot: usize) -> &[f64] {
+        let (p, r) = (self.p, self.zc_first[c] + slot);
+        &self.zc[r * p..(r + 1) * p]
     }
 
     pub fn bytes(&self) -> usize {
         self.sample.len() * 12
             + self.touched.iter().map(Vec::len).sum::<usize>() * 4
-            + self.znt.len() * 8
+            + self.zc.len() * 8
+    }
+
+    /// Rows the chunks' copies of Z_N hold for `b` pairs over `n_neg`
+    /// negatives (an upper bound: every pair a distinct row of its chunk).
+    pub fn copied_rows(b: usize, n_pos: usize, n_neg: usize) -> usize {
+        b.min(CHUNKS.min(n_pos).max(1) * n_neg)
     }
 }
 
@@ -328,21 +349,25 @@ pub(crate) fn pass<S: SiteScalar>(
                 s.mn.resize(m, 0.0);
                 s.un.resize(m, 0.0);
                 s.c.resize(m, 0.0);
+                let mut slot = usize::MAX;
+                let mut last = u32::MAX;
                 for (u, &t) in order.iter().enumerate() {
                     if let Some(&ta) = order.get(u + AHEAD) {
                         let ja = negs[ta as usize] as usize;
                         let ra = pair_row[ta as usize] as usize - r0;
-                        prefetch(layout.z(ja as u32));
                         prefetch(&marg.mn[ja..ja + 1]);
                         prefetch(&marg.un[ja..ja + 1]);
                         prefetch(&s.zv[ra * p..(ra + 1) * p]);
                     }
                     let (t, j) = (t as usize, negs[t as usize]);
+                    if j != last {
+                        (slot, last) = (slot.wrapping_add(1), j);
+                    }
                     let r = pair_row[t] as usize - r0;
                     s.mn[t] = marg.mn[j as usize];
                     s.un[t] = marg.un[j as usize];
                     let zv = &s.zv[r * p..(r + 1) * p];
-                    s.c[t] = layout.z(j).iter().zip(zv).map(|(x, y)| x * y).sum();
+                    s.c[t] = layout.z(c, slot).iter().zip(zv).map(|(x, y)| x * y).sum();
                 }
             }
             s.k64.resize(end - base, 0.0);
@@ -417,9 +442,7 @@ pub(crate) fn pass<S: SiteScalar>(
                 let mut last = u32::MAX;
                 for (u, &t) in order.iter().enumerate() {
                     if let Some(&ta) = order.get(u + AHEAD) {
-                        let ja = negs[ta as usize];
                         let ra = pair_row[ta as usize] as usize - r0;
-                        prefetch(layout.z(ja));
                         prefetch(&g[ra * p..(ra + 1) * p]);
                         prefetch(&s.k64[ta as usize..ta as usize + 1]);
                     }
@@ -431,7 +454,7 @@ pub(crate) fn pass<S: SiteScalar>(
                     let (kv, hv) = (s.k64[t], s.h64[t]);
                     kc[slot] += kv;
                     hc[slot] += hv;
-                    for (gv, zv) in g[r * p..(r + 1) * p].iter_mut().zip(layout.z(j)) {
+                    for (gv, zv) in g[r * p..(r + 1) * p].iter_mut().zip(layout.z(c, slot)) {
                         *gv += kv * zv;
                     }
                 }
