@@ -10,9 +10,9 @@
 //! AVX-512; `docs/BENCHMARKS.md`, "Scale"). Adaptive lengths the model cannot
 //! know before the run use central figures fitted to measured runs (SMC's
 //! stages and moves) or a stated floor (the great-circle sampler's steps:
-//! the estimate is then a lower bound). The
-//! estimate is for the planning order of magnitude: a factor 2 either way is
-//! expected; a factor 100 is what it exists to catch.
+//! the estimate is then a lower bound). The estimate is for the planning
+//! order of magnitude: a factor 2 either way is expected; a factor 100 is
+//! what it exists to catch.
 
 use serde::Serialize;
 
@@ -24,11 +24,8 @@ use crate::engine::ep::PairEp;
 
 /// Per-unit costs, single-thread seconds (measured; see the module doc).
 mod unit {
-    /// One EP site update per sweep (vectorised kernel, plus the blocked
-    /// GEMMs' share per site). Fitted to `--threads 1` CPU s per site and
-    /// sweep on the shared sets (main abcbb83, load 7–9): Shuttle 22.5 ns
-    /// (d = 9), EEG 15.6 (14), Bank 38.8 (48), Adult ≈ 29 (86), DNA 91 (180);
-    /// this line is within 1.5× of each (1e-9 per feature was 2.1× high on DNA).
+    /// One EP site·sweep, fitted to one thread's CPU: Shuttle 22.5 ns (d = 9),
+    /// EEG 15.6 (14), Bank 38.8 (48), Adult 29 (86), DNA 91 (180); ≤ 1.5× off.
     pub const EP_SITE: f64 = 15e-9;
     pub const EP_SITE_FEATURE: f64 = 0.35e-9;
     /// One sampled-pair site per sweep (`--pairs B`, d = 20; see `ep_part`).
@@ -66,9 +63,7 @@ mod unit {
 
 /// Planning figures for lengths fixed only during the run.
 pub mod plan {
-    /// EP sweeps: 11–21 on most shared sets, with a long tail (Adult 44,
-    /// Shuttle 52, Glass 141, EEG 470 at γ = n). Set above the median so that
-    /// the tail is not badly under-estimated (DNA ≈ 2× high, EEG ≈ 7× low).
+    /// EP sweeps: 11–21 on most sets, set high for the tail (Adult 44, EEG 470).
     pub const EP_SWEEPS: f64 = 50.0;
     /// L-BFGS evaluations of VB (12–30 measured).
     pub const LBFGS_EVALS: f64 = 30.0;
