@@ -11,18 +11,30 @@ pub fn auc(scores: &[f64], y: &[bool]) -> f64 {
     auc_sorted(scores, y, &ascending_order(scores))
 }
 
-/// The indices of `v` in ascending order (ties in any order: callers group
-/// equal values), sorted in parallel when long.
+/// The indices of `v` in ascending order (`f64::total_cmp`; ties by index,
+/// callers group equal values), sorted in parallel when long. Sorts (key,
+/// index) pairs: sorting indices by `v[a]` read each value at random (at 10⁷
+/// predicted rows, four such sorts were ≈ 20% of `predict`).
 pub fn ascending_order(v: &[f64]) -> Vec<usize> {
     use rayon::slice::ParallelSliceMut;
-    let mut order: Vec<usize> = (0..v.len()).collect();
-    let by = |&a: &usize, &b: &usize| v[a].total_cmp(&v[b]);
+    let mut kv: Vec<(u64, usize)> = v
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| (total_order_key(x), i))
+        .collect();
     if v.len() > 1 << 16 {
-        order.par_sort_unstable_by(by);
+        kv.par_sort_unstable();
     } else {
-        order.sort_unstable_by(by);
+        kv.sort_unstable();
     }
-    order
+    kv.into_iter().map(|(_, i)| i).collect()
+}
+
+/// An unsigned key ordered as `f64::total_cmp` orders the values (its bit
+/// trick, with the sign bit flipped for an unsigned comparison).
+fn total_order_key(x: f64) -> u64 {
+    let b = x.to_bits() as i64;
+    ((b ^ (((b >> 63) as u64) >> 1) as i64) as u64) ^ (1 << 63)
 }
 
 /// AUC given the ascending order of the scores.
@@ -134,6 +146,36 @@ pub fn thin_curve(points: &[RocPoint], max: usize) -> Vec<RocPoint> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The keyed sort orders as `total_cmp` (signed zeros, NaNs, infinities,
+    /// subnormals, ties), ties by index; long inputs (parallel) too.
+    #[test]
+    fn ascending_order_is_total_cmp_order() {
+        let special = [
+            0.0,
+            -0.0,
+            f64::NAN,
+            -f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            5e-324,
+            -5e-324,
+            1.0,
+            -1.0,
+            1.0,
+            f64::MAX,
+            f64::MIN,
+        ];
+        let long: Vec<f64> = (0..100_000)
+            .map(|k| ((k * 7919) % 1000) as f64 * 0.37 - 150.0)
+            .collect();
+        for v in [special.to_vec(), long] {
+            let got = ascending_order(&v);
+            let mut want: Vec<usize> = (0..v.len()).collect();
+            want.sort_by(|&a, &b| v[a].total_cmp(&v[b]).then(a.cmp(&b)));
+            assert_eq!(got, want);
+        }
+    }
 
     #[test]
     fn hand_computed_auc_with_ties() {

@@ -163,6 +163,10 @@ impl PairEp {
         })
     }
 
+    /// Whether a sampled pass reads one shared copy of Z_N (`SampledLayout`).
+    pub fn shares_rows(&self) -> bool {
+        self.sampled.as_ref().is_some_and(|(l, _)| l.shares_rows())
+    }
     /// The pair sample when the sites live on one.
     pub fn sample(&self) -> Option<&PairSample> {
         self.sampled.as_ref().map(|(l, _)| &l.sample)
@@ -180,10 +184,9 @@ impl PairEp {
     /// the pass's scratch, the rows once (Z_P, Z_N: shared with the design),
     /// per positive Z_P V and K Z_N (p numbers each), four numbers a row
     /// (marginals and sums), q; `sampled`: B sites on a pair sample instead
-    /// of all n+ × n−, with the chunks' copies of the rows of Z_N they touch
-    /// (at most B rows), a second K Z_N by rows and the chunk
-    /// scratch of up to 4 threads. (It counted the rows 5 times: 2.3 GB too
-    /// many at 10⁷ × 20.) `PairEp::held_bytes` is what a state holds.
+    /// of all n+ × n−, with the copies of Z_N by rows (`copied_rows`: the
+    /// chunks' or one shared), a second K Z_N by rows and the chunk
+    /// scratch of up to 4 threads. `PairEp::held_bytes`: what a state holds.
     pub fn memory_bytes(
         n_pos: usize,
         n_neg: usize,
@@ -273,12 +276,18 @@ impl PairEp {
     pub fn set_block_rows(&mut self, rows: usize) {
         self.ws = Workspace::with_block_rows(self.n_pos(), self.n_neg(), rows);
     }
+    /// The pass's copies of Z_N forced shared or per chunk (tests).
+    #[cfg(test)]
+    pub fn set_shared_rows(&mut self, shared: bool) {
+        if let Some((l, _)) = &mut self.sampled {
+            l.set_rows_as(&self.zn, shared);
+        }
+    }
     /// Large p: block products through matrixmultiply (tests of the tiled kernel).
     #[cfg(test)]
     pub fn set_gemm_products(&mut self, on: bool) {
         self.ws.set_gemm_products(on);
     }
-    /// Whether every sweep reports log Z_EP (costs ~15% of a sweep) or only the last.
     /// Power EP's α ∈ (0, 1] for the pair sites from now on (1 = EP;
     /// `StepFactor::power`). The sites keep their values: a warm start.
     pub fn set_power(&mut self, alpha: f64) {
@@ -286,15 +295,12 @@ impl PairEp {
         self.power = alpha;
     }
 
-    pub fn power(&self) -> f64 {
-        self.power
-    }
-
     /// The pair factor of g = γ/M with this state's power.
     fn step(&self, g: f64) -> StepFactor {
         StepFactor::with_power(g, self.power)
     }
 
+    /// Whether every sweep reports log Z_EP (costs ~15% of a sweep) or only the last.
     pub fn set_evidence_every_sweep(&mut self, on: bool) {
         self.evidence_every_sweep = on;
     }
@@ -399,10 +405,6 @@ impl PairEp {
             }
             None => false,
         }
-    }
-
-    fn has_prev(&self) -> bool {
-        with_store!(&self.store, s => s.prev.is_some())
     }
 
     fn evidence(&self, stats: &PassStats, step: StepFactor) -> EvidenceParts {
@@ -510,7 +512,7 @@ impl PairEp {
     }
 
     pub(crate) fn can_roll_back(&self) -> bool {
-        self.has_prev()
+        with_store!(&self.store, s => s.prev.is_some())
     }
 
     pub(crate) fn forget_rollback(&mut self) {
@@ -559,7 +561,7 @@ impl PairEp {
 
     /// Whether every site is zero (q = prior).
     pub(crate) fn sites_are_zero(&self) -> bool {
-        self.is_cold()
+        with_store!(&self.store, st => st.is_zero())
     }
 
     /// Runs EP to convergence from the current state with step factor g = γ/M
@@ -611,11 +613,6 @@ impl PairEp {
             extrapolations: out.jumps,
         })
     }
-
-    /// Whether every site is zero (q = prior).
-    fn is_cold(&self) -> bool {
-        with_store!(&self.store, st => st.is_zero())
-    }
 }
 
 /// Gaussian EP as the driver's state: pair sites and the Gaussian prior.
@@ -635,7 +632,7 @@ impl SweepState for GaussianSweep<'_> {
         self.ep.reset();
     }
     fn is_cold(&self) -> bool {
-        self.ep.is_cold()
+        self.ep.sites_are_zero()
     }
     fn pass(&mut self, eta: Option<f64>, evidence: bool) -> PassStats {
         self.ep.pass_from_q(self.step.g, eta, evidence)
@@ -647,7 +644,7 @@ impl SweepState for GaussianSweep<'_> {
         self.ep.shrink_current(self.step.g);
     }
     fn can_roll_back(&self) -> bool {
-        self.ep.has_prev()
+        self.ep.can_roll_back()
     }
     fn forget_rollback(&mut self) {
         self.ep.forget_rollback();

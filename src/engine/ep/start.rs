@@ -52,7 +52,7 @@ impl PairEp {
     /// sites of a cold state), then q rebuilt from them; false (and the state
     /// back at the prior) when a cavity is invalid or Q is not positive definite.
     pub(crate) fn start_from(&mut self, q0: &Posterior, g: f64) -> bool {
-        assert!(self.is_cold(), "a start needs a cold state");
+        assert!(self.sites_are_zero(), "a start needs a cold state");
         posterior::marginals(&self.zp, &self.zn, q0, &mut self.marg);
         self.marg_stale = false;
         self.q = Some(q0.clone());

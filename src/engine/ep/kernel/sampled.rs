@@ -24,6 +24,12 @@ use super::Isa;
 /// Chunks of positive rows (at most; fewer when there are fewer rows).
 const CHUNKS: usize = 32;
 
+/// The chunks' copies of Z_N are kept while they hold at most this many
+/// times n− rows; beyond, one shared copy. Per chunk its rows are contiguous
+/// (fewer cache and TLB misses: the choice at 10⁷ rows × 4·10⁶ pairs, ≈ 1.3
+/// times n−); when negatives recur across chunks the copies cost memory.
+const SHARED_ABOVE: f64 = 2.0;
+
 /// Pairs ahead whose rows are prefetched: the pass reads a negative's row,
 /// its marginals and the positive's row at scattered addresses (at 10⁷ rows
 /// each pair waited on memory, ≈ 400 ns a pair a sweep); the loads of the
@@ -68,13 +74,15 @@ pub struct SampledLayout {
     /// Per positive row, the positions in its sample row whose pair has
     /// identical rows (a = 0: not a site).
     pub excluded: Excluded,
-    /// Per chunk (concatenated), the rows of Z_N its pairs touch, in the
-    /// order of `touched` (row-major): the pass reads them forward, never at
-    /// random in an n− × p table (at 10⁷ rows each pair waited on a cache
-    /// and TLB miss there). About B rows in all; fewer than n− when B < n−.
+    /// Z_N by rows (row-major) for the pass: per chunk (concatenated), the
+    /// rows its pairs touch in the order of `touched`, read forward, never
+    /// at random in an n− × p table (at 10⁷ rows each pair waited on a
+    /// cache and TLB miss there); or one shared copy of all n− rows when the
+    /// chunks' copies would hold many more rows (`SHARED_ABOVE`).
     zc: Vec<f64>,
-    /// First row in `zc` of each chunk's touched negatives.
-    zc_first: Vec<usize>,
+    /// First row in `zc` of each chunk's touched negatives; `None`: `zc` is
+    /// the shared copy, row j is negative j.
+    zc_first: Option<Vec<usize>>,
     p: usize,
     /// First row of each chunk, and one past the last.
     bounds: Vec<usize>,
@@ -128,7 +136,7 @@ impl SampledLayout {
             excluded: Excluded::new(n_pos, pairs),
             sample,
             zc: Vec::new(),
-            zc_first: Vec::new(),
+            zc_first: None,
             p: 0,
             bounds,
             touched,
@@ -139,16 +147,37 @@ impl SampledLayout {
         me
     }
 
-    /// New rows Z_N (same pairs): each chunk's copy of its touched rows.
+    /// New rows Z_N (same pairs): each chunk's copy of its touched rows, or
+    /// one shared copy when the chunks' copies would exceed `SHARED_ABOVE`
+    /// times n− rows (10⁶ rows × 4·10⁶ pairs: every negative in ≈ 5 chunks,
+    /// 3.7·10⁶ copied rows against 7.5·10⁵). The same values either way.
     pub fn set_rows(&mut self, zn: &nalgebra::DMatrix<f64>) {
+        let total: usize = self.touched.iter().map(Vec::len).sum();
+        let shared = total as f64 > SHARED_ABOVE * zn.nrows() as f64;
+        self.set_rows_as(zn, shared);
+    }
+
+    /// `set_rows` with the layout forced (`shared`: one copy of Z_N).
+    pub(crate) fn set_rows_as(&mut self, zn: &nalgebra::DMatrix<f64>, shared: bool) {
         let p = zn.ncols();
         self.p = p;
+        self.zc = Vec::new(); // the old copy freed before the new one
+        if shared {
+            self.zc = vec![0.0; zn.nrows() * p];
+            for k in 0..p {
+                for (j, &v) in zn.column(k).iter().enumerate() {
+                    self.zc[j * p + k] = v;
+                }
+            }
+            self.zc_first = None;
+            return;
+        }
         let total: usize = self.touched.iter().map(Vec::len).sum();
         self.zc = vec![0.0; total * p];
-        self.zc_first.clear();
+        let mut first = Vec::with_capacity(self.touched.len());
         let mut row = 0;
         for t in &self.touched {
-            self.zc_first.push(row);
+            first.push(row);
             for k in 0..p {
                 let col = zn.column(k);
                 for (u, &j) in t.iter().enumerate() {
@@ -157,12 +186,22 @@ impl SampledLayout {
             }
             row += t.len();
         }
+        self.zc_first = Some(first);
     }
 
-    /// Chunk `c`'s copy of the row of its `slot`-th touched negative.
-    fn z(&self, c: usize, slot: usize) -> &[f64] {
-        let (p, r) = (self.p, self.zc_first[c] + slot);
-        &self.zc[r * p..(r + 1) * p]
+    /// Whether the pass reads one shared copy of Z_N (not the chunks').
+    pub fn shares_rows(&self) -> bool {
+        self.zc_first.is_none()
+    }
+
+    /// The row of negative `j`, chunk `c`'s `slot`-th touched negative.
+    #[inline(always)]
+    fn z(&self, c: usize, slot: usize, j: u32) -> &[f64] {
+        let r = match &self.zc_first {
+            Some(first) => first[c] + slot,
+            None => j as usize,
+        };
+        &self.zc[r * self.p..(r + 1) * self.p]
     }
 
     pub fn bytes(&self) -> usize {
@@ -171,10 +210,18 @@ impl SampledLayout {
             + self.zc.len() * 8
     }
 
-    /// Rows the chunks' copies of Z_N hold for `b` pairs over `n_neg`
-    /// negatives (an upper bound: every pair a distinct row of its chunk).
+    /// Rows the copies of Z_N hold for `b` pairs over `n_neg` negatives:
+    /// the chunks' expected distinct negatives (each chunk draws b/chunks
+    /// of n_neg), or n_neg when that is above `SHARED_ABOVE`·n_neg.
     pub fn copied_rows(b: usize, n_pos: usize, n_neg: usize) -> usize {
-        b.min(CHUNKS.min(n_pos).max(1) * n_neg)
+        let chunks = CHUNKS.min(n_pos).max(1) as f64;
+        let n = n_neg as f64;
+        let per_chunk = chunks * n * -(-(b as f64) / (chunks * n)).exp_m1();
+        if per_chunk > SHARED_ABOVE * n {
+            n_neg
+        } else {
+            per_chunk.ceil() as usize
+        }
     }
 }
 
@@ -367,7 +414,7 @@ pub(crate) fn pass<S: SiteScalar>(
                     s.mn[t] = marg.mn[j as usize];
                     s.un[t] = marg.un[j as usize];
                     let zv = &s.zv[r * p..(r + 1) * p];
-                    s.c[t] = layout.z(c, slot).iter().zip(zv).map(|(x, y)| x * y).sum();
+                    s.c[t] = layout.z(c, slot, j).iter().zip(zv).map(|(x, y)| x * y).sum();
                 }
             }
             s.k64.resize(end - base, 0.0);
@@ -454,7 +501,7 @@ pub(crate) fn pass<S: SiteScalar>(
                     let (kv, hv) = (s.k64[t], s.h64[t]);
                     kc[slot] += kv;
                     hc[slot] += hv;
-                    for (gv, zv) in g[r * p..(r + 1) * p].iter_mut().zip(layout.z(c, slot)) {
+                    for (gv, zv) in g[r * p..(r + 1) * p].iter_mut().zip(layout.z(c, slot, j)) {
                         *gv += kv * zv;
                     }
                 }
