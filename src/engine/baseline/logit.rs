@@ -11,7 +11,7 @@
 use nalgebra::{DMatrix, DVector};
 use serde_json::json;
 
-use super::logit_newton::{newton, sigmoid};
+use super::logit_newton::{Pass, newton, sigmoid};
 use crate::engine::data::prepare::stratified_folds;
 use crate::engine::event::{Event, LogLevel};
 use crate::engine::fit::{EngineKind, Fit, ScoreModel};
@@ -70,8 +70,21 @@ pub struct LogitFit {
 /// Fits the penalised model on standardised rows `x`. For d ≥ n the fit runs on the
 /// thin-SVD scores `U S` (the optimum lies in the row space of X) and maps back.
 pub fn fit_logit(x: &DMatrix<f64>, y: &[bool], lambda: f64, warm: Option<&LogitFit>) -> LogitFit {
+    fit_logit_cached(x, y, lambda, warm, &mut None)
+}
+
+/// `fit_logit`, with the pass at the last fit's optimum on the same rows
+/// (`pass`: read, then replaced by this fit's; the reduced form keeps none).
+fn fit_logit_cached(
+    x: &DMatrix<f64>,
+    y: &[bool],
+    lambda: f64,
+    warm: Option<&LogitFit>,
+    pass: &mut Option<Pass>,
+) -> LogitFit {
     let (n, d) = x.shape();
     if d >= n {
+        *pass = None;
         let svd = x.clone().svd(true, true);
         let s_max = svd.singular_values.max();
         let keep: Vec<usize> = (0..svd.singular_values.len())
@@ -90,7 +103,7 @@ pub fn fit_logit(x: &DMatrix<f64>, y: &[bool], lambda: f64, warm: Option<&LogitF
             var: DVector::zeros(0),
             iterations: 0,
         });
-        let small = fit_logit_full(&us, y, lambda, warm_r.as_ref());
+        let small = fit_logit_full(&us, y, lambda, warm_r.as_ref(), &mut None);
         let beta = vt.tr_mul(&small.beta);
         // Var β = Wᵀ(H⁻¹ − I/λ)W + I/λ with the reduced block of H⁻¹ (intercept dropped).
         let hinv = small_inverse_block(&us, lambda, &small);
@@ -107,14 +120,20 @@ pub fn fit_logit(x: &DMatrix<f64>, y: &[bool], lambda: f64, warm: Option<&LogitF
             iterations: small.iterations,
         };
     }
-    fit_logit_full(x, y, lambda, warm)
+    fit_logit_full(x, y, lambda, warm, pass)
 }
 
 fn with_intercept(x: &DMatrix<f64>) -> DMatrix<f64> {
     x.clone().insert_column(0, 1.0)
 }
 
-fn fit_logit_full(x: &DMatrix<f64>, y: &[bool], lambda: f64, warm: Option<&LogitFit>) -> LogitFit {
+fn fit_logit_full(
+    x: &DMatrix<f64>,
+    y: &[bool],
+    lambda: f64,
+    warm: Option<&LogitFit>,
+    pass: &mut Option<Pass>,
+) -> LogitFit {
     let p = x.ncols() + 1;
     let w0 = warm.map(|f| {
         let mut w = DVector::zeros(p);
@@ -122,7 +141,8 @@ fn fit_logit_full(x: &DMatrix<f64>, y: &[bool], lambda: f64, warm: Option<&Logit
         w.rows_mut(1, f.beta.len()).copy_from(&f.beta);
         w
     });
-    let (w, hess, iterations) = newton(x, y, lambda, w0.as_ref());
+    let (w, hess, iterations, last) = newton(x, y, lambda, w0.as_ref(), pass.take());
+    *pass = Some(last);
     let var = hess
         .try_inverse()
         .map(|h| DVector::from_iterator(x.ncols(), (1..p).map(|k| h[(k, k)].max(0.0))))
@@ -162,9 +182,10 @@ fn small_inverse_block(us: &DMatrix<f64>, lambda: f64, f: &LogitFit) -> DMatrix<
 /// small, each fit warm-started from the last.
 struct LogitCv;
 
-/// One fold's last fit (the warm start of the next λ).
+/// One fold's last fit (the warm start of the next λ) and its pass.
 struct LogitWalker {
     warm: Option<LogitFit>,
+    pass: Option<Pass>,
 }
 
 impl CvMethod for LogitCv {
@@ -183,7 +204,10 @@ impl CvMethod for LogitCv {
     }
 
     fn start(&self, _fold: &FoldData) -> Result<LogitWalker, EngineError> {
-        Ok(LogitWalker { warm: None })
+        Ok(LogitWalker {
+            warm: None,
+            pass: None,
+        })
     }
 
     fn fold_bytes(&self, positives: usize, negatives: usize, d: usize) -> usize {
@@ -199,7 +223,13 @@ impl GridWalker for LogitWalker {
         fold: &FoldData,
         _ctl: &Control,
     ) -> Result<PointFit, EngineError> {
-        let m = fit_logit(&fold.xtr, &fold.ytr, lambda, self.warm.as_ref());
+        let m = fit_logit_cached(
+            &fold.xtr,
+            &fold.ytr,
+            lambda,
+            self.warm.as_ref(),
+            &mut self.pass,
+        );
         let scores = (&fold.xte * &m.beta).iter().copied().collect();
         let iterations = m.iterations;
         self.warm = Some(m);
@@ -381,7 +411,7 @@ mod tests {
     #[test]
     fn reduced_form_matches_primal() {
         let (x, y) = toy(12, 12, 3);
-        let primal = fit_logit_full(&x, &y, 2.0, None);
+        let primal = fit_logit_full(&x, &y, 2.0, None, &mut None);
         let reduced = fit_logit(&x, &y, 2.0, None);
         assert!((primal.beta - &reduced.beta).amax() < 1e-7);
         assert!((primal.var - &reduced.var).amax() < 1e-7);
@@ -414,6 +444,34 @@ mod tests {
             }
         }
         assert!(g0.abs() < 1e-6 && g.amax() < 1e-6, "gradient {g0} {g}");
+    }
+
+    /// A warm start that reuses the last fit's pass (the CV's walk) is the
+    /// warm start that recomputes it, bit for bit; a pass at another w is
+    /// not used.
+    #[test]
+    fn a_cached_pass_changes_no_bit() {
+        let (x, y) = toy(5_000, 4, 9);
+        let mut pass = None;
+        let first = fit_logit_cached(&x, &y, 10.0, None, &mut pass);
+        for lambda in [3.0, 1.0] {
+            let plain = fit_logit(&x, &y, lambda, Some(&first));
+            let mut stale = None;
+            fit_logit_cached(&x, &y, 0.5, None, &mut stale);
+            let ignored = fit_logit_cached(&x, &y, lambda, Some(&first), &mut stale);
+            let mut cached = fit_logit_cached(&x, &y, 10.0, None, &mut pass);
+            cached = fit_logit_cached(&x, &y, lambda, Some(&cached), &mut pass);
+            for m in [&cached, &ignored] {
+                assert_eq!(m.iterations, plain.iterations);
+                assert_eq!(m.intercept.to_bits(), plain.intercept.to_bits());
+                assert!(
+                    m.beta
+                        .iter()
+                        .zip(plain.beta.iter())
+                        .all(|(a, b)| a.to_bits() == b.to_bits())
+                );
+            }
+        }
     }
 
     /// λ by CV on a stratified subsample (forced by a small `cv_rows`) is

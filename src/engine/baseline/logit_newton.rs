@@ -22,6 +22,21 @@ pub(super) fn sigmoid(t: f64) -> f64 {
     }
 }
 
+/// Σ a_i b_i in 8 interleaved partial sums (fixed order): one running sum
+/// waited on each add's latency (the gradient's 21 dots were most of a pass's
+/// time outside its GEMM).
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let n8 = a.len() / 8 * 8;
+    let mut acc = [0.0f64; 8];
+    for (x, y) in a[..n8].chunks_exact(8).zip(b[..n8].chunks_exact(8)) {
+        for l in 0..8 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    let tail: f64 = a[n8..].iter().zip(&b[n8..]).map(|(x, y)| x * y).sum();
+    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
+}
+
 /// One pass's sums over rows: Σ loss, gradient and (optionally) Hessian in w = [b, β].
 struct Sums {
     loss: f64,
@@ -78,7 +93,7 @@ fn chunk(x: &DMatrix<f64>, y: &[bool], w: &[f64], lo: usize, hi: usize, hess: bo
         out.grad[0] += g0;
         for k in 0..d {
             let col = &xs[k * n + start..k * n + start + m];
-            out.grad[k + 1] += col.iter().zip(&r[..m]).map(|(a, b)| a * b).sum::<f64>();
+            out.grad[k + 1] += dot(col, &r[..m]);
             if hess {
                 let (sw, rest) = s.split_at_mut(BLOCK);
                 let dst = &mut rest[k * BLOCK..k * BLOCK + m];
@@ -146,20 +161,41 @@ fn penalty(w: &DVector<f64>, lambda: f64) -> f64 {
     0.5 * lambda * w.rows(1, w.len() - 1).norm_squared()
 }
 
+/// The data term's pass (loss, gradient, Hessian; no penalty) at `w`: Newton
+/// restarted from w on the same rows at another λ (the CV's warm starts)
+/// starts from it instead of a pass (one in three or four of the CV's).
+pub(super) struct Pass {
+    w: DVector<f64>,
+    sums: Sums,
+}
+
 /// Newton's method with a backtracking line search on rows `x` (no intercept
-/// column: w[0] is the intercept); `w0` a warm start. Returns the optimum, the
-/// penalised Hessian at the last step and the iterations.
+/// column: w[0] is the intercept); `w0` a warm start, `cached` the pass at
+/// some w on these rows (used when it is w0 bit for bit). Returns the
+/// optimum, the penalised Hessian at the last step, the iterations and the
+/// pass at the optimum.
 pub(super) fn newton(
     x: &DMatrix<f64>,
     y: &[bool],
     lambda: f64,
     w0: Option<&DVector<f64>>,
-) -> (DVector<f64>, DMatrix<f64>, usize) {
+    cached: Option<Pass>,
+) -> (DVector<f64>, DMatrix<f64>, usize, Pass) {
     let p = x.ncols() + 1;
     let mut w = w0.cloned().unwrap_or_else(|| DVector::zeros(p));
+    let same = |c: &Pass| {
+        c.w.len() == p
+            && c.w
+                .iter()
+                .zip(w.iter())
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+    };
     // Each candidate's pass gives its loss and, once accepted, the next step's
-    // gradient and Hessian: one pass per iteration.
-    let mut at_w = pass(x, y, &w, true);
+    // gradient and Hessian: one pass per iteration. `at_w` is always the pass at w.
+    let mut at_w = match cached {
+        Some(c) if same(&c) => c.sums,
+        _ => pass(x, y, &w, true),
+    };
     let mut f = at_w.loss + penalty(&w, lambda);
     let mut it = 0;
     loop {
@@ -173,7 +209,7 @@ pub(super) fn newton(
         hess[(0, 0)] += 1e-10 * (1.0 + hess[(0, 0)]); // an intercept alone can run off on one-class folds
         let chol = match hess.clone().cholesky() {
             Some(c) => c,
-            None => return (w, hess, it),
+            None => return (w.clone(), hess, it, Pass { w, sums: at_w }),
         };
         let step = chol.solve(&grad);
         let mut t = 1.0;
@@ -193,7 +229,7 @@ pub(super) fn newton(
         }
         let small = step.amax() * t < 1e-10 * (1.0 + w.amax());
         if !accepted || small || it >= 100 {
-            return (w, hess, it);
+            return (w.clone(), hess, it, Pass { w, sums: at_w });
         }
     }
 }

@@ -301,7 +301,12 @@ fn shared_and_per_chunk_rows_give_the_same_ep() {
         assert_eq!(shared, natural, "B = {b}");
         let (_, sweeps2, sites2, m2, v2) = run(b, Some(!natural));
         assert_eq!(sweeps, sweeps2);
-        assert!(sites.iter().zip(&sites2).all(|(a, b)| a.to_bits() == b.to_bits()));
+        assert!(
+            sites
+                .iter()
+                .zip(&sites2)
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+        );
         assert_eq!((m, v), (m2, v2));
     }
 }

@@ -163,7 +163,10 @@ impl SampledLayout {
         self.p = p;
         self.zc = Vec::new(); // the old copy freed before the new one
         if shared {
-            self.zc = vec![0.0; zn.nrows() * p];
+            // Read at scattered rows by every chunk: huge pages spare a TLB
+            // miss per pair.
+            self.zc = crate::engine::numerics::huge_pages::vec_with_capacity(zn.nrows() * p);
+            self.zc.resize(zn.nrows() * p, 0.0);
             for k in 0..p {
                 for (j, &v) in zn.column(k).iter().enumerate() {
                     self.zc[j * p + k] = v;
@@ -187,6 +190,14 @@ impl SampledLayout {
             row += t.len();
         }
         self.zc_first = Some(first);
+    }
+
+    /// The row of negative `j` in the shared copy (None: the chunks' copies).
+    #[inline(always)]
+    fn z_shared(&self, j: usize) -> Option<&[f64]> {
+        self.zc_first
+            .is_none()
+            .then(|| &self.zc[j * self.p..(j + 1) * self.p])
     }
 
     /// Whether the pass reads one shared copy of Z_N (not the chunks').
@@ -405,6 +416,9 @@ pub(crate) fn pass<S: SiteScalar>(
                         prefetch(&marg.mn[ja..ja + 1]);
                         prefetch(&marg.un[ja..ja + 1]);
                         prefetch(&s.zv[ra * p..(ra + 1) * p]);
+                        if let Some(z) = layout.z_shared(ja) {
+                            prefetch(z);
+                        }
                     }
                     let (t, j) = (t as usize, negs[t as usize]);
                     if j != last {
@@ -414,7 +428,12 @@ pub(crate) fn pass<S: SiteScalar>(
                     s.mn[t] = marg.mn[j as usize];
                     s.un[t] = marg.un[j as usize];
                     let zv = &s.zv[r * p..(r + 1) * p];
-                    s.c[t] = layout.z(c, slot, j).iter().zip(zv).map(|(x, y)| x * y).sum();
+                    s.c[t] = layout
+                        .z(c, slot, j)
+                        .iter()
+                        .zip(zv)
+                        .map(|(x, y)| x * y)
+                        .sum();
                 }
             }
             s.k64.resize(end - base, 0.0);
@@ -492,6 +511,9 @@ pub(crate) fn pass<S: SiteScalar>(
                         let ra = pair_row[ta as usize] as usize - r0;
                         prefetch(&g[ra * p..(ra + 1) * p]);
                         prefetch(&s.k64[ta as usize..ta as usize + 1]);
+                        if let Some(z) = layout.z_shared(negs[ta as usize] as usize) {
+                            prefetch(z);
+                        }
                     }
                     let (t, j) = (t as usize, negs[t as usize]);
                     if j != last {
