@@ -5,11 +5,11 @@
 //! both phases. One Gaussian fit of it is too wide for the narrow phase and
 //! puts the broad one in its tails: the step shrinks to hold acceptance and
 //! the chains left in the old phase cross over by small steps. A mixture q
-//! of two Gaussians fitted to the stage-start cloud, proposed independently
-//! of the state (θ' ~ q, α = π(θ')q(θ) / π(θ)q(θ')), moves a chain from the
-//! old phase (π/q small there: q covers it, π has left it) to the new in one
-//! accepted step. Exact: a Metropolis–Hastings kernel for the stage's target,
-//! its q fixed by the cloud at the stage's start like every stage fit.
+//! of two Gaussians fitted to the chains, proposed independently of the
+//! state (θ' ~ q, α = π(θ')q(θ) / π(θ)q(θ')), moves a chain from the old
+//! phase (π/q small there: q covers it, π has left it) to the new in one
+//! accepted step. Exact: a Metropolis–Hastings kernel for the stage's target
+//! whose q does not depend on the chain's own state (see `GROUPS`).
 
 use nalgebra::{DMatrix, DVector};
 use rand::RngExt;
@@ -26,6 +26,37 @@ use crate::engine::numerics::rng::{self, Rng};
 /// Moves after which a stage that has not decorrelated adds the mixture move
 /// to each step (a quarter of the default cap of 200).
 pub const MIXTURE_AFTER: usize = 50;
+/// Groups of chains (contiguous: resampled copies of one ancestor are
+/// adjacent) each moved by a mixture fitted to the other groups' chains: the
+/// mixtures are refitted from the chains every `MIXTURE_AFTER` moves (the
+/// stage-start cloud may hold too little of the new phase), and a chain's
+/// own state never shapes its proposal, so each chain's kernel, given the
+/// other groups, leaves the stage's target invariant.
+pub const GROUPS: usize = 5;
+
+/// The group of chain j of m.
+fn group_of(j: usize, m: usize) -> usize {
+    j * GROUPS / m.max(1)
+}
+
+/// Per group, the mixture fitted to the chains of the other groups (None
+/// where the fit failed: those chains skip the move).
+pub fn fit_left_out(theta: &[f64], d: usize) -> Vec<Option<Mixture>> {
+    let m = theta.len() / d.max(1);
+    (0..GROUPS)
+        .into_par_iter()
+        .map(|g| {
+            let rows: Vec<f64> = theta
+                .chunks_exact(d)
+                .enumerate()
+                .filter(|(j, _)| group_of(*j, m) != g)
+                .flat_map(|(_, r)| r.iter().copied())
+                .collect();
+            Mixture::fit(&rows, d)
+        })
+        .collect()
+}
+
 /// Components of the mixture.
 const COMPONENTS: usize = 2;
 /// EM iterations at most.
@@ -277,7 +308,7 @@ pub struct MixtureStep {
 /// The moved chains' whitened states are refreshed with their fits (and maps).
 pub fn step<T: Target + ?Sized>(
     target: &T,
-    mix: &Mixture,
+    mixes: &[Option<Mixture>],
     (fits, maps): (&[GaussianFit], Option<&[MarginalMaps]>),
     chains: &mut Chains,
     gamma: f64,
@@ -297,13 +328,20 @@ pub fn step<T: Target + ?Sized>(
         .zip(moved.par_chunks_mut(BLOCK))
         .zip(chains.white.par_chunks_mut(BLOCK * d))
         .zip(chains.fold.par_chunks(BLOCK))
-        .map(|(((((((th, rk), lp), rngs), sk), mv), wh), fold)| {
+        .enumerate()
+        .map(|(blk, (((((((th, rk), lp), rngs), sk), mv), wh), fold))| {
+            let mix_of = |j: usize| mixes[group_of(blk * BLOCK + j, m)].as_ref();
             let mut rewhiten = Rewhiten::default();
             let c = rk.len();
             let mut prop = vec![0.0; c * d];
             let mut z = vec![0.0; d];
             let mut log_u = vec![0.0; c];
             for (j, r) in rngs.iter_mut().enumerate() {
+                let Some(mix) = mix_of(j) else {
+                    prop[j * d..(j + 1) * d].copy_from_slice(&th[j * d..(j + 1) * d]);
+                    log_u[j] = f64::INFINITY;
+                    continue;
+                };
                 mix.sample(r, &mut prop[j * d..(j + 1) * d], &mut z);
                 let u: f64 = r.random();
                 log_u[j] = u.ln();
@@ -315,6 +353,7 @@ pub fn step<T: Target + ?Sized>(
                 ..MixtureStep::default()
             };
             for j in 0..c {
+                let Some(mix) = mix_of(j) else { continue };
                 let new = &prop[j * d..(j + 1) * d];
                 let cur = &th[j * d..(j + 1) * d];
                 let lp_new = target.log_prior(new);

@@ -514,7 +514,7 @@ fn move_stage<T: Target + ?Sized>(
     let mut decorrelated_at = None;
     let mut measured = None;
     // The mixture move (see `mixture`): fitted once, when first needed.
-    let mut mix: Option<Option<Mixture>> = None;
+    let mut mix: Vec<Option<Mixture>> = Vec::new();
     let mut mix_stats: Option<MixtureStats> = None;
     while steps < max_steps {
         ctl.checkpoint()?;
@@ -557,14 +557,21 @@ fn move_stage<T: Target + ?Sized>(
             && spec.chart.is_none()
             && steps >= mixture::MIXTURE_AFTER
             && max_corr > s.decorrelation
-            && let Some(q) = mix.get_or_insert_with(|| Mixture::fit(&start_theta, d))
         {
+            if steps.is_multiple_of(mixture::MIXTURE_AFTER) || mix.is_empty() {
+                mix = mixture::fit_left_out(&chains.theta, d);
+            }
+            let q = &mix;
             let fits = (spec.fits, spec.maps);
             let st = mixture::step(target, q, fits, &mut chains, spec.gamma, &mut moved);
             full_evaluations += st.evaluations;
             esjd_sum += st.jump2 / m as f64;
             let ms = mix_stats.get_or_insert(MixtureStats {
-                shares: q.shares(),
+                shares: q
+                    .iter()
+                    .flatten()
+                    .next()
+                    .map_or(Vec::new(), Mixture::shares),
                 ..MixtureStats::default()
             });
             ms.proposals += st.evaluations;
