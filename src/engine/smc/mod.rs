@@ -15,6 +15,7 @@ pub mod gaussian_fit;
 pub mod gp_score;
 pub mod left_behind;
 pub mod marginal_map;
+pub mod mixture;
 pub mod moves;
 pub mod path_cv;
 mod radial;

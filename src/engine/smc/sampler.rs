@@ -14,6 +14,7 @@ use super::delayed::DelayedStats;
 use super::energy_mixing::{self, EnergyMixing, max_correlation};
 use super::fit_pool::{Snapshots, stage_proposal};
 use super::left_behind::{self, LeftBehind};
+use super::mixture::{self, Mixture, MixtureStats};
 use super::moves::{self, Chains, Kernel, Proposals, StepSpec};
 use super::settings::{Moves, SmcSettings};
 use super::target::Target;
@@ -79,6 +80,10 @@ pub struct StageInfo {
     /// kernels that move whitened states).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left_behind: Option<LeftBehind>,
+    /// The mixture move's counts (stages that took `MIXTURE_AFTER` moves
+    /// without decorrelating; see `mixture`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mixture: Option<MixtureStats>,
     /// Delayed acceptance's counts (a target with a surrogate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub surrogate: Option<DelayedStats>,
@@ -187,6 +192,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
             skewed: None,
             energy: None,
             left_behind: None,
+            mixture: None,
             surrogate: None,
             mean_risk: mean(&risk),
             risk_sd: sd(&risk),
@@ -356,6 +362,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
                 skewed: prop.skewed,
                 energy: mv.energy,
                 left_behind: mv.left_behind,
+                mixture: mv.mixture,
                 surrogate: target.surrogate().map(|_| DelayedStats {
                     proposals: proposed,
                     full_evaluations: mv.full_evaluations,
@@ -418,6 +425,7 @@ struct Moved {
     decorrelated_at: Option<usize>,
     energy: Option<EnergyMixing>,
     left_behind: Option<LeftBehind>,
+    mixture: Option<MixtureStats>,
     /// Snapshots of the chains for the next stage's fits (θ, risk).
     snapshots: (Vec<f64>, Vec<f64>),
     /// Step size after adaptation.
@@ -505,6 +513,9 @@ fn move_stage<T: Target + ?Sized>(
     let mut stuck_copies = m;
     let mut decorrelated_at = None;
     let mut measured = None;
+    // The mixture move (see `mixture`): fitted once, when first needed.
+    let mut mix: Vec<Option<Mixture>> = Vec::new();
+    let mut mix_stats: Option<MixtureStats> = None;
     while steps < max_steps {
         ctl.checkpoint()?;
         let st = moves::step(target, &mut chains, buf, spec);
@@ -541,6 +552,31 @@ fn move_stage<T: Target + ?Sized>(
                 break;
             }
         }
+        if matches!(s.moves, Moves::Adaptive { .. })
+            && s.waste_free.is_none()
+            && spec.chart.is_none()
+            && steps >= mixture::MIXTURE_AFTER
+            && max_corr > s.decorrelation
+        {
+            if steps.is_multiple_of(mixture::MIXTURE_AFTER) || mix.is_empty() {
+                mix = mixture::fit_left_out(&chains.theta, d);
+            }
+            let q = &mix;
+            let fits = (spec.fits, spec.maps);
+            let st = mixture::step(target, q, fits, &mut chains, spec.gamma, &mut moved);
+            full_evaluations += st.evaluations;
+            esjd_sum += st.jump2 / m as f64;
+            let ms = mix_stats.get_or_insert(MixtureStats {
+                shares: q
+                    .iter()
+                    .flatten()
+                    .next()
+                    .map_or(Vec::new(), Mixture::shares),
+                ..MixtureStats::default()
+            });
+            ms.proposals += st.evaluations;
+            ms.accepted += st.accepted;
+        }
         progress.step(steps, accepted as f64 / (steps * m) as f64, measured);
     }
     let energy = Some(energy_mixing::measure(&start_risk, &chains.risk));
@@ -569,6 +605,7 @@ fn move_stage<T: Target + ?Sized>(
         decorrelated_at,
         energy,
         left_behind,
+        mixture: mix_stats,
         snapshots: snapshots.finish(steps),
         scale: spec.scale,
     })
