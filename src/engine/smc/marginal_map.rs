@@ -32,6 +32,9 @@ use std::sync::OnceLock;
 
 use super::fold_quantiles::FoldBins;
 
+/// A fold's mapped rows by coordinate (`cols[k][r]`).
+pub type Columns = Vec<Vec<f64>>;
+
 /// Knots of every map (z evenly spaced).
 const KNOTS: usize = 21;
 const Z_MAX: f64 = 2.5;
@@ -125,7 +128,7 @@ impl MarginalMaps {
         fold: &[usize],
         map: &[bool],
         binned: Option<Vec<Option<FoldBins<'_>>>>,
-    ) -> (Vec<MarginalMaps>, Vec<Option<Vec<Vec<f64>>>>) {
+    ) -> (Vec<MarginalMaps>, Vec<Option<Columns>>) {
         let mapped: Vec<usize> = (0..map.len()).filter(|&g| map[g]).collect();
         let probs = knot_probs();
         let n = weights.len();
