@@ -73,6 +73,7 @@ fn a_proposal_the_surrogate_refuses_pays_no_full_risk() {
             rng: (0..m).map(|j| rng::stream(2, &[j as u64])).collect(),
             fold: vec![0; m],
             surrogate: Vec::new(),
+            jac: Vec::new(),
         };
         t.full.risks(&chains.theta, &mut chains.risk);
         let mut buf = Proposals::default();

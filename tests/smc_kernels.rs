@@ -116,6 +116,7 @@ fn chains_at<T: Target>(t: &T, theta: Vec<f64>, d: usize, seed: u64) -> Chains {
         rng: (0..m).map(|j| rng::stream(seed, &[j as u64])).collect(),
         fold: vec![0; m],
         surrogate: Vec::new(),
+        jac: Vec::new(),
     };
     t.risks(&chains.theta, &mut chains.risk);
     chains

@@ -124,6 +124,9 @@ impl RiskScratch {
 
     /// `2·#{(p, n): s_p > s_n} + #{(p, n): s_p = s_n}` over all positive/negative
     /// pairs, i.e. twice the AUC numerator.
+    // Inlined into the callers' loops over columns (an unrelated change
+    // once left it a call: the SMC's risks 6% slower on Pima).
+    #[inline(always)]
     pub fn twice_concordant<T: Score>(&mut self, pos: &[T], neg: &[T]) -> u64 {
         assert_eq!(
             (pos.len(), neg.len()),

@@ -24,8 +24,9 @@ use std::collections::VecDeque;
 
 use rayon::prelude::*;
 
+use super::fold_quantiles::FoldBins;
 use super::gaussian_fit::{CrossFit, FIT_FOLDS, GaussianFit};
-use super::marginal_map::{MarginalMaps, quantile_skewness_left_out};
+use super::marginal_map::{MarginalMaps, quantile_skewness_binned};
 use super::moves::Kernel;
 use super::sphere::SphereChart;
 
@@ -161,18 +162,23 @@ fn folds_of(families: usize) -> (usize, impl Fn(usize) -> usize + Sync + Copy) {
 /// SkewCopula's choice: per fold, whether some coordinate of the cloud
 /// outside it (θ, `weights` its stage weights) is measurably skewed, and how
 /// many coordinates some fold found so. One group (in-sample) when the
-/// families do not fill the folds.
-fn skew_decision(cloud: &[f64], weights: &[f64], d: usize, families: usize) -> (Vec<bool>, usize) {
-    let (folds, fold_of) = folds_of(families);
-    // Fold g leaves out its own rows: with one group, nothing (fold 1 ≠ 0).
-    let fold_of = move |i| if folds == 1 { 1 } else { fold_of(i) };
-    let skew = quantile_skewness_left_out(cloud, weights, d, folds, fold_of);
+/// families do not fill the folds. With `keep`, the columns' bins for the
+/// copula's knots (see `copula_fits`).
+fn skew_decision<'a>(
+    cloud: &[f64],
+    weights: &'a [f64],
+    d: usize,
+    folds: usize,
+    fold: &'a [usize],
+    keep: bool,
+) -> (Vec<bool>, usize, Vec<Option<FoldBins<'a>>>) {
+    let (skew, bins) = quantile_skewness_binned(cloud, weights, d, folds, fold, keep);
     let skewed = |s: &f64| s.abs() > SKEW_MIN;
     let maps = skew.iter().map(|f| f.iter().any(skewed)).collect();
     let count = (0..d)
         .filter(|&k| skew.iter().any(|f| skewed(&f[k])))
         .count();
-    (maps, count)
+    (maps, count, bins)
 }
 
 /// The copula's maps and fits: per fold of families, marginal maps and a
@@ -181,6 +187,10 @@ fn skew_decision(cloud: &[f64], weights: &[f64], d: usize, families: usize) -> (
 /// `gaussian_fit`), and the fold of every particle of the cloud. One map and
 /// fit of everything when the families do not fill the folds. A fold whose
 /// `map` is false gets identity maps (its chains take gpcn's step).
+/// `bins`: the skew test's bins of the cloud's columns, when the fits see
+/// the same rows in the same folds (no snapshots); its weights are these
+/// up to a constant factor, which moves a knot only where a cumulative
+/// weight ties a knot's share to the last bits.
 fn copula_fits(
     cloud: (&[f64], &[f64]),
     pool: (&[f64], &[f64]),
@@ -188,6 +198,7 @@ fn copula_fits(
     d: usize,
     families: usize,
     map: &[bool],
+    bins: Option<Vec<Option<FoldBins<'_>>>>,
 ) -> (Vec<MarginalMaps>, Vec<GaussianFit>, Vec<usize>) {
     let n = cloud.1.len();
     let (theta, weights, clouds) = pooled(cloud, pool, delta);
@@ -205,23 +216,24 @@ fn copula_fits(
     let redundancy = clouds as f64 / effective_clouds(&theta, n, d, clouds);
     let fold: Vec<usize> = (0..weights.len()).map(fold_of).collect();
     let (maps, mapped) =
-        MarginalMaps::of_folds_mapped(&theta, &weights, d, &fold, &map[..FIT_FOLDS]);
+        MarginalMaps::of_folds_mapped(&theta, &weights, d, &fold, &map[..FIT_FOLDS], bins);
     let fits: Vec<GaussianFit> = mapped
         .into_par_iter()
         .enumerate()
-        .map(|(g, rows)| {
+        .map(|(g, cols)| {
             let keep = |i: &usize| fold[*i] != g;
             let w: Vec<f64> = (0..weights.len())
                 .filter(keep)
                 .map(|i| weights[i])
                 .collect();
+            if let Some(cols) = cols {
+                return GaussianFit::of_columns(&cols, &w, redundancy);
+            }
             // A fold without maps moves by gpcn: its fit is of θ itself.
-            let rows = rows.unwrap_or_else(|| {
-                (0..weights.len())
-                    .filter(keep)
-                    .flat_map(|i| theta[i * d..(i + 1) * d].iter().copied())
-                    .collect()
-            });
+            let rows: Vec<f64> = (0..weights.len())
+                .filter(keep)
+                .flat_map(|i| theta[i * d..(i + 1) * d].iter().copied())
+                .collect();
             GaussianFit::of_redundant(&rows, d, &w, redundancy)
         })
         .collect();
@@ -274,7 +286,7 @@ pub fn stage_proposal(
         maps: None,
         skewed: None,
     };
-    let copula = |map: &[bool]| copula_fits(cloud, pool, delta, d, families, map);
+    let copula = |map: &[bool], bins| copula_fits(cloud, pool, delta, d, families, map, bins);
     match (kernel, prior_sd) {
         (Kernel::Pcn, _) => plain(kernel, (Vec::new(), vec![0; cloud.1.len()])),
         (Kernel::Sphere, Some(sd)) => {
@@ -287,26 +299,36 @@ pub fn stage_proposal(
             }
         }
         (Kernel::Copula, _) => {
-            let (maps, fits, fold_of) = copula(&[true; FIT_FOLDS]);
+            let (maps, fits, fold_of) = copula(&[true; FIT_FOLDS], None);
             StageProposal {
                 maps: Some(maps),
                 ..plain(Kernel::Copula, (fits, fold_of))
             }
         }
-        (Kernel::SkewCopula, _) => match skew_decision(cloud.0, weights, d, families) {
-            (map, skewed) if map.contains(&true) => {
-                let (maps, fits, fold_of) = copula(&map);
-                StageProposal {
-                    maps: Some(maps),
-                    skewed: Some(skewed),
-                    ..plain(Kernel::Copula, (fits, fold_of))
+        (Kernel::SkewCopula, _) => {
+            let (folds, fold_of) = folds_of(families);
+            // Fold g leaves out its own rows: with one group, nothing (fold 1 ≠ 0).
+            let fold: Vec<usize> = (0..weights.len())
+                .map(|i| if folds == 1 { 1 } else { fold_of(i) })
+                .collect();
+            // The copula's fits see the skew test's rows and folds when no
+            // snapshots join the cloud: the columns are binned once for both.
+            let share = folds > 1 && pool.1.is_empty();
+            match skew_decision(cloud.0, weights, d, folds, &fold, share) {
+                (map, skewed, bins) if map.contains(&true) => {
+                    let (maps, fits, fold_of) = copula(&map, share.then_some(bins));
+                    StageProposal {
+                        maps: Some(maps),
+                        skewed: Some(skewed),
+                        ..plain(Kernel::Copula, (fits, fold_of))
+                    }
                 }
+                _ => StageProposal {
+                    skewed: Some(0),
+                    ..plain(Kernel::Gpcn, stage_fits(cloud, pool, delta, d, families))
+                },
             }
-            _ => StageProposal {
-                skewed: Some(0),
-                ..plain(Kernel::Gpcn, stage_fits(cloud, pool, delta, d, families))
-            },
-        },
+        }
         _ => plain(kernel, stage_fits(cloud, pool, delta, d, families)),
     }
 }

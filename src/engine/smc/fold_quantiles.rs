@@ -15,7 +15,7 @@
 
 /// Rows binned by value for every fold's quantiles.
 pub struct FoldBins<'a> {
-    values: &'a [f64],
+    values: Vec<f64>,
     weights: &'a [f64],
     fold: &'a [usize],
     bins: usize,
@@ -31,17 +31,17 @@ pub struct FoldBins<'a> {
 impl<'a> FoldBins<'a> {
     /// The bins of `values` (row i of weight `weights[i]` in fold `fold[i]`);
     /// None when there is no row or a value is not finite (the caller sorts).
-    pub fn of(values: &'a [f64], weights: &'a [f64], fold: &'a [usize]) -> Option<FoldBins<'a>> {
-        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-        for &v in values {
-            if !v.is_finite() {
-                return None;
-            }
+    pub fn of(values: Vec<f64>, weights: &'a [f64], fold: &'a [usize]) -> Option<FoldBins<'a>> {
+        // One pass without an early exit (it vectorises); the same lo and
+        // hi as stopping at a non-finite value would give when there is none.
+        let (mut lo, mut hi, mut finite) = (f64::INFINITY, f64::NEG_INFINITY, true);
+        for &v in &values {
+            finite &= v.is_finite();
             lo = lo.min(v);
             hi = hi.max(v);
         }
         let n = values.len();
-        if n == 0 {
+        if n == 0 || !finite {
             return None;
         }
         // ≈ 8 rows a bin on average: a quantile's bin holds a few dozen.
@@ -52,25 +52,29 @@ impl<'a> FoldBins<'a> {
             return None;
         }
         let groups = fold.iter().copied().max().unwrap_or(0) + 1;
-        let mut out = FoldBins {
+        // `bin_of`'s formula (monotone: `as` saturates below 0).
+        let bin: Vec<u32> = values
+            .iter()
+            .map(|&v| (((v - lo) * scale) as usize).min(bins - 1) as u32)
+            .collect();
+        let (mut w, mut count) = (vec![0.0; groups * bins], vec![0u32; groups * bins]);
+        for ((&b, &wi), &f) in bin.iter().zip(weights).zip(fold) {
+            let at = f * bins + b as usize;
+            w[at] += wi;
+            count[at] += 1;
+        }
+        Some(FoldBins {
             values,
             weights,
             fold,
             bins,
             lo,
             scale,
-            bin: Vec::with_capacity(n),
-            w: vec![0.0; groups * bins],
-            count: vec![0; groups * bins],
+            bin,
+            w,
+            count,
             groups,
-        };
-        for ((&v, &w), &f) in values.iter().zip(weights).zip(fold) {
-            let b = out.bin_of(v);
-            out.bin.push(b as u32);
-            out.w[f * bins + b] += w;
-            out.count[f * bins + b] += 1;
-        }
-        Some(out)
+        })
     }
 
     /// The bin of a value: monotone (`as` saturates below 0).
@@ -78,13 +82,23 @@ impl<'a> FoldBins<'a> {
         (((v - self.lo) * self.scale) as usize).min(self.bins - 1)
     }
 
-    /// The bin of row i.
-    pub fn bin_of_row(&self, i: usize) -> usize {
-        self.bin[i] as usize
+    /// The bin of every row.
+    pub fn bin_rows(&self) -> &[u32] {
+        &self.bin
     }
 
     pub fn bins(&self) -> usize {
         self.bins
+    }
+
+    /// The binned values (row order).
+    pub fn values(&self) -> &[f64] {
+        &self.values
+    }
+
+    /// The fold of every row.
+    pub fn fold(&self) -> &[usize] {
+        self.fold
     }
 
     /// Per fold g of `left_out`, the quantiles at `probs` (ascending) of the
@@ -130,9 +144,14 @@ impl<'a> FoldBins<'a> {
             wanted[p.0] = true;
         }
         // The rows of the wanted bins, by bin then value.
-        let mut rows: Vec<(u32, f64, f64, usize)> = (0..self.values.len())
-            .filter(|&i| wanted[self.bin[i] as usize])
-            .map(|i| (self.bin[i], self.values[i], self.weights[i], self.fold[i]))
+        let mut rows: Vec<(u32, f64, f64, usize)> = self
+            .bin
+            .iter()
+            .zip(&self.values)
+            .zip(self.weights)
+            .zip(self.fold)
+            .filter(|(((b, _), _), _)| wanted[**b as usize])
+            .map(|(((&b, &v), &w), &f)| (b, v, w, f))
             .collect();
         rows.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
         left_out
@@ -213,7 +232,7 @@ mod tests {
                 .collect();
             let w: Vec<f64> = (0..n).map(|_| 0.5 + rng::normal(&mut r).abs()).collect();
             let fold: Vec<usize> = (0..n).map(|i| (i * 7) % 5).collect();
-            let bins = FoldBins::of(&v, &w, &fold).expect("finite");
+            let bins = FoldBins::of(v.clone(), &w, &fold).expect("finite");
             let got = bins.quantiles(&[0, 1, 2, 3, 4], &probs);
             for (g, got) in got.iter().enumerate() {
                 let want: Option<Vec<f64>> = probs
@@ -223,15 +242,15 @@ mod tests {
                 assert_eq!(*got, want, "n {n} kind {kind} fold {g}");
             }
         }
-        assert!(FoldBins::of(&[1.0, f64::NAN], &[1.0, 1.0], &[0, 1]).is_none());
-        assert!(FoldBins::of(&[], &[], &[]).is_none());
+        assert!(FoldBins::of(vec![1.0, f64::NAN], &[1.0, 1.0], &[0, 1]).is_none());
+        assert!(FoldBins::of(Vec::new(), &[], &[]).is_none());
     }
 
     #[test]
     fn bins_are_monotone_in_value() {
         let v = [-3.0, -0.0, 0.0, 1e-300, 2.0, 7.0];
         let w = [1.0; 6];
-        let bins = FoldBins::of(&v, &w, &[0; 6]).unwrap();
+        let bins = FoldBins::of(v.to_vec(), &w, &[0; 6]).unwrap();
         let probe = [-1e300, -3.0, -1.0, -0.0, 0.0, 1.0, 6.999, 7.0, 1e300];
         for p in probe.windows(2) {
             assert!(bins.bin_of(p[0]) <= bins.bin_of(p[1]), "{p:?}");

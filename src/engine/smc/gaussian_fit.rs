@@ -49,16 +49,23 @@ struct FoldSums {
 
 impl FoldSums {
     fn of(rows: &[&[f64]], weights: &[f64], centre: &[f64]) -> FoldSums {
+        FoldSums::of_with(|i, k| rows[i][k], weights, centre)
+    }
+
+    /// The sums of the rows whose coordinate k is `x(i, k)` (row i of weight
+    /// `weights[i]`).
+    #[inline(always)]
+    fn of_with(x: impl Fn(usize, usize) -> f64, weights: &[f64], centre: &[f64]) -> FoldSums {
         let d = centre.len();
         let mut s1 = vec![0.0; d];
         // Centred rows scaled by √w: Σw(x − c)(x − c)ᵀ = C·Cᵀ (C is d × n);
         // likewise with squared deviations.
-        let mut c = DMatrix::<f64>::zeros(d, rows.len());
-        let mut c2 = DMatrix::<f64>::zeros(d, rows.len());
-        for (i, (row, &w)) in rows.iter().zip(weights).enumerate() {
+        let mut c = DMatrix::<f64>::zeros(d, weights.len());
+        let mut c2 = DMatrix::<f64>::zeros(d, weights.len());
+        for (i, &w) in weights.iter().enumerate() {
             let sw = w.sqrt();
             for k in 0..d {
-                let v = row[k] - centre[k];
+                let v = x(i, k) - centre[k];
                 s1[k] += w * v;
                 c[(k, i)] = sw * v;
                 c2[(k, i)] = sw * v * v;
@@ -128,6 +135,24 @@ impl GaussianFit {
         let rows: Vec<&[f64]> = theta.chunks_exact(d).collect();
         let centre = weighted_mean(&rows, weights, d);
         FoldSums::of(&rows, weights, &centre).fit(&centre, redundancy)
+    }
+
+    /// `of_redundant` of the rows whose coordinate k is `cols[k]`, bit for
+    /// bit (the same sums in the same order): the copula's mapped folds come
+    /// by coordinate, and a row-major copy of them cost as much as the fit.
+    pub fn of_columns(cols: &[Vec<f64>], weights: &[f64], redundancy: f64) -> GaussianFit {
+        let total: f64 = weights.iter().sum();
+        let centre: Vec<f64> = cols
+            .iter()
+            .map(|col| {
+                let mut m = 0.0;
+                for (&t, &w) in col.iter().zip(weights) {
+                    m += w * t;
+                }
+                m / total
+            })
+            .collect();
+        FoldSums::of_with(|i, k| cols[k][i], weights, &centre).fit(&centre, redundancy)
     }
 
     /// The covariance shrunk towards its diagonal by λ (more if it is not
@@ -438,6 +463,27 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn fits_of_columns_match_fits_of_rows_bit_for_bit() {
+        let mut r = rng::stream(6, &[]);
+        let (n, d) = (500, 4);
+        let theta: Vec<f64> = (0..n * d)
+            .map(|i| rng::normal(&mut r) * (1 + i % d) as f64 + (i % 3) as f64)
+            .collect();
+        let w: Vec<f64> = (0..n).map(|_| rng::normal(&mut r).exp()).collect();
+        let cols: Vec<Vec<f64>> = (0..d)
+            .map(|k| theta.chunks_exact(d).map(|row| row[k]).collect())
+            .collect();
+        let (a, b) = (
+            GaussianFit::of_redundant(&theta, d, &w, 1.3),
+            GaussianFit::of_columns(&cols, &w, 1.3),
+        );
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&a.mean), bits(&b.mean));
+        assert_eq!(bits(a.chol.as_slice()), bits(b.chol.as_slice()));
+        assert_eq!(a.shrinkage.to_bits(), b.shrinkage.to_bits());
     }
 
     #[test]

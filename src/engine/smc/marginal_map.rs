@@ -32,6 +32,9 @@ use std::sync::OnceLock;
 
 use super::fold_quantiles::FoldBins;
 
+/// A fold's mapped rows by coordinate (`cols[k][r]`).
+pub type Columns = Vec<Vec<f64>>;
+
 /// Knots of every map (z evenly spaced).
 const KNOTS: usize = 21;
 const Z_MAX: f64 = 2.5;
@@ -52,8 +55,20 @@ pub struct MarginalMaps {
     log_slope: Vec<f64>,
 }
 
+/// The knots' z (a table: the maps run in every move, and a division
+/// each cost as much as the rest of a segment's formula).
+const Z_KNOTS: [f64; KNOTS] = {
+    let mut z = [0.0; KNOTS];
+    let mut i = 0;
+    while i < KNOTS {
+        z[i] = -Z_MAX + 2.0 * Z_MAX * i as f64 / (KNOTS - 1) as f64;
+        i += 1;
+    }
+    z
+};
+
 fn z_knot(i: usize) -> f64 {
-    -Z_MAX + 2.0 * Z_MAX * i as f64 / (KNOTS - 1) as f64
+    Z_KNOTS[i]
 }
 
 fn phi(z: f64) -> f64 {
@@ -95,63 +110,74 @@ impl MarginalMaps {
         fold: &[usize],
         map: &[bool],
     ) -> Vec<MarginalMaps> {
-        MarginalMaps::of_folds_mapped(theta, weights, d, fold, map).0
+        MarginalMaps::of_folds_mapped(theta, weights, d, fold, map, None).0
     }
 
     /// `of_folds`, with per fold g the rows outside g (in row order) mapped
-    /// through g's maps, bit for bit what `map_row` gives them (None for a
+    /// through g's maps, by coordinate (`cols[k][r]`: coordinate k of the
+    /// r-th such row), bit for bit what `map_row` gives them (None for a
     /// fold left unmapped): each column binned once for every fold's knots
     /// and its segments (`fold_quantiles`; a column with a non-finite value
-    /// is sorted and mapped along its sorted order).
+    /// is sorted and mapped along its sorted order). `binned`: the columns'
+    /// bins already made (`quantile_skewness_binned` on the same rows and
+    /// folds, weights proportional to `weights`), else None.
     pub fn of_folds_mapped(
         theta: &[f64],
         weights: &[f64],
         d: usize,
         fold: &[usize],
         map: &[bool],
-    ) -> (Vec<MarginalMaps>, Vec<Option<Vec<f64>>>) {
+        binned: Option<Vec<Option<FoldBins<'_>>>>,
+    ) -> (Vec<MarginalMaps>, Vec<Option<Columns>>) {
         let mapped: Vec<usize> = (0..map.len()).filter(|&g| map[g]).collect();
-        // The weights' totals, summed in row order as `of_coords` sums them.
-        let totals: Vec<f64> = mapped
-            .iter()
-            .map(|&g| {
-                weights
-                    .iter()
-                    .zip(fold)
-                    .filter(|(_, f)| **f != g)
-                    .map(|(w, _)| *w)
-                    .sum()
-            })
-            .collect();
         let probs = knot_probs();
         let n = weights.len();
-        // Row i's weight over each mapped fold's total (the knots' weights),
-        // divided once for every coordinate, for the columns that are sorted.
+        // Row i's weight over each mapped fold's total (the knots' weights;
+        // the totals summed in row order as `of_coords` sums them), divided
+        // once for every coordinate, for the columns that are sorted.
         let m = mapped.len();
         let wn = OnceLock::new();
         let wn = || -> &Vec<f64> {
             wn.get_or_init(|| {
+                let totals: Vec<f64> = mapped
+                    .iter()
+                    .map(|&g| {
+                        weights
+                            .iter()
+                            .zip(fold)
+                            .filter(|(_, f)| **f != g)
+                            .map(|(w, _)| *w)
+                            .sum()
+                    })
+                    .collect();
                 (0..n)
                     .flat_map(|i| totals.iter().map(move |t| weights[i] / t))
                     .collect()
             })
         };
-        // Per coordinate, per mapped fold: the knots, slopes and the mapped column.
+        // Per coordinate, per mapped fold: the knots, slopes and the mapped
+        // column (rows outside the fold).
         type Column = (Vec<f64>, Vec<f64>, Vec<f64>);
+        let mut pre = binned.unwrap_or_default();
+        pre.resize_with(d, || None);
         let per_coord: Vec<Vec<Column>> = if mapped.is_empty() {
             Vec::new()
         } else {
-            (0..d)
-                .into_par_iter()
-                .map(|k| {
-                    let values: Vec<f64> = theta.chunks_exact(d).map(|row| row[k]).collect();
-                    if let Some(bins) = FoldBins::of(&values, weights, fold) {
+            pre.into_par_iter()
+                .enumerate()
+                .map(|(k, pre)| {
+                    let bins = pre.or_else(|| {
+                        let values = theta.chunks_exact(d).map(|row| row[k]).collect();
+                        FoldBins::of(values, weights, fold)
+                    });
+                    if let Some(bins) = bins {
                         return bins
                             .quantiles(&mapped, &probs)
                             .into_iter()
-                            .map(|t| {
+                            .zip(&mapped)
+                            .map(|(t, &g)| {
                                 let (t, slope) = knots_to_map(t.unwrap_or(vec![0.0; KNOTS]));
-                                let z = map_binned(&bins, &values, &t, &slope);
+                                let z = map_binned(&bins, &t, &slope, fold, g);
                                 (t, slope, z)
                             })
                             .collect();
@@ -167,36 +193,31 @@ impl MarginalMaps {
                     let at = |i: usize| (&wn[i * m..(i + 1) * m], fold[i]);
                     fold_knots(&order, at, &mapped, &probs)
                         .into_iter()
-                        .map(|t| {
+                        .zip(&mapped)
+                        .map(|(t, &g)| {
                             let (t, slope) = knots_to_map(t);
                             let z = map_sorted(&order, &t, &slope, n);
+                            let z = (0..n).filter(|&i| fold[i] != g).map(|i| z[i]).collect();
                             (t, slope, z)
                         })
                         .collect()
                 })
                 .collect()
         };
-        let mut next = 0;
+        let mut per_coord: Vec<_> = per_coord.into_iter().map(Vec::into_iter).collect();
         (0..map.len())
             .map(|g| {
                 if !map[g] {
                     return (MarginalMaps::assemble(d, Vec::new(), Vec::new()), None);
                 }
-                let per = per_coord
-                    .iter()
-                    .map(|c| (c[next].0.clone(), c[next].1.clone()))
-                    .collect();
-                // Column by column (contiguous reads), rows outside g in order.
-                let keep: Vec<usize> = (0..n).filter(|&i| fold[i] != g).collect();
-                let mut rows = vec![0.0; keep.len() * d];
-                for (k, c) in per_coord.iter().enumerate() {
-                    let z = &c[next].2;
-                    for (row, &i) in rows.chunks_exact_mut(d).zip(&keep) {
-                        row[k] = z[i];
-                    }
-                }
-                next += 1;
-                (MarginalMaps::assemble(d, (0..d).collect(), per), Some(rows))
+                let (per, cols): (Vec<_>, Vec<_>) = per_coord
+                    .iter_mut()
+                    .map(|c| {
+                        let (t, slope, z) = c.next().expect("a column per mapped fold");
+                        ((t, slope), z)
+                    })
+                    .unzip();
+                (MarginalMaps::assemble(d, (0..d).collect(), per), Some(cols))
             })
             .unzip()
     }
@@ -455,10 +476,11 @@ fn map_sorted(order: &[(i64, usize)], t: &[f64], slope: &[f64], n: usize) -> Vec
     z
 }
 
-/// The column `values` (binned by `bins`) through the map of knots `t` and
-/// `slope`: `forward_at`'s formulas, its count of inner knots ≤ v started
-/// at those whose bin is below v's (bins are monotone: those are < v).
-fn map_binned(bins: &FoldBins, values: &[f64], t: &[f64], slope: &[f64]) -> Vec<f64> {
+/// The rows outside fold g (row i in fold `fold[i]`) of the binned column
+/// through the map of knots `t` and `slope`: `forward_at`'s formulas, its
+/// count of inner knots ≤ v started at those whose bin is below v's (bins
+/// are monotone: those are < v).
+fn map_binned(bins: &FoldBins, t: &[f64], slope: &[f64], fold: &[usize], g: usize) -> Vec<f64> {
     let nb = bins.bins();
     let mut below = Vec::with_capacity(nb);
     let mut m = 1;
@@ -468,23 +490,25 @@ fn map_binned(bins: &FoldBins, values: &[f64], t: &[f64], slope: &[f64]) -> Vec<
         }
         below.push(m - 1);
     }
-    values
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            if v < t[0] {
-                -Z_MAX + (v - t[0]) * slope[0]
-            } else if v > t[KNOTS - 1] {
-                Z_MAX + (v - t[KNOTS - 1]) * slope[KNOTS]
-            } else {
-                let mut j = below[bins.bin_of_row(i)];
-                while j < KNOTS - 2 && t[j + 1] <= v {
-                    j += 1;
-                }
-                z_knot(j) + (v - t[j]) * slope[j + 1]
+    let values = bins.values();
+    let mut z = Vec::with_capacity(values.len());
+    for ((&v, &b), &f) in values.iter().zip(bins.bin_rows()).zip(fold) {
+        if f == g {
+            continue;
+        }
+        z.push(if v < t[0] {
+            -Z_MAX + (v - t[0]) * slope[0]
+        } else if v > t[KNOTS - 1] {
+            Z_MAX + (v - t[KNOTS - 1]) * slope[KNOTS]
+        } else {
+            let mut j = below[b as usize];
+            while j < KNOTS - 2 && t[j + 1] <= v {
+                j += 1;
             }
-        })
-        .collect()
+            z_knot(j) + (v - t[j]) * slope[j + 1]
+        });
+    }
+    z
 }
 
 /// The value of a `total_key` (the key's bit trick undoes itself).
@@ -496,6 +520,18 @@ fn from_key(key: i64) -> f64 {
 fn total_key(v: f64) -> i64 {
     let b = v.to_bits() as i64;
     b ^ ((((b >> 63) as u64) >> 1) as i64)
+}
+
+/// The columns of `theta` (n × d, row-major), read in one pass.
+fn columns(theta: &[f64], d: usize) -> Vec<Vec<f64>> {
+    let n = theta.len() / d.max(1);
+    let mut cols: Vec<Vec<f64>> = (0..d).map(|_| Vec::with_capacity(n)).collect();
+    for row in theta.chunks_exact(d) {
+        for (c, &v) in cols.iter_mut().zip(row) {
+            c.push(v);
+        }
+    }
+    cols
 }
 
 /// Coordinate k of the rows of `theta` with their weights divided by `total`.
@@ -521,8 +557,6 @@ pub fn quantile_skewness(theta: &[f64], weights: &[f64], d: usize) -> Vec<f64> {
 
 /// Per fold g < `folds` (row i in fold `fold_of(i)`), the quantile skewness
 /// of every coordinate over the rows outside g (what a cross-fit sees).
-/// Each column is read once and binned for every fold (`fold_quantiles`);
-/// a column with a non-finite value by weighted selection per fold.
 pub fn quantile_skewness_left_out(
     theta: &[f64],
     weights: &[f64],
@@ -531,38 +565,57 @@ pub fn quantile_skewness_left_out(
     fold_of: impl Fn(usize) -> usize + Sync,
 ) -> Vec<Vec<f64>> {
     let fold: Vec<usize> = (0..weights.len()).map(fold_of).collect();
+    quantile_skewness_binned(theta, weights, d, folds, &fold, false).0
+}
+
+/// `quantile_skewness_left_out` with row i in fold `fold[i]`, and when
+/// `keep`, every column's bins (None for a column with a non-finite value)
+/// for the copula's knots (`MarginalMaps::of_folds_mapped`). Each column is
+/// read once and binned for every fold (`fold_quantiles`); a column with a
+/// non-finite value by weighted selection per fold.
+pub fn quantile_skewness_binned<'a>(
+    theta: &[f64],
+    weights: &'a [f64],
+    d: usize,
+    folds: usize,
+    fold: &'a [usize],
+    keep: bool,
+) -> (Vec<Vec<f64>>, Vec<Option<FoldBins<'a>>>) {
     let left_out: Vec<usize> = (0..folds).collect();
     let probs = [SKEW_TAIL, 0.5, 1.0 - SKEW_TAIL];
-    let per_coord: Vec<Vec<f64>> = (0..d)
+    let per_coord: Vec<(Vec<f64>, Option<FoldBins<'a>>)> = columns(theta, d)
         .into_par_iter()
-        .map(|k| {
-            let values: Vec<f64> = theta.chunks_exact(d).map(|row| row[k]).collect();
-            if let Some(bins) = FoldBins::of(&values, weights, &fold) {
-                return bins
+        .enumerate()
+        .map(|(k, values)| {
+            if let Some(bins) = FoldBins::of(values, weights, fold) {
+                let skew = bins
                     .quantiles(&left_out, &probs)
                     .into_iter()
                     .map(|q| q.map_or(0.0, |q| skewness_of(q[0], q[1], q[2])))
                     .collect();
+                return (skew, keep.then_some(bins));
             }
             let all = column(theta, weights, d, k, 1.0);
             let mut col = Vec::with_capacity(all.len());
-            (0..folds)
+            let skew = (0..folds)
                 .map(|g| {
                     col.clear();
                     col.extend(
                         all.iter()
-                            .zip(&fold)
+                            .zip(fold)
                             .filter(|(_, f)| **f != g)
                             .map(|(c, _)| *c),
                     );
                     column_skewness(&mut col)
                 })
-                .collect()
+                .collect();
+            (skew, None)
         })
         .collect();
-    (0..folds)
-        .map(|g| per_coord.iter().map(|s| s[g]).collect())
-        .collect()
+    let skew = (0..folds)
+        .map(|g| per_coord.iter().map(|s| s.0[g]).collect())
+        .collect();
+    (skew, per_coord.into_iter().map(|c| c.1).collect())
 }
 
 /// The quantile skewness of one weighted column (reordered in place).

@@ -167,21 +167,33 @@ fn fold_mapped_rows_match_map_row_and_the_sort_matches() {
     let w: Vec<f64> = (0..n).map(|_| rng::normal(&mut r).exp()).collect();
     let fold: Vec<usize> = (0..n).map(|i| (i * 3) % folds).collect();
     let map = [true, false, true, true];
-    let (maps, rows) = MarginalMaps::of_folds_mapped(&theta, &w, d, &fold, &map);
+    // The column with a non-finite value is sorted, the others binned
+    // (their bins made here or, as the skew test's, handed in).
+    let mut theta = theta;
+    theta[5 * d + 2] = f64::INFINITY;
     let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    for g in 0..folds {
-        let Some(got) = &rows[g] else {
-            assert!(!map[g]);
-            continue;
-        };
-        let mut want: Vec<f64> = (0..n)
-            .filter(|&i| fold[i] != g)
-            .flat_map(|i| theta[i * d..(i + 1) * d].iter().copied())
-            .collect();
-        want.chunks_exact_mut(d).for_each(|row| {
-            maps[g].map_row(row);
-        });
-        assert_eq!(bits(got), bits(&want), "fold {g}");
+    let (_, bins) = quantile_skewness_binned(&theta, &w, d, folds, &fold, true);
+    assert!(bins[0].is_some() && bins[2].is_none());
+    let own = MarginalMaps::of_folds_mapped(&theta, &w, d, &fold, &map, None);
+    let shared = MarginalMaps::of_folds_mapped(&theta, &w, d, &fold, &map, Some(bins));
+    for (maps, cols) in [own, shared] {
+        for g in 0..folds {
+            let Some(got) = &cols[g] else {
+                assert!(!map[g]);
+                continue;
+            };
+            let mut want: Vec<f64> = (0..n)
+                .filter(|&i| fold[i] != g)
+                .flat_map(|i| theta[i * d..(i + 1) * d].iter().copied())
+                .collect();
+            want.chunks_exact_mut(d).for_each(|row| {
+                maps[g].map_row(row);
+            });
+            for k in 0..d {
+                let col: Vec<f64> = want.chunks_exact(d).map(|row| row[k]).collect();
+                assert_eq!(bits(&got[k]), bits(&col), "fold {g} coordinate {k}");
+            }
+        }
     }
     for k in 0..d {
         let pairs: Vec<(i64, usize)> = theta

@@ -134,6 +134,10 @@ pub struct Chains {
     /// Delayed acceptance: each chain's surrogate risk S (`Target::surrogate`);
     /// NaN or missing where not known yet (`step` fills it).
     pub surrogate: Vec<f64>,
+    /// Copula: each chain's log T'(θ) under its fit's maps, as `map_row`
+    /// gives it (the whitening computes it); NaN or missing where not known
+    /// (the proposal then maps the state again).
+    pub jac: Vec<f64>,
 }
 
 impl Chains {
@@ -148,15 +152,18 @@ impl Chains {
         let d = self.d;
         self.white.clear();
         self.white.resize(self.theta.len(), 0.0);
+        self.jac.clear();
+        self.jac.resize(self.len(), f64::NAN);
         if !fits.is_empty() {
             self.white
                 .par_chunks_mut(CHAIN_BLOCK * d)
                 .zip(self.theta.par_chunks(CHAIN_BLOCK * d))
                 .zip(self.fold.par_chunks(CHAIN_BLOCK))
-                .for_each_init(Rewhiten::default, |rw, ((w, t), fold)| {
+                .zip(self.jac.par_chunks_mut(CHAIN_BLOCK))
+                .for_each_init(Rewhiten::default, |rw, (((w, t), fold), jac)| {
                     rw.chains.clear();
                     rw.chains.extend(0..fold.len());
-                    rw.run(fits, maps, fold, t, w, d);
+                    rw.run(fits, maps, fold, t, (w, jac), d);
                 });
         }
     }
@@ -330,6 +337,9 @@ pub fn step<T: Target + ?Sized>(
     let radial = Radial::new(target, d, spec.radial && chart.is_none());
     let surrogate = target.surrogate();
     delayed::know_surrogate(surrogate, chains);
+    if chains.jac.len() != m {
+        chains.jac = vec![f64::NAN; m];
+    }
     let cb = chain_block(target.batch());
     buf.blocks.resize_with(m.div_ceil(cb), BlockBuf::default);
     chains
@@ -341,12 +351,13 @@ pub fn step<T: Target + ?Sized>(
         .zip(chains.rng.par_chunks_mut(cb))
         .zip(chains.fold.par_chunks(cb))
         .zip(chains.surrogate.par_chunks_mut(cb))
+        .zip(chains.jac.par_chunks_mut(cb))
         .zip(buf.blocks.par_iter_mut())
-        .for_each(|(((((((th, wh), rk), lp), rngs), fold), sk), bb)| {
+        .for_each(|((((((((th, wh), rk), lp), rngs), fold), sk), jac), bb)| {
             let c = rk.len();
             match chart {
                 Some(ch) => sphere::propose(ch, spec.scale, fits, fold, th, wh, rngs, bb),
-                None => propose(target, spec, fits, fold, th, wh, rngs, bb, d),
+                None => propose(target, spec, fits, fold, (&*th, &*jac), wh, rngs, bb, d),
             }
             match surrogate {
                 Some(sur) => {
@@ -358,6 +369,10 @@ pub fn step<T: Target + ?Sized>(
                     bb.full = c;
                     accept(spec, th, wh, rk, lp, bb, (d, e));
                 }
+            }
+            // A chain that took its proposal has its log T' to find again.
+            for (j, _) in bb.accepted[..c].iter().enumerate().filter(|a| *a.1) {
+                jac[j] = f64::NAN;
             }
             if let Some(ch) = chart {
                 sphere::refresh_radius(ch, th, rngs);
@@ -381,7 +396,8 @@ pub fn step<T: Target + ?Sized>(
                         bb.rewhiten.chains.push(j);
                     }
                 }
-                bb.rewhiten.run(fits, spec.maps, fold, th, wh, d);
+                bb.rewhiten
+                    .run(fits, spec.maps, fold, th, (&mut *wh, &mut *jac), d);
             }
         });
     let accepted = buf
@@ -406,7 +422,7 @@ fn propose<T: Target + ?Sized>(
     spec: StepSpec<'_>,
     fits: &[GaussianFit],
     fold: &[usize],
-    th: &[f64],
+    (th, jac): (&[f64], &[f64]),
     wh: &[f64],
     rngs: &mut [Rng],
     bb: &mut BlockBuf,
@@ -526,9 +542,13 @@ fn propose<T: Target + ?Sized>(
                     // Back from the mapped coordinates, with the maps'
                     // Jacobians: log T'(θ) − log T'(θ').
                     let jac_new = maps.unmap_row(out);
-                    bb.nat.clear();
-                    bb.nat.extend_from_slice(cur);
-                    let jac_old = maps.map_row(&mut bb.nat);
+                    let jac_old = if jac[j].is_nan() {
+                        bb.nat.clear();
+                        bb.nat.extend_from_slice(cur);
+                        maps.map_row(&mut bb.nat)
+                    } else {
+                        jac[j]
+                    };
                     bb.correction[j] += jac_old - jac_new;
                 }
             }

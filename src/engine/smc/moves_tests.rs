@@ -36,6 +36,7 @@ fn stored_whitened_states_follow_steps_and_radial_moves() {
             rng: (0..m).map(|j| rng::stream(6, &[j as u64])).collect(),
             fold: (0..m).map(|j| cf.fold_of(j)).collect(),
             surrogate: Vec::new(),
+            jac: Vec::new(),
         };
         t.risks(&chains.theta, &mut chains.risk);
         chains.whiten(&cf.fits);

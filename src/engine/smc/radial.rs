@@ -170,14 +170,15 @@ pub(super) struct Rewhiten {
 
 impl Rewhiten {
     /// `w_j = L⁻¹(T(θ_j) − m)` for the listed chains j of the block (`th`,
-    /// `wh`: its states and whitened states; `fold`: each chain's fit).
+    /// `wh`: its states and whitened states; `fold`: each chain's fit), and
+    /// with maps `jac_j` = log T'(θ_j).
     pub(super) fn run(
         &mut self,
         fits: &[GaussianFit],
         maps: Option<&[MarginalMaps]>,
         fold: &[usize],
         th: &[f64],
-        wh: &mut [f64],
+        (wh, jac): (&mut [f64], &mut [f64]),
         d: usize,
     ) {
         let mut a = 0;
@@ -192,7 +193,7 @@ impl Rewhiten {
                 let start = self.rows.len();
                 self.rows.extend_from_slice(&th[j * d..(j + 1) * d]);
                 if let Some(m) = maps {
-                    m[f].map_row(&mut self.rows[start..]);
+                    jac[j] = m[f].map_row(&mut self.rows[start..]);
                 }
             }
             self.white.resize(self.rows.len(), 0.0);

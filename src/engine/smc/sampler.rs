@@ -287,6 +287,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
                 .collect::<Vec<Rng>>(),
             fold: ancestors.iter().map(|&a| fold_of[a]).collect(),
             surrogate: Vec::new(),
+            jac: Vec::new(),
         };
         chains
             .log_prior

@@ -463,6 +463,7 @@ mod tests {
                 white: Vec::new(),
                 rng: (0..m).map(|j| rng::stream(8, &[j as u64])).collect(),
                 surrogate: Vec::new(),
+                jac: Vec::new(),
                 fold: (0..m).map(|j| cf.fold_of(j)).collect(),
             };
             t.risks(&c.theta, &mut c.risk);
