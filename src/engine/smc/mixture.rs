@@ -318,6 +318,10 @@ pub fn step<T: Target + ?Sized>(
     const BLOCK: usize = 64;
     let m = chains.len();
     chains.surrogate.resize(m, f64::NAN);
+    // The cached log Jacobians of moved chains are refreshed by the rewhitening.
+    if chains.jac.len() != m {
+        chains.jac = vec![f64::NAN; m];
+    }
     assert_eq!(
         chains.white.len(),
         m * d,
@@ -332,59 +336,62 @@ pub fn step<T: Target + ?Sized>(
         .zip(chains.surrogate.par_chunks_mut(BLOCK))
         .zip(moved.par_chunks_mut(BLOCK))
         .zip(chains.white.par_chunks_mut(BLOCK * d))
+        .zip(chains.jac.par_chunks_mut(BLOCK))
         .zip(chains.fold.par_chunks(BLOCK))
         .enumerate()
-        .map(|(blk, (((((((th, rk), lp), rngs), sk), mv), wh), fold))| {
-            let mix_of = |j: usize| mixes[group_of(blk * BLOCK + j, m)].as_ref();
-            let mut rewhiten = Rewhiten::default();
-            let c = rk.len();
-            let mut prop = vec![0.0; c * d];
-            let mut z = vec![0.0; d];
-            let mut log_u = vec![0.0; c];
-            for (j, r) in rngs.iter_mut().enumerate() {
-                let Some(mix) = mix_of(j) else {
-                    prop[j * d..(j + 1) * d].copy_from_slice(&th[j * d..(j + 1) * d]);
-                    log_u[j] = f64::INFINITY;
-                    continue;
-                };
-                mix.sample(r, &mut prop[j * d..(j + 1) * d], &mut z);
-                let u: f64 = r.random();
-                log_u[j] = u.ln();
-            }
-            let mut risk = vec![0.0; c];
-            target.risks(&prop, &mut risk);
-            let mut out = MixtureStep {
-                evaluations: c,
-                ..MixtureStep::default()
-            };
-            for j in 0..c {
-                let Some(mix) = mix_of(j) else { continue };
-                let new = &prop[j * d..(j + 1) * d];
-                let cur = &th[j * d..(j + 1) * d];
-                let lp_new = target.log_prior(new);
-                let log_alpha = -gamma * (risk[j] - rk[j]) + lp_new - lp[j]
-                    + mix.log_density(cur, &mut z)
-                    - mix.log_density(new, &mut z);
-                if log_u[j] < log_alpha {
-                    out.accepted += 1;
-                    out.jump2 += cur
-                        .iter()
-                        .zip(new)
-                        .map(|(a, b)| (a - b) * (a - b))
-                        .sum::<f64>();
-                    th[j * d..(j + 1) * d].copy_from_slice(new);
-                    rk[j] = risk[j];
-                    lp[j] = lp_new;
-                    sk[j] = f64::NAN;
-                    mv[j] = true;
-                    rewhiten.chains.push(j);
+        .map(
+            |(blk, ((((((((th, rk), lp), rngs), sk), mv), wh), jac), fold))| {
+                let mix_of = |j: usize| mixes[group_of(blk * BLOCK + j, m)].as_ref();
+                let mut rewhiten = Rewhiten::default();
+                let c = rk.len();
+                let mut prop = vec![0.0; c * d];
+                let mut z = vec![0.0; d];
+                let mut log_u = vec![0.0; c];
+                for (j, r) in rngs.iter_mut().enumerate() {
+                    let Some(mix) = mix_of(j) else {
+                        prop[j * d..(j + 1) * d].copy_from_slice(&th[j * d..(j + 1) * d]);
+                        log_u[j] = f64::INFINITY;
+                        continue;
+                    };
+                    mix.sample(r, &mut prop[j * d..(j + 1) * d], &mut z);
+                    let u: f64 = r.random();
+                    log_u[j] = u.ln();
                 }
-            }
-            if !fits.is_empty() {
-                rewhiten.run(fits, maps, fold, th, wh, d);
-            }
-            out
-        })
+                let mut risk = vec![0.0; c];
+                target.risks(&prop, &mut risk);
+                let mut out = MixtureStep {
+                    evaluations: c,
+                    ..MixtureStep::default()
+                };
+                for j in 0..c {
+                    let Some(mix) = mix_of(j) else { continue };
+                    let new = &prop[j * d..(j + 1) * d];
+                    let cur = &th[j * d..(j + 1) * d];
+                    let lp_new = target.log_prior(new);
+                    let log_alpha = -gamma * (risk[j] - rk[j]) + lp_new - lp[j]
+                        + mix.log_density(cur, &mut z)
+                        - mix.log_density(new, &mut z);
+                    if log_u[j] < log_alpha {
+                        out.accepted += 1;
+                        out.jump2 += cur
+                            .iter()
+                            .zip(new)
+                            .map(|(a, b)| (a - b) * (a - b))
+                            .sum::<f64>();
+                        th[j * d..(j + 1) * d].copy_from_slice(new);
+                        rk[j] = risk[j];
+                        lp[j] = lp_new;
+                        sk[j] = f64::NAN;
+                        mv[j] = true;
+                        rewhiten.chains.push(j);
+                    }
+                }
+                if !fits.is_empty() {
+                    rewhiten.run(fits, maps, fold, th, (wh, jac), d);
+                }
+                out
+            },
+        )
         .collect();
     stats
         .iter()
@@ -454,6 +461,7 @@ mod tests {
             rng: (0..m).map(|j| rng::stream(10, &[j as u64])).collect(),
             fold: vec![0; m],
             surrogate: Vec::new(),
+            jac: Vec::new(),
         };
         t.risks(&chains.theta, &mut chains.risk);
         let mut moved = vec![false; m];
