@@ -343,35 +343,36 @@ pub fn step<T: Target + ?Sized>(
             |(blk, ((((((((th, rk), lp), rngs), sk), mv), wh), jac), fold))| {
                 let mix_of = |j: usize| mixes[group_of(blk * BLOCK + j, m)].as_ref();
                 let mut rewhiten = Rewhiten::default();
-                let c = rk.len();
+                // Only chains whose group has a mixture propose (and pay a risk).
+                let proposing: Vec<usize> =
+                    (0..rk.len()).filter(|&j| mix_of(j).is_some()).collect();
+                let c = proposing.len();
                 let mut prop = vec![0.0; c * d];
                 let mut z = vec![0.0; d];
                 let mut log_u = vec![0.0; c];
-                for (j, r) in rngs.iter_mut().enumerate() {
-                    let Some(mix) = mix_of(j) else {
-                        prop[j * d..(j + 1) * d].copy_from_slice(&th[j * d..(j + 1) * d]);
-                        log_u[j] = f64::INFINITY;
-                        continue;
-                    };
-                    mix.sample(r, &mut prop[j * d..(j + 1) * d], &mut z);
-                    let u: f64 = r.random();
-                    log_u[j] = u.ln();
+                for (i, &j) in proposing.iter().enumerate() {
+                    let mix = mix_of(j).expect("proposing");
+                    mix.sample(&mut rngs[j], &mut prop[i * d..(i + 1) * d], &mut z);
+                    let u: f64 = rngs[j].random();
+                    log_u[i] = u.ln();
                 }
                 let mut risk = vec![0.0; c];
-                target.risks(&prop, &mut risk);
+                if c > 0 {
+                    target.risks(&prop, &mut risk);
+                }
                 let mut out = MixtureStep {
                     evaluations: c,
                     ..MixtureStep::default()
                 };
-                for j in 0..c {
-                    let Some(mix) = mix_of(j) else { continue };
-                    let new = &prop[j * d..(j + 1) * d];
+                for (i, &j) in proposing.iter().enumerate() {
+                    let mix = mix_of(j).expect("proposing");
+                    let new = &prop[i * d..(i + 1) * d];
                     let cur = &th[j * d..(j + 1) * d];
                     let lp_new = target.log_prior(new);
-                    let log_alpha = -gamma * (risk[j] - rk[j]) + lp_new - lp[j]
+                    let log_alpha = -gamma * (risk[i] - rk[j]) + lp_new - lp[j]
                         + mix.log_density(cur, &mut z)
                         - mix.log_density(new, &mut z);
-                    if log_u[j] < log_alpha {
+                    if log_u[i] < log_alpha {
                         out.accepted += 1;
                         out.jump2 += cur
                             .iter()
@@ -379,7 +380,7 @@ pub fn step<T: Target + ?Sized>(
                             .map(|(a, b)| (a - b) * (a - b))
                             .sum::<f64>();
                         th[j * d..(j + 1) * d].copy_from_slice(new);
-                        rk[j] = risk[j];
+                        rk[j] = risk[i];
                         lp[j] = lp_new;
                         sk[j] = f64::NAN;
                         mv[j] = true;
