@@ -26,8 +26,9 @@ use rayon::prelude::*;
 
 use super::fold_quantiles::FoldBins;
 use super::gaussian_fit::{CrossFit, FIT_FOLDS, GaussianFit};
-use super::marginal_map::{MarginalMaps, quantile_skewness_binned};
+use super::marginal_map::MarginalMaps;
 use super::moves::Kernel;
+use super::skew_test::quantile_skewness_binned;
 use super::sphere::SphereChart;
 
 /// Snapshots kept per stage (besides the final cloud).
@@ -139,7 +140,7 @@ fn stage_fits(
     (cf.fits, fold)
 }
 
-/// Smallest |quantile skewness| (see `marginal_map::quantile_skewness`) of a
+/// Smallest |quantile skewness| (see `skew_test::quantile_skewness`) of a
 /// coordinate that makes the SkewCopula kernel map. Measured
 /// (docs/BENCHMARKS.md, "SMC's default kernel at 85 features"): DNA's
 /// coordinates stay below 0.08 and Credit's below 0.11 at every stage and in

@@ -32,18 +32,8 @@ impl<'a> FoldBins<'a> {
     /// The bins of `values` (row i of weight `weights[i]` in fold `fold[i]`);
     /// None when there is no row or a value is not finite (the caller sorts).
     pub fn of(values: Vec<f64>, weights: &'a [f64], fold: &'a [usize]) -> Option<FoldBins<'a>> {
-        // One pass without an early exit (it vectorises); the same lo and
-        // hi as stopping at a non-finite value would give when there is none.
-        let (mut lo, mut hi, mut finite) = (f64::INFINITY, f64::NEG_INFINITY, true);
-        for &v in &values {
-            finite &= v.is_finite();
-            lo = lo.min(v);
-            hi = hi.max(v);
-        }
         let n = values.len();
-        if n == 0 || !finite {
-            return None;
-        }
+        let (lo, hi) = finite_range(&values)?;
         // ≈ 8 rows a bin on average: a quantile's bin holds a few dozen.
         let bins = n.div_ceil(8).clamp(8, 2048);
         let span = hi - lo;
@@ -52,11 +42,26 @@ impl<'a> FoldBins<'a> {
             return None;
         }
         let groups = fold.iter().copied().max().unwrap_or(0) + 1;
-        // `bin_of`'s formula (monotone: `as` saturates below 0).
-        let bin: Vec<u32> = values
-            .iter()
-            .map(|&v| (((v - lo) * scale) as usize).min(bins - 1) as u32)
-            .collect();
+        let bin: Vec<u32> = if span.is_finite() {
+            // `bin_of`'s bins: here v − lo ∈ [0, span], so t is finite and
+            // ≥ 0 and the clamp before truncating gives `bin_of`'s bin (a
+            // plain conversion, which vectorises).
+            let last = (bins - 1) as f64;
+            values
+                .iter()
+                .map(|&v| {
+                    let t = (v - lo) * scale;
+                    let t = if t < last { t } else { last };
+                    // SAFETY: t is finite and in [0, 2047].
+                    unsafe { t.to_int_unchecked::<i32>() as u32 }
+                })
+                .collect()
+        } else {
+            values
+                .iter()
+                .map(|&v| bin_of(v, lo, scale, bins) as u32)
+                .collect()
+        };
         let (mut w, mut count) = (vec![0.0; groups * bins], vec![0u32; groups * bins]);
         for ((&b, &wi), &f) in bin.iter().zip(weights).zip(fold) {
             let at = f * bins + b as usize;
@@ -79,7 +84,7 @@ impl<'a> FoldBins<'a> {
 
     /// The bin of a value: monotone (`as` saturates below 0).
     pub fn bin_of(&self, v: f64) -> usize {
-        (((v - self.lo) * self.scale) as usize).min(self.bins - 1)
+        bin_of(v, self.lo, self.scale, self.bins)
     }
 
     /// The bin of every row.
@@ -182,6 +187,46 @@ impl<'a> FoldBins<'a> {
             })
             .collect()
     }
+}
+
+/// The bin of v for bins of width 1/scale from lo (`as` saturates below 0
+/// and maps NaN to 0).
+fn bin_of(v: f64, lo: f64, scale: f64, bins: usize) -> usize {
+    (((v - lo) * scale) as usize).min(bins - 1)
+}
+
+/// Smallest and largest value, or None when there is none or one is not
+/// finite. Plain comparisons in independent lanes (they vectorise; the
+/// finiteness test catches what they let slip): with every value finite the
+/// bounds are `f64::min`'s and `max`'s up to the sign of a zero bound,
+/// which changes no bin (v − lo and hi − lo are the same).
+fn finite_range(values: &[f64]) -> Option<(f64, f64)> {
+    const L: usize = 8;
+    let (mut lo, mut hi, mut finite) = ([f64::INFINITY; L], [f64::NEG_INFINITY; L], [true; L]);
+    let mut it = values.chunks_exact(L);
+    for c in &mut it {
+        for j in 0..L {
+            let v = c[j];
+            finite[j] &= v.is_finite();
+            lo[j] = if v < lo[j] { v } else { lo[j] };
+            hi[j] = if v > hi[j] { v } else { hi[j] };
+        }
+    }
+    for (j, &v) in it.remainder().iter().enumerate() {
+        finite[j] &= v.is_finite();
+        lo[j] = if v < lo[j] { v } else { lo[j] };
+        hi[j] = if v > hi[j] { v } else { hi[j] };
+    }
+    if values.is_empty() || finite.contains(&false) {
+        return None;
+    }
+    let lo = lo
+        .iter()
+        .fold(f64::INFINITY, |m, &v| if v < m { v } else { m });
+    let hi = hi
+        .iter()
+        .fold(f64::NEG_INFINITY, |m, &v| if v > m { v } else { m });
+    Some((lo, hi))
 }
 
 #[cfg(test)]

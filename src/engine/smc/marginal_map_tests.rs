@@ -1,5 +1,6 @@
 use super::*;
 use crate::engine::numerics::rng;
+use crate::engine::smc::skew_test::{quantile_skewness, quantile_skewness_binned, weighted_select};
 
 /// The sorted-column quantile (the knots' rule) against which selection
 /// is checked.
@@ -209,5 +210,41 @@ fn fold_mapped_rows_match_map_row_and_the_sort_matches() {
             a.iter()
                 .all(|&(key, i)| from_key(key).to_bits() == theta[i * d + k].to_bits())
         );
+    }
+}
+
+#[test]
+fn forward_finds_the_segment_of_a_count_over_every_knot() {
+    let mut r = rng::stream(9, &[]);
+    let n = 2000;
+    // Skewed, tied and constant columns, and knots a few ulps apart.
+    let d = 4;
+    let theta: Vec<f64> = (0..n * d)
+        .map(|i| match i % d {
+            0 => rng::normal(&mut r).exp(),
+            1 => (rng::normal(&mut r) * 2.0).round(),
+            2 => 1e10 + rng::normal(&mut r) * 1e-5,
+            _ => 3.0,
+        })
+        .collect();
+    let maps = MarginalMaps::of(&theta, &vec![1.0; n], d);
+    let mut probes: Vec<f64> = theta.iter().copied().take(400).collect();
+    probes.extend([f64::NAN, -1e300, 1e300, 0.0, -0.0, 3.0, 1e10]);
+    for i in 0..d {
+        let (knots, slope, log_slope) = maps.knots(i);
+        probes.extend_from_slice(knots);
+        for &t in &probes {
+            if t < knots[0] || t > knots[KNOTS - 1] {
+                continue;
+            }
+            let j = knots[1..KNOTS - 1].iter().filter(|&&x| x <= t).count();
+            let want = (z_knot(j) + (t - knots[j]) * slope[j + 1], log_slope[j + 1]);
+            let got = maps.forward_at(i, t);
+            assert_eq!(
+                (got.0.to_bits(), got.1.to_bits()),
+                (want.0.to_bits(), want.1.to_bits()),
+                "coordinate {i} at {t}"
+            );
+        }
     }
 }

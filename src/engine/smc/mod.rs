@@ -25,6 +25,7 @@ pub mod runs;
 pub mod sampler;
 pub mod scores;
 pub mod settings;
+pub mod skew_test;
 pub mod sphere;
 pub mod summary;
 pub mod target;
