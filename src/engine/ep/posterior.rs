@@ -8,7 +8,7 @@
 use nalgebra::{DMatrix, DVector};
 
 use super::kernel::{Aggregates, Marginals};
-use crate::engine::numerics::linalg::{at_built, gemm_into, rows_b_into};
+use crate::engine::numerics::linalg::{at_built, rows_b_into};
 
 /// Rows of `Z_N V` computed at a time for u_j (`marginals`).
 const ZV_BLOCK: usize = 4096;
@@ -146,18 +146,36 @@ pub fn marginals(zp: &DMatrix<f64>, zn: &DMatrix<f64>, q: &Posterior, out: &mut 
     use rayon::prelude::*;
     let p = zp.ncols();
     let m = q.m.as_slice();
-    gemm_into(1.0, zp, false, &q.v, false, 0.0, &mut out.zv_p);
     let np = zp.nrows();
+    if out.zv_p.shape() != (np, p) {
+        out.zv_p = DMatrix::zeros(np, p);
+    }
     out.up.resize(np, 0.0);
     out.mp.resize(np, 0.0);
-    let (zps, zvp) = (zp.as_slice(), out.zv_p.as_slice());
+    // Z_P V by the same blocks (its rows kept for the pass): cols[b][k] is
+    // block b's part of column k.
+    let mut cols: Vec<Vec<&mut [f64]>> = (0..np.div_ceil(ZV_BLOCK))
+        .map(|_| Vec::with_capacity(p))
+        .collect();
+    for col in out.zv_p.as_mut_slice().chunks_mut(np.max(1)) {
+        for (b, part) in col.chunks_mut(ZV_BLOCK).enumerate() {
+            cols[b].push(part);
+        }
+    }
+    let zps = zp.as_slice();
     out.up
         .par_chunks_mut(ZV_BLOCK)
         .zip(out.mp.par_chunks_mut(ZV_BLOCK))
+        .zip(cols.into_par_iter())
         .enumerate()
-        .for_each(|(b, (u, mp))| {
-            let r0 = b * ZV_BLOCK;
-            quad_rows((zps, np, r0), (zvp, np, r0), p, u);
+        .for_each_init(Vec::new, |zv, (b, ((u, mp), cols))| {
+            let (r0, rows) = (b * ZV_BLOCK, u.len());
+            zv.resize(rows * p, 0.0);
+            rows_b_into(zp, r0, rows, &q.v, zv);
+            for (k, col) in cols.into_iter().enumerate() {
+                col.copy_from_slice(&zv[k * rows..(k + 1) * rows]);
+            }
+            quad_rows((zps, np, r0), (zv, rows, 0), p, u);
             dot_rows((zps, np, r0), m, mp);
         });
     // u_j = z_j V z_jᵀ by blocks of rows (the same sums as the whole product's).
@@ -243,7 +261,10 @@ mod tests {
         let mut k = vec![Vec::new(); np];
         for (i, ki) in k.iter_mut().enumerate() {
             for t in 0..3 {
-                ki.push(((i * 3 + t) * 7919 % nn, 0.1 + ((i + t) as f64 * 0.7).sin().abs()));
+                ki.push((
+                    (i * 3 + t) * 7919 % nn,
+                    0.1 + ((i + t) as f64 * 0.7).sin().abs(),
+                ));
             }
         }
         let mut g = DMatrix::zeros(np, p);
@@ -276,11 +297,17 @@ mod tests {
             g,
         };
         let on = |t: usize| {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .unwrap();
             pool.install(|| sites_part(&zp, &zn, &agg))
         };
         let (q, r) = on(1);
-        assert!((&q - &want_q).amax() < 1e-12 * want_q.amax(), "{q} vs {want_q}");
+        assert!(
+            (&q - &want_q).amax() < 1e-12 * want_q.amax(),
+            "{q} vs {want_q}"
+        );
         assert!((&r - &want_r).amax() < 1e-12 * want_r.amax());
         assert_eq!(q, q.transpose());
         assert_eq!((q.clone(), r.clone()), on(3));

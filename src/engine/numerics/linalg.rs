@@ -75,26 +75,35 @@ pub fn rows_b_into(a: &DMatrix<f64>, r0: usize, m: usize, b: &DMatrix<f64>, out:
         out.fill(0.0);
         return;
     }
-    // SAFETY: rows r0..r0+m of the column-major a (row stride 1, column
-    // stride a.nrows()) lie inside its buffer; b and out are whole buffers of
-    // k·n and m·n; out does not alias them (borrowed mutably).
-    unsafe {
-        matrixmultiply::dgemm(
-            m,
-            k,
-            n,
-            1.0,
-            a.as_ptr().add(r0),
-            1,
-            a.nrows() as isize,
-            b.as_ptr(),
-            1,
-            k as isize,
-            0.0,
-            out.as_mut_ptr(),
-            1,
-            m as isize,
-        );
+    // Calls small enough that matrixmultiply does not start its own threads
+    // (callers run blocks on the thread pool); each element's sum is the same.
+    let step = (UNTHREADED_GEMM / k).saturating_sub(n).max(64);
+    let mut i0 = 0;
+    while i0 < m {
+        let rows = step.min(m - i0);
+        // SAFETY: rows r0+i0..r0+i0+rows of the column-major a (row stride 1,
+        // column stride a.nrows()) lie inside its buffer; b is a whole buffer
+        // of k·n; out's rows i0.. (column stride m) lie inside its m·n values
+        // and do not alias a or b (borrowed mutably).
+        unsafe {
+            matrixmultiply::dgemm(
+                rows,
+                k,
+                n,
+                1.0,
+                a.as_ptr().add(r0 + i0),
+                1,
+                a.nrows() as isize,
+                b.as_ptr(),
+                1,
+                k as isize,
+                0.0,
+                out.as_mut_ptr().add(i0),
+                1,
+                m as isize,
+            );
+        }
+        i0 += rows;
     }
 }
 
@@ -282,7 +291,10 @@ mod tests {
         };
         let want = at_b(&z, &scaled);
         let on = |t: usize| {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .unwrap();
             pool.install(|| at_built(&z, 6, fill))
         };
         let got = on(1);
