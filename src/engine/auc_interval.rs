@@ -112,9 +112,10 @@ pub fn p_text(p: f64) -> String {
 pub const LEVEL: f64 = 0.95;
 
 /// Mid-ranks (1-based; tied values share the mean of their ranks) of `v`.
-fn midranks(v: &[f64]) -> Vec<f64> {
-    let order = crate::engine::metrics::ascending_order(v);
-    let mut rank = vec![0.0; v.len()];
+/// Mid-ranks (from 1) of the values `v[order[..]]`, `order` ascending:
+/// written at `rank[slot(order[k])]` (equal values share their mean rank, so
+/// the order within ties does not matter).
+fn midranks_along(v: &[f64], order: &[usize], slot: impl Fn(usize) -> usize, rank: &mut [f64]) {
     let mut g = 0;
     while g < order.len() {
         let mut e = g;
@@ -124,11 +125,10 @@ fn midranks(v: &[f64]) -> Vec<f64> {
         // Ranks g+1 ..= e share their mean.
         let mid = (g + 1 + e) as f64 / 2.0;
         for &i in &order[g..e] {
-            rank[i] = mid;
+            rank[slot(i)] = mid;
         }
         g = e;
     }
-    rank
 }
 
 /// The structural components of one score: V₁₀ per positive, V₀₁ per negative
@@ -200,16 +200,34 @@ impl Components {
     /// the positives) / n₋, the negatives below it with ties ½; a negative's
     /// V₀₁ is 1 − (its rank among all − its rank among the negatives) / n₊.
     fn fast(scores: &[f64], y: &[bool]) -> Option<Components> {
-        let pos: Vec<f64> = (0..y.len()).filter(|&i| y[i]).map(|i| scores[i]).collect();
-        let neg: Vec<f64> = (0..y.len()).filter(|&i| !y[i]).map(|i| scores[i]).collect();
-        let (m, n) = (pos.len(), neg.len());
+        Components::from_order(scores, y, &crate::engine::metrics::ascending_order(scores))
+    }
+
+    /// `fast` given the ascending order of the scores (one sort serves the
+    /// AUC, the ROC curve and these): the positives' and negatives' own
+    /// orders are its subsequences.
+    pub(crate) fn from_order(scores: &[f64], y: &[bool], order: &[usize]) -> Option<Components> {
+        // Row → index within its class.
+        let mut within = Vec::with_capacity(y.len());
+        let (mut m, mut n) = (0, 0);
+        for &yi in y {
+            within.push(if yi { m } else { n });
+            if yi { m += 1 } else { n += 1 }
+        }
         if m == 0 || n == 0 {
             return None;
         }
-        let all: Vec<f64> = pos.iter().chain(&neg).copied().collect();
-        let (r_all, (r_pos, r_neg)) = rayon::join(
-            || midranks(&all),
-            || rayon::join(|| midranks(&pos), || midranks(&neg)),
+        let (pos_order, neg_order): (Vec<usize>, Vec<usize>) = order.iter().partition(|&&i| y[i]);
+        let all_slot = |i: usize| if y[i] { within[i] } else { m + within[i] };
+        let (mut r_all, mut r_pos, mut r_neg) = (vec![0.0; m + n], vec![0.0; m], vec![0.0; n]);
+        rayon::join(
+            || midranks_along(scores, order, all_slot, &mut r_all),
+            || {
+                rayon::join(
+                    || midranks_along(scores, &pos_order, |i| within[i], &mut r_pos),
+                    || midranks_along(scores, &neg_order, |i| within[i], &mut r_neg),
+                )
+            },
         );
         let v10 = (0..m).map(|i| (r_all[i] - r_pos[i]) / n as f64).collect();
         let v01 = (0..n)
@@ -267,6 +285,13 @@ pub fn interval(auc: f64, se: f64, level: f64) -> (f64, f64) {
 pub fn delong(scores: &[f64], y: &[bool]) -> Option<AucInterval> {
     assert_eq!(scores.len(), y.len(), "one score per label");
     let c = Components::fast(scores, y)?;
+    Some(of_components(&c, LEVEL))
+}
+
+/// `delong` given the ascending order of the scores (`metrics::ascending_order`).
+pub fn delong_from_order(scores: &[f64], y: &[bool], order: &[usize]) -> Option<AucInterval> {
+    assert_eq!(scores.len(), y.len(), "one score per label");
+    let c = Components::from_order(scores, y, order)?;
     Some(of_components(&c, LEVEL))
 }
 

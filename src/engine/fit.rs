@@ -28,10 +28,7 @@ pub enum ScoreModel {
 impl ScoreModel {
     pub fn score(&self, x: &DMatrix<f64>) -> Vec<f64> {
         match self {
-            ScoreModel::Linear { weights } => {
-                let w = nalgebra::DVector::from_column_slice(weights);
-                (x * w).iter().copied().collect()
-            }
+            ScoreModel::Linear { weights } => linear_scores(x, weights),
             ScoreModel::Stumps { stumps } => {
                 let mut s = vec![0.0; x.nrows()];
                 for st in stumps {
@@ -347,5 +344,57 @@ impl Fit {
             cv: None,
             part: None,
         }
+    }
+}
+
+/// Rows per block of `linear_scores`.
+const SCORE_BLOCK: usize = 1 << 14;
+
+/// `x · w` summed per row as nalgebra's gemv sums it (`x_i0 w_0`, then
+/// `+ x_ik w_k` in order), by blocks of rows on the thread pool: the bits of
+/// `x * w` whatever the threads (at 10⁷ rows the serial product was ≈ 0.5 s
+/// of each evaluation).
+pub fn linear_scores(x: &DMatrix<f64>, w: &[f64]) -> Vec<f64> {
+    use rayon::prelude::*;
+    let (n, d) = x.shape();
+    assert_eq!(w.len(), d, "one weight per column");
+    let mut out = vec![0.0; n];
+    let xs = x.as_slice();
+    out.par_chunks_mut(SCORE_BLOCK)
+        .enumerate()
+        .for_each(|(b, o)| {
+            let r0 = b * SCORE_BLOCK;
+            for (k, &wk) in w.iter().enumerate() {
+                let col = &xs[k * n + r0..][..o.len()];
+                if k == 0 {
+                    for (v, xv) in o.iter_mut().zip(col) {
+                        *v = xv * wk;
+                    }
+                } else {
+                    for (v, xv) in o.iter_mut().zip(col) {
+                        *v += xv * wk;
+                    }
+                }
+            }
+        });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    /// The blocked scores are nalgebra's product, bit for bit.
+    #[test]
+    fn linear_scores_are_the_product() {
+        let n = 3 * super::SCORE_BLOCK + 11;
+        let x =
+            nalgebra::DMatrix::from_fn(n, 7, |i, j| ((i * 17 + j * 3) as f64 * 0.29).sin() * 1e3);
+        let w: Vec<f64> = (0..7).map(|k| (k as f64 * 1.3).cos() / 3.0).collect();
+        let want = &x * nalgebra::DVector::from_column_slice(&w);
+        let got = super::linear_scores(&x, &w);
+        assert!(
+            got.iter()
+                .zip(want.iter())
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+        );
     }
 }

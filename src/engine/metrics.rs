@@ -38,7 +38,7 @@ fn total_order_key(x: f64) -> u64 {
 }
 
 /// AUC given the ascending order of the scores.
-fn auc_sorted(scores: &[f64], y: &[bool], order: &[usize]) -> f64 {
+pub fn auc_sorted(scores: &[f64], y: &[bool], order: &[usize]) -> f64 {
     // Walk groups of equal scores from the lowest: every positive in a group beats
     // the negatives below it and ties with the negatives in it.
     let (mut neg_below, mut twice_u) = (0u64, 0u64);
@@ -99,22 +99,33 @@ pub struct RocPoint {
 /// ROC curve from (0,0) to (1,1): one point per distinct score (highest first),
 /// so tied scores give a diagonal segment and the trapezoid area equals `auc`.
 pub fn roc_curve(scores: &[f64], y: &[bool]) -> Vec<RocPoint> {
+    roc_curve_sorted(scores, y, &ascending_order(scores))
+}
+
+/// `roc_curve` given the ascending order of the scores: walked from the
+/// highest score down, a point after each group of equal scores.
+pub fn roc_curve_sorted(scores: &[f64], y: &[bool], order: &[usize]) -> Vec<RocPoint> {
     let n_pos = y.iter().filter(|&&b| b).count() as f64;
     let n_neg = y.len() as f64 - n_pos;
-    let mut order: Vec<usize> = (0..scores.len()).collect();
-    order.sort_unstable_by(|&a, &b| scores[b].total_cmp(&scores[a]));
     let mut pts = vec![RocPoint { fpr: 0.0, tpr: 0.0 }];
     let (mut tp, mut fp) = (0.0, 0.0);
-    let mut g = 0;
-    while g < order.len() {
-        let s = scores[order[g]];
-        while g < order.len() && scores[order[g]] == s {
-            if y[order[g]] {
+    let mut it = order.iter().rev().peekable();
+    while let Some(&first) = it.next() {
+        let s = scores[first];
+        let mut i = first;
+        loop {
+            if y[i] {
                 tp += 1.0
             } else {
                 fp += 1.0
             }
-            g += 1;
+            match it.peek() {
+                Some(&&next) if scores[next] == s => {
+                    i = next;
+                    it.next();
+                }
+                _ => break,
+            }
         }
         pts.push(RocPoint {
             fpr: fp / n_neg,
@@ -185,6 +196,45 @@ mod tests {
         assert_eq!(auc(&s, &y), 0.875);
         assert_eq!(auc_brute_force(&s, &y), 0.875);
         assert!((roc_area(&roc_curve(&s, &y)) - 0.875).abs() < 1e-15);
+    }
+
+    /// The curve from the shared ascending order against the descending walk
+    /// it replaced, with many ties.
+    #[test]
+    fn roc_from_the_order_is_the_descending_walk() {
+        let s: Vec<f64> = (0..5000)
+            .map(|k| ((k * 7919) % 97) as f64 * 0.5 - 3.0)
+            .collect();
+        let y: Vec<bool> = (0..5000).map(|k| (k * 31) % 7 < 3).collect();
+        let mut order: Vec<usize> = (0..s.len()).collect();
+        order.sort_by(|&a, &b| s[b].total_cmp(&s[a]));
+        let (np, nn) = (
+            y.iter().filter(|&&b| b).count() as f64,
+            y.iter().filter(|&&b| !b).count() as f64,
+        );
+        let mut want = vec![RocPoint { fpr: 0.0, tpr: 0.0 }];
+        let (mut tp, mut fp, mut g) = (0.0, 0.0, 0);
+        while g < order.len() {
+            let v = s[order[g]];
+            while g < order.len() && s[order[g]] == v {
+                if y[order[g]] {
+                    tp += 1.0
+                } else {
+                    fp += 1.0
+                }
+                g += 1;
+            }
+            want.push(RocPoint {
+                fpr: fp / nn,
+                tpr: tp / np,
+            });
+        }
+        let got = roc_curve(&s, &y);
+        assert_eq!(got.len(), want.len());
+        for (a, b) in got.iter().zip(&want) {
+            assert_eq!((a.fpr, a.tpr), (b.fpr, b.tpr));
+        }
+        assert!((roc_area(&got) - auc(&s, &y)).abs() < 1e-12);
     }
 
     #[test]

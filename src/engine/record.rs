@@ -8,12 +8,12 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::auc_interval::{AucInterval, Components, delong};
+use super::auc_interval::{AucInterval, Components, delong, delong_from_order};
 use super::bounds::Bound;
 use super::data::{Dataset, DroppedColumn, EncodedColumn, FeatureSummary, Prepared, SplitInfo};
 use super::event::{Event, Histogram};
 use super::fit::{Fit, ScoreModel};
-use super::metrics::{RocPoint, auc, roc_curve, thin_curve};
+use super::metrics::{RocPoint, ascending_order, auc, auc_sorted, roc_curve_sorted, thin_curve};
 use super::model::Model;
 use super::posterior_auc::{PosteriorAuc, posterior_auc};
 use super::prior::Prior;
@@ -221,11 +221,13 @@ const ROC_POINTS: usize = 201;
 /// AUCs and ROC curves of a fit's point score on the prepared data.
 pub fn evaluate(fit: &Fit, data: &Prepared) -> (AucReport, Roc) {
     let eval = |m: &ScoreModel, x: &nalgebra::DMatrix<f64>, y: &[bool]| {
+        // One sort of the scores serves the AUC, the curve and DeLong's interval.
         let s = m.score(x);
+        let order = ascending_order(&s);
         (
-            auc(&s, y),
-            Curve::of(&thin_curve(&roc_curve(&s, y), ROC_POINTS)),
-            delong(&s, y),
+            auc_sorted(&s, y, &order),
+            Curve::of(&thin_curve(&roc_curve_sorted(&s, y, &order), ROC_POINTS)),
+            delong_from_order(&s, y, &order),
         )
     };
     let (train, roc_train, train_interval) = eval(&fit.model, &data.train.x, &data.train.y);

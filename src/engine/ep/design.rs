@@ -250,27 +250,42 @@ impl Design {
 /// column: the columns are contiguous), then exactly where hashes agree: a
 /// map keyed by each row's bits held ≈ 200 bytes a row (1.1 GB at 10⁷ rows).
 pub fn identical_pairs(xp: &DMatrix<f64>, xn: &DMatrix<f64>) -> Excluded {
+    use rayon::prelude::*;
     let bits = |v: f64| (v + 0.0).to_bits();
+    // Blocks of rows on the thread pool (each row's hash is its own).
     let hashes = |x: &DMatrix<f64>| -> Vec<u64> {
-        let mut h = vec![0x9e37_79b9_7f4a_7c15_u64; x.nrows()];
-        for k in 0..x.ncols() {
-            for (hi, &v) in h.iter_mut().zip(x.column(k).iter()) {
-                *hi = (hi.rotate_left(5) ^ bits(v)).wrapping_mul(0x517c_c1b7_2722_0a95);
+        let n = x.nrows();
+        let mut h = vec![0x9e37_79b9_7f4a_7c15_u64; n];
+        h.par_chunks_mut(HASH_ROWS).enumerate().for_each(|(b, hb)| {
+            let r0 = b * HASH_ROWS;
+            for k in 0..x.ncols() {
+                let col = &x.as_slice()[k * n + r0..][..hb.len()];
+                for (hi, &v) in hb.iter_mut().zip(col) {
+                    *hi = (hi.rotate_left(5) ^ bits(v)).wrapping_mul(0x517c_c1b7_2722_0a95);
+                }
             }
-        }
+        });
         h
     };
     let mut neg: Vec<(u64, usize)> = hashes(xn).into_iter().zip(0..).collect();
-    neg.sort_unstable();
+    neg.par_sort_unstable();
     let same = |i: usize, j: usize| (0..xp.ncols()).all(|k| bits(xp[(i, k)]) == bits(xn[(j, k)]));
-    let mut pairs = Vec::new();
-    for (i, h) in hashes(xp).into_iter().enumerate() {
-        let a = neg.partition_point(|&(g, _)| g < h);
-        for &(_, j) in neg[a..].iter().take_while(|&&(g, _)| g == h) {
-            if same(i, j) {
-                pairs.push((i, j));
-            }
-        }
-    }
+    let neg = &neg;
+    // In order of i (collect keeps it), each i's matches in order of j.
+    let pairs: Vec<(usize, usize)> = hashes(xp)
+        .into_par_iter()
+        .enumerate()
+        .flat_map_iter(|(i, h)| {
+            let a = neg.partition_point(|&(g, _)| g < h);
+            neg[a..]
+                .iter()
+                .take_while(move |&&(g, _)| g == h)
+                .filter(move |&&(_, j)| same(i, j))
+                .map(move |&(_, j)| (i, j))
+        })
+        .collect();
     Excluded::new(xp.nrows(), pairs)
 }
+
+/// Rows per block of `identical_pairs`' hashes.
+const HASH_ROWS: usize = 1 << 14;

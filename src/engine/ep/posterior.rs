@@ -8,7 +8,7 @@
 use nalgebra::{DMatrix, DVector};
 
 use super::kernel::{Aggregates, Marginals};
-use crate::engine::numerics::linalg::{at_b, at_diag_a_into, gemm_into, rows_b_into};
+use crate::engine::numerics::linalg::{at_built, rows_b_into};
 
 /// Rows of `Z_N V` computed at a time for u_j (`marginals`).
 const ZV_BLOCK: usize = 4096;
@@ -57,23 +57,43 @@ pub fn rebuild(
     solve(&sites_part(zp, zn, agg), prior)
 }
 
-/// The pair sites' part of Q and r: `(Σ K a aᵀ, Σ h a)`.
+/// The pair sites' part of Q and r: `(Σ K a aᵀ, Σ h a)`, in two passes over the
+/// rows (`at_built`: blocks on the thread pool, the same bits whatever the
+/// threads). The positives' pass gives `Z_Pᵀ [diag(K1) Z_P − 2 K Z_N | H1]`,
+/// whose symmetric part is `Z_Pᵀ diag(K1) Z_P − X_Pᵀ K X_N − (X_Pᵀ K X_N)ᵀ`;
+/// the negatives' pass `Z_Nᵀ [diag(Kᵀ1) Z_N | Hᵀ1]`.
 pub fn sites_part(
     zp: &DMatrix<f64>,
     zn: &DMatrix<f64>,
     agg: &Aggregates,
 ) -> (DMatrix<f64>, DVector<f64>) {
     let p = zp.ncols();
-    let mut q = DMatrix::zeros(p, p);
-    at_diag_a_into(zp, &agg.k_row, 0.0, &mut q);
-    at_diag_a_into(zn, &agg.k_col, 1.0, &mut q);
-    let cross = at_b(zp, &agg.g); // X_Pᵀ K X_N
-    for a in 0..p {
-        for b in 0..p {
-            q[(a, b)] -= cross[(a, b)] + cross[(b, a)];
+    let (np, nn) = (zp.nrows(), zn.nrows());
+    assert_eq!(agg.g.shape(), (np, p), "K Z_N is n+ × p");
+    let (zps, zns, gs) = (zp.as_slice(), zn.as_slice(), agg.g.as_slice());
+    let pos = at_built(zp, p + 1, |r0, m, s| {
+        let (w, h) = (&agg.k_row[r0..r0 + m], &agg.h_row[r0..r0 + m]);
+        for k in 0..p {
+            let (z, g) = (&zps[k * np + r0..][..m], &gs[k * np + r0..][..m]);
+            for (((o, z), g), w) in s[k * m..][..m].iter_mut().zip(z).zip(g).zip(w) {
+                *o = z * w - 2.0 * g;
+            }
         }
-    }
-    // Exact symmetry (the two diagonal-weighted products are symmetric only up to rounding).
+        s[p * m..][..m].copy_from_slice(h);
+    });
+    let neg = at_built(zn, p + 1, |r0, m, s| {
+        let (w, h) = (&agg.k_col[r0..r0 + m], &agg.h_col[r0..r0 + m]);
+        for k in 0..p {
+            let z = &zns[k * nn + r0..][..m];
+            for ((o, z), w) in s[k * m..][..m].iter_mut().zip(z).zip(w) {
+                *o = z * w;
+            }
+        }
+        s[p * m..][..m].copy_from_slice(h);
+    });
+    let mut q = DMatrix::from_fn(p, p, |a, b| pos[(a, b)] + neg[(a, b)]);
+    // Exact symmetry: the positives' product is symmetric only once its cross
+    // terms are mirrored, the negatives' up to rounding.
     for a in 0..p {
         for b in 0..a {
             let s = 0.5 * (q[(a, b)] + q[(b, a)]);
@@ -81,8 +101,7 @@ pub fn sites_part(
             q[(b, a)] = s;
         }
     }
-    let mut r = zp.tr_mul(&DVector::from_column_slice(&agg.h_row));
-    r -= zn.tr_mul(&DVector::from_column_slice(&agg.h_col));
+    let r = DVector::from_fn(p, |a, _| pos[(a, p)] - neg[(a, p)]);
     (q, r)
 }
 
@@ -127,18 +146,36 @@ pub fn marginals(zp: &DMatrix<f64>, zn: &DMatrix<f64>, q: &Posterior, out: &mut 
     use rayon::prelude::*;
     let p = zp.ncols();
     let m = q.m.as_slice();
-    gemm_into(1.0, zp, false, &q.v, false, 0.0, &mut out.zv_p);
     let np = zp.nrows();
+    if out.zv_p.shape() != (np, p) {
+        out.zv_p = DMatrix::zeros(np, p);
+    }
     out.up.resize(np, 0.0);
     out.mp.resize(np, 0.0);
-    let (zps, zvp) = (zp.as_slice(), out.zv_p.as_slice());
+    // Z_P V by the same blocks (its rows kept for the pass): cols[b][k] is
+    // block b's part of column k.
+    let mut cols: Vec<Vec<&mut [f64]>> = (0..np.div_ceil(ZV_BLOCK))
+        .map(|_| Vec::with_capacity(p))
+        .collect();
+    for col in out.zv_p.as_mut_slice().chunks_mut(np.max(1)) {
+        for (b, part) in col.chunks_mut(ZV_BLOCK).enumerate() {
+            cols[b].push(part);
+        }
+    }
+    let zps = zp.as_slice();
     out.up
         .par_chunks_mut(ZV_BLOCK)
         .zip(out.mp.par_chunks_mut(ZV_BLOCK))
+        .zip(cols.into_par_iter())
         .enumerate()
-        .for_each(|(b, (u, mp))| {
-            let r0 = b * ZV_BLOCK;
-            quad_rows((zps, np, r0), (zvp, np, r0), p, u);
+        .for_each_init(Vec::new, |zv, (b, ((u, mp), cols))| {
+            let (r0, rows) = (b * ZV_BLOCK, u.len());
+            zv.resize(rows * p, 0.0);
+            rows_b_into(zp, r0, rows, &q.v, zv);
+            for (k, col) in cols.into_iter().enumerate() {
+                col.copy_from_slice(&zv[k * rows..(k + 1) * rows]);
+            }
+            quad_rows((zps, np, r0), (zv, rows, 0), p, u);
             dot_rows((zps, np, r0), m, mp);
         });
     // u_j = z_j V z_jᵀ by blocks of rows (the same sums as the whole product's).
@@ -206,4 +243,73 @@ pub fn delta(new: &Posterior, old: &Posterior) -> f64 {
             .max((sd / sd_old - 1.0).abs());
     }
     d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::numerics::linalg::{PAR_BLOCK, at_b};
+
+    /// The two-pass sites' part against the formula's products taken one by
+    /// one, on rows spanning several blocks; the same bits on 1 and 3 threads.
+    #[test]
+    fn sites_part_matches_the_formula_and_ignores_threads() {
+        let (np, nn, p) = (PAR_BLOCK + 777, 2 * PAR_BLOCK + 5, 4);
+        let zp = DMatrix::from_fn(np, p, |i, j| ((i * 13 + j * 5) as f64 * 0.31).sin());
+        let zn = DMatrix::from_fn(nn, p, |i, j| ((i * 7 + j * 11) as f64 * 0.17).cos());
+        // A sparse K: each positive paired with three negatives.
+        let mut k = vec![Vec::new(); np];
+        for (i, ki) in k.iter_mut().enumerate() {
+            for t in 0..3 {
+                ki.push((
+                    (i * 3 + t) * 7919 % nn,
+                    0.1 + ((i + t) as f64 * 0.7).sin().abs(),
+                ));
+            }
+        }
+        let mut g = DMatrix::zeros(np, p);
+        let (mut k_row, mut k_col) = (vec![0.0; np], vec![0.0; nn]);
+        for (i, ki) in k.iter().enumerate() {
+            for &(j, v) in ki {
+                k_row[i] += v;
+                k_col[j] += v;
+                for a in 0..p {
+                    g[(i, a)] += v * zn[(j, a)];
+                }
+            }
+        }
+        let h_row: Vec<f64> = (0..np).map(|i| (i as f64 * 0.01).sin()).collect();
+        let h_col: Vec<f64> = (0..nn).map(|j| (j as f64 * 0.02).cos()).collect();
+        let scale = |z: &DMatrix<f64>, w: &[f64]| {
+            DMatrix::from_fn(z.nrows(), z.ncols(), |i, a| z[(i, a)] * w[i])
+        };
+        let cross = at_b(&zp, &g);
+        let want_q = at_b(&zp, &scale(&zp, &k_row)) + at_b(&zn, &scale(&zn, &k_col))
+            - &cross
+            - cross.transpose();
+        let want_r = zp.tr_mul(&DVector::from_column_slice(&h_row))
+            - zn.tr_mul(&DVector::from_column_slice(&h_col));
+        let agg = Aggregates {
+            k_row,
+            k_col,
+            h_row,
+            h_col,
+            g,
+        };
+        let on = |t: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .unwrap();
+            pool.install(|| sites_part(&zp, &zn, &agg))
+        };
+        let (q, r) = on(1);
+        assert!(
+            (&q - &want_q).amax() < 1e-12 * want_q.amax(),
+            "{q} vs {want_q}"
+        );
+        assert!((&r - &want_r).amax() < 1e-12 * want_r.amax());
+        assert_eq!(q, q.transpose());
+        assert_eq!((q.clone(), r.clone()), on(3));
+    }
 }

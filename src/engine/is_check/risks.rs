@@ -110,47 +110,83 @@ fn chunk_draws(n: usize) -> usize {
 const SCORE_ROWS: usize = 1 << 14;
 
 /// The scores `x θ_j` of the columns of `t`, split by class into `sp` and
-/// `sn` (rows in order), a block of `SCORE_ROWS` rows at a time through
-/// `block` (no class-split copy of x). Each score is the sum a GEMM of the
-/// class split makes: the blocks (the last one included) keep more than 5
-/// rows, so nalgebra picks its kernel by the draws, as there.
+/// `sn` (rows in order), a block of `SCORE_ROWS` rows at a time (no
+/// class-split copy of x); the blocks go on the thread pool, each writing its
+/// own rows of `sp` and `sn`. Each score is the sum a GEMM of the class split
+/// makes: the blocks (the last one included) keep more than 5 rows, so
+/// nalgebra picks its kernel by the draws, as there.
 fn class_scores(
     x: &DMatrix<f64>,
     y: &[bool],
     t: &DMatrix<f64>,
-    block: &mut DMatrix<f64>,
     sp: &mut DMatrix<f64>,
     sn: &mut DMatrix<f64>,
 ) {
     let (n, d, per) = (x.nrows(), x.ncols(), t.ncols());
-    let (mut ip, mut in_) = (0, 0);
-    let mut r0 = 0;
-    while r0 < n {
-        // The remainder joins the last full block.
-        let len = if n - r0 < 2 * SCORE_ROWS {
-            n - r0
+    // The remainder joins the last full block.
+    let mut bounds = vec![0];
+    while bounds[bounds.len() - 1] < n {
+        let r0 = bounds[bounds.len() - 1];
+        bounds.push(if n - r0 < 2 * SCORE_ROWS {
+            n
         } else {
-            SCORE_ROWS
-        };
-        let mut out = block.view_mut((0, 0), (len, per));
-        out.gemm(1.0, &x.view((r0, 0), (len, d)), t, 0.0);
-        let labels = &y[r0..r0 + len];
-        let (p0, n0) = (ip, in_);
-        for j in 0..per {
-            let (col, (mut a, mut b)) = (out.column(j), (p0, n0));
-            for (i, &label) in labels.iter().enumerate() {
-                if label {
-                    sp[(a, j)] = col[i];
-                    a += 1;
-                } else {
-                    sn[(b, j)] = col[i];
-                    b += 1;
+            r0 + SCORE_ROWS
+        });
+    }
+    let pos: Vec<usize> = bounds
+        .windows(2)
+        .map(|w| y[w[0]..w[1]].iter().filter(|&&l| l).count())
+        .collect();
+    let neg: Vec<usize> = bounds
+        .windows(2)
+        .zip(&pos)
+        .map(|(w, p)| w[1] - w[0] - p)
+        .collect();
+    let (ps, ns) = (row_pieces(sp, &pos), row_pieces(sn, &neg));
+    let rows = (2 * SCORE_ROWS).min(n);
+    ps.into_par_iter().zip(ns).enumerate().for_each_init(
+        || DMatrix::zeros(rows, per),
+        |block, (b, (mut pc, mut nc))| {
+            let (r0, len) = (bounds[b], bounds[b + 1] - bounds[b]);
+            let mut out = block.view_mut((0, 0), (len, per));
+            out.gemm(1.0, &x.view((r0, 0), (len, d)), t, 0.0);
+            let labels = &y[r0..r0 + len];
+            for (j, (pj, nj)) in pc.iter_mut().zip(nc.iter_mut()).enumerate() {
+                let (col, (mut a, mut c)) = (out.column(j), (0, 0));
+                for (i, &label) in labels.iter().enumerate() {
+                    if label {
+                        pj[a] = col[i];
+                        a += 1;
+                    } else {
+                        nj[c] = col[i];
+                        c += 1;
+                    }
                 }
             }
-            (ip, in_) = (a, b);
+        },
+    );
+}
+
+/// Each column of `m` cut into consecutive pieces of `sizes[b]` rows:
+/// `out[b][j]` is piece b of column j (disjoint, for the blocks' writes).
+fn row_pieces<'a>(m: &'a mut DMatrix<f64>, sizes: &[usize]) -> Vec<Vec<&'a mut [f64]>> {
+    let (rows, cols) = m.shape();
+    let mut out: Vec<Vec<&mut [f64]>> = sizes.iter().map(|_| Vec::with_capacity(cols)).collect();
+    if rows == 0 {
+        for o in out.iter_mut() {
+            o.extend((0..cols).map(|_| <&mut [f64]>::default()));
         }
-        r0 += len;
+        return out;
     }
+    for col in m.as_mut_slice().chunks_mut(rows) {
+        let mut rest = col;
+        for (b, &size) in sizes.iter().enumerate() {
+            let (piece, r) = rest.split_at_mut(size);
+            out[b].push(piece);
+            rest = r;
+        }
+    }
+    out
 }
 
 /// R_n of every θ on `pb`'s training rows (see the module doc).
@@ -164,7 +200,6 @@ pub fn risks_of(pb: &Problem, thetas: &[&[f64]]) -> Vec<f64> {
     let workers = rayon::current_num_threads().clamp(1, per);
     let mut scratch: Vec<RiskScratch> = (0..workers).map(|_| RiskScratch::new(np, nn)).collect();
     let mut t = DMatrix::zeros(pb.d(), per);
-    let mut block = DMatrix::zeros((2 * SCORE_ROWS).min(pb.n()), per);
     let mut sp = DMatrix::zeros(np, per);
     let mut sn = DMatrix::zeros(nn, per);
     for (c, chunk) in thetas.chunks(per).enumerate() {
@@ -173,7 +208,7 @@ pub fn risks_of(pb: &Problem, thetas: &[&[f64]]) -> Vec<f64> {
         for (j, theta) in chunk.iter().enumerate() {
             t.column_mut(j).copy_from_slice(theta);
         }
-        class_scores(&pb.x, &pb.y, &t, &mut block, &mut sp, &mut sn);
+        class_scores(&pb.x, &pb.y, &t, &mut sp, &mut sn);
         let (sp, sn) = (&sp, &sn);
         let done: Vec<Vec<(usize, f64)>> = scratch
             .par_iter_mut()
@@ -263,7 +298,15 @@ mod tests {
                 .map(|_| (0..d).map(|_| normal(&mut r)).collect())
                 .collect();
             let refs: Vec<&[f64]> = thetas.iter().map(|t| t.as_slice()).collect();
-            let got = risks_of(&pb, &refs);
+            let on = |t: usize| {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(t)
+                    .build()
+                    .unwrap();
+                pool.install(|| risks_of(&pb, &refs))
+            };
+            let got = on(1);
+            assert_eq!(got, on(3), "the blocks' threads change nothing");
             for (s, theta) in thetas.iter().enumerate() {
                 let scores: Vec<f64> = (0..n)
                     .map(|i| (0..d).map(|k| pb.x[(i, k)] * theta[k]).sum())

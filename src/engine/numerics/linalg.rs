@@ -75,82 +75,108 @@ pub fn rows_b_into(a: &DMatrix<f64>, r0: usize, m: usize, b: &DMatrix<f64>, out:
         out.fill(0.0);
         return;
     }
-    // SAFETY: rows r0..r0+m of the column-major a (row stride 1, column
-    // stride a.nrows()) lie inside its buffer; b and out are whole buffers of
-    // k·n and m·n; out does not alias them (borrowed mutably).
-    unsafe {
-        matrixmultiply::dgemm(
-            m,
-            k,
-            n,
-            1.0,
-            a.as_ptr().add(r0),
-            1,
-            a.nrows() as isize,
-            b.as_ptr(),
-            1,
-            k as isize,
-            0.0,
-            out.as_mut_ptr(),
-            1,
-            m as isize,
-        );
+    // Calls small enough that matrixmultiply does not start its own threads
+    // (callers run blocks on the thread pool); each element's sum is the same.
+    let step = (UNTHREADED_GEMM / k).saturating_sub(n).max(64);
+    let mut i0 = 0;
+    while i0 < m {
+        let rows = step.min(m - i0);
+        // SAFETY: rows r0+i0..r0+i0+rows of the column-major a (row stride 1,
+        // column stride a.nrows()) lie inside its buffer; b is a whole buffer
+        // of k·n; out's rows i0.. (column stride m) lie inside its m·n values
+        // and do not alias a or b (borrowed mutably).
+        unsafe {
+            matrixmultiply::dgemm(
+                rows,
+                k,
+                n,
+                1.0,
+                a.as_ptr().add(r0 + i0),
+                1,
+                a.nrows() as isize,
+                b.as_ptr(),
+                1,
+                k as isize,
+                0.0,
+                out.as_mut_ptr().add(i0),
+                1,
+                m as isize,
+            );
+        }
+        i0 += rows;
     }
 }
 
-/// Rows per block of `at_diag_a_into`: a multiple of matrixmultiply's KC
-/// (256 for f64), so the blocked sums are grouped exactly as the whole
-/// product's (its K loop is split at multiples of KC, each part added into C).
-const DIAG_BLOCK: usize = 1 << 15;
+/// Rows per block of `at_built`: fixed, so that the sums are grouped the same
+/// whatever the number of threads (each block's partial product, then the
+/// partials added in block order).
+pub const PAR_BLOCK: usize = 1 << 15;
 
-/// `out = beta · out + zᵀ diag(w) z`, scaling a block of rows at a time (no
-/// n × p scaled copy); bit-identical to `gemm_into(1, z, true, w∘z, false, beta)`.
-pub fn at_diag_a_into(z: &DMatrix<f64>, w: &[f64], beta: f64, out: &mut DMatrix<f64>) {
+/// Largest `(p + c) · k` of one GEMM call inside a block: below matrixmultiply's
+/// threading threshold (2¹⁵), so it does not start its own threads inside the
+/// pool's (and at p = 20 every call still has k ≥ 700).
+const UNTHREADED_GEMM: usize = (1 << 15) - 1;
+
+/// `zᵀ S` (p × c) for an n × c matrix S never held whole: `fill(r0, m, s)`
+/// writes rows r0..r0+m of S into `s` (m × c, column-major). Blocks of
+/// `PAR_BLOCK` rows go on the thread pool; the result's bits do not depend on
+/// the number of threads.
+pub fn at_built(
+    z: &DMatrix<f64>,
+    c: usize,
+    fill: impl Fn(usize, usize, &mut [f64]) + Sync,
+) -> DMatrix<f64> {
+    use rayon::prelude::*;
     let (n, p) = z.shape();
-    assert_eq!(w.len(), n, "one weight per row");
-    assert_eq!(out.shape(), (p, p), "output shape");
-    if n == 0 || p == 0 {
-        *out *= beta;
-        return;
+    let mut out = DMatrix::zeros(p, c);
+    if n == 0 || p == 0 || c == 0 {
+        return out;
     }
-    let mut s = vec![0.0; DIAG_BLOCK.min(n) * p];
-    let mut r0 = 0;
-    while r0 < n {
-        let m = DIAG_BLOCK.min(n - r0);
-        let zs = z.as_slice();
-        for k in 0..p {
-            let col = &zs[k * n + r0..k * n + r0 + m];
-            for ((o, v), wi) in s[k * m..(k + 1) * m]
-                .iter_mut()
-                .zip(col)
-                .zip(&w[r0..r0 + m])
-            {
-                *o = v * wi;
+    let step = (UNTHREADED_GEMM / (p + c)).max(64);
+    let partials: Vec<Vec<f64>> = (0..n.div_ceil(PAR_BLOCK))
+        .into_par_iter()
+        .map_init(Vec::new, |s: &mut Vec<f64>, b| {
+            let r0 = b * PAR_BLOCK;
+            let m = PAR_BLOCK.min(n - r0);
+            s.resize(m * c, 0.0);
+            fill(r0, m, &mut s[..m * c]);
+            let mut part = vec![0.0; p * c];
+            let mut i0 = 0;
+            while i0 < m {
+                let k = step.min(m - i0);
+                // SAFETY: zᵀ's rows r0+i0.. (p × k, row stride n, column stride 1
+                // once transposed) lie inside the column-major z; s's rows
+                // i0..i0+k (k × c, column stride m) inside s; part is p × c and
+                // aliases neither.
+                unsafe {
+                    matrixmultiply::dgemm(
+                        p,
+                        k,
+                        c,
+                        1.0,
+                        z.as_ptr().add(r0 + i0),
+                        n as isize,
+                        1,
+                        s.as_ptr().add(i0),
+                        1,
+                        m as isize,
+                        1.0,
+                        part.as_mut_ptr(),
+                        1,
+                        p as isize,
+                    );
+                }
+                i0 += k;
             }
+            part
+        })
+        .collect();
+    for part in &partials {
+        for (o, v) in out.as_mut_slice().iter_mut().zip(part) {
+            *o += v;
         }
-        // SAFETY: zᵀ's block (p × m) starts at row r0 of the column-major z
-        // (row stride n, column stride 1 once transposed) and lies inside it;
-        // s holds m × p column-major; out is p × p and aliases neither.
-        unsafe {
-            matrixmultiply::dgemm(
-                p,
-                m,
-                p,
-                1.0,
-                z.as_ptr().add(r0),
-                n as isize,
-                1,
-                s.as_ptr(),
-                1,
-                m as isize,
-                if r0 == 0 { beta } else { 1.0 },
-                out.as_mut_ptr(),
-                1,
-                p as isize,
-            );
-        }
-        r0 += m;
     }
+    out
 }
 
 /// The row mean m of `x` and the scatter `Σ_i (x_i − m)ᵀ(x_i − m)` of its
@@ -240,31 +266,43 @@ mod tests {
         assert!((DMatrix::from_column_slice(5, 7, &out) - &c * &at).amax() < 1e-12);
     }
 
-    /// The blocked products give the whole products' bits (EP's records
-    /// stay identical): rows spanning several blocks, a ragged last block.
+    /// `at_built` against the whole product (rows spanning several blocks, a
+    /// ragged last block), and the same bits on one thread as on four.
     #[test]
-    fn blocked_products_are_bit_identical() {
-        let n = 2 * DIAG_BLOCK + 4099;
+    fn built_products_match_and_ignore_threads() {
+        let n = 2 * PAR_BLOCK + 4099;
         let z = DMatrix::from_fn(n, 5, |i, j| ((i * 31 + j * 7) as f64 * 0.37).sin());
         let w: Vec<f64> = (0..n).map(|i| (i as f64 * 0.013).cos() * 1e-3).collect();
-        let mut scaled = z.clone();
-        for mut col in scaled.column_iter_mut() {
-            for (v, wi) in col.iter_mut().zip(&w) {
-                *v *= wi;
+        let mut scaled = DMatrix::zeros(n, 6);
+        for k in 0..5 {
+            for i in 0..n {
+                scaled[(i, k)] = z[(i, k)] * w[i];
             }
         }
-        let base = DMatrix::from_fn(5, 5, |i, j| (i + j) as f64 * 0.5);
-        let mut want = base.clone();
-        gemm_into(1.0, &z, true, &scaled, false, 1.0, &mut want);
-        let mut got = base.clone();
-        at_diag_a_into(&z, &w, 1.0, &mut got);
-        assert_eq!(got, want);
-        let mut got0 = base.clone();
-        at_diag_a_into(&z, &w, 0.0, &mut got0);
-        assert_eq!(got0, at_b(&z, &scaled));
+        for i in 0..n {
+            scaled[(i, 5)] = w[i];
+        }
+        let fill = |r0: usize, m: usize, s: &mut [f64]| {
+            for k in 0..6 {
+                for i in 0..m {
+                    s[k * m + i] = scaled[(r0 + i, k)];
+                }
+            }
+        };
+        let want = at_b(&z, &scaled);
+        let on = |t: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .unwrap();
+            pool.install(|| at_built(&z, 6, fill))
+        };
+        let got = on(1);
+        assert!((&got - &want).amax() < 1e-12 * want.amax());
+        assert_eq!(got, on(4));
         let v = DMatrix::from_fn(5, 5, |i, j| 1.0 / (1 + i + j) as f64);
         let whole = a_b(&z, &v);
-        let (r0, m) = (DIAG_BLOCK - 3, 4101);
+        let (r0, m) = (PAR_BLOCK - 3, 4101);
         let mut out = vec![0.0; m * 5];
         rows_b_into(&z, r0, m, &v, &mut out);
         for k in 0..5 {
