@@ -607,8 +607,8 @@ pub fn step<T: Target + ?Sized>(
                 let mut lq_new = vec![0.0; c];
                 let mut rows = Vec::new();
                 let mut vals = Vec::new();
-                for g in 0..GROUPS {
-                    let Some(mix) = mixes[g].as_ref() else {
+                for (g, mix) in mixes.iter().enumerate() {
+                    let Some(mix) = mix.as_ref() else {
                         continue;
                     };
                     let of_g: Vec<usize> = (0..c)
