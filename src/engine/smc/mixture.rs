@@ -422,7 +422,7 @@ pub struct MixtureStats {
 /// represented it keeps its shares up to Monte Carlo error (se ≤ 0.05 at
 /// 100 particles); a larger shift means the reweighted incoming cloud held
 /// too little of a phase the stage's target holds (EEG split 0 on the prior
-/// path, 2000 particles: 0.53 → 0.75, 0.61 → 0.98, 0.42 → 0.95 in stages
+/// path, 2000 particles: 0.53 → 0.75, 0.54 → 0.99, 0.37 → 0.94 in stages
 /// 12–14; Sonar 8n: ≤ 0.02 in every stage). The tempering step's weights
 /// then rested on the few particles there, so its log Z increment is
 /// likely low.
