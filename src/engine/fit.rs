@@ -256,6 +256,9 @@ pub struct StageCheck {
     pub duplicated: f64,
     /// ESS / N of the reweighted cloud before resampling.
     pub ess_frac: f64,
+    /// (start, end) share of a phase the stage's mixture move found that the
+    /// stage's incoming cloud held too little of (`smc::mixture::MixtureStats::jump`).
+    pub phase_jump: Option<(f64, f64)>,
 }
 
 /// The result of a run.

@@ -22,73 +22,10 @@ use super::run_spec::{EpSpec, GcsSpec, MethodSpec, RunSpec, SmcSpec, VbOptimizer
 use super::values::Gamma;
 use crate::engine::ep::PairEp;
 
-/// Per-unit costs, single-thread seconds (measured; see the module doc).
-mod unit {
-    /// One EP site·sweep, fitted to one thread's CPU: Shuttle 22.5 ns (d = 9),
-    /// EEG 15.6 (14), Bank 38.8 (48), Adult 29 (86), DNA 91 (180); ≤ 1.5× off.
-    pub const EP_SITE: f64 = 15e-9;
-    pub const EP_SITE_FEATURE: f64 = 0.35e-9;
-    /// One sampled-pair site per sweep (`--pairs B`, d = 20; see `ep_part`).
-    pub const EP_SAMPLED_SITE: f64 = 190e-9;
-    /// One row·feature² of EP's per-sweep rebuild (Q, Z V, u).
-    pub const EP_ROW_FEATURE2: f64 = 1e-9;
-    /// One pair of VB's all-pairs pass (value and gradients).
-    pub const VB_PAIR: f64 = 10e-9;
-    pub const VB_PAIR_FEATURE: f64 = 0.5e-9;
-    /// One pair of the certificate's value-only pass (one GEMM, one Φ).
-    pub const CERT_PAIR: f64 = 5e-9;
-    pub const CERT_PAIR_FEATURE: f64 = 0.25e-9;
-    /// One sampled pair of the certificate above `EXACT_PAIRS_MAX` (two random
-    /// row records out of cache, a difference's norm, 9 vectorised Φ: every
-    /// spread from one pass). Measured ≈ 1 CPU s for 10⁷ pairs at 7.5·10⁵
-    /// rows (VB 10⁶ × 20 with and without the check); 40 s before the pass
-    /// was shared by the spreads.
-    pub const CERT_SAMPLED_PAIR: f64 = 60e-9;
-    pub const CERT_SAMPLED_PAIR_FEATURE: f64 = 2e-9;
-    /// One row·feature of the table those pairs are read from: once the rows
-    /// leave the caches each pair's two reads wait on memory (measured 4.0
-    /// CPU s for the 10⁷ pairs at 7.5·10⁶ rows × 20, `details.certificate_cpu_seconds`).
-    pub const CERT_SAMPLED_ROW_FEATURE: f64 = 19e-9;
-    /// One item·feature of a VB mini-batch gradient (gather, products).
-    pub const VB_ITEM_FEATURE: f64 = 15e-9;
-    /// One row·(d+1)² of a Newton step of the logit (Hessian by GEMM, copies).
-    pub const NEWTON_ROW_FEATURE2: f64 = 0.25e-9;
-    /// One row·feature of a cheap pass (objective, gradient, copies).
-    pub const ROW_FEATURE: f64 = 0.5e-9;
-    /// One pair of the great-circle sampler's counting pass per step.
-    pub const GCS_PAIR: f64 = 5e-9;
-    /// One row·feature of RankBoost's sweeps per round.
-    pub const BOOST_ROW_FEATURE: f64 = 3e-9;
-}
-
-/// Planning figures for lengths fixed only during the run.
-pub mod plan {
-    /// EP sweeps: 11–21 on most sets, set high for the tail (Adult 44, EEG 470).
-    pub const EP_SWEEPS: f64 = 50.0;
-    /// L-BFGS evaluations of VB (12–30 measured).
-    pub const LBFGS_EVALS: f64 = 30.0;
-    /// Adam steps of VB (1100–1200 on EEG and Adult).
-    pub const ADAM_STEPS: f64 = 1500.0;
-    /// Newton iterations per warm-started logit fit.
-    pub const NEWTON_ITERS: f64 = 4.0;
-    /// Logit's λ grid (`baseline::logit::default_grid`) and RankBoost's rounds.
-    pub const LOGIT_GRID: f64 = 13.0;
-    pub const BOOST_ROUNDS: f64 = 500.0;
-    /// SMC's adaptive stages (ESS ½ each) from the prior to γ, a central
-    /// figure: √(d/2)·ln(1 + γ)/3, d = min(features, rows) (the posterior
-    /// moves only in the row space). Fitted to the default runs (stages
-    /// measured / this): DNA 23/24.6, survey look-alike 22/17.6, Sonar 8/9.2,
-    /// Pima 7/4.2, survey 300 × 500 12/23.3 — each within a factor 2.
-    pub fn smc_stages(d: f64, gamma: f64) -> f64 {
-        ((0.5 * d).sqrt() * (1.0 + gamma).ln() / 3.0).max(1.0)
-    }
-    /// SMC's adaptive moves per stage (until the particles decorrelate), a
-    /// central figure: 0.15·d + 2 (per stage, measured: DNA 25.7 at d = 180,
-    /// survey 17 at 85, Sonar 8 at 60, survey 300 × 500 60 at r = 300).
-    pub fn smc_moves(d: f64) -> f64 {
-        0.15 * d + 2.0
-    }
-}
+#[path = "cost_figures.rs"]
+mod figures;
+pub use figures::plan;
+use figures::unit;
 
 /// The training set's sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -505,10 +442,21 @@ fn vb_part(spec: &RunSpec, v: &VbSpec, s: Sizes) -> (Part, f64) {
 /// (or `--moves`), each move one risk evaluation; central figures, good to
 /// a factor 2 either way on the measured runs.
 pub(super) fn smc_part(spec: &RunSpec, smc: &SmcSpec, s: Sizes) -> Part {
+    let gamma = gamma_of(spec, s);
+    smc_part_at(spec, smc, s, gamma / s.rows.max(1) as f64)
+}
+
+/// `smc_part` with γ/n taken as `gamma_over_n` for the moves and stages'
+/// rise above γ = n (1: the γ-free figures `smc_reference::choose` was
+/// calibrated with).
+pub(super) fn smc_part_at(spec: &RunSpec, smc: &SmcSpec, s: Sizes, gamma_over_n: f64) -> Part {
     let d = s.features.min(s.rows) as f64;
-    let moves = smc.moves.map_or_else(|| plan::smc_moves(d), |m| m as f64);
+    let moves = smc
+        .moves
+        .map_or_else(|| plan::smc_moves(d, gamma_over_n), |m| m as f64);
     let cv = cv_factor(spec, smc.folds, smc.gamma_grid.len());
-    let stages = plan::smc_stages(d, gamma_of(spec, s)).round();
+    let stages =
+        (plan::smc_stages(d, gamma_of(spec, s)) * plan::smc_stage_factor(gamma_over_n)).round();
     let evals = smc.particles as f64 * smc.runs.max(1) as f64 * stages * moves;
     Part {
         what: format!(

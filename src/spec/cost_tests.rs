@@ -65,30 +65,36 @@ fn smc_at_a_million_rows_names_the_gaussian_methods() {
 }
 
 /// SMC's evaluations (stages × moves × particles) against the measured
-/// default runs (BENCHMARKS smc-dna-n, smc-survey-r60-seeds, smc-sonar,
-/// smc-survey-wide; Pima 7 stages): within the stated factor 2 both ways.
+/// prior-path runs (BENCHMARKS smc-dna-n, smc-survey-r60-seeds, smc-sonar,
+/// smc-survey-wide; Pima 7 stages; above γ = n smc-eeg-stage: Sonar 8n,
+/// EEG split 0 at 16n and split 1 at 8n, 10 000 particles): within the
+/// stated factor 2 both ways.
 #[test]
 fn smc_stages_and_moves_follow_the_measured_runs() {
-    // (training rows, features, stages, evaluations or 0 when not kept)
+    // (training rows, features, γ/n, stages, evaluations or 0 when not kept)
     let runs = [
-        ("dna", 2390, 180, 23.0, 5.92e6),
-        ("survey", 3300, 85, 22.0, 3.75e6),
-        ("sonar", 156, 60, 8.0, 0.64e6),
-        ("pima", 576, 8, 7.0, 0.0),
-        ("survey 300x500", 300, 500, 12.0, 7.16e6),
+        ("dna", 2390, 180, 1.0, 23.0, 5.92e6),
+        ("survey", 3300, 85, 1.0, 22.0, 3.75e6),
+        ("sonar", 156, 60, 1.0, 8.0, 0.64e6),
+        ("pima", 576, 8, 1.0, 7.0, 0.0),
+        ("survey 300x500", 300, 500, 1.0, 12.0, 7.16e6),
+        ("sonar 8n", 156, 60, 8.0, 20.0, 11.52e6),
+        ("eeg 16n", 11235, 14, 16.0, 26.0, 4.75e6),
+        ("eeg 8n", 11235, 14, 8.0, 23.0, 3.42e6),
     ];
-    let mut prior_path = spec("smc");
-    if let MethodSpec::Smc(smc) = &mut prior_path.method {
-        smc.smc_reference = crate::spec::run_spec::SmcReference::Prior;
-    }
-    for (name, rows, features, stages, evals) in runs {
+    for (name, rows, features, per_n, stages, evals) in runs {
+        let mut prior_path = spec("smc");
+        prior_path.gamma = Some(crate::spec::values::Gamma::PerN(per_n));
+        if let MethodSpec::Smc(smc) = &mut prior_path.method {
+            smc.smc_reference = crate::spec::run_spec::SmcReference::Prior;
+        }
         let s = Sizes {
             rows,
             positives: rows / 3,
             features,
         };
         let d = features.min(rows) as f64;
-        let st = plan::smc_stages(d, rows as f64).round();
+        let st = (plan::smc_stages(d, per_n * rows as f64) * plan::smc_stage_factor(per_n)).round();
         assert!(
             (0.5..=2.0).contains(&(stages / st)),
             "{name}: {stages} vs {st}"

@@ -101,11 +101,14 @@ pub fn asked_name(asked: SmcReference) -> &'static str {
 /// path (both exact).
 pub fn choose(spec: &RunSpec, smc: &SmcSpec, s: Sizes) -> ReferenceChoice {
     let d = s.features.min(s.rows) as f64;
-    let prior_cpu = cost::smc_part(spec, smc, s).cpu_seconds;
+    // Both paths at their γ = n figures, which the choice (`PAYS`) was
+    // calibrated with; the estimate printed for the prior path rises above
+    // n (`cost::plan::smc_moves`).
+    let prior_cpu = cost::smc_part_at(spec, smc, s, 1.0).cpu_seconds;
     let ep_cpu = ep_cpu(spec, s);
     let moves = smc
         .moves
-        .map_or_else(|| cost::plan::smc_moves(d), |m| m as f64);
+        .map_or_else(|| cost::plan::smc_moves(d, 1.0), |m| m as f64);
     let evals = smc.particles as f64 * (1.0 + REFERENCE_STAGES * REFERENCE_MOVE_SHARE * moves);
     let reference_cpu = evals * (cost::risk_seconds(s) + REFERENCE_EVAL_DIM2 * d * d);
     let choice = |ep: bool, why: String| ReferenceChoice {

@@ -39,6 +39,8 @@ pub mod code {
     pub const RUNS_DISAGREE: &str = "runs_disagree";
     /// Independent SMC runs: log Z varies across them by more than `MAX_LOG_Z_SD`.
     pub const LOG_Z_SPREAD: &str = "log_z_spread";
+    /// An SMC stage found a phase its incoming cloud barely held: log Z may be low.
+    pub const LOG_Z_PHASE_JUMP: &str = "log_z_phase_jump";
     /// Spike-and-slab EP with no feature included: possibly the all-spike fixed point.
     pub const ALL_SPIKE: &str = "all_spike";
     /// γ by cross-validation: grid points dropped (EP failed in some fold).

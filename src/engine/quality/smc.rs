@@ -28,7 +28,44 @@ pub(super) fn warnings(fit: &Fit) -> Vec<Warning> {
     let mut out: Vec<Warning> = smc_not_converged(fit).into_iter().collect();
     out.extend(smc_ess(fit));
     out.extend(smc_runs(fit));
+    out.extend(smc_phase_jump(fit));
     out
+}
+
+/// Stages whose mixture move found a phase the incoming cloud held too
+/// little of (a share shift within the stage, whose target is fixed):
+/// the tempering step's weights rested on the few particles there, so log Z
+/// is likely biased low (EEG split 0 on the prior path: ≈ 10 nats below
+/// the EP-tempered path, docs/BENCHMARKS.md `smc-eeg-stage`).
+fn smc_phase_jump(fit: &Fit) -> Option<Warning> {
+    let (_, _, _, path) = stage_report(fit)?;
+    let jumps: Vec<String> = path
+        .iter()
+        .filter_map(|s| {
+            let (held, reached) = s.phase_jump?;
+            Some(format!(
+                "{}{} ({:.0}% → {:.0}%)",
+                s.run.map_or(String::new(), |r| format!("run {r} ")),
+                s.stage,
+                100.0 * held,
+                100.0 * reached
+            ))
+        })
+        .collect();
+    if jumps.is_empty() {
+        return None;
+    }
+    Some(Warning::new(
+        code::LOG_Z_PHASE_JUMP,
+        format!(
+            "SMC: log Z may be biased low: in stage {} the moves found a phase the stage's \
+             incoming cloud held too little of (its share from the stage's start to its end; \
+             the stage's target is fixed, so a representative start keeps it), so the \
+             tempering step's weights rested on the few particles there; temper from EP's \
+             Gaussian (`--smc-reference ep`) or use more `particles`, and compare",
+            jumps.join(", ")
+        ),
+    ))
 }
 
 /// The sampler's stages against its stop rule (`MethodReport::TemperingStages`).
@@ -188,6 +225,9 @@ mod tests {
             max_correlation: num(s, "max_correlation"),
             duplicated: num(s, "duplicated"),
             ess_frac: num(s, "ess_frac"),
+            phase_jump: s["phase_jump"]
+                .as_array()
+                .map(|a| (a[0].as_f64().unwrap(), a[1].as_f64().unwrap())),
         });
         f.reports.push(MethodReport::TemperingStages {
             particles: particles as usize,
@@ -216,6 +256,29 @@ mod tests {
         );
         assert!(assess(&f, &[]).is_empty());
         assert!(assess(&fit(EngineKind::Logit), &[]).is_empty());
+    }
+
+    /// A stage whose mixture found a phase the incoming cloud barely held
+    /// marks log Z as doubtful (the run stays converged); none, no warning.
+    #[test]
+    fn a_phase_jump_marks_log_z() {
+        let mut jumped = stage(2, 0.5, 0.05, 0.0);
+        jumped["phase_jump"] = json!([0.02, 0.9]);
+        let f = smc(json!([stage(0, 1.0, 0.0, 0.0), jumped]), 1000.0, true);
+        let w = assess(&f, &[]);
+        assert_eq!(codes(&w), vec![code::LOG_Z_PHASE_JUMP]);
+        assert!(
+            w[0].message.contains("stage 2 (2% → 90%)"),
+            "{}",
+            w[0].message
+        );
+        assert!(!w[0].undermines_convergence() && w[0].casts_doubt());
+        let f = smc(
+            json!([stage(0, 1.0, 0.0, 0.0), stage(2, 0.5, 0.05, 0.0)]),
+            1000.0,
+            true,
+        );
+        assert!(assess(&f, &[]).is_empty());
     }
 
     /// The runs' section with `count` runs, R-hat `rhat` (of "x3") and log Z sd `sd`.

@@ -354,6 +354,7 @@ pub(crate) fn stage_report<'a>(
                 max_correlation: s.max_correlation,
                 duplicated: s.duplicated,
                 ess_frac: s.ess_frac,
+                phase_jump: s.mixture.as_ref().and_then(mixture::MixtureStats::jump),
             })
             .collect(),
     }

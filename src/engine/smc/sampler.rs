@@ -14,7 +14,7 @@ use super::delayed::DelayedStats;
 use super::energy_mixing::{self, EnergyMixing, max_correlation};
 use super::fit_pool::{Snapshots, stage_proposal};
 use super::left_behind::{self, LeftBehind};
-use super::mixture::{self, Mixture, MixtureStats};
+use super::mixture::{self, MixtureMove, MixtureStats};
 use super::moves::{self, Chains, Kernel, Proposals, StepSpec};
 use super::settings::{Moves, SmcSettings};
 use super::target::Target;
@@ -514,9 +514,8 @@ fn move_stage<T: Target + ?Sized>(
     let mut stuck_copies = m;
     let mut decorrelated_at = None;
     let mut measured = None;
-    // The mixture move (see `mixture`): fitted once, when first needed.
-    let mut mix: Vec<Option<Mixture>> = Vec::new();
-    let mut mix_stats: Option<MixtureStats> = None;
+    // The mixture move (see `mixture`): fitted when first needed.
+    let mut mix = MixtureMove::default();
     while steps < max_steps {
         ctl.checkpoint()?;
         let st = moves::step(target, &mut chains, buf, spec);
@@ -559,24 +558,10 @@ fn move_stage<T: Target + ?Sized>(
             && steps >= mixture::MIXTURE_AFTER
             && max_corr > s.decorrelation
         {
-            if steps.is_multiple_of(mixture::MIXTURE_AFTER) || mix.is_empty() {
-                mix = mixture::fit_left_out(&chains.theta, d);
-            }
-            let q = &mix;
             let fits = (spec.fits, spec.maps);
-            let st = mixture::step(target, q, fits, &mut chains, spec.gamma, &mut moved);
+            let st = mix.run(steps, target, fits, &mut chains, spec.gamma, &mut moved);
             full_evaluations += st.evaluations;
             esjd_sum += st.jump2 / m as f64;
-            let ms = mix_stats.get_or_insert(MixtureStats {
-                shares: q
-                    .iter()
-                    .flatten()
-                    .next()
-                    .map_or(Vec::new(), Mixture::shares),
-                ..MixtureStats::default()
-            });
-            ms.proposals += st.evaluations;
-            ms.accepted += st.accepted;
         }
         progress.step(steps, accepted as f64 / (steps * m) as f64, measured);
     }
@@ -592,6 +577,7 @@ fn move_stage<T: Target + ?Sized>(
     } else {
         (cloud, cloud_risk) = (chains.theta, chains.risk);
     }
+    let mixture = mix.finish(&start_theta, &cloud);
     Ok(Moved {
         theta: cloud,
         risk: cloud_risk,
@@ -606,7 +592,7 @@ fn move_stage<T: Target + ?Sized>(
         decorrelated_at,
         energy,
         left_behind,
-        mixture: mix_stats,
+        mixture,
         snapshots: snapshots.finish(steps),
         scale: spec.scale,
     })
