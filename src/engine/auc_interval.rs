@@ -111,7 +111,6 @@ pub fn p_text(p: f64) -> String {
 /// The default confidence level.
 pub const LEVEL: f64 = 0.95;
 
-/// Mid-ranks (1-based; tied values share the mean of their ranks) of `v`.
 /// Mid-ranks (from 1) of the values `v[order[..]]`, `order` ascending:
 /// written at `rank[slot(order[k])]` (equal values share their mean rank, so
 /// the order within ties does not matter).

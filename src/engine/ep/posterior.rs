@@ -8,7 +8,7 @@
 use nalgebra::{DMatrix, DVector};
 
 use super::kernel::{Aggregates, Marginals};
-use crate::engine::numerics::linalg::{at_built, rows_b_into};
+use crate::engine::numerics::linalg::{at_built, column_blocks, rows_b_into};
 
 /// Rows of `Z_N V` computed at a time for u_j (`marginals`).
 const ZV_BLOCK: usize = 4096;
@@ -154,14 +154,7 @@ pub fn marginals(zp: &DMatrix<f64>, zn: &DMatrix<f64>, q: &Posterior, out: &mut 
     out.mp.resize(np, 0.0);
     // Z_P V by the same blocks (its rows kept for the pass): cols[b][k] is
     // block b's part of column k.
-    let mut cols: Vec<Vec<&mut [f64]>> = (0..np.div_ceil(ZV_BLOCK))
-        .map(|_| Vec::with_capacity(p))
-        .collect();
-    for col in out.zv_p.as_mut_slice().chunks_mut(np.max(1)) {
-        for (b, part) in col.chunks_mut(ZV_BLOCK).enumerate() {
-            cols[b].push(part);
-        }
-    }
+    let cols = column_blocks(&mut out.zv_p, ZV_BLOCK);
     let zps = zp.as_slice();
     out.up
         .par_chunks_mut(ZV_BLOCK)

@@ -17,7 +17,7 @@ use nalgebra::DMatrix;
 use rayon::prelude::*;
 
 use crate::engine::numerics::fast_risk::RiskScratch;
-use crate::engine::numerics::linalg::rows_b_into;
+use crate::engine::numerics::linalg::{column_pieces, rows_b_into};
 use crate::engine::problem::Problem;
 
 /// Most draws whose risks are computed by one GEMM.
@@ -142,7 +142,7 @@ fn class_scores(
         .zip(&pos)
         .map(|(w, p)| w[1] - w[0] - p)
         .collect();
-    let (ps, ns) = (row_pieces(sp, &pos), row_pieces(sn, &neg));
+    let (ps, ns) = (column_pieces(sp, &pos), column_pieces(sn, &neg));
     let rows = (2 * SCORE_ROWS).min(n);
     ps.into_par_iter().zip(ns).enumerate().for_each_init(
         || vec![0.0; rows * per],
@@ -168,28 +168,6 @@ fn class_scores(
             }
         },
     );
-}
-
-/// Each column of `m` cut into consecutive pieces of `sizes[b]` rows:
-/// `out[b][j]` is piece b of column j (disjoint, for the blocks' writes).
-fn row_pieces<'a>(m: &'a mut DMatrix<f64>, sizes: &[usize]) -> Vec<Vec<&'a mut [f64]>> {
-    let (rows, cols) = m.shape();
-    let mut out: Vec<Vec<&mut [f64]>> = sizes.iter().map(|_| Vec::with_capacity(cols)).collect();
-    if rows == 0 {
-        for o in out.iter_mut() {
-            o.extend((0..cols).map(|_| <&mut [f64]>::default()));
-        }
-        return out;
-    }
-    for col in m.as_mut_slice().chunks_mut(rows) {
-        let mut rest = col;
-        for (b, &size) in sizes.iter().enumerate() {
-            let (piece, r) = rest.split_at_mut(size);
-            out[b].push(piece);
-            rest = r;
-        }
-    }
-    out
 }
 
 /// R_n of every θ on `pb`'s training rows (see the module doc).

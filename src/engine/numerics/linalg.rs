@@ -107,6 +107,37 @@ pub fn rows_b_into(a: &DMatrix<f64>, r0: usize, m: usize, b: &DMatrix<f64>, out:
     }
 }
 
+/// Each column of `m` cut into consecutive pieces of `sizes[b]` rows:
+/// `out[b][k]` is piece b of column k. The pieces are disjoint, so blocks of
+/// rows can be written on the thread pool.
+pub fn column_pieces<'a>(m: &'a mut DMatrix<f64>, sizes: &[usize]) -> Vec<Vec<&'a mut [f64]>> {
+    let (rows, cols) = m.shape();
+    assert_eq!(
+        sizes.iter().sum::<usize>(),
+        rows,
+        "the pieces cover the rows"
+    );
+    let mut out: Vec<Vec<&mut [f64]>> = sizes.iter().map(|_| Vec::with_capacity(cols)).collect();
+    let mut rest = m.as_mut_slice();
+    for _ in 0..cols {
+        for (b, &size) in sizes.iter().enumerate() {
+            let (piece, r) = std::mem::take(&mut rest).split_at_mut(size);
+            out[b].push(piece);
+            rest = r;
+        }
+    }
+    out
+}
+
+/// `column_pieces` with blocks of `block` rows (the last one shorter).
+pub fn column_blocks(m: &mut DMatrix<f64>, block: usize) -> Vec<Vec<&mut [f64]>> {
+    let n = m.nrows();
+    let sizes: Vec<usize> = (0..n.div_ceil(block))
+        .map(|b| block.min(n - b * block))
+        .collect();
+    column_pieces(m, &sizes)
+}
+
 /// Rows per block of `at_built`: fixed, so that the sums are grouped the same
 /// whatever the number of threads (each block's partial product, then the
 /// partials added in block order).
@@ -264,6 +295,26 @@ mod tests {
         let at = a.transpose();
         a_b_slices(c.as_slice(), 5, 3, at.as_slice(), 7, &mut out);
         assert!((DMatrix::from_column_slice(5, 7, &out) - &c * &at).amax() < 1e-12);
+    }
+
+    /// The pieces tile each column in order; an empty matrix gives empty pieces.
+    #[test]
+    fn column_pieces_tile_the_columns() {
+        let mut m = DMatrix::from_fn(7, 3, |i, k| (10 * k + i) as f64);
+        let pieces = column_pieces(&mut m, &[3, 0, 4]);
+        assert_eq!(pieces.len(), 3);
+        assert_eq!(pieces[0][2], &[20.0, 21.0, 22.0]);
+        assert!(pieces[1].iter().all(|p| p.is_empty()));
+        assert_eq!(pieces[2][1], &[13.0, 14.0, 15.0, 16.0]);
+        let blocks = column_blocks(&mut m, 5);
+        assert_eq!((blocks[0][0].len(), blocks[1][0].len()), (5, 2));
+        let mut empty = DMatrix::<f64>::zeros(0, 2);
+        let pieces = column_pieces(&mut empty, &[0, 0]);
+        assert!(
+            pieces
+                .iter()
+                .all(|b| b.len() == 2 && b.iter().all(|p| p.is_empty()))
+        );
     }
 
     /// `at_built` against the whole product (rows spanning several blocks, a

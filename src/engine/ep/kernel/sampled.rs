@@ -17,6 +17,7 @@ use super::row::{Cols, RowOut, RowQ, load_row, shrink_row, update_row};
 use super::{Aggregates, Excluded, Marginals, Op, PassStats, RowStats};
 use crate::engine::ep::site::StepFactor;
 use crate::engine::ep::store::{SiteBuffers, SiteScalar};
+use crate::engine::numerics::linalg::column_blocks;
 use crate::engine::pairs::PairSample;
 
 use super::Isa;
@@ -594,15 +595,7 @@ fn transpose_rows(src: &[f64], out: &mut nalgebra::DMatrix<f64>) {
         return;
     }
     // blocks[b][k]: rows of block b in column k (disjoint slices of `out`).
-    let mut blocks: Vec<Vec<&mut [f64]>> = (0..n.div_ceil(TRANSPOSE_ROWS))
-        .map(|_| Vec::with_capacity(p))
-        .collect();
-    for col in out.as_mut_slice().chunks_mut(n) {
-        for (b, part) in col.chunks_mut(TRANSPOSE_ROWS).enumerate() {
-            blocks[b].push(part);
-        }
-    }
-    blocks
+    column_blocks(out, TRANSPOSE_ROWS)
         .into_par_iter()
         .enumerate()
         .for_each(|(b, mut cols)| {
