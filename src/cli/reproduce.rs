@@ -71,12 +71,18 @@ fn report(r: &RunResult) {
         Status::Fresh => format!(
             "{:>8}  test AUC {}",
             duration(r.wall),
-            r.summary
-                .map_or("-".into(), |s| match (s.test_auc, s.test_se) {
+            r.summary.as_ref().map_or("-".into(), |s| {
+                let auc = match (s.test_auc, s.test_se) {
                     (Some(a), Some(se)) => format!("{a:.4} ± {se:.4}"),
                     (Some(a), None) => format!("{a:.4}"),
                     _ => "-".into(),
-                })
+                };
+                // Said at once, not only in the tables' notes.
+                match s.alternative {
+                    Some(_) => format!("{auc}  (power EP's answer: EP has no fixed point here)"),
+                    None => auc,
+                }
+            })
         ),
         Status::Reused => "  reused".into(),
         Status::Failed(e) => format!(

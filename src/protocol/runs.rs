@@ -152,7 +152,7 @@ pub enum Status {
 }
 
 /// The numbers the tables need from a record.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
     pub test_auc: Option<f64>,
     /// DeLong's SE of `test_auc` (None in records from before it).
@@ -161,6 +161,9 @@ pub struct Summary {
     pub gamma: Option<f64>,
     pub train_rows: usize,
     pub converged: bool,
+    /// The record's answer is not the method's own but a named alternative
+    /// (power EP where EP has no fixed point in reach): the warning saying so.
+    pub alternative: Option<String>,
 }
 
 impl Summary {
@@ -172,6 +175,9 @@ impl Summary {
             gamma: r.gamma,
             train_rows: r.split.train_rows,
             converged: r.converged,
+            alternative: (r.warnings.iter())
+                .find(|w| w.code == crate::engine::quality::code::POWER_EP)
+                .map(|w| w.message.clone()),
         }
     }
     pub fn gamma_over_n(&self) -> Option<f64> {

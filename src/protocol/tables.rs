@@ -22,6 +22,8 @@ pub struct Cell {
     pub failed: Vec<(u64, String)>,
     pub skipped: Vec<(u64, String)>,
     pub not_converged: usize,
+    /// Splits answered by a named alternative (power EP), with why.
+    pub alternative: Vec<String>,
 }
 
 impl Cell {
@@ -47,6 +49,7 @@ impl Cell {
                     c.seconds.push(s.fit_seconds);
                     c.gamma_over_n.extend(s.gamma_over_n());
                     c.not_converged += usize::from(!s.converged);
+                    c.alternative.extend(s.alternative.clone());
                 }
                 _ => {}
             }
@@ -136,6 +139,14 @@ impl Tables<'_> {
         }
         if c.not_converged > 0 {
             let _ = write!(s, "; {} not converged", c.not_converged);
+        }
+        if let Some(why) = c.alternative.first() {
+            let _ = write!(
+                s,
+                "; {} by power EP{}",
+                c.alternative.len(),
+                notes.mark(why)
+            );
         }
         s
     }
@@ -337,7 +348,8 @@ impl Tables<'_> {
     pub fn table1_csv(&self) -> String {
         let mut s = "data,method,splits_planned,splits_done,failed,skipped,not_converged,\
                      auc_mean,auc_sd,diff_vs_logit,diff_vs_logit_se,diff_pairs,gamma_source,\
-                     gamma_over_n_median,gamma_over_n_min,gamma_over_n_max,racl14_auc,why_missing\n"
+                     gamma_over_n_median,gamma_over_n_min,gamma_over_n_max,racl14_auc,why_missing,\
+                     by_power_ep\n"
             .to_string();
         for d in self.data {
             let base = self.cell(d, BASELINE_KEY);
@@ -360,7 +372,7 @@ impl Tables<'_> {
                     .map_or(String::new(), |(_, e)| e.clone());
                 let _ = writeln!(
                     s,
-                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                     d.name,
                     m.key,
                     c.planned,
@@ -378,7 +390,8 @@ impl Tables<'_> {
                     num(g.map(|x| x.1), 6),
                     num(g.map(|x| x.2), 6),
                     num(d.paper_auc(m.key), 4),
-                    csv_field(&why)
+                    csv_field(&why),
+                    c.alternative.len()
                 );
             }
         }
@@ -499,7 +512,7 @@ impl Notes {
     fn render(&self) -> String {
         let mut s = String::new();
         if !self.texts.is_empty() {
-            s.push_str("\n## Why cells are missing\n\n");
+            s.push_str("\n## Why cells are missing or marked\n\n");
         }
         for (i, t) in self.texts.iter().enumerate() {
             let _ = writeln!(s, "{}. {t}", i + 1);

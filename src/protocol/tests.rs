@@ -50,6 +50,7 @@ fn done(data: &str, key: &'static str, seed: u64, auc: f64, secs: f64) -> RunRes
             gamma: Some(100.0 * (seed + 1) as f64),
             train_rows: 100,
             converged: true,
+            alternative: None,
         }),
         wall: 0.0,
     }
@@ -82,6 +83,14 @@ fn tables_show_mean_sd_paired_differences_and_why_cells_are_empty() {
         other("pima", "gcs", 0, Status::Skipped("too slow".into())),
         other("pima", "gcs", 1, Status::Skipped("too slow".into())),
         other("pima", "gcs", 2, Status::Skipped("too slow".into())),
+        // smc split 0 answered by a named alternative (power EP, as EP's can be).
+        RunResult {
+            summary: done("pima", "smc", 0, 0.75, 1.0).summary.map(|s| Summary {
+                alternative: Some("EP: the answer is power EP's at α = 0.5".into()),
+                ..s
+            }),
+            ..done("pima", "smc", 0, 0.75, 1.0)
+        },
     ];
     let cell = Cell::of(&results, "pima", "ep", 3);
     assert_eq!(cell.auc, vec![Some(0.8), Some(0.9), None]);
@@ -103,14 +112,19 @@ fn tables_show_mean_sd_paired_differences_and_why_cells_are_empty() {
         from_disk: false,
     };
     let md = t.table1_md();
-    assert!(md.contains("5 of 12 runs have a record"), "{md}");
+    assert!(md.contains("6 of 12 runs have a record"), "{md}");
     // logit: 0.7, 0.85, 0.6 → mean 0.7167, sd 0.1258.
     assert!(md.contains("| pima | 3 | 0.7167 ± 0.126 (3) |"), "{md}");
     assert!(md.contains("0.8500 ± 0.071 (2) of 3; 1 failed [1]"), "{md}");
-    assert!(md.contains("| n/a (not run yet); 1 failed [1] |"), "{md}");
-    assert!(md.contains("skipped [2]"), "{md}");
     assert!(
-        md.contains("1. no fixed point") && md.contains("2. too slow"),
+        md.contains("| 0.7500 (1) of 3; 1 failed [1]; 1 by power EP [2] |"),
+        "{md}"
+    );
+    assert!(md.contains("skipped [3]"), "{md}");
+    assert!(
+        md.contains("1. no fixed point")
+            && md.contains("2. EP: the answer is power EP's at α = 0.5")
+            && md.contains("3. too slow"),
         "{md}"
     );
     assert!(md.contains("| 0.8617 | 0.8557 | 0.8646 | 0.8224 |"), "{md}");
@@ -122,6 +136,11 @@ fn tables_show_mean_sd_paired_differences_and_why_cells_are_empty() {
     assert!(
         csv.lines()
             .any(|l| l.starts_with("pima,ep,3,2,1,0,0,0.850000,0.070711,0.075000,0.025000,2,cv,")),
+        "{csv}"
+    );
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("pima,smc,3,1,1,0,0,0.750000,") && l.ends_with(",1")),
         "{csv}"
     );
     let t2 = t.table2_md();
