@@ -241,6 +241,14 @@ pub enum MethodReport {
         /// Every stage in order (of every run, when there are several).
         stages: Vec<StageCheck>,
     },
+    /// SMC: the prior path flagged a phase jump in `stages` (stage, share at
+    /// its start, at its end), and the fit is a second run tempered from its
+    /// final cloud's Gaussian (`smc::phase_rerun`).
+    PhaseJumpRerun {
+        stages: Vec<(usize, f64, f64)>,
+        prior_path_log_z: f64,
+        rerun_log_z: f64,
+    },
 }
 
 /// One tempering stage, as the quality checks read it.

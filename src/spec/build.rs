@@ -28,8 +28,8 @@ use super::error::SpecError;
 use super::gcs_reference::{GcsAfterEp, ep_reference};
 use super::run_spec::{
     DataSpec, EpControllerSpec, EpForm, EpSpec, EpStartSpec, GcsLoss, GcsSpec, GpKernel, Missing,
-    PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps, SmcKernel, SmcReference, SmcSpec,
-    VbFamily, VbLoss, VbOptimizer, VbSpec,
+    PhaseJump, PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps, SmcKernel, SmcReference,
+    SmcSpec, VbFamily, VbLoss, VbOptimizer, VbSpec,
 };
 use super::smc_reference::{PriorPathAnnounced, SmcAfterEp};
 use super::validate::{Dims, validate};
@@ -328,6 +328,7 @@ pub fn smc_settings(s: &SmcSpec, seed: u64) -> SmcSettings {
             0 => Surrogate::Off,
             m => Surrogate::Rows(m),
         }),
+        phase_jump_rerun: s.phase_jump == PhaseJump::Rerun,
         ..d
     }
 }

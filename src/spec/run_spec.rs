@@ -289,6 +289,23 @@ pub struct SmcSpec {
     /// Where the tempering starts (specs from before: the prior).
     #[serde(default = "prior_reference")]
     pub smc_reference: SmcReference,
+    /// A prior-path run that flags a phase jump (specs from before: flag).
+    #[serde(default = "phase_jump_flag")]
+    pub phase_jump: PhaseJump,
+}
+
+/// What a single prior-path SMC run does when a stage finds a phase its
+/// incoming cloud held too little of (its log Z likely low): run again from
+/// a Gaussian fitted to its final cloud and report that run, or only flag it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PhaseJump {
+    Rerun,
+    Flag,
+}
+
+fn phase_jump_flag() -> PhaseJump {
+    PhaseJump::Flag
 }
 
 /// Where SMC's tempering starts: the prior, EP's Gaussian (run first), or
@@ -332,6 +349,7 @@ impl Default for SmcSpec {
             full_path: false,
             surrogate_rows: None,
             smc_reference: SMC_REFERENCE_DEFAULT,
+            phase_jump: PhaseJump::Rerun,
         }
     }
 }

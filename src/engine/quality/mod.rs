@@ -41,6 +41,9 @@ pub mod code {
     pub const LOG_Z_SPREAD: &str = "log_z_spread";
     /// An SMC stage found a phase its incoming cloud barely held: log Z may be low.
     pub const LOG_Z_PHASE_JUMP: &str = "log_z_phase_jump";
+    /// The prior path flagged a phase jump; log Z and the draws are a second
+    /// run's, tempered from the first run's cloud (an announcement).
+    pub const LOG_Z_RERUN: &str = "log_z_rerun";
     /// Spike-and-slab EP with no feature included: possibly the all-spike fixed point.
     pub const ALL_SPIKE: &str = "all_spike";
     /// γ by cross-validation: grid points dropped (EP failed in some fold).
@@ -67,7 +70,9 @@ impl Warning {
     /// Whether it doubts the fit itself (the explorer marks the status): not
     /// the data's warnings, nor a vacuous certificate (its cell is marked).
     pub fn casts_doubt(&self) -> bool {
-        self.code != code::DATA && self.code != code::CERTIFICATE_VACUOUS
+        self.code != code::DATA
+            && self.code != code::CERTIFICATE_VACUOUS
+            && self.code != code::LOG_Z_RERUN
     }
 
     /// Whether this warning means the run did not reach a trustworthy answer

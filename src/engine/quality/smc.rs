@@ -29,7 +29,36 @@ pub(super) fn warnings(fit: &Fit) -> Vec<Warning> {
     out.extend(smc_ess(fit));
     out.extend(smc_runs(fit));
     out.extend(smc_phase_jump(fit));
+    out.extend(smc_phase_rerun(fit));
     out
+}
+
+/// The prior path's phase jump, corrected by a second run from its cloud's
+/// Gaussian (`smc::phase_rerun`): said, with both log Z.
+fn smc_phase_rerun(fit: &Fit) -> Option<Warning> {
+    let (stages, prior, rerun) = fit.reports.iter().find_map(|r| match r {
+        MethodReport::PhaseJumpRerun {
+            stages,
+            prior_path_log_z,
+            rerun_log_z,
+        } => Some((stages, *prior_path_log_z, *rerun_log_z)),
+        _ => None,
+    })?;
+    let named: Vec<String> = stages
+        .iter()
+        .map(|(s, h, r)| format!("{s} ({:.0}% → {:.0}%)", 100.0 * h, 100.0 * r))
+        .collect();
+    Some(Warning::new(
+        code::LOG_Z_RERUN,
+        format!(
+            "SMC: the prior path found a phase its incoming cloud held too little of in stage {} \
+             (log Z {prior:.3}, likely low), so log Z and the draws are a second run's, tempered \
+             from a Gaussian fitted to the first run's final cloud: log Z {rerun:.3} (Δ {:+.3}; \
+             details.phase_jump has both; --phase-jump flag keeps the prior path)",
+            named.join(", "),
+            rerun - prior
+        ),
+    ))
 }
 
 /// Stages whose mixture move found a phase the incoming cloud held too
@@ -61,8 +90,9 @@ fn smc_phase_jump(fit: &Fit) -> Option<Warning> {
             "SMC: log Z may be biased low: in stage {} the moves found a phase the stage's \
              incoming cloud held too little of (its share from the stage's start to its end; \
              the stage's target is fixed, so a representative start keeps it), so the \
-             tempering step's weights rested on the few particles there; temper from EP's \
-             Gaussian (`--smc-reference ep`) or use more `particles`, and compare",
+             tempering step's weights rested on the few particles there; `--phase-jump rerun` \
+             (the default for one run) repeats it from its cloud's Gaussian, or temper from \
+             EP's Gaussian (`--smc-reference ep`), and compare",
             jumps.join(", ")
         ),
     ))
@@ -279,6 +309,33 @@ mod tests {
             true,
         );
         assert!(assess(&f, &[]).is_empty());
+    }
+
+    /// A phase jump the engine corrected by a second run: announced with
+    /// both log Z, not a doubt about the fit.
+    #[test]
+    fn a_corrected_phase_jump_is_announced() {
+        let mut f = smc(
+            json!([stage(0, 1.0, 0.0, 0.0), stage(1, 0.5, 0.05, 0.0)]),
+            1000.0,
+            true,
+        );
+        f.reports.push(MethodReport::PhaseJumpRerun {
+            stages: vec![(12, 0.51, 0.79), (13, 0.59, 1.0)],
+            prior_path_log_z: -52127.907,
+            rerun_log_z: -52116.706,
+        });
+        let w = assess(&f, &[]);
+        assert_eq!(codes(&w), vec![code::LOG_Z_RERUN]);
+        assert!(
+            w[0].message
+                .contains("stage 12 (51% → 79%), 13 (59% → 100%)")
+                && w[0].message.contains("log Z -52127.907")
+                && w[0].message.contains("log Z -52116.706 (Δ +11.201"),
+            "{}",
+            w[0].message
+        );
+        assert!(!w[0].casts_doubt() && !w[0].undermines_convergence());
     }
 
     /// The runs' section with `count` runs, R-hat `rhat` (of "x3") and log Z sd `sd`.

@@ -18,6 +18,7 @@ pub mod marginal_map;
 pub mod mixture;
 pub mod moves;
 pub mod path_cv;
+pub mod phase_rerun;
 mod radial;
 pub mod reference;
 pub mod reparam;
@@ -222,7 +223,7 @@ pub(crate) fn fit_linear(
         let seconds = origin.as_ref().map_or(0.0, |o| o.seconds);
         match wrap_reference(problem, &target, settings) {
             Ok(wrapped) => {
-                return fit_from_reference(problem, &wrapped, settings, seconds, ctl, obs);
+                return fit_from_reference(problem, &wrapped, settings, "ep", seconds, ctl, obs);
             }
             Err(why) => {
                 obs.observe(Event::Log {
@@ -238,6 +239,9 @@ pub(crate) fn fit_linear(
         }
     }
     let run = sampler::run(&target, problem.gamma, settings, ctl, obs)?;
+    if let Some(fit) = phase_rerun::rerun(problem, &target, settings, &run, ctl, obs)? {
+        return Ok(fit);
+    }
     let surrogate = target
         .surrogate_rows()
         .map(|m| delayed::summary(m, problem.n(), &run.path));
@@ -285,12 +289,14 @@ fn wrap_reference<'a>(
     }
 }
 
-/// One run tempered from the reference `wrapped` (EP's Gaussian, obtained in
-/// `seconds`).
+/// One run tempered from the reference `wrapped`: EP's Gaussian (`source`
+/// "ep", obtained in `seconds`) or a prior-path run's cloud's ("cloud",
+/// `phase_rerun`).
 fn fit_from_reference(
     problem: &Problem,
     wrapped: &reference::ReferenceTarget<'_, LinearAuc>,
     settings: &SmcSettings,
+    source: &str,
     seconds: f64,
     ctl: &Control,
     obs: &mut dyn Observer,
@@ -298,9 +304,19 @@ fn fit_from_reference(
     obs.observe(Event::Log {
         level: LogLevel::Info,
         message: format!(
-            "SMC tempers from EP's Gaussian (variance ×{}) to the posterior, not from the prior \
-             (exact: q^(1−β)·(prior·e^(−γR))^β; --smc-reference prior for the prior path)",
-            reference::INFLATION
+            "SMC tempers from {} (variance ×{}) to the posterior, not from the prior \
+             (exact: q^(1−β)·(prior·e^(−γR))^β{})",
+            if source == "ep" {
+                "EP's Gaussian"
+            } else {
+                "the cloud's Gaussian"
+            },
+            reference::INFLATION,
+            if source == "ep" {
+                "; --smc-reference prior for the prior path"
+            } else {
+                ""
+            }
         ),
     });
     let mut run = sampler::run(wrapped, problem.gamma, settings, ctl, obs)?;
@@ -320,17 +336,22 @@ fn fit_from_reference(
     }
     let mut fit = build_fit(problem, settings, run);
     fit.details["runs"] = runs::single_run_note();
+    let q = if source == "ep" {
+        "EP mean, inflation × EP covariance"
+    } else {
+        "the prior path's final cloud's mean, inflation × its covariance"
+    };
     let note = json!({
-        "source": "ep",
+        "source": source,
         "seconds": seconds,
         "inflation": reference::INFLATION,
         "sd_log_ratio_under_q": sd_log_ratio,
-        "note": "tempered from q = N(EP mean, inflation × EP covariance) to the posterior: \
+        "note": format!("tempered from q = N({q}) to the posterior: \
                  the path's γ is β·γ_T and its risks are [log q − log prior + γ_T R]/γ_T; \
-                 only the last stage is a Gibbs posterior (the trace keeps it alone)",
+                 only the last stage is a Gibbs posterior (the trace keeps it alone)"),
     });
     fit.details["reference"] = match &settings.reference_choice {
-        Some(c) => c.note("ep", note),
+        Some(c) => c.note(source, note),
         None => note,
     };
     Ok(fit)

@@ -117,6 +117,11 @@ pub struct SmcSettings {
     /// prior path, announced by the caller).
     #[serde(skip)]
     pub reference_choice: Option<ReferenceChoice>,
+    /// A single prior-path run that flags a phase jump runs again from its
+    /// final cloud's Gaussian and reports that run (`phase_rerun`). Records
+    /// from before kept the prior path's log Z.
+    #[serde(default)]
+    pub phase_jump_rerun: bool,
 }
 
 /// The surrogate of delayed acceptance.
@@ -186,6 +191,7 @@ impl Default for SmcSettings {
             reference_gaussian: None,
             reference_origin: None,
             reference_choice: None,
+            phase_jump_rerun: true,
         }
     }
 }
