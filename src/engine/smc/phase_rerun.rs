@@ -79,6 +79,10 @@ pub(super) fn rerun(
         .map(|(s, h, r)| format!("{s} ({:.0}% → {:.0}%)", 100.0 * h, 100.0 * r))
         .collect::<Vec<_>>()
         .join(", ");
+    let names = match jumps.len() {
+        1 => format!("stage {names}"),
+        _ => format!("stages {names}"),
+    };
     let why_not = if target.surrogate_rows().is_some() {
         Some("delayed acceptance does not combine with a reference".to_string())
     } else if !target.prior_is_gaussian() {
@@ -94,7 +98,7 @@ pub(super) fn rerun(
             obs.observe(Event::Log {
                 level: LogLevel::Warn,
                 message: format!(
-                    "SMC: stage {names} found a phase the incoming cloud held too little of, \
+                    "SMC: {names} found a phase the incoming cloud held too little of, \
                      but the run cannot be repeated from its cloud's Gaussian ({why}): the \
                      prior path's log Z stands"
                 ),
@@ -105,7 +109,7 @@ pub(super) fn rerun(
     obs.observe(Event::Log {
         level: LogLevel::Info,
         message: format!(
-            "SMC: stage {names} found a phase the incoming cloud held too little of, so the \
+            "SMC: {names} found a phase the incoming cloud held too little of, so the \
              prior path's log Z ({:.3}) is likely low: SMC runs again, tempered from a Gaussian \
              fitted to the final cloud (no transition to cross), and reports that run (both \
              kept in details.phase_jump; --phase-jump flag keeps the prior path)",
