@@ -355,6 +355,7 @@ pub fn ep_engine(s: &EpSpec, gamma: Option<Gamma>, prior: Option<&PriorSpec>, se
                 None | Some(Tunable::Auto) => EpPower::Auto,
                 Some(Tunable::Value(a)) => EpPower::Fixed(a),
             },
+            regrow: s.ep_regrow,
             ..EpSettings::default()
         },
         gamma: match gamma {

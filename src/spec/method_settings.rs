@@ -341,6 +341,13 @@ pub const EP_SETTINGS: &[Setting] = &[
         )
     },
     Setting {
+        label: "η grows back",
+        help: "Classic EP driver: an η cut by rejected sweeps (invalid cavities, often only in the first sweeps from the prior at a large γ) doubles back towards the damping after 5 clean sweeps that each reach a new smallest change, backing off where the larger step fails again; off: η stays cut for good (experimental).",
+        methods: EP,
+        group: Group::Ep,
+        ..setting("ep_regrow", "method.ep_regrow", Kind::Switch)
+    },
+    Setting {
         label: "keep the fixes",
         help: "Spike-and-slab: keep §5's negative-site fix in the answer (default: when still active at convergence, EP continues without it to a true fixed point; primal form only).",
         methods: EP,

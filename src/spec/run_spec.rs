@@ -443,6 +443,13 @@ pub struct EpSpec {
     /// Power EP's α (None: auto; auto is not written).
     #[serde(skip_serializing_if = "power_is_auto")]
     pub ep_power: Option<Tunable>,
+    /// η grows back after rejected sweeps (`EpSettings::regrow`); not written while off.
+    #[serde(skip_serializing_if = "is_off")]
+    pub ep_regrow: bool,
+}
+
+fn is_off(b: &bool) -> bool {
+    !*b
 }
 
 fn power_is_auto(p: &Option<Tunable>) -> bool {
@@ -470,6 +477,7 @@ impl Default for EpSpec {
             ep_start: EpStartSpec::Classic,
             ep_controller: EpControllerSpec::Classic,
             ep_power: None,
+            ep_regrow: false,
         }
     }
 }

@@ -57,6 +57,63 @@ pub fn run<S: SweepState>(
     }
 }
 
+/// Regrowth of an η cut by rejected sweeps (`EpSettings::regrow`). Sweeps
+/// from the prior overshoot at a large γ (invalid cavities at η = 0.7) and
+/// halve η, yet nearer the fixed point the same sites take far larger steps:
+/// kept cut, GP-EP on EEG at 16n crawls at η ≈ 0.02 with Δ/η falling ~1% a
+/// sweep. η doubles back after `after` clean sweeps in a row, each at a new
+/// smallest Δ, up to `cap` (the damping, lowered by the stall rule's
+/// halvings: a cycle's cut is kept); a rejection after a regrowth doubles
+/// `after`, backing off where the larger step keeps failing.
+struct Regrow {
+    on: bool,
+    cap: f64,
+    clean: usize,
+    after: usize,
+    grown: bool,
+}
+
+/// Clean sweeps before the first regrowth.
+const REGROW_AFTER: usize = 5;
+
+impl Regrow {
+    fn new(s: &EpSettings) -> Regrow {
+        Regrow {
+            on: s.regrow,
+            cap: s.eta,
+            clean: 0,
+            after: REGROW_AFTER,
+            grown: false,
+        }
+    }
+
+    /// A rejected step cut η.
+    fn cut(&mut self) {
+        self.clean = 0;
+        if std::mem::take(&mut self.grown) {
+            self.after *= 2;
+        }
+    }
+
+    /// The stall rule halved η to `eta`: the new cap.
+    fn stall(&mut self, eta: f64) {
+        (self.cap, self.clean) = (self.cap.min(eta), 0);
+    }
+
+    /// An accepted sweep at `eta` (a new smallest Δ or not): the next η.
+    fn next(&mut self, eta: f64, new_best: bool) -> f64 {
+        if !self.on {
+            return eta;
+        }
+        self.clean = if new_best { self.clean + 1 } else { 0 };
+        if self.clean < self.after || eta >= self.cap {
+            return eta;
+        }
+        (self.clean, self.grown) = (0, true);
+        (2.0 * eta).min(self.cap)
+    }
+}
+
 /// Counters of a run, for the diagnostics.
 #[derive(Default)]
 struct Counts {
@@ -65,6 +122,8 @@ struct Counts {
     drift_windows: usize,
     jumps: usize,
     failed_jumps: usize,
+    /// η doubled back by `Regrow`.
+    regrowths: usize,
     /// Smallest Δ/η of each stall window.
     stall_ratios: Vec<f64>,
 }
@@ -91,6 +150,7 @@ pub fn run_once<S: SweepState>(
     let (mut eta, mut cur_eta) = (s.eta, s.eta);
     let (mut sweep, mut delta, mut candidate) = (0usize, f64::INFINITY, false);
     let mut n = Counts::default();
+    let mut regrow = Regrow::new(s);
     let (mut best_delta, mut since_best) = (f64::INFINITY, 0usize);
     // Stall halvings in a row that did not halve the smallest Δ/η; drift
     // windows in a row at a step cut far down.
@@ -119,6 +179,10 @@ pub fn run_once<S: SweepState>(
             "extrapolations_undone": n.failed_jumps,
             "delta_over_eta": n.stall_ratios,
         });
+        let mut detail = detail;
+        if s.regrow {
+            detail["regrowths"] = json!(n.regrowths);
+        }
         not_converged(st, s, why, StoppedAt { sweep, eta, delta }, reason, detail)
     };
     let below_min = "did not converge: η fell below its minimum";
@@ -161,6 +225,7 @@ pub fn run_once<S: SweepState>(
                 continue;
             }
             // Reject the current state: the same step with η halved, kept halved.
+            regrow.cut();
             loop {
                 cur_eta *= 0.5;
                 eta = eta.min(cur_eta);
@@ -277,6 +342,7 @@ pub fn run_once<S: SweepState>(
             cur_eta *= 0.5;
             eta = cur_eta;
             n.halvings += 1;
+            regrow.cut();
             if cur_eta < s.min_eta {
                 let why = match st.hint(Failure::Rebuild) {
                     Some(h) => format!("{below_min} ({h})"),
@@ -347,8 +413,15 @@ pub fn run_once<S: SweepState>(
         hist_eta = cur_eta;
         hist.push(delta);
 
+        let next = regrow.next(eta, delta < best_delta);
         if delta < best_delta {
             (best_delta, since_best, reversals) = (delta, 0, 0);
+            if next > eta {
+                // Δ grows with the step: the stall rule compares like with like.
+                best_delta *= next / eta;
+                eta = next;
+                n.regrowths += 1;
+            }
             continue;
         }
         since_best += 1;
@@ -434,6 +507,7 @@ pub fn run_once<S: SweepState>(
             ));
         }
         eta *= 0.5;
+        regrow.stall(eta);
         n.stall_halvings += 1;
         (best_delta, since_best, reversals) = (f64::INFINITY, 0, 0);
         if eta < s.min_eta {

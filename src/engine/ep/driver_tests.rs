@@ -15,6 +15,8 @@ struct Toy {
     trial: f64,
     q: f64,
     rebuilds: usize,
+    /// Passes after the first step that find invalid cavities (a transient).
+    bad_passes: usize,
 }
 
 impl Toy {
@@ -28,6 +30,7 @@ impl Toy {
             trial: start,
             q: f64::NAN,
             rebuilds: 0,
+            bad_passes: 0,
         }
     }
 }
@@ -50,8 +53,10 @@ impl SweepState for Toy {
         if let Some(eta) = eta {
             self.trial = (1.0 - eta) * self.cur + eta * (self.f)(self.cur);
         }
+        let transient = self.prev.is_some() && self.bad_passes > 0;
+        self.bad_passes -= usize::from(transient);
         PassStats {
-            bad: usize::from(self.cur > self.bad_above),
+            bad: usize::from(self.cur > self.bad_above || transient),
             ..PassStats::default()
         }
     }
@@ -252,4 +257,32 @@ fn a_jump_that_does_not_pay_is_undone() {
     .unwrap();
     assert!((t.cur - 0.52).abs() < 1e-3, "{}", t.cur);
     assert!(out.jumps >= 1 && out.jumps_undone == 1, "{out:?}");
+}
+
+/// Invalid cavities in the first sweeps only (GP-EP on EEG at 16n from the
+/// prior) cut η for good, and the contraction crawls; with `regrow` η doubles
+/// back once the sweeps are clean: the same fixed point in far fewer sweeps.
+#[test]
+fn regrow_restores_an_eta_cut_by_transient_rejections() {
+    let mut outs = Vec::new();
+    for regrow in [false, true] {
+        let mut t = Toy::new(|x| 1.0 + 0.5 * (x - 1.0), 0.0);
+        t.bad_passes = 5;
+        let s = EpSettings {
+            regrow,
+            extrapolate: false,
+            ..settings(0.7)
+        };
+        let out = run(&mut t, &s, RULES, &Control::new(), &mut |_, _| {}).unwrap();
+        assert!((t.cur - 1.0).abs() < 1e-3, "{}", t.cur);
+        outs.push(out);
+    }
+    assert!(outs[0].eta < 0.05, "{:?}", outs[0]);
+    assert_eq!(outs[1].eta, 0.7, "{:?}", outs[1]);
+    assert!(
+        10 * outs[1].sweeps < outs[0].sweeps,
+        "{} vs {}",
+        outs[1].sweeps,
+        outs[0].sweeps
+    );
 }

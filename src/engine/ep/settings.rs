@@ -46,6 +46,16 @@ pub struct EpSettings {
     /// written while auto.
     #[serde(default, skip_serializing_if = "EpPower::is_auto")]
     pub power: EpPower,
+    /// Classic driver: an η cut by rejected sweeps grows back (doubled, up to
+    /// the cap the stall rule leaves) after clean sweeps that each reach a new
+    /// smallest Δ (`driver::Regrow`). Off: η stays cut for good. Not written
+    /// while off.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub regrow: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Power EP's α (Minka 2004) for the pair sites: EP is α = 1; α < 1 removes
@@ -135,6 +145,7 @@ impl Default for EpSettings {
             start: EpStart::Classic,
             controller: EpController::Classic,
             power: EpPower::Auto,
+            regrow: false,
         }
     }
 }
