@@ -24,19 +24,23 @@
 //! is G(x_k) − ΔG·c with c = argmin ‖f_k − ΔF·c‖ (ΔF, ΔG: differences of
 //! consecutive f and G), a secant step that removes the slow modes plain
 //! damping crawls along. Safeguards: the mixed point must pass the checks of
-//! any state (Q positive definite, valid cavities), and it is kept only if
-//! the residual at it, ‖G(x) − x‖, falls below the last one; otherwise EP
-//! goes back to the plain point G(x_k) and the history restarts. The fixed
-//! point and the convergence test (Δ_t < tol·η_t on a plain step) are those
-//! of plain damping. The history copies every site each sweep, about the
-//! cost of a sweep, so mixing starts (and the secant stops) after
+//! any state (Q positive definite, valid cavities), move q by at most
+//! `SPAN` sds beyond the last plain step, and cut the residual ‖G(x) − x‖
+//! below the last one; otherwise its start's plain step G(x_k), the
+//! history's newest, becomes the state (no pass repeated) and the history
+//! keeps only that pair. The fixed point and the convergence test (Δ_t <
+//! tol·η_t on a plain step) are those of plain damping. The history copies
+//! G(x) each sweep (its residuals and least squares on `SAMPLE`
+//! coordinates), so mixing starts (and the secant stops) after
 //! `PLAIN_SWEEPS` sweeps, and only when the run, at its rate, needs more
 //! than as many again: where the secant cannot act (Pima's period-2
 //! oscillation gives ω < 2: 30 sweeps without the mixing, 19 with it).
 //!
 //! # The non-progress verdict (`Progress`)
 //! One rule instead of stall, cycle, drift and wandering: over a window of
-//! `WINDOW` accepted steps the residual r_t = Δ_t/η_t must contract at a
+//! `WINDOW` sweeps the residual r_t = Δ_t/η_t of the plain steps (mixed
+//! and undone ones left out: a run of undone steps re-added the last
+//! residual and looked stalled: claims, `--gamma auto`) must contract at a
 //! rate that reaches the tolerance within the sweeps left. Robust to cycles
 //! of period < `WINDOW`/2: the rate compares the smallest r of the window's
 //! later half with the smallest of its earlier half. A cycle or a drift
@@ -47,6 +51,7 @@
 //! a cycle at a large step converges at a smaller one.
 
 use std::collections::VecDeque;
+use std::sync::Mutex;
 
 use serde::Serialize;
 
@@ -103,9 +108,11 @@ impl NonProgress {
 /// The verdict's state over a run (reset when η changes).
 #[derive(Debug, Default)]
 pub struct Progress {
-    window: VecDeque<f64>,
+    /// (sweep, r of its plain step; None for a mixed one) over the last
+    /// `WINDOW` sweeps.
+    window: VecDeque<(usize, Option<f64>)>,
     /// The projected sweeps to the goal at each of the last `WINDOW` + 1
-    /// steps (from the first full window on).
+    /// judged steps (from the first full window on).
     needed: VecDeque<f64>,
 }
 
@@ -115,9 +122,20 @@ impl Progress {
         self.needed.clear();
     }
 
-    /// An accepted step with residual `r` = Δ/η; `goal` the convergence
-    /// threshold of r (tol), `left` the sweeps left. Some(reason) when the
-    /// run cannot converge at this rate.
+    /// A plain step with residual `r` = Δ/η, one sweep after the last
+    /// (`step_at`).
+    pub fn step(&mut self, r: f64, goal: f64, left: usize) -> Option<NonProgress> {
+        let sweep = self.window.back().map_or(0, |w| w.0 + 1);
+        self.step_at(sweep, Some(r), goal, left)
+    }
+
+    /// Sweep `sweep` was accepted: a plain step with residual `r` = Δ/η, or
+    /// a mixed step (None: no step of the damped map, left out of the
+    /// trend, as is an undone one, whose plain step replaces it at the same
+    /// sweep); `goal` the convergence threshold of r (tol), `left` the
+    /// sweeps left. Some(reason) when the run cannot converge at this rate.
+    /// The window spans `WINDOW` sweeps, so the verdict's timing does not
+    /// depend on how many of them mixed.
     ///
     /// Too slow is said only of a projection that has stopped improving:
     /// a window earlier it ended no later (the projected end came less than
@@ -127,24 +145,43 @@ impl Progress {
     /// the first window's projection of 2108 sweeps condemned it at sweep
     /// 24). A steady too-slow rate gets its verdict after two windows, a
     /// hopeless one (beyond `RESCUE`× the sweeps left) after one.
-    pub fn step(&mut self, r: f64, goal: f64, left: usize) -> Option<NonProgress> {
-        self.window.push_back(r);
-        if self.window.len() > WINDOW {
+    pub fn step_at(
+        &mut self,
+        sweep: usize,
+        r: Option<f64>,
+        goal: f64,
+        left: usize,
+    ) -> Option<NonProgress> {
+        match self.window.back_mut() {
+            Some(b) if b.0 == sweep => b.1 = r,
+            _ => self.window.push_back((sweep, r)),
+        }
+        while self.window.front().is_some_and(|f| f.0 + WINDOW <= sweep) {
             self.window.pop_front();
         }
-        if self.window.len() < WINDOW {
+        let first = self.window.front().expect("just pushed").0;
+        if first + WINDOW != sweep + 1 {
             return None;
         }
+        // The last plain step's r (the window is judged at every sweep).
+        let now = self.window.iter().rev().find_map(|w| w.1)?;
         let half = WINDOW / 2;
-        let min = |it: &mut dyn Iterator<Item = &f64>| it.fold(f64::INFINITY, |a, &b| a.min(b));
-        let early = min(&mut self.window.iter().take(half));
-        let late = min(&mut self.window.iter().skip(half));
+        let min = |early: bool| {
+            self.window
+                .iter()
+                .filter(|w| (w.0 < first + half) == early)
+                .filter_map(|w| w.1)
+                .fold(f64::INFINITY, f64::min)
+        };
+        let (early, late) = (min(true), min(false));
+        if early.is_infinite() {
+            return None;
+        }
         let ratio = late / early;
         if ratio.is_nan() || ratio >= 1.0 {
             return Some(NonProgress::NoContraction { ratio });
         }
         let rate = ratio.powf(1.0 / half as f64);
-        let now = *self.window.back().expect("full");
         let needed = ((goal / now).ln() / rate.ln()).max(0.0);
         self.needed.push_back(needed);
         let then = (self.needed.len() > WINDOW).then(|| self.needed.pop_front().expect("full"));
@@ -160,14 +197,21 @@ impl Progress {
 
 impl Progress {
     /// Sweeps plain damping still needs to bring r to `goal` at the rate of
-    /// its last `RATE_SPAN` steps (infinite when r does not fall).
+    /// its plain steps over the last `RATE_SPAN` or more sweeps (infinite
+    /// when r does not fall).
     pub fn sweeps_to(&self, goal: f64) -> f64 {
-        let w = &self.window;
-        if w.len() <= RATE_SPAN {
+        let mut plain = self
+            .window
+            .iter()
+            .rev()
+            .filter_map(|w| w.1.map(|r| (w.0, r)));
+        let Some((s1, now)) = plain.next() else {
             return f64::INFINITY;
-        }
-        let (now, then) = (w[w.len() - 1], w[w.len() - 1 - RATE_SPAN]);
-        let rate = (now / then).powf(1.0 / RATE_SPAN as f64);
+        };
+        let Some((s0, then)) = plain.find(|w| w.0 + RATE_SPAN <= s1) else {
+            return f64::INFINITY;
+        };
+        let rate = (now / then).powf(1.0 / (s1 - s0) as f64);
         if rate.is_nan() || rate >= 1.0 {
             return f64::INFINITY;
         }
@@ -179,40 +223,105 @@ impl Progress {
 const RATE_SPAN: usize = 4;
 
 /// Anderson mixing's history in preallocated rings, and its least-squares
-/// step. Each slot holds G(x_i) and the residual f_i = G(x_i) − x_i (x_i
-/// itself is never needed again: the mixed point is Σ w_i G(x_i)); the
-/// Gram matrix ⟨f_a, f_b⟩ of the slots is updated by one row per step, and
-/// the normal equations of the differences ΔF are formed from it. No
-/// allocation per sweep, and every pass over the slots fused into one (by
-/// blocks of `BLOCK` values): the history's memory traffic, not its
-/// arithmetic, is its cost next to a sweep at small d (Pima: 47 passes of
-/// the sites per mixing sweep before, ≈ 1 sweep's CPU).
+/// weights. Each slot holds G(x_i) only; x_i is the point the state was at
+/// (a plain step or a mixed point: Σ w G of earlier slots), so the residual
+/// f_i = G(x_i) − x_i is kept only at `SAMPLE` fixed coordinates, read from
+/// the state when G(x_i) is staged, and the least squares is fitted there
+/// (exact for a vector of at most `SAMPLE` values). The mixed point is
+/// written by the flavour straight into its trial (`SweepState::mix_trial`).
+/// A mixing sweep thus costs the copy of G(x) (with the full residual
+/// ‖G(x) − x‖ the safeguard judges by) and the combination of m + 1 slots:
+/// about m + 5 passes over the sites, against ~19 with full residuals.
 #[derive(Debug)]
 pub struct Anderson {
     /// Differences of the least squares (pairs kept: m + 1).
     m: usize,
     g: Vec<Vec<f64>>,
+    /// f at the sampled coordinates, by slot.
     f: Vec<Vec<f64>>,
+    /// The sampled coordinates, sorted (all of a short vector).
+    sample: Vec<usize>,
     /// Committed slots, oldest first.
     order: VecDeque<usize>,
     /// The slot `stage` writes (never in `order`).
     staged: usize,
-    /// ⟨f_a, f_b⟩ by slot, row-major over the m + 2 slots.
+    /// ⟨f_a, f_b⟩ (sampled) by slot, row-major over the m + 2 slots.
     gram: Vec<f64>,
-    /// ‖x_a‖² by slot (the ridge's round-off term).
+    /// ‖x_a‖² (sampled) by slot (the ridge's round-off term).
     xx: Vec<f64>,
-    /// The last mixed point's weights by slot.
+    /// The last mixed point's weights by slot, newest first.
     weights: Vec<(usize, f64)>,
 }
 
-/// A mixed point and its weights on the history's slots (`Anderson::mix`).
-pub type Mixed<'a> = (&'a [f64], &'a [(usize, f64)]);
+/// Residual coordinates the least squares is fitted on: the weights of m ≤
+/// 5 differences are well determined by a few thousand coordinates, and
+/// the mixed point is kept only if the full residual falls.
+pub const SAMPLE: usize = 8192;
 
-/// Values per block of the fused passes (a block of every slot stays in L1).
-const BLOCK: usize = 512;
+/// A mixed point's slots' G(x) and weights, newest first (`Anderson::mix`).
+pub type Mixed<'a> = (&'a [Vec<f64>], &'a [(usize, f64)]);
 
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+/// `k` of `len` coordinates (all when k ≥ len): one at a fixed pseudo-random
+/// offset in each of k equal strata, so that no period of the sites' layout
+/// (rows of n− pairs) aliases with the sample.
+fn stratified(len: usize, k: usize) -> Vec<usize> {
+    if k >= len {
+        return (0..len).collect();
+    }
+    let mut z: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..k)
+        .map(|j| {
+            // splitmix64
+            z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut x = z;
+            x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            x ^= x >> 31;
+            let (lo, hi) = (j * len / k, (j + 1) * len / k);
+            lo + (x % (hi - lo) as u64) as usize
+        })
+        .collect()
+}
+
+/// G(x) buffers of finished histories, kept for the next run (a fit runs EP
+/// many times: folds, grid points, the continuation's steps) while they
+/// total at most `POOL_BYTES`: a fresh buffer's pages fault in on first
+/// write, which at small d costs more than the mixing saves (bench-ep pima).
+static POOL: Mutex<Vec<Vec<f64>>> = Mutex::new(Vec::new());
+const POOL_BYTES: usize = 32 << 20;
+
+/// A buffer of `len` values from the pool, else a new one. Its values are
+/// stale: a slot is written in full (`stage`) before it is read.
+fn slot_buffer(len: usize) -> Vec<f64> {
+    let taken = POOL.lock().ok().and_then(|mut p| {
+        let i = p.iter().position(|v| v.capacity() >= len)?;
+        Some(p.swap_remove(i))
+    });
+    match taken {
+        Some(mut v) => {
+            v.truncate(len);
+            v.resize(len, 0.0);
+            v
+        }
+        // One zeroed allocation each, so that the pages a short run never
+        // writes are never touched (`vec![v; n]` clones v, writing them).
+        None => vec![0.0; len],
+    }
+}
+
+impl Drop for Anderson {
+    fn drop(&mut self) {
+        let Ok(mut pool) = POOL.lock() else {
+            return;
+        };
+        let mut bytes: usize = pool.iter().map(|v| 8 * v.capacity()).sum();
+        for v in self.g.drain(..) {
+            if bytes + 8 * v.capacity() <= POOL_BYTES {
+                bytes += 8 * v.capacity();
+                pool.push(v);
+            }
+        }
+    }
 }
 
 /// Residual norm ‖g − x‖.
@@ -229,14 +338,12 @@ impl Anderson {
     pub fn new(m: usize, len: usize) -> Anderson {
         let m = m.min(HISTORY);
         let slots = m + 2;
+        let sample = stratified(len, SAMPLE);
         Anderson {
             m,
-            // One zeroed allocation each, so that the pages a short run
-            // never writes are never touched: `vec![v; n]` clones v, writing
-            // every slot up front (credit: the page faults of 15 slots were
-            // most of the controller's extra CPU where the run mixed once).
-            g: (0..slots).map(|_| vec![0.0; len]).collect(),
-            f: (0..slots).map(|_| vec![0.0; len]).collect(),
+            g: (0..slots).map(|_| slot_buffer(len)).collect(),
+            f: (0..slots).map(|_| vec![0.0; sample.len()]).collect(),
+            sample,
             order: VecDeque::with_capacity(slots),
             staged: 0,
             gram: vec![0.0; slots * slots],
@@ -248,9 +355,8 @@ impl Anderson {
     /// The history for vectors of `len` values, `HISTORY` pairs when they fit
     /// in `HISTORY_BYTES`, else None (plain damping).
     pub fn within_budget(len: usize) -> Option<Anderson> {
-        // G(x) and f per slot (m + 2 slots; the mixed point goes into the
-        // staging slot).
-        let per = 2 * 8 * len.max(1);
+        // G(x) per slot (m + 2 slots).
+        let per = 8 * len.max(1);
         let m = (HISTORY_BYTES / per).saturating_sub(2).min(HISTORY);
         (m >= 2).then(|| Anderson::new(m, len))
     }
@@ -258,6 +364,19 @@ impl Anderson {
     pub fn clear(&mut self) {
         self.order.clear();
         self.staged = 0;
+    }
+
+    /// Keeps only the newest pair (after an undone mixed step whose start's
+    /// plain step, that pair's G, became the state).
+    pub fn keep_newest(&mut self) {
+        while self.order.len() > 1 {
+            self.order.pop_front();
+        }
+    }
+
+    /// The newest committed pair's slot and G(x).
+    pub fn newest(&self) -> Option<(usize, &[f64])> {
+        self.order.back().map(|&i| (i, &self.g[i][..]))
     }
 
     pub fn len(&self) -> usize {
@@ -268,23 +387,36 @@ impl Anderson {
         self.order.is_empty()
     }
 
-    /// Writes a pair (x, G(x)) into the staging slot through `fill(x, g)`
-    /// and returns its residual ‖G(x) − x‖; `commit` adds it to the history.
-    pub fn stage(&mut self, fill: impl FnOnce(&mut [f64], &mut [f64])) -> f64 {
+    /// The staging slot and its G(x), for the flavour to write
+    /// (`SweepState::stage_trial`); then `stage`.
+    pub fn staged_g(&mut self) -> (usize, &mut [f64]) {
+        (self.staged, &mut self.g[self.staged])
+    }
+
+    /// Stages the pair at the current state, G(x) written into `staged_g`
+    /// with ‖G(x) − x‖² = `r2`: `x_at(idx, out)` writes x at the sampled
+    /// coordinates. Returns the residual ‖G(x) − x‖; `commit` adds the pair
+    /// to the history.
+    pub fn stage(&mut self, r2: f64, x_at: impl FnOnce(&[usize], &mut [f64])) -> f64 {
         let i = self.staged;
-        let (g, f) = (&mut self.g[i], &mut self.f[i]);
-        // x goes into f's slot, then f = g − x in place, with ‖f‖² and ‖x‖².
-        fill(f, g);
+        let (g, f) = (&self.g[i], &mut self.f[i]);
+        // x at the sample into f's slot, then f = g − x in place.
+        x_at(&self.sample, f);
         let (mut ff, mut xx) = (0.0, 0.0);
-        for (fv, gv) in f.iter_mut().zip(g.iter()) {
+        for (fv, &j) in f.iter_mut().zip(&self.sample) {
             xx += *fv * *fv;
-            *fv = gv - *fv;
+            *fv = g[j] - *fv;
             ff += *fv * *fv;
         }
         let slots = self.xx.len();
         self.gram[i * slots + i] = ff;
         self.xx[i] = xx;
-        ff.sqrt()
+        r2.sqrt()
+    }
+
+    /// The slots' G(x) (for a `Mixed` of weights of one's own).
+    pub fn slots(&self) -> &[Vec<f64>] {
+        &self.g
     }
 
     /// Adds the staged pair to the history (the oldest leaves a full one).
@@ -294,17 +426,8 @@ impl Anderson {
         if self.order.len() == self.m + 1 {
             self.order.pop_front();
         }
-        // ⟨f_i, f_j⟩ for every committed j in one pass over the slots.
-        let mut dots = [0.0; HISTORY + 2];
-        let fi = &self.f[i];
-        for start in (0..fi.len()).step_by(BLOCK) {
-            let end = (start + BLOCK).min(fi.len());
-            let a = &fi[start..end];
-            for (d, &j) in dots.iter_mut().zip(&self.order) {
-                *d += dot(a, &self.f[j][start..end]);
-            }
-        }
-        for (&v, &j) in dots.iter().zip(&self.order) {
+        for &j in &self.order {
+            let v = dot(&self.f[i], &self.f[j]);
             self.gram[i * slots + j] = v;
             self.gram[j * slots + i] = v;
         }
@@ -314,15 +437,10 @@ impl Anderson {
             .expect("m + 2 slots, at most m + 1 committed");
     }
 
-    /// The slot the next `stage` writes (the flavour keeps what it needs of
-    /// G(x) under it: `SweepState::hold_trial`).
-    pub fn staged_slot(&self) -> usize {
-        self.staged
-    }
-
-    /// The mixed point from the history (None with fewer than two pairs or a
+    /// The mixed point's weights (None with fewer than two pairs or a
     /// singular system): G(x_k) − ΔG·c with c the ridge least squares of
-    /// f_k ≈ ΔF·c; with its weights on the slots' G(x_i) (summing to 1).
+    /// f_k ≈ ΔF·c, as weights on the slots' G(x_i) (summing to 1), newest
+    /// first, with the slots.
     pub fn mix(&mut self) -> Option<Mixed<'_>> {
         let k = self.order.len();
         if k < 2 {
@@ -353,35 +471,33 @@ impl Anderson {
             row[i] += lambda;
         }
         let c = solve(a)?;
-        // out = Σ w_i G(x_i), in one pass over the slots.
         let mut w = vec![0.0; k];
         w[n] = 1.0;
         for (j, cj) in c.iter().enumerate() {
             w[j + 1] -= cj;
             w[j] += cj;
         }
-        // Written into the staging slot's G(x), free until the next `stage`
-        // (the caller copies it out before).
-        let mut out = std::mem::take(&mut self.g[self.staged]);
-        for (start, o) in (0..).step_by(BLOCK).zip(out.chunks_mut(BLOCK)) {
-            let end = start + o.len();
-            for (ov, gv) in o.iter_mut().zip(&self.g[s[n]][start..end]) {
-                *ov = w[n] * gv;
-            }
-            for (i, wi) in w.iter().enumerate().take(n) {
-                for (ov, gv) in o.iter_mut().zip(&self.g[s[i]][start..end]) {
-                    *ov += wi * gv;
-                }
-            }
-        }
-        self.g[self.staged] = out;
         self.weights.clear();
-        self.weights.extend(s.iter().copied().zip(w));
-        let out = &self.g[self.staged];
-        out.iter()
-            .all(|v| v.is_finite())
-            .then_some((&out[..], &self.weights[..]))
+        self.weights.push((s[n], w[n]));
+        self.weights.extend(s.iter().copied().zip(w).take(n));
+        Some((&self.g[..], &self.weights[..]))
     }
+}
+
+/// Σ w·G over `Mixed`'s slots at one coordinate, newest first (the order
+/// every flavour sums in).
+#[inline]
+pub fn mixed_value(mixed: Mixed<'_>, e: usize) -> f64 {
+    let (g, w) = mixed;
+    let mut v = w[0].1 * g[w[0].0][e];
+    for &(i, wi) in &w[1..] {
+        v += wi * g[i][e];
+    }
+    v
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// Largest predicted move of a secant step (ω times the last plain step's

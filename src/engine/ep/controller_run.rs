@@ -37,6 +37,25 @@ enum Pending {
     Secant { before: f64, omega: f64 },
 }
 
+/// After a mixed step from x_k is undone: the plain step G(x_k), the
+/// history's newest pair, becomes the state (its rollback point x_k kept),
+/// so no pass is repeated; false when there is no such pair or q cannot be
+/// rebuilt at it (then back to x_k by `restore`).
+fn recover<S: SweepState>(st: &mut S, aa: &mut Option<Anderson>, eta: f64) -> bool {
+    let Some(a) = aa.as_mut() else {
+        return false;
+    };
+    let Some((slot, g)) = a.newest() else {
+        return false;
+    };
+    st.load_current(g, slot);
+    if !st.complete_sweep(eta, false) {
+        return false;
+    }
+    a.keep_newest();
+    true
+}
+
 /// Rebuilds q after an accepted step, halving η (the step shrunk towards
 /// the rollback point) while it is rejected: the halvings, None when η fell
 /// below its minimum.
@@ -62,7 +81,8 @@ fn complete<S: SweepState>(
 
 /// Runs EP to convergence from the current state with Anderson mixing when
 /// the flavour exposes its sites (`SweepState::mix_len`), else plain
-/// damping; the non-progress verdict in both cases.
+/// damping; the non-progress verdict in both cases, on plain steps only (a
+/// mixed or secant step, kept or undone, is not a step of the damped map).
 pub fn run_once<S: SweepState>(
     st: &mut S,
     s: &EpSettings,
@@ -75,9 +95,9 @@ pub fn run_once<S: SweepState>(
     let (mut cold_restart, warmup) = (opened.cold_restart, opened.warmup);
     st.forget_rollback();
     st.begin_sweep();
-    // The history copies every site each sweep (about a sweep's cost), so
-    // mixing begins only once plain damping has had `PLAIN_SWEEPS` sweeps:
-    // a run that converges fast pays nothing for it.
+    // The history copies every site each sweep, so mixing begins only once
+    // plain damping has had `PLAIN_SWEEPS` sweeps and, at its rate, needs
+    // more than as many again: a run that converges fast pays nothing.
     let mut aa: Option<Anderson> = None;
     let mut progress = Progress::default();
     // q of the current state before the last accepted step, and before that.
@@ -106,14 +126,13 @@ pub fn run_once<S: SweepState>(
         not_converged(st, s, why, StoppedAt { sweep, eta, delta }, reason, detail)
     };
     let below_min = "did not converge: η fell below its minimum";
-    // Back to the state a mixed step started from; plain steps until the
-    // history refills.
-    let undo = |st: &mut S, aa: &mut Option<Anderson>, n: &mut Counts| {
+    // Back to the state a mixed step started from (when `recover` cannot
+    // give its plain step); plain steps until the history refills.
+    let undo = |st: &mut S, aa: &mut Option<Anderson>| {
         st.restore();
         if let Some(a) = aa.as_mut() {
             a.clear();
         }
-        n.undone += 1;
         st.ensure_q()
     };
     loop {
@@ -126,15 +145,22 @@ pub fn run_once<S: SweepState>(
             n.undone += 1;
             complete(st, eta, false, s.min_eta, n)
         };
+        // The state is now the plain step from the rollback point that an
+        // undone mixed step replaced (no new sweep).
+        let mut recovered = false;
         if stats.bad > 0 {
             match pending.take() {
                 Some(Pending::Anderson(_)) => {
                     // The mixed point left a cavity invalid.
-                    if !undo(st, &mut aa, &mut n) {
-                        return Err(prior_not_pd());
+                    n.undone += 1;
+                    if !recover(st, &mut aa, eta) {
+                        if !undo(st, &mut aa) {
+                            return Err(prior_not_pd());
+                        }
+                        (no_mix, candidate) = (true, false);
+                        continue;
                     }
-                    (no_mix, candidate) = (true, false);
-                    continue;
+                    recovered = true;
                 }
                 Some(Pending::Secant { omega, .. }) => {
                     cap = omega / 2.0;
@@ -146,208 +172,233 @@ pub fn run_once<S: SweepState>(
                     if h > 0 {
                         progress.reset();
                     }
-                    delta = st
-                        .marginal()
-                        .delta(q_prev.as_ref().expect("a previous state"));
-                    candidate = sweep > warmup && delta < s.tol * st.step_floor(eta);
-                    continue;
+                    recovered = true;
                 }
-                None => {}
-            }
-            last_plain = false;
-            if !st.can_roll_back() {
-                if cold_restart || !st.can_reset() {
-                    return Err(fail(
-                        st,
-                        "found invalid cavities at the prior",
-                        sweep,
-                        eta,
-                        delta,
-                        NonConvergence::InvalidCavities,
-                        &n,
-                    ));
-                }
-                st.reset();
-                cold_restart = true;
-                if !st.ensure_q() {
-                    return Err(prior_not_pd());
-                }
-                continue;
-            }
-            // Reject the current state: the same step with η halved, kept halved.
-            loop {
-                eta *= 0.5;
-                n.halvings += 1;
-                if eta < s.min_eta {
-                    return Err(fail(
-                        st,
-                        below_min,
-                        sweep,
-                        eta,
-                        delta,
-                        NonConvergence::InvalidCavities,
-                        &n,
-                    ));
-                }
-                st.shrink();
-                if st.complete_sweep(eta, sweep < warmup) {
-                    break;
-                }
-            }
-            if let Some(a) = aa.as_mut() {
-                a.clear();
-            }
-            progress.reset();
-            delta = st
-                .marginal()
-                .delta(q_prev.as_ref().expect("a previous state"));
-            candidate = sweep > warmup && delta < s.tol * st.step_floor(eta);
-            continue;
-        }
-        if aa.is_none()
-            && sweep >= PLAIN_SWEEPS.max(warmup)
-            && progress.sweeps_to(s.tol) > PLAIN_SWEEPS as f64
-        {
-            aa = st.mix_len().and_then(Anderson::within_budget);
-        }
-        // The current state is valid; a mixed one must also have cut the
-        // residual. The pair (x, G(x)) is staged, committed below.
-        let res = aa.as_mut().map(|a| {
-            st.hold_trial(a.staged_slot());
-            a.stage(|x, g| st.write_mix(x, g))
-        });
-        match pending.take() {
-            Some(Pending::Anderson(before)) if !candidate && res.is_some_and(|r| r >= before) => {
-                if !undo(st, &mut aa, &mut n) {
-                    return Err(prior_not_pd());
-                }
-                no_mix = true;
-                continue;
-            }
-            Some(Pending::Secant { before, omega }) => {
-                if st.residual2().is_none_or(|r| r >= before) {
-                    cap = omega / 2.0;
-                    let Some(h) = secant_undo(st, omega, &mut eta, &mut n) else {
-                        let reason = st.rebuild_reason();
-                        return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
-                    };
-                    last_plain = h == 0;
-                    if h > 0 {
-                        progress.reset();
-                    }
-                    delta = st
-                        .marginal()
-                        .delta(q_prev.as_ref().expect("a previous state"));
-                    candidate = sweep > warmup && delta < s.tol * st.step_floor(eta);
-                    continue;
-                }
-                cap *= 2.0;
-            }
-            _ => {}
-        }
-        let pass = PassDone {
-            sweep,
-            eta,
-            delta,
-            stats,
-            candidate,
-            cold_restart,
-            jumps: (n.mixed, n.undone),
-        };
-        if let Some(done) = report_pass(st, &pass, rules, t0, on_sweep) {
-            return Ok(done);
-        }
-        if sweep >= s.max_sweeps {
-            let why = format!("did not converge within {} sweeps", s.max_sweeps);
-            return Err(fail(
-                st,
-                &why,
-                sweep,
-                eta,
-                delta,
-                NonConvergence::MaxSweeps,
-                &n,
-            ));
-        }
-        let mut mixed = None;
-        if let (Some(a), Some(r)) = (aa.as_mut(), res) {
-            a.commit();
-            if !no_mix
-                && sweep >= warmup
-                && let Some((v, w)) = a.mix()
-            {
-                st.load_trial_mixed(v, w);
-                mixed = Some(r);
-            }
-        }
-        no_mix = false;
-        st.accept();
-        q_prev2 = q_prev.replace(st.marginal()); // q is still the accepted state's
-        st.begin_sweep();
-        if let Some(r) = mixed {
-            if !st.complete_sweep(eta, false) {
-                // Q is not positive definite at the mixed point.
-                if !undo(st, &mut aa, &mut n) {
-                    return Err(prior_not_pd());
-                }
-                no_mix = true;
-                continue;
-            }
-            // A plain step follows every mixed one: convergence is judged on
-            // plain steps only.
-            (pending, no_mix, last_plain) = (Some(Pending::Anderson(r)), true, false);
-            n.mixed += 1;
-        } else {
-            let Some(h) = complete(st, &mut eta, sweep < warmup, s.min_eta, &mut n) else {
-                let reason = st.rebuild_reason();
-                return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
-            };
-            // Two plain steps in a row: the secant may scale the second.
-            let plain_pair = last_plain && h == 0;
-            last_plain = h == 0;
-            if h > 0 {
-                if let Some(a) = aa.as_mut() {
-                    a.clear();
-                }
-                progress.reset();
-            }
-            let (old, mid) = (q_prev2.as_ref(), q_prev.as_ref().expect("a previous state"));
-            if plain_pair
-                && aa.is_none()
-                && sweep >= warmup
-                && let Some(old) = old
-            {
-                let now = st.marginal();
-                let d = now.delta(mid);
-                let omega = ((MIN_FACTOR - 1.0) * d <= SPAN)
-                    .then(|| secant_factor(marginal_dots(old, mid, &now)))
-                    .flatten()
-                    .map(|w| w.min(cap).min(1.0 + SPAN / d))
-                    .filter(|&w| w >= MIN_FACTOR);
-                // The secant step scales the plain one; where Q is not
-                // positive definite at it, back to the plain step.
-                if omega.is_none() {
-                    // The trust regrows while no step is taken.
-                    cap *= 2.0;
-                }
-                if let Some(w) = omega
-                    && let Some(before) = st.scale_step(w)
-                {
-                    if st.complete_sweep(eta, false) {
-                        (pending, last_plain) = (Some(Pending::Secant { before, omega: w }), false);
-                        n.mixed += 1;
-                    } else {
-                        st.scale_step(1.0 / w);
-                        (n.undone, cap) = (n.undone + 1, w / 2.0);
+                None => {
+                    last_plain = false;
+                    if !st.can_roll_back() {
+                        if cold_restart || !st.can_reset() {
+                            return Err(fail(
+                                st,
+                                "found invalid cavities at the prior",
+                                sweep,
+                                eta,
+                                delta,
+                                NonConvergence::InvalidCavities,
+                                &n,
+                            ));
+                        }
+                        st.reset();
+                        cold_restart = true;
                         if !st.ensure_q() {
                             return Err(prior_not_pd());
                         }
+                        continue;
                     }
+                    // Reject the current state: the same step with η halved, kept halved.
+                    loop {
+                        eta *= 0.5;
+                        n.halvings += 1;
+                        if eta < s.min_eta {
+                            return Err(fail(
+                                st,
+                                below_min,
+                                sweep,
+                                eta,
+                                delta,
+                                NonConvergence::InvalidCavities,
+                                &n,
+                            ));
+                        }
+                        st.shrink();
+                        if st.complete_sweep(eta, sweep < warmup) {
+                            break;
+                        }
+                    }
+                    if let Some(a) = aa.as_mut() {
+                        a.clear();
+                    }
+                    progress.reset();
+                    delta = st
+                        .marginal()
+                        .delta(q_prev.as_ref().expect("a previous state"));
+                    candidate = sweep > warmup && delta < s.tol * st.step_floor(eta);
+                    continue;
                 }
             }
         }
-        sweep += 1;
-        st.end_sweep();
+        if !recovered {
+            if aa.is_none()
+                && sweep >= PLAIN_SWEEPS.max(warmup)
+                && progress.sweeps_to(s.tol) > PLAIN_SWEEPS as f64
+            {
+                aa = st.mix_len().and_then(Anderson::within_budget);
+            }
+            // The current state is valid; a mixed one must also have cut the
+            // residual. G(x) is staged, committed below.
+            let res = aa.as_mut().map(|a| {
+                let (slot, g) = a.staged_g();
+                let r2 = st.stage_trial(slot, g);
+                a.stage(r2, |idx, out| st.current_at(idx, out))
+            });
+            match pending.take() {
+                Some(Pending::Anderson(before))
+                    if !candidate && res.is_some_and(|r| r >= before) =>
+                {
+                    n.undone += 1;
+                    if !recover(st, &mut aa, eta) {
+                        if !undo(st, &mut aa) {
+                            return Err(prior_not_pd());
+                        }
+                        no_mix = true;
+                        continue;
+                    }
+                    recovered = true;
+                }
+                Some(Pending::Secant { before, omega }) => {
+                    if st.residual2().is_none_or(|r| r >= before) {
+                        cap = omega / 2.0;
+                        let Some(h) = secant_undo(st, omega, &mut eta, &mut n) else {
+                            let reason = st.rebuild_reason();
+                            return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
+                        };
+                        last_plain = h == 0;
+                        if h > 0 {
+                            progress.reset();
+                        }
+                        recovered = true;
+                    } else {
+                        cap *= 2.0;
+                    }
+                }
+                _ => {}
+            }
+            if !recovered {
+                let pass = PassDone {
+                    sweep,
+                    eta,
+                    delta,
+                    stats,
+                    candidate,
+                    cold_restart,
+                    jumps: (n.mixed, n.undone),
+                };
+                if let Some(done) = report_pass(st, &pass, rules, t0, on_sweep) {
+                    return Ok(done);
+                }
+                if sweep >= s.max_sweeps {
+                    let why = format!("did not converge within {} sweeps", s.max_sweeps);
+                    return Err(fail(
+                        st,
+                        &why,
+                        sweep,
+                        eta,
+                        delta,
+                        NonConvergence::MaxSweeps,
+                        &n,
+                    ));
+                }
+                let mut mixed = None;
+                if let (Some(a), Some(r)) = (aa.as_mut(), res) {
+                    a.commit();
+                    if !no_mix
+                        && sweep >= warmup
+                        && let Some(m) = a.mix()
+                    {
+                        if st.mix_trial(m) {
+                            mixed = Some(r);
+                        } else if let Some((i, _)) = a.newest() {
+                            // Not finite: the trial back to G(x), exactly.
+                            st.mix_trial((a.slots(), &[(i, 1.0)]));
+                        }
+                    }
+                }
+                no_mix = false;
+                st.accept();
+                q_prev2 = q_prev.replace(st.marginal()); // q is still the accepted state's
+                st.begin_sweep();
+                if let Some(r) = mixed {
+                    // Kept only within the secant's trust: at most `SPAN` sds
+                    // beyond the last plain step (a far jump whose residual
+                    // fell can still set the plain steps back: claims, 1n).
+                    let within = |st: &S| {
+                        let moved = st
+                            .marginal()
+                            .delta(q_prev.as_ref().expect("a previous state"));
+                        moved <= delta + SPAN
+                    };
+                    if st.complete_sweep(eta, false) && within(st) {
+                        // A plain step follows every mixed one: convergence is
+                        // judged on plain steps only.
+                        (pending, no_mix, last_plain) = (Some(Pending::Anderson(r)), true, false);
+                        n.mixed += 1;
+                    } else {
+                        // Q is not positive definite at the mixed point, or it
+                        // is too far.
+                        n.undone += 1;
+                        if !recover(st, &mut aa, eta) {
+                            if !undo(st, &mut aa) {
+                                return Err(prior_not_pd());
+                            }
+                            no_mix = true;
+                            continue;
+                        }
+                        last_plain = false;
+                    }
+                } else {
+                    let Some(h) = complete(st, &mut eta, sweep < warmup, s.min_eta, &mut n) else {
+                        let reason = st.rebuild_reason();
+                        return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
+                    };
+                    // Two plain steps in a row: the secant may scale the second.
+                    let plain_pair = last_plain && h == 0;
+                    last_plain = h == 0;
+                    if h > 0 {
+                        if let Some(a) = aa.as_mut() {
+                            a.clear();
+                        }
+                        progress.reset();
+                    }
+                    let (old, mid) = (q_prev2.as_ref(), q_prev.as_ref().expect("a previous state"));
+                    if plain_pair
+                        && aa.is_none()
+                        && sweep >= warmup
+                        && let Some(old) = old
+                    {
+                        let now = st.marginal();
+                        let d = now.delta(mid);
+                        let omega = ((MIN_FACTOR - 1.0) * d <= SPAN)
+                            .then(|| secant_factor(marginal_dots(old, mid, &now)))
+                            .flatten()
+                            .map(|w| w.min(cap).min(1.0 + SPAN / d))
+                            .filter(|&w| w >= MIN_FACTOR);
+                        // The secant step scales the plain one; where Q is not
+                        // positive definite at it, back to the plain step.
+                        if omega.is_none() {
+                            // The trust regrows while no step is taken.
+                            cap *= 2.0;
+                        }
+                        if let Some(w) = omega
+                            && let Some(before) = st.scale_step(w)
+                        {
+                            if st.complete_sweep(eta, false) {
+                                (pending, last_plain) =
+                                    (Some(Pending::Secant { before, omega: w }), false);
+                                n.mixed += 1;
+                            } else {
+                                st.scale_step(1.0 / w);
+                                (n.undone, cap) = (n.undone + 1, w / 2.0);
+                                if !st.ensure_q() {
+                                    return Err(prior_not_pd());
+                                }
+                            }
+                        }
+                    }
+                }
+                sweep += 1;
+                st.end_sweep();
+            }
+        }
         delta = st
             .marginal()
             .delta(q_prev.as_ref().expect("a previous state"));
@@ -363,14 +414,22 @@ pub fn run_once<S: SweepState>(
             ));
         }
         let step = st.step_floor(eta);
-        // A mixed step is judged by the residual at it first (next pass).
-        candidate = pending.is_none() && sweep > warmup && delta < s.tol * step;
+        // A mixed step is judged by the residual at it first (next pass), and
+        // is no step of the damped map: neither a convergence candidate nor
+        // in the verdict's window.
+        let plain = pending.is_none();
+        candidate = plain && sweep > warmup && delta < s.tol * step;
         if candidate {
             continue;
         }
         st.after_sweep(eta);
         if sweep > warmup
-            && let Some(v) = progress.step(delta / step, s.tol, s.max_sweeps - sweep)
+            && let Some(v) = progress.step_at(
+                sweep,
+                plain.then_some(delta / step),
+                s.tol,
+                s.max_sweeps - sweep,
+            )
         {
             // A window without contraction at this η may be a cycle of the
             // damped map that a smaller step removes (spike-and-slab Pima and

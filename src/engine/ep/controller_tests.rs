@@ -109,16 +109,19 @@ fn anderson_accelerates_a_linear_fixed_point() {
     let mut its = 0;
     loop {
         let g = a(&x);
-        let r = aa.stage(|xs, gs| {
-            xs.copy_from_slice(&x);
-            gs.copy_from_slice(&g);
+        aa.staged_g().1.copy_from_slice(&g);
+        let r = aa.stage(residual(&x, &g).powi(2), |idx, out| {
+            for (o, &i) in out.iter_mut().zip(idx) {
+                *o = x[i];
+            }
         });
-        assert!((r - residual(&x, &g)).abs() <= 1e-12 * r.max(1e-300));
         if r < 1e-10 {
             break;
         }
         aa.commit();
-        x = aa.mix().map_or(g, |(v, _)| v.to_vec());
+        x = aa
+            .mix()
+            .map_or(g, |m| (0..k).map(|e| mixed_value(m, e)).collect());
         its += 1;
         assert!(its < 500);
     }
@@ -200,12 +203,21 @@ impl SweepState for VecToy {
     fn mix_len(&self) -> Option<usize> {
         self.mixable.then_some(self.cur.len())
     }
-    fn write_mix(&self, x: &mut [f64], g: &mut [f64]) {
-        x.copy_from_slice(&self.cur);
+    fn stage_trial(&mut self, _slot: usize, g: &mut [f64]) -> f64 {
         g.copy_from_slice(&self.trial);
+        residual(&self.cur, &self.trial).powi(2)
     }
-    fn load_trial(&mut self, v: &[f64]) {
-        self.trial = v.to_vec();
+    fn current_at(&self, idx: &[usize], out: &mut [f64]) {
+        for (o, &i) in out.iter_mut().zip(idx) {
+            *o = self.cur[i];
+        }
+    }
+    fn mix_trial(&mut self, m: Mixed<'_>) -> bool {
+        self.trial = (0..self.cur.len()).map(|e| mixed_value(m, e)).collect();
+        self.trial.iter().all(|v| v.is_finite())
+    }
+    fn load_current(&mut self, g: &[f64], _slot: usize) {
+        self.cur = g.to_vec();
     }
     fn residual2(&self) -> Option<f64> {
         let d = self

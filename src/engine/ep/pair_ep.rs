@@ -12,6 +12,7 @@ use std::sync::Arc;
 use nalgebra::DMatrix;
 use serde_json::json;
 
+use super::controller::Mixed;
 use super::design::identical_pairs;
 use super::driver;
 use super::kernel::sampled::{self, SampledLayout, SampledWorkspace};
@@ -532,12 +533,6 @@ impl PairEp {
         with_store!(&self.store, st => st.len())
     }
 
-    /// Writes the current sites (or the trial the last update pass wrote)
-    /// into `out` in `sites_vec`'s layout, for a step controller.
-    pub(crate) fn write_sites(&self, trial: bool, out: &mut [f64]) {
-        with_store!(&self.store, st => st.write_out(trial, out));
-    }
-
     /// Sets the current sites (`sites_vec`'s layout); no rollback point; q
     /// must be rebuilt.
     pub(crate) fn load_sites(&mut self, v: &[f64]) {
@@ -547,16 +542,6 @@ impl PairEp {
         self.agg_valid = false;
         self.sites_part = None;
         self.q = None;
-    }
-
-    /// Replaces the trial the last update pass wrote (`sites_vec`'s layout).
-    pub(crate) fn load_trial(&mut self, v: &[f64]) {
-        let m = v.len() / 2;
-        let next = with_store!(&self.store, st => st.next());
-        self.held.drop_buffer(next);
-        with_store!(&mut self.store, st => st.copy_in(&v[..m], &v[m..], true));
-        self.trial_loaded = true;
-        self.sites_part = None;
     }
 
     /// Whether every site is zero (q = prior).
@@ -675,21 +660,20 @@ impl SweepState for GaussianSweep<'_> {
     fn mix_len(&self) -> Option<usize> {
         Some(2 * self.ep.site_count())
     }
-    fn write_mix(&self, x: &mut [f64], g: &mut [f64]) {
-        self.ep.write_sites(false, x);
-        self.ep.write_sites(true, g);
+    fn stage_trial(&mut self, slot: usize, g: &mut [f64]) -> f64 {
+        self.ep.stage_trial(slot, g)
     }
-    fn load_trial(&mut self, v: &[f64]) {
-        self.ep.load_trial(v);
+    fn current_at(&self, idx: &[usize], out: &mut [f64]) {
+        self.ep.current_at(idx, out);
+    }
+    fn mix_trial(&mut self, mixed: Mixed<'_>) -> bool {
+        self.ep.mix_trial(mixed)
+    }
+    fn load_current(&mut self, g: &[f64], slot: usize) {
+        self.ep.load_current(g, slot);
     }
     fn residual2(&self) -> Option<f64> {
         self.ep.residual2()
-    }
-    fn hold_trial(&mut self, slot: usize) {
-        self.ep.hold_trial(slot);
-    }
-    fn load_trial_mixed(&mut self, v: &[f64], weights: &[(usize, f64)]) {
-        self.ep.load_trial_mixed(v, weights);
     }
     fn scale_step(&mut self, f: f64) -> Option<f64> {
         Some(self.ep.scale_step(self.step.g, f))

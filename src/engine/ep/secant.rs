@@ -6,6 +6,7 @@
 
 use super::kernel::{Aggregates, Op};
 use super::{PairEp, Store};
+use crate::engine::ep::controller::Mixed;
 
 /// Aggregates of site buffers other than the current one (tagged by buffer),
 /// kept while `on` (the controller's runs).
@@ -95,22 +96,59 @@ impl PairEp {
         }
     }
 
-    /// The trial ← a mixed point Σ w·G(x_slot), its aggregates the same
-    /// combination of the held ones when all are held and the sites f64
-    /// (else rebuilt by a pass after `accept`).
-    pub(crate) fn load_trial_mixed(&mut self, v: &[f64], weights: &[(usize, f64)]) {
-        self.load_trial(v);
+    /// Anderson's staging of the trial (`SweepState::stage_trial`): its
+    /// aggregates held under `slot`, its sites copied into `g`; returns
+    /// ‖trial − current‖².
+    pub(crate) fn stage_trial(&mut self, slot: usize, g: &mut [f64]) -> f64 {
+        self.hold_trial(slot);
+        with_store!(&self.store, s => s.trial_out(g))
+    }
+
+    /// The current sites at coordinates `idx` (`sites_vec`'s layout).
+    pub(crate) fn current_at(&self, idx: &[usize], out: &mut [f64]) {
+        with_store!(&self.store, s => s.current_at(idx, out));
+    }
+
+    /// The trial ← the mixed point Σ w·G(x_slot), written in place, its
+    /// aggregates the same combination of the held ones when all are held
+    /// and the sites f64 (else rebuilt by a pass after `accept`).
+    pub(crate) fn mix_trial(&mut self, (g, weights): Mixed<'_>) -> bool {
+        let next = with_store!(&self.store, st => st.next());
+        self.held.drop_buffer(next);
+        let parts: Vec<(&[f64], f64)> = weights.iter().map(|&(i, w)| (&g[i][..], w)).collect();
+        let finite = with_store!(&mut self.store, st => st.mix_trial(&parts));
+        self.trial_loaded = true;
+        self.sites_part = None;
         let f64_sites = matches!(self.store, Store::F64(_));
         let mix = &self.held.mix;
-        let parts: Option<Vec<(&Aggregates, f64)>> = weights
+        let held: Option<Vec<(&Aggregates, f64)>> = weights
             .iter()
             .map(|&(i, w)| mix.get(i).and_then(|a| a.as_ref()).map(|a| (a, w)))
             .collect();
-        if let (Some(parts), true) = (parts, f64_sites) {
-            combine(&mut self.agg, &parts);
+        if let (Some(held), true) = (held, f64_sites) {
+            combine(&mut self.agg, &held);
             // `accept` keeps them as the current state's.
             self.trial_loaded = false;
         }
+        finite
+    }
+
+    /// Current ← `g`, the trial staged under `slot` (the rollback point
+    /// kept), with its held aggregates (f64 sites); q must be rebuilt.
+    pub(crate) fn load_current(&mut self, g: &[f64], slot: usize) {
+        let (_, cur, _) = self.roles();
+        self.held.drop_buffer(cur);
+        with_store!(&mut self.store, st => st.set_current(g));
+        let held = self.held.mix.get(slot).and_then(|a| a.as_ref());
+        match (held, matches!(self.store, Store::F64(_))) {
+            (Some(a), true) => {
+                self.agg.clone_from(a);
+                self.agg_valid = true;
+            }
+            _ => self.agg_valid = false,
+        }
+        self.sites_part = None;
+        self.q = None;
     }
 
     fn roles(&self) -> (Option<usize>, usize, usize) {

@@ -85,21 +85,23 @@ fn a_mixed_trial_takes_the_held_aggregates_combined() {
     let mut trials = Vec::new();
     for slot in [3, 0] {
         a.pass_from_q(g, Some(0.7), false);
-        a.hold_trial(slot);
         let mut t = vec![0.0; len];
-        a.write_sites(true, &mut t);
+        a.stage_trial(slot, &mut t);
         trials.push(t);
         a.accept_trial();
         assert!(a.rebuild(step));
     }
-    let w = [(3, -0.4), (0, 1.4)];
-    let v: Vec<f64> = trials[0]
+    // Newest first, as `Anderson::mix` gives them.
+    let w = [(0, 1.4), (3, -0.4)];
+    let v: Vec<f64> = trials[1]
         .iter()
-        .zip(&trials[1])
+        .zip(&trials[0])
         .map(|(x, y)| w[0].1 * x + w[1].1 * y)
         .collect();
+    let mut slots = vec![Vec::new(); 4];
+    (slots[3], slots[0]) = (trials[0].clone(), trials[1].clone());
     a.pass_from_q(g, Some(0.7), false);
-    a.load_trial_mixed(&v, &w);
+    assert!(a.mix_trial((&slots, &w)));
     a.accept_trial();
     assert!(a.agg_valid);
     assert!(a.rebuild(step));

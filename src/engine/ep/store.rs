@@ -217,18 +217,6 @@ impl<S: SiteScalar> SiteBuffers<S> {
         (f(&self.k[b]), f(&self.h[b]))
     }
 
-    /// Writes (K then h) of the current state, or of the trial, into `out`.
-    pub fn write_out(&self, trial: bool, out: &mut [f64]) {
-        let b = if trial { self.next() } else { self.cur };
-        let (ok, oh) = out.split_at_mut(self.k[b].len());
-        for (d, v) in ok.iter_mut().zip(&self.k[b]) {
-            *d = v.to_f64();
-        }
-        for (d, v) in oh.iter_mut().zip(&self.h[b]) {
-            *d = v.to_f64();
-        }
-    }
-
     /// Writes (K, h) into the current state (no rollback point afterwards),
     /// or into the trial (`trial`: the rollback point is kept).
     pub fn copy_in(&mut self, k: &[f64], h: &[f64], trial: bool) {
@@ -241,6 +229,89 @@ impl<S: SiteScalar> SiteBuffers<S> {
         }
         if !trial {
             self.prev = None;
+        }
+    }
+
+    /// Copies the trial (K then h) into `out` and returns ‖trial −
+    /// current‖² (summed as `residual2`): Anderson's staged G(x), one pass.
+    pub fn trial_out(&self, out: &mut [f64]) -> f64 {
+        let (c, t) = (self.cur, self.next());
+        let (ok, oh) = out.split_at_mut(self.len());
+        let mut r2 = 0.0;
+        for (o, vc, vt) in [(ok, &self.k[c], &self.k[t]), (oh, &self.h[c], &self.h[t])] {
+            let parts: Vec<f64> = o
+                .par_chunks_mut(CHUNK)
+                .zip(vc.par_chunks(CHUNK).zip(vt.par_chunks(CHUNK)))
+                .map(|(o, (c, t))| {
+                    for (d, v) in o.iter_mut().zip(t) {
+                        *d = v.to_f64();
+                    }
+                    dist2(c, t)
+                })
+                .collect();
+            r2 += parts.iter().sum::<f64>();
+        }
+        r2
+    }
+
+    /// The current state at coordinates `idx` of `trial_out`'s layout.
+    pub fn current_at(&self, idx: &[usize], out: &mut [f64]) {
+        let (m, c) = (self.len(), self.cur);
+        for (o, &i) in out.iter_mut().zip(idx) {
+            *o = if i < m {
+                self.k[c][i]
+            } else {
+                self.h[c][i - m]
+            }
+            .to_f64();
+        }
+    }
+
+    /// The trial ← Σ w·G over `parts` (newest first, `trial_out`'s layout),
+    /// summed in that order at every coordinate (any thread count); false
+    /// when a value is not finite.
+    pub fn mix_trial(&mut self, parts: &[(&[f64], f64)]) -> bool {
+        let (m, t) = (self.len(), self.next());
+        let mut finite = true;
+        for (dst, off) in [(&mut self.k[t], 0), (&mut self.h[t], m)] {
+            finite &= dst
+                .par_chunks_mut(CHUNK)
+                .enumerate()
+                .map(|(ci, d)| {
+                    let a = off + ci * CHUNK;
+                    let mut buf = [0.0f64; 256];
+                    let mut ok = true;
+                    for (bi, d) in d.chunks_mut(256).enumerate() {
+                        let (lo, b) = (a + bi * 256, &mut buf[..d.len()]);
+                        let (g0, w0) = parts[0];
+                        for (x, g) in b.iter_mut().zip(&g0[lo..]) {
+                            *x = w0 * g;
+                        }
+                        for &(g, w) in &parts[1..] {
+                            for (x, g) in b.iter_mut().zip(&g[lo..]) {
+                                *x += w * g;
+                            }
+                        }
+                        for (d, x) in d.iter_mut().zip(b.iter()) {
+                            ok &= x.is_finite();
+                            *d = S::from_f64(*x);
+                        }
+                    }
+                    ok
+                })
+                .reduce(|| true, |a, b| a && b);
+        }
+        finite
+    }
+
+    /// Current ← `v` (`trial_out`'s layout), the rollback point kept.
+    pub fn set_current(&mut self, v: &[f64]) {
+        let (m, c) = (self.len(), self.cur);
+        for (d, x) in self.k[c].iter_mut().zip(&v[..m]) {
+            *d = S::from_f64(*x);
+        }
+        for (d, x) in self.h[c].iter_mut().zip(&v[m..]) {
+            *d = S::from_f64(*x);
         }
     }
 

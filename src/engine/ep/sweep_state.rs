@@ -27,6 +27,7 @@
 
 use serde_json::{Value, json};
 
+use super::controller::Mixed;
 use super::kernel::PassStats;
 use super::settings::EpSettings;
 use crate::engine::error::NonConvergence;
@@ -121,19 +122,23 @@ pub trait SweepState {
     fn mix_len(&self) -> Option<usize> {
         None
     }
-    /// Writes the current sites into `x` and the trial the last update pass
-    /// wrote into `g` (one layout, `mix_len` values each).
-    fn write_mix(&self, _x: &mut [f64], _g: &mut [f64]) {}
-    /// Replaces the trial (a mixed point); `accept` then makes it current.
-    fn load_trial(&mut self, _v: &[f64]) {}
-    /// Right after an update pass: keep what the trial's mixing needs under
-    /// Anderson's `slot` (the pair sites: its aggregates).
-    fn hold_trial(&mut self, _slot: usize) {}
-    /// As `load_trial`, the mixed point being Σ w·G(x_slot) (`weights`) of
-    /// trials held by `hold_trial`.
-    fn load_trial_mixed(&mut self, v: &[f64], _weights: &[(usize, f64)]) {
-        self.load_trial(v);
+    /// Right after an update pass: writes the trial G(x) into `g` (one
+    /// layout, `mix_len` values) and returns ‖G(x) − x‖² over all of it;
+    /// keeps what mixing this trial needs under Anderson's `slot` (the pair
+    /// sites: its aggregates).
+    fn stage_trial(&mut self, _slot: usize, _g: &mut [f64]) -> f64 {
+        f64::NAN
     }
+    /// The current sites at the coordinates `idx` of `stage_trial`'s layout.
+    fn current_at(&self, _idx: &[usize], _out: &mut [f64]) {}
+    /// Replaces the trial by the mixed point Σ w·G of staged trials (newest
+    /// first); `accept` then makes it current. False when it is not finite.
+    fn mix_trial(&mut self, _mixed: Mixed<'_>) -> bool {
+        false
+    }
+    /// Current ← `g`, the trial staged under `slot` (the plain step from the
+    /// rollback point, which stays); q is then rebuilt by `complete_sweep`.
+    fn load_current(&mut self, _g: &[f64], _slot: usize) {}
     /// Right after an update pass: ‖trial − current‖² over the sites as one
     /// vector (the residual the controller judges a secant step by); None
     /// when the flavour does not support secant steps.
