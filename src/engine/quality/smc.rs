@@ -51,14 +51,22 @@ fn smc_phase_rerun(fit: &Fit) -> Option<Warning> {
     Some(Warning::new(
         code::LOG_Z_RERUN,
         format!(
-            "SMC: the prior path found a phase its incoming cloud held too little of in stage {} \
+            "SMC: the prior path found a phase its incoming cloud held too little of in {} \
              (log Z {prior:.3}, likely low), so log Z and the draws are a second run's, tempered \
              from a Gaussian fitted to the first run's final cloud: log Z {rerun:.3} (Δ {:+.3}; \
              details.phase_jump has both; --phase-jump flag keeps the prior path)",
-            named.join(", "),
+            stages_text(&named),
             rerun - prior
         ),
     ))
+}
+
+/// "stage 13 (…)" or "stages 13 (…), 14 (…)".
+fn stages_text(named: &[String]) -> String {
+    match named {
+        [one] => format!("stage {one}"),
+        _ => format!("stages {}", named.join(", ")),
+    }
 }
 
 /// Stages whose mixture move found a phase the incoming cloud held too
@@ -87,13 +95,13 @@ fn smc_phase_jump(fit: &Fit) -> Option<Warning> {
     Some(Warning::new(
         code::LOG_Z_PHASE_JUMP,
         format!(
-            "SMC: log Z may be biased low: in stage {} the moves found a phase the stage's \
+            "SMC: log Z may be biased low: in {} the moves found a phase the stage's \
              incoming cloud held too little of (its share from the stage's start to its end; \
              the stage's target is fixed, so a representative start keeps it), so the \
              tempering step's weights rested on the few particles there; `--phase-jump rerun` \
              (the default for one run) repeats it from its cloud's Gaussian, or temper from \
              EP's Gaussian (`--smc-reference ep`), and compare",
-            jumps.join(", ")
+            stages_text(&jumps)
         ),
     ))
 }
@@ -329,7 +337,7 @@ mod tests {
         assert_eq!(codes(&w), vec![code::LOG_Z_RERUN]);
         assert!(
             w[0].message
-                .contains("stage 12 (51% → 79%), 13 (59% → 100%)")
+                .contains("in stages 12 (51% → 79%), 13 (59% → 100%)")
                 && w[0].message.contains("log Z -52127.907")
                 && w[0].message.contains("log Z -52116.706 (Δ +11.201"),
             "{}",
