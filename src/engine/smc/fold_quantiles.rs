@@ -196,28 +196,29 @@ fn bin_of(v: f64, lo: f64, scale: f64, bins: usize) -> usize {
 }
 
 /// Smallest and largest value, or None when there is none or one is not
-/// finite. Plain comparisons in independent lanes (they vectorise; the
-/// finiteness test catches what they let slip): with every value finite the
-/// bounds are `f64::min`'s and `max`'s up to the sign of a zero bound,
-/// which changes no bin (v − lo and hi − lo are the same).
+/// finite. Plain comparisons in independent lanes, and finiteness as a sum
+/// of v − v (0 for a finite v, NaN else, and NaN stays): all of it
+/// vectorises (a flag per lane did not). With every value finite the bounds
+/// are `f64::min`'s and `max`'s up to the sign of a zero bound, which
+/// changes no bin (v − lo and hi − lo are the same).
 fn finite_range(values: &[f64]) -> Option<(f64, f64)> {
     const L: usize = 8;
-    let (mut lo, mut hi, mut finite) = ([f64::INFINITY; L], [f64::NEG_INFINITY; L], [true; L]);
+    let (mut lo, mut hi, mut nan) = ([f64::INFINITY; L], [f64::NEG_INFINITY; L], [0.0f64; L]);
     let mut it = values.chunks_exact(L);
     for c in &mut it {
         for j in 0..L {
             let v = c[j];
-            finite[j] &= v.is_finite();
+            nan[j] += v - v;
             lo[j] = if v < lo[j] { v } else { lo[j] };
             hi[j] = if v > hi[j] { v } else { hi[j] };
         }
     }
     for (j, &v) in it.remainder().iter().enumerate() {
-        finite[j] &= v.is_finite();
+        nan[j] += v - v;
         lo[j] = if v < lo[j] { v } else { lo[j] };
         hi[j] = if v > hi[j] { v } else { hi[j] };
     }
-    if values.is_empty() || finite.contains(&false) {
+    if values.is_empty() || nan.iter().any(|s| s.is_nan()) {
         return None;
     }
     let lo = lo

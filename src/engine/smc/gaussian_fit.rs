@@ -16,6 +16,10 @@ use nalgebra::{DMatrix, DVector};
 use crate::engine::numerics::linalg::a_bt;
 use crate::engine::numerics::packed_gemm::PackedRows;
 
+#[path = "column_sums.rs"]
+mod column_sums;
+use column_sums::column_sums;
+
 /// Folds of the cross-fit (each fit uses the other 3/4 of the particles).
 pub const FIT_FOLDS: usize = 4;
 
@@ -329,87 +333,6 @@ impl GaussianFit {
 /// 7 500 rows a copula fit: 51 → 13 M instructions over a run's 15 fits);
 /// at large d the blocked products reuse each row from cache and win.
 const DOT_MAX_D: usize = 16;
-
-/// `FoldSums::of_with` of the columns `cols` (row i of weight `weights[i]`)
-/// around `centre`: Σw and Σw² and Σw(x − c) in row order as there, the
-/// second and fourth moments as dot products of the centred columns scaled
-/// by √w (lanes summed in a fixed order: the same bits with any vector width).
-fn column_sums(cols: &[Vec<f64>], weights: &[f64], centre: &[f64]) -> FoldSums {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has the features the function is compiled for.
-            return unsafe { column_sums_avx2(cols, weights, centre) };
-        }
-    }
-    column_sums_generic(cols, weights, centre)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn column_sums_avx2(cols: &[Vec<f64>], weights: &[f64], centre: &[f64]) -> FoldSums {
-    column_sums_generic(cols, weights, centre)
-}
-
-#[inline(always)]
-fn column_sums_generic(cols: &[Vec<f64>], weights: &[f64], centre: &[f64]) -> FoldSums {
-    let (d, n) = (centre.len(), weights.len());
-    let sw: Vec<f64> = weights.iter().map(|w| w.sqrt()).collect();
-    // √w(x − c) and √w(x − c)² by coordinate (`of_with`'s C and C₂, transposed).
-    let (mut c, mut c2) = (vec![0.0; d * n], vec![0.0; d * n]);
-    let mut s1 = vec![0.0; d];
-    for k in 0..d {
-        let (col, ck) = (&cols[k][..n], centre[k]);
-        // The ordered sum alone, so that the scaled columns vectorise.
-        s1[k] = col
-            .iter()
-            .zip(weights)
-            .fold(0.0, |s, (x, w)| s + w * (x - ck));
-        let (y, y2) = (&mut c[k * n..(k + 1) * n], &mut c2[k * n..(k + 1) * n]);
-        for (((y, y2), x), sw) in y.iter_mut().zip(y2.iter_mut()).zip(col).zip(&sw) {
-            let v = x - ck;
-            *y = sw * v;
-            *y2 = sw * v * v;
-        }
-    }
-    let (mut s2, mut s4) = (DMatrix::zeros(d, d), DMatrix::zeros(d, d));
-    for a in 0..d {
-        for b in 0..=a {
-            let (ra, rb) = (a * n..(a + 1) * n, b * n..(b + 1) * n);
-            let v = lane_dot(&c[ra.clone()], &c[rb.clone()]);
-            let v4 = lane_dot(&c2[ra], &c2[rb]);
-            (s2[(a, b)], s2[(b, a)]) = (v, v);
-            (s4[(a, b)], s4[(b, a)]) = (v4, v4);
-        }
-    }
-    FoldSums {
-        w: weights.iter().sum(),
-        w2: weights.iter().map(|w| w * w).sum(),
-        s1,
-        s2,
-        s4,
-    }
-}
-
-/// Σ aᵢbᵢ in eight lanes (i mod 8) added in a fixed order, then the tail.
-#[inline(always)]
-fn lane_dot(a: &[f64], b: &[f64]) -> f64 {
-    const L: usize = 8;
-    let mut acc = [0.0f64; L];
-    let (ca, cb) = (a.chunks_exact(L), b.chunks_exact(L));
-    let tail: f64 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for j in 0..L {
-            acc[j] += x[j] * y[j];
-        }
-    }
-    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
-}
 
 fn weighted_mean(rows: &[&[f64]], weights: &[f64], d: usize) -> Vec<f64> {
     let total: f64 = weights.iter().sum();

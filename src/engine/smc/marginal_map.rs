@@ -53,6 +53,11 @@ pub struct MarginalMaps {
     slope: Vec<f64>,
     /// Their logs (the Jacobians of every move: computed once, same bits).
     log_slope: Vec<f64>,
+    /// The inner knots t_1 … t_{KNOTS−2} at 1 … KNOTS − 2 of a row of
+    /// `SEARCH_ROW` (−∞ before, +∞ after) per mapped coordinate: the forward
+    /// map's bisection then needs no clamp (a clamp made its selects
+    /// branches).
+    search: Vec<f64>,
 }
 
 /// The knots' z (a table: the maps run in every move, and a division
@@ -234,9 +239,14 @@ impl MarginalMaps {
             t: Vec::with_capacity(coords.len() * KNOTS),
             slope: Vec::with_capacity(coords.len() * (KNOTS + 1)),
             log_slope: Vec::new(),
+            search: Vec::with_capacity(coords.len() * SEARCH_ROW),
             coords,
         };
         for (t, s) in per {
+            out.search.push(f64::NEG_INFINITY);
+            out.search.extend_from_slice(&t[1..KNOTS - 1]);
+            out.search
+                .resize(out.search.len() + SEARCH_ROW - (KNOTS - 1), f64::INFINITY);
             out.t.extend(t);
             out.slope.extend(s);
         }
@@ -252,7 +262,7 @@ impl MarginalMaps {
     /// Knots, slopes and log slopes of the i-th mapped coordinate (arrays:
     /// a segment's index needs no bounds check).
     #[inline(always)]
-    fn knots(&self, i: usize) -> (&[f64; KNOTS], &[f64; KNOTS + 1], &[f64; KNOTS + 1]) {
+    fn knots(&self, i: usize) -> (&Knots, &Slopes, &Slopes) {
         let s = i * (KNOTS + 1);
         let fixed = "a mapped coordinate's table";
         (
@@ -260,6 +270,13 @@ impl MarginalMaps {
             self.slope[s..][..KNOTS + 1].try_into().expect(fixed),
             self.log_slope[s..][..KNOTS + 1].try_into().expect(fixed),
         )
+    }
+
+    /// The i-th mapped coordinate's `search` row.
+    fn search(&self, i: usize) -> &Search {
+        self.search[i * SEARCH_ROW..][..SEARCH_ROW]
+            .try_into()
+            .expect("a mapped coordinate's search row")
     }
 
     /// z = T_k(t) and log T_k'(t) (t and 0 for a coordinate left unmapped).
@@ -272,25 +289,7 @@ impl MarginalMaps {
 
     fn forward_at(&self, i: usize, t: f64) -> (f64, f64) {
         let (knots, slope, log_slope) = self.knots(i);
-        if t < knots[0] {
-            (-Z_MAX + (t - knots[0]) * slope[0], log_slope[0])
-        } else if t > knots[KNOTS - 1] {
-            (
-                Z_MAX + (t - knots[KNOTS - 1]) * slope[KNOTS],
-                log_slope[KNOTS],
-            )
-        } else {
-            // The segment: the count of inner knots ≤ t (0 for NaN), by a
-            // branch-free bisection (the knots increase: a monotone test;
-            // five selects instead of a count's 19 compares; a table of
-            // cells and a walk from them took more instructions).
-            let mut j = 0;
-            for step in [16, 8, 4, 2, 1] {
-                let k = (j + step).min(KNOTS - 2);
-                j = if knots[k] <= t { k } else { j };
-            }
-            (z_knot(j) + (t - knots[j]) * slope[j + 1], log_slope[j + 1])
-        }
+        forward_in((knots, self.search(i)), slope, log_slope, t)
     }
 
     /// t = T_k⁻¹(z) and log T_k'(t) (z and 0 for a coordinate left unmapped).
@@ -303,29 +302,32 @@ impl MarginalMaps {
 
     fn inverse_at(&self, i: usize, z: f64) -> (f64, f64) {
         let (knots, slope, log_slope) = self.knots(i);
-        if z < -Z_MAX {
-            (knots[0] + (z + Z_MAX) / slope[0], log_slope[0])
-        } else if z > Z_MAX {
-            (
-                knots[KNOTS - 1] + (z - Z_MAX) / slope[KNOTS],
-                log_slope[KNOTS],
-            )
-        } else {
-            // ⌊(z + Z_MAX)/h⌋ (z + Z_MAX ∈ [0, 2 Z_MAX] here, NaN gives 0
-            // either way), by h's exact inverse: no call to `floor`, and a
-            // conversion to i32 (one instruction; to usize takes several).
-            let j = (((z + Z_MAX) * INV_H) as i32 as usize).min(KNOTS - 2);
-            (knots[j] + (z - z_knot(j)) / slope[j + 1], log_slope[j + 1])
-        }
+        inverse_in(knots, slope, log_slope, z)
+    }
+
+    /// Every mapped coordinate's (k, knots, slopes, log slopes), as arrays:
+    /// the maps of a row then check no bounds per coordinate (the moves map
+    /// and unmap every chain at every step).
+    #[inline(always)]
+    fn tables(&self) -> impl Iterator<Item = (usize, (&Knots, &Search), &Slopes, &Slopes)> {
+        let (t, _) = self.t.as_chunks::<KNOTS>();
+        let (q, _) = self.search.as_chunks::<SEARCH_ROW>();
+        let (s, _) = self.slope.as_chunks::<{ KNOTS + 1 }>();
+        let (l, _) = self.log_slope.as_chunks::<{ KNOTS + 1 }>();
+        self.coords
+            .iter()
+            .zip(t.iter().zip(q))
+            .zip(s.iter().zip(l))
+            .map(|((&k, t), (s, l))| (k, t, s, l))
     }
 
     /// Maps a row in place; returns Σ log T_k'.
     pub fn map_row(&self, row: &mut [f64]) -> f64 {
         let mut jac = 0.0;
-        for (i, &k) in self.coords.iter().enumerate() {
-            let (z, l) = self.forward_at(i, row[k]);
+        for (k, t, s, l) in self.tables() {
+            let (z, lk) = forward_in(t, s, l, row[k]);
             row[k] = z;
-            jac += l;
+            jac += lk;
         }
         jac
     }
@@ -333,10 +335,10 @@ impl MarginalMaps {
     /// Maps a row back in place; returns Σ log T_k' at the result.
     pub fn unmap_row(&self, row: &mut [f64]) -> f64 {
         let mut jac = 0.0;
-        for (i, &k) in self.coords.iter().enumerate() {
-            let (t, l) = self.inverse_at(i, row[k]);
-            row[k] = t;
-            jac += l;
+        for (k, t, s, l) in self.tables() {
+            let (v, lk) = inverse_in(t.0, s, l, row[k]);
+            row[k] = v;
+            jac += lk;
         }
         jac
     }
@@ -355,6 +357,64 @@ impl MarginalMaps {
             self.map_row(r);
         });
         out
+    }
+}
+
+/// A map's knots and its slopes (or their logs).
+type Knots = [f64; KNOTS];
+type Slopes = [f64; KNOTS + 1];
+/// A `search` row: a power of two above KNOTS − 1, so that the bisection's
+/// indices (≤ 31) stay in it.
+const SEARCH_ROW: usize = 32;
+type Search = [f64; SEARCH_ROW];
+
+/// `forward_at` of one map's tables.
+#[inline(always)]
+fn forward_in(
+    (knots, search): (&Knots, &Search),
+    slope: &Slopes,
+    log_slope: &Slopes,
+    t: f64,
+) -> (f64, f64) {
+    if t < knots[0] {
+        (-Z_MAX + (t - knots[0]) * slope[0], log_slope[0])
+    } else if t > knots[KNOTS - 1] {
+        (
+            Z_MAX + (t - knots[KNOTS - 1]) * slope[KNOTS],
+            log_slope[KNOTS],
+        )
+    } else {
+        // The segment: the count of inner knots ≤ t (0 for NaN), by a
+        // branch-free bisection over `search` (nondecreasing: a monotone
+        // test; five selects instead of a count's 19 compares; a table of
+        // cells and a walk from them took more instructions). Inlined in a
+        // row's loop, plain `if`s became branches, which a bisection
+        // mispredicts half the time.
+        let mut j = 0;
+        for step in [16, 8, 4, 2, 1] {
+            let k = j + step;
+            j = std::hint::select_unpredictable(search[k] <= t, k, j);
+        }
+        (z_knot(j) + (t - knots[j]) * slope[j + 1], log_slope[j + 1])
+    }
+}
+
+/// `inverse_at` of one map's tables.
+#[inline(always)]
+fn inverse_in(knots: &Knots, slope: &Slopes, log_slope: &Slopes, z: f64) -> (f64, f64) {
+    if z < -Z_MAX {
+        (knots[0] + (z + Z_MAX) / slope[0], log_slope[0])
+    } else if z > Z_MAX {
+        (
+            knots[KNOTS - 1] + (z - Z_MAX) / slope[KNOTS],
+            log_slope[KNOTS],
+        )
+    } else {
+        // ⌊(z + Z_MAX)/h⌋ (z + Z_MAX ∈ [0, 2 Z_MAX] here, NaN gives 0
+        // either way), by h's exact inverse: no call to `floor`, and a
+        // conversion to i32 (one instruction; to usize takes several).
+        let j = (((z + Z_MAX) * INV_H) as i32 as usize).min(KNOTS - 2);
+        (knots[j] + (z - z_knot(j)) / slope[j + 1], log_slope[j + 1])
     }
 }
 
@@ -489,18 +549,31 @@ fn map_sorted(order: &[(i64, usize)], t: &[f64], slope: &[f64], n: usize) -> Vec
 }
 
 /// The rows outside fold g (row i in fold `fold[i]`) of the binned column
-/// through the map of knots `t` and `slope`: `forward_at`'s formulas, its
-/// count of inner knots ≤ v started at those whose bin is below v's (bins
-/// are monotone: those are < v).
+/// through the map of knots `t` and `slope`: `forward_at`'s formulas. Bins
+/// are monotone, so a bin strictly between the bins of knots j and j + 1
+/// holds values strictly between them (segment j, or a tail beyond an end
+/// knot): its rows take that formula without a search. The rows of a bin
+/// that shares a knot's bin count the inner knots ≤ v, started at those
+/// whose bin is below v's (those are < v).
 fn map_binned(bins: &FoldBins, t: &[f64], slope: &[f64], fold: &[usize], g: usize) -> Vec<f64> {
+    let t: &Knots = t.try_into().expect("a map's knots");
+    let slope: &Slopes = slope.try_into().expect("a map's slopes");
     let nb = bins.bins();
-    let mut below = Vec::with_capacity(nb);
-    let mut m = 1;
+    let knot_bin: Vec<usize> = t.iter().map(|&v| bins.bin_of(v)).collect();
+    // Per bin: the segment (< KNOTS − 1), a tail, or SEARCH_BIN with the count
+    // of inner knots whose bin is below it (p: the knots whose bin is).
+    let mut code = Vec::with_capacity(nb);
+    let mut p = 0;
     for b in 0..nb {
-        while m < KNOTS - 1 && bins.bin_of(t[m]) < b {
-            m += 1;
+        while p < KNOTS && knot_bin[p] < b {
+            p += 1;
         }
-        below.push(m - 1);
+        code.push(match p {
+            0 if b < knot_bin[0] => (LOW, 0),
+            KNOTS => (HIGH, 0),
+            _ if p > 0 && b < knot_bin[p] => ((p - 1) as u8, 0),
+            _ => (SEARCH_BIN, (p.max(1) - 1).min(KNOTS - 2) as u8),
+        });
     }
     let values = bins.values();
     let mut z = Vec::with_capacity(values.len());
@@ -508,12 +581,16 @@ fn map_binned(bins: &FoldBins, t: &[f64], slope: &[f64], fold: &[usize], g: usiz
         if f == g {
             continue;
         }
-        z.push(if v < t[0] {
+        let (c, start) = code[b as usize];
+        let j = (c as usize).min(KNOTS - 2);
+        z.push(if c == j as u8 {
+            z_knot(j) + (v - t[j]) * slope[j + 1]
+        } else if v < t[0] {
             -Z_MAX + (v - t[0]) * slope[0]
         } else if v > t[KNOTS - 1] {
             Z_MAX + (v - t[KNOTS - 1]) * slope[KNOTS]
         } else {
-            let mut j = below[b as usize];
+            let mut j = (start as usize).min(KNOTS - 2);
             while j < KNOTS - 2 && t[j + 1] <= v {
                 j += 1;
             }
@@ -522,6 +599,12 @@ fn map_binned(bins: &FoldBins, t: &[f64], slope: &[f64], fold: &[usize], g: usiz
     }
     z
 }
+
+/// `map_binned`'s codes of a bin below the first knot's bin, above the
+/// last's, or sharing a knot's bin.
+const LOW: u8 = 100;
+const HIGH: u8 = 101;
+const SEARCH_BIN: u8 = 102;
 
 /// The value of a `total_key` (the key's bit trick undoes itself).
 fn from_key(key: i64) -> f64 {
