@@ -201,6 +201,8 @@ fn bin_of(v: f64, lo: f64, scale: f64, bins: usize) -> usize {
 /// vectorises (a flag per lane did not). With every value finite the bounds
 /// are `f64::min`'s and `max`'s up to the sign of a zero bound, which
 /// changes no bin (v − lo and hi − lo are the same).
+// (v − v on purpose: NaN exactly where v is not finite.)
+#[allow(clippy::eq_op)]
 fn finite_range(values: &[f64]) -> Option<(f64, f64)> {
     const L: usize = 8;
     let (mut lo, mut hi, mut nan) = ([f64::INFINITY; L], [f64::NEG_INFINITY; L], [0.0f64; L]);
