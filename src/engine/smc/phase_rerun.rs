@@ -29,9 +29,12 @@ use nalgebra::{DMatrix, DVector};
 /// RNG stream key of the second run's seed (with the SMC seed).
 const KEY_RERUN: u64 = 0x5EED_0029;
 
+/// A flagged stage: (stage, share at its start, at its end).
+pub type Flagged = (usize, f64, f64);
+
 /// The stages whose mixture move found a phase the incoming cloud held too
-/// little of: (stage, share at its start, at its end).
-pub fn flagged(path: &[StageInfo]) -> Vec<(usize, f64, f64)> {
+/// little of.
+pub fn flagged(path: &[StageInfo]) -> Vec<Flagged> {
     path.iter()
         .filter_map(|s| {
             let (held, reached) = s.mixture.as_ref().and_then(mixture::MixtureStats::jump)?;
@@ -64,7 +67,7 @@ pub fn rerun_seed(seed: u64) -> u64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseJump {
     /// (stage, share at its start, at its end) of the flagged stages.
-    pub stages: Vec<(usize, f64, f64)>,
+    pub stages: Vec<Flagged>,
     pub prior_path_log_z: f64,
     pub prior_path_stages: usize,
     pub prior_path_evaluations: u64,
@@ -77,7 +80,7 @@ pub struct PhaseJump {
 }
 
 impl PhaseJump {
-    fn of(stages: Vec<(usize, f64, f64)>, first: &SmcRun, seed: u64, second: &SmcRun) -> Self {
+    fn of(stages: Vec<Flagged>, first: &SmcRun, seed: u64, second: &SmcRun) -> Self {
         PhaseJump {
             stages,
             prior_path_log_z: first.log_z,
@@ -140,7 +143,7 @@ fn prepare<'a>(
     first: &SmcRun,
     who: &str,
     obs: &mut dyn Observer,
-) -> Option<(Vec<(usize, f64, f64)>, ReferenceTarget<'a, LinearAuc>)> {
+) -> Option<(Vec<Flagged>, ReferenceTarget<'a, LinearAuc>)> {
     let jumps = flagged(&first.path);
     if jumps.is_empty() || !settings.phase_jump_rerun {
         return None;
