@@ -243,8 +243,10 @@ pub enum MethodReport {
     },
     /// SMC: the prior path flagged a phase jump in `stages` (stage, share at
     /// its start, at its end), and the fit is a second run tempered from its
-    /// final cloud's Gaussian (`smc::phase_rerun`).
+    /// final cloud's Gaussian (`smc::phase_rerun`); `run`: which of several
+    /// independent runs (None: the only run).
     PhaseJumpRerun {
+        run: Option<usize>,
         stages: Vec<(usize, f64, f64)>,
         prior_path_log_z: f64,
         rerun_log_z: f64,

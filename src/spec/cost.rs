@@ -58,6 +58,10 @@ pub struct CostEstimate {
     /// Some length is unknown before the run: at least this much.
     pub lower_bound: bool,
     pub parts: Vec<Part>,
+    /// Work only a run that finds it needed does (SMC's phase-jump rerun):
+    /// stated, not counted in `seconds`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub if_needed: Vec<Part>,
 }
 
 /// What a run may cost before `pacauc fit` refuses it.
@@ -118,8 +122,13 @@ impl CostEstimate {
             (false, true) => "≥ ",
             (false, false) => "≈ ",
         };
+        let extra: String = self
+            .if_needed
+            .iter()
+            .map(|p| format!("; not counted: {} {}", p.what, duration(p.cpu_seconds)))
+            .collect();
         format!(
-            "{approx}{} wall, {} memory ({}; CPU time, split over the cores)",
+            "{approx}{} wall, {} memory ({}; CPU time, split over the cores{extra})",
             duration(self.seconds),
             bytes(self.bytes),
             parts.join("; ")
@@ -242,6 +251,7 @@ pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
     let mut parts = Vec::new();
     let mut extra_bytes = 0.0;
     let mut lower_bound = false;
+    let mut if_needed = Vec::new();
     match &spec.method {
         MethodSpec::Logit(l) => {
             // Per row of a fit: ~NEWTON_ITERS steps.
@@ -310,6 +320,7 @@ pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
         }
         MethodSpec::Smc(smc) => {
             parts.extend(super::smc_reference::cost_parts(spec, smc, s));
+            if_needed.extend(super::smc_reference::rerun_part(spec, smc, s));
             extra_bytes += 8.0 * smc.particles as f64 * (3.0 * d + 2.0 * 256.0);
         }
         MethodSpec::Gcs(g) => {
@@ -330,6 +341,7 @@ pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
         bytes: load.max(held + extra_bytes),
         lower_bound,
         parts,
+        if_needed,
     }
 }
 

@@ -142,7 +142,7 @@ pub const SMC_SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "on a phase jump",
-        help: "What a single SMC run tempered from the prior does when a stage finds a phase its incoming cloud held too little of (a first-order transition: its mixture move's component shares shift by ≥ 0.2 within the stage), which leaves log Z low: rerun (SMC runs again, tempered from a Gaussian fitted to the first run's final cloud, which crosses no transition, and reports that run; exact given the Gaussian; both log Z in details.phase_jump) or flag (keep the prior path's run, warning log_z_phase_jump).",
+        help: "What an SMC run tempered from the prior (each of several runs too) does when a stage finds a phase its incoming cloud held too little of (a first-order transition: its mixture move's component shares shift by ≥ 0.2 within the stage), which leaves log Z low: rerun (SMC runs again, tempered from a Gaussian fitted to the first run's final cloud, which crosses no transition, and reports that run; exact given the Gaussian; both log Z in details.phase_jump) or flag (keep the prior path's run, warning log_z_phase_jump).",
         default: "rerun",
         methods: SMC,
         priors: &[Gaussian, Ard],

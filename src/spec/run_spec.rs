@@ -294,7 +294,7 @@ pub struct SmcSpec {
     pub phase_jump: PhaseJump,
 }
 
-/// What a single prior-path SMC run does when a stage finds a phase its
+/// What a prior-path SMC run (each of several too) does when a stage finds a phase its
 /// incoming cloud held too little of (its log Z likely low): run again from
 /// a Gaussian fitted to its final cloud and report that run, or only flag it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -34,31 +34,69 @@ pub(super) fn warnings(fit: &Fit) -> Vec<Warning> {
 }
 
 /// The prior path's phase jump, corrected by a second run from its cloud's
-/// Gaussian (`smc::phase_rerun`): said, with both log Z.
+/// Gaussian (`smc::phase_rerun`): said, with both log Z (of each run so
+/// corrected, when there are several).
 fn smc_phase_rerun(fit: &Fit) -> Option<Warning> {
-    let (stages, prior, rerun) = fit.reports.iter().find_map(|r| match r {
-        MethodReport::PhaseJumpRerun {
-            stages,
-            prior_path_log_z,
-            rerun_log_z,
-        } => Some((stages, *prior_path_log_z, *rerun_log_z)),
-        _ => None,
-    })?;
-    let named: Vec<String> = stages
+    let reruns: Vec<_> = fit
+        .reports
+        .iter()
+        .filter_map(|r| match r {
+            MethodReport::PhaseJumpRerun {
+                run,
+                stages,
+                prior_path_log_z,
+                rerun_log_z,
+            } => Some((*run, named(stages), *prior_path_log_z, *rerun_log_z)),
+            _ => None,
+        })
+        .collect();
+    if let [(None, stages, prior, rerun)] = reruns.as_slice() {
+        return Some(Warning::new(
+            code::LOG_Z_RERUN,
+            format!(
+                "SMC: the prior path found a phase its incoming cloud held too little of in {} \
+                 (log Z {prior:.3}, likely low), so log Z and the draws are a second run's, \
+                 tempered from a Gaussian fitted to the first run's final cloud: log Z \
+                 {rerun:.3} (Δ {:+.3}; details.phase_jump has both; --phase-jump flag keeps the \
+                 prior path)",
+                stages_text(stages),
+                rerun - prior
+            ),
+        ));
+    }
+    let each: Vec<String> = reruns
+        .iter()
+        .map(|(run, stages, prior, rerun)| {
+            format!(
+                "run {} ({}: log Z {prior:.3} → {rerun:.3}, Δ {:+.3})",
+                run.unwrap_or(1),
+                stages_text(stages),
+                rerun - prior
+            )
+        })
+        .collect();
+    let count = fit.runs.as_ref().map_or(reruns.len(), |r| r.count);
+    (!each.is_empty()).then(|| {
+        Warning::new(
+            code::LOG_Z_RERUN,
+            format!(
+                "SMC: in {} of the {count} runs the prior path found a phase its incoming cloud \
+                 held too little of, so those runs' log Z and draws are second runs', each \
+                 tempered from a Gaussian fitted to its first run's final cloud: {} \
+                 (details.phase_jump has both; --phase-jump flag keeps the prior paths)",
+                each.len(),
+                each.join("; ")
+            ),
+        )
+    })
+}
+
+/// "13 (51% → 79%)" for each flagged stage.
+fn named(stages: &[(usize, f64, f64)]) -> Vec<String> {
+    stages
         .iter()
         .map(|(s, h, r)| format!("{s} ({:.0}% → {:.0}%)", 100.0 * h, 100.0 * r))
-        .collect();
-    Some(Warning::new(
-        code::LOG_Z_RERUN,
-        format!(
-            "SMC: the prior path found a phase its incoming cloud held too little of in {} \
-             (log Z {prior:.3}, likely low), so log Z and the draws are a second run's, tempered \
-             from a Gaussian fitted to the first run's final cloud: log Z {rerun:.3} (Δ {:+.3}; \
-             details.phase_jump has both; --phase-jump flag keeps the prior path)",
-            stages_text(&named),
-            rerun - prior
-        ),
-    ))
+        .collect()
 }
 
 /// "stage 13 (…)" or "stages 13 (…), 14 (…)".
@@ -99,7 +137,7 @@ fn smc_phase_jump(fit: &Fit) -> Option<Warning> {
              incoming cloud held too little of (its share from the stage's start to its end; \
              the stage's target is fixed, so a representative start keeps it), so the \
              tempering step's weights rested on the few particles there; `--phase-jump rerun` \
-             (the default for one run) repeats it from its cloud's Gaussian, or temper from \
+             (the default) repeats it from its cloud's Gaussian, or temper from \
              EP's Gaussian (`--smc-reference ep`), and compare",
             stages_text(&jumps)
         ),
@@ -329,6 +367,7 @@ mod tests {
             true,
         );
         f.reports.push(MethodReport::PhaseJumpRerun {
+            run: None,
             stages: vec![(12, 0.51, 0.79), (13, 0.59, 1.0)],
             prior_path_log_z: -52127.907,
             rerun_log_z: -52116.706,
@@ -344,6 +383,35 @@ mod tests {
             w[0].message
         );
         assert!(!w[0].casts_doubt() && !w[0].undermines_convergence());
+    }
+
+    /// Several runs, two corrected: one warning naming each, no doubt.
+    #[test]
+    fn corrected_runs_are_named() {
+        let mut f = smc(
+            json!([stage(0, 1.0, 0.0, 0.0), stage(1, 0.5, 0.05, 0.0)]),
+            1000.0,
+            true,
+        );
+        f.runs = Some(runs_of(3, Some(1.001), 0.01));
+        for (run, prior) in [(1, -40.0), (3, -41.0)] {
+            f.reports.push(MethodReport::PhaseJumpRerun {
+                run: Some(run),
+                stages: vec![(5, 0.1, 0.9)],
+                prior_path_log_z: prior,
+                rerun_log_z: -30.0,
+            });
+        }
+        let w = assess(&f, &[]);
+        assert_eq!(codes(&w), vec![code::LOG_Z_RERUN]);
+        let m = &w[0].message;
+        assert!(m.contains("in 2 of the 3 runs"), "{m}");
+        assert!(
+            m.contains("run 1 (stage 5 (10% → 90%): log Z -40.000 → -30.000, Δ +10.000)")
+                && m.contains("run 3 (stage 5 (10% → 90%): log Z -41.000 → -30.000, Δ +11.000)"),
+            "{m}"
+        );
+        assert!(!w[0].casts_doubt());
     }
 
     /// The runs' section with `count` runs, R-hat `rhat` (of "x3") and log Z sd `sd`.

@@ -208,6 +208,8 @@ pub(crate) fn fit_linear(
             ..settings.clone()
         };
         let run = sampler::run(&target, problem.gamma, &one, ctl, obs)?;
+        let who = format!("SMC run {r}/{}", settings.runs);
+        let run = phase_rerun::rerun_run(problem.gamma, &target, &one, run, &who, ctl, obs)?;
         let part = runs::part_of(r, settings.runs, seed, &run)?;
         let mut fit = build_fit(problem, &one, run);
         fit.details["runs"] = runs::single_run_note();
@@ -215,7 +217,17 @@ pub(crate) fn fit_linear(
         return Ok(fit);
     }
     if settings.runs > 1 {
-        let all = runs::run_all(&target, problem.gamma, settings, ctl, obs)?;
+        let gamma = problem.gamma;
+        let all = runs::run_all_then(
+            &target,
+            gamma,
+            settings,
+            ctl,
+            obs,
+            &mut |one, run, who, obs| {
+                phase_rerun::rerun_run(gamma, &target, one, run, who, ctl, obs)
+            },
+        )?;
         return Ok(runs::build_fit(problem, settings, all));
     }
     let mut origin = settings.reference_origin.clone();
@@ -319,21 +331,7 @@ fn fit_from_reference(
             }
         ),
     });
-    let mut run = sampler::run(wrapped, problem.gamma, settings, ctl, obs)?;
-    // γ·R' at stage 0 is log(π/q) under q: its sd says how close q was.
-    let sd_log_ratio = run.path[0].risk_sd * problem.gamma;
-    // Only the last stage is a Gibbs posterior (the certificate reads the
-    // trace's stages as such): the trace keeps it alone, with the AUC risks.
-    run.risk = wrapped.auc_risks(&run.state, &run.risk);
-    let (mean_risk, risk_sd) = (sampler::mean(&run.risk), sampler::sd(&run.risk));
-    run.trace
-        .retain(|e| !matches!(e, Event::SmcStage(s) if s.gamma < problem.gamma));
-    for e in &mut run.trace {
-        if let Event::SmcStage(s) = e {
-            s.mean_risk = mean_risk;
-            s.risk_sd = Some(risk_sd);
-        }
-    }
+    let (run, sd_log_ratio) = run_from_reference(problem.gamma, wrapped, settings, ctl, obs)?;
     let mut fit = build_fit(problem, settings, run);
     fit.details["runs"] = runs::single_run_note();
     let q = if source == "ep" {
@@ -355,6 +353,33 @@ fn fit_from_reference(
         None => note,
     };
     Ok(fit)
+}
+
+/// One run tempered from `wrapped` to γ = `gamma`, as a run of the posterior:
+/// the AUC risks, and the trace keeps the last stage alone (only it is a
+/// Gibbs posterior, and the certificate reads the trace's stages as such);
+/// with the sd of log(π/q) under q (γ·R' at stage 0), which says how close
+/// q was.
+fn run_from_reference(
+    gamma: f64,
+    wrapped: &reference::ReferenceTarget<'_, LinearAuc>,
+    settings: &SmcSettings,
+    ctl: &Control,
+    obs: &mut dyn Observer,
+) -> Result<(SmcRun, f64), EngineError> {
+    let mut run = sampler::run(wrapped, gamma, settings, ctl, obs)?;
+    let sd_log_ratio = run.path[0].risk_sd * gamma;
+    run.risk = wrapped.auc_risks(&run.state, &run.risk);
+    let (mean_risk, risk_sd) = (sampler::mean(&run.risk), sampler::sd(&run.risk));
+    run.trace
+        .retain(|e| !matches!(e, Event::SmcStage(s) if s.gamma < gamma));
+    for e in &mut run.trace {
+        if let Event::SmcStage(s) = e {
+            s.mean_risk = mean_risk;
+            s.risk_sd = Some(risk_sd);
+        }
+    }
+    Ok((run, sd_log_ratio))
 }
 
 /// The stages (with their run, when several) against the stop rule, for the
@@ -401,6 +426,9 @@ pub fn build_fit(problem: &Problem, settings: &SmcSettings, run: SmcRun) -> Fit 
         ScoreModel::Linear { weights: modes },
     )];
     fit.log_evidence = Some(run.log_z);
+    if let Some(jump) = &run.phase_jump {
+        fit.reports.push(jump.report(None, run.log_z));
+    }
     fit.gamma = Some(problem.gamma);
     fit.prior = Some(problem.prior.clone());
     fit.inclusion = summary::inclusion(&run.theta, d, &problem.prior);
@@ -420,6 +448,9 @@ pub fn build_fit(problem: &Problem, settings: &SmcSettings, run: SmcRun) -> Fit 
         "path": run.path,
         "settings": settings,
     });
+    if let Some(jump) = &run.phase_jump {
+        fit.details["phase_jump"] = jump.details(run.log_z, run.decorrelated);
+    }
     if run.kernel == Kernel::SkewCopula {
         fit.details["kernel_stages"] = skew_copula_summary(&run.path);
     }

@@ -12,7 +12,8 @@
 //! second run's draws and log Z are the fit's.
 
 use rand::RngExt;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 use super::reference::{GaussianReference, ReferenceTarget};
 use super::sampler::{SmcRun, StageInfo};
@@ -28,9 +29,12 @@ use nalgebra::{DMatrix, DVector};
 /// RNG stream key of the second run's seed (with the SMC seed).
 const KEY_RERUN: u64 = 0x5EED_0029;
 
+/// A flagged stage: (stage, share at its start, at its end).
+pub type Flagged = (usize, f64, f64);
+
 /// The stages whose mixture move found a phase the incoming cloud held too
-/// little of: (stage, share at its start, at its end).
-pub fn flagged(path: &[StageInfo]) -> Vec<(usize, f64, f64)> {
+/// little of.
+pub fn flagged(path: &[StageInfo]) -> Vec<Flagged> {
     path.iter()
         .filter_map(|s| {
             let (held, reached) = s.mixture.as_ref().and_then(mixture::MixtureStats::jump)?;
@@ -58,21 +62,91 @@ pub fn rerun_seed(seed: u64) -> u64 {
     rng::stream(seed, &[KEY_RERUN]).random::<u64>()
 }
 
-/// After a single prior-path run `first` on `target`: the fit of a second
-/// run from its cloud's Gaussian when a stage flagged a phase jump and
-/// `settings.phase_jump_rerun` allows it (Err: the first run stands, with
-/// why not where a rerun was wanted but cannot be made).
-pub(super) fn rerun(
-    problem: &Problem,
-    target: &LinearAuc,
+/// What a rerun replaced: the prior path's account and the rerun's own
+/// (kept in the run's cloud, so runs made apart and merged tell it too).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseJump {
+    /// (stage, share at its start, at its end) of the flagged stages.
+    pub stages: Vec<Flagged>,
+    pub prior_path_log_z: f64,
+    pub prior_path_stages: usize,
+    pub prior_path_evaluations: u64,
+    pub prior_path_seconds: f64,
+    pub prior_path_converged: bool,
+    pub rerun_seed: u64,
+    pub rerun_stages: usize,
+    pub rerun_evaluations: u64,
+    pub rerun_seconds: f64,
+}
+
+impl PhaseJump {
+    fn of(stages: Vec<Flagged>, first: &SmcRun, seed: u64, second: &SmcRun) -> Self {
+        PhaseJump {
+            stages,
+            prior_path_log_z: first.log_z,
+            prior_path_stages: first.path.len() - 1,
+            prior_path_evaluations: first.evaluations,
+            prior_path_seconds: first.elapsed,
+            prior_path_converged: first.decorrelated,
+            rerun_seed: seed,
+            rerun_stages: second.path.len() - 1,
+            rerun_evaluations: second.evaluations,
+            rerun_seconds: second.elapsed,
+        }
+    }
+
+    /// `details.phase_jump` of the run whose rerun gave `log_z`.
+    pub fn details(&self, log_z: f64, converged: bool) -> Value {
+        json!({
+            "used": "rerun",
+            "stages": self.stages.iter().map(|(s, h, r)| json!({"stage": s, "held": h, "reached": r})).collect::<Vec<_>>(),
+            "prior_path": {
+                "log_z": self.prior_path_log_z,
+                "stages": self.prior_path_stages,
+                "risk_evaluations": self.prior_path_evaluations,
+                "sampler_seconds": self.prior_path_seconds,
+                "converged": self.prior_path_converged,
+            },
+            "rerun": {
+                "log_z": log_z,
+                "seed": self.rerun_seed,
+                "stages": self.rerun_stages,
+                "risk_evaluations": self.rerun_evaluations,
+                "sampler_seconds": self.rerun_seconds,
+                "converged": converged,
+            },
+            "note": "the prior path flagged a phase jump (a stage's mixture found a phase its \
+                     incoming cloud held too little of), so its log Z is likely low; the fit is a \
+                     second run tempered from q = N(the first run's final cloud's mean, inflation × \
+                     its covariance), exact given q; risk_evaluations and sampler_seconds count both",
+        })
+    }
+
+    /// The typed report of run `run` (None: the only run).
+    pub fn report(&self, run: Option<usize>, log_z: f64) -> MethodReport {
+        MethodReport::PhaseJumpRerun {
+            run,
+            stages: self.stages.clone(),
+            prior_path_log_z: self.prior_path_log_z,
+            rerun_log_z: log_z,
+        }
+    }
+}
+
+/// The flagged stages of the prior-path run `first` and the target of its
+/// rerun, where `settings` wants one and it can be made (a warning where it
+/// cannot). `who` begins the messages ("SMC", "SMC run 2/3").
+fn prepare<'a>(
+    target: &'a LinearAuc,
+    gamma: f64,
     settings: &SmcSettings,
     first: &SmcRun,
-    ctl: &Control,
+    who: &str,
     obs: &mut dyn Observer,
-) -> Result<Option<Fit>, EngineError> {
+) -> Option<(Vec<Flagged>, ReferenceTarget<'a, LinearAuc>)> {
     let jumps = flagged(&first.path);
     if jumps.is_empty() || !settings.phase_jump_rerun {
-        return Ok(None);
+        return None;
     }
     let names = jumps
         .iter()
@@ -91,71 +165,103 @@ pub(super) fn rerun(
         None
     };
     let g = cloud_gaussian(&first.state, first.d);
-    let wrapped = match why_not.map_or_else(|| ReferenceTarget::new(target, &g, problem.gamma), Err)
-    {
+    let wrapped = match why_not.map_or_else(|| ReferenceTarget::new(target, &g, gamma), Err) {
         Ok(w) => w,
         Err(why) => {
             obs.observe(Event::Log {
                 level: LogLevel::Warn,
                 message: format!(
-                    "SMC: {names} found a phase the incoming cloud held too little of, \
+                    "{who}: {names} found a phase the incoming cloud held too little of, \
                      but the run cannot be repeated from its cloud's Gaussian ({why}): the \
                      prior path's log Z stands"
                 ),
             });
-            return Ok(None);
+            return None;
         }
     };
     obs.observe(Event::Log {
         level: LogLevel::Info,
         message: format!(
-            "SMC: {names} found a phase the incoming cloud held too little of, so the \
+            "{who}: {names} found a phase the incoming cloud held too little of, so the \
              prior path's log Z ({:.3}) is likely low: SMC runs again, tempered from a Gaussian \
              fitted to the final cloud (no transition to cross), and reports that run (both \
              kept in details.phase_jump; --phase-jump flag keeps the prior path)",
             first.log_z
         ),
     });
+    Some((jumps, wrapped))
+}
+
+/// After a single prior-path run `first` on `target`: the fit of a second
+/// run from its cloud's Gaussian when a stage flagged a phase jump and
+/// `settings.phase_jump_rerun` allows it (None: the first run stands).
+pub(super) fn rerun(
+    problem: &Problem,
+    target: &LinearAuc,
+    settings: &SmcSettings,
+    first: &SmcRun,
+    ctl: &Control,
+    obs: &mut dyn Observer,
+) -> Result<Option<Fit>, EngineError> {
+    let Some((jumps, wrapped)) = prepare(target, problem.gamma, settings, first, "SMC", obs) else {
+        return Ok(None);
+    };
     let second = SmcSettings {
         seed: rerun_seed(settings.seed),
         ..settings.clone()
     };
     let mut fit = super::fit_from_reference(problem, &wrapped, &second, "cloud", 0.0, ctl, obs)?;
     let rerun_log_z = fit.log_evidence.unwrap_or(f64::NAN);
-    let rerun_evals = fit.details["risk_evaluations"].as_u64().unwrap_or(0);
-    let rerun_seconds = fit.details["sampler_seconds"].as_f64().unwrap_or(0.0);
-    fit.details["settings"] = json!(settings);
-    fit.details["risk_evaluations"] = json!(rerun_evals + first.evaluations);
-    fit.details["sampler_seconds"] = json!(rerun_seconds + first.elapsed);
-    fit.details["phase_jump"] = json!({
-        "used": "rerun",
-        "stages": jumps.iter().map(|(s, h, r)| json!({"stage": s, "held": h, "reached": r})).collect::<Vec<_>>(),
-        "prior_path": {
-            "log_z": first.log_z,
-            "stages": first.path.len() - 1,
-            "risk_evaluations": first.evaluations,
-            "sampler_seconds": first.elapsed,
-            "converged": first.decorrelated,
-        },
-        "rerun": {
-            "log_z": rerun_log_z,
-            "seed": second.seed,
-            "stages": fit.details["stages"],
-            "risk_evaluations": rerun_evals,
-            "sampler_seconds": rerun_seconds,
-            "converged": fit.converged,
-        },
-        "note": "the prior path flagged a phase jump (a stage's mixture found a phase its \
-                 incoming cloud held too little of), so its log Z is likely low; the fit is a \
-                 second run tempered from q = N(the first run's final cloud's mean, inflation × \
-                 its covariance), exact given q; risk_evaluations and sampler_seconds count both",
-    });
-    fit.reports.push(MethodReport::PhaseJumpRerun {
+    let jump = PhaseJump {
         stages: jumps,
         prior_path_log_z: first.log_z,
-        rerun_log_z,
-    });
+        prior_path_stages: first.path.len() - 1,
+        prior_path_evaluations: first.evaluations,
+        prior_path_seconds: first.elapsed,
+        prior_path_converged: first.decorrelated,
+        rerun_seed: second.seed,
+        rerun_stages: fit.details["stages"].as_u64().unwrap_or(0) as usize,
+        rerun_evaluations: fit.details["risk_evaluations"].as_u64().unwrap_or(0),
+        rerun_seconds: fit.details["sampler_seconds"].as_f64().unwrap_or(0.0),
+    };
+    fit.details["settings"] = json!(settings);
+    fit.details["risk_evaluations"] = json!(jump.rerun_evaluations + first.evaluations);
+    fit.details["sampler_seconds"] = json!(jump.rerun_seconds + first.elapsed);
+    fit.details["phase_jump"] = jump.details(rerun_log_z, fit.converged);
+    fit.reports.push(jump.report(None, rerun_log_z));
     Ok(Some(fit))
+}
+
+/// One of several runs (`runs`, or a `part` made apart; `settings` with its
+/// seed): `first` itself, or where it flagged a phase jump the rerun from
+/// its cloud's Gaussian as `rerun` makes for a single run, seeded from the
+/// run's seed, with the prior path's account in `phase_jump` and both runs'
+/// evaluations and seconds.
+pub(super) fn rerun_run(
+    gamma: f64,
+    target: &LinearAuc,
+    settings: &SmcSettings,
+    first: SmcRun,
+    who: &str,
+    ctl: &Control,
+    obs: &mut dyn Observer,
+) -> Result<SmcRun, EngineError> {
+    let Some((jumps, wrapped)) = prepare(target, gamma, settings, &first, who, obs) else {
+        return Ok(first);
+    };
+    let seed = rerun_seed(settings.seed);
+    let second = SmcSettings {
+        seed,
+        ..settings.clone()
+    };
+    let (mut run, _) = super::run_from_reference(gamma, &wrapped, &second, ctl, obs)?;
+    // The cloud in the target's coordinates, as the other runs' (not the
+    // reference's whitened ones).
+    run.state = run.theta.clone();
+    run.phase_jump = Some(PhaseJump::of(jumps, &first, seed, &run));
+    run.evaluations += first.evaluations;
+    run.elapsed += first.elapsed;
+    Ok(run)
 }
 
 #[cfg(test)]

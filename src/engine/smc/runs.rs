@@ -116,6 +116,25 @@ pub fn run_all<T: Target + ?Sized>(
     ctl: &Control,
     obs: &mut dyn Observer,
 ) -> Result<Vec<(u64, SmcRun)>, EngineError> {
+    run_all_then(target, gamma, s, ctl, obs, &mut |_, run, _, _| Ok(run))
+}
+
+/// What becomes of each run before its info line: given the run's settings
+/// (its seed), the run, its name ("SMC run 2/3") and the observer.
+pub type AfterRun<'a> =
+    dyn FnMut(&SmcSettings, SmcRun, &str, &mut dyn Observer) -> Result<SmcRun, EngineError> + 'a;
+
+/// `run_all`, each run passed through `then` (the linear score's phase-jump
+/// rerun, `phase_rerun::rerun_run`, seeded from the run's seed: the same
+/// run as `--run r` makes apart, whatever the thread count).
+pub fn run_all_then<T: Target + ?Sized>(
+    target: &T,
+    gamma: f64,
+    s: &SmcSettings,
+    ctl: &Control,
+    obs: &mut dyn Observer,
+    then: &mut AfterRun<'_>,
+) -> Result<Vec<(u64, SmcRun)>, EngineError> {
     let mut out = Vec::with_capacity(s.runs);
     for r in 0..s.runs {
         let seed = run_seed(s.seed, r);
@@ -130,15 +149,19 @@ pub fn run_all<T: Target + ?Sized>(
             ..s.clone()
         };
         let run = sampler::run(target, gamma, &one, ctl, obs)?;
+        let who = format!("SMC run {}/{}", r + 1, s.runs);
+        let run = then(&one, run, &who, obs)?;
         obs.observe(Event::Log {
             level: LogLevel::Info,
             message: format!(
-                "SMC run {}/{} (seed {seed}): log Z {:.4}, {} stages, {:.1}s{}",
-                r + 1,
-                s.runs,
+                "{who} (seed {seed}): log Z {:.4}, {} stages, {:.1}s{}{}",
                 run.log_z,
                 run.path.len() - 1,
                 run.elapsed,
+                run.phase_jump.as_ref().map_or(String::new(), |j| format!(
+                    " (rerun from its cloud's Gaussian; the prior path's log Z {:.4})",
+                    j.prior_path_log_z
+                )),
                 if run.decorrelated {
                     ""
                 } else {
@@ -173,8 +196,23 @@ pub fn build_fit(problem: &Problem, settings: &SmcSettings, runs: Vec<(u64, SmcR
             .enumerate()
             .flat_map(|(r, (_, run))| run.path.iter().map(move |s| (Some(r + 1), s))),
     );
+    let jumps: Vec<(Value, MethodReport)> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(r, (_, run))| {
+            let j = run.phase_jump.as_ref()?;
+            let mut v = j.details(run.log_z, run.decorrelated);
+            v["run"] = json!(r + 1);
+            Some((v, j.report(Some(r + 1), run.log_z)))
+        })
+        .collect();
     let pooled = pool(runs);
     let mut fit = super::build_fit(problem, settings, pooled);
+    if !jumps.is_empty() {
+        let (details, reports): (Vec<Value>, Vec<MethodReport>) = jumps.into_iter().unzip();
+        fit.details["phase_jump"] = Value::Array(details);
+        fit.reports.extend(reports);
+    }
     fit.log_evidence = Some(summary.log_z.pooled);
     let d = &mut fit.details;
     d["log_evidence"] = json!(summary.log_z.pooled);
@@ -248,6 +286,8 @@ fn pool(runs: Vec<(u64, SmcRun)>) -> SmcRun {
     }
     out.trace = trace;
     out.log_z = log_z;
+    // Each run's own, in `build_fit`.
+    out.phase_jump = None;
     out
 }
 

@@ -114,6 +114,9 @@ pub struct SmcRun {
     pub decorrelated: bool,
     /// Seconds in the sampler.
     pub elapsed: f64,
+    /// The run a phase-jump rerun replaced (`phase_rerun`), if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase_jump: Option<super::phase_rerun::PhaseJump>,
 }
 
 /// Runs SMC from the prior to `gamma_target`.
@@ -408,6 +411,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
         evaluations,
         decorrelated,
         elapsed: t0.elapsed().as_secs_f64(),
+        phase_jump: None,
     })
 }
 
