@@ -48,7 +48,10 @@
 //! typed reason (`NonProgress`) after at most `2·WINDOW` sweeps at one η
 //! (too slow only once the projection stopped improving over a window); a
 //! window without contraction first halves η (`VERDICT_HALVINGS` times), as
-//! a cycle at a large step converges at a smaller one.
+//! a cycle at a large step converges at a smaller one; a too-slow verdict
+//! at the halved step first undoes the halving (once), where twice the step
+//! could finish within the sweeps left: the window without contraction was
+//! an early transient (`run::regrows`).
 
 use std::collections::VecDeque;
 use std::sync::Mutex;

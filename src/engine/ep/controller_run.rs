@@ -24,6 +24,8 @@ use crate::engine::interface::{Control, EngineError};
 struct Counts {
     halvings: usize,
     verdict_halvings: usize,
+    /// Verdict halvings undone (`regrows`).
+    regrown: usize,
     mixed: usize,
     undone: usize,
 }
@@ -54,6 +56,21 @@ fn recover<S: SweepState>(st: &mut S, aa: &mut Option<Anderson>, eta: f64) -> bo
     }
     a.keep_newest();
     true
+}
+
+/// Whether a too-slow verdict at an η the verdict halved undoes that
+/// halving instead of ending the run: the halving answered a window
+/// without contraction, which an early transient of a large step also
+/// gives (claims at γ = n: a period-2 oscillation at η = 0.7 for ~20
+/// sweeps, then at 0.35 a contraction of 0.9927 a sweep, 1046 sweeps
+/// projected with 928 left; regrown, it converges at 0.7 in 115 sweeps,
+/// classic in 287 at 0.35). A slow mode's rate a sweep scales with η, so
+/// only where twice the step could finish within the sweeps left: a drift
+/// (a hopeless projection, `RESCUE`) keeps its verdict. Once per halving; a
+/// cycle that comes back at the regrown step gets the verdict.
+fn regrows(v: &NonProgress, n: &Counts) -> bool {
+    matches!(v, NonProgress::TooSlow { needed, left, .. } if needed / 2.0 <= *left as f64)
+        && n.regrown < n.verdict_halvings
 }
 
 /// Rebuilds q after an accepted step, halving η (the step shrunk towards
@@ -120,7 +137,7 @@ pub fn run_once<S: SweepState>(
                 n: &Counts| {
         let detail = json!({
             "reason": reason, "controller": "anderson", "halvings": n.halvings,
-            "verdict_halvings": n.verdict_halvings,
+            "verdict_halvings": n.verdict_halvings, "verdict_regrown": n.regrown,
             "mixed_steps": n.mixed, "mixed_undone": n.undone,
         });
         not_converged(st, s, why, StoppedAt { sweep, eta, delta }, reason, detail)
@@ -441,6 +458,16 @@ pub fn run_once<S: SweepState>(
             {
                 eta *= 0.5;
                 n.verdict_halvings += 1;
+                last_plain = false;
+                progress.reset();
+                if let Some(a) = aa.as_mut() {
+                    a.clear();
+                }
+                continue;
+            }
+            if regrows(&v, &n) {
+                eta *= 2.0;
+                n.regrown += 1;
                 last_plain = false;
                 progress.reset();
                 if let Some(a) = aa.as_mut() {

@@ -324,6 +324,37 @@ fn a_cycle_at_a_large_step_converges_at_a_halved_one() {
     }
 }
 
+/// An early period-2 oscillation at η = 0.7 (a mode that overshoots only
+/// far from its fixed point) makes the verdict halve η; at 0.35 a slow mode
+/// then projects past the budget (claims at γ = n). The too-slow verdict
+/// undoes the halving and the run converges at 0.7, to the fixed point;
+/// before, it ended in the verdict at sweep 72.
+#[test]
+fn a_halving_for_an_early_cycle_is_undone_where_the_halved_step_is_too_slow() {
+    let f: fn(&[f64]) -> Vec<f64> = |x| {
+        // Multiplier −2.2 far from 0 and ~0 near it; a slow mode (λ = 0.99).
+        let a = 2.2 * x[0] * x[0] / (x[0] * x[0] + 0.01);
+        vec![-a * x[0], 0.99 * x[1] + 0.01]
+    };
+    let mut st = VecToy {
+        mixable: false,
+        cur: vec![1.0, 0.0],
+        ..toy_of(f, 2)
+    };
+    let out = run_once(
+        &mut st,
+        &EpSettings::default(),
+        RULES,
+        &Control::new(),
+        &mut |_, _| {},
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.eta, 0.7);
+    assert!(out.sweeps < 1000, "{}", out.sweeps);
+    assert!(st.cur[0].abs() < 1e-3, "{:?}", st.cur);
+    assert!((st.cur[1] - 1.0).abs() < 2e-2, "{:?}", st.cur);
+}
+
 /// On maps with and without a fixed point, the Anderson controller's
 /// verdict agrees with plain damping's (`driver::run_once`, every rule on):
 /// both converge, to the same point (within 1e-6 at tol 1e-10), or neither
