@@ -61,7 +61,6 @@ fn every_setting_lives_at_its_path_for_every_use() {
             "ep_start",
             "ep_controller",
             "ep_power",
-            "ep_regrow",
             "surrogate_rows",
         ]
         .contains(&s.key)
