@@ -127,7 +127,7 @@ fn smc_after_ep(s: SmcSettings) -> pacauc::spec::smc_reference::SmcAfterEp {
     use pacauc::spec::build::ep_engine;
     use pacauc::spec::run_spec::EpSpec;
     pacauc::spec::smc_reference::SmcAfterEp {
-        ep: ep_engine(&EpSpec::default(), None, None, s.seed),
+        ep: ep_engine(&EpSpec::reference(), None, None, s.seed),
         smc: Smc { settings: s },
         spec: None,
     }

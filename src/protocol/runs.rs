@@ -117,7 +117,9 @@ pub fn spec_of(
     let mut given: Vec<(&str, &str)> = settings.to_vec();
     for o in data.overrides_of(m.key) {
         given.retain(|(k, _)| *k != o.key);
-        given.push((o.key, o.value));
+        if !o.value.is_empty() {
+            given.push((o.key, o.value));
+        }
     }
     if let Some(f) = folds.as_ref().filter(|_| applies("folds")) {
         given.push(("folds", f));

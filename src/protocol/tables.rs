@@ -225,7 +225,19 @@ impl Tables<'_> {
                 _ => ("–".into(), "–".into()),
             };
             let changed: Vec<String> = (d.overrides.iter())
-                .map(|o| format!("{}: `{} = {}` ({})", o.method, o.key, o.value, o.why))
+                .map(|o| match o.value {
+                    "" => {
+                        let default = crate::spec::registry::setting_of(o.key).map_or("", |s| {
+                            if s.unset.is_empty() {
+                                s.default
+                            } else {
+                                s.unset
+                            }
+                        });
+                        format!("{}: `{}` unset: {default} ({})", o.method, o.key, o.why)
+                    }
+                    v => format!("{}: `{} = {v}` ({})", o.method, o.key, o.why),
+                })
                 .collect();
             let changed = if changed.is_empty() {
                 "–".to_string()

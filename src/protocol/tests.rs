@@ -192,7 +192,8 @@ fn specs_are_pacauc_fits_and_gamma_follows_the_policy_table() {
         GammaSource::of(ard, &data_plan("credit"), Mode::Full),
         GammaSource::FromEp(_)
     ));
-    // EEG: the default folds and grid; GP-EP skipped (no fixed point from the prior at 16n).
+    // EEG: the default folds and grid; GP-EP at EP's γ, Nyström by auto, ℓ
+    // the median distance (the exact prior and ℓ's evidence unset).
     let eeg = data_plan("eeg");
     let e = spec_of(method_plan("ep").unwrap(), &eeg, &file, 0, Mode::Full, None).unwrap();
     let spec::MethodSpec::Ep(es) = &e.method else {
@@ -200,7 +201,16 @@ fn specs_are_pacauc_fits_and_gamma_follows_the_policy_table() {
     };
     assert_eq!(es.folds, 5);
     assert_eq!(es.gamma_grid.len(), 9);
-    assert!(eeg.skip_reason("gp-ep").is_some());
+    assert!(eeg.skip_reason("gp-ep").is_none());
+    let gp = method_plan("gp-ep").unwrap();
+    assert!(matches!(
+        GammaSource::of(gp, &eeg, Mode::Full),
+        GammaSource::FromEp(_)
+    ));
+    let g = spec_of(gp, &eeg, &file, 1, Mode::Full, Some(89880.0)).unwrap();
+    let p = g.prior.as_ref().expect("the gp prior");
+    assert_eq!(p.gp_approx, spec::GpApproxSpec::Auto);
+    assert_eq!(p.lengthscale, None);
     // gcs: adapted tangents, the tables' cells (pinned while the default is
     // ellipses); DNA and EEG ellipses around EP's Gaussian (EEG's still skipped: not converged in 424 CPU s).
     let directions = |name: &str| {

@@ -27,9 +27,9 @@ use crate::engine::{Engine, Prior, Problem};
 use super::error::SpecError;
 use super::gcs_reference::{GcsAfterEp, ep_reference};
 use super::run_spec::{
-    DataSpec, EpControllerSpec, EpForm, EpSpec, EpStartSpec, GcsLoss, GcsSpec, GpKernel, Missing,
-    PhaseJump, PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps, SmcKernel, SmcReference,
-    SmcSpec, VbFamily, VbLoss, VbOptimizer, VbSpec,
+    DataSpec, EpControllerSpec, EpForm, EpRegrow, EpSpec, EpStartSpec, GcsLoss, GcsSpec, GpKernel,
+    Missing, PhaseJump, PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps, SmcKernel,
+    SmcReference, SmcSpec, VbFamily, VbLoss, VbOptimizer, VbSpec,
 };
 use super::smc_reference::{PriorPathAnnounced, SmcAfterEp};
 use super::validate::{Dims, validate};
@@ -164,7 +164,7 @@ pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
         }
         super::MethodSpec::Smc(s) if s.smc_reference != SmcReference::Prior => {
             Box::new(SmcAfterEp {
-                ep: ep_engine(&EpSpec::default(), None, spec.prior.as_ref(), seed),
+                ep: ep_engine(&EpSpec::reference(), None, spec.prior.as_ref(), seed),
                 smc: Smc {
                     settings: smc_settings(s, seed),
                 },
@@ -176,7 +176,7 @@ pub fn engine(spec: &RunSpec) -> Box<dyn Engine> {
         }),
         super::MethodSpec::Ep(s) => Box::new(ep_engine(s, spec.gamma, spec.prior.as_ref(), seed)),
         super::MethodSpec::Gcs(s) if ep_reference(spec, s) => Box::new(GcsAfterEp {
-            ep: ep_engine(&EpSpec::default(), None, spec.prior.as_ref(), seed),
+            ep: ep_engine(&EpSpec::reference(), None, spec.prior.as_ref(), seed),
             gcs: Gcs {
                 settings: gcs_settings(s, seed),
             },
@@ -355,7 +355,7 @@ pub fn ep_engine(s: &EpSpec, gamma: Option<Gamma>, prior: Option<&PriorSpec>, se
                 None | Some(Tunable::Auto) => EpPower::Auto,
                 Some(Tunable::Value(a)) => EpPower::Fixed(a),
             },
-            regrow: s.ep_regrow,
+            regrow: s.ep_regrow == EpRegrow::On,
             ..EpSettings::default()
         },
         gamma: match gamma {

@@ -115,7 +115,7 @@ mod tests {
             ..GcsSettings::default()
         };
         let engine = GcsAfterEp {
-            ep: ep_engine(&EpSpec::default(), None, None, 5),
+            ep: ep_engine(&EpSpec::reference(), None, None, 5),
             gcs: Gcs {
                 settings: settings.clone(),
             },

@@ -342,10 +342,15 @@ pub const EP_SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "η grows back",
-        help: "Classic EP driver: an η cut by rejected sweeps (invalid cavities, often only in the first sweeps from the prior at a large γ) doubles back towards the damping after 5 clean sweeps that each reach a new smallest change, backing off where the larger step fails again; off: η stays cut for good (experimental).",
+        help: "Classic EP driver: on: an η cut by rejected sweeps (invalid cavities, often only in the first sweeps from the prior at a large γ) doubles back towards the damping after 5 clean sweeps that each reach a new smallest change, backing off where the larger step fails again (and never again up to an η rejected after a regrowth); off: η stays cut for good, as before 2026-11-30 (specs saved before read as off). A run without a rejected sweep is the same either way; with it EEG's spike-and-slab and GP-EP cells converge (docs/BENCHMARKS.md, ep-regrow-reproduce).",
+        default: "on",
         methods: EP,
         group: Group::Ep,
-        ..setting("ep_regrow", "method.ep_regrow", Kind::Switch)
+        ..setting(
+            "ep_regrow",
+            "method.ep_regrow",
+            Kind::Choice(&["on", "off"]),
+        )
     },
     Setting {
         label: "keep the fixes",

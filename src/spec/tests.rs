@@ -61,7 +61,6 @@ fn every_setting_lives_at_its_path_for_every_use() {
             "ep_start",
             "ep_controller",
             "ep_power",
-            "ep_regrow",
             "surrogate_rows",
         ]
         .contains(&s.key)
@@ -345,4 +344,31 @@ fn an_smc_spec_without_local_share_reads_as_none() {
     v.as_object_mut().unwrap().remove("local_share");
     let old: super::run_spec::SmcSpec = serde_json::from_value(v).unwrap();
     assert_eq!(old.local_share, 0.0);
+}
+
+/// Regrow is on for a new EP spec and written; a spec saved before the
+/// default (no field) reads as off, one saved while it was a switch as its bool;
+/// `ep_regrow = off` is not written and reads back off.
+#[test]
+fn ep_regrow_defaults_on_and_older_specs_read_as_before() {
+    use super::run_spec::{EpRegrow, EpSpec};
+    let ep = |s: &RunSpec| match &s.method {
+        MethodSpec::Ep(e) => e.ep_regrow,
+        _ => panic!("ep"),
+    };
+    let new = from_given(PathBuf::from("d.csv"), "ep", &[]).unwrap();
+    assert_eq!(ep(&new), EpRegrow::On);
+    let mut v = new.to_value();
+    assert_eq!(v["method"]["ep_regrow"], "on");
+    v["method"].as_object_mut().unwrap().remove("ep_regrow");
+    assert_eq!(ep(&RunSpec::from_value(&v).unwrap()), EpRegrow::Off);
+    v["method"]["ep_regrow"] = serde_json::json!(true);
+    assert_eq!(ep(&RunSpec::from_value(&v).unwrap()), EpRegrow::On);
+    let off = from_given(PathBuf::from("d.csv"), "ep", &[("ep_regrow", "off")]).unwrap();
+    assert!(off.to_value()["method"].get("ep_regrow").is_none());
+    assert_eq!(
+        ep(&RunSpec::from_value(&off.to_value()).unwrap()),
+        EpRegrow::Off
+    );
+    assert_eq!(EpSpec::reference().ep_regrow, EpRegrow::Off);
 }

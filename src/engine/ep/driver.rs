@@ -64,7 +64,9 @@ pub fn run<S: SweepState>(
 /// sweep. η doubles back after `after` clean sweeps in a row, each at a new
 /// smallest Δ, up to `cap` (the damping, lowered by the stall rule's
 /// halvings: a cycle's cut is kept); a rejection after a regrowth doubles
-/// `after`, backing off where the larger step keeps failing.
+/// `after`, backing off where the larger step keeps failing, and caps later
+/// regrowths below the rejected η (GP-EP on EEG: a regrown η = 0.7 rejected
+/// once, regrown again, cost ≈ 28 sweeps before the stall rule cut it).
 struct Regrow {
     on: bool,
     cap: f64,
@@ -87,11 +89,12 @@ impl Regrow {
         }
     }
 
-    /// A rejected step cut η.
-    fn cut(&mut self) {
+    /// A rejected step at `rejected` cut η.
+    fn cut(&mut self, rejected: f64) {
         self.clean = 0;
         if std::mem::take(&mut self.grown) {
             self.after *= 2;
+            self.cap = self.cap.min(0.5 * rejected);
         }
     }
 
@@ -225,7 +228,7 @@ pub fn run_once<S: SweepState>(
                 continue;
             }
             // Reject the current state: the same step with η halved, kept halved.
-            regrow.cut();
+            regrow.cut(cur_eta);
             loop {
                 cur_eta *= 0.5;
                 eta = eta.min(cur_eta);
@@ -339,10 +342,10 @@ pub fn run_once<S: SweepState>(
             continue;
         }
         while !st.complete_sweep(cur_eta, sweep < warmup) {
+            regrow.cut(cur_eta);
             cur_eta *= 0.5;
             eta = cur_eta;
             n.halvings += 1;
-            regrow.cut();
             if cur_eta < s.min_eta {
                 let why = match st.hint(Failure::Rebuild) {
                     Some(h) => format!("{below_min} ({h})"),

@@ -1,0 +1,182 @@
+//! EP's settings in a spec (`EpSpec`) and their choices; re-exported by
+//! `run_spec`, whose module they were until it neared the size limit.
+
+use serde::{Deserialize, Serialize};
+
+use super::run_spec::DEFAULT_EPSILON;
+use super::values::Tunable;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EpForm {
+    #[default]
+    Auto,
+    Primal,
+    Reduced,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SitePrecision {
+    #[default]
+    Auto,
+    F64,
+    F32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SiteSteps {
+    #[default]
+    Adaptive,
+    Strict,
+}
+
+/// How an EP fit reaches its γ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EpStartSpec {
+    #[default]
+    Classic,
+    Continuation,
+}
+
+impl EpStartSpec {
+    fn is_classic(&self) -> bool {
+        *self == EpStartSpec::Classic
+    }
+}
+
+/// How an EP run steps towards its fixed point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EpControllerSpec {
+    #[default]
+    Classic,
+    Anderson,
+}
+
+impl EpControllerSpec {
+    fn is_classic(&self) -> bool {
+        *self == EpControllerSpec::Classic
+    }
+}
+
+/// Expectation Propagation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EpSpec {
+    pub damping: f64,
+    pub tol: f64,
+    pub max_sweeps: usize,
+    /// γ grid of the cross-validation, as multiples of n (γ = auto).
+    pub gamma_grid: Vec<f64>,
+    pub folds: usize,
+    pub ep_form: EpForm,
+    pub site_precision: SitePrecision,
+    pub ard_iters: usize,
+    pub final_evidence_only: bool,
+    pub site_steps: SiteSteps,
+    pub keep_fixes: bool,
+    /// Sites on a uniform sample of this many pairs (None: all pairs).
+    pub pairs: Option<usize>,
+    /// The PAC-Bayes certificate's ε (confidence 1 − ε).
+    pub epsilon: f64,
+    /// Share of each class's rows the certificate's prior is learned on (0: off).
+    pub prior_split: f64,
+    /// Importance draws checking the Gaussian against the Gibbs posterior
+    /// (0: none; None: by the training size, `is_check::risks::auto_draws`).
+    pub is_draws: Option<usize>,
+    /// Not written while classic: records made before keep their spec.
+    #[serde(skip_serializing_if = "EpStartSpec::is_classic")]
+    pub ep_start: EpStartSpec,
+    #[serde(skip_serializing_if = "EpControllerSpec::is_classic")]
+    pub ep_controller: EpControllerSpec,
+    /// Power EP's α (None: auto; auto is not written).
+    #[serde(skip_serializing_if = "power_is_auto")]
+    pub ep_power: Option<Tunable>,
+    /// η grows back after rejected sweeps (`EpSettings::regrow`). Not written
+    /// while off, and specs from before the default read as off (older ones
+    /// wrote a bool).
+    #[serde(
+        default = "regrow_before",
+        deserialize_with = "regrow_from",
+        skip_serializing_if = "EpRegrow::is_off"
+    )]
+    pub ep_regrow: EpRegrow,
+}
+
+/// Whether an η cut by rejected sweeps grows back (`EpSettings::regrow`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EpRegrow {
+    On,
+    Off,
+}
+
+impl EpRegrow {
+    fn is_off(&self) -> bool {
+        *self == EpRegrow::Off
+    }
+}
+
+fn regrow_before() -> EpRegrow {
+    EpRegrow::Off
+}
+
+/// `"on"`/`"off"`, or the bool of the specs written while regrow was opt-in.
+fn regrow_from<'de, D: serde::Deserializer<'de>>(d: D) -> Result<EpRegrow, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Text {
+        Switch(bool),
+        Choice(EpRegrow),
+    }
+    Ok(match Text::deserialize(d)? {
+        Text::Switch(true) => EpRegrow::On,
+        Text::Switch(false) => EpRegrow::Off,
+        Text::Choice(r) => r,
+    })
+}
+
+fn power_is_auto(p: &Option<Tunable>) -> bool {
+    p.is_none_or(|t| t.is_auto())
+}
+
+impl Default for EpSpec {
+    fn default() -> Self {
+        EpSpec {
+            damping: 0.7,
+            tol: 1e-4,
+            max_sweeps: 1000,
+            gamma_grid: vec![0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0],
+            folds: 5,
+            ep_form: EpForm::Auto,
+            site_precision: SitePrecision::Auto,
+            ard_iters: 100,
+            final_evidence_only: false,
+            site_steps: SiteSteps::Adaptive,
+            keep_fixes: false,
+            pairs: None,
+            epsilon: DEFAULT_EPSILON,
+            prior_split: 0.0,
+            is_draws: None,
+            ep_start: EpStartSpec::Classic,
+            ep_controller: EpControllerSpec::Classic,
+            ep_power: None,
+            ep_regrow: EpRegrow::On,
+        }
+    }
+}
+
+impl EpSpec {
+    /// The EP that SMC and the sampler run first for their reference: their
+    /// specs carry no EP settings, so it keeps the driver of the records they
+    /// made before regrow became the default.
+    pub fn reference() -> EpSpec {
+        EpSpec {
+            ep_regrow: EpRegrow::Off,
+            ..EpSpec::default()
+        }
+    }
+}
