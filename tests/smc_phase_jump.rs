@@ -43,15 +43,8 @@ fn fit(p: &Problem, seed: u64, rerun: bool) -> Fit {
         .unwrap()
 }
 
-fn codes(f: &Fit) -> Vec<String> {
-    assess(f, &[]).into_iter().map(|w| w.code).collect()
-}
-
-/// The prior path is flagged and far below the exact log Z; the rerun
-/// (the default) reports exact log Z and means, for two seeds, and records
-/// the prior path's log Z, which is the same run's bits as without it.
-#[test]
-fn a_flagged_phase_jump_is_corrected_by_the_rerun() {
+/// The needle at γ = 100 under N(0, I), with its exact log Z, means and sds.
+fn needle_problem() -> (Problem, f64, [f64; 2], [f64; 2]) {
     let gamma = 100.0;
     let (x, y) = needle(60, 0.0005, 0.0001, 1);
     let (lz, mean, sd) = exact_isotropic(&arcs(&x, &y), gamma, 1.0);
@@ -63,6 +56,19 @@ fn a_flagged_phase_jump_is_corrected_by_the_rerun() {
         Prior::Gaussian { var: 1.0 },
     )
     .unwrap();
+    (p, lz, mean, sd)
+}
+
+fn codes(f: &Fit) -> Vec<String> {
+    assess(f, &[]).into_iter().map(|w| w.code).collect()
+}
+
+/// The prior path is flagged and far below the exact log Z; the rerun
+/// (the default) reports exact log Z and means, for two seeds, and records
+/// the prior path's log Z, which is the same run's bits as without it.
+#[test]
+fn a_flagged_phase_jump_is_corrected_by_the_rerun() {
+    let (p, lz, mean, sd) = needle_problem();
     let mut reruns = Vec::new();
     for seed in [1, 2] {
         let prior = fit(&p, seed, false);
@@ -133,17 +139,7 @@ fn without_a_phase_jump_nothing_changes() {
 /// low: no flag, only the runs' spread shows it.)
 #[test]
 fn several_runs_rerun_their_phase_jumps() {
-    let gamma = 100.0;
-    let (x, y) = needle(60, 0.0005, 0.0001, 1);
-    let (lz, mean, sd) = exact_isotropic(&arcs(&x, &y), gamma, 1.0);
-    let p = Problem::new(
-        vec!["a".into(), "b".into()],
-        x,
-        y,
-        gamma,
-        Prior::Gaussian { var: 1.0 },
-    )
-    .unwrap();
+    let (p, lz, mean, sd) = needle_problem();
     let settings = |part: Option<usize>| SmcSettings {
         particles: 2000,
         seed: 5,
