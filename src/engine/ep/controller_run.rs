@@ -155,12 +155,24 @@ pub fn run_once<S: SweepState>(
     loop {
         ctl.checkpoint()?;
         let stats = st.pass((!candidate).then_some(eta), rules.evidence_every_sweep);
-        let secant_undo = |st: &mut S, omega: f64, eta: &mut f64, n: &mut Counts| {
-            // Back to the plain step the secant scaled (its rollback point
-            // kept): the mixed sweep is the plain one, late.
+        // Back to the plain step the secant scaled (its rollback point kept):
+        // the mixed sweep is the plain one, late, and the next secant step at
+        // most half as long. Whether the state is that plain step (None: η
+        // fell below its minimum).
+        let secant_undo = |st: &mut S,
+                           omega: f64,
+                           eta: &mut f64,
+                           n: &mut Counts,
+                           cap: &mut f64,
+                           progress: &mut Progress| {
+            *cap = omega / 2.0;
             st.scale_step(1.0 / omega);
             n.undone += 1;
-            complete(st, eta, false, s.min_eta, n)
+            let h = complete(st, eta, false, s.min_eta, n)?;
+            if h > 0 {
+                progress.reset();
+            }
+            Some(h == 0)
         };
         // The state is now the plain step from the rollback point that an
         // undone mixed step replaced (no new sweep).
@@ -180,15 +192,13 @@ pub fn run_once<S: SweepState>(
                     recovered = true;
                 }
                 Some(Pending::Secant { omega, .. }) => {
-                    cap = omega / 2.0;
-                    let Some(h) = secant_undo(st, omega, &mut eta, &mut n) else {
+                    let Some(plain) =
+                        secant_undo(st, omega, &mut eta, &mut n, &mut cap, &mut progress)
+                    else {
                         let reason = st.rebuild_reason();
                         return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
                     };
-                    last_plain = h == 0;
-                    if h > 0 {
-                        progress.reset();
-                    }
+                    last_plain = plain;
                     recovered = true;
                 }
                 None => {
@@ -274,15 +284,13 @@ pub fn run_once<S: SweepState>(
                 }
                 Some(Pending::Secant { before, omega }) => {
                     if st.residual2().is_none_or(|r| r >= before) {
-                        cap = omega / 2.0;
-                        let Some(h) = secant_undo(st, omega, &mut eta, &mut n) else {
+                        let Some(plain) =
+                            secant_undo(st, omega, &mut eta, &mut n, &mut cap, &mut progress)
+                        else {
                             let reason = st.rebuild_reason();
                             return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
                         };
-                        last_plain = h == 0;
-                        if h > 0 {
-                            progress.reset();
-                        }
+                        last_plain = plain;
                         recovered = true;
                     } else {
                         cap *= 2.0;

@@ -176,13 +176,12 @@ pub fn run_once<S: SweepState>(
                 delta: f64,
                 reason: NonConvergence,
                 n: &Counts| {
-        let detail = json!({
+        let mut detail = json!({
             "reason": reason, "halvings": n.halvings, "stall_halvings": n.stall_halvings,
             "drift_windows": n.drift_windows, "extrapolations": n.jumps,
             "extrapolations_undone": n.failed_jumps,
             "delta_over_eta": n.stall_ratios,
         });
-        let mut detail = detail;
         if s.regrow {
             detail["regrowths"] = json!(n.regrowths);
         }

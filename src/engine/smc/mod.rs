@@ -426,9 +426,6 @@ pub fn build_fit(problem: &Problem, settings: &SmcSettings, run: SmcRun) -> Fit 
         ScoreModel::Linear { weights: modes },
     )];
     fit.log_evidence = Some(run.log_z);
-    if let Some(jump) = &run.phase_jump {
-        fit.reports.push(jump.report(None, run.log_z));
-    }
     fit.gamma = Some(problem.gamma);
     fit.prior = Some(problem.prior.clone());
     fit.inclusion = summary::inclusion(&run.theta, d, &problem.prior);
@@ -450,6 +447,7 @@ pub fn build_fit(problem: &Problem, settings: &SmcSettings, run: SmcRun) -> Fit 
     });
     if let Some(jump) = &run.phase_jump {
         fit.details["phase_jump"] = jump.details(run.log_z, run.decorrelated);
+        fit.reports.push(jump.report(None, run.log_z));
     }
     if run.kernel == Kernel::SkewCopula {
         fit.details["kernel_stages"] = skew_copula_summary(&run.path);
