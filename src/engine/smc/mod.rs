@@ -302,8 +302,7 @@ fn wrap_reference<'a>(
 }
 
 /// One run tempered from the reference `wrapped`: EP's Gaussian (`source`
-/// "ep", obtained in `seconds`) or a prior-path run's cloud's ("cloud",
-/// `phase_rerun`).
+/// "ep", obtained in `seconds`).
 fn fit_from_reference(
     problem: &Problem,
     wrapped: &reference::ReferenceTarget<'_, LinearAuc>,
@@ -313,6 +312,21 @@ fn fit_from_reference(
     ctl: &Control,
     obs: &mut dyn Observer,
 ) -> Result<Fit, EngineError> {
+    announce_reference(source, obs);
+    let (run, sd_log_ratio) = run_from_reference(problem.gamma, wrapped, settings, ctl, obs)?;
+    Ok(reference_fit(
+        problem,
+        settings,
+        run,
+        source,
+        seconds,
+        sd_log_ratio,
+    ))
+}
+
+/// Says where a run tempered from a reference starts: EP's Gaussian ("ep")
+/// or a prior-path run's cloud's ("cloud", `phase_rerun`).
+fn announce_reference(source: &str, obs: &mut dyn Observer) {
     obs.observe(Event::Log {
         level: LogLevel::Info,
         message: format!(
@@ -331,7 +345,18 @@ fn fit_from_reference(
             }
         ),
     });
-    let (run, sd_log_ratio) = run_from_reference(problem.gamma, wrapped, settings, ctl, obs)?;
+}
+
+/// The `Fit` of a single run tempered from a reference (`announce_reference`'s
+/// `source`), with `details.reference` saying which and how close it was.
+fn reference_fit(
+    problem: &Problem,
+    settings: &SmcSettings,
+    run: SmcRun,
+    source: &str,
+    seconds: f64,
+    sd_log_ratio: f64,
+) -> Fit {
     let mut fit = build_fit(problem, settings, run);
     fit.details["runs"] = runs::single_run_note();
     let q = if source == "ep" {
@@ -352,7 +377,7 @@ fn fit_from_reference(
         Some(c) => c.note(source, note),
         None => note,
     };
-    Ok(fit)
+    fit
 }
 
 /// One run tempered from `wrapped` to γ = `gamma`, as a run of the posterior:

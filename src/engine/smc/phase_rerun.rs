@@ -194,7 +194,8 @@ fn prepare<'a>(
 
 /// After a single prior-path run `first` on `target`: the fit of a second
 /// run from its cloud's Gaussian when a stage flagged a phase jump and
-/// `settings.phase_jump_rerun` allows it (None: the first run stands).
+/// `settings.phase_jump_rerun` allows it (None: the first run stands); its
+/// record has the first run's settings and both runs' evaluations and seconds.
 pub(super) fn rerun(
     problem: &Problem,
     target: &LinearAuc,
@@ -206,37 +207,22 @@ pub(super) fn rerun(
     let Some((jumps, wrapped)) = prepare(target, problem.gamma, settings, first, "SMC", obs) else {
         return Ok(None);
     };
-    let second = SmcSettings {
-        seed: rerun_seed(settings.seed),
-        ..settings.clone()
-    };
-    let mut fit = super::fit_from_reference(problem, &wrapped, &second, "cloud", 0.0, ctl, obs)?;
-    let rerun_log_z = fit.log_evidence.unwrap_or(f64::NAN);
-    let jump = PhaseJump {
-        stages: jumps,
-        prior_path_log_z: first.log_z,
-        prior_path_stages: first.path.len() - 1,
-        prior_path_evaluations: first.evaluations,
-        prior_path_seconds: first.elapsed,
-        prior_path_converged: first.decorrelated,
-        rerun_seed: second.seed,
-        rerun_stages: fit.details["stages"].as_u64().unwrap_or(0) as usize,
-        rerun_evaluations: fit.details["risk_evaluations"].as_u64().unwrap_or(0),
-        rerun_seconds: fit.details["sampler_seconds"].as_f64().unwrap_or(0.0),
-    };
-    fit.details["settings"] = json!(settings);
-    fit.details["risk_evaluations"] = json!(jump.rerun_evaluations + first.evaluations);
-    fit.details["sampler_seconds"] = json!(jump.rerun_seconds + first.elapsed);
-    fit.details["phase_jump"] = jump.details(rerun_log_z, fit.converged);
-    fit.reports.push(jump.report(None, rerun_log_z));
-    Ok(Some(fit))
+    super::announce_reference("cloud", obs);
+    let (run, sd_log_ratio) =
+        second_run(problem.gamma, &wrapped, settings, jumps, first, ctl, obs)?;
+    Ok(Some(super::reference_fit(
+        problem,
+        settings,
+        run,
+        "cloud",
+        0.0,
+        sd_log_ratio,
+    )))
 }
 
 /// One of several runs (`runs`, or a `part` made apart; `settings` with its
 /// seed): `first` itself, or where it flagged a phase jump the rerun from
-/// its cloud's Gaussian as `rerun` makes for a single run, seeded from the
-/// run's seed, with the prior path's account in `phase_jump` and both runs'
-/// evaluations and seconds.
+/// its cloud's Gaussian as `rerun` makes for a single run.
 pub(super) fn rerun_run(
     gamma: f64,
     target: &LinearAuc,
@@ -249,19 +235,35 @@ pub(super) fn rerun_run(
     let Some((jumps, wrapped)) = prepare(target, gamma, settings, &first, who, obs) else {
         return Ok(first);
     };
+    let (mut run, _) = second_run(gamma, &wrapped, settings, jumps, &first, ctl, obs)?;
+    // The cloud in the target's coordinates, as the other runs' (not the
+    // reference's whitened ones).
+    run.state = run.theta.clone();
+    Ok(run)
+}
+
+/// The second run from the first's cloud's Gaussian `wrapped`, seeded from
+/// the first's seed, with the prior path's account in `phase_jump` and both
+/// runs' evaluations and seconds; with the sd of log(π/q) under q.
+fn second_run(
+    gamma: f64,
+    wrapped: &ReferenceTarget<'_, LinearAuc>,
+    settings: &SmcSettings,
+    jumps: Vec<Flagged>,
+    first: &SmcRun,
+    ctl: &Control,
+    obs: &mut dyn Observer,
+) -> Result<(SmcRun, f64), EngineError> {
     let seed = rerun_seed(settings.seed);
     let second = SmcSettings {
         seed,
         ..settings.clone()
     };
-    let (mut run, _) = super::run_from_reference(gamma, &wrapped, &second, ctl, obs)?;
-    // The cloud in the target's coordinates, as the other runs' (not the
-    // reference's whitened ones).
-    run.state = run.theta.clone();
-    run.phase_jump = Some(PhaseJump::of(jumps, &first, seed, &run));
+    let (mut run, sd_log_ratio) = super::run_from_reference(gamma, wrapped, &second, ctl, obs)?;
+    run.phase_jump = Some(PhaseJump::of(jumps, first, seed, &run));
     run.evaluations += first.evaluations;
     run.elapsed += first.elapsed;
-    Ok(run)
+    Ok((run, sd_log_ratio))
 }
 
 #[cfg(test)]
