@@ -46,9 +46,13 @@
 //! verdict (`NonProgress`) needs a horizon that grows with the sweeps
 //! spent: r's best over the later half of the sweeps at one η (at least
 //! `2·WINDOW`) no lower than over the earlier half, or a contraction too
-//! slow for the budget whose projection stopped improving. A too-slow
-//! verdict at the halved step first undoes the halving (once), where twice
-//! the step could finish within the sweeps left (`run::regrows`).
+//! slow for the budget whose projection stopped improving. Where the
+//! mixing was on, a verdict other than a drift first turns it off (once)
+//! and judges plain damping anew: the mixing's safeguard judges by the site
+//! residual, and on claims' and spect's folds its steps set the plain steps
+//! back or kept the secant off. A too-slow verdict at the halved step first
+//! undoes the halving (once), where twice the step could finish within the
+//! sweeps left (`run::regrows`).
 
 use std::collections::VecDeque;
 use std::sync::Mutex;

@@ -28,6 +28,8 @@ struct Counts {
     regrown: usize,
     mixed: usize,
     undone: usize,
+    /// The mixing was turned off by a verdict (plain damping judged anew).
+    mixing_off: bool,
 }
 
 /// A mixed step not yet judged by the residual at it.
@@ -138,7 +140,7 @@ pub fn run_once<S: SweepState>(
         let detail = json!({
             "reason": reason, "controller": "anderson", "halvings": n.halvings,
             "verdict_halvings": n.verdict_halvings, "verdict_regrown": n.regrown,
-            "mixed_steps": n.mixed, "mixed_undone": n.undone,
+            "mixed_steps": n.mixed, "mixed_undone": n.undone, "mixing_off": n.mixing_off,
         });
         not_converged(st, s, why, StoppedAt { sweep, eta, delta }, reason, detail)
     };
@@ -256,6 +258,7 @@ pub fn run_once<S: SweepState>(
         }
         if !recovered {
             if aa.is_none()
+                && !n.mixing_off
                 && sweep >= PLAIN_SWEEPS.max(warmup)
                 && progress.sweeps_to(s.tol) > PLAIN_SWEEPS as f64
             {
@@ -482,6 +485,21 @@ pub fn run_once<S: SweepState>(
             let Judged::Stop(v) = v else {
                 continue;
             };
+            // The verdict is on the damped map: where the mixing was on,
+            // plain damping (with the secant) first gets a horizon of its
+            // own, once. Anderson's safeguard judges by the site residual and
+            // kept steps that set the plain steps back (claims' folds at 2n),
+            // or its undone steps kept the secant off (spect at 16n). Not
+            // for a straight window without contraction: a drift.
+            let drift = matches!(v, NonProgress::NoContraction { .. })
+                && progress.straightness() >= super::STRAIGHT;
+            if aa.is_some() && !n.mixing_off && !drift {
+                aa = None;
+                n.mixing_off = true;
+                last_plain = false;
+                progress.reset();
+                continue;
+            }
             if regrows(&v, &n) {
                 eta *= 2.0;
                 n.regrown += 1;

@@ -337,8 +337,8 @@ fn a_cycle_at_a_large_step_converges_at_a_halved_one() {
 /// A map with no fixed point at any step, whose damped iterates circle
 /// (x ↦ x/|x| turned by ω: a limit cycle, r flat up to its period) ends in
 /// the typed verdict after one halving of η (a cycle may end at a smaller
-/// step) and two windows at the halved step (the horizon), well before
-/// `max_sweeps`.
+/// step) and two windows at the halved step (the horizon; two more where
+/// the mixing was on and is turned off), well before `max_sweeps`.
 #[test]
 fn a_true_cycle_ends_in_the_verdict_after_one_halving() {
     let f: fn(&[f64]) -> Vec<f64> = |x| {
@@ -366,7 +366,9 @@ fn a_true_cycle_ends_in_the_verdict_after_one_halving() {
         assert_eq!(diagnostics["detail"]["reason"], "no progress", "{mixable}");
         assert_eq!(diagnostics["detail"]["verdict_halvings"], 1, "{mixable}");
         let sweeps = diagnostics["sweeps"].as_u64().unwrap();
-        assert!(sweeps <= (5 * WINDOW) as u64, "{mixable}: {sweeps}");
+        // Mixing on: 126 sweeps (the window, the horizon at the halved
+        // step, the mixing turned off, the horizon again).
+        assert!(sweeps <= (6 * WINDOW) as u64, "{mixable}: {sweeps}");
     }
 }
 
@@ -382,6 +384,8 @@ fn a_long_transient_with_a_fixed_point_converges() {
         let a = 2.2 * x[0] * x[0] / (x[0] * x[0] + 0.01);
         vec![-a * x[0], x[1] + 0.2 * x[1] * (1.0 - x[1])]
     };
+    // Plain damping only: the mixing finds the map's other (unstable)
+    // fixed point x₁ = 0.
     let mut st = VecToy {
         mixable: false,
         cur: vec![1.0, 0.01],
