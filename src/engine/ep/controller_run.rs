@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::{
-    Anderson, MIN_FACTOR, NonProgress, PLAIN_SWEEPS, Progress, SPAN, VERDICT_HALVINGS,
+    Anderson, Judged, MIN_FACTOR, NonProgress, PLAIN_SWEEPS, Progress, SPAN, VERDICT_HALVINGS,
     marginal_dots, secant_factor,
 };
 use crate::engine::ep::settings::EpSettings;
@@ -28,6 +28,8 @@ struct Counts {
     regrown: usize,
     mixed: usize,
     undone: usize,
+    /// The mixing was turned off by a verdict (plain damping judged anew).
+    mixing_off: bool,
 }
 
 /// A mixed step not yet judged by the residual at it.
@@ -66,7 +68,7 @@ fn recover<S: SweepState>(st: &mut S, aa: &mut Option<Anderson>, eta: f64) -> bo
 /// projected with 928 left; regrown, it converges at 0.7 in 115 sweeps,
 /// classic in 287 at 0.35). A slow mode's rate a sweep scales with η, so
 /// only where twice the step could finish within the sweeps left: a drift
-/// (a hopeless projection, `RESCUE`) keeps its verdict. Once per halving; a
+/// (a hopeless projection) keeps its verdict. Once per halving; a
 /// cycle that comes back at the regrown step gets the verdict.
 fn regrows(v: &NonProgress, n: &Counts) -> bool {
     matches!(v, NonProgress::TooSlow { needed, left, .. } if needed / 2.0 <= *left as f64)
@@ -138,7 +140,7 @@ pub fn run_once<S: SweepState>(
         let detail = json!({
             "reason": reason, "controller": "anderson", "halvings": n.halvings,
             "verdict_halvings": n.verdict_halvings, "verdict_regrown": n.regrown,
-            "mixed_steps": n.mixed, "mixed_undone": n.undone,
+            "mixed_steps": n.mixed, "mixed_undone": n.undone, "mixing_off": n.mixing_off,
         });
         not_converged(st, s, why, StoppedAt { sweep, eta, delta }, reason, detail)
     };
@@ -256,6 +258,7 @@ pub fn run_once<S: SweepState>(
         }
         if !recovered {
             if aa.is_none()
+                && !n.mixing_off
                 && sweep >= PLAIN_SWEEPS.max(warmup)
                 && progress.sweeps_to(s.tol) > PLAIN_SWEEPS as f64
             {
@@ -452,18 +455,24 @@ pub fn run_once<S: SweepState>(
             && let Some(v) = progress.step_at(
                 sweep,
                 plain.then_some(delta / step),
+                Some(st.marginal()),
                 s.tol,
                 s.max_sweeps - sweep,
             )
         {
-            // A window without contraction at this η may be a cycle of the
-            // damped map that a smaller step removes (spike-and-slab Pima and
-            // GP-EP Glass cycle at η = 0.7): the step is halved, at most
-            // `VERDICT_HALVINGS` times, before the verdict.
-            if matches!(v, NonProgress::NoContraction { .. })
-                && n.verdict_halvings < VERDICT_HALVINGS
-                && eta * 0.5 >= s.min_eta
-            {
+            // A window without contraction that is not straight may be a
+            // cycle of the damped map that a smaller step removes
+            // (spike-and-slab Pima and GP-EP Glass cycle at η = 0.7): the
+            // step is halved, at most `VERDICT_HALVINGS` times; a drift is
+            // not (a smaller step only slows it).
+            let cycle = match v {
+                Judged::Cycle => true,
+                Judged::Stop(NonProgress::NoContraction { .. }) => {
+                    progress.straightness() < super::STRAIGHT
+                }
+                Judged::Stop(_) => false,
+            };
+            if cycle && n.verdict_halvings < VERDICT_HALVINGS && eta * 0.5 >= s.min_eta {
                 eta *= 0.5;
                 n.verdict_halvings += 1;
                 last_plain = false;
@@ -471,6 +480,24 @@ pub fn run_once<S: SweepState>(
                 if let Some(a) = aa.as_mut() {
                     a.clear();
                 }
+                continue;
+            }
+            let Judged::Stop(v) = v else {
+                continue;
+            };
+            // The verdict is on the damped map: where the mixing was on,
+            // plain damping (with the secant) first gets a horizon of its
+            // own, once. Anderson's safeguard judges by the site residual and
+            // kept steps that set the plain steps back (claims' folds at 2n),
+            // or its undone steps kept the secant off (spect at 16n). Not
+            // for a straight window without contraction: a drift.
+            let drift = matches!(v, NonProgress::NoContraction { .. })
+                && progress.straightness() >= super::STRAIGHT;
+            if aa.is_some() && !n.mixing_off && !drift {
+                aa = None;
+                n.mixing_off = true;
+                last_plain = false;
+                progress.reset();
                 continue;
             }
             if regrows(&v, &n) {
