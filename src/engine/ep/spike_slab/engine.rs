@@ -9,7 +9,7 @@ use serde_json::json;
 use super::cv::{self, SsCvSettings, fold_ss_settings};
 use super::model::{SpikeSlab, SpikeSlabEp};
 use super::release::ReleaseStatus;
-use super::sweep::{SsSettings, SsSweepInfo};
+use super::sweep::{SsRules, SsSettings, SsSweepInfo};
 use super::tune::{self, Hooks, Tuning};
 use super::warm_path;
 use crate::engine::ep::continuation;
@@ -29,10 +29,13 @@ pub const SELECTED: f64 = 0.5;
 
 /// The spike-and-slab settings of an `Ep` engine.
 pub fn settings(ep: &Ep) -> SsSettings {
+    let off = std::env::var("PACAUC_SS_RULES_OFF").ok();
+    let rules = SsRules::of(ep.settings.controller, off.as_deref());
     SsSettings {
         ep: ep.settings,
         evidence_every_sweep: ep.evidence_every_sweep,
         site_steps: ep.site_steps,
+        rules,
         ..SsSettings::default()
     }
 }

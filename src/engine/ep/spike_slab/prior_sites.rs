@@ -250,19 +250,20 @@ impl PriorSites {
         prior: &MixturePrior,
         eta: f64,
     ) -> Option<PriorUpdate> {
-        self.update_each(q, prior, |_| eta, &mut [], &mut [])
+        self.update_each(q, prior, |_| eta, (&mut [], &mut []), true)
     }
 
     /// As `update`, with step `eta(k)` for site k. When not empty, `fixed[k]`
     /// records whether site k's update needed the negative-site fix and `dir[k]`
     /// the sign of its proposed change of v_k (to spot oscillating sites).
+    /// Without `fix` a site with u* ≤ 0 is kept as it is (`SsRules::fix`).
     pub fn update_each(
         &mut self,
         q: &ThetaMoments,
         prior: &MixturePrior,
         eta: impl Fn(usize) -> f64,
-        fixed: &mut [bool],
-        dir: &mut [f64],
+        (fixed, dir): (&mut [bool], &mut [f64]),
+        fix: bool,
     ) -> Option<PriorUpdate> {
         let mut out = PriorUpdate::default();
         let cavs: Option<Vec<Natural>> = (0..self.u.len())
@@ -271,7 +272,15 @@ impl PriorSites {
         let a = self.alpha;
         for (k, cav) in cavs?.into_iter().enumerate() {
             let t = self.tilted_of(k, cav, prior);
-            let (mut new, was_fixed) = site_update(cav, &t, &powered(prior, self.p[k], a).0);
+            let (mut new, was_fixed) = if fix {
+                site_update(cav, &t, &powered(prior, self.p[k], a).0)
+            } else {
+                let raw = Site {
+                    k: 1.0 / t.var - cav.tau,
+                    h: t.mean / t.var - cav.nu,
+                };
+                (raw, false)
+            };
             let mut incl = t.w1;
             if a != 1.0 {
                 // Power EP: the new site is the matched fraction over α, and

@@ -40,6 +40,10 @@ pub struct SiteSteps {
     fix_count: Vec<usize>,
     capped: Vec<bool>,
     eta: Vec<f64>,
+    /// Whether recurring fixes cap a site (`SsRules::site_steps`).
+    on: bool,
+    /// Whether the negative-site fix runs (`SsRules::fix`).
+    pub fix: bool,
 }
 
 impl SiteSteps {
@@ -58,6 +62,8 @@ impl SiteSteps {
             fix_count: vec![0; d],
             capped: vec![false; d],
             eta: vec![s.fix_eta; d],
+            on: s.rules.site_steps,
+            fix: s.rules.fix,
         }
     }
 
@@ -88,7 +94,7 @@ impl SiteSteps {
                 };
             }
             self.fix_count[k] += self.fixed[k] as usize;
-            if !self.capped[k] && self.fix_count[k] >= self.fix_sweeps {
+            if self.on && !self.capped[k] && self.fix_count[k] >= self.fix_sweeps {
                 self.capped[k] = true;
                 self.eta[k] = self.fix_eta;
             }

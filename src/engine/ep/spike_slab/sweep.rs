@@ -29,7 +29,7 @@ use super::site_steps::{SiteStepRule, SiteSteps};
 use crate::engine::ep::driver;
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::posterior::{Posterior, PriorTerms};
-use crate::engine::ep::settings::EpSettings;
+use crate::engine::ep::settings::{EpController, EpSettings};
 use crate::engine::ep::sweep_state::{
     Converged, Failure, Marginal, Rules, SweepState, SweepStatus,
 };
@@ -100,6 +100,49 @@ pub struct SsSettings {
     /// Whether a capped site may grow back above `fix_eta` (`site_steps`).
     #[serde(default)]
     pub site_steps: SiteStepRule,
+    /// Which of §5's rescue rules run (`SsRules`; all on but under `PACAUC_SS_RULES_OFF`).
+    #[serde(skip)]
+    pub rules: SsRules,
+}
+
+/// §5's rescue rules, each switchable to measure whether the anderson
+/// controller still needs it (issue 28; `SsRules::of`). Release has its own
+/// user switch (`--keep-fixes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SsRules {
+    /// The negative-site fix (`prior_sites::site_update`); off: the raw
+    /// site, negative u_k allowed while Q and the cavities stay valid.
+    pub fix: bool,
+    /// Per-site steps of sites whose fix recurs (`site_steps`); off: one η.
+    pub site_steps: bool,
+}
+
+impl Default for SsRules {
+    fn default() -> Self {
+        SsRules {
+            fix: true,
+            site_steps: true,
+        }
+    }
+}
+
+impl SsRules {
+    /// The rules of a run under `controller`: all on, but under the anderson
+    /// controller those named in `off` (comma-separated `fix`, `steps`;
+    /// `PACAUC_SS_RULES_OFF`) are off. A measurement hook, not a user
+    /// setting; classic runs never change.
+    pub fn of(controller: EpController, off: Option<&str>) -> SsRules {
+        match off {
+            Some(off) if !controller.is_classic() => {
+                let has = |w: &str| off.split(',').any(|x| x.trim() == w);
+                SsRules {
+                    fix: !has("fix"),
+                    site_steps: !has("steps"),
+                }
+            }
+            _ => SsRules::default(),
+        }
+    }
 }
 
 fn default_warmup() -> usize {
@@ -120,6 +163,7 @@ impl Default for SsSettings {
             warmup_sweeps: default_warmup(),
             site_eta_floor: default_site_eta_floor(),
             site_steps: SiteStepRule::default(),
+            rules: SsRules::default(),
         }
     }
 }
@@ -267,8 +311,8 @@ fn prior_half<L: LikelihoodSites>(
         lik.moments(),
         prior,
         |k| relax * st.step(k, eta),
-        &mut fixed,
-        &mut dir,
+        (&mut fixed, &mut dir),
+        st.fix,
     );
     steps.fixed = fixed;
     steps.dir = dir;
