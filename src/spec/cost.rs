@@ -310,6 +310,7 @@ pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
             extra_bytes += held as f64;
             parts.push(certificate_part(s));
             parts.extend(is_check_part(e.is_draws, s));
+            if_needed.extend(ep_walk_part(spec, e, s));
         }
         MethodSpec::Vb(v) => {
             let (p, b) = vb_part(spec, v, s);
@@ -320,6 +321,9 @@ pub fn estimate(spec: &RunSpec, s: Sizes, threads: usize) -> CostEstimate {
         }
         MethodSpec::Smc(smc) => {
             parts.extend(super::smc_reference::cost_parts(spec, smc, s));
+            if super::smc_reference::choose(spec, smc, s).ep {
+                if_needed.extend(ep_walk_part(spec, &EpSpec::default(), s));
+            }
             if_needed.extend(super::smc_reference::rerun_part(spec, smc, s));
             extra_bytes += 8.0 * smc.particles as f64 * (3.0 * d + 2.0 * 256.0);
         }
@@ -379,6 +383,23 @@ pub(super) fn ep_part(spec: &RunSpec, e: &EpSpec, s: Sizes) -> (Part, f64) {
         },
         bytes_per_site * sites,
     )
+}
+
+/// EP's continuation in γ at a fixed γ, where the run straight from the
+/// prior does not converge (`plan::ep_walk_runs` runs): stated, not counted
+/// (most sets converge directly; EEG walks at n).
+pub(super) fn ep_walk_part(spec: &RunSpec, e: &EpSpec, s: Sizes) -> Option<Part> {
+    let runs = plan::ep_walk_runs(gamma_of(spec, s) / s.rows.max(1) as f64);
+    let fixed = RunSpec {
+        gamma: Some(Gamma::Value(gamma_of(spec, s))),
+        ..spec.clone()
+    };
+    (spec.gamma != Some(Gamma::Auto) && runs > 0.0).then(|| Part {
+        what: format!(
+            "EP's walk in γ ({runs:.0} more runs) where EP from the prior does not converge"
+        ),
+        cpu_seconds: runs * ep_part(&fixed, e, s).0.cpu_seconds,
+    })
 }
 
 /// VB: L-BFGS over all items, or Adam steps plus the held-out checks and the

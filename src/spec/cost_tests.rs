@@ -243,3 +243,34 @@ fn gcs_ellipses_cost_ep_and_risks_not_pairs_per_step() {
         adapted.seconds
     );
 }
+
+/// EP's walk in γ (`ep::continuation`: from n/16, ×2, then up to ×4 a
+/// point) is stated beside a fixed-γ EP run and not counted: 4 runs at n, 5
+/// at 8n (EEG at n: 5 points after the direct run), none at or below n/16
+/// or with γ by CV (the folds walk the grid).
+#[test]
+fn eps_walk_in_gamma_is_stated_not_counted() {
+    use crate::spec::values::Gamma;
+    assert_eq!(plan::ep_walk_runs(1.0 / 16.0), 0.0);
+    assert_eq!(plan::ep_walk_runs(0.125), 2.0);
+    assert_eq!(plan::ep_walk_runs(1.0), 4.0);
+    assert_eq!(plan::ep_walk_runs(8.0), 5.0);
+    let eeg = Sizes {
+        rows: 11_235,
+        positives: 5_000,
+        features: 14,
+    };
+    for (over_n, runs) in [(1.0, 4.0), (8.0, 5.0)] {
+        let mut s = spec("ep");
+        s.gamma = Some(Gamma::Value(over_n * eeg.rows as f64));
+        let est = estimate(&s, eeg, 1);
+        let counted: f64 = est.parts.iter().map(|p| p.cpu_seconds).sum();
+        assert_eq!(est.seconds, counted);
+        let walk = est.if_needed.iter().find(|p| p.what.contains("walk in γ"));
+        let walk = walk.unwrap_or_else(|| panic!("{est:?}"));
+        assert!((walk.cpu_seconds - runs * est.parts[0].cpu_seconds).abs() < 1e-9);
+    }
+    let mut s = spec("ep");
+    s.gamma = Some(Gamma::Auto);
+    assert!(estimate(&s, eeg, 1).if_needed.is_empty());
+}

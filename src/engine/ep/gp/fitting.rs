@@ -9,10 +9,11 @@ use nalgebra::DMatrix;
 use super::basis::{Basis, Form};
 use super::nystrom::{self, LandmarkChoice};
 use super::sweep::{GpEp, GpSweep};
+use crate::engine::ep::continuation::{self, GammaPath};
 use crate::engine::ep::cv;
 use crate::engine::ep::design::Design;
 use crate::engine::ep::design::Form as LinearForm;
-use crate::engine::ep::linear::LinearEp;
+use crate::engine::ep::linear::{LinearEp, LinearPath};
 use crate::engine::ep::outcome::SweepInfo;
 use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::store::Precision as SitePrecision;
@@ -130,6 +131,8 @@ pub struct FitOutcome {
     pub landmarks: Option<LandmarkChoice>,
     /// Set when the start from the prior failed and EP climbed a γ path.
     pub warm_path: Option<WarmPath>,
+    /// The continuation's path (`--ep-start continuation`, the final fit).
+    pub gamma_path: Option<GammaPath>,
 }
 
 /// A feature fit's first start gets this share of the sweep budget (1/4)
@@ -333,6 +336,7 @@ pub fn run_exact(
         mean: map.iter().map(|&u| q.mean[u]).collect(),
         sd: map.iter().map(|&u| q.var[u].sqrt()).collect(),
         warm_path: None,
+        gamma_path: None,
         seconds: out.seconds,
         spread: serde_json::Value::Null,
         landmarks: None,
@@ -390,9 +394,12 @@ pub fn features(
 
 /// GP-EP through the features `f` of the rows `x` (`features`): linear EP
 /// with prior N(0, I) on them. A CV fold computes its features once and fits
-/// them along the γ grid. With a non-empty `path` (γ/n below γ), a first
-/// start that does not converge within a quarter of the sweep budget is
-/// abandoned for a climb along the path (`warm_path`).
+/// them along the γ grid (`path` None: one run from the start). The final
+/// fit (`path` Some) reaches γ as the settings say: by the continuation in γ
+/// (`--ep-start continuation`, `details.gamma.path`), or (classic) with a
+/// non-empty path (γ/n below γ), a first start that does not converge within
+/// a quarter of the sweep budget is abandoned for a climb along the path
+/// (`warm_path`).
 #[allow(clippy::too_many_arguments)]
 pub fn fit_features(
     kernel: &Kernel,
@@ -402,7 +409,7 @@ pub fn fit_features(
     gamma: f64,
     settings: &EpSettings,
     precision: SitePrecision,
-    path: &[f64],
+    path: Option<&[f64]>,
     ctl: &Control,
     on_sweep: &mut dyn FnMut(GpSweep<'_>),
 ) -> Result<(GpModel, FitOutcome), EngineError> {
@@ -416,9 +423,14 @@ pub fn fit_features(
             y.len()
         )));
     }
+    // The coarse start is classic's only: under the continuation its own run
+    // failed in three of four measured fits, costing 6–33% for nothing, and
+    // won 2.4× in one (BENCHMARKS ep-starts16).
     let coarse = match landmarks {
-        Some(_) => nystrom::coarse_fit(phi, y, gamma, settings, precision, ctl)?,
-        None => None,
+        Some(_) if settings.start.is_classic() => {
+            nystrom::coarse_fit(phi, y, gamma, settings, precision, ctl)?
+        }
+        _ => None,
     };
     let mut lep = LinearEp::new(phi, y, &vec![1.0; r], LinearForm::Primal, precision)?;
     if let (Some(l), Some(c)) = (landmarks.as_mut(), coarse) {
@@ -436,9 +448,22 @@ pub fn fit_features(
             q: None,
         })
     };
-    let (out, warm_path) = if path.is_empty() {
+    let mut gamma_path = None;
+    let (out, warm_path) = if path.is_some() && !settings.start.is_classic() {
+        let mut lp = LinearPath {
+            lep: &mut lep,
+            settings: *settings,
+            ctl,
+            on_sweep: &mut stream,
+        };
+        let (out, p) =
+            continuation::reach(&mut lp, gamma, y.len(), continuation::KAPPA, &mut |_| {})?;
+        gamma_path = Some(p);
+        (out, None)
+    } else if path.is_none_or(|p| p.is_empty()) {
         (lep.run(gamma, settings, ctl, &mut stream)?, None)
     } else {
+        let path = path.expect("a climb path");
         let first = EpSettings {
             max_sweeps: (settings.max_sweeps / FIRST_START_SHARE).max(1),
             ..cv::first_start_settings(settings, path)
@@ -499,6 +524,7 @@ pub fn fit_features(
             spread: serde_json::json!({ "kind": "covariance" }),
             landmarks,
             warm_path,
+            gamma_path,
         },
     ))
 }

@@ -15,7 +15,9 @@
 //!   posterior embedded with the prior on the other weights, and every site of
 //!   the full problem computed from it (`LinearEp::start_from`). EEG: 16 sweeps
 //!   at η = 0.7, the same log Z to 1e-7. Only the start changes: the fixed
-//!   point and the convergence test are a cold run's.
+//!   point and the convergence test are a cold run's. Classic start only:
+//!   under `--ep-start continuation` it lost three of four measured fits
+//!   (its own run failed; BENCHMARKS ep-starts16).
 
 use std::time::Instant;
 

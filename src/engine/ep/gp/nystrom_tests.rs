@@ -68,7 +68,7 @@ fn landmarks_on_every_row_are_exact_gp_ep() {
             60.0,
             &s,
             Precision::F64,
-            &[],
+            None,
             &ctl,
             &mut |w| {
                 assert!(w.q.is_none() && w.delta.is_finite());
@@ -178,7 +178,7 @@ fn a_slow_start_climbs_the_warm_path_to_the_same_fixed_point() {
             gamma,
             &s,
             Precision::F64,
-            path,
+            Some(path),
             &ctl,
             &mut |_| {},
         )
@@ -212,4 +212,59 @@ fn a_slow_start_climbs_the_warm_path_to_the_same_fixed_point() {
             cold.sd[i]
         );
     }
+}
+
+/// `--ep-start continuation`: the final feature fit reaches γ by the
+/// continuation (one record shape, `gamma_path`; no climb, no coarse start)
+/// and lands on the classic fit's fixed point; a CV fold's fit (no path) is
+/// one run either way.
+#[test]
+fn the_continuation_reaches_the_classic_fixed_point() {
+    use crate::engine::ep::settings::{EpController, EpStart};
+    let (x, y) = data();
+    let k = Kernel::Se { lengthscale: 0.5 };
+    let ctl = Control::new();
+    let f = features(&k, GpApprox::Nystrom { landmarks: 140 }, &x).unwrap();
+    let gamma = 4.0 * y.len() as f64;
+    let fit = |start: EpStart, path: Option<&[f64]>| {
+        let s = EpSettings {
+            tol: 1e-8,
+            start,
+            controller: EpController::Anderson,
+            ..EpSettings::default()
+        };
+        fit_features(
+            &k,
+            &f,
+            &x,
+            &y,
+            gamma,
+            &s,
+            Precision::F64,
+            path,
+            &ctl,
+            &mut |_| {},
+        )
+        .unwrap()
+    };
+    let path = [0.25, 1.0, 2.0];
+    let (_, classic) = fit(EpStart::Classic, Some(&path));
+    assert!(classic.gamma_path.is_none());
+    assert!(classic.landmarks.as_ref().unwrap().start.is_some());
+    let (_, cont) = fit(EpStart::Continuation, Some(&path));
+    let p = cont.gamma_path.as_ref().expect("the continuation's path");
+    assert_eq!(p.target, gamma);
+    assert!(cont.warm_path.is_none());
+    assert!(
+        cont.landmarks.as_ref().unwrap().start.is_none(),
+        "no coarse start"
+    );
+    let (zc, zn) = (classic.log_z.unwrap(), cont.log_z.unwrap());
+    assert!((zc - zn).abs() < 1e-5 * zc.abs(), "log Z {zc} vs {zn}");
+    for i in 0..y.len() {
+        let dm = (cont.mean[i] - classic.mean[i]).abs();
+        assert!(dm < 1e-3 * classic.sd[i], "score {i}: {dm}");
+    }
+    let (_, fold) = fit(EpStart::Continuation, None);
+    assert!(fold.gamma_path.is_none());
 }
