@@ -32,7 +32,8 @@ pub enum SiteSteps {
     Strict,
 }
 
-/// How an EP fit reaches its γ.
+/// How an EP fit reaches its γ. `Default` is the reading of a spec without
+/// the field (saved before continuation became the default), not the default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EpStartSpec {
@@ -47,7 +48,7 @@ impl EpStartSpec {
     }
 }
 
-/// How an EP run steps towards its fixed point.
+/// How an EP run steps towards its fixed point; `Default` as `EpStartSpec`'s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EpControllerSpec {
@@ -87,10 +88,12 @@ pub struct EpSpec {
     /// Importance draws checking the Gaussian against the Gibbs posterior
     /// (0: none; None: by the training size, `is_check::risks::auto_draws`).
     pub is_draws: Option<usize>,
-    /// Not written while classic: records made before keep their spec.
-    #[serde(skip_serializing_if = "EpStartSpec::is_classic")]
+    /// Continuation by default; specs from before the default (no field)
+    /// read as classic, and classic is not written, so they keep their spec.
+    #[serde(default, skip_serializing_if = "EpStartSpec::is_classic")]
     pub ep_start: EpStartSpec,
-    #[serde(skip_serializing_if = "EpControllerSpec::is_classic")]
+    /// Anderson by default; absent and not written as `ep_start`.
+    #[serde(default, skip_serializing_if = "EpControllerSpec::is_classic")]
     pub ep_controller: EpControllerSpec,
     /// Power EP's α (None: auto; auto is not written).
     #[serde(skip_serializing_if = "power_is_auto")]
@@ -161,8 +164,8 @@ impl Default for EpSpec {
             epsilon: DEFAULT_EPSILON,
             prior_split: 0.0,
             is_draws: None,
-            ep_start: EpStartSpec::Classic,
-            ep_controller: EpControllerSpec::Classic,
+            ep_start: EpStartSpec::Continuation,
+            ep_controller: EpControllerSpec::Anderson,
             ep_power: None,
             ep_regrow: EpRegrow::On,
         }
@@ -172,11 +175,40 @@ impl Default for EpSpec {
 impl EpSpec {
     /// The EP that SMC and the sampler run first for their reference: their
     /// specs carry no EP settings, so it keeps the driver of the records they
-    /// made before regrow became the default.
+    /// made before regrow, the continuation and anderson became the default.
     pub fn reference() -> EpSpec {
         EpSpec {
+            ep_start: EpStartSpec::Classic,
+            ep_controller: EpControllerSpec::Classic,
             ep_regrow: EpRegrow::Off,
             ..EpSpec::default()
         }
     }
+}
+
+/// The line `pacauc fit` prints before an EP run on a driver that became
+/// the default (anderson, continuation): what it is and how to get the
+/// former one. None for other methods and for the classic driver.
+pub fn announce(spec: &super::RunSpec) -> Option<String> {
+    let super::MethodSpec::Ep(e) = &spec.method else {
+        return None;
+    };
+    // ARD and GP-EP reach γ as before whatever the setting.
+    let reaches = !matches!(
+        spec.prior.as_ref().map(|p| p.kind),
+        Some(super::PriorKind::Ard | super::PriorKind::Gp)
+    );
+    let mut what = Vec::new();
+    if e.ep_controller == EpControllerSpec::Anderson {
+        what.push("the anderson step controller");
+    }
+    if reaches && e.ep_start == EpStartSpec::Continuation {
+        what.push("γ reached by continuation");
+    }
+    (!what.is_empty()).then(|| {
+        format!(
+            "EP driver: {} (defaults; --ep-controller classic --ep-start classic: the former driver)",
+            what.join(", ")
+        )
+    })
 }
