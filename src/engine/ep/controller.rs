@@ -36,37 +36,29 @@
 //! than as many again: where the secant cannot act (Pima's period-2
 //! oscillation gives ω < 2: 30 sweeps without the mixing, 19 with it).
 //!
-//! # The non-progress verdict (`Progress`)
-//! One rule instead of stall, cycle, drift and wandering: over a window of
-//! `WINDOW` sweeps the residual r_t = Δ_t/η_t of the plain steps (mixed
-//! and undone ones left out: a run of undone steps re-added the last
-//! residual and looked stalled: claims, `--gamma auto`) must contract at a
-//! rate that reaches the tolerance within the sweeps left. Robust to cycles
-//! of period < `WINDOW`/2: the rate compares the smallest r of the window's
-//! later half with the smallest of its earlier half. A cycle or a drift
-//! (rate ≥ 1) and a contraction too slow for the budget end the run with a
-//! typed reason (`NonProgress`) after at most `2·WINDOW` sweeps at one η
-//! (too slow only once the projection stopped improving over a window); a
-//! window without contraction first halves η (`VERDICT_HALVINGS` times), as
-//! a cycle at a large step converges at a smaller one; a too-slow verdict
-//! at the halved step first undoes the halving (once), where twice the step
-//! could finish within the sweeps left: the window without contraction was
-//! an early transient (`run::regrows`).
+//! # The non-progress verdict (`Progress`, `controller_progress.rs`)
+//! One rule instead of stall, cycle, drift and wandering, on the residual
+//! r_t = Δ_t/η_t of the plain steps (mixed and undone ones left out: a run
+//! of undone steps re-added the last residual and looked stalled: claims,
+//! `--gamma auto`). A window of `WINDOW` sweeps without contraction halves
+//! η (`VERDICT_HALVINGS` times) where the mean did not move straight (a
+//! cycle at a large step converges at a smaller one), not for a drift. The
+//! verdict (`NonProgress`) needs a horizon that grows with the sweeps
+//! spent: r's best over the later half of the sweeps at one η (at least
+//! `2·WINDOW`) no lower than over the earlier half, or a contraction too
+//! slow for the budget whose projection stopped improving. A too-slow
+//! verdict at the halved step first undoes the halving (once), where twice
+//! the step could finish within the sweeps left (`run::regrows`).
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use serde::Serialize;
-
 use super::sweep_state::Marginal;
 
-/// Accepted steps of the verdict's window.
-pub const WINDOW: usize = 24;
-/// Halvings of η on a window without contraction before the verdict: a
-/// cycle of the damped map at a large step ends at a smaller one, a drift
-/// does not (its verdict comes (`VERDICT_HALVINGS` + 1)·`WINDOW` = 48
-/// sweeps past the warm-up).
-pub const VERDICT_HALVINGS: usize = 1;
+#[path = "controller_progress.rs"]
+mod progress;
+pub use progress::{Judged, NonProgress, Progress, STRAIGHT, VERDICT_HALVINGS, WINDOW};
+
 /// Plain damped sweeps before the mixing may start, and the most sweeps
 /// plain damping may still need at its current rate for the mixing not to
 /// start: the history costs about a sweep per sweep (DNA at γ = 400: 15
@@ -76,154 +68,6 @@ pub const PLAIN_SWEEPS: usize = 12;
 pub const HISTORY: usize = 5;
 /// Largest memory of the mixing's history (else plain damping).
 pub const HISTORY_BYTES: usize = 256 << 20;
-
-/// A projection beyond this many times the sweeps left is too slow at once,
-/// without waiting for the rate to improve: a drift whose residual is
-/// constant up to round-off projects ≥ 10⁵ sweeps (`controller_tests`), a
-/// transient 1.4–2.2× the sweeps left (spike-and-slab Glass).
-pub const RESCUE: f64 = 10.0;
-
-/// Why a run makes no progress.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum NonProgress {
-    /// The residual did not fall over the window: a cycle or a drift.
-    NoContraction { ratio: f64 },
-    /// It falls, too slowly to reach the tolerance within the sweeps left.
-    TooSlow { rate: f64, needed: f64, left: usize },
-}
-
-impl NonProgress {
-    pub fn describe(&self) -> String {
-        match self {
-            NonProgress::NoContraction { ratio } => format!(
-                "no progress: over {WINDOW} sweeps the smallest Δ/η of the later half is {ratio:.3}× \
-                 the earlier half's (a cycle or a drift: no fixed point in reach at this γ)"
-            ),
-            NonProgress::TooSlow { rate, needed, left } => format!(
-                "no progress: Δ/η contracts by {rate:.4} a sweep, {needed:.0} more sweeps to the \
-                 tolerance but {left} left"
-            ),
-        }
-    }
-}
-
-/// The verdict's state over a run (reset when η changes).
-#[derive(Debug, Default)]
-pub struct Progress {
-    /// (sweep, r of its plain step; None for a mixed one) over the last
-    /// `WINDOW` sweeps.
-    window: VecDeque<(usize, Option<f64>)>,
-    /// The projected sweeps to the goal at each of the last `WINDOW` + 1
-    /// judged steps (from the first full window on).
-    needed: VecDeque<f64>,
-}
-
-impl Progress {
-    pub fn reset(&mut self) {
-        self.window.clear();
-        self.needed.clear();
-    }
-
-    /// A plain step with residual `r` = Δ/η, one sweep after the last
-    /// (`step_at`).
-    pub fn step(&mut self, r: f64, goal: f64, left: usize) -> Option<NonProgress> {
-        let sweep = self.window.back().map_or(0, |w| w.0 + 1);
-        self.step_at(sweep, Some(r), goal, left)
-    }
-
-    /// Sweep `sweep` was accepted: a plain step with residual `r` = Δ/η, or
-    /// a mixed step (None: no step of the damped map, left out of the
-    /// trend, as is an undone one, whose plain step replaces it at the same
-    /// sweep); `goal` the convergence threshold of r (tol), `left` the
-    /// sweeps left. Some(reason) when the run cannot converge at this rate.
-    /// The window spans `WINDOW` sweeps, so the verdict's timing does not
-    /// depend on how many of them mixed.
-    ///
-    /// Too slow is said only of a projection that has stopped improving:
-    /// a window earlier it ended no later (the projected end came less than
-    /// a window nearer). A damped run's rate improves after a transient
-    /// (spike-and-slab Glass at γ = 2n, split 0, η = 0.1: Δ/η contracts by
-    /// 0.999 a sweep over its first window and by 0.97 from sweep ~90 on;
-    /// the first window's projection of 2108 sweeps condemned it at sweep
-    /// 24). A steady too-slow rate gets its verdict after two windows, a
-    /// hopeless one (beyond `RESCUE`× the sweeps left) after one.
-    pub fn step_at(
-        &mut self,
-        sweep: usize,
-        r: Option<f64>,
-        goal: f64,
-        left: usize,
-    ) -> Option<NonProgress> {
-        match self.window.back_mut() {
-            Some(b) if b.0 == sweep => b.1 = r,
-            _ => self.window.push_back((sweep, r)),
-        }
-        while self.window.front().is_some_and(|f| f.0 + WINDOW <= sweep) {
-            self.window.pop_front();
-        }
-        let first = self.window.front().expect("just pushed").0;
-        if first + WINDOW != sweep + 1 {
-            return None;
-        }
-        // The last plain step's r (the window is judged at every sweep).
-        let now = self.window.iter().rev().find_map(|w| w.1)?;
-        let half = WINDOW / 2;
-        let min = |early: bool| {
-            self.window
-                .iter()
-                .filter(|w| (w.0 < first + half) == early)
-                .filter_map(|w| w.1)
-                .fold(f64::INFINITY, f64::min)
-        };
-        let (early, late) = (min(true), min(false));
-        if early.is_infinite() {
-            return None;
-        }
-        let ratio = late / early;
-        if ratio.is_nan() || ratio >= 1.0 {
-            return Some(NonProgress::NoContraction { ratio });
-        }
-        let rate = ratio.powf(1.0 / half as f64);
-        let needed = ((goal / now).ln() / rate.ln()).max(0.0);
-        self.needed.push_back(needed);
-        let then = (self.needed.len() > WINDOW).then(|| self.needed.pop_front().expect("full"));
-        let left_f = left as f64;
-        let too_slow = needed > left_f
-            && (needed > RESCUE * left_f
-                // The projected end (sweep + needed) came a window nearer
-                // or more over the last window: improving, wait.
-                || then.is_some_and(|then| needed > then - 2.0 * WINDOW as f64));
-        too_slow.then_some(NonProgress::TooSlow { rate, needed, left })
-    }
-}
-
-impl Progress {
-    /// Sweeps plain damping still needs to bring r to `goal` at the rate of
-    /// its plain steps over the last `RATE_SPAN` or more sweeps (infinite
-    /// when r does not fall).
-    pub fn sweeps_to(&self, goal: f64) -> f64 {
-        let mut plain = self
-            .window
-            .iter()
-            .rev()
-            .filter_map(|w| w.1.map(|r| (w.0, r)));
-        let Some((s1, now)) = plain.next() else {
-            return f64::INFINITY;
-        };
-        let Some((s0, then)) = plain.find(|w| w.0 + RATE_SPAN <= s1) else {
-            return f64::INFINITY;
-        };
-        let rate = (now / then).powf(1.0 / (s1 - s0) as f64);
-        if rate.is_nan() || rate >= 1.0 {
-            return f64::INFINITY;
-        }
-        ((goal / now).ln() / rate.ln()).max(0.0)
-    }
-}
-
-/// Steps over which `Progress::sweeps_to` measures plain damping's rate.
-const RATE_SPAN: usize = 4;
 
 /// Anderson mixing's history in preallocated rings, and its least-squares
 /// weights. Each slot holds G(x_i) only; x_i is the point the state was at

@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::{
-    Anderson, MIN_FACTOR, NonProgress, PLAIN_SWEEPS, Progress, SPAN, VERDICT_HALVINGS,
+    Anderson, Judged, MIN_FACTOR, NonProgress, PLAIN_SWEEPS, Progress, SPAN, VERDICT_HALVINGS,
     marginal_dots, secant_factor,
 };
 use crate::engine::ep::settings::EpSettings;
@@ -66,7 +66,7 @@ fn recover<S: SweepState>(st: &mut S, aa: &mut Option<Anderson>, eta: f64) -> bo
 /// projected with 928 left; regrown, it converges at 0.7 in 115 sweeps,
 /// classic in 287 at 0.35). A slow mode's rate a sweep scales with η, so
 /// only where twice the step could finish within the sweeps left: a drift
-/// (a hopeless projection, `RESCUE`) keeps its verdict. Once per halving; a
+/// (a hopeless projection) keeps its verdict. Once per halving; a
 /// cycle that comes back at the regrown step gets the verdict.
 fn regrows(v: &NonProgress, n: &Counts) -> bool {
     matches!(v, NonProgress::TooSlow { needed, left, .. } if needed / 2.0 <= *left as f64)
@@ -452,18 +452,24 @@ pub fn run_once<S: SweepState>(
             && let Some(v) = progress.step_at(
                 sweep,
                 plain.then_some(delta / step),
+                Some(st.marginal()),
                 s.tol,
                 s.max_sweeps - sweep,
             )
         {
-            // A window without contraction at this η may be a cycle of the
-            // damped map that a smaller step removes (spike-and-slab Pima and
-            // GP-EP Glass cycle at η = 0.7): the step is halved, at most
-            // `VERDICT_HALVINGS` times, before the verdict.
-            if matches!(v, NonProgress::NoContraction { .. })
-                && n.verdict_halvings < VERDICT_HALVINGS
-                && eta * 0.5 >= s.min_eta
-            {
+            // A window without contraction that is not straight may be a
+            // cycle of the damped map that a smaller step removes
+            // (spike-and-slab Pima and GP-EP Glass cycle at η = 0.7): the
+            // step is halved, at most `VERDICT_HALVINGS` times; a drift is
+            // not (a smaller step only slows it).
+            let cycle = match v {
+                Judged::Cycle => true,
+                Judged::Stop(NonProgress::NoContraction { .. }) => {
+                    progress.straightness() < super::STRAIGHT
+                }
+                Judged::Stop(_) => false,
+            };
+            if cycle && n.verdict_halvings < VERDICT_HALVINGS && eta * 0.5 >= s.min_eta {
                 eta *= 0.5;
                 n.verdict_halvings += 1;
                 last_plain = false;
@@ -473,6 +479,9 @@ pub fn run_once<S: SweepState>(
                 }
                 continue;
             }
+            let Judged::Stop(v) = v else {
+                continue;
+            };
             if regrows(&v, &n) {
                 eta *= 2.0;
                 n.regrown += 1;

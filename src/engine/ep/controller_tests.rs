@@ -6,16 +6,23 @@ use crate::engine::ep::tests::toy;
 use crate::engine::ep::{Form, LinearEp, Precision};
 use crate::engine::interface::{Control, EngineError};
 
-/// A cycle of period 2 and a drift (r flat or growing) fire within one
-/// window; a slow contraction (3% a sweep) with the budget to finish never does.
+/// A cycle of period 2 and a drift (r flat or growing) end in the verdict
+/// after two windows (the horizon); a slow contraction (3% a sweep) with
+/// the budget to finish never does.
 #[test]
 fn the_verdict_tells_no_progress_from_slow_progress() {
     let mut p = Progress::default();
-    let fired = (0..100).find_map(|t| p.step(if t % 2 == 0 { 0.5 } else { 0.05 }, 1e-4, 900));
-    assert!(matches!(fired, Some(NonProgress::NoContraction { ratio }) if ratio >= 1.0));
+    let fired = (0..100).find_map(|t| {
+        p.step(if t % 2 == 0 { 0.5 } else { 0.05 }, 1e-4, 900)
+            .map(|v| (t, v))
+    });
+    assert!(
+        matches!(fired, Some((t, Judged::Stop(NonProgress::NoContraction { ratio }))) if ratio >= 1.0 && t == 2 * WINDOW - 1),
+        "{fired:?}"
+    );
     let mut p = Progress::default();
     let at = (0..100).position(|t| p.step(0.1 * 1.001f64.powi(t), 1e-4, 900).is_some());
-    assert_eq!(at, Some(WINDOW - 1));
+    assert_eq!(at, Some(2 * WINDOW - 1));
     // A slow, noisy contraction: every sweep up to convergence passes.
     let mut p = Progress::default();
     let mut r = 1e-2;
@@ -36,7 +43,7 @@ fn the_verdict_tells_no_progress_from_slow_progress() {
         let v = p.step(r, 1e-4, 50);
         assert!(
             v.is_none()
-                || matches!(v, Some(NonProgress::TooSlow { rate, needed, left: 50 }) if (rate - 0.97).abs() < 1e-9 && needed > 50.0),
+                || matches!(v, Some(Judged::Stop(NonProgress::TooSlow { rate, needed, left: 50 })) if (rate - 0.97).abs() < 1e-9 && needed > 50.0),
             "{v:?}"
         );
         v.is_some()
@@ -73,7 +80,7 @@ fn the_verdict_waits_for_an_improving_rate() {
         p.step(r, 1e-4, 300).map(|v| (t, v))
     });
     assert!(
-        matches!(v, Some((t, NonProgress::TooSlow { .. })) if t < 4 * WINDOW),
+        matches!(v, Some((t, Judged::Stop(NonProgress::TooSlow { .. }))) if t < 4 * WINDOW),
         "{v:?}"
     );
 }
@@ -248,9 +255,10 @@ const RULES: Rules = Rules {
     drift: true,
 };
 
-/// A map without a fixed point (a drift) ends in the typed verdict within
-/// two windows, not after `max_sweeps`, and never in a false convergence:
-/// the residual differences of a drift are round-off, and an unregularised
+/// A map without a fixed point (a straight drift) ends in the typed verdict
+/// within two windows at its step (no halving: a smaller step only slows a
+/// drift), not after `max_sweeps`, and never in a false convergence: the
+/// residual differences of a drift are round-off, and an unregularised
 /// secant once jumped to x ≈ −10¹⁶, where x + 1 rounds to x (`ridge`).
 #[test]
 fn a_drift_ends_in_the_verdict() {
@@ -281,8 +289,10 @@ fn a_drift_ends_in_the_verdict() {
         v["kind"] == "no_contraction" || v["needed"].as_f64().unwrap() > 1e5,
         "{v}"
     );
-    // One halving of η (a cycle would end there), then the verdict.
-    assert!(diagnostics["sweeps"].as_u64().unwrap() <= ((VERDICT_HALVINGS + 1) * WINDOW) as u64);
+    // Straight: no halving of η (a cycle's answer), the verdict after two
+    // windows.
+    assert_eq!(diagnostics["detail"]["verdict_halvings"], 0);
+    assert!(diagnostics["sweeps"].as_u64().unwrap() <= (2 * WINDOW) as u64);
     assert!(st.cur.iter().all(|x| x.abs() < 1e3), "{:?}", st.cur);
 }
 
@@ -322,6 +332,72 @@ fn a_cycle_at_a_large_step_converges_at_a_halved_one() {
             assert!((x - 1.0 / 3.2).abs() < 1e-3, "{x}");
         }
     }
+}
+
+/// A map with no fixed point at any step, whose damped iterates circle
+/// (x ↦ x/|x| turned by ω: a limit cycle, r flat up to its period) ends in
+/// the typed verdict after one halving of η (a cycle may end at a smaller
+/// step) and two windows at the halved step (the horizon), well before
+/// `max_sweeps`.
+#[test]
+fn a_true_cycle_ends_in_the_verdict_after_one_halving() {
+    let f: fn(&[f64]) -> Vec<f64> = |x| {
+        let r = x[0].hypot(x[1]);
+        let (s, c) = 1.0f64.sin_cos();
+        vec![(c * x[0] - s * x[1]) / r, (s * x[0] + c * x[1]) / r]
+    };
+    for mixable in [false, true] {
+        let mut st = VecToy {
+            mixable,
+            cur: vec![1.0, 0.0],
+            ..toy_of(f, 2)
+        };
+        let err = run_once(
+            &mut st,
+            &EpSettings::default(),
+            RULES,
+            &Control::new(),
+            &mut |_, _| {},
+        )
+        .unwrap_err();
+        let EngineError::NotConverged { diagnostics, .. } = err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(diagnostics["detail"]["reason"], "no progress", "{mixable}");
+        assert_eq!(diagnostics["detail"]["verdict_halvings"], 1, "{mixable}");
+        let sweeps = diagnostics["sweeps"].as_u64().unwrap();
+        assert!(sweeps <= (5 * WINDOW) as u64, "{mixable}: {sweeps}");
+    }
+}
+
+/// Claims' CV folds at 1n–2n: a period-2 oscillation at η = 0.7 (the
+/// verdict halves η), then at 0.35 a slide whose Δ/η doubles over ~25
+/// sweeps before it turns and converges (a logistic mode, x ↦ x + 0.2·x(1 −
+/// x) from 0.01). A window without contraction cannot tell it from a
+/// drift: the old verdict ended it at sweep 48; judged over the growing
+/// horizon it converges, at the halved step, to the fixed point (0, 1).
+#[test]
+fn a_long_transient_with_a_fixed_point_converges() {
+    let f: fn(&[f64]) -> Vec<f64> = |x| {
+        let a = 2.2 * x[0] * x[0] / (x[0] * x[0] + 0.01);
+        vec![-a * x[0], x[1] + 0.2 * x[1] * (1.0 - x[1])]
+    };
+    let mut st = VecToy {
+        mixable: false,
+        cur: vec![1.0, 0.01],
+        ..toy_of(f, 2)
+    };
+    let out = run_once(
+        &mut st,
+        &EpSettings::default(),
+        RULES,
+        &Control::new(),
+        &mut |_, _| {},
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.eta, 0.35);
+    assert!(st.cur[0].abs() < 1e-3, "{:?}", st.cur);
+    assert!((st.cur[1] - 1.0).abs() < 1e-3, "{:?}", st.cur);
 }
 
 /// An early period-2 oscillation at η = 0.7 (a mode that overshoots only
