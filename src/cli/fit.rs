@@ -299,6 +299,9 @@ fn announce_cost(spec: &RunSpec, pb: &Problem, ignore: bool) -> Result<(), CliEr
     if let Some(line) = spec::smc_reference::announce(spec, sizes) {
         eprintln!("{line}");
     }
+    if let Some(line) = spec::ep_spec::announce(spec) {
+        eprintln!("{line}");
+    }
     match spec::cost::refusal(spec, sizes, machine.threads, machine.limits) {
         Some(msg) if !ignore => Err(CliError::Input(msg)),
         Some(_) => {

@@ -32,7 +32,8 @@ pub enum SiteSteps {
     Strict,
 }
 
-/// How an EP fit reaches its γ.
+/// How an EP fit reaches its γ. `Default` is the reading of a spec without
+/// the field, whatever `EpSpec::default()` chooses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EpStartSpec {
@@ -47,7 +48,7 @@ impl EpStartSpec {
     }
 }
 
-/// How an EP run steps towards its fixed point.
+/// How an EP run steps towards its fixed point; `Default` as `EpStartSpec`'s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EpControllerSpec {
@@ -87,10 +88,12 @@ pub struct EpSpec {
     /// Importance draws checking the Gaussian against the Gibbs posterior
     /// (0: none; None: by the training size, `is_check::risks::auto_draws`).
     pub is_draws: Option<usize>,
-    /// Not written while classic: records made before keep their spec.
-    #[serde(skip_serializing_if = "EpStartSpec::is_classic")]
+    /// A spec without the field reads as classic, and classic is not
+    /// written, so records keep their spec whatever the default.
+    #[serde(default, skip_serializing_if = "EpStartSpec::is_classic")]
     pub ep_start: EpStartSpec,
-    #[serde(skip_serializing_if = "EpControllerSpec::is_classic")]
+    /// Absent and not written as `ep_start`.
+    #[serde(default, skip_serializing_if = "EpControllerSpec::is_classic")]
     pub ep_controller: EpControllerSpec,
     /// Power EP's α (None: auto; auto is not written).
     #[serde(skip_serializing_if = "power_is_auto")]
@@ -161,6 +164,9 @@ impl Default for EpSpec {
             epsilon: DEFAULT_EPSILON,
             prior_split: 0.0,
             is_draws: None,
+            // Held at classic (issue 28): the flip to continuation and
+            // anderson is measured in BENCHMARKS ep-flip-reproduce and
+            // ep-flip-bench and waits for the verdict's parity.
             ep_start: EpStartSpec::Classic,
             ep_controller: EpControllerSpec::Classic,
             ep_power: None,
@@ -172,11 +178,40 @@ impl Default for EpSpec {
 impl EpSpec {
     /// The EP that SMC and the sampler run first for their reference: their
     /// specs carry no EP settings, so it keeps the driver of the records they
-    /// made before regrow became the default.
+    /// made: regrow off, classic start and controller, whatever the defaults.
     pub fn reference() -> EpSpec {
         EpSpec {
+            ep_start: EpStartSpec::Classic,
+            ep_controller: EpControllerSpec::Classic,
             ep_regrow: EpRegrow::Off,
             ..EpSpec::default()
         }
     }
+}
+
+/// The line `pacauc fit` prints before an EP run on the anderson controller
+/// or the continuation: what it is and how to get the classic driver. None
+/// for other methods and for the classic driver.
+pub fn announce(spec: &super::RunSpec) -> Option<String> {
+    let super::MethodSpec::Ep(e) = &spec.method else {
+        return None;
+    };
+    // ARD and GP-EP reach γ as before whatever the setting.
+    let reaches = !matches!(
+        spec.prior.as_ref().map(|p| p.kind),
+        Some(super::PriorKind::Ard | super::PriorKind::Gp)
+    );
+    let mut what = Vec::new();
+    if e.ep_controller == EpControllerSpec::Anderson {
+        what.push("the anderson step controller");
+    }
+    if reaches && e.ep_start == EpStartSpec::Continuation {
+        what.push("γ reached by continuation");
+    }
+    (!what.is_empty()).then(|| {
+        format!(
+            "EP driver: {} (--ep-controller classic --ep-start classic: the classic driver)",
+            what.join(", ")
+        )
+    })
 }

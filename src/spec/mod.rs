@@ -11,7 +11,7 @@ pub mod cost;
 mod cost_tests;
 pub mod demo_source;
 pub mod ep_gaussian;
-mod ep_spec;
+pub mod ep_spec;
 pub mod error;
 pub mod gcs_reference;
 pub mod merge;

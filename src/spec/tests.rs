@@ -372,3 +372,41 @@ fn ep_regrow_defaults_on_and_older_specs_read_as_before() {
     );
     assert_eq!(EpSpec::reference().ep_regrow, EpRegrow::Off);
 }
+
+/// Continuation and anderson are written when chosen; a spec without the
+/// fields reads as classic and classic is not written, so records keep their
+/// spec whatever the default. SMC's and the sampler's EP keep classic.
+#[test]
+fn ep_start_and_controller_written_when_chosen_absent_reads_classic() {
+    use super::run_spec::{EpControllerSpec, EpSpec, EpStartSpec};
+    let ep = |s: &RunSpec| match &s.method {
+        MethodSpec::Ep(e) => (e.ep_start, e.ep_controller),
+        _ => panic!("ep"),
+    };
+    let given = [("ep_start", "continuation"), ("ep_controller", "anderson")];
+    let new = from_given(PathBuf::from("d.csv"), "ep", &given).unwrap();
+    assert_eq!(
+        ep(&new),
+        (EpStartSpec::Continuation, EpControllerSpec::Anderson)
+    );
+    let mut v = new.to_value();
+    assert_eq!(v["method"]["ep_start"], "continuation");
+    assert_eq!(v["method"]["ep_controller"], "anderson");
+    assert_eq!(ep(&RunSpec::from_value(&v).unwrap()), ep(&new));
+    let m = v["method"].as_object_mut().unwrap();
+    m.remove("ep_start");
+    m.remove("ep_controller");
+    let classic = (EpStartSpec::Classic, EpControllerSpec::Classic);
+    assert_eq!(ep(&RunSpec::from_value(&v).unwrap()), classic);
+    let given = [("ep_start", "classic"), ("ep_controller", "classic")];
+    let old = from_given(PathBuf::from("d.csv"), "ep", &given).unwrap();
+    let w = old.to_value();
+    assert!(w["method"].get("ep_start").is_none());
+    assert!(w["method"].get("ep_controller").is_none());
+    assert_eq!(ep(&RunSpec::from_value(&w).unwrap()), classic);
+    let r = EpSpec::reference();
+    assert_eq!((r.ep_start, r.ep_controller), classic);
+    // Announced on stderr when chosen, not for the classic driver.
+    assert!(super::ep_spec::announce(&new).is_some());
+    assert!(super::ep_spec::announce(&old).is_none());
+}
