@@ -304,7 +304,7 @@ pub const EP_SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "how γ is reached",
-        help: "classic: from the prior (the folds' average after a CV), with each flavour's fallbacks; continuation: EP at γ directly from the prior (the folds' average after a CV) and, only where that does not converge, from γ = n/16 up to γ in steps that move the posterior by at most one sd, each warm-started from the last (details.gamma.path). Gaussian and spike-and-slab priors.",
+        help: "classic: from the prior (the folds' average after a CV), with each flavour's fallbacks; continuation: EP at γ directly from the prior (the folds' average after a CV) and, only where that does not converge, from γ = n/16 up to γ in steps that move the posterior by at most one sd, each warm-started from the last (details.gamma.path). Gaussian and spike-and-slab priors, and GP fits through features (Nyström, random Fourier; exact GP and CV folds run once).",
         default: "classic",
         methods: EP,
         group: Group::Ep,
