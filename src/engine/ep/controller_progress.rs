@@ -88,17 +88,6 @@ pub struct Progress {
     plain: Vec<(usize, f64)>,
 }
 
-/// |a − b| of the means in the sds of `b`.
-fn distance(a: &Marginal, b: &Marginal) -> f64 {
-    a.mean
-        .iter()
-        .zip(&b.mean)
-        .zip(&b.var)
-        .map(|((x, y), v)| (x - y) * (x - y) / v)
-        .sum::<f64>()
-        .sqrt()
-}
-
 impl Progress {
     pub fn reset(&mut self) {
         self.window.clear();
@@ -118,7 +107,7 @@ impl Progress {
     /// without a path).
     pub fn straightness(&self) -> f64 {
         match (self.path.front(), self.path.back()) {
-            (Some(a), Some(b)) if b.2 > a.2 => distance(&b.1, &a.1) / (b.2 - a.2),
+            (Some(a), Some(b)) if b.2 > a.2 => b.1.distance(&a.1) / (b.2 - a.2),
             _ => 1.0,
         }
     }
@@ -181,7 +170,7 @@ impl Progress {
             if self.path.back().is_some_and(|p| p.0 == sweep) {
                 self.path.pop_back();
             }
-            let way = self.path.back().map_or(0.0, |p| p.2 + distance(&q, &p.1));
+            let way = self.path.back().map_or(0.0, |p| p.2 + q.distance(&p.1));
             self.path.push_back((sweep, q, way));
             while self.path.front().is_some_and(|f| f.0 + WINDOW < sweep) {
                 self.path.pop_front();

@@ -1,7 +1,7 @@
 use super::*;
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::settings::{EpController, EpSettings};
-use crate::engine::ep::sweep_state::{Marginal, Rules, SweepState};
+use crate::engine::ep::sweep_state::{Converged, Marginal, Rules, SweepState};
 use crate::engine::ep::tests::toy;
 use crate::engine::ep::{Form, LinearEp, Precision};
 use crate::engine::interface::{Control, EngineError};
@@ -307,6 +307,25 @@ fn toy_of(f: fn(&[f64]) -> Vec<f64>, k: usize) -> VecToy {
     }
 }
 
+/// A run of plain damping (no mixing) on the two-coordinate toy map `f`
+/// from `cur`, at the default settings; it must converge.
+fn plain_run(f: fn(&[f64]) -> Vec<f64>, cur: Vec<f64>) -> (VecToy, Converged) {
+    let mut st = VecToy {
+        mixable: false,
+        cur,
+        ..toy_of(f, 2)
+    };
+    let out = run_once(
+        &mut st,
+        &EpSettings::default(),
+        RULES,
+        &Control::new(),
+        &mut |_, _| {},
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    (st, out)
+}
+
 /// A damped map that oscillates with growing amplitude at η = 0.7 and
 /// contracts at η = 0.35 (x ↦ −2.2x + 1: multiplier 1 − 3.2η) converges
 /// after one halving of η by the verdict, to its fixed point 1/3.2, without
@@ -386,19 +405,7 @@ fn a_long_transient_with_a_fixed_point_converges() {
     };
     // Plain damping only: the mixing finds the map's other (unstable)
     // fixed point x₁ = 0.
-    let mut st = VecToy {
-        mixable: false,
-        cur: vec![1.0, 0.01],
-        ..toy_of(f, 2)
-    };
-    let out = run_once(
-        &mut st,
-        &EpSettings::default(),
-        RULES,
-        &Control::new(),
-        &mut |_, _| {},
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (st, out) = plain_run(f, vec![1.0, 0.01]);
     assert_eq!(out.eta, 0.35);
     assert!(st.cur[0].abs() < 1e-3, "{:?}", st.cur);
     assert!((st.cur[1] - 1.0).abs() < 1e-3, "{:?}", st.cur);
@@ -416,19 +423,7 @@ fn a_halving_for_an_early_cycle_is_undone_where_the_halved_step_is_too_slow() {
         let a = 2.2 * x[0] * x[0] / (x[0] * x[0] + 0.01);
         vec![-a * x[0], 0.99 * x[1] + 0.01]
     };
-    let mut st = VecToy {
-        mixable: false,
-        cur: vec![1.0, 0.0],
-        ..toy_of(f, 2)
-    };
-    let out = run_once(
-        &mut st,
-        &EpSettings::default(),
-        RULES,
-        &Control::new(),
-        &mut |_, _| {},
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (st, out) = plain_run(f, vec![1.0, 0.0]);
     assert_eq!(out.eta, 0.7);
     assert!(out.sweeps < 1000, "{}", out.sweeps);
     assert!(st.cur[0].abs() < 1e-3, "{:?}", st.cur);

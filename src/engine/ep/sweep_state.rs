@@ -41,6 +41,18 @@ pub struct Marginal {
 }
 
 impl Marginal {
+    /// |m − m'| over all coordinates, each in the sds of `other` (primes):
+    /// how far a run's mean travelled, for the drift and cycle tests.
+    pub fn distance(&self, other: &Marginal) -> f64 {
+        self.mean
+            .iter()
+            .zip(&other.mean)
+            .zip(&other.var)
+            .map(|((x, y), v)| (x - y) * (x - y) / v)
+            .sum::<f64>()
+            .sqrt()
+    }
+
     /// Δ = max_k max(|m_k − m'_k|/sd'_k, |sd_k/sd'_k − 1|), primes = `old`.
     pub fn delta(&self, old: &Marginal) -> f64 {
         let mut d: f64 = 0.0;

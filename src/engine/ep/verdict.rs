@@ -39,17 +39,6 @@ pub struct Wander {
     windows: Vec<(usize, f64, f64)>,
 }
 
-/// |a − b| in the sds of `b`.
-fn distance(a: &Marginal, b: &Marginal) -> f64 {
-    a.mean
-        .iter()
-        .zip(&b.mean)
-        .zip(&b.var)
-        .map(|((x, y), v)| (x - y) * (x - y) / v)
-        .sum::<f64>()
-        .sqrt()
-}
-
 impl Wander {
     /// A window starts at `q` (the run's start, or after a stall or drift window).
     pub fn start_window(&mut self, q: Marginal) {
@@ -58,7 +47,7 @@ impl Wander {
 
     /// An accepted sweep moved q from `prev` to `now`.
     pub fn step(&mut self, prev: &Marginal, now: &Marginal) {
-        self.way += distance(now, prev);
+        self.way += now.distance(prev);
     }
 
     /// A stall window (a cycle: the cycle rule's business) ended with the
@@ -72,7 +61,7 @@ impl Wander {
     /// it is the `WINDOWS`-th wandering one in a row.
     pub fn drift_window(&mut self, sweep: usize, now: &Marginal, ratio: f64) -> bool {
         let straight = match &self.start {
-            Some(q0) if self.way > 0.0 => (distance(now, q0) / self.way).min(1.0),
+            Some(q0) if self.way > 0.0 => (now.distance(q0) / self.way).min(1.0),
             _ => 1.0,
         };
         let flat = self.best_ratio.is_some_and(|b| ratio > 0.5 * b);
