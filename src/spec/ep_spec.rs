@@ -196,17 +196,23 @@ pub fn announce(spec: &super::RunSpec) -> Option<String> {
     let super::MethodSpec::Ep(e) = &spec.method else {
         return None;
     };
-    // ARD and GP-EP reach γ as before whatever the setting.
-    let reaches = !matches!(
-        spec.prior.as_ref().map(|p| p.kind),
-        Some(super::PriorKind::Ard | super::PriorKind::Gp)
-    );
+    // ARD reaches γ as before whatever the setting; GP-EP by the
+    // continuation only through features (Nyström, random Fourier).
+    let reach = match spec.prior.as_ref().map(|p| p.kind) {
+        Some(super::PriorKind::Ard) => None,
+        Some(super::PriorKind::Gp) => {
+            Some("γ reached by continuation (GP through features; exact GP runs at γ)")
+        }
+        _ => Some("γ reached by continuation"),
+    };
     let mut what = Vec::new();
     if e.ep_controller == EpControllerSpec::Anderson {
         what.push("the anderson step controller");
     }
-    if reaches && e.ep_start == EpStartSpec::Continuation {
-        what.push("γ reached by continuation");
+    if let Some(r) = reach
+        && e.ep_start == EpStartSpec::Continuation
+    {
+        what.push(r);
     }
     (!what.is_empty()).then(|| {
         format!(
