@@ -465,13 +465,9 @@ pub fn run_once<S: SweepState>(
             // (spike-and-slab Pima and GP-EP Glass cycle at η = 0.7): the
             // step is halved, at most `VERDICT_HALVINGS` times; a drift is
             // not (a smaller step only slows it).
-            let cycle = match v {
-                Judged::Cycle => true,
-                Judged::Stop(NonProgress::NoContraction { .. }) => {
-                    progress.straightness() < super::STRAIGHT
-                }
-                Judged::Stop(_) => false,
-            };
+            let no_contraction = matches!(v, Judged::Stop(NonProgress::NoContraction { .. }));
+            let straight = progress.straightness() >= super::STRAIGHT;
+            let cycle = matches!(v, Judged::Cycle) || (no_contraction && !straight);
             if cycle && n.verdict_halvings < VERDICT_HALVINGS && eta * 0.5 >= s.min_eta {
                 eta *= 0.5;
                 n.verdict_halvings += 1;
@@ -491,8 +487,7 @@ pub fn run_once<S: SweepState>(
             // kept steps that set the plain steps back (claims' folds at 2n),
             // or its undone steps kept the secant off (spect at 16n). Not
             // for a straight window without contraction: a drift.
-            let drift = matches!(v, NonProgress::NoContraction { .. })
-                && progress.straightness() >= super::STRAIGHT;
+            let drift = no_contraction && straight;
             if aa.is_some() && !n.mixing_off && !drift {
                 aa = None;
                 n.mixing_off = true;

@@ -104,19 +104,22 @@ pub fn tilted(cav: Natural, prior: &MixturePrior) -> MixtureTilted {
     }
 }
 
+/// The site that matches the tilted moments `t` exactly: tilted ÷ cavity,
+/// whatever the sign of its precision (`site_update` fixes a non-positive one).
+pub fn matched_site(cav: Natural, t: &MixtureTilted) -> Site {
+    Site {
+        k: 1.0 / t.var - cav.tau,
+        h: t.mean / t.var - cav.nu,
+    }
+}
+
 /// The new site `u* = 1/v̂ − τ₋`, `v* = μ̂/v̂ − ν₋`; when `u* ≤ 0` it is replaced
 /// by `1/(100·slab)` (relative to the slab: scale-free) with v* chosen so that
 /// q's marginal keeps the tilted mean. Returns the site and whether it was fixed.
 pub fn site_update(cav: Natural, t: &MixtureTilted, prior: &MixturePrior) -> (Site, bool) {
-    let u = 1.0 / t.var - cav.tau;
-    if u > 0.0 {
-        return (
-            Site {
-                k: u,
-                h: t.mean / t.var - cav.nu,
-            },
-            false,
-        );
+    let matched = matched_site(cav, t);
+    if matched.k > 0.0 {
+        return (matched, false);
     }
     let u = 1.0 / (100.0 * prior.slab);
     let (s, m) = (1.0 / cav.tau, cav.nu / cav.tau);
@@ -275,11 +278,7 @@ impl PriorSites {
             let (mut new, was_fixed) = if fix {
                 site_update(cav, &t, &powered(prior, self.p[k], a).0)
             } else {
-                let raw = Site {
-                    k: 1.0 / t.var - cav.tau,
-                    h: t.mean / t.var - cav.nu,
-                };
-                (raw, false)
+                (matched_site(cav, &t), false)
             };
             let mut incl = t.w1;
             if a != 1.0 {

@@ -20,12 +20,13 @@
 //! `Ep` engine and `path` switch it on unless `--keep-fixes`). Primal form
 //! only: the reduced form whitens by the prior sites' precisions (> 0).
 
-use super::prior_sites::{MixturePrior, PriorSites, tilted};
+use super::prior_sites::{MixturePrior, PriorSites, matched_site, tilted};
 use super::sweep::{
     LikelihoodSites, Mode, SsOutcome, SsSettings, SsSweep, SsSweepInfo, ThetaMoments,
 };
 use crate::engine::ep::driver;
 use crate::engine::ep::settings::EpSettings;
+use crate::engine::ep::site::Site;
 use crate::engine::ep::sweep_state::Rules;
 use crate::engine::interface::{Control, EngineError};
 
@@ -64,8 +65,7 @@ pub fn update_unfixed(
     let mut negative = 0;
     for (k, cav) in cavs?.into_iter().enumerate() {
         let t = tilted(cav, prior);
-        let u = 1.0 / t.var - cav.tau;
-        let h = t.mean / t.var - cav.nu;
+        let Site { k: u, h } = matched_site(cav, &t);
         negative += (u < 0.0) as usize;
         sites.u[k] += eta * (u - sites.u[k]);
         sites.v[k] += eta * (h - sites.v[k]);
