@@ -116,9 +116,18 @@ impl Progress {
     /// the earlier half's, when it is not below 1 with at least `2·WINDOW`
     /// of them: the horizon grows with the sweeps spent, so a transient
     /// that turns within as many sweeps as it took is not condemned.
+    ///
+    /// Not while r falls: a last plain step below the `RATE_SPAN` − 1
+    /// before it is a slide that has turned (EEG's fold 4 at n/4, split 0:
+    /// at η = 0.35, r rose 2× over 44 sweeps and turned 3 sweeps before the
+    /// horizon ended; classic converges there).
     fn stalled(&self) -> Option<f64> {
         let (first, last) = (self.plain.first()?, self.plain.last()?);
         if last.0 + 1 < first.0 + 2 * WINDOW {
+            return None;
+        }
+        let recent = &self.plain[self.plain.len().saturating_sub(RATE_SPAN)..];
+        if recent.len() == RATE_SPAN && recent[..RATE_SPAN - 1].iter().all(|p| p.1 > last.1) {
             return None;
         }
         let mid = first.0 + (last.0 + 1 - first.0) / 2;
