@@ -277,8 +277,9 @@ impl Anderson {
         if self.order.len() == self.m + 1 {
             self.order.pop_front();
         }
-        for &j in &self.order {
-            let v = dot(&self.f[i], &self.f[j]);
+        let mut dots = [-0.0f64; HISTORY + 1];
+        dots_with(&self.f, i, self.order.iter().copied(), &mut dots);
+        for (&j, &v) in self.order.iter().zip(&dots) {
             self.gram[i * slots + j] = v;
             self.gram[j * slots + i] = v;
         }
@@ -347,8 +348,19 @@ pub fn mixed_value(mixed: Mixed<'_>, e: usize) -> f64 {
     v
 }
 
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+/// ⟨f[i], f[j]⟩ for each j of `with` into `out`, in one pass over f[i]: each
+/// sum runs over the coordinates in order, as a lone dot would (the same
+/// bits), but the sums' add chains overlap instead of waiting on one another
+/// (a lone 8192-term dot is bound by the add's latency).
+fn dots_with(f: &[Vec<f64>], i: usize, with: impl Iterator<Item = usize>, out: &mut [f64]) {
+    let others: Vec<&[f64]> = with.map(|j| &f[j][..]).collect();
+    let out = &mut out[..others.len()];
+    let fi = &f[i][..];
+    for (c, &x) in fi.iter().enumerate() {
+        for (acc, o) in out.iter_mut().zip(&others) {
+            *acc += x * o[c];
+        }
+    }
 }
 
 /// Largest predicted move of a secant step (ω times the last plain step's

@@ -399,8 +399,10 @@ impl PairEp {
         }
         match posterior::rebuild(&self.zp, &self.zn, &self.agg, &self.prior) {
             Some(q) => {
-                posterior::marginals(&self.zp, &self.zn, &q, &mut self.marg);
-                self.marg_stale = false;
+                // The per-row marginals wait for the next pass (`run_pass`):
+                // a state replaced before its pass (a secant or mixed step,
+                // an undone one) never needs them.
+                self.marg_stale = true;
                 self.q = Some(q);
                 true
             }
