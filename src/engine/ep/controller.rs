@@ -238,21 +238,21 @@ impl Anderson {
         self.order.is_empty()
     }
 
-    /// The staging slot and its G(x), for the flavour to write
-    /// (`SweepState::stage_trial`); then `stage`.
-    pub fn staged_g(&mut self) -> (usize, &mut [f64]) {
-        (self.staged, &mut self.g[self.staged])
+    /// What the flavour writes before `stage` (`SweepState::stage_trial`):
+    /// the staging slot, its G(x), the sampled coordinates and x at them
+    /// (into f's slot; one pass over the sites writes both).
+    pub fn staging(&mut self) -> (usize, &mut [f64], &[usize], &mut [f64]) {
+        let i = self.staged;
+        (i, &mut self.g[i], &self.sample, &mut self.f[i])
     }
 
-    /// Stages the pair at the current state, G(x) written into `staged_g`
-    /// with ‖G(x) − x‖² = `r2`: `x_at(idx, out)` writes x at the sampled
-    /// coordinates. Returns the residual ‖G(x) − x‖; `commit` adds the pair
-    /// to the history.
-    pub fn stage(&mut self, r2: f64, x_at: impl FnOnce(&[usize], &mut [f64])) -> f64 {
+    /// Stages the pair at the current state, G(x) and x at the sample
+    /// written by way of `staging`, with ‖G(x) − x‖² = `r2`. Returns the
+    /// residual ‖G(x) − x‖; `commit` adds the pair to the history.
+    pub fn stage(&mut self, r2: f64) -> f64 {
         let i = self.staged;
         let (g, f) = (&self.g[i], &mut self.f[i]);
-        // x at the sample into f's slot, then f = g − x in place.
-        x_at(&self.sample, f);
+        // f holds x at the sample: f = g − x in place.
         let (mut ff, mut xx) = (0.0, 0.0);
         for (fv, &j) in f.iter_mut().zip(&self.sample) {
             xx += *fv * *fv;
