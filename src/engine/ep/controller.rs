@@ -238,21 +238,21 @@ impl Anderson {
         self.order.is_empty()
     }
 
-    /// The staging slot and its G(x), for the flavour to write
-    /// (`SweepState::stage_trial`); then `stage`.
-    pub fn staged_g(&mut self) -> (usize, &mut [f64]) {
-        (self.staged, &mut self.g[self.staged])
+    /// What the flavour writes before `stage` (`SweepState::stage_trial`):
+    /// the staging slot, its G(x), the sampled coordinates and x at them
+    /// (into f's slot; one pass over the sites writes both).
+    pub fn staging(&mut self) -> (usize, &mut [f64], &[usize], &mut [f64]) {
+        let i = self.staged;
+        (i, &mut self.g[i], &self.sample, &mut self.f[i])
     }
 
-    /// Stages the pair at the current state, G(x) written into `staged_g`
-    /// with ‖G(x) − x‖² = `r2`: `x_at(idx, out)` writes x at the sampled
-    /// coordinates. Returns the residual ‖G(x) − x‖; `commit` adds the pair
-    /// to the history.
-    pub fn stage(&mut self, r2: f64, x_at: impl FnOnce(&[usize], &mut [f64])) -> f64 {
+    /// Stages the pair at the current state, G(x) and x at the sample
+    /// written by way of `staging`, with ‖G(x) − x‖² = `r2`. Returns the
+    /// residual ‖G(x) − x‖; `commit` adds the pair to the history.
+    pub fn stage(&mut self, r2: f64) -> f64 {
         let i = self.staged;
         let (g, f) = (&self.g[i], &mut self.f[i]);
-        // x at the sample into f's slot, then f = g − x in place.
-        x_at(&self.sample, f);
+        // f holds x at the sample: f = g − x in place.
         let (mut ff, mut xx) = (0.0, 0.0);
         for (fv, &j) in f.iter_mut().zip(&self.sample) {
             xx += *fv * *fv;
@@ -277,8 +277,9 @@ impl Anderson {
         if self.order.len() == self.m + 1 {
             self.order.pop_front();
         }
-        for &j in &self.order {
-            let v = dot(&self.f[i], &self.f[j]);
+        let mut dots = [-0.0f64; HISTORY + 1];
+        dots_with(&self.f, i, self.order.iter().copied(), &mut dots);
+        for (&j, &v) in self.order.iter().zip(&dots) {
             self.gram[i * slots + j] = v;
             self.gram[j * slots + i] = v;
         }
@@ -347,8 +348,19 @@ pub fn mixed_value(mixed: Mixed<'_>, e: usize) -> f64 {
     v
 }
 
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+/// ⟨f[i], f[j]⟩ for each j of `with` into `out`, in one pass over f[i]: each
+/// sum runs over the coordinates in order, as a lone dot would (the same
+/// bits), but the sums' add chains overlap instead of waiting on one another
+/// (a lone 8192-term dot is bound by the add's latency).
+fn dots_with(f: &[Vec<f64>], i: usize, with: impl Iterator<Item = usize>, out: &mut [f64]) {
+    let others: Vec<&[f64]> = with.map(|j| &f[j][..]).collect();
+    let out = &mut out[..others.len()];
+    let fi = &f[i][..];
+    for (c, &x) in fi.iter().enumerate() {
+        for (acc, o) in out.iter_mut().zip(&others) {
+            *acc += x * o[c];
+        }
+    }
 }
 
 /// Largest predicted move of a secant step (ω times the last plain step's

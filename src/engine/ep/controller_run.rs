@@ -268,9 +268,9 @@ pub fn run_once<S: SweepState>(
             // The current state is valid; a mixed one must also have cut the
             // residual. G(x) is staged, committed below.
             let res = aa.as_mut().map(|a| {
-                let (slot, g) = a.staged_g();
-                let r2 = st.stage_trial(slot, g);
-                a.stage(r2, |idx, out| st.current_at(idx, out))
+                let (slot, g, at, x) = a.staging();
+                let r2 = st.stage_trial(slot, g, at, x);
+                a.stage(r2)
             });
             match pending.take() {
                 Some(Pending::Anderson(before))

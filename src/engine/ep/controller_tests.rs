@@ -116,12 +116,12 @@ fn anderson_accelerates_a_linear_fixed_point() {
     let mut its = 0;
     loop {
         let g = a(&x);
-        aa.staged_g().1.copy_from_slice(&g);
-        let r = aa.stage(residual(&x, &g).powi(2), |idx, out| {
-            for (o, &i) in out.iter_mut().zip(idx) {
-                *o = x[i];
-            }
-        });
+        let (_, gs, at, xs) = aa.staging();
+        gs.copy_from_slice(&g);
+        for (o, &i) in xs.iter_mut().zip(at) {
+            *o = x[i];
+        }
+        let r = aa.stage(residual(&x, &g).powi(2));
         if r < 1e-10 {
             break;
         }
@@ -217,14 +217,12 @@ impl SweepState for VecToy {
     fn mix_len(&self) -> Option<usize> {
         self.mixable.then_some(self.cur.len())
     }
-    fn stage_trial(&mut self, _slot: usize, g: &mut [f64]) -> f64 {
+    fn stage_trial(&mut self, _slot: usize, g: &mut [f64], at: &[usize], x: &mut [f64]) -> f64 {
         g.copy_from_slice(&self.trial);
-        residual(&self.cur, &self.trial).powi(2)
-    }
-    fn current_at(&self, idx: &[usize], out: &mut [f64]) {
-        for (o, &i) in out.iter_mut().zip(idx) {
+        for (o, &i) in x.iter_mut().zip(at) {
             *o = self.cur[i];
         }
+        residual(&self.cur, &self.trial).powi(2)
     }
     fn mix_trial(&mut self, m: Mixed<'_>) -> bool {
         self.trial = (0..self.cur.len()).map(|e| mixed_value(m, e)).collect();

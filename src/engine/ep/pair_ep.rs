@@ -399,8 +399,10 @@ impl PairEp {
         }
         match posterior::rebuild(&self.zp, &self.zn, &self.agg, &self.prior) {
             Some(q) => {
-                posterior::marginals(&self.zp, &self.zn, &q, &mut self.marg);
-                self.marg_stale = false;
+                // The per-row marginals wait for the next pass (`run_pass`):
+                // a state replaced before its pass (a secant or mixed step,
+                // an undone one) never needs them.
+                self.marg_stale = true;
                 self.q = Some(q);
                 true
             }
@@ -660,11 +662,8 @@ impl SweepState for GaussianSweep<'_> {
     fn mix_len(&self) -> Option<usize> {
         Some(2 * self.ep.site_count())
     }
-    fn stage_trial(&mut self, slot: usize, g: &mut [f64]) -> f64 {
-        self.ep.stage_trial(slot, g)
-    }
-    fn current_at(&self, idx: &[usize], out: &mut [f64]) {
-        self.ep.current_at(idx, out);
+    fn stage_trial(&mut self, slot: usize, g: &mut [f64], at: &[usize], x: &mut [f64]) -> f64 {
+        self.ep.stage_trial(slot, g, at, x)
     }
     fn mix_trial(&mut self, mixed: Mixed<'_>) -> bool {
         self.ep.mix_trial(mixed)

@@ -97,16 +97,17 @@ impl PairEp {
     }
 
     /// Anderson's staging of the trial (`SweepState::stage_trial`): its
-    /// aggregates held under `slot`, its sites copied into `g`; returns
-    /// ‖trial − current‖².
-    pub(crate) fn stage_trial(&mut self, slot: usize, g: &mut [f64]) -> f64 {
+    /// aggregates held under `slot`, its sites copied into `g` and the
+    /// current ones at `at` into `x`; returns ‖trial − current‖².
+    pub(crate) fn stage_trial(
+        &mut self,
+        slot: usize,
+        g: &mut [f64],
+        at: &[usize],
+        x: &mut [f64],
+    ) -> f64 {
         self.hold_trial(slot);
-        with_store!(&self.store, s => s.trial_out(g))
-    }
-
-    /// The current sites at coordinates `idx` (`sites_vec`'s layout).
-    pub(crate) fn current_at(&self, idx: &[usize], out: &mut [f64]) {
-        with_store!(&self.store, s => s.current_at(idx, out));
+        with_store!(&self.store, s => s.trial_out(g, at, x))
     }
 
     /// The trial ← the mixed point Σ w·G(x_slot), written in place, its

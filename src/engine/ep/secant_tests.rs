@@ -86,7 +86,12 @@ fn a_mixed_trial_takes_the_held_aggregates_combined() {
     for slot in [3, 0] {
         a.pass_from_q(g, Some(0.7), false);
         let mut t = vec![0.0; len];
-        a.stage_trial(slot, &mut t);
+        // x at a sample, read in the same pass: the current sites there.
+        let at: Vec<usize> = (0..len).step_by(7).chain([len - 1]).collect();
+        let mut x = vec![f64::NAN; at.len()];
+        a.stage_trial(slot, &mut t, &at, &mut x);
+        let cur = a.sites_vec();
+        assert!(at.iter().zip(&x).all(|(&i, &v)| v == cur[i]));
         trials.push(t);
         a.accept_trial();
         assert!(a.rebuild(step));

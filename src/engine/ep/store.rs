@@ -232,19 +232,42 @@ impl<S: SiteScalar> SiteBuffers<S> {
         }
     }
 
-    /// Copies the trial (K then h) into `out` and returns ‖trial −
-    /// current‖² (summed as `residual2`): Anderson's staged G(x), one pass.
-    pub fn trial_out(&self, out: &mut [f64]) -> f64 {
-        let (c, t) = (self.cur, self.next());
-        let (ok, oh) = out.split_at_mut(self.len());
+    /// Copies the trial (K then h) into `out` and the current state at the
+    /// sorted coordinates `at` (that layout) into `x`, and returns ‖trial −
+    /// current‖² (summed as `residual2`): Anderson's staged G(x) in one
+    /// pass, each chunk's x read while the chunk is at hand.
+    pub fn trial_out(&self, out: &mut [f64], at: &[usize], x: &mut [f64]) -> f64 {
+        let (m, c, t) = (self.len(), self.cur, self.next());
+        let (ok, oh) = out.split_at_mut(m);
+        // The sample's part in each chunk, K's chunks then h's.
+        let mut sample = Vec::new();
+        let (mut at, mut x) = (at, x);
+        for base in [0, m] {
+            for lo in (0..m).step_by(CHUNK) {
+                let hi = base + (lo + CHUNK).min(m);
+                let k = at.partition_point(|&i| i < hi);
+                let (a, ar) = at.split_at(k);
+                let (xa, xr) = std::mem::take(&mut x).split_at_mut(k);
+                sample.push((base + lo, a, xa));
+                (at, x) = (ar, xr);
+            }
+        }
+        let (sk, sh) = sample.split_at_mut(m.div_ceil(CHUNK));
         let mut r2 = 0.0;
-        for (o, vc, vt) in [(ok, &self.k[c], &self.k[t]), (oh, &self.h[c], &self.h[t])] {
+        for (o, vc, vt, s) in [
+            (ok, &self.k[c], &self.k[t], sk),
+            (oh, &self.h[c], &self.h[t], sh),
+        ] {
             let parts: Vec<f64> = o
                 .par_chunks_mut(CHUNK)
                 .zip(vc.par_chunks(CHUNK).zip(vt.par_chunks(CHUNK)))
-                .map(|(o, (c, t))| {
+                .zip(s.par_iter_mut())
+                .map(|((o, (c, t)), (lo, at, x))| {
                     for (d, v) in o.iter_mut().zip(t) {
                         *d = v.to_f64();
+                    }
+                    for (x, &i) in x.iter_mut().zip(at.iter()) {
+                        *x = c[i - *lo].to_f64();
                     }
                     dist2(c, t)
                 })
@@ -252,19 +275,6 @@ impl<S: SiteScalar> SiteBuffers<S> {
             r2 += parts.iter().sum::<f64>();
         }
         r2
-    }
-
-    /// The current state at coordinates `idx` of `trial_out`'s layout.
-    pub fn current_at(&self, idx: &[usize], out: &mut [f64]) {
-        let (m, c) = (self.len(), self.cur);
-        for (o, &i) in out.iter_mut().zip(idx) {
-            *o = if i < m {
-                self.k[c][i]
-            } else {
-                self.h[c][i - m]
-            }
-            .to_f64();
-        }
     }
 
     /// The trial ← Σ w·G over `parts` (newest first, `trial_out`'s layout),
@@ -407,4 +417,37 @@ fn dist2<S: SiteScalar>(c: &[S], t: &[S]) -> f64 {
         acc[0] += d * d;
     }
     acc.iter().sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trial_out_reads_the_sample_of_every_chunk() {
+        // 3 × CHUNK pairs and a bit: K and h span several chunks each.
+        let (n_pos, n_neg) = (7, 3 * CHUNK / 7 + 5);
+        let mut s = SiteBuffers::<f64>::zeros(n_pos, n_neg).unwrap();
+        let m = s.len();
+        let val = |i: usize, b: f64| ((i as f64) * 0.37 + b).sin();
+        let (kc, hc): (Vec<f64>, Vec<f64>) = (
+            (0..m).map(|i| val(i, 0.0)).collect(),
+            (0..m).map(|i| val(m + i, 0.0)).collect(),
+        );
+        let (kt, ht): (Vec<f64>, Vec<f64>) = (
+            (0..m).map(|i| val(i, 1.0)).collect(),
+            (0..m).map(|i| val(m + i, 1.0)).collect(),
+        );
+        s.copy_in(&kc, &hc, false);
+        s.copy_in(&kt, &ht, true);
+        let at: Vec<usize> = (0..2 * m)
+            .filter(|i| i % 997 == 3 || *i == CHUNK || *i == m)
+            .collect();
+        let (mut out, mut x) = (vec![0.0; 2 * m], vec![f64::NAN; at.len()]);
+        let r2 = s.trial_out(&mut out, &at, &mut x);
+        assert_eq!(r2, s.residual2());
+        let (cur, trial): (Vec<f64>, Vec<f64>) = ([kc, hc].concat(), [kt, ht].concat());
+        assert_eq!(out, trial);
+        assert!(at.iter().zip(&x).all(|(&i, &v)| v == cur[i]));
+    }
 }

@@ -135,14 +135,13 @@ pub trait SweepState {
         None
     }
     /// Right after an update pass: writes the trial G(x) into `g` (one
-    /// layout, `mix_len` values) and returns ‖G(x) − x‖² over all of it;
+    /// layout, `mix_len` values) and the current sites x at the sorted
+    /// coordinates `at` into `x`, and returns ‖G(x) − x‖² over all of it;
     /// keeps what mixing this trial needs under Anderson's `slot` (the pair
     /// sites: its aggregates).
-    fn stage_trial(&mut self, _slot: usize, _g: &mut [f64]) -> f64 {
+    fn stage_trial(&mut self, _slot: usize, _g: &mut [f64], _at: &[usize], _x: &mut [f64]) -> f64 {
         f64::NAN
     }
-    /// The current sites at the coordinates `idx` of `stage_trial`'s layout.
-    fn current_at(&self, _idx: &[usize], _out: &mut [f64]) {}
     /// Replaces the trial by the mixed point Σ w·G of staged trials (newest
     /// first); `accept` then makes it current. False when it is not finite.
     fn mix_trial(&mut self, _mixed: Mixed<'_>) -> bool {
