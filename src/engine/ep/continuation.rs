@@ -116,34 +116,6 @@ impl RunFailure {
             rejected_halvings: count("halvings"),
         }
     }
-
-    /// Whether the failure is a cycle of the damped map at this γ that a
-    /// walk in γ does not answer: no contraction after the verdict halved η
-    /// (a smaller step did not remove the cycle), with no step rejected. The
-    /// walk answers an overshoot from the start: rejected steps (invalid
-    /// cavities, q not positive definite), a crawl (too slow), a straight
-    /// drift (spike-and-slab Glass split 2 at n/2: Δ/η rose 101× along a
-    /// straight line from the prior; the walk converges in 4 points). After
-    /// a cycle it ends in its verdict: spike-and-slab Colon at 2n and 4n, 13
-    /// of 20 splits, cycles from the prior at sweeps 75–114 and walks of
-    /// 9–10 points (650–900 sweeps) whose failures are cycles too.
-    pub fn is_cycle(&self) -> bool {
-        self.reason == NonConvergence::NoProgress
-            && matches!(self.verdict, Some(NonProgress::NoContraction { .. }))
-            && self.verdict_halvings > 0
-            && self.rejected_halvings == 0
-    }
-}
-
-/// What `reach` did after the direct run failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AfterDirect {
-    /// Walked from the prior (`walk`).
-    Walk,
-    /// Left it to the caller's alternative (power EP): a cycle at the target
-    /// (`RunFailure::is_cycle`).
-    Alternative,
 }
 
 /// The record of a continuation (`details.gamma.path`).
@@ -154,9 +126,6 @@ pub struct GammaPath {
     pub points: Vec<PathPoint>,
     /// Sweeps of every point, the failed ones included.
     pub sweeps: usize,
-    /// What followed a failed direct run (`reach`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub after_direct: Option<AfterDirect>,
 }
 
 /// The continuation ended without reaching the target.
@@ -232,10 +201,8 @@ pub fn next_step(kappa: f64, last_step: f64, moved: f64) -> (f64, bool) {
 /// start the caller set, e.g. the folds' average after a CV) under the
 /// run's non-progress verdict, then, only if that fails, by `walk` from the
 /// prior. Returns the target's outcome and the path (one point when the
-/// direct run converged). Where the caller has an `alternative` answer (power
-/// EP) a direct run that ends in a cycle (`RunFailure::is_cycle`) is not
-/// walked: `NoFixedPointInReach` at once, the path (`after_direct`) in its
-/// diagnostics.
+/// direct run converged). A failed direct run is the path's first point in
+/// the walk's record, whether the walk converges or not.
 ///
 /// Why the direct run first: where it converges it costs one run, where the
 /// walk costs 3–6 (`bench-ep`: 1.2–3.1× the CPU); and the walk follows the
@@ -250,7 +217,6 @@ pub fn reach<C: Continuable>(
     target: f64,
     n: usize,
     kappa: f64,
-    alternative: bool,
     on_point: &mut dyn FnMut(&PathPoint),
 ) -> Result<(C::Outcome, GammaPath), EngineError> {
     check_kappa(kappa)?;
@@ -276,7 +242,6 @@ pub fn reach<C: Continuable>(
                 target,
                 points: vec![point],
                 sweeps,
-                after_direct: None,
             };
             return Ok((out, path));
         }
@@ -285,7 +250,7 @@ pub fn reach<C: Continuable>(
     let EngineError::NotConverged {
         message,
         diagnostics,
-        reason,
+        ..
     } = &e
     else {
         return Err(e);
@@ -294,34 +259,10 @@ pub fn reach<C: Continuable>(
     point.error = Some(message.clone());
     point.failure = RunFailure::of(&e);
     on_point(&point);
-    if alternative && point.failure.is_some_and(|f| f.is_cycle()) {
-        let path = GammaPath {
-            kappa,
-            target,
-            sweeps: point.sweeps,
-            points: vec![point],
-            after_direct: Some(AfterDirect::Alternative),
-        };
-        return Err(EngineError::not_converged(
-            NonConvergence::NoFixedPointInReach,
-            format!(
-                "no fixed point in reach at γ = {:.4}n: the direct run cycles ({message}); \
-                 not walked in γ",
-                target / nf
-            ),
-            serde_json::json!({
-                "sweeps": path.sweeps,
-                "detail": { "reason": NonConvergence::NoFixedPointInReach,
-                            "direct_reason": reason, "last": diagnostics },
-                "gamma_path": path,
-            }),
-        ));
-    }
     match walk(st, target, n, kappa, on_point) {
         Ok((out, mut path)) => {
             path.sweeps += point.sweeps;
             path.points.insert(0, point);
-            path.after_direct = Some(AfterDirect::Walk);
             Ok((out, path))
         }
         Err(EngineError::NotConverged {
@@ -333,7 +274,6 @@ pub fn reach<C: Continuable>(
             let path = &mut diagnostics["gamma_path"];
             if let Some(points) = path["points"].as_array_mut() {
                 points.insert(0, serde_json::json!(point));
-                path["after_direct"] = serde_json::json!(AfterDirect::Walk);
                 path["sweeps"] =
                     serde_json::json!(path["sweeps"].as_u64().unwrap_or(0) + point.sweeps as u64);
             }
@@ -375,7 +315,6 @@ pub fn walk<C: Continuable>(
         target,
         points: Vec::new(),
         sweeps: 0,
-        after_direct: None,
     };
     st.reset();
     let mut gamma = (START_OVER_N * nf).min(target);

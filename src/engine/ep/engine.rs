@@ -340,7 +340,6 @@ impl Engine for Ep {
                         gamma,
                         pb.n(),
                         continuation::KAPPA,
-                        s.power.is_auto(),
                         &mut |p| sink.borrow_mut().emit(log(continuation::describe(p))),
                     )?;
                     let how = if path.points.len() > 1 {

@@ -26,8 +26,8 @@ pub struct PowerUsed {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ep_failure: Option<String>,
     /// EP's path in γ, when it reached γ by the continuation
-    /// (`continuation::GammaPath`): each failed point's typed `RunFailure`,
-    /// and `after_direct`, whether the failed direct run was walked.
+    /// (`continuation::GammaPath`), the failed direct run first: each failed
+    /// point's typed `RunFailure`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ep_path: Option<serde_json::Value>,
     /// The α tried before the answer's, with their failures.

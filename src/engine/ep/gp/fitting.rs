@@ -456,14 +456,8 @@ pub fn fit_features(
             ctl,
             on_sweep: &mut stream,
         };
-        let (out, p) = continuation::reach(
-            &mut lp,
-            gamma,
-            y.len(),
-            continuation::KAPPA,
-            false,
-            &mut |_| {},
-        )?;
+        let (out, p) =
+            continuation::reach(&mut lp, gamma, y.len(), continuation::KAPPA, &mut |_| {})?;
         gamma_path = Some(p);
         (out, None)
     } else if path.is_none_or(|p| p.is_empty()) {

@@ -246,20 +246,13 @@ pub fn run(
                     on_sweep: &mut on_sweep,
                     new_run: &mut || sink.borrow_mut().drop_earlier_sweeps(),
                 };
-                let (out, path) = continuation::reach(
-                    &mut sp,
-                    gamma,
-                    pb.n(),
-                    continuation::KAPPA,
-                    // Power EP answers where EP has no fixed point in reach.
-                    settings.ep.power.is_auto(),
-                    &mut |p| {
+                let (out, path) =
+                    continuation::reach(&mut sp, gamma, pb.n(), continuation::KAPPA, &mut |p| {
                         sink.borrow_mut().emit(Event::Log {
                             level: LogLevel::Info,
                             message: continuation::describe(p).replacen("ep:", "ep spike-slab:", 1),
                         })
-                    },
-                )?;
+                    })?;
                 Ok((out, Some(path), None))
             } else {
                 let (out, path) = warm_path::run(
