@@ -41,7 +41,7 @@
 //! r_t = Δ_t/η_t of the plain steps (mixed and undone ones left out: a run
 //! of undone steps re-added the last residual and looked stalled: claims,
 //! `--gamma auto`). A window of `WINDOW` sweeps without contraction halves
-//! η (`VERDICT_HALVINGS` times) where the mean did not move straight (a
+//! η (`VERDICT_HALVINGS` times per regrowth) where the mean did not move straight (a
 //! cycle at a large step converges at a smaller one), not for a drift. The
 //! verdict (`NonProgress`) needs a horizon that grows with the sweeps
 //! spent: r's best over the later half of the sweeps at one η (at least
@@ -50,9 +50,9 @@
 //! mixing was on, a verdict other than a drift first turns it off (once)
 //! and judges plain damping anew: the mixing's safeguard judges by the site
 //! residual, and on claims' and spect's folds its steps set the plain steps
-//! back or kept the secant off. A too-slow verdict at the halved step first
-//! undoes the halving (once), where twice the step could finish within the
-//! sweeps left (`run::regrows`).
+//! back or kept the secant off. An η cut by a rejected sweep or by the
+//! verdict's halving grows back after clean plain steps (`regrow`, as in the
+//! classic driver); the verdict's window restarts at every change of η.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;

@@ -11,6 +11,7 @@ use super::{
     Anderson, Judged, MIN_FACTOR, NonProgress, PLAIN_SWEEPS, Progress, SPAN, VERDICT_HALVINGS,
     marginal_dots, secant_factor,
 };
+use crate::engine::ep::regrow::Regrow;
 use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::sweep_state::{
     Converged, Marginal, PassDone, Rules, StoppedAt, SweepState, SweepStatus, not_converged,
@@ -24,8 +25,8 @@ use crate::engine::interface::{Control, EngineError};
 struct Counts {
     halvings: usize,
     verdict_halvings: usize,
-    /// Verdict halvings undone (`regrows`).
-    regrown: usize,
+    /// η doubled back (`Regrow`).
+    regrowths: usize,
     mixed: usize,
     undone: usize,
     /// The mixing was turned off by a verdict (plain damping judged anew).
@@ -60,21 +61,6 @@ fn recover<S: SweepState>(st: &mut S, aa: &mut Option<Anderson>, eta: f64) -> bo
     true
 }
 
-/// Whether a too-slow verdict at an η the verdict halved undoes that
-/// halving instead of ending the run: the halving answered a window
-/// without contraction, which an early transient of a large step also
-/// gives (claims at γ = n: a period-2 oscillation at η = 0.7 for ~20
-/// sweeps, then at 0.35 a contraction of 0.9927 a sweep, 1046 sweeps
-/// projected with 928 left; regrown, it converges at 0.7 in 115 sweeps,
-/// classic in 287 at 0.35). A slow mode's rate a sweep scales with η, so
-/// only where twice the step could finish within the sweeps left: a drift
-/// (a hopeless projection) keeps its verdict. Once per halving; a
-/// cycle that comes back at the regrown step gets the verdict.
-fn regrows(v: &NonProgress, n: &Counts) -> bool {
-    matches!(v, NonProgress::TooSlow { needed, left, .. } if needed / 2.0 <= *left as f64)
-        && n.regrown < n.verdict_halvings
-}
-
 /// Rebuilds q after an accepted step, halving η (the step shrunk towards
 /// the rollback point) while it is rejected: the halvings, None when η fell
 /// below its minimum.
@@ -84,9 +70,11 @@ fn complete<S: SweepState>(
     warmup: bool,
     min_eta: f64,
     n: &mut Counts,
+    regrow: &mut Regrow,
 ) -> Option<usize> {
     let mut halved = 0;
     while !st.complete_sweep(*eta, warmup) {
+        regrow.cut(*eta);
         *eta *= 0.5;
         n.halvings += 1;
         halved += 1;
@@ -130,6 +118,10 @@ pub fn run_once<S: SweepState>(
     // doubled by a kept one and by each plain pair without one).
     let (mut last_plain, mut cap) = (false, f64::INFINITY);
     let mut n = Counts::default();
+    // η cut by a failed step grows back (`Regrow`): Δ's best since the last
+    // cut of η, and the verdict's halvings since the last regrowth.
+    let mut regrow = Regrow::new(s);
+    let (mut best_delta, mut halved_here) = (f64::INFINITY, 0usize);
     let fail = |st: &S,
                 why: &str,
                 sweep: usize,
@@ -139,7 +131,7 @@ pub fn run_once<S: SweepState>(
                 n: &Counts| {
         let detail = json!({
             "reason": reason, "controller": "anderson", "halvings": n.halvings,
-            "verdict_halvings": n.verdict_halvings, "verdict_regrown": n.regrown,
+            "verdict_halvings": n.verdict_halvings, "regrowths": n.regrowths,
             "mixed_steps": n.mixed, "mixed_undone": n.undone, "mixing_off": n.mixing_off,
         });
         not_converged(st, s, why, StoppedAt { sweep, eta, delta }, reason, detail)
@@ -166,11 +158,12 @@ pub fn run_once<S: SweepState>(
                            eta: &mut f64,
                            n: &mut Counts,
                            cap: &mut f64,
-                           progress: &mut Progress| {
+                           progress: &mut Progress,
+                           regrow: &mut Regrow| {
             *cap = omega / 2.0;
             st.scale_step(1.0 / omega);
             n.undone += 1;
-            let h = complete(st, eta, false, s.min_eta, n)?;
+            let h = complete(st, eta, false, s.min_eta, n, regrow)?;
             if h > 0 {
                 progress.reset();
             }
@@ -194,9 +187,15 @@ pub fn run_once<S: SweepState>(
                     recovered = true;
                 }
                 Some(Pending::Secant { omega, .. }) => {
-                    let Some(plain) =
-                        secant_undo(st, omega, &mut eta, &mut n, &mut cap, &mut progress)
-                    else {
+                    let Some(plain) = secant_undo(
+                        st,
+                        omega,
+                        &mut eta,
+                        &mut n,
+                        &mut cap,
+                        &mut progress,
+                        &mut regrow,
+                    ) else {
                         let reason = st.rebuild_reason();
                         return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
                     };
@@ -224,8 +223,10 @@ pub fn run_once<S: SweepState>(
                         }
                         continue;
                     }
-                    // Reject the current state: the same step with η halved, kept halved.
+                    // Reject the current state: the same step with η halved
+                    // (until clean sweeps regrow it).
                     loop {
+                        regrow.cut(eta);
                         eta *= 0.5;
                         n.halvings += 1;
                         if eta < s.min_eta {
@@ -287,9 +288,15 @@ pub fn run_once<S: SweepState>(
                 }
                 Some(Pending::Secant { before, omega }) => {
                     if st.residual2().is_none_or(|r| r >= before) {
-                        let Some(plain) =
-                            secant_undo(st, omega, &mut eta, &mut n, &mut cap, &mut progress)
-                        else {
+                        let Some(plain) = secant_undo(
+                            st,
+                            omega,
+                            &mut eta,
+                            &mut n,
+                            &mut cap,
+                            &mut progress,
+                            &mut regrow,
+                        ) else {
                             let reason = st.rebuild_reason();
                             return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
                         };
@@ -374,7 +381,9 @@ pub fn run_once<S: SweepState>(
                         last_plain = false;
                     }
                 } else {
-                    let Some(h) = complete(st, &mut eta, sweep < warmup, s.min_eta, &mut n) else {
+                    let Some(h) =
+                        complete(st, &mut eta, sweep < warmup, s.min_eta, &mut n, &mut regrow)
+                    else {
                         let reason = st.rebuild_reason();
                         return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
                     };
@@ -451,6 +460,23 @@ pub fn run_once<S: SweepState>(
             continue;
         }
         st.after_sweep(eta);
+        if plain {
+            // Clean plain steps regrow an η cut by a failed step; the
+            // verdict never judges a window across the change.
+            let next = regrow.next(eta, delta < best_delta);
+            best_delta = best_delta.min(delta);
+            if next > eta {
+                // Δ grows with the step: compare like with like.
+                best_delta *= next / eta;
+                eta = next;
+                (n.regrowths, halved_here, last_plain) = (n.regrowths + 1, 0, false);
+                progress.reset();
+                if let Some(a) = aa.as_mut() {
+                    a.clear();
+                }
+                continue;
+            }
+        }
         if sweep > warmup
             && let Some(v) = progress.step_at(
                 sweep,
@@ -463,14 +489,21 @@ pub fn run_once<S: SweepState>(
             // A window without contraction that is not straight may be a
             // cycle of the damped map that a smaller step removes
             // (spike-and-slab Pima and GP-EP Glass cycle at η = 0.7): the
-            // step is halved, at most `VERDICT_HALVINGS` times; a drift is
-            // not (a smaller step only slows it).
+            // step is halved, at most `VERDICT_HALVINGS` times since the
+            // last regrowth; a drift is not (a smaller step only slows it).
+            // The halving is a failed step for `Regrow`: an early transient
+            // of the large step (claims at γ = n: a period-2 oscillation at
+            // η = 0.7 for ~20 sweeps, then a slow mode) gets the step back
+            // once the halved one contracts cleanly; a cycle that comes back
+            // at the regrown step is halved again and capped there.
             let no_contraction = matches!(v, Judged::Stop(NonProgress::NoContraction { .. }));
             let straight = progress.straightness() >= super::STRAIGHT;
             let cycle = matches!(v, Judged::Cycle) || (no_contraction && !straight);
-            if cycle && n.verdict_halvings < VERDICT_HALVINGS && eta * 0.5 >= s.min_eta {
+            if cycle && halved_here < VERDICT_HALVINGS && eta * 0.5 >= s.min_eta {
+                regrow.cut(eta);
                 eta *= 0.5;
-                n.verdict_halvings += 1;
+                (n.verdict_halvings, halved_here) = (n.verdict_halvings + 1, halved_here + 1);
+                best_delta = f64::INFINITY;
                 last_plain = false;
                 progress.reset();
                 if let Some(a) = aa.as_mut() {
@@ -493,16 +526,6 @@ pub fn run_once<S: SweepState>(
                 n.mixing_off = true;
                 last_plain = false;
                 progress.reset();
-                continue;
-            }
-            if regrows(&v, &n) {
-                eta *= 2.0;
-                n.regrown += 1;
-                last_plain = false;
-                progress.reset();
-                if let Some(a) = aa.as_mut() {
-                    a.clear();
-                }
                 continue;
             }
             let mut e = fail(

@@ -19,6 +19,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::extrapolation::{JUMP_FAILS, JUMP_MAX, jump_factor};
+use super::regrow::Regrow;
 use super::settings::EpSettings;
 use super::sweep_state::{Converged, Failure, Marginal, Rules, SweepState, SweepStatus};
 use super::sweep_state::{PassDone, StoppedAt, not_converged, open_run, prior_not_pd, report_pass};
@@ -54,66 +55,6 @@ pub fn run<S: SweepState>(
             Ok(out)
         }
         r => r,
-    }
-}
-
-/// Regrowth of an η cut by rejected sweeps (`EpSettings::regrow`). Sweeps
-/// from the prior overshoot at a large γ (invalid cavities at η = 0.7) and
-/// halve η, yet nearer the fixed point the same sites take far larger steps:
-/// kept cut, GP-EP on EEG at 16n crawls at η ≈ 0.02 with Δ/η falling ~1% a
-/// sweep. η doubles back after `after` clean sweeps in a row, each at a new
-/// smallest Δ, up to `cap` (the damping, lowered by the stall rule's
-/// halvings: a cycle's cut is kept); a rejection after a regrowth doubles
-/// `after`, backing off where the larger step keeps failing, and caps later
-/// regrowths below the rejected η (GP-EP on EEG: a regrown η = 0.7 rejected
-/// once, regrown again, cost ≈ 28 sweeps before the stall rule cut it).
-struct Regrow {
-    on: bool,
-    cap: f64,
-    clean: usize,
-    after: usize,
-    grown: bool,
-}
-
-/// Clean sweeps before the first regrowth.
-const REGROW_AFTER: usize = 5;
-
-impl Regrow {
-    fn new(s: &EpSettings) -> Regrow {
-        Regrow {
-            on: s.regrow,
-            cap: s.eta,
-            clean: 0,
-            after: REGROW_AFTER,
-            grown: false,
-        }
-    }
-
-    /// A rejected step at `rejected` cut η.
-    fn cut(&mut self, rejected: f64) {
-        self.clean = 0;
-        if std::mem::take(&mut self.grown) {
-            self.after *= 2;
-            self.cap = self.cap.min(0.5 * rejected);
-        }
-    }
-
-    /// The stall rule halved η to `eta`: the new cap.
-    fn stall(&mut self, eta: f64) {
-        (self.cap, self.clean) = (self.cap.min(eta), 0);
-    }
-
-    /// An accepted sweep at `eta` (a new smallest Δ or not): the next η.
-    fn next(&mut self, eta: f64, new_best: bool) -> f64 {
-        if !self.on {
-            return eta;
-        }
-        self.clean = if new_best { self.clean + 1 } else { 0 };
-        if self.clean < self.after || eta >= self.cap {
-            return eta;
-        }
-        (self.clean, self.grown) = (0, true);
-        (2.0 * eta).min(self.cap)
     }
 }
 

@@ -286,25 +286,3 @@ fn regrow_restores_an_eta_cut_by_transient_rejections() {
         outs[0].sweeps
     );
 }
-
-/// A regrown η rejected again caps later regrowths below it; a rejection
-/// before any regrowth (the first sweeps' overshoot) does not.
-#[test]
-fn a_rejected_regrowth_caps_later_ones() {
-    let s = EpSettings {
-        regrow: true,
-        ..settings(0.7)
-    };
-    let mut r = super::Regrow::new(&s);
-    r.cut(0.7);
-    let grow = |r: &mut super::Regrow, eta: f64| {
-        let mut next = eta;
-        for _ in 0..100 {
-            next = r.next(next, true);
-        }
-        next
-    };
-    assert_eq!(grow(&mut r, 0.175), 0.7);
-    r.cut(0.7);
-    assert_eq!(grow(&mut r, 0.175), 0.35);
-}

@@ -12,6 +12,7 @@
 //! - `driver`: the classic sweep loop of every EP flavour (acceptance, η back-off,
 //!   stall/cycle/drift rules, convergence, diagnostics); `extrapolation` its
 //!   extrapolated steps.
+//! - `regrow`: η cut by a failed step grows back (both loops).
 //! - `settings`, `outcome`: an EP run's settings and what it reports.
 //! - `power`: power EP (α < 1) as the answer where EP has no fixed point.
 //! - `pair_ep`: the pair sites' state with a Gaussian prior, run on the driver.
@@ -35,6 +36,7 @@ pub mod outcome;
 pub mod pair_ep;
 pub mod posterior;
 pub mod power;
+mod regrow;
 pub mod settings;
 pub mod site;
 pub mod spike_slab;
