@@ -22,6 +22,7 @@
 
 use serde::Serialize;
 
+use super::controller::NonProgress;
 use super::sweep_state::Marginal;
 use crate::engine::error::NonConvergence;
 use crate::engine::interface::EngineError;
@@ -70,6 +71,51 @@ pub struct PathPoint {
     /// Why the point failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The same, typed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<RunFailure>,
+}
+
+/// A failed run's typed facts (its reason, and the loop's verdict and
+/// counters from its diagnostics): what `reach` decides on after a failed
+/// direct run, and what a failed point records.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RunFailure {
+    pub reason: NonConvergence,
+    /// The anderson controller's non-progress verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<NonProgress>,
+    /// η halved by the verdict: a window without contraction that was not
+    /// straight (a cycle), before the verdict itself.
+    pub verdict_halvings: usize,
+    /// η halved by rejected steps (invalid cavities, q not positive definite).
+    pub rejected_halvings: usize,
+}
+
+impl RunFailure {
+    /// The facts of a `NotConverged` error (None for any other).
+    pub fn of(e: &EngineError) -> Option<RunFailure> {
+        match e {
+            EngineError::NotConverged {
+                reason,
+                diagnostics,
+                ..
+            } => Some(RunFailure::from_parts(*reason, diagnostics)),
+            _ => None,
+        }
+    }
+
+    /// From a `NotConverged` error's reason and diagnostics.
+    pub fn from_parts(reason: NonConvergence, diagnostics: &serde_json::Value) -> RunFailure {
+        let d = &diagnostics["detail"];
+        let count = |k: &str| d[k].as_u64().unwrap_or(0) as usize;
+        RunFailure {
+            reason,
+            verdict: serde_json::from_value(d["verdict"].clone()).ok(),
+            verdict_halvings: count("verdict_halvings"),
+            rejected_halvings: count("halvings"),
+        }
+    }
 }
 
 /// The record of a continuation (`details.gamma.path`).
@@ -155,7 +201,8 @@ pub fn next_step(kappa: f64, last_step: f64, moved: f64) -> (f64, bool) {
 /// start the caller set, e.g. the folds' average after a CV) under the
 /// run's non-progress verdict, then, only if that fails, by `walk` from the
 /// prior. Returns the target's outcome and the path (one point when the
-/// direct run converged).
+/// direct run converged). A failed direct run is the path's first point in
+/// the walk's record, whether the walk converges or not.
 ///
 /// Why the direct run first: where it converges it costs one run, where the
 /// walk costs 3–6 (`bench-ep`: 1.2–3.1× the CPU); and the walk follows the
@@ -184,8 +231,9 @@ pub fn reach<C: Continuable>(
         moved: None,
         shortened: None,
         error: None,
+        failure: None,
     };
-    match st.run_at(target, true) {
+    let e = match st.run_at(target, true) {
         Ok((out, sweeps, tol)) => {
             (point.sweeps, point.tol, point.converged) = (sweeps, tol, true);
             on_point(&point);
@@ -195,20 +243,45 @@ pub fn reach<C: Continuable>(
                 points: vec![point],
                 sweeps,
             };
-            Ok((out, path))
+            return Ok((out, path));
         }
-        Err(EngineError::NotConverged {
-            message,
-            diagnostics,
-            ..
-        }) => {
-            point.sweeps = diagnostics["sweeps"].as_u64().unwrap_or(0) as usize;
-            point.error = Some(message);
-            on_point(&point);
-            let (out, mut path) = walk(st, target, n, kappa, on_point)?;
+        Err(e) => e,
+    };
+    let EngineError::NotConverged {
+        message,
+        diagnostics,
+        ..
+    } = &e
+    else {
+        return Err(e);
+    };
+    point.sweeps = diagnostics["sweeps"].as_u64().unwrap_or(0) as usize;
+    point.error = Some(message.clone());
+    point.failure = RunFailure::of(&e);
+    on_point(&point);
+    match walk(st, target, n, kappa, on_point) {
+        Ok((out, mut path)) => {
             path.sweeps += point.sweeps;
             path.points.insert(0, point);
             Ok((out, path))
+        }
+        Err(EngineError::NotConverged {
+            reason,
+            message,
+            mut diagnostics,
+        }) => {
+            // The walk's record starts with the direct run too.
+            let path = &mut diagnostics["gamma_path"];
+            if let Some(points) = path["points"].as_array_mut() {
+                points.insert(0, serde_json::json!(point));
+                path["sweeps"] =
+                    serde_json::json!(path["sweeps"].as_u64().unwrap_or(0) + point.sweeps as u64);
+            }
+            Err(EngineError::NotConverged {
+                reason,
+                message,
+                diagnostics,
+            })
         }
         Err(e) => Err(e),
     }
@@ -265,6 +338,7 @@ pub fn walk<C: Continuable>(
             moved: None,
             shortened,
             error: None,
+            failure: None,
         };
         match res {
             Ok((out, sweeps, tol)) => {
@@ -292,14 +366,15 @@ pub fn walk<C: Continuable>(
                 shortened = by_move.then_some(Shortened::Move);
             }
             Err(EngineError::NotConverged {
+                reason,
                 message,
                 diagnostics,
-                ..
             }) => {
                 if let Some(d) = diagnostics["sweeps"].as_u64() {
                     point.sweeps = d as usize;
                     path.sweeps += d as usize;
                 }
+                point.failure = Some(RunFailure::from_parts(reason, &diagnostics));
                 point.error = Some(message.clone());
                 on_point(&point);
                 path.points.push(point);

@@ -102,9 +102,26 @@ fn the_target_is_tried_directly_first() {
     assert_eq!(out, 100.0);
     let p = &path.points;
     assert!(!p[0].converged && p[0].gamma == 100.0 && p[0].error.is_some());
+    assert_eq!(p[0].failure.unwrap().reason, NonConvergence::Drift);
     assert_eq!(p[1].gamma, 10.0 / 16.0);
     assert!(p[1..].iter().all(|q| q.converged) && p.len() > 3);
     assert_eq!(path.sweeps, 50 + 7 * (p.len() - 1));
+}
+
+/// A walk that fails keeps the failed direct run first in its record.
+#[test]
+fn a_failed_walk_records_the_direct_run() {
+    let mut m = Mock::new(30.0, f64::INFINITY, false);
+    let err = reach(&mut m, 100.0, 10, 1.0, &mut |_| {}).unwrap_err();
+    let EngineError::NotConverged { diagnostics, .. } = err else {
+        panic!("{err:?}")
+    };
+    let path = &diagnostics["gamma_path"];
+    assert_eq!(path["points"][0]["direct"], true);
+    assert_eq!(path["points"][0]["failure"]["reason"], "drift");
+    let points = path["points"].as_array().unwrap();
+    let sweeps: u64 = points.iter().map(|p| p["sweeps"].as_u64().unwrap()).sum();
+    assert_eq!(path["sweeps"].as_u64().unwrap(), sweeps);
 }
 
 /// A γ that failed and later converges from a nearer start lifts the

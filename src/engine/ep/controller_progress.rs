@@ -21,7 +21,7 @@
 
 use std::collections::VecDeque;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::super::sweep_state::Marginal;
 
@@ -36,7 +36,7 @@ pub const VERDICT_HALVINGS: usize = 1;
 pub const STRAIGHT: f64 = 0.5;
 
 /// Why a run makes no progress.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum NonProgress {
     /// The residual's best value did not improve over the later half of

@@ -25,6 +25,11 @@ pub struct PowerUsed {
     /// EP's own failure, when the fallback ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ep_failure: Option<String>,
+    /// EP's path in γ, when it reached γ by the continuation
+    /// (`continuation::GammaPath`), the failed direct run first: each failed
+    /// point's typed `RunFailure`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ep_path: Option<serde_json::Value>,
     /// The α tried before the answer's, with their failures.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<(f64, String)>,
@@ -50,6 +55,7 @@ pub fn run_with_fallback<T>(
         alpha: s.power.alpha(),
         chosen_by: if s.power.is_auto() { "ep" } else { "fixed" },
         ep_failure: None,
+        ep_path: None,
         failed: Vec::new(),
     };
     let ep_failure = match first {
@@ -73,6 +79,12 @@ pub fn run_with_fallback<T>(
                         alpha,
                         chosen_by: "fallback",
                         ep_failure: Some(ep_failure.to_string()),
+                        ep_path: match &ep_failure {
+                            EngineError::NotConverged { diagnostics, .. } => {
+                                Some(diagnostics["gamma_path"].clone()).filter(|p| !p.is_null())
+                            }
+                            _ => None,
+                        },
                         failed,
                     },
                 ));
