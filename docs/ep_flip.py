@@ -15,6 +15,9 @@ are user + system of the whole invocation. Parts:
   iteration; GP-EP: + the ℓ search), grid points dropped, power EP's α.
 - auto: `fit F --method ep --gamma auto --is-draws 0` on spectf, spect, claims
   (docs/messy_data.py), pima, glass: dropped grid points, γ/n, AUC.
+- ssauto: spike-and-slab `--gamma auto` on demo-data/sparse_linear.csv as
+  tests/cli_spike_slab_cv.rs runs it (`--inclusion-prior 0.2 --folds 3
+  --gamma-grid 0.25,1,4`): dropped grid points, γ, AUC.
 - eeg: `reproduce --only eeg --methods ep --splits 1` (≈ 250 CPU s each).
 - bench: `bench-ep F --repeats 3 --json`, `--rounds` interleaved rounds on
   credit, sonar, ionosphere; the ratio B ÷ A of the median EP CPU s.
@@ -32,7 +35,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def timed(cmd, folder):
-    """Runs cmd (a list) in folder under nice and /usr/bin/time: (CPU s, rc, tail)."""
+    """Runs cmd (a list) in folder under nice and /usr/bin/time: (CPU s, rc, stdout's tail)."""
     os.makedirs(folder, exist_ok=True)
     tfile = os.path.join(folder, "time.txt")
     full = ["nice", "-n", "10", "/usr/bin/time", "-f", "%U %S", "-o", tfile] + cmd
@@ -42,7 +45,7 @@ def timed(cmd, folder):
         cpu = float(u) + float(s)
     except (OSError, ValueError):
         cpu = float("nan")
-    return cpu, p.returncode, (p.stdout + p.stderr)[-3000:]
+    return cpu, p.returncode, p.stdout[-3000:]
 
 
 def summary(rec):
@@ -82,7 +85,11 @@ def load(path):
         return None
 
 
+ONLY = []
+
+
 def pairs_order(i, runs):
+    runs = [r for r in runs if not ONLY or r in ONLY]
     return runs if i % 2 == 0 else runs[::-1]
 
 
@@ -99,6 +106,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--b-args", default="")
     ap.add_argument("--table", action="store_true")
+    ap.add_argument("--only-bin", default="", help="A or B: run one binary only (e.g. a baseline)")
     o = ap.parse_args()
     out = os.path.abspath(o.out)
     os.makedirs(out, exist_ok=True)
@@ -110,6 +118,7 @@ def main():
 
 def run_all(o, out, res_path):
     bins = {"A": (os.path.abspath(o.a), []), "B": (os.path.abspath(o.b), shlex.split(o.b_args))}
+    ONLY.extend(x for x in o.only_bin.split(",") if x)
     parts = o.parts.split(",")
     res = open(res_path, "a")
     i = 0
@@ -151,6 +160,18 @@ def run_all(o, out, res_path):
                 emit({"part": "auto", "cell": f, "bin": who, "cpu": cpu, "rc": rc,
                       **summary(load(os.path.join(folder, "r.json")))})
             i += 1
+    if "ssauto" in parts:
+        for who in pairs_order(i, ["A", "B"]):
+            exe, extra = bins[who]
+            folder = os.path.join(out, who, "ssauto")
+            cmd = [exe, "fit", os.path.join(REPO, "demo-data", "sparse_linear.csv"), "--method",
+                   "ep", "--prior", "spike-slab", "--gamma", "auto", "--inclusion-prior", "0.2",
+                   "--folds", "3", "--gamma-grid", "0.25,1,4", "--threads", "1", "--is-draws",
+                   "0", "--out", "r.json"] + extra
+            cpu, rc, tail = timed(cmd, folder)
+            emit({"part": "ssauto", "cell": "sparse_linear ss", "bin": who, "cpu": cpu, "rc": rc,
+                  **summary(load(os.path.join(folder, "r.json")))})
+        i += 1
     if "eeg" in parts:
         for who in pairs_order(i, ["A", "B"]):
             exe, extra = bins[who]
@@ -204,7 +225,8 @@ def table(res_path):
         same = a.get("log_z") is not None and b.get("log_z") is not None and \
             abs(a["log_z"] - b["log_z"]) < 1e-3 and a.get("auc_test") == b.get("auc_test")
         mark = "" if same else " *"
-        auc = "auc_test" if a.get("auc_test") is not None else "auc_train"
+        has_test = a.get("auc_test") is not None or b.get("auc_test") is not None
+        auc = "auc_test" if has_test else "auc_train"
         print(f"| {p} | {c}{mark} | {'y' if a.get('record') else 'n'}/{'y' if b.get('record') else 'n'} "
               f"| {fmt(a.get(auc), '.4f')} → {fmt(b.get(auc), '.4f')} "
               f"| {fmt(a.get('log_z'), '.3f')} → {fmt(b.get('log_z'), '.3f')} "
