@@ -308,6 +308,22 @@ pub fn run(
             });
         }
     }
+    if settings.rules != SsRules::default() {
+        // A measurement hook, not a user setting: a fit it changed says so.
+        sink.emit(Event::Log {
+            level: LogLevel::Warn,
+            message: format!(
+                "ep spike-slab: PACAUC_SS_RULES_OFF turned off §5's rules (negative-site fix {}, \
+                 per-site steps {}): a measurement, not the default fit",
+                if settings.rules.fix { "on" } else { "off" },
+                if settings.rules.site_steps {
+                    "on"
+                } else {
+                    "off"
+                },
+            ),
+        });
+    }
     if outcome.skipped > 0 {
         sink.emit(Event::Log {
             level: LogLevel::Warn,
