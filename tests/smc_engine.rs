@@ -251,6 +251,7 @@ fn cancel_pause_and_the_stage_cap() {
             reason,
             message,
             diagnostics,
+            ..
         }) => {
             assert_eq!(reason, NonConvergence::StageCap);
             assert!(message.contains("cap of 2 stages"), "{message}");

@@ -90,13 +90,11 @@ impl From<SpecError> for CliError {
 impl From<EngineError> for CliError {
     fn from(e: EngineError) -> Self {
         let m = settings_args::render_message;
+        // The diagnostics as shown: the numbers with the method's account.
+        let diagnostics = e.diagnostics();
         match e {
             EngineError::InvalidParams(msg) => CliError::Input(m(&msg)),
-            EngineError::NotConverged {
-                message,
-                diagnostics,
-                ..
-            } => CliError::Engine(format!(
+            EngineError::NotConverged { message, .. } => CliError::Engine(format!(
                 "{}\ndiagnostics: {}",
                 m(&message),
                 serde_json::to_string_pretty(&diagnostics).unwrap_or_default()

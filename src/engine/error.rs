@@ -1,6 +1,10 @@
 //! How an engine run fails: the one error type of the `Engine` interface, and
 //! the typed reason a run did not converge (callers decide on the reason, never
-//! on the words of the message).
+//! on the words of the message), with the method's typed account of the stop
+//! (`StopAccount`: callers decide on its values, never on the diagnostics JSON).
+
+use std::any::Any;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -11,12 +15,15 @@ pub enum EngineError {
     #[error("invalid parameters: {0}")]
     InvalidParams(String),
     /// The engine stopped without a usable answer: `reason` says which rule
-    /// stopped it, `message` the whole story, the diagnostics the numbers.
+    /// stopped it, `message` the whole story, the diagnostics the numbers
+    /// (shown, never read back: `EngineError::diagnostics` adds the account's),
+    /// `account` the method's typed facts its callers decide on.
     #[error("did not converge: {message}")]
     NotConverged {
         reason: NonConvergence,
         message: String,
         diagnostics: serde_json::Value,
+        account: Option<Arc<dyn StopAccount>>,
     },
     #[error("numerical failure: {0}")]
     Numerical(String),
@@ -33,7 +40,55 @@ impl EngineError {
             reason,
             message: message.into(),
             diagnostics,
+            account: None,
         }
+    }
+
+    /// The same error carrying `account` (a `NotConverged` error; any other
+    /// is returned as it is).
+    pub fn with_account(self, account: impl StopAccount) -> EngineError {
+        match self {
+            EngineError::NotConverged {
+                reason,
+                message,
+                diagnostics,
+                ..
+            } => EngineError::NotConverged {
+                reason,
+                message,
+                diagnostics,
+                account: Some(Arc::new(account)),
+            },
+            e => e,
+        }
+    }
+
+    /// The method's typed account of a `NotConverged` error, if it gave one.
+    pub fn account(&self) -> Option<&dyn StopAccount> {
+        match self {
+            EngineError::NotConverged {
+                account: Some(a), ..
+            } => Some(a.as_ref()),
+            _ => None,
+        }
+    }
+
+    /// The diagnostics of a `NotConverged` error as shown (the CLI's message):
+    /// its numbers with the account rendered in.
+    pub fn diagnostics(&self) -> Option<serde_json::Value> {
+        let EngineError::NotConverged {
+            diagnostics,
+            account,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let mut d = diagnostics.clone();
+        if let Some(a) = account {
+            a.render(&mut d);
+        }
+        Some(d)
     }
 
     /// The reason, for a `NotConverged` error.
@@ -43,6 +98,15 @@ impl EngineError {
             _ => None,
         }
     }
+}
+
+/// A method's typed account of why it stopped: the values its own callers
+/// decide on (they downcast it by `as_any`), rendered into the diagnostics
+/// only where they are shown (`EngineError::diagnostics`).
+pub trait StopAccount: std::fmt::Debug + Send + Sync + 'static {
+    /// Adds what the diagnostics show of it (the fields records have carried).
+    fn render(&self, diagnostics: &mut serde_json::Value);
+    fn as_any(&self) -> &dyn Any;
 }
 
 /// Why a run stopped without converging. Serialised (run records, the

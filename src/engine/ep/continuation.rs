@@ -22,7 +22,8 @@
 
 use serde::Serialize;
 
-use super::controller::NonProgress;
+use super::stop::EpStop;
+pub use super::stop::RunFailure;
 use super::sweep_state::Marginal;
 use crate::engine::error::NonConvergence;
 use crate::engine::interface::EngineError;
@@ -74,48 +75,6 @@ pub struct PathPoint {
     /// The same, typed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<RunFailure>,
-}
-
-/// A failed run's typed facts (its reason, and the loop's verdict and
-/// counters from its diagnostics): what `reach` decides on after a failed
-/// direct run, and what a failed point records.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct RunFailure {
-    pub reason: NonConvergence,
-    /// The anderson controller's non-progress verdict.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<NonProgress>,
-    /// η halved by the verdict: a window without contraction that was not
-    /// straight (a cycle), before the verdict itself.
-    pub verdict_halvings: usize,
-    /// η halved by rejected steps (invalid cavities, q not positive definite).
-    pub rejected_halvings: usize,
-}
-
-impl RunFailure {
-    /// The facts of a `NotConverged` error (None for any other).
-    pub fn of(e: &EngineError) -> Option<RunFailure> {
-        match e {
-            EngineError::NotConverged {
-                reason,
-                diagnostics,
-                ..
-            } => Some(RunFailure::from_parts(*reason, diagnostics)),
-            _ => None,
-        }
-    }
-
-    /// From a `NotConverged` error's reason and diagnostics.
-    pub fn from_parts(reason: NonConvergence, diagnostics: &serde_json::Value) -> RunFailure {
-        let d = &diagnostics["detail"];
-        let count = |k: &str| d[k].as_u64().unwrap_or(0) as usize;
-        RunFailure {
-            reason,
-            verdict: serde_json::from_value(d["verdict"].clone()).ok(),
-            verdict_halvings: count("verdict_halvings"),
-            rejected_halvings: count("halvings"),
-        }
-    }
 }
 
 /// The record of a continuation (`details.gamma.path`).
@@ -247,15 +206,10 @@ pub fn reach<C: Continuable>(
         }
         Err(e) => e,
     };
-    let EngineError::NotConverged {
-        message,
-        diagnostics,
-        ..
-    } = &e
-    else {
+    let EngineError::NotConverged { message, .. } = &e else {
         return Err(e);
     };
-    point.sweeps = diagnostics["sweeps"].as_u64().unwrap_or(0) as usize;
+    point.sweeps = EpStop::sweeps_of(&e);
     point.error = Some(message.clone());
     point.failure = RunFailure::of(&e);
     on_point(&point);
@@ -265,25 +219,17 @@ pub fn reach<C: Continuable>(
             path.points.insert(0, point);
             Ok((out, path))
         }
-        Err(EngineError::NotConverged {
-            reason,
-            message,
-            mut diagnostics,
-        }) => {
+        Err(e) => {
             // The walk's record starts with the direct run too.
-            let path = &mut diagnostics["gamma_path"];
-            if let Some(points) = path["points"].as_array_mut() {
-                points.insert(0, serde_json::json!(point));
-                path["sweeps"] =
-                    serde_json::json!(path["sweeps"].as_u64().unwrap_or(0) + point.sweeps as u64);
+            let Some(mut stop) = EpStop::of(&e).cloned() else {
+                return Err(e);
+            };
+            if let Some(path) = stop.path.as_mut() {
+                path.sweeps += point.sweeps;
+                path.points.insert(0, point);
             }
-            Err(EngineError::NotConverged {
-                reason,
-                message,
-                diagnostics,
-            })
+            Err(e.with_account(stop))
         }
-        Err(e) => Err(e),
     }
 }
 
@@ -300,7 +246,8 @@ fn check_kappa(kappa: f64) -> Result<(), EngineError> {
 /// Reaches `target` by continuation from γ₀ = `START_OVER_N`·n (or the
 /// target itself when it is not above γ₀), starting from the prior. Returns
 /// the target's outcome and the path; a failure to reach it is
-/// `NotConverged` with the path and the verdict in its diagnostics.
+/// `NotConverged` with the verdict in its diagnostics and the path in its
+/// account (`EpStop`).
 pub fn walk<C: Continuable>(
     st: &mut C,
     target: f64,
@@ -365,16 +312,14 @@ pub fn walk<C: Continuable>(
                 step = next;
                 shortened = by_move.then_some(Shortened::Move);
             }
-            Err(EngineError::NotConverged {
-                reason,
-                message,
-                diagnostics,
-            }) => {
-                if let Some(d) = diagnostics["sweeps"].as_u64() {
-                    point.sweeps = d as usize;
-                    path.sweeps += d as usize;
-                }
-                point.failure = Some(RunFailure::from_parts(reason, &diagnostics));
+            Err(e) => {
+                let EngineError::NotConverged { message, .. } = &e else {
+                    return Err(e);
+                };
+                let message = message.clone();
+                point.sweeps = EpStop::sweeps_of(&e);
+                path.sweeps += point.sweeps;
+                point.failure = RunFailure::of(&e);
                 point.error = Some(message.clone());
                 on_point(&point);
                 path.points.push(point);
@@ -390,20 +335,26 @@ pub fn walk<C: Continuable>(
                     let where_ = reached.map_or("not even at its first point".to_string(), |g| {
                         format!("beyond γ = {:.4}n", g / nf)
                     });
+                    let reason = NonConvergence::NoFixedPointInReach;
+                    let sweeps = path.sweeps;
                     return Err(EngineError::not_converged(
-                        NonConvergence::NoFixedPointInReach,
+                        reason,
                         format!(
                             "the continuation in γ found no fixed point in reach {where_} \
                              (the last step, ×{:.3} in γ, failed: {message})",
                             (step * 2.0).exp()
                         ),
                         serde_json::json!({
-                            "sweeps": path.sweeps,
-                            "detail": { "reason": NonConvergence::NoFixedPointInReach,
-                                        "verdict": verdict, "last": diagnostics },
-                            "gamma_path": path,
+                            "sweeps": sweeps,
+                            "detail": { "reason": reason, "verdict": verdict,
+                                        "last": e.diagnostics() },
                         }),
-                    ));
+                    )
+                    .with_account(EpStop {
+                        sweeps,
+                        failure: RunFailure::new(reason),
+                        path: Some(path),
+                    }));
                 }
                 shortened = Some(Shortened::Failure);
                 match &last {
@@ -419,7 +370,6 @@ pub fn walk<C: Continuable>(
                     }
                 }
             }
-            Err(e) => return Err(e),
         }
         let mut next = gamma * step.exp();
         if next >= ceiling {

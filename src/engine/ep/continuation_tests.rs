@@ -4,6 +4,7 @@ use crate::engine::ep::settings::{EpSettings, EpStart};
 use crate::engine::ep::spike_slab::model::{SpikeSlab, SpikeSlabEp};
 use crate::engine::ep::spike_slab::sweep::SsSettings;
 use crate::engine::ep::spike_slab::warm_path::SsPath;
+use crate::engine::ep::stop::EpStop;
 use crate::engine::ep::tests::toy;
 use crate::engine::ep::{Form, Precision};
 use crate::engine::interface::Control;
@@ -75,7 +76,8 @@ impl Continuable for Mock {
                 NonConvergence::Drift,
                 "drift",
                 json!({ "sweeps": 50 }),
-            ));
+            )
+            .with_account(EpStop::run(50, RunFailure::new(NonConvergence::Drift))));
         }
         self.gamma = Some(gamma);
         Ok((gamma, 7, if target { 1e-4 } else { 1e-3 }))
@@ -108,20 +110,35 @@ fn the_target_is_tried_directly_first() {
     assert_eq!(path.sweeps, 50 + 7 * (p.len() - 1));
 }
 
-/// A walk that fails keeps the failed direct run first in its record.
+/// A walk that fails keeps the failed direct run first in its record: in
+/// the error's typed account, and as its diagnostics show it (`gamma_path`,
+/// rendered from the account; the error's own JSON has no path to edit).
 #[test]
 fn a_failed_walk_records_the_direct_run() {
     let mut m = Mock::new(30.0, f64::INFINITY, false);
     let err = reach(&mut m, 100.0, 10, 1.0, &mut |_| {}).unwrap_err();
-    let EngineError::NotConverged { diagnostics, .. } = err else {
+    let stop = EpStop::of(&err).expect("EP's account");
+    let typed = stop.path.as_ref().expect("the path");
+    assert!(typed.points[0].direct);
+    assert_eq!(
+        typed.points[0].failure.map(|f| f.reason),
+        Some(NonConvergence::Drift)
+    );
+    let sweeps: usize = typed.points.iter().map(|p| p.sweeps).sum();
+    assert_eq!(typed.sweeps, sweeps);
+    // The error's `sweeps` are the walk's own (as records have shown them).
+    assert_eq!(stop.sweeps, sweeps - typed.points[0].sweeps);
+    let EngineError::NotConverged { diagnostics, .. } = &err else {
         panic!("{err:?}")
     };
-    let path = &diagnostics["gamma_path"];
-    assert_eq!(path["points"][0]["direct"], true);
-    assert_eq!(path["points"][0]["failure"]["reason"], "drift");
-    let points = path["points"].as_array().unwrap();
-    let sweeps: u64 = points.iter().map(|p| p["sweeps"].as_u64().unwrap()).sum();
-    assert_eq!(path["sweeps"].as_u64().unwrap(), sweeps);
+    assert!(diagnostics.get("gamma_path").is_none());
+    assert_eq!(diagnostics["sweeps"], stop.sweeps);
+    let shown = err.diagnostics().unwrap();
+    assert_eq!(shown["gamma_path"], json!(typed));
+    assert_eq!(
+        shown["gamma_path"]["points"][0]["failure"]["reason"],
+        "drift"
+    );
 }
 
 /// A γ that failed and later converges from a nearer start lifts the
@@ -173,10 +190,9 @@ fn the_path_ends_at_the_target() {
 fn no_fixed_point_gives_a_verdict() {
     let mut m = Mock::new(30.0, f64::INFINITY, false);
     let err = walk(&mut m, 100.0, 10, 1.0, &mut |_| {}).unwrap_err();
+    let diagnostics = err.diagnostics().expect("NotConverged");
     let EngineError::NotConverged {
-        message,
-        diagnostics,
-        reason,
+        message, reason, ..
     } = err
     else {
         panic!("{err:?}")

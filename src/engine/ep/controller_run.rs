@@ -13,6 +13,7 @@ use super::{
 };
 use crate::engine::ep::regrow::Regrow;
 use crate::engine::ep::settings::EpSettings;
+use crate::engine::ep::stop::{RunFailure, with_verdict};
 use crate::engine::ep::sweep_state::{
     Converged, Marginal, PassDone, Rules, StoppedAt, SweepState, SweepStatus, not_converged,
     open_run, prior_not_pd, report_pass,
@@ -134,7 +135,12 @@ pub fn run_once<S: SweepState>(
             "verdict_halvings": n.verdict_halvings, "regrowths": n.regrowths,
             "mixed_steps": n.mixed, "mixed_undone": n.undone, "mixing_off": n.mixing_off,
         });
-        not_converged(st, s, why, StoppedAt { sweep, eta, delta }, reason, detail)
+        let failure = RunFailure {
+            verdict_halvings: n.verdict_halvings,
+            rejected_halvings: n.halvings,
+            ..RunFailure::new(reason)
+        };
+        not_converged(st, s, why, StoppedAt { sweep, eta, delta }, failure, detail)
     };
     let below_min = "did not converge: η fell below its minimum";
     // Back to the state a mixed step started from (when `recover` cannot
@@ -528,7 +534,7 @@ pub fn run_once<S: SweepState>(
                 progress.reset();
                 continue;
             }
-            let mut e = fail(
+            let e = fail(
                 st,
                 &v.describe(),
                 sweep,
@@ -537,10 +543,7 @@ pub fn run_once<S: SweepState>(
                 NonConvergence::NoProgress,
                 &n,
             );
-            if let EngineError::NotConverged { diagnostics, .. } = &mut e {
-                diagnostics["detail"]["verdict"] = json!(v);
-            }
-            return Err(e);
+            return Err(with_verdict(e, v));
         }
     }
 }

@@ -30,6 +30,7 @@ use super::linear::LinearEp;
 use super::pair_ep::PairEp;
 use super::posterior::Posterior;
 use super::settings::EpSettings;
+use super::stop::EpStop;
 use super::store::Precision;
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::pairs::PairSampling;
@@ -74,6 +75,7 @@ pub fn on_warm_path(e: EngineError, over_n: f64, first: &str) -> EngineError {
             reason,
             message,
             diagnostics,
+            account,
         } => EngineError::NotConverged {
             reason,
             message: format!(
@@ -81,6 +83,7 @@ pub fn on_warm_path(e: EngineError, over_n: f64, first: &str) -> EngineError {
                  failed: {first}): {message}"
             ),
             diagnostics,
+            account,
         },
         e => e,
     }
@@ -320,21 +323,24 @@ fn average_at(kept: &[FoldPosterior], c: f64, folds: usize) -> Option<Posterior>
 }
 
 /// An EP fit at a grid point (held-out scores and sweeps) as the CV's
-/// `PointFit`: non-convergence fails the point (reason and sweeps from the
-/// diagnostics); any other error ends the CV.
+/// `PointFit`: non-convergence fails the point (its reason, and its sweeps
+/// from EP's account); any other error ends the CV.
 pub fn point_fit(res: Result<(Vec<f64>, usize), EngineError>) -> Result<PointFit, EngineError> {
     match res {
         Ok((scores, iterations)) => Ok(PointFit::Scored { scores, iterations }),
-        Err(EngineError::NotConverged {
-            reason,
-            message,
-            diagnostics,
-        }) => Ok(PointFit::Failed {
-            reason,
-            message,
-            iterations: diagnostics["sweeps"].as_u64().unwrap_or(0) as usize,
-        }),
-        Err(e) => Err(e),
+        Err(e) => {
+            let iterations = EpStop::sweeps_of(&e);
+            match e {
+                EngineError::NotConverged {
+                    reason, message, ..
+                } => Ok(PointFit::Failed {
+                    reason,
+                    message,
+                    iterations,
+                }),
+                e => Err(e),
+            }
+        }
     }
 }
 

@@ -21,6 +21,7 @@ use serde_json::json;
 use super::extrapolation::{JUMP_FAILS, JUMP_MAX, jump_factor};
 use super::regrow::Regrow;
 use super::settings::EpSettings;
+use super::stop::RunFailure;
 use super::sweep_state::{Converged, Failure, Marginal, Rules, SweepState, SweepStatus};
 use super::sweep_state::{PassDone, StoppedAt, not_converged, open_run, prior_not_pd, report_pass};
 use super::verdict::Wander;
@@ -126,7 +127,11 @@ pub fn run_once<S: SweepState>(
         if s.regrow {
             detail["regrowths"] = json!(n.regrowths);
         }
-        not_converged(st, s, why, StoppedAt { sweep, eta, delta }, reason, detail)
+        let failure = RunFailure {
+            rejected_halvings: n.halvings,
+            ..RunFailure::new(reason)
+        };
+        not_converged(st, s, why, StoppedAt { sweep, eta, delta }, failure, detail)
     };
     let below_min = "did not converge: η fell below its minimum";
     loop {

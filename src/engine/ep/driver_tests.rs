@@ -185,6 +185,7 @@ fn a_cycle_fails_fast() {
         reason,
         message,
         diagnostics,
+        ..
     } = e
     else {
         panic!("{e:?}")

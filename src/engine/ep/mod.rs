@@ -15,6 +15,7 @@
 //! - `regrow`: η cut by a failed step grows back (both loops).
 //! - `settings`, `outcome`: an EP run's settings and what it reports.
 //! - `power`: power EP (α < 1) as the answer where EP has no fixed point.
+//! - `stop`: EP's typed account of a run that did not converge (the error's).
 //! - `pair_ep`: the pair sites' state with a Gaussian prior, run on the driver.
 //! - `design`: primal and reduced (SVD) forms, the map back to θ.
 //! - `linear`, `ard`, `cv`, `engine`: warm-started runs, ARD evidence
@@ -40,6 +41,7 @@ mod regrow;
 pub mod settings;
 pub mod site;
 pub mod spike_slab;
+pub mod stop;
 mod store;
 pub mod sweep_state;
 pub mod verdict;

@@ -13,7 +13,9 @@
 
 use serde::Serialize;
 
+use super::continuation::GammaPath;
 use super::settings::{EpPower, EpSettings, FALLBACK_POWERS};
+use super::stop::EpStop;
 use crate::engine::interface::EngineError;
 
 /// Which α a fit's answer is, and why.
@@ -25,11 +27,10 @@ pub struct PowerUsed {
     /// EP's own failure, when the fallback ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ep_failure: Option<String>,
-    /// EP's path in γ, when it reached γ by the continuation
-    /// (`continuation::GammaPath`), the failed direct run first: each failed
-    /// point's typed `RunFailure`.
+    /// EP's path in γ, when it reached γ by the continuation, the failed
+    /// direct run first: each failed point's typed `RunFailure`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ep_path: Option<serde_json::Value>,
+    pub ep_path: Option<GammaPath>,
     /// The α tried before the answer's, with their failures.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<(f64, String)>,
@@ -79,12 +80,7 @@ pub fn run_with_fallback<T>(
                         alpha,
                         chosen_by: "fallback",
                         ep_failure: Some(ep_failure.to_string()),
-                        ep_path: match &ep_failure {
-                            EngineError::NotConverged { diagnostics, .. } => {
-                                Some(diagnostics["gamma_path"].clone()).filter(|p| !p.is_null())
-                            }
-                            _ => None,
-                        },
+                        ep_path: EpStop::of(&ep_failure).and_then(|s| s.path.clone()),
                         failed,
                     },
                 ));
@@ -106,11 +102,13 @@ pub fn run_with_fallback<T>(
             reason,
             message,
             diagnostics,
-        } => EngineError::not_converged(
+            account,
+        } => EngineError::NotConverged {
             reason,
-            format!("{message}; {}", tried.join("; ")),
+            message: format!("{message}; {}", tried.join("; ")),
             diagnostics,
-        ),
+            account,
+        },
         e => e,
     })
 }

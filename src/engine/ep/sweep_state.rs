@@ -30,6 +30,7 @@ use serde_json::{Value, json};
 use super::controller::Mixed;
 use super::kernel::PassStats;
 use super::settings::EpSettings;
+use super::stop::{EpStop, RunFailure};
 use crate::engine::error::NonConvergence;
 use crate::engine::interface::EngineError;
 
@@ -266,13 +267,14 @@ pub struct StoppedAt {
 }
 
 /// The `NotConverged` error of a run: the loop's `detail` (its reason and
-/// counters) with the flavour's failure detail, and the flavour's context.
+/// counters) with the flavour's failure detail, and the flavour's context;
+/// `failure` and the sweeps typed in its account (`EpStop`).
 pub fn not_converged<S: SweepState>(
     st: &S,
     s: &EpSettings,
     why: &str,
     at: StoppedAt,
-    reason: NonConvergence,
+    failure: RunFailure,
     mut detail: Value,
 ) -> EngineError {
     let StoppedAt { sweep, eta, delta } = at;
@@ -282,13 +284,14 @@ pub fn not_converged<S: SweepState>(
     });
     merge(&mut diagnostics, st.context());
     EngineError::not_converged(
-        reason,
+        failure.reason,
         format!(
             "{} {why} (after {sweep} sweeps, η = {eta:.3e}, Δ = {delta:.3e})",
             st.label()
         ),
         diagnostics,
     )
+    .with_account(EpStop::run(sweep, failure))
 }
 
 /// Adds `extra`'s fields to the object `v`.

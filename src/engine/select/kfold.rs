@@ -578,6 +578,7 @@ pub fn cross_validate<M: CvMethod>(
     let Some(best) = best else {
         return Err(EngineError::NotConverged {
             reason: NonConvergence::SearchFailed,
+            account: None,
             message: format!(
                 "cross-validation: no point of the grid{} succeeded in every fold",
                 spec.extend_below_to.map_or(String::new(), |f| format!(

@@ -286,6 +286,7 @@ mod tests {
     fn not_converged() -> EngineError {
         EngineError::NotConverged {
             reason: NonConvergence::MaxSweeps,
+            account: None,
             message: "no".into(),
             diagnostics: serde_json::Value::Null,
         }

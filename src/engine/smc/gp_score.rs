@@ -270,6 +270,7 @@ pub fn run(
         if stage >= s.max_stages {
             return Err(EngineError::NotConverged {
                 reason: NonConvergence::StageCap,
+                account: None,
                 message: format!(
                     "SMC reached {} stages at γ = {gamma} < {}",
                     s.max_stages, pb.gamma

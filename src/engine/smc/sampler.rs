@@ -223,6 +223,7 @@ pub fn run_checkpointed<T: Target + ?Sized>(
         if stage > s.max_stages {
             return Err(EngineError::NotConverged {
                 reason: NonConvergence::StageCap,
+                account: None,
                 message: format!(
                     "SMC reached its cap of {} stages at γ = {gamma:.6} of γ_T = {gamma_target}: \
                      raise `max_stages`, or use more `particles` or a smaller `gamma`",

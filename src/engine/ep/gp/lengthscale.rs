@@ -90,6 +90,7 @@ pub fn search(
     if !bz.is_finite() {
         return Err(EngineError::NotConverged {
             reason: NonConvergence::SearchFailed,
+            account: None,
             message: "EP converged at no length-scale of the search grid".into(),
             diagnostics: serde_json::to_value(&curve).unwrap_or_default(),
         });
@@ -163,6 +164,7 @@ mod tests {
             if ell < 1.0 {
                 Err(EngineError::NotConverged {
                     reason: NonConvergence::MaxSweeps,
+                    account: None,
                     message: "no".into(),
                     diagnostics: serde_json::Value::Null,
                 })

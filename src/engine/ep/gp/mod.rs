@@ -191,6 +191,7 @@ pub(crate) fn run(
             };
             let z = out.log_z.ok_or_else(|| EngineError::NotConverged {
                 reason: NonConvergence::NoEvidence,
+                account: None,
                 message: format!(
                     "GP-EP at ℓ = {ell}: {} degenerate sites, no evidence",
                     out.skipped

@@ -140,6 +140,7 @@ impl Tuner<'_, '_> {
         )?;
         best.ok_or_else(|| EngineError::NotConverged {
             reason: NonConvergence::SearchFailed,
+            account: None,
             message: if around.is_none() {
                 "choosing v1 by evidence: EP converged at no v0/v1 in [1e-6, 0.1]".into()
             } else {
@@ -173,6 +174,7 @@ impl Tuner<'_, '_> {
                     )),
                     None => Err(EngineError::NotConverged {
                         reason: NonConvergence::SearchFailed,
+                        account: None,
                         message: format!("choosing p by evidence: EP did not converge at p = {p}"),
                         diagnostics: json!({ "trace": t.incl_trace }),
                     }),
@@ -278,6 +280,7 @@ pub fn run(
         None => {
             return Err(EngineError::NotConverged {
                 reason: NonConvergence::SearchFailed,
+                account: None,
                 message: "spike-and-slab EP did not converge at the chosen prior".into(),
                 diagnostics: json!({ "prior": prior }),
             });

@@ -1,0 +1,121 @@
+//! EP's typed account of a run that did not converge (`EpStop`, the
+//! `StopAccount` its `NotConverged` errors carry): the sweeps, the loop's
+//! verdict and halvings, and a continuation's path. The continuation, power
+//! EP and the cross-validation decide on these values and record them; the
+//! diagnostics JSON shows them and is never read back.
+
+use std::any::Any;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::continuation::GammaPath;
+use super::controller::NonProgress;
+use crate::engine::error::{NonConvergence, StopAccount};
+use crate::engine::interface::EngineError;
+
+/// A failed run's typed facts: what `reach` decides on after a failed direct
+/// run, and what a failed point of a path records.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RunFailure {
+    pub reason: NonConvergence,
+    /// The anderson controller's non-progress verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<NonProgress>,
+    /// η halved by the verdict: a window without contraction that was not
+    /// straight (a cycle), before the verdict itself.
+    pub verdict_halvings: usize,
+    /// η halved by rejected steps (invalid cavities, q not positive definite).
+    pub rejected_halvings: usize,
+}
+
+impl RunFailure {
+    /// A failure for `reason` without a verdict or halvings.
+    pub fn new(reason: NonConvergence) -> RunFailure {
+        RunFailure {
+            reason,
+            verdict: None,
+            verdict_halvings: 0,
+            rejected_halvings: 0,
+        }
+    }
+
+    /// The facts of a `NotConverged` error (None for any other): its reason,
+    /// and the rest from its `EpStop` (none when it has no such account).
+    pub fn of(e: &EngineError) -> Option<RunFailure> {
+        let reason = e.non_convergence()?;
+        Some(match EpStop::of(e) {
+            Some(stop) => RunFailure {
+                reason,
+                ..stop.failure
+            },
+            None => RunFailure::new(reason),
+        })
+    }
+}
+
+/// EP's account of a `NotConverged` error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpStop {
+    /// Sweeps spent (the diagnostics' `sweeps`): the run's, or a failed
+    /// walk's over its own points.
+    pub sweeps: usize,
+    pub failure: RunFailure,
+    /// A continuation's path, a failed direct run first (shown as
+    /// `gamma_path`).
+    pub path: Option<GammaPath>,
+}
+
+impl EpStop {
+    /// The account of a run that failed after `sweeps` sweeps.
+    pub fn run(sweeps: usize, failure: RunFailure) -> EpStop {
+        EpStop {
+            sweeps,
+            failure,
+            path: None,
+        }
+    }
+
+    /// EP's account of `e`, if `e` carries one.
+    pub fn of(e: &EngineError) -> Option<&EpStop> {
+        e.account()?.as_any().downcast_ref()
+    }
+
+    /// The sweeps `e` spent (0 when it carries no EP account).
+    pub fn sweeps_of(e: &EngineError) -> usize {
+        EpStop::of(e).map_or(0, |s| s.sweeps)
+    }
+}
+
+impl StopAccount for EpStop {
+    fn render(&self, diagnostics: &mut Value) {
+        if let Some(p) = &self.path {
+            diagnostics["gamma_path"] = json!(p);
+        }
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// `e`, a run's `NotConverged` error, with the anderson verdict that ended
+/// it: typed in its account, shown as `detail.verdict`.
+pub fn with_verdict(e: EngineError, v: NonProgress) -> EngineError {
+    let Some(reason) = e.non_convergence() else {
+        return e;
+    };
+    let mut stop = EpStop::of(&e)
+        .cloned()
+        .unwrap_or_else(|| EpStop::run(0, RunFailure::new(reason)));
+    stop.failure.verdict = Some(v);
+    let EngineError::NotConverged {
+        message,
+        mut diagnostics,
+        ..
+    } = e
+    else {
+        return e;
+    };
+    diagnostics["detail"]["verdict"] = json!(v);
+    EngineError::not_converged(reason, message, diagnostics).with_account(stop)
+}
