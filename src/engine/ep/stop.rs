@@ -119,3 +119,63 @@ pub fn with_verdict(e: EngineError, v: NonProgress) -> EngineError {
     diagnostics["detail"]["verdict"] = json!(v);
     EngineError::not_converged(reason, message, diagnostics).with_account(stop)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(account: Option<EpStop>) -> EngineError {
+        let e = EngineError::not_converged(
+            NonConvergence::NoProgress,
+            "stopped",
+            json!({ "sweeps": 7, "detail": { "reason": "no progress", "halvings": 2 } }),
+        );
+        match account {
+            Some(a) => e.with_account(a),
+            None => e,
+        }
+    }
+
+    /// The verdict is typed in the account and shown last in `detail`; the
+    /// counters stay as the loop gave them.
+    #[test]
+    fn the_verdict_is_typed_and_shown() {
+        let f = RunFailure {
+            verdict_halvings: 1,
+            rejected_halvings: 2,
+            ..RunFailure::new(NonConvergence::NoProgress)
+        };
+        let v = NonProgress::TooSlow {
+            rate: 0.99,
+            needed: 500.0,
+            left: 40,
+        };
+        let e = with_verdict(failed(Some(EpStop::run(7, f))), v);
+        let got = RunFailure::of(&e).unwrap();
+        assert_eq!(got.verdict, Some(v));
+        assert_eq!((got.verdict_halvings, got.rejected_halvings), (1, 2));
+        assert_eq!(EpStop::sweeps_of(&e), 7);
+        let d = e.diagnostics().unwrap();
+        let keys: Vec<&String> = d["detail"].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["reason", "halvings", "verdict"]);
+        assert_eq!(d["detail"]["verdict"]["kind"], "too_slow");
+        assert!(d.get("gamma_path").is_none());
+    }
+
+    /// An error without EP's account: its reason, no verdict, no halvings,
+    /// no sweeps, whatever its JSON says (nothing is read back from it).
+    #[test]
+    fn without_an_account_only_the_reason_counts() {
+        let e = failed(None);
+        assert_eq!(
+            RunFailure::of(&e),
+            Some(RunFailure::new(NonConvergence::NoProgress))
+        );
+        assert_eq!(EpStop::sweeps_of(&e), 0);
+        let EngineError::NotConverged { diagnostics, .. } = &e else {
+            unreachable!()
+        };
+        assert_eq!(e.diagnostics().as_ref(), Some(diagnostics));
+        assert_eq!(RunFailure::of(&EngineError::Cancelled), None);
+    }
+}
