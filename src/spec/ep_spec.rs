@@ -222,35 +222,49 @@ impl EpSpec {
     }
 }
 
-/// The line `pacauc fit` prints before an EP run on a driver that became
-/// the default (anderson, continuation): what it is and how to get the
-/// former one. None for other methods and for the classic driver.
+/// Whether `--ep-start classic` is retired with `prior`: its fallbacks are
+/// deleted, so it runs the continuation and the record says so. Only where
+/// `default_driver` flipped; ARD reaches γ by its own optimiser either way.
+pub fn classic_start_retired(prior: Option<PriorKind>) -> bool {
+    matches!(prior, None | Some(PriorKind::Gaussian))
+}
+
+/// The line `pacauc fit` prints before an EP run on the anderson controller
+/// or the continuation (the defaults but for spike-and-slab): what it is and
+/// how to get the former one; a spec asking for a retired classic start is
+/// told that the continuation runs instead. None for other methods and for
+/// the classic driver where it still runs.
 pub fn announce(spec: &super::RunSpec) -> Option<String> {
     let super::MethodSpec::Ep(e) = &spec.method else {
         return None;
     };
+    let prior = spec.prior.as_ref().map(|p| p.kind);
     // ARD reaches γ as before whatever the setting; GP-EP by the
     // continuation only through features (Nyström, random Fourier).
-    let reach = match spec.prior.as_ref().map(|p| p.kind) {
-        Some(super::PriorKind::Ard) => None,
-        Some(super::PriorKind::Gp) => {
+    let reach = match prior {
+        Some(PriorKind::Ard) => None,
+        Some(PriorKind::Gp) => {
             Some("γ reached by continuation (GP through features; exact GP runs at γ)")
         }
         _ => Some("γ reached by continuation"),
     };
+    let retired = classic_start_retired(prior);
     let mut what = Vec::new();
     if e.ep_controller == EpControllerSpec::Anderson {
         what.push("the anderson step controller");
     }
-    if let Some(r) = reach
-        && e.ep_start == EpStartSpec::Continuation
-    {
-        what.push(r);
+    if let Some(r) = reach {
+        if e.ep_start == EpStartSpec::Continuation {
+            what.push(r);
+        } else if retired {
+            what.push(r);
+            what.push("--ep-start classic is retired and runs it too (records made with the classic start's fallbacks can differ; details.gamma.classic_start)");
+        }
     }
-    (!what.is_empty()).then(|| {
-        format!(
-            "EP driver: {} (defaults; --ep-controller classic --ep-start classic: the former driver)",
-            what.join(", ")
-        )
-    })
+    let former = if retired {
+        "--ep-controller classic: the former controller"
+    } else {
+        "--ep-controller classic --ep-start classic: the former driver"
+    };
+    (!what.is_empty()).then(|| format!("EP driver: {} ({former})", what.join(", ")))
 }
