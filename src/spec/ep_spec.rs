@@ -226,7 +226,7 @@ impl EpSpec {
 /// deleted, so it runs the continuation and the record says so. Only where
 /// `default_driver` flipped; ARD reaches γ by its own optimiser either way.
 pub fn classic_start_retired(prior: Option<PriorKind>) -> bool {
-    matches!(prior, None | Some(PriorKind::Gaussian))
+    matches!(prior, None | Some(PriorKind::Gaussian | PriorKind::Gp))
 }
 
 /// The line `pacauc fit` prints before an EP run on the anderson controller

@@ -97,9 +97,10 @@ impl EpPower {
 pub enum EpStart {
     /// From the prior (or the folds' average after a CV), then each
     /// flavour's rescue paths: spike-and-slab's default until its flip
-    /// (`spec::ep_spec::default_driver`). Retired for Gaussian EP (2026-11-30):
-    /// read from older specs, it reaches γ by the continuation, and the
-    /// record says so (`retired_note`).
+    /// (`spec::ep_spec::default_driver`). Retired for Gaussian and GP EP
+    /// (2026-11-30): read from older specs, it reaches γ by the continuation
+    /// (GP through Nyström: after its coarse start), and the record says so
+    /// (`retired_note`).
     #[default]
     Classic,
     /// Adaptive continuation in γ from a small γ (`continuation`, ALGORITHMS.md §16).
@@ -111,12 +112,12 @@ impl EpStart {
         *self == EpStart::Classic
     }
 
-    /// `details.gamma.classic_start` of a Gaussian EP run that asked for the
+    /// `details.gamma.classic_start` of a Gaussian or GP EP run that asked for the
     /// retired classic start (its fallbacks are gone: records made with them
     /// can differ where they ran).
     pub fn retired_note(&self) -> Option<&'static str> {
         self.is_classic().then_some(
-            "--ep-start classic is retired (2026-11-30): γ was reached by the continuation, as by every Gaussian EP start",
+            "--ep-start classic is retired (2026-11-30): γ was reached by the continuation, as by every Gaussian and GP EP start",
         )
     }
 }
