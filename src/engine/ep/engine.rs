@@ -305,13 +305,10 @@ impl Engine for Ep {
                     ctl,
                     on_sweep: &mut on_sweep,
                 };
-                let (out, path) = continuation::reach(
-                    &mut lp,
-                    gamma,
-                    pb.n(),
-                    continuation::KAPPA,
-                    &mut |p| sink.borrow_mut().emit(log(continuation::describe(p))),
-                )?;
+                let (out, path) =
+                    continuation::reach(&mut lp, gamma, pb.n(), continuation::KAPPA, &mut |p| {
+                        sink.borrow_mut().emit(log(continuation::describe(p)))
+                    })?;
                 let how = if path.points.len() > 1 {
                     "continuation"
                 } else {

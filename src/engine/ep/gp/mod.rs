@@ -343,7 +343,11 @@ pub(crate) fn run(
         },
         "seconds": { "gamma_cv": cv_seconds, "lengthscale_search": search_seconds, "ep": out.seconds, "total": t0.elapsed().as_secs_f64() },
     });
-    if let Some(note) = out.gamma_path.as_ref().and(ep.settings.start.retired_note()) {
+    if let Some(note) = out
+        .gamma_path
+        .as_ref()
+        .and(ep.settings.start.retired_note())
+    {
         fit.details["gamma"]["classic_start"] = json!(note);
     }
     fit.trace = sink.trace;
