@@ -3,8 +3,36 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::run_spec::DEFAULT_EPSILON;
+use super::run_spec::{DEFAULT_EPSILON, PriorKind};
 use super::values::Tunable;
+
+/// The EP driver (start, controller) a new spec gets with `prior`: the
+/// continuation and the anderson controller (issue 28), except where a prior
+/// is not yet at parity under them. Spike-and-slab keeps classic until its
+/// flip (BENCHMARKS ep-flip18), which is this one arm. A user's flag wins,
+/// and a spec saved before reads as classic whatever this says.
+pub fn default_driver(prior: Option<PriorKind>) -> (EpStartSpec, EpControllerSpec) {
+    match prior {
+        Some(PriorKind::SpikeSlab) => (EpStartSpec::Classic, EpControllerSpec::Classic),
+        _ => (EpStartSpec::Continuation, EpControllerSpec::Anderson),
+    }
+}
+
+/// `default_driver`'s start as typed (the registry row's default by prior).
+pub fn default_start_text(prior: Option<PriorKind>) -> &'static str {
+    match default_driver(prior).0 {
+        EpStartSpec::Classic => "classic",
+        EpStartSpec::Continuation => "continuation",
+    }
+}
+
+/// `default_driver`'s controller as typed.
+pub fn default_controller_text(prior: Option<PriorKind>) -> &'static str {
+    match default_driver(prior).1 {
+        EpControllerSpec::Classic => "classic",
+        EpControllerSpec::Anderson => "anderson",
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -33,7 +61,7 @@ pub enum SiteSteps {
 }
 
 /// How an EP fit reaches its γ. `Default` is the reading of a spec without
-/// the field, whatever `EpSpec::default()` chooses.
+/// the field (saved before the flip), not the default (`default_driver`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EpStartSpec {
@@ -88,8 +116,9 @@ pub struct EpSpec {
     /// Importance draws checking the Gaussian against the Gibbs posterior
     /// (0: none; None: by the training size, `is_check::risks::auto_draws`).
     pub is_draws: Option<usize>,
-    /// A spec without the field reads as classic, and classic is not
-    /// written, so records keep their spec whatever the default.
+    /// By prior (`default_driver`); a spec without the field (saved before
+    /// the flip) reads as classic, and classic is not written, so it keeps
+    /// its spec.
     #[serde(default, skip_serializing_if = "EpStartSpec::is_classic")]
     pub ep_start: EpStartSpec,
     /// Absent and not written as `ep_start`.
@@ -164,11 +193,9 @@ impl Default for EpSpec {
             epsilon: DEFAULT_EPSILON,
             prior_split: 0.0,
             is_draws: None,
-            // Held at classic (issue 28): the flip to continuation and
-            // anderson is measured in BENCHMARKS ep-flip-reproduce and
-            // ep-flip-bench and waits for the verdict's parity.
-            ep_start: EpStartSpec::Classic,
-            ep_controller: EpControllerSpec::Classic,
+            // The default prior's; `follow_prior` when the prior is chosen.
+            ep_start: default_driver(Some(PriorKind::Gaussian)).0,
+            ep_controller: default_driver(Some(PriorKind::Gaussian)).1,
             ep_power: None,
             ep_regrow: EpRegrow::On,
         }
@@ -176,6 +203,12 @@ impl Default for EpSpec {
 }
 
 impl EpSpec {
+    /// The driver of a new spec with `prior` (`default_driver`): called when
+    /// the prior is chosen, before the settings given after it.
+    pub fn follow_prior(&mut self, prior: Option<PriorKind>) {
+        (self.ep_start, self.ep_controller) = default_driver(prior);
+    }
+
     /// The EP that SMC and the sampler run first for their reference: their
     /// specs carry no EP settings, so it keeps the driver of the records they
     /// made: regrow off, classic start and controller, whatever the defaults.
@@ -189,35 +222,49 @@ impl EpSpec {
     }
 }
 
+/// Whether `--ep-start classic` is retired with `prior`: its fallbacks are
+/// deleted, so it runs the continuation and the record says so. Only where
+/// `default_driver` flipped; ARD reaches γ by its own optimiser either way.
+pub fn classic_start_retired(prior: Option<PriorKind>) -> bool {
+    matches!(prior, None | Some(PriorKind::Gaussian | PriorKind::Gp))
+}
+
 /// The line `pacauc fit` prints before an EP run on the anderson controller
-/// or the continuation: what it is and how to get the classic driver. None
-/// for other methods and for the classic driver.
+/// or the continuation (the defaults but for spike-and-slab): what it is and
+/// how to get the former one; a spec asking for a retired classic start is
+/// told that the continuation runs instead. None for other methods and for
+/// the classic driver where it still runs.
 pub fn announce(spec: &super::RunSpec) -> Option<String> {
     let super::MethodSpec::Ep(e) = &spec.method else {
         return None;
     };
+    let prior = spec.prior.as_ref().map(|p| p.kind);
     // ARD reaches γ as before whatever the setting; GP-EP by the
     // continuation only through features (Nyström, random Fourier).
-    let reach = match spec.prior.as_ref().map(|p| p.kind) {
-        Some(super::PriorKind::Ard) => None,
-        Some(super::PriorKind::Gp) => {
+    let reach = match prior {
+        Some(PriorKind::Ard) => None,
+        Some(PriorKind::Gp) => {
             Some("γ reached by continuation (GP through features; exact GP runs at γ)")
         }
         _ => Some("γ reached by continuation"),
     };
+    let retired = classic_start_retired(prior);
     let mut what = Vec::new();
     if e.ep_controller == EpControllerSpec::Anderson {
         what.push("the anderson step controller");
     }
-    if let Some(r) = reach
-        && e.ep_start == EpStartSpec::Continuation
-    {
-        what.push(r);
+    if let Some(r) = reach {
+        if e.ep_start == EpStartSpec::Continuation {
+            what.push(r);
+        } else if retired {
+            what.push(r);
+            what.push("--ep-start classic is retired and runs it too (records made with the classic start's fallbacks can differ; details.gamma.classic_start)");
+        }
     }
-    (!what.is_empty()).then(|| {
-        format!(
-            "EP driver: {} (--ep-controller classic --ep-start classic: the classic driver)",
-            what.join(", ")
-        )
-    })
+    let former = if retired {
+        "--ep-controller classic: the former controller"
+    } else {
+        "--ep-controller classic --ep-start classic: the former driver"
+    };
+    (!what.is_empty()).then(|| format!("EP driver: {} ({former})", what.join(", ")))
 }

@@ -176,6 +176,12 @@ pub struct Setting {
     pub kind: Kind,
     /// The default as typed ("" = unset: see `unset`).
     pub default: &'static str,
+    /// Where the default depends on the prior (EP's driver): it by prior;
+    /// `default` is then the default prior's.
+    pub default_by_prior: Option<fn(Option<PriorKind>) -> &'static str>,
+    /// What a spec without the field reads as, for a choice not written at
+    /// that value so that older specs keep theirs ("" = not such a choice).
+    pub absent: &'static str,
     /// What leaving it unset means ("by cross-validation", "1e-4·v1").
     pub unset: &'static str,
     pub methods: Methods,
@@ -193,6 +199,11 @@ pub struct Setting {
 }
 
 impl Setting {
+    /// The default as typed with `prior` ("" = unset).
+    pub fn default_for(&self, prior: Option<PriorKind>) -> &'static str {
+        self.default_by_prior.map_or(self.default, |f| f(prior))
+    }
+
     /// The CLI flag without the leading `--`.
     pub fn flag(&self) -> String {
         self.key.replace('_', "-")
@@ -289,8 +300,8 @@ impl Setting {
             .flatten();
         let default = if let Some(g) = method_gamma {
             format!("default {g}")
-        } else if !self.default.is_empty() {
-            format!("default {}", self.default)
+        } else if !self.default_for(prior).is_empty() {
+            format!("default {}", self.default_for(prior))
         } else if !self.unset.is_empty() {
             format!("empty = {}", self.unset)
         } else {

@@ -133,7 +133,7 @@ fn defaults_as_typed_are_the_structs_defaults_and_choices_parse() {
             let default = if s.key == "gamma" && s.requires == registry::Requires::Nothing {
                 gamma_default.as_str()
             } else {
-                s.default
+                s.default_for(p)
             };
             if !default.is_empty() && s.key != "prior" {
                 let mut with = given.clone();
@@ -371,42 +371,65 @@ fn ep_regrow_defaults_on_and_older_specs_read_as_before() {
         EpRegrow::Off
     );
     assert_eq!(EpSpec::reference().ep_regrow, EpRegrow::Off);
+    // The way back names it (it is not written, so it reads as absent).
+    assert_eq!(super::text::to_args(&off)[3..], ["--ep-regrow", "off"]);
 }
 
-/// Continuation and anderson are written when chosen; a spec without the
-/// fields reads as classic and classic is not written, so records keep their
-/// spec whatever the default. SMC's and the sampler's EP keep classic.
+/// EP's driver by prior (`ep_spec::default_driver`): continuation and
+/// anderson for a new Gaussian, ARD or GP spec, written; spike-and-slab keeps
+/// classic, not written. A flag wins in any order; a spec without the fields
+/// reads as classic; the way back names a driver that is not the default.
+/// SMC's and the sampler's EP keep classic.
 #[test]
-fn ep_start_and_controller_written_when_chosen_absent_reads_classic() {
+fn ep_driver_defaults_by_prior_and_older_specs_read_as_classic() {
     use super::run_spec::{EpControllerSpec, EpSpec, EpStartSpec};
+    let fit = |given: &[(&str, &str)]| from_given(PathBuf::from("d.csv"), "ep", given).unwrap();
     let ep = |s: &RunSpec| match &s.method {
         MethodSpec::Ep(e) => (e.ep_start, e.ep_controller),
         _ => panic!("ep"),
     };
-    let given = [("ep_start", "continuation"), ("ep_controller", "anderson")];
-    let new = from_given(PathBuf::from("d.csv"), "ep", &given).unwrap();
-    assert_eq!(
-        ep(&new),
-        (EpStartSpec::Continuation, EpControllerSpec::Anderson)
-    );
+    let flipped = (EpStartSpec::Continuation, EpControllerSpec::Anderson);
+    let classic = (EpStartSpec::Classic, EpControllerSpec::Classic);
+    let new = fit(&[]);
+    assert_eq!(ep(&new), flipped);
+    for prior in ["ard", "gp"] {
+        assert_eq!(ep(&fit(&[("prior", prior)])), flipped, "{prior}");
+    }
     let mut v = new.to_value();
     assert_eq!(v["method"]["ep_start"], "continuation");
     assert_eq!(v["method"]["ep_controller"], "anderson");
-    assert_eq!(ep(&RunSpec::from_value(&v).unwrap()), ep(&new));
+    assert_eq!(ep(&RunSpec::from_value(&v).unwrap()), flipped);
     let m = v["method"].as_object_mut().unwrap();
     m.remove("ep_start");
     m.remove("ep_controller");
-    let classic = (EpStartSpec::Classic, EpControllerSpec::Classic);
     assert_eq!(ep(&RunSpec::from_value(&v).unwrap()), classic);
-    let given = [("ep_start", "classic"), ("ep_controller", "classic")];
-    let old = from_given(PathBuf::from("d.csv"), "ep", &given).unwrap();
+    let ss = fit(&[("prior", "spike-slab")]);
+    assert_eq!(ep(&ss), classic);
+    assert!(ss.to_value()["method"].get("ep_start").is_none());
+    assert_eq!(super::text::to_args(&ss)[3..], ["--prior", "spike-slab"]);
+    // The user's flags win, given before or after the prior.
+    let given = [
+        ("ep_start", "continuation"),
+        ("ep_controller", "anderson"),
+        ("prior", "spike-slab"),
+    ];
+    assert_eq!(ep(&fit(&given)), flipped);
+    let old = fit(&[("ep_start", "classic"), ("ep_controller", "classic")]);
+    assert_eq!(ep(&old), classic);
     let w = old.to_value();
     assert!(w["method"].get("ep_start").is_none());
-    assert!(w["method"].get("ep_controller").is_none());
     assert_eq!(ep(&RunSpec::from_value(&w).unwrap()), classic);
+    let args = super::text::to_args(&old);
+    assert_eq!(
+        args[3..],
+        ["--ep-start", "classic", "--ep-controller", "classic"]
+    );
     let r = EpSpec::reference();
     assert_eq!((r.ep_start, r.ep_controller), classic);
-    // Announced on stderr when chosen, not for the classic driver.
+    // Announced on stderr at the defaults, and where the classic start is
+    // retired (Gaussian); not for spike-and-slab's classic driver.
     assert!(super::ep_spec::announce(&new).is_some());
-    assert!(super::ep_spec::announce(&old).is_none());
+    let said = super::ep_spec::announce(&old).expect("the classic start is retired");
+    assert!(said.contains("--ep-start classic is retired"), "{said}");
+    assert!(super::ep_spec::announce(&ss).is_none());
 }

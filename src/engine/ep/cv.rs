@@ -59,7 +59,7 @@ pub fn default_grid() -> Vec<f64> {
 }
 
 /// The default grid's points strictly below γ/n: the warm path of a fixed-γ
-/// fit whose start from the prior failed (Gaussian, GP and spike-and-slab EP).
+/// fit whose start from the prior failed (spike-and-slab's classic start).
 pub fn grid_below(gamma: f64, n: usize) -> Vec<f64> {
     default_grid()
         .into_iter()
@@ -67,7 +67,7 @@ pub fn grid_below(gamma: f64, n: usize) -> Vec<f64> {
         .collect()
 }
 
-/// A failure on a fixed-γ fit's warm path (GP and spike-and-slab EP) says at
+/// A failure on a fixed-γ fit's warm path (spike-and-slab EP) says at
 /// which point, and why the path was taken.
 pub fn on_warm_path(e: EngineError, over_n: f64, first: &str) -> EngineError {
     match e {

@@ -11,9 +11,9 @@ use super::continuation;
 use super::cv::{self, CvSettings};
 use super::design::{Design, Form};
 use super::linear::{LinearEp, LinearPath};
-use super::outcome::{EpOutcome, SweepInfo};
+use super::outcome::SweepInfo;
 use super::power;
-use super::settings::EpSettings;
+use super::settings::{EpSettings, EpStart};
 use super::spike_slab::SiteStepRule;
 use super::store::Precision;
 use crate::engine::event::{EpSweep, Event, LogLevel};
@@ -249,44 +249,9 @@ impl Engine for Ep {
                 inclusion: None,
             }));
         };
-        // After the final fit's first start failed to converge: from the prior
-        // again, warm-started along γ/n = `path` at the folds' tolerance (the
-        // path's points are only starts), then at γ. Returns the γ/n of the
-        // path when it was taken.
-        let along_path = |lep: &mut LinearEp,
-                          first: Result<EpOutcome, EngineError>,
-                          path: Vec<f64>,
-                          (s, from): (&EpSettings, &str),
-                          on_sweep: &mut dyn FnMut(&SweepInfo<'_>, &Design)|
-         -> Result<(EpOutcome, Option<Vec<f64>>), EngineError> {
-            match first {
-                Err(EngineError::NotConverged { message, .. }) if !path.is_empty() => {
-                    {
-                        let mut sk = sink.borrow_mut();
-                        sk.drop_earlier_sweeps();
-                        sk.emit(log(format!(
-                            "ep: the fit from the {from} did not converge ({message}); \
-                             warm-starting it along γ/n = {path:?}"
-                        )));
-                    }
-                    lep.state_mut().reset();
-                    let loose = cv::fold_settings(&EpSettings {
-                        power: s.power,
-                        ..self.settings
-                    });
-                    for &c in &path {
-                        lep.run(c * pb.n() as f64, &loose, ctl, &mut |_, _| {})?;
-                    }
-                    Ok((lep.run(gamma, s, ctl, on_sweep)?, Some(path)))
-                }
-                res => Ok((res?, None)),
-            }
-        };
-        // γ/n of the warm-start path of the final fit (when its first start failed).
-        let mut final_warm_path: Option<Vec<f64>> = None;
-        // Where the final fit started: the folds' posterior (CV), the prior or the warm path.
+        // Where the final fit started: the folds' posterior (CV), the prior or the continuation.
         let mut final_start = "prior";
-        // The continuation's path (`--ep-start continuation`).
+        // The continuation's path (None: ARD).
         let mut gamma_path = None;
         // Which power EP α the answer is (`power`; None: ARD, EP's own).
         let mut power_used: Option<power::PowerUsed> = None;
@@ -318,83 +283,46 @@ impl Engine for Ep {
                 if !lep.state().sites_are_zero() {
                     lep.state_mut().reset();
                 }
-                if !s.start.is_classic() {
-                    // One way to reach γ, after a CV too (`continuation`):
-                    // directly from the folds' average posterior when there
-                    // is one, else from the prior; the walk in γ if that fails.
-                    if cv_result.is_some()
-                        && cv_start
-                            .as_ref()
-                            .is_some_and(|q0| lep.start_from(q0, gamma))
-                    {
-                        start = "cv_folds";
-                    }
-                    let mut lp = LinearPath {
-                        lep: &mut lep,
-                        settings: *s,
-                        ctl,
-                        on_sweep: &mut on_sweep,
-                    };
-                    let (out, path) = continuation::reach(
-                        &mut lp,
-                        gamma,
-                        pb.n(),
-                        continuation::KAPPA,
-                        &mut |p| sink.borrow_mut().emit(log(continuation::describe(p))),
-                    )?;
-                    let how = if path.points.len() > 1 {
-                        "continuation"
-                    } else {
-                        start
-                    };
-                    return Ok((out, how, None, Some(path)));
-                }
-                let (first, path, settings) = if let Some(r) = &cv_result {
-                    // Start from the folds' average posterior at the chosen point (a
-                    // cold start at a large chosen γ can cycle where the folds' warm
-                    // paths converged: EEG at 16n). If that start is unavailable or
-                    // fails, the prior; if that fails, climb the converged grid points.
-                    let cs = cv::cv_settings(s);
-                    let from_folds = cv_start
+                // One way to reach γ, after a CV too (`continuation`; an
+                // older spec's `--ep-start classic` runs it as well):
+                // directly from the folds' average posterior when there is
+                // one, else from the prior; the walk in γ if that fails.
+                if cv_result.is_some()
+                    && cv_start
                         .as_ref()
-                        .is_some_and(|q0| lep.start_from(q0, gamma));
-                    start = if from_folds { "cv_folds" } else { "prior" };
-                    sink.borrow_mut().emit(log(if from_folds {
-                        format!(
-                            "ep: the final fit starts from the {}-fold average posterior at γ = \
-                             {}n (every site computed from it in one pass)",
-                            r.folds, r.chosen
-                        )
-                    } else {
-                        "ep: the final fit starts from the prior".to_string()
-                    }));
-                    (
-                        lep.run(gamma, &cs, ctl, &mut on_sweep),
-                        r.eligible_below_chosen(),
-                        cs,
-                    )
-                } else {
-                    // A start from the prior at a fixed γ can drift where a warm
-                    // path converges (EEG at 2n: 1000 sweeps from the prior, then 18
-                    // after the path): the default grid's points below γ.
-                    let path = cv::grid_below(gamma, pb.n());
-                    let first = cv::first_start_settings(s, &path);
-                    (lep.run(gamma, &first, ctl, &mut on_sweep), path, *s)
+                        .is_some_and(|q0| lep.start_from(q0, gamma))
+                {
+                    start = "cv_folds";
+                }
+                // The retired classic start runs the continuation as it is:
+                // no retry from the prior at a failed point (`driver::run`).
+                let mut lp = LinearPath {
+                    lep: &mut lep,
+                    settings: EpSettings {
+                        start: EpStart::Continuation,
+                        ..*s
+                    },
+                    ctl,
+                    on_sweep: &mut on_sweep,
                 };
                 let (out, path) =
-                    along_path(&mut lep, first, path, (&settings, start), &mut on_sweep)?;
-                if path.is_some() {
-                    start = "warm_path";
-                }
-                Ok((out, start, path, None))
+                    continuation::reach(&mut lp, gamma, pb.n(), continuation::KAPPA, &mut |p| {
+                        sink.borrow_mut().emit(log(continuation::describe(p)))
+                    })?;
+                let how = if path.points.len() > 1 {
+                    "continuation"
+                } else {
+                    start
+                };
+                Ok((out, how, path))
             };
-            let ((out, start, warm, path), used) =
+            let ((out, start, path), used) =
                 power::run_with_fallback(&self.settings, &mut attempt, &mut |alpha, why| {
                     let mut sk = sink.borrow_mut();
                     sk.drop_earlier_sweeps();
                     sk.emit(log(power::fallback_note("ep", alpha, why)));
                 })?;
-            (final_start, final_warm_path, gamma_path) = (start, warm, path);
+            (final_start, gamma_path) = (start, Some(path));
             power_used = Some(used);
             (out, None)
         };
@@ -510,8 +438,7 @@ impl Engine for Ep {
                 "over_n": gamma / pb.n() as f64,
                 "per_pair": gamma / lep.pairs() as f64,
                 "chosen_by": if cv_result.is_some() { "cv" } else { "fixed" },
-                "final_warm_path_over_n": final_warm_path,
-                "final_start": (cv_result.is_some() || final_warm_path.is_some() || gamma_path.is_some()).then_some(final_start),
+                "final_start": (cv_result.is_some() || gamma_path.is_some()).then_some(final_start),
                 "convention": "π ∝ prior · exp(−γ R_n), R_n = share of discordant pairs; each pair's factor is exp(−(γ/M)·1{<θ, x_i − x_j> < 0})",
             },
             "evidence": outcome.evidence,
@@ -535,6 +462,9 @@ impl Engine for Ep {
         });
         if let Some(p) = gamma_path {
             fit.details["gamma"]["path"] = json!(p);
+            if let Some(note) = self.settings.start.retired_note() {
+                fit.details["gamma"]["classic_start"] = json!(note);
+            }
         }
         if let Some(used) = power_used.filter(|u| !u.is_ep()) {
             fit.reports.push(crate::engine::fit::MethodReport::PowerEp {

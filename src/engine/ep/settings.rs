@@ -95,8 +95,12 @@ impl EpPower {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EpStart {
-    /// From the prior (or the folds' average after a CV), then the rescue
-    /// paths of each flavour when that fails.
+    /// From the prior (or the folds' average after a CV), then each
+    /// flavour's rescue paths: spike-and-slab's default until its flip
+    /// (`spec::ep_spec::default_driver`). Retired for Gaussian and GP EP
+    /// (2026-11-30): read from older specs, it reaches γ by the continuation
+    /// (GP through Nyström: after its coarse start), and the record says so
+    /// (`retired_note`).
     #[default]
     Classic,
     /// Adaptive continuation in γ from a small γ (`continuation`, ALGORITHMS.md §16).
@@ -106,6 +110,15 @@ pub enum EpStart {
 impl EpStart {
     pub fn is_classic(&self) -> bool {
         *self == EpStart::Classic
+    }
+
+    /// `details.gamma.classic_start` of a Gaussian or GP EP run that asked for the
+    /// retired classic start (its fallbacks are gone: records made with them
+    /// can differ where they ran).
+    pub fn retired_note(&self) -> Option<&'static str> {
+        self.is_classic().then_some(
+            "--ep-start classic is retired (2026-11-30): γ was reached by the continuation, as by every Gaussian and GP EP start",
+        )
     }
 }
 

@@ -632,15 +632,14 @@ fn a_cancelled_run_stops_at_the_next_sweep() {
     assert_eq!(seen, 3);
 }
 
-/// A fixed-γ fit whose start from the prior does not converge within the
-/// sweep budget is refitted along the default grid's points below γ (each a
-/// warm start for the next) and lands on the same fixed point; the record says so.
+/// A fixed-γ fit whose direct run from the prior does not converge within the
+/// sweep budget reaches γ by the continuation (each point a warm start for the
+/// next) and lands on the same fixed point; the record says so, and that the
+/// classic start it asked for (the settings' default) is retired.
 #[test]
-fn fixed_gamma_fit_falls_back_to_a_warm_path() {
+fn fixed_gamma_fit_falls_back_to_the_continuation() {
     use crate::engine::interface::{Engine, NoObserver};
     use crate::engine::{Prior, Problem};
-    // (On this toy the start from the prior needs 245 sweeps, the path's last
-    // step 71.)
     let (x, y) = toy(100, 4, 5, 0.02);
     let n = y.len() as f64;
     let names: Vec<String> = (0..4).map(|k| format!("x{k}")).collect();
@@ -657,25 +656,18 @@ fn fixed_gamma_fit_falls_back_to_a_warm_path() {
     };
     let cold = fit(10_000).unwrap();
     let sweeps = cold.details["sweeps"].as_u64().unwrap() as usize;
-    assert!(
-        cold.details["gamma"]["final_start"].is_null(),
-        "{}",
-        cold.details
-    );
+    let g = &cold.details["gamma"];
+    assert_eq!(g["final_start"], "prior", "{}", cold.details);
+    assert_eq!(g["path"]["points"].as_array().unwrap().len(), 1);
+    assert!(g["classic_start"].as_str().unwrap().contains("retired"));
     assert!(
         sweeps > 8,
         "the cold start should need some sweeps: {sweeps}"
     );
     let warm = fit(sweeps - 1).unwrap();
-    assert_eq!(
-        warm.details["gamma"]["final_start"], "warm_path",
-        "{}",
-        warm.details
-    );
-    assert_eq!(
-        warm.details["gamma"]["final_warm_path_over_n"],
-        serde_json::json!([0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0])
-    );
+    let g = &warm.details["gamma"];
+    assert_eq!(g["final_start"], "continuation", "{}", warm.details);
+    assert!(g["path"]["points"].as_array().unwrap().len() > 2);
     // Both converged to tol 1e-4 in Δ (scaled by η): the same fixed point to
     // well within a posterior sd.
     for k in 0..4 {

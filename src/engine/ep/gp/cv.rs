@@ -100,7 +100,7 @@ impl GridWalker for GpWalker<'_> {
                     gamma,
                     &cv.ep,
                     cv.precision,
-                    None,
+                    false,
                     ctl,
                     &mut |_| {},
                 )

@@ -10,12 +10,11 @@ use super::basis::{Basis, Form};
 use super::nystrom::{self, LandmarkChoice};
 use super::sweep::{GpEp, GpSweep};
 use crate::engine::ep::continuation::{self, GammaPath};
-use crate::engine::ep::cv;
 use crate::engine::ep::design::Design;
 use crate::engine::ep::design::Form as LinearForm;
 use crate::engine::ep::linear::{LinearEp, LinearPath};
 use crate::engine::ep::outcome::SweepInfo;
-use crate::engine::ep::settings::EpSettings;
+use crate::engine::ep::settings::{EpSettings, EpStart};
 use crate::engine::ep::store::Precision as SitePrecision;
 use crate::engine::gp::dense;
 use crate::engine::gp::factor::{self, Distinct};
@@ -129,25 +128,8 @@ pub struct FitOutcome {
     pub spread: serde_json::Value,
     /// Nyström: how the landmarks were chosen, and EP's start.
     pub landmarks: Option<LandmarkChoice>,
-    /// Set when the start from the prior failed and EP climbed a γ path.
-    pub warm_path: Option<WarmPath>,
-    /// The continuation's path (`--ep-start continuation`, the final fit).
+    /// The continuation's path (the final fit).
     pub gamma_path: Option<GammaPath>,
-}
-
-/// A feature fit's first start gets this share of the sweep budget (1/4)
-/// when a warm path exists, so that a drifting start leaves time for the
-/// climb (EEG at 16n drifts for all 1000 sweeps, 23 CPU min — and its climb
-/// drifts too). A choice, not a tuned value.
-const FIRST_START_SHARE: usize = 4;
-
-/// The climb of a fit whose start from the prior failed.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct WarmPath {
-    /// γ/n of the points climbed (at the folds' tolerance) before γ.
-    pub over_n: Vec<f64>,
-    /// Why the first start was abandoned.
-    pub first_start: String,
 }
 
 /// Exact GP-EP's landmarks: Z (the distinct rows' scores from whitened
@@ -335,7 +317,6 @@ pub fn run_exact(
         rank: ep.basis.dim(),
         mean: map.iter().map(|&u| q.mean[u]).collect(),
         sd: map.iter().map(|&u| q.var[u].sqrt()).collect(),
-        warm_path: None,
         gamma_path: None,
         seconds: out.seconds,
         spread: serde_json::Value::Null,
@@ -394,12 +375,9 @@ pub fn features(
 
 /// GP-EP through the features `f` of the rows `x` (`features`): linear EP
 /// with prior N(0, I) on them. A CV fold computes its features once and fits
-/// them along the γ grid (`path` None: one run from the start). The final
-/// fit (`path` Some) reaches γ as the settings say: by the continuation in γ
-/// (`--ep-start continuation`, `details.gamma.path`), or (classic) with a
-/// non-empty path (γ/n below γ), a first start that does not converge within
-/// a quarter of the sweep budget is abandoned for a climb along the path
-/// (`warm_path`).
+/// them along the γ grid (`reach` false: one run from the start); the final
+/// fit (`reach` true) reaches γ by the continuation in γ (`details.gamma.path`;
+/// an older spec's `--ep-start classic` too, after Nyström's coarse start).
 #[allow(clippy::too_many_arguments)]
 pub fn fit_features(
     kernel: &Kernel,
@@ -409,7 +387,7 @@ pub fn fit_features(
     gamma: f64,
     settings: &EpSettings,
     precision: SitePrecision,
-    path: Option<&[f64]>,
+    reach: bool,
     ctl: &Control,
     on_sweep: &mut dyn FnMut(GpSweep<'_>),
 ) -> Result<(GpModel, FitOutcome), EngineError> {
@@ -449,45 +427,24 @@ pub fn fit_features(
         })
     };
     let mut gamma_path = None;
-    let (out, warm_path) = if path.is_some() && !settings.start.is_classic() {
+    let out = if reach {
+        // An older spec's classic start runs the continuation as it is (after
+        // Nyström's coarse start): no driver retry from the prior.
         let mut lp = LinearPath {
             lep: &mut lep,
-            settings: *settings,
+            settings: EpSettings {
+                start: EpStart::Continuation,
+                ..*settings
+            },
             ctl,
             on_sweep: &mut stream,
         };
         let (out, p) =
             continuation::reach(&mut lp, gamma, y.len(), continuation::KAPPA, &mut |_| {})?;
         gamma_path = Some(p);
-        (out, None)
-    } else if path.is_none_or(|p| p.is_empty()) {
-        (lep.run(gamma, settings, ctl, &mut stream)?, None)
+        out
     } else {
-        let path = path.expect("a climb path");
-        let first = EpSettings {
-            max_sweeps: (settings.max_sweeps / FIRST_START_SHARE).max(1),
-            ..cv::first_start_settings(settings, path)
-        };
-        match lep.run(gamma, &first, ctl, &mut stream) {
-            Err(EngineError::NotConverged { message, .. }) => {
-                lep.state_mut().reset();
-                let loose = cv::fold_settings(settings);
-                let n = y.len() as f64;
-                for &c in path {
-                    lep.run(c * n, &loose, ctl, &mut |_, _| {})
-                        .map_err(|e| cv::on_warm_path(e, c, &message))?;
-                }
-                let out = lep
-                    .run(gamma, settings, ctl, &mut stream)
-                    .map_err(|e| cv::on_warm_path(e, gamma / n, &message))?;
-                let climb = WarmPath {
-                    over_n: path.to_vec(),
-                    first_start: message,
-                };
-                (out, Some(climb))
-            }
-            res => (res?, None),
-        }
+        lep.run(gamma, settings, ctl, &mut stream)?
     };
     let mean = lep.mean();
     let cov = lep.cov().expect("primal form");
@@ -523,7 +480,6 @@ pub fn fit_features(
             seconds: out.seconds,
             spread: serde_json::json!({ "kind": "covariance" }),
             landmarks,
-            warm_path,
             gamma_path,
         },
     ))

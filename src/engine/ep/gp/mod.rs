@@ -136,10 +136,6 @@ pub(crate) fn run(
     };
     let cv_seconds = t_cv.elapsed().as_secs_f64();
 
-    // A start from the prior can drift where a climb along the default grid
-    // converges (linear EP on EEG at 2n; GP-EP's climb at EEG's 16n drifts
-    // too): its points below γ (Nyström and RFF fits).
-    let path = crate::engine::ep::cv::grid_below(gamma, n);
     let mut state: Option<GpEp> = None;
     let fit_at = |ell: f64,
                   state: &mut Option<GpEp>,
@@ -165,7 +161,7 @@ pub(crate) fn run(
                 gamma,
                 &ep.settings,
                 ep.precision,
-                Some(&path),
+                true,
                 ctl,
                 on_sweep,
             ),
@@ -256,15 +252,6 @@ pub(crate) fn run(
             ),
         });
     }
-    if let Some(w) = &out.warm_path {
-        sink.emit(Event::Log {
-            level: LogLevel::Info,
-            message: format!(
-                "gp: the fit from the prior was abandoned ({}); EP climbed γ/n = {:?} warm and then converged at γ",
-                w.first_start, w.over_n
-            ),
-        });
-    }
     if let Some(l) = &out.landmarks {
         sink.emit(info(format!(
             "gp: {} Nyström landmarks leave out {:.3}% of the prior variance (largest share of a row's: {:.3}%){}",
@@ -339,7 +326,6 @@ pub(crate) fn run(
         "identical_pairs": out.identical_pairs,
         "skipped_sites": out.skipped,
         "cold_restart": out.cold_restart,
-        "warm_path": out.warm_path,
         "lengthscale": {
             "value": (gp.kernel != KernelKind::Linear).then_some(ell),
             "median_distance": median,
@@ -358,6 +344,13 @@ pub(crate) fn run(
         },
         "seconds": { "gamma_cv": cv_seconds, "lengthscale_search": search_seconds, "ep": out.seconds, "total": t0.elapsed().as_secs_f64() },
     });
+    if let Some(note) = out
+        .gamma_path
+        .as_ref()
+        .and(ep.settings.start.retired_note())
+    {
+        fit.details["gamma"]["classic_start"] = json!(note);
+    }
     fit.trace = sink.trace;
     Ok(fit)
 }

@@ -68,7 +68,7 @@ fn landmarks_on_every_row_are_exact_gp_ep() {
             60.0,
             &s,
             Precision::F64,
-            None,
+            false,
             &ctl,
             &mut |w| {
                 assert!(w.q.is_none() && w.delta.is_finite());
@@ -154,70 +154,10 @@ fn the_coarse_start_keeps_the_fixed_point() {
     );
 }
 
-/// A feature fit whose start from the prior needs more than a quarter of the
-/// sweep budget climbs the given γ/n path instead and lands on the same fixed
-/// point (Δ ≤ tol at γ both ways: within 1% of a score sd); without a path
-/// it keeps the whole budget for the one start.
-#[test]
-fn a_slow_start_climbs_the_warm_path_to_the_same_fixed_point() {
-    let (x, y) = data();
-    let k = Kernel::Se { lengthscale: 0.5 };
-    let ctl = Control::new();
-    let f = features(&k, GpApprox::Nystrom { landmarks: 60 }, &x).unwrap();
-    let gamma = 16.0 * y.len() as f64;
-    let fit = |max_sweeps: usize, path: &[f64]| {
-        let s = EpSettings {
-            max_sweeps,
-            ..EpSettings::default()
-        };
-        fit_features(
-            &k,
-            &f,
-            &x,
-            &y,
-            gamma,
-            &s,
-            Precision::F64,
-            Some(path),
-            &ctl,
-            &mut |_| {},
-        )
-    };
-    let path = [0.25, 1.0, 4.0];
-    let (_, cold) = fit(10_000, &[]).unwrap();
-    let sweeps = cold.sweeps;
-    assert!(cold.warm_path.is_none());
-    assert!(
-        sweeps > 8,
-        "the cold start should need some sweeps: {sweeps}"
-    );
-    // A budget whose quarter the start from the prior just misses.
-    let budget = 4 * (sweeps - 1);
-    let (_, warm) = fit(budget, &path).unwrap();
-    let climb = warm.warm_path.as_ref().expect("the path was climbed");
-    assert_eq!(climb.over_n, path);
-    assert!(
-        climb.first_start.contains("did not converge"),
-        "{}",
-        climb.first_start
-    );
-    // Without a path the same budget is spent on the one start, which converges.
-    let (_, whole) = fit(budget, &[]).unwrap();
-    assert!(whole.warm_path.is_none() && whole.sweeps == sweeps);
-    for i in 0..y.len() {
-        let dm = (warm.mean[i] - cold.mean[i]).abs();
-        assert!(
-            dm < 0.01 * cold.sd[i],
-            "score {i}: {dm} vs sd {}",
-            cold.sd[i]
-        );
-    }
-}
-
-/// `--ep-start continuation`: the final feature fit reaches γ by the
-/// continuation (one record shape, `gamma_path`; no climb, no coarse start)
-/// and lands on the classic fit's fixed point; a CV fold's fit (no path) is
-/// one run either way.
+/// The final feature fit reaches γ by the continuation (one record shape,
+/// `gamma_path`; no climb) and an older spec's `--ep-start classic` too,
+/// after Nyström's coarse start, landing on the same fixed point; a CV
+/// fold's fit (`reach` false) is one run.
 #[test]
 fn the_continuation_reaches_the_classic_fixed_point() {
     use crate::engine::ep::settings::{EpController, EpStart};
@@ -226,7 +166,7 @@ fn the_continuation_reaches_the_classic_fixed_point() {
     let ctl = Control::new();
     let f = features(&k, GpApprox::Nystrom { landmarks: 140 }, &x).unwrap();
     let gamma = 4.0 * y.len() as f64;
-    let fit = |start: EpStart, path: Option<&[f64]>| {
+    let fit = |start: EpStart, reach: bool| {
         let s = EpSettings {
             tol: 1e-8,
             start,
@@ -241,20 +181,18 @@ fn the_continuation_reaches_the_classic_fixed_point() {
             gamma,
             &s,
             Precision::F64,
-            path,
+            reach,
             &ctl,
             &mut |_| {},
         )
         .unwrap()
     };
-    let path = [0.25, 1.0, 2.0];
-    let (_, classic) = fit(EpStart::Classic, Some(&path));
-    assert!(classic.gamma_path.is_none());
+    let (_, classic) = fit(EpStart::Classic, true);
+    assert!(classic.gamma_path.is_some());
     assert!(classic.landmarks.as_ref().unwrap().start.is_some());
-    let (_, cont) = fit(EpStart::Continuation, Some(&path));
+    let (_, cont) = fit(EpStart::Continuation, true);
     let p = cont.gamma_path.as_ref().expect("the continuation's path");
     assert_eq!(p.target, gamma);
-    assert!(cont.warm_path.is_none());
     assert!(
         cont.landmarks.as_ref().unwrap().start.is_none(),
         "no coarse start"
@@ -265,6 +203,6 @@ fn the_continuation_reaches_the_classic_fixed_point() {
         let dm = (cont.mean[i] - classic.mean[i]).abs();
         assert!(dm < 1e-3 * classic.sd[i], "score {i}: {dm}");
     }
-    let (_, fold) = fit(EpStart::Continuation, None);
+    let (_, fold) = fit(EpStart::Continuation, false);
     assert!(fold.gamma_path.is_none());
 }
