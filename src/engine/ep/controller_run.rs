@@ -8,8 +8,8 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::{
-    Anderson, Judged, MIN_FACTOR, NonProgress, PLAIN_SWEEPS, Progress, SPAN, VERDICT_HALVINGS,
-    marginal_dots, secant_factor,
+    Anderson, Judged, MIN_FACTOR, NonProgress, PLAIN_SWEEPS, Progress, SPAN, marginal_dots,
+    secant_factor,
 };
 use crate::engine::ep::regrow::Regrow;
 use crate::engine::ep::settings::EpSettings;
@@ -54,18 +54,29 @@ struct Loop {
     /// last cut of η, and the verdict's halvings since the last regrowth.
     regrow: Regrow,
     best_delta: f64,
-    halved_here: usize,
+    cycle_halved: bool,
     /// The current state is a plain step from the rollback point (a secant
     /// step may follow); the secant's largest factor (half an undone
     /// step's, doubled by a kept one and by each plain pair without one).
     last_plain: bool,
     cap: f64,
+    /// A cycle that survives its halving ends the run, judged over half a
+    /// window at the halved step, with the mixing off from the halving
+    /// (`short_cycle_verdict`).
+    short: bool,
 }
 
-const BELOW_MIN: &str = "did not converge: η fell below its minimum";
+/// The measurement hook `PACAUC_EP_CYCLE_VERDICT=short` (`Loop::short`),
+/// off by default: it gives a cycle's verdict within 50 sweeps (issue 28),
+/// but it ended spike-and-slab Glass split 0's direct run at 2n (sweep
+/// 118), which converges at sweep 353 without it.
+pub fn short_cycle_verdict() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("PACAUC_EP_CYCLE_VERDICT").is_ok_and(|v| v == "short"))
+}
 
 impl Loop {
-    fn new(s: &EpSettings) -> Loop {
+    fn new(s: &EpSettings, short: bool) -> Loop {
         Loop {
             eta: s.eta,
             n: Counts::default(),
@@ -73,9 +84,10 @@ impl Loop {
             progress: Progress::default(),
             regrow: Regrow::new(s),
             best_delta: f64::INFINITY,
-            halved_here: 0,
+            cycle_halved: false,
             last_plain: false,
             cap: f64::INFINITY,
+            short,
         }
     }
 
@@ -99,6 +111,17 @@ impl Loop {
             delta,
         };
         not_converged(st, s, why, at, reason, detail)
+    }
+
+    fn below_min<S: SweepState>(
+        &self,
+        st: &S,
+        s: &EpSettings,
+        at: (usize, f64),
+        reason: NonConvergence,
+    ) -> EngineError {
+        let why = "did not converge: η fell below its minimum";
+        self.fail(st, s, why, at, reason)
     }
 
     /// η halved by a failed step (it regrows after clean ones).
@@ -167,7 +190,7 @@ impl Loop {
         st.scale_step(1.0 / omega);
         self.n.undone += 1;
         let Some(h) = self.complete(st, false, s.min_eta) else {
-            return Err(self.fail(st, s, BELOW_MIN, at, st.rebuild_reason()));
+            return Err(self.below_min(st, s, at, st.rebuild_reason()));
         };
         if h > 0 {
             self.progress.reset();
@@ -187,8 +210,10 @@ impl Loop {
         // Δ grows with the step: compare like with like.
         self.best_delta *= next / self.eta;
         self.eta = next;
-        (self.n.regrowths, self.halved_here, self.last_plain) = (self.n.regrowths + 1, 0, false);
+        (self.n.regrowths, self.cycle_halved, self.last_plain) =
+            (self.n.regrowths + 1, false, false);
         self.progress.reset();
+        self.progress.halved(false);
         if let Some(a) = self.aa.as_mut() {
             a.clear();
         }
@@ -206,9 +231,8 @@ impl Loop {
     ) -> Option<EngineError> {
         // A window without contraction that is not straight may be a cycle
         // of the damped map that a smaller step removes (spike-and-slab
-        // Pima and GP-EP Glass cycle at η = 0.7): the step is halved, at
-        // most `VERDICT_HALVINGS` times since the last regrowth; a drift is
-        // not (a smaller step only slows it). The halving is a failed step
+        // Pima and GP-EP Glass cycle at η = 0.7): the step is halved, once
+        // per regrowth; a drift is not (a smaller step only slows it). The halving is a failed step
         // for `Regrow`: an early transient of the large step (claims at γ =
         // n: a period-2 oscillation at η = 0.7 for ~20 sweeps, then a slow
         // mode) gets the step back once the halved one contracts cleanly; a
@@ -216,22 +240,31 @@ impl Loop {
         // capped there.
         let no_contraction = matches!(v, Judged::Stop(NonProgress::NoContraction { .. }));
         let straight = self.progress.straightness() >= super::STRAIGHT;
-        let cycle = matches!(v, Judged::Cycle) || (no_contraction && !straight);
-        if cycle && self.halved_here < VERDICT_HALVINGS && self.eta * 0.5 >= s.min_eta {
+        let cycle = matches!(v, Judged::Cycle { .. }) || (no_contraction && !straight);
+        if cycle && !self.cycle_halved && self.eta * 0.5 >= s.min_eta {
             self.regrow.cut(self.eta);
             self.eta *= 0.5;
             self.n.verdict_halvings += 1;
-            self.halved_here += 1;
+            self.cycle_halved = true;
             self.best_delta = f64::INFINITY;
             self.last_plain = false;
             self.progress.reset();
-            if let Some(a) = self.aa.as_mut() {
-                a.clear();
+            self.progress.halved(self.short);
+            // The halved step is judged on the damped map itself (below):
+            // the mixing is off from here.
+            if self.short && self.aa.take().is_some() {
+                self.n.mixing_off = true;
             }
             return None;
         }
-        let Judged::Stop(v) = v else {
-            return None;
+        // A cycle the step cannot remove (it survived the halving, within
+        // half a window: `Progress::halved`): the verdict. So a run without
+        // a fixed point in reach ends within 1.5 windows of its warm-up
+        // (Colon's spike-and-slab cycles: 75–145 sweeps before).
+        let v = match v {
+            Judged::Cycle { ratio } if self.short => NonProgress::Cycle { ratio },
+            Judged::Cycle { .. } => return None,
+            Judged::Stop(v) => v,
         };
         // The verdict is on the damped map: where the mixing was on, plain
         // damping (with the secant) first gets a horizon of its own, once.
@@ -266,6 +299,19 @@ pub fn run_once<S: SweepState>(
     ctl: &Control,
     on_sweep: &mut dyn FnMut(&S, &SweepStatus),
 ) -> Result<Converged, EngineError> {
+    run_with(st, s, rules, ctl, on_sweep, short_cycle_verdict())
+}
+
+/// `run_once`, with the cycle's verdict over half a window or not
+/// (`short_cycle_verdict`).
+pub(super) fn run_with<S: SweepState>(
+    st: &mut S,
+    s: &EpSettings,
+    rules: Rules,
+    ctl: &Control,
+    on_sweep: &mut dyn FnMut(&S, &SweepStatus),
+    short: bool,
+) -> Result<Converged, EngineError> {
     let t0 = Instant::now();
     let opened = open_run(st, s)?;
     let (mut cold_restart, warmup) = (opened.cold_restart, opened.warmup);
@@ -274,7 +320,7 @@ pub fn run_once<S: SweepState>(
     // The history copies every site each sweep, so mixing begins only once
     // plain damping has had `PLAIN_SWEEPS` sweeps and, at its rate, needs
     // more than as many again: a run that converges fast pays nothing.
-    let mut l = Loop::new(s);
+    let mut l = Loop::new(s, short);
     // q of the current state before the last accepted step, and before that.
     let mut q_prev: Option<Marginal> = None;
     let mut q_prev2: Option<Marginal>;
@@ -326,7 +372,7 @@ pub fn run_once<S: SweepState>(
                         l.halve();
                         if l.eta < s.min_eta {
                             let reason = NonConvergence::InvalidCavities;
-                            return Err(l.fail(st, s, BELOW_MIN, (sweep, delta), reason));
+                            return Err(l.below_min(st, s, (sweep, delta), reason));
                         }
                         st.shrink();
                         if st.complete_sweep(l.eta, sweep < warmup) {
@@ -452,7 +498,7 @@ pub fn run_once<S: SweepState>(
                 } else {
                     let Some(h) = l.complete(st, sweep < warmup, s.min_eta) else {
                         let reason = st.rebuild_reason();
-                        return Err(l.fail(st, s, BELOW_MIN, (sweep, delta), reason));
+                        return Err(l.below_min(st, s, (sweep, delta), reason));
                     };
                     // Two plain steps in a row: the secant may scale the second.
                     let plain_pair = l.last_plain && h == 0;
