@@ -41,8 +41,12 @@
 //! r_t = Δ_t/η_t of the plain steps (mixed and undone ones left out: a run
 //! of undone steps re-added the last residual and looked stalled: claims,
 //! `--gamma auto`). A window of `WINDOW` sweeps without contraction halves
-//! η (`VERDICT_HALVINGS` times per regrowth) where the mean did not move straight (a
-//! cycle at a large step converges at a smaller one), not for a drift. The
+//! η (once per regrowth) where the mean did not move straight (a cycle at a
+//! large step converges at a smaller one), not for a drift. (Under the
+//! measurement hook `PACAUC_EP_CYCLE_VERDICT=short` the halving also turns
+//! the mixing off, and a cycle that survives it, over half a window, is the
+//! verdict: within 50 sweeps, not 75–145; not the default, see
+//! `run::short_cycle_verdict`.) The
 //! verdict (`NonProgress`) needs a horizon that grows with the sweeps
 //! spent: r's best over the later half of the sweeps at one η (at least
 //! `2·WINDOW`) no lower than over the earlier half, or a contraction too
@@ -61,7 +65,7 @@ use super::sweep_state::Marginal;
 
 #[path = "controller_progress.rs"]
 mod progress;
-pub use progress::{Judged, NonProgress, Progress, STRAIGHT, VERDICT_HALVINGS, WINDOW};
+pub use progress::{Judged, NonProgress, Progress, STRAIGHT, WINDOW};
 
 /// Plain damped sweeps before the mixing may start, and the most sweeps
 /// plain damping may still need at its current rate for the mixing not to

@@ -8,7 +8,7 @@
 //! window without contraction only *classifies* the run:
 //! - not straight (the mean's net move over the window is less than
 //!   `STRAIGHT` of the way it travelled): a cycle, which a smaller step may
-//!   remove (`Judged::Cycle`; the run halves η, `VERDICT_HALVINGS` times);
+//!   remove (`Judged::Cycle`; the run halves η once per regrowth);
 //! - straight: a drift, which a smaller step only slows (no halving).
 //!
 //! The verdict itself needs the evidence of a horizon that grows with the
@@ -17,7 +17,10 @@
 //! contraction whose projected end lies beyond the budget and has not come
 //! nearer over a window (`TooSlow`). A straight drift thus ends after
 //! `2·WINDOW` sweeps; a cycle after one window, a halving and two windows
-//! at the halved step.
+//! at the halved step. Under `PACAUC_EP_CYCLE_VERDICT=short` a cycle that
+//! survives its halving is the verdict's (`NonProgress::Cycle`), also
+//! judged over half a window (`halved`): one window, a halving and half a
+//! window.
 
 use std::collections::VecDeque;
 
@@ -27,9 +30,6 @@ use super::super::sweep_state::Marginal;
 
 /// Accepted steps of the verdict's window.
 pub const WINDOW: usize = 24;
-/// Halvings of η on a window without contraction that is not straight
-/// (a cycle of the damped map at a large step ends at a smaller one).
-pub const VERDICT_HALVINGS: usize = 1;
 /// A window without contraction is a drift, not a cycle, when the mean's
 /// net move across it is at least this share of the way it travelled
 /// (period-2 oscillations: < 0.1; claims' early oscillation 0.39; a drift 1).
@@ -44,6 +44,10 @@ pub enum NonProgress {
     NoContraction { ratio: f64 },
     /// It falls, too slowly to reach the tolerance within the sweeps left.
     TooSlow { rate: f64, needed: f64, left: usize },
+    /// A cycle survived the halving of η (`Judged::Cycle` at the halved
+    /// step, over a window or the last half window; only under
+    /// `PACAUC_EP_CYCLE_VERDICT=short`).
+    Cycle { ratio: f64 },
 }
 
 impl NonProgress {
@@ -59,6 +63,11 @@ impl NonProgress {
                 "no progress: Δ/η contracts by {rate:.4} a sweep, {needed:.0} more sweeps to the \
                  tolerance but {left} left"
             ),
+            NonProgress::Cycle { ratio } => format!(
+                "no progress: a cycle survived the halving of η (the smallest Δ/η of the later \
+                 half of the last window is {ratio:.3}× the earlier half's, the mean not moving \
+                 straight; PACAUC_EP_CYCLE_VERDICT=short)"
+            ),
         }
     }
 }
@@ -67,8 +76,9 @@ impl NonProgress {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Judged {
     /// A window without contraction that is not straight: a smaller step
-    /// may remove the cycle (the run halves η while it may).
-    Cycle,
+    /// may remove the cycle (the run halves η while it may; else the
+    /// verdict, `ratio` as in `NoContraction`).
+    Cycle { ratio: f64 },
     /// The run cannot converge at this η.
     Stop(NonProgress),
 }
@@ -86,6 +96,9 @@ pub struct Progress {
     path: VecDeque<(usize, Marginal, f64)>,
     /// (sweep, r) of every plain step at this η (the horizon).
     plain: Vec<(usize, f64)>,
+    /// The step was halved for a cycle: a cycle is also called over the
+    /// last half window (`halved`).
+    halved: bool,
 }
 
 impl Progress {
@@ -94,6 +107,14 @@ impl Progress {
         self.needed.clear();
         self.path.clear();
         self.plain.clear();
+    }
+
+    /// η was halved for a cycle. A cycle the halving removes contracts at
+    /// once (a multiplier in (−3, −1) at η is in (−1, 1) at η/2), so the
+    /// halved step is judged over half a window: a cycle that survives it
+    /// ends the run within 1.5 windows of the warm-up, not 3.
+    pub fn halved(&mut self, on: bool) {
+        self.halved = on;
     }
 
     /// A plain step with residual `r` = Δ/η, one sweep after the last
@@ -106,10 +127,29 @@ impl Progress {
     /// The mean's net move over the window's path / the way travelled (1
     /// without a path).
     pub fn straightness(&self) -> f64 {
-        match (self.path.front(), self.path.back()) {
+        self.straightness_since(0)
+    }
+
+    /// `straightness` over the path from sweep `from` on.
+    fn straightness_since(&self, from: usize) -> f64 {
+        match (self.path.iter().find(|p| p.0 >= from), self.path.back()) {
             (Some(a), Some(b)) if b.2 > a.2 => b.1.distance(&a.1) / (b.2 - a.2),
             _ => 1.0,
         }
+    }
+
+    /// The best plain r of the window's sweeps from `from + half` on over
+    /// the best of `from..from + half`: None when the earlier has none.
+    fn late_over_early(&self, from: usize, half: usize) -> Option<f64> {
+        let min = |early: bool| {
+            self.window
+                .iter()
+                .filter(|w| w.0 >= from && (w.0 < from + half) == early)
+                .filter_map(|w| w.1)
+                .fold(f64::INFINITY, f64::min)
+        };
+        let (early, late) = (min(true), min(false));
+        (!early.is_infinite()).then_some(late / early)
     }
 
     /// The best plain r over the later half of the sweeps at this η over
@@ -186,29 +226,28 @@ impl Progress {
             }
         }
         let first = self.window.front().expect("just pushed").0;
+        let short = WINDOW / 2;
+        if self.halved && first + short <= sweep + 1 {
+            let from = sweep + 1 - short;
+            if let Some(ratio) = self.late_over_early(from, short / 2)
+                && (ratio.is_nan() || ratio >= 1.0)
+                && self.straightness_since(from.saturating_sub(1)) < STRAIGHT
+            {
+                return Some(Judged::Cycle { ratio });
+            }
+        }
         if first + WINDOW != sweep + 1 {
             return None;
         }
         // The last plain step's r (the window is judged at every sweep).
         let now = self.window.iter().rev().find_map(|w| w.1)?;
         let half = WINDOW / 2;
-        let min = |early: bool| {
-            self.window
-                .iter()
-                .filter(|w| (w.0 < first + half) == early)
-                .filter_map(|w| w.1)
-                .fold(f64::INFINITY, f64::min)
-        };
-        let (early, late) = (min(true), min(false));
-        if early.is_infinite() {
-            return None;
-        }
+        let ratio = self.late_over_early(first, half)?;
         if let Some(ratio) = self.stalled() {
             return Some(Judged::Stop(NonProgress::NoContraction { ratio }));
         }
-        let ratio = late / early;
         if ratio.is_nan() || ratio >= 1.0 {
-            return (self.straightness() < STRAIGHT).then_some(Judged::Cycle);
+            return (self.straightness() < STRAIGHT).then_some(Judged::Cycle { ratio });
         }
         let rate = ratio.powf(1.0 / half as f64);
         let needed = ((goal / now).ln() / rate.ln()).max(0.0);

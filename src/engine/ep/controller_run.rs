@@ -8,8 +8,8 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::{
-    Anderson, Judged, MIN_FACTOR, NonProgress, PLAIN_SWEEPS, Progress, SPAN, VERDICT_HALVINGS,
-    marginal_dots, secant_factor,
+    Anderson, Judged, MIN_FACTOR, NonProgress, PLAIN_SWEEPS, Progress, SPAN, marginal_dots,
+    secant_factor,
 };
 use crate::engine::ep::regrow::Regrow;
 use crate::engine::ep::settings::EpSettings;
@@ -43,48 +43,252 @@ enum Pending {
     Secant { before: f64, omega: f64 },
 }
 
-/// After a mixed step from x_k is undone: the plain step G(x_k), the
-/// history's newest pair, becomes the state (its rollback point x_k kept),
-/// so no pass is repeated; false when there is no such pair or q cannot be
-/// rebuilt at it (then back to x_k by `restore`).
-fn recover<S: SweepState>(st: &mut S, aa: &mut Option<Anderson>, eta: f64) -> bool {
-    let Some(a) = aa.as_mut() else {
-        return false;
-    };
-    let Some((slot, g)) = a.newest() else {
-        return false;
-    };
-    st.load_current(g, slot);
-    if !st.complete_sweep(eta, false) {
-        return false;
-    }
-    a.keep_newest();
-    true
+/// The loop's state that outlives a sweep: η and what changes it (the
+/// counts, `Regrow`, the verdict's window and halvings), the mixing and
+/// the secant's trust.
+struct Loop {
+    eta: f64,
+    n: Counts,
+    aa: Option<Anderson>,
+    progress: Progress,
+    /// η cut by a failed step grows back (`Regrow`): Δ's best since the
+    /// last cut of η, and the verdict's halvings since the last regrowth.
+    regrow: Regrow,
+    best_delta: f64,
+    cycle_halved: bool,
+    /// The current state is a plain step from the rollback point (a secant
+    /// step may follow); the secant's largest factor (half an undone
+    /// step's, doubled by a kept one and by each plain pair without one).
+    last_plain: bool,
+    cap: f64,
+    /// A cycle that survives its halving ends the run, judged over half a
+    /// window at the halved step, with the mixing off from the halving
+    /// (`short_cycle_verdict`).
+    short: bool,
 }
 
-/// Rebuilds q after an accepted step, halving η (the step shrunk towards
-/// the rollback point) while it is rejected: the halvings, None when η fell
-/// below its minimum.
-fn complete<S: SweepState>(
-    st: &mut S,
-    eta: &mut f64,
-    warmup: bool,
-    min_eta: f64,
-    n: &mut Counts,
-    regrow: &mut Regrow,
-) -> Option<usize> {
-    let mut halved = 0;
-    while !st.complete_sweep(*eta, warmup) {
-        regrow.cut(*eta);
-        *eta *= 0.5;
-        n.halvings += 1;
-        halved += 1;
-        if *eta < min_eta {
+/// The measurement hook `PACAUC_EP_CYCLE_VERDICT=short` (`Loop::short`),
+/// off by default: it gives a cycle's verdict within 50 sweeps (issue 28),
+/// but it ended spike-and-slab Glass split 0's direct run at 2n (sweep
+/// 118), which converges at sweep 353 without it.
+pub fn short_cycle_verdict() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("PACAUC_EP_CYCLE_VERDICT").is_ok_and(|v| v == "short"))
+}
+
+impl Loop {
+    fn new(s: &EpSettings, short: bool) -> Loop {
+        Loop {
+            eta: s.eta,
+            n: Counts::default(),
+            aa: None,
+            progress: Progress::default(),
+            regrow: Regrow::new(s),
+            best_delta: f64::INFINITY,
+            cycle_halved: false,
+            last_plain: false,
+            cap: f64::INFINITY,
+            short,
+        }
+    }
+
+    fn fail<S: SweepState>(
+        &self,
+        st: &S,
+        s: &EpSettings,
+        why: &str,
+        (sweep, delta): (usize, f64),
+        reason: NonConvergence,
+    ) -> EngineError {
+        let n = &self.n;
+        let detail = json!({
+            "reason": reason, "controller": "anderson", "halvings": n.halvings,
+            "verdict_halvings": n.verdict_halvings, "regrowths": n.regrowths,
+            "mixed_steps": n.mixed, "mixed_undone": n.undone, "mixing_off": n.mixing_off,
+        });
+        let at = StoppedAt {
+            sweep,
+            eta: self.eta,
+            delta,
+        };
+        let failure = RunFailure {
+            verdict_halvings: n.verdict_halvings,
+            rejected_halvings: n.halvings,
+            ..RunFailure::new(reason)
+        };
+        not_converged(st, s, why, at, failure, detail)
+    }
+
+    fn below_min<S: SweepState>(
+        &self,
+        st: &S,
+        s: &EpSettings,
+        at: (usize, f64),
+        reason: NonConvergence,
+    ) -> EngineError {
+        let why = "did not converge: η fell below its minimum";
+        self.fail(st, s, why, at, reason)
+    }
+
+    /// η halved by a failed step (it regrows after clean ones).
+    fn halve(&mut self) {
+        self.regrow.cut(self.eta);
+        self.eta *= 0.5;
+        self.n.halvings += 1;
+    }
+
+    /// After a mixed step from x_k is undone: the plain step G(x_k), the
+    /// history's newest pair, becomes the state (its rollback point x_k
+    /// kept), so no pass is repeated; false when there is no such pair or q
+    /// cannot be rebuilt at it (then back to x_k by `undo`).
+    fn recover<S: SweepState>(&mut self, st: &mut S) -> bool {
+        let Some(a) = self.aa.as_mut() else {
+            return false;
+        };
+        let Some((slot, g)) = a.newest() else {
+            return false;
+        };
+        st.load_current(g, slot);
+        if !st.complete_sweep(self.eta, false) {
+            return false;
+        }
+        a.keep_newest();
+        true
+    }
+
+    /// Back to the state a mixed step started from (when `recover` cannot
+    /// give its plain step); plain steps until the history refills.
+    fn undo<S: SweepState>(&mut self, st: &mut S) -> bool {
+        st.restore();
+        if let Some(a) = self.aa.as_mut() {
+            a.clear();
+        }
+        st.ensure_q()
+    }
+
+    /// Rebuilds q after an accepted step, halving η (the step shrunk
+    /// towards the rollback point) while it is rejected: the halvings, None
+    /// when η fell below its minimum.
+    fn complete<S: SweepState>(&mut self, st: &mut S, warmup: bool, min_eta: f64) -> Option<usize> {
+        let mut halved = 0;
+        while !st.complete_sweep(self.eta, warmup) {
+            self.halve();
+            halved += 1;
+            if self.eta < min_eta {
+                return None;
+            }
+            st.shrink();
+        }
+        Some(halved)
+    }
+
+    /// Back to the plain step the secant scaled (its rollback point kept):
+    /// the mixed sweep is the plain one, late, and the next secant step at
+    /// most half as long.
+    fn secant_undo<S: SweepState>(
+        &mut self,
+        st: &mut S,
+        s: &EpSettings,
+        omega: f64,
+        at: (usize, f64),
+    ) -> Result<(), EngineError> {
+        self.cap = omega / 2.0;
+        st.scale_step(1.0 / omega);
+        self.n.undone += 1;
+        let Some(h) = self.complete(st, false, s.min_eta) else {
+            return Err(self.below_min(st, s, at, st.rebuild_reason()));
+        };
+        if h > 0 {
+            self.progress.reset();
+        }
+        self.last_plain = h == 0;
+        Ok(())
+    }
+
+    /// Clean plain steps regrow an η cut by a failed step (true when it
+    /// did); the verdict never judges a window across the change.
+    fn regrown(&mut self, delta: f64) -> bool {
+        let next = self.regrow.next(self.eta, delta < self.best_delta);
+        self.best_delta = self.best_delta.min(delta);
+        if next <= self.eta {
+            return false;
+        }
+        // Δ grows with the step: compare like with like.
+        self.best_delta *= next / self.eta;
+        self.eta = next;
+        (self.n.regrowths, self.cycle_halved, self.last_plain) =
+            (self.n.regrowths + 1, false, false);
+        self.progress.reset();
+        self.progress.halved(false);
+        if let Some(a) = self.aa.as_mut() {
+            a.clear();
+        }
+        true
+    }
+
+    /// Acts on what the verdict's window says: halves η for a cycle, turns
+    /// the mixing off, or ends the run (the error).
+    fn judge<S: SweepState>(
+        &mut self,
+        st: &S,
+        s: &EpSettings,
+        v: Judged,
+        at: (usize, f64),
+    ) -> Option<EngineError> {
+        // A window without contraction that is not straight may be a cycle
+        // of the damped map that a smaller step removes (spike-and-slab
+        // Pima and GP-EP Glass cycle at η = 0.7): the step is halved, once
+        // per regrowth; a drift is not (a smaller step only slows it). The halving is a failed step
+        // for `Regrow`: an early transient of the large step (claims at γ =
+        // n: a period-2 oscillation at η = 0.7 for ~20 sweeps, then a slow
+        // mode) gets the step back once the halved one contracts cleanly; a
+        // cycle that comes back at the regrown step is halved again and
+        // capped there.
+        let no_contraction = matches!(v, Judged::Stop(NonProgress::NoContraction { .. }));
+        let straight = self.progress.straightness() >= super::STRAIGHT;
+        let cycle = matches!(v, Judged::Cycle { .. }) || (no_contraction && !straight);
+        if cycle && !self.cycle_halved && self.eta * 0.5 >= s.min_eta {
+            self.regrow.cut(self.eta);
+            self.eta *= 0.5;
+            self.n.verdict_halvings += 1;
+            self.cycle_halved = true;
+            self.best_delta = f64::INFINITY;
+            self.last_plain = false;
+            self.progress.reset();
+            self.progress.halved(self.short);
+            // The halved step is judged on the damped map itself (below):
+            // the mixing is off from here.
+            if self.short && self.aa.take().is_some() {
+                self.n.mixing_off = true;
+            }
             return None;
         }
-        st.shrink();
+        // A cycle the step cannot remove (it survived the halving, within
+        // half a window: `Progress::halved`): the verdict. So a run without
+        // a fixed point in reach ends within 1.5 windows of its warm-up
+        // (Colon's spike-and-slab cycles: 75–145 sweeps before).
+        let v = match v {
+            Judged::Cycle { ratio } if self.short => NonProgress::Cycle { ratio },
+            Judged::Cycle { .. } => return None,
+            Judged::Stop(v) => v,
+        };
+        // The verdict is on the damped map: where the mixing was on, plain
+        // damping (with the secant) first gets a horizon of its own, once.
+        // Anderson's safeguard judges by the site residual and kept steps
+        // that set the plain steps back (claims' folds at 2n), or its undone
+        // steps kept the secant off (spect at 16n). Not for a straight
+        // window without contraction: a drift.
+        let drift = no_contraction && straight;
+        if self.aa.is_some() && !self.n.mixing_off && !drift {
+            self.aa = None;
+            self.n.mixing_off = true;
+            self.last_plain = false;
+            self.progress.reset();
+            return None;
+        }
+        let e = self.fail(st, s, &v.describe(), at, NonConvergence::NoProgress);
+        Some(with_verdict(e, v))
     }
-    Some(halved)
 }
 
 /// Runs EP to convergence from the current state with Anderson mixing when
@@ -98,6 +302,19 @@ pub fn run_once<S: SweepState>(
     ctl: &Control,
     on_sweep: &mut dyn FnMut(&S, &SweepStatus),
 ) -> Result<Converged, EngineError> {
+    run_with(st, s, rules, ctl, on_sweep, short_cycle_verdict())
+}
+
+/// `run_once`, with the cycle's verdict over half a window or not
+/// (`short_cycle_verdict`).
+pub(super) fn run_with<S: SweepState>(
+    st: &mut S,
+    s: &EpSettings,
+    rules: Rules,
+    ctl: &Control,
+    on_sweep: &mut dyn FnMut(&S, &SweepStatus),
+    short: bool,
+) -> Result<Converged, EngineError> {
     let t0 = Instant::now();
     let opened = open_run(st, s)?;
     let (mut cold_restart, warmup) = (opened.cold_restart, opened.warmup);
@@ -106,75 +323,16 @@ pub fn run_once<S: SweepState>(
     // The history copies every site each sweep, so mixing begins only once
     // plain damping has had `PLAIN_SWEEPS` sweeps and, at its rate, needs
     // more than as many again: a run that converges fast pays nothing.
-    let mut aa: Option<Anderson> = None;
-    let mut progress = Progress::default();
+    let mut l = Loop::new(s, short);
     // q of the current state before the last accepted step, and before that.
     let mut q_prev: Option<Marginal> = None;
     let mut q_prev2: Option<Marginal>;
-    let (mut eta, mut sweep, mut delta, mut candidate) = (s.eta, 0usize, f64::INFINITY, false);
+    let (mut sweep, mut delta, mut candidate) = (0usize, f64::INFINITY, false);
     // A mixed step not yet judged; no mixing next sweep.
     let (mut pending, mut no_mix): (Option<Pending>, bool) = (None, false);
-    // The current state is a plain step from the rollback point (a secant
-    // step may follow); the secant's largest factor (half an undone step's,
-    // doubled by a kept one and by each plain pair without one).
-    let (mut last_plain, mut cap) = (false, f64::INFINITY);
-    let mut n = Counts::default();
-    // η cut by a failed step grows back (`Regrow`): Δ's best since the last
-    // cut of η, and the verdict's halvings since the last regrowth.
-    let mut regrow = Regrow::new(s);
-    let (mut best_delta, mut halved_here) = (f64::INFINITY, 0usize);
-    let fail = |st: &S,
-                why: &str,
-                sweep: usize,
-                eta: f64,
-                delta: f64,
-                reason: NonConvergence,
-                n: &Counts| {
-        let detail = json!({
-            "reason": reason, "controller": "anderson", "halvings": n.halvings,
-            "verdict_halvings": n.verdict_halvings, "regrowths": n.regrowths,
-            "mixed_steps": n.mixed, "mixed_undone": n.undone, "mixing_off": n.mixing_off,
-        });
-        let failure = RunFailure {
-            verdict_halvings: n.verdict_halvings,
-            rejected_halvings: n.halvings,
-            ..RunFailure::new(reason)
-        };
-        not_converged(st, s, why, StoppedAt { sweep, eta, delta }, failure, detail)
-    };
-    let below_min = "did not converge: η fell below its minimum";
-    // Back to the state a mixed step started from (when `recover` cannot
-    // give its plain step); plain steps until the history refills.
-    let undo = |st: &mut S, aa: &mut Option<Anderson>| {
-        st.restore();
-        if let Some(a) = aa.as_mut() {
-            a.clear();
-        }
-        st.ensure_q()
-    };
     loop {
         ctl.checkpoint()?;
-        let stats = st.pass((!candidate).then_some(eta), rules.evidence_every_sweep);
-        // Back to the plain step the secant scaled (its rollback point kept):
-        // the mixed sweep is the plain one, late, and the next secant step at
-        // most half as long. Whether the state is that plain step (None: η
-        // fell below its minimum).
-        let secant_undo = |st: &mut S,
-                           omega: f64,
-                           eta: &mut f64,
-                           n: &mut Counts,
-                           cap: &mut f64,
-                           progress: &mut Progress,
-                           regrow: &mut Regrow| {
-            *cap = omega / 2.0;
-            st.scale_step(1.0 / omega);
-            n.undone += 1;
-            let h = complete(st, eta, false, s.min_eta, n, regrow)?;
-            if h > 0 {
-                progress.reset();
-            }
-            Some(h == 0)
-        };
+        let stats = st.pass((!candidate).then_some(l.eta), rules.evidence_every_sweep);
         // The state is now the plain step from the rollback point that an
         // undone mixed step replaced (no new sweep).
         let mut recovered = false;
@@ -182,9 +340,9 @@ pub fn run_once<S: SweepState>(
             match pending.take() {
                 Some(Pending::Anderson(_)) => {
                     // The mixed point left a cavity invalid.
-                    n.undone += 1;
-                    if !recover(st, &mut aa, eta) {
-                        if !undo(st, &mut aa) {
+                    l.n.undone += 1;
+                    if !l.recover(st) {
+                        if !l.undo(st) {
                             return Err(prior_not_pd());
                         }
                         (no_mix, candidate) = (true, false);
@@ -193,34 +351,16 @@ pub fn run_once<S: SweepState>(
                     recovered = true;
                 }
                 Some(Pending::Secant { omega, .. }) => {
-                    let Some(plain) = secant_undo(
-                        st,
-                        omega,
-                        &mut eta,
-                        &mut n,
-                        &mut cap,
-                        &mut progress,
-                        &mut regrow,
-                    ) else {
-                        let reason = st.rebuild_reason();
-                        return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
-                    };
-                    last_plain = plain;
+                    l.secant_undo(st, s, omega, (sweep, delta))?;
                     recovered = true;
                 }
                 None => {
-                    last_plain = false;
+                    l.last_plain = false;
                     if !st.can_roll_back() {
                         if cold_restart || !st.can_reset() {
-                            return Err(fail(
-                                st,
-                                "found invalid cavities at the prior",
-                                sweep,
-                                eta,
-                                delta,
-                                NonConvergence::InvalidCavities,
-                                &n,
-                            ));
+                            let why = "found invalid cavities at the prior";
+                            let reason = NonConvergence::InvalidCavities;
+                            return Err(l.fail(st, s, why, (sweep, delta), reason));
                         }
                         st.reset();
                         cold_restart = true;
@@ -232,48 +372,39 @@ pub fn run_once<S: SweepState>(
                     // Reject the current state: the same step with η halved
                     // (until clean sweeps regrow it).
                     loop {
-                        regrow.cut(eta);
-                        eta *= 0.5;
-                        n.halvings += 1;
-                        if eta < s.min_eta {
-                            return Err(fail(
-                                st,
-                                below_min,
-                                sweep,
-                                eta,
-                                delta,
-                                NonConvergence::InvalidCavities,
-                                &n,
-                            ));
+                        l.halve();
+                        if l.eta < s.min_eta {
+                            let reason = NonConvergence::InvalidCavities;
+                            return Err(l.below_min(st, s, (sweep, delta), reason));
                         }
                         st.shrink();
-                        if st.complete_sweep(eta, sweep < warmup) {
+                        if st.complete_sweep(l.eta, sweep < warmup) {
                             break;
                         }
                     }
-                    if let Some(a) = aa.as_mut() {
+                    if let Some(a) = l.aa.as_mut() {
                         a.clear();
                     }
-                    progress.reset();
+                    l.progress.reset();
                     delta = st
                         .marginal()
                         .delta(q_prev.as_ref().expect("a previous state"));
-                    candidate = sweep > warmup && delta < s.tol * st.step_floor(eta);
+                    candidate = sweep > warmup && delta < s.tol * st.step_floor(l.eta);
                     continue;
                 }
             }
         }
         if !recovered {
-            if aa.is_none()
-                && !n.mixing_off
+            if l.aa.is_none()
+                && !l.n.mixing_off
                 && sweep >= PLAIN_SWEEPS.max(warmup)
-                && progress.sweeps_to(s.tol) > PLAIN_SWEEPS as f64
+                && l.progress.sweeps_to(s.tol) > PLAIN_SWEEPS as f64
             {
-                aa = st.mix_len().and_then(Anderson::within_budget);
+                l.aa = st.mix_len().and_then(Anderson::within_budget);
             }
             // The current state is valid; a mixed one must also have cut the
             // residual. G(x) is staged, committed below.
-            let res = aa.as_mut().map(|a| {
+            let res = l.aa.as_mut().map(|a| {
                 let (slot, g, at, x) = a.staging();
                 let r2 = st.stage_trial(slot, g, at, x);
                 a.stage(r2)
@@ -282,9 +413,9 @@ pub fn run_once<S: SweepState>(
                 Some(Pending::Anderson(before))
                     if !candidate && res.is_some_and(|r| r >= before) =>
                 {
-                    n.undone += 1;
-                    if !recover(st, &mut aa, eta) {
-                        if !undo(st, &mut aa) {
+                    l.n.undone += 1;
+                    if !l.recover(st) {
+                        if !l.undo(st) {
                             return Err(prior_not_pd());
                         }
                         no_mix = true;
@@ -294,22 +425,10 @@ pub fn run_once<S: SweepState>(
                 }
                 Some(Pending::Secant { before, omega }) => {
                     if st.residual2().is_none_or(|r| r >= before) {
-                        let Some(plain) = secant_undo(
-                            st,
-                            omega,
-                            &mut eta,
-                            &mut n,
-                            &mut cap,
-                            &mut progress,
-                            &mut regrow,
-                        ) else {
-                            let reason = st.rebuild_reason();
-                            return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
-                        };
-                        last_plain = plain;
+                        l.secant_undo(st, s, omega, (sweep, delta))?;
                         recovered = true;
                     } else {
-                        cap *= 2.0;
+                        l.cap *= 2.0;
                     }
                 }
                 _ => {}
@@ -317,30 +436,23 @@ pub fn run_once<S: SweepState>(
             if !recovered {
                 let pass = PassDone {
                     sweep,
-                    eta,
+                    eta: l.eta,
                     delta,
                     stats,
                     candidate,
                     cold_restart,
-                    jumps: (n.mixed, n.undone),
+                    jumps: (l.n.mixed, l.n.undone),
                 };
                 if let Some(done) = report_pass(st, &pass, rules, t0, on_sweep) {
                     return Ok(done);
                 }
                 if sweep >= s.max_sweeps {
                     let why = format!("did not converge within {} sweeps", s.max_sweeps);
-                    return Err(fail(
-                        st,
-                        &why,
-                        sweep,
-                        eta,
-                        delta,
-                        NonConvergence::MaxSweeps,
-                        &n,
-                    ));
+                    let reason = NonConvergence::MaxSweeps;
+                    return Err(l.fail(st, s, &why, (sweep, delta), reason));
                 }
                 let mut mixed = None;
-                if let (Some(a), Some(r)) = (aa.as_mut(), res) {
+                if let (Some(a), Some(r)) = (l.aa.as_mut(), res) {
                     a.commit();
                     if !no_mix
                         && sweep >= warmup
@@ -368,43 +480,41 @@ pub fn run_once<S: SweepState>(
                             .delta(q_prev.as_ref().expect("a previous state"));
                         moved <= delta + SPAN
                     };
-                    if st.complete_sweep(eta, false) && within(st) {
+                    if st.complete_sweep(l.eta, false) && within(st) {
                         // A plain step follows every mixed one: convergence is
                         // judged on plain steps only.
-                        (pending, no_mix, last_plain) = (Some(Pending::Anderson(r)), true, false);
-                        n.mixed += 1;
+                        (pending, no_mix, l.last_plain) = (Some(Pending::Anderson(r)), true, false);
+                        l.n.mixed += 1;
                     } else {
                         // Q is not positive definite at the mixed point, or it
                         // is too far.
-                        n.undone += 1;
-                        if !recover(st, &mut aa, eta) {
-                            if !undo(st, &mut aa) {
+                        l.n.undone += 1;
+                        if !l.recover(st) {
+                            if !l.undo(st) {
                                 return Err(prior_not_pd());
                             }
                             no_mix = true;
                             continue;
                         }
-                        last_plain = false;
+                        l.last_plain = false;
                     }
                 } else {
-                    let Some(h) =
-                        complete(st, &mut eta, sweep < warmup, s.min_eta, &mut n, &mut regrow)
-                    else {
+                    let Some(h) = l.complete(st, sweep < warmup, s.min_eta) else {
                         let reason = st.rebuild_reason();
-                        return Err(fail(st, below_min, sweep, eta, delta, reason, &n));
+                        return Err(l.below_min(st, s, (sweep, delta), reason));
                     };
                     // Two plain steps in a row: the secant may scale the second.
-                    let plain_pair = last_plain && h == 0;
-                    last_plain = h == 0;
+                    let plain_pair = l.last_plain && h == 0;
+                    l.last_plain = h == 0;
                     if h > 0 {
-                        if let Some(a) = aa.as_mut() {
+                        if let Some(a) = l.aa.as_mut() {
                             a.clear();
                         }
-                        progress.reset();
+                        l.progress.reset();
                     }
                     let (old, mid) = (q_prev2.as_ref(), q_prev.as_ref().expect("a previous state"));
                     if plain_pair
-                        && aa.is_none()
+                        && l.aa.is_none()
                         && sweep >= warmup
                         && let Some(old) = old
                     {
@@ -413,24 +523,24 @@ pub fn run_once<S: SweepState>(
                         let omega = ((MIN_FACTOR - 1.0) * d <= SPAN)
                             .then(|| secant_factor(marginal_dots(old, mid, &now)))
                             .flatten()
-                            .map(|w| w.min(cap).min(1.0 + SPAN / d))
+                            .map(|w| w.min(l.cap).min(1.0 + SPAN / d))
                             .filter(|&w| w >= MIN_FACTOR);
                         // The secant step scales the plain one; where Q is not
                         // positive definite at it, back to the plain step.
                         if omega.is_none() {
                             // The trust regrows while no step is taken.
-                            cap *= 2.0;
+                            l.cap *= 2.0;
                         }
                         if let Some(w) = omega
                             && let Some(before) = st.scale_step(w)
                         {
-                            if st.complete_sweep(eta, false) {
-                                (pending, last_plain) =
+                            if st.complete_sweep(l.eta, false) {
+                                (pending, l.last_plain) =
                                     (Some(Pending::Secant { before, omega: w }), false);
-                                n.mixed += 1;
+                                l.n.mixed += 1;
                             } else {
                                 st.scale_step(1.0 / w);
-                                (n.undone, cap) = (n.undone + 1, w / 2.0);
+                                (l.n.undone, l.cap) = (l.n.undone + 1, w / 2.0);
                                 if !st.ensure_q() {
                                     return Err(prior_not_pd());
                                 }
@@ -446,17 +556,10 @@ pub fn run_once<S: SweepState>(
             .marginal()
             .delta(q_prev.as_ref().expect("a previous state"));
         if !delta.is_finite() {
-            return Err(fail(
-                st,
-                "broke down: Δ is not finite",
-                sweep,
-                eta,
-                delta,
-                NonConvergence::NonFinite,
-                &n,
-            ));
+            let why = "broke down: Δ is not finite";
+            return Err(l.fail(st, s, why, (sweep, delta), NonConvergence::NonFinite));
         }
-        let step = st.step_floor(eta);
+        let step = st.step_floor(l.eta);
         // A mixed step is judged by the residual at it first (next pass), and
         // is no step of the damped map: neither a convergence candidate nor
         // in the verdict's window.
@@ -465,26 +568,12 @@ pub fn run_once<S: SweepState>(
         if candidate {
             continue;
         }
-        st.after_sweep(eta);
-        if plain {
-            // Clean plain steps regrow an η cut by a failed step; the
-            // verdict never judges a window across the change.
-            let next = regrow.next(eta, delta < best_delta);
-            best_delta = best_delta.min(delta);
-            if next > eta {
-                // Δ grows with the step: compare like with like.
-                best_delta *= next / eta;
-                eta = next;
-                (n.regrowths, halved_here, last_plain) = (n.regrowths + 1, 0, false);
-                progress.reset();
-                if let Some(a) = aa.as_mut() {
-                    a.clear();
-                }
-                continue;
-            }
+        st.after_sweep(l.eta);
+        if plain && l.regrown(delta) {
+            continue;
         }
         if sweep > warmup
-            && let Some(v) = progress.step_at(
+            && let Some(v) = l.progress.step_at(
                 sweep,
                 plain.then_some(delta / step),
                 Some(st.marginal()),
@@ -492,58 +581,9 @@ pub fn run_once<S: SweepState>(
                 s.max_sweeps - sweep,
             )
         {
-            // A window without contraction that is not straight may be a
-            // cycle of the damped map that a smaller step removes
-            // (spike-and-slab Pima and GP-EP Glass cycle at η = 0.7): the
-            // step is halved, at most `VERDICT_HALVINGS` times since the
-            // last regrowth; a drift is not (a smaller step only slows it).
-            // The halving is a failed step for `Regrow`: an early transient
-            // of the large step (claims at γ = n: a period-2 oscillation at
-            // η = 0.7 for ~20 sweeps, then a slow mode) gets the step back
-            // once the halved one contracts cleanly; a cycle that comes back
-            // at the regrown step is halved again and capped there.
-            let no_contraction = matches!(v, Judged::Stop(NonProgress::NoContraction { .. }));
-            let straight = progress.straightness() >= super::STRAIGHT;
-            let cycle = matches!(v, Judged::Cycle) || (no_contraction && !straight);
-            if cycle && halved_here < VERDICT_HALVINGS && eta * 0.5 >= s.min_eta {
-                regrow.cut(eta);
-                eta *= 0.5;
-                (n.verdict_halvings, halved_here) = (n.verdict_halvings + 1, halved_here + 1);
-                best_delta = f64::INFINITY;
-                last_plain = false;
-                progress.reset();
-                if let Some(a) = aa.as_mut() {
-                    a.clear();
-                }
-                continue;
+            if let Some(e) = l.judge(st, s, v, (sweep, delta)) {
+                return Err(e);
             }
-            let Judged::Stop(v) = v else {
-                continue;
-            };
-            // The verdict is on the damped map: where the mixing was on,
-            // plain damping (with the secant) first gets a horizon of its
-            // own, once. Anderson's safeguard judges by the site residual and
-            // kept steps that set the plain steps back (claims' folds at 2n),
-            // or its undone steps kept the secant off (spect at 16n). Not
-            // for a straight window without contraction: a drift.
-            let drift = no_contraction && straight;
-            if aa.is_some() && !n.mixing_off && !drift {
-                aa = None;
-                n.mixing_off = true;
-                last_plain = false;
-                progress.reset();
-                continue;
-            }
-            let e = fail(
-                st,
-                &v.describe(),
-                sweep,
-                eta,
-                delta,
-                NonConvergence::NoProgress,
-                &n,
-            );
-            return Err(with_verdict(e, v));
         }
     }
 }

@@ -356,16 +356,11 @@ fn a_cycle_at_a_large_step_converges_at_a_halved_one() {
 /// the mixing was on and is turned off), well before `max_sweeps`.
 #[test]
 fn a_true_cycle_ends_in_the_verdict_after_one_halving() {
-    let f: fn(&[f64]) -> Vec<f64> = |x| {
-        let r = x[0].hypot(x[1]);
-        let (s, c) = 1.0f64.sin_cos();
-        vec![(c * x[0] - s * x[1]) / r, (s * x[0] + c * x[1]) / r]
-    };
     for mixable in [false, true] {
         let mut st = VecToy {
             mixable,
             cur: vec![1.0, 0.0],
-            ..toy_of(f, 2)
+            ..toy_of(limit_cycle, 2)
         };
         let err =
             run_once(&mut st, &settings(), RULES, &Control::new(), &mut |_, _| {}).unwrap_err();
@@ -378,6 +373,41 @@ fn a_true_cycle_ends_in_the_verdict_after_one_halving() {
         // Mixing on: 126 sweeps (the window, the horizon at the halved
         // step, the mixing turned off, the horizon again).
         assert!(sweeps <= (6 * WINDOW) as u64, "{mixable}: {sweeps}");
+    }
+}
+
+/// A limit cycle: x ↦ x/|x| turned by 1 radian (no fixed point at any step).
+fn limit_cycle(x: &[f64]) -> Vec<f64> {
+    let r = x[0].hypot(x[1]);
+    let (s, c) = 1.0f64.sin_cos();
+    vec![(c * x[0] - s * x[1]) / r, (s * x[0] + c * x[1]) / r]
+}
+
+/// The same limit cycle under `PACAUC_EP_CYCLE_VERDICT=short`: the verdict
+/// (a cycle that survived its halving) after half a window at the halved
+/// step, the mixing turned off at the halving: within 50 sweeps either way
+/// (issue 28's bound; by default 72 sweeps plain and 126 with the mixing).
+#[test]
+fn a_true_cycle_ends_in_the_verdict_within_50_sweeps_with_the_short_verdict() {
+    for mixable in [false, true] {
+        let mut st = VecToy {
+            mixable,
+            cur: vec![1.0, 0.0],
+            ..toy_of(limit_cycle, 2)
+        };
+        let ctl = Control::new();
+        let err = super::run::run_with(&mut st, &settings(), RULES, &ctl, &mut |_, _| {}, true)
+            .unwrap_err();
+        let EngineError::NotConverged { diagnostics, .. } = err else {
+            panic!("{err:?}")
+        };
+        let detail = &diagnostics["detail"];
+        assert_eq!(detail["reason"], "no progress", "{mixable}");
+        assert_eq!(detail["verdict"]["kind"], "cycle", "{mixable}");
+        assert_eq!(detail["verdict_halvings"], 1, "{mixable}");
+        assert_eq!(detail["mixing_off"], mixable, "{mixable}");
+        let sweeps = diagnostics["sweeps"].as_u64().unwrap();
+        assert!(sweeps <= 50, "{mixable}: {sweeps}");
     }
 }
 
