@@ -9,8 +9,11 @@
 //! from it, as after a plain step. (Mixing P alone, the prior sites following
 //! the mixed q, left their slow mode to damping: glass split 15 at η = 0.2
 //! and 1n, 199 sweeps either way without the fix.) While the controller mixes,
-//! the per-site steps (`site_steps`) hold: a step that changes every sweep
-//! changes the map whose secant the history fits.
+//! every prior site steps at the sweep's η (`SiteSteps::mixing`): per-site
+//! steps that change every sweep change the map whose secant the history
+//! fits, and the period-2 cycles they damp are what the mixing removes
+//! (glass ss split 0 under continuation: steps held at their caps, the
+//! direct try fails; at η, 113 sweeps to classic's fixed point).
 
 use super::prior_sites::PriorSites;
 use super::sweep::{LikelihoodSites, SsSweep};
@@ -31,7 +34,7 @@ impl<L: LikelihoodSites> SsSweep<'_, L> {
         let i = at.partition_point(|&j| j < lp);
         let (gp, gs) = g.split_at_mut(lp);
         let (xp, xs) = x.split_at_mut(i);
-        self.mixing = true;
+        self.steps.mixing = true;
         let mut r2 = self.lik.stage_trial(slot, gp, &at[..i], xp);
         let (cur, prev) = (&*self.sites, &self.sites_prev);
         gs[..d].copy_from_slice(&cur.u);

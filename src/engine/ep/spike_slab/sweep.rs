@@ -76,8 +76,8 @@ pub trait LikelihoodSites {
     /// All sites to zero.
     fn reset(&mut self);
     /// The controller's mixing of the likelihood sites (`SweepState`'s
-    /// methods of the same names; None/false when not supported): the
-    /// prior sites are not in the mixed vector, they follow the mixed q.
+    /// methods of the same names; None/false when not supported); the
+    /// sweep adds the prior sites to the mixed vector (`mixing`).
     fn mix_len(&self) -> Option<usize> {
         None
     }
@@ -361,7 +361,7 @@ pub(super) struct SsSweep<'a, L: LikelihoodSites> {
     init: PriorSites,
     /// The prior sites at the start of the sweep (what a rejection restores).
     pub(super) sites_prev: PriorSites,
-    steps: SiteSteps,
+    pub(super) steps: SiteSteps,
     fixes_last: usize,
     fixes_total: usize,
     /// Prior sites with u_k < 0 after the last released update.
@@ -377,8 +377,6 @@ pub(super) struct SsSweep<'a, L: LikelihoodSites> {
     /// The prior sites and the sweep's start before a mixed step replaced
     /// them (`mixing`).
     pub(super) unmixed: Option<(PriorSites, PriorSites)>,
-    /// The controller staged this sweep for its mixing.
-    pub(super) mixing: bool,
 }
 
 impl<'a, L: LikelihoodSites> SsSweep<'a, L> {
@@ -397,7 +395,6 @@ impl<'a, L: LikelihoodSites> SsSweep<'a, L> {
             relax: None,
             scaled: false,
             unmixed: None,
-            mixing: false,
             steps: SiteSteps::new(d, s),
             lik,
             sites,
@@ -605,8 +602,8 @@ impl<L: LikelihoodSites> SweepState for SsSweep<'_, L> {
     }
     fn after_sweep(&mut self, eta: f64) {
         // Fixes that keep recurring: smaller steps (period-2 cycles otherwise);
-        // they hold while the controller mixes (`mixing`).
-        if self.mode == Mode::Fixed && !std::mem::take(&mut self.mixing) {
+        // not while the controller mixes (`mixing`).
+        if self.mode == Mode::Fixed && !std::mem::take(&mut self.steps.mixing) {
             self.steps.after_sweep(eta);
         }
     }
