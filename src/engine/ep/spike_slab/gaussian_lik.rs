@@ -6,6 +6,7 @@
 use nalgebra::{DMatrix, DVector};
 
 use super::sweep::{LikelihoodSites, ThetaMoments};
+use crate::engine::ep::controller::Mixed;
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::posterior::{Posterior, PriorTerms};
 
@@ -83,6 +84,16 @@ impl LikelihoodSites for GaussianLik {
     }
     fn forget_rollback(&mut self) {}
     fn reset(&mut self) {}
+    /// No sites of its own: the controller mixes the prior sites alone.
+    fn mix_len(&self) -> Option<usize> {
+        Some(0)
+    }
+    fn stage_trial(&mut self, _: usize, _: &mut [f64], _: &[usize], _: &mut [f64]) -> f64 {
+        0.0
+    }
+    fn mix_trial(&mut self, _mixed: Mixed<'_>) -> bool {
+        true
+    }
     fn is_cold(&self) -> bool {
         true
     }

@@ -22,6 +22,7 @@
 pub mod cv;
 pub mod engine;
 pub mod gaussian_lik;
+mod mixing;
 pub mod model;
 pub mod moments;
 pub mod path;
@@ -41,6 +42,8 @@ pub use sweep::{LikelihoodSites, SsEvidence, SsOutcome, SsSettings, SsSweepInfo,
 
 #[cfg(test)]
 mod cv_tests;
+#[cfg(test)]
+mod mixing_tests;
 #[cfg(test)]
 mod reduced_tests;
 #[cfg(test)]

@@ -12,6 +12,7 @@ use super::prior_sites::{MixturePrior, PriorSites};
 use super::reduced::Reduction;
 use super::release::{self, ReleaseStatus};
 use super::sweep::{self, LikelihoodSites, SsOutcome, SsSettings, SsSweepInfo, ThetaMoments};
+use crate::engine::ep::controller::Mixed;
 use crate::engine::ep::design::{Design, Form, identical_pairs};
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::pair_ep::PairEp;
@@ -80,6 +81,27 @@ impl LikelihoodSites for PairSites {
     fn restore(&mut self) {
         self.ep.restore_rollback();
         self.moments = None;
+    }
+    fn mix_len(&self) -> Option<usize> {
+        Some(2 * self.ep.site_count())
+    }
+    fn stage_trial(&mut self, slot: usize, g: &mut [f64], at: &[usize], x: &mut [f64]) -> f64 {
+        self.ep.stage_trial(slot, g, at, x)
+    }
+    fn mix_trial(&mut self, mixed: Mixed<'_>) -> bool {
+        self.ep.mix_trial(mixed)
+    }
+    fn load_current(&mut self, g: &[f64], slot: usize) {
+        self.ep.load_current(g, slot);
+        self.moments = None;
+    }
+    fn residual2(&self) -> Option<f64> {
+        self.ep.residual2()
+    }
+    fn scale_step(&mut self, f: f64) -> Option<f64> {
+        let before = self.ep.scale_step(self.g, f);
+        self.moments = None;
+        Some(before)
     }
     fn restore_older(&mut self) {
         self.ep.restore_before_rollback();

@@ -220,6 +220,17 @@ impl PriorSites {
         t
     }
 
+    /// u, v ← base + f·(self − base): a step from `base` scaled by f (the
+    /// controller's secant step and its undo); p stays the last update's.
+    pub fn scale_from(&mut self, base: &PriorSites, f: f64) {
+        for (x, b) in self.u.iter_mut().zip(&base.u) {
+            *x = b + f * (*x - b);
+        }
+        for (x, b) in self.v.iter_mut().zip(&base.v) {
+            *x = b + f * (*x - b);
+        }
+    }
+
     pub fn terms(&self) -> PriorTerms {
         PriorTerms {
             prec: self.u.clone(),

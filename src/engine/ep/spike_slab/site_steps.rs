@@ -44,6 +44,9 @@ pub struct SiteSteps {
     on: bool,
     /// Whether the negative-site fix runs (`SsRules::fix`).
     pub fix: bool,
+    /// The controller mixes this sweep (`mixing`): every site at the sweep's
+    /// step, none adapted.
+    pub mixing: bool,
 }
 
 impl SiteSteps {
@@ -64,12 +67,13 @@ impl SiteSteps {
             eta: vec![s.fix_eta; d],
             on: s.rules.site_steps,
             fix: s.rules.fix,
+            mixing: false,
         }
     }
 
     /// Step of site k in a sweep of step `eta`.
     pub fn step(&self, k: usize, eta: f64) -> f64 {
-        if self.capped[k] {
+        if self.capped[k] && !self.mixing {
             eta.min(self.eta[k])
         } else {
             eta

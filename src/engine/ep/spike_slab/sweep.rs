@@ -26,6 +26,7 @@ pub use super::moments::ThetaMoments;
 use super::prior_sites::{MixturePrior, PriorSites};
 use super::release::update_unfixed;
 use super::site_steps::{SiteStepRule, SiteSteps};
+use crate::engine::ep::controller::Mixed;
 use crate::engine::ep::driver;
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::posterior::{Posterior, PriorTerms};
@@ -74,6 +75,27 @@ pub trait LikelihoodSites {
     fn restore_older(&mut self) {}
     /// All sites to zero.
     fn reset(&mut self);
+    /// The controller's mixing of the likelihood sites (`SweepState`'s
+    /// methods of the same names; None/false when not supported); the
+    /// sweep adds the prior sites to the mixed vector (`mixing`).
+    fn mix_len(&self) -> Option<usize> {
+        None
+    }
+    fn stage_trial(&mut self, _slot: usize, _g: &mut [f64], _at: &[usize], _x: &mut [f64]) -> f64 {
+        f64::NAN
+    }
+    fn mix_trial(&mut self, _mixed: Mixed<'_>) -> bool {
+        false
+    }
+    /// Current ← `g`, staged under `slot`; q is stale until `rebuild`.
+    fn load_current(&mut self, _g: &[f64], _slot: usize) {}
+    fn residual2(&self) -> Option<f64> {
+        None
+    }
+    /// As `relax`, returning ‖current − rollback‖² before; q is stale.
+    fn scale_step(&mut self, _f: f64) -> Option<f64> {
+        None
+    }
     fn is_cold(&self) -> bool;
     /// Number of sites (for the share of negative ones).
     fn sites(&self) -> usize;
@@ -331,24 +353,30 @@ pub(super) enum Mode {
 /// Spike-and-slab EP as the driver's state: the likelihood sites, the prior
 /// sites and their per-site steps.
 pub(super) struct SsSweep<'a, L: LikelihoodSites> {
-    lik: &'a mut L,
-    sites: &'a mut PriorSites,
+    pub(super) lik: &'a mut L,
+    pub(super) sites: &'a mut PriorSites,
     prior: &'a MixturePrior,
     s: &'a SsSettings,
     mode: Mode,
     init: PriorSites,
     /// The prior sites at the start of the sweep (what a rejection restores).
-    sites_prev: PriorSites,
-    steps: SiteSteps,
+    pub(super) sites_prev: PriorSites,
+    pub(super) steps: SiteSteps,
     fixes_last: usize,
     fixes_total: usize,
     /// Prior sites with u_k < 0 after the last released update.
     pub(super) negative: usize,
     /// The factor of a pending extrapolated sweep (`overrelax`): the prior
     /// sites' steps of the next `complete_sweep` are scaled by it too.
-    relax: Option<f64>,
+    pub(super) relax: Option<f64>,
     /// The prior sites an extrapolation jumped from (`restore_before_rollback`).
     sites_jump_from: PriorSites,
+    /// The prior sites were scaled with the pair sites' step (`scale_step`):
+    /// the next `complete_sweep` only rebuilds and checks.
+    pub(super) scaled: bool,
+    /// The prior sites and the sweep's start before a mixed step replaced
+    /// them (`mixing`).
+    pub(super) unmixed: Option<(PriorSites, PriorSites)>,
 }
 
 impl<'a, L: LikelihoodSites> SsSweep<'a, L> {
@@ -365,6 +393,8 @@ impl<'a, L: LikelihoodSites> SsSweep<'a, L> {
             sites_prev: sites.clone(),
             sites_jump_from: sites.clone(),
             relax: None,
+            scaled: false,
+            unmixed: None,
             steps: SiteSteps::new(d, s),
             lik,
             sites,
@@ -465,6 +495,7 @@ impl<L: LikelihoodSites> SweepState for SsSweep<'_, L> {
     fn shrink(&mut self) {
         self.lik.shrink();
         self.sites.clone_from(&self.sites_prev);
+        self.scaled = false;
     }
     fn can_roll_back(&self) -> bool {
         self.lik.can_roll_back()
@@ -474,8 +505,12 @@ impl<L: LikelihoodSites> SweepState for SsSweep<'_, L> {
     }
     fn begin_sweep(&mut self) {
         self.sites_prev.clone_from(self.sites);
+        self.scaled = false;
     }
     fn complete_sweep(&mut self, eta: f64, warmup: bool) -> bool {
+        if std::mem::take(&mut self.scaled) {
+            return rebuild_checked(self.lik, self.sites, self.prior);
+        }
         let relax = self.relax.take().unwrap_or(1.0);
         match self.mode {
             Mode::Fixed => {
@@ -525,15 +560,32 @@ impl<L: LikelihoodSites> SweepState for SsSweep<'_, L> {
         Some(JUMP_RETRY)
     }
     fn restore(&mut self) {
-        self.lik.restore();
-        self.sites.clone_from(&self.sites_prev);
-        self.relax = None;
+        self.back();
     }
     fn restore_before_rollback(&mut self) {
         self.lik.restore_older();
         self.sites.clone_from(&self.sites_jump_from);
         self.sites_prev.clone_from(self.sites);
         self.relax = None;
+    }
+    /// The pair and the prior sites (`mixing`).
+    fn mix_len(&self) -> Option<usize> {
+        self.mixed_len()
+    }
+    fn stage_trial(&mut self, slot: usize, g: &mut [f64], at: &[usize], x: &mut [f64]) -> f64 {
+        self.stage(slot, g, at, x)
+    }
+    fn mix_trial(&mut self, mixed: Mixed<'_>) -> bool {
+        self.mix(mixed)
+    }
+    fn load_current(&mut self, g: &[f64], slot: usize) {
+        self.load(g, slot);
+    }
+    fn residual2(&self) -> Option<f64> {
+        self.lik.residual2()
+    }
+    fn scale_step(&mut self, f: f64) -> Option<f64> {
+        self.scale(f)
     }
     fn marginal(&self) -> Marginal {
         let q = self.lik.moments();
@@ -549,8 +601,9 @@ impl<L: LikelihoodSites> SweepState for SsSweep<'_, L> {
         }
     }
     fn after_sweep(&mut self, eta: f64) {
-        // Fixes that keep recurring: smaller steps (period-2 cycles otherwise).
-        if self.mode == Mode::Fixed {
+        // Fixes that keep recurring: smaller steps (period-2 cycles otherwise);
+        // not while the controller mixes (`mixing`).
+        if self.mode == Mode::Fixed && !std::mem::take(&mut self.steps.mixing) {
             self.steps.after_sweep(eta);
         }
     }
