@@ -318,7 +318,7 @@ pub const EP_SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "step controller",
-        help: "anderson: damped sweeps with a safeguarded secant step (Anderson(1) on the last two plain steps), safeguarded Anderson mixing where the run stays slow, and one non-progress verdict on the residual's contraction (the mixing's least squares is regularised relative to the residual, so a drift ends in the verdict, not a false convergence); classic: damped sweeps with the stall, cycle, drift and extrapolation rules, the former default (specs saved before it changed read as classic). The default with the Gaussian, ARD and GP priors; spike-and-slab keeps classic by default until its parity. Anderson mixing with the Gaussian prior; the other priors get the verdict with plain damping.",
+        help: "anderson: damped sweeps with a safeguarded secant step (Anderson(1) on the last two plain steps), safeguarded Anderson mixing where the run stays slow, and one non-progress verdict on the residual's contraction (the mixing's least squares is regularised relative to the residual, so a drift ends in the verdict, not a false convergence); classic: damped sweeps with the stall, cycle, drift and extrapolation rules, the former default (specs saved before it changed read as classic). The default with the Gaussian, ARD and GP priors; spike-and-slab keeps classic by default until its parity. Anderson mixing with the Gaussian and spike-and-slab priors (spike-and-slab mixes its pair and prior sites as one vector); GP gets the verdict with plain damping.",
         default: "anderson",
         default_by_prior: Some(super::ep_spec::default_controller_text),
         absent: "classic",

@@ -457,7 +457,7 @@ fn solve(mut a: Vec<Vec<f64>>) -> Option<Vec<f64>> {
 
 #[path = "controller_run.rs"]
 mod run;
-pub use run::run_once;
+pub use run::{run_once, short_cycle_verdict};
 
 #[cfg(test)]
 #[path = "controller_tests.rs"]

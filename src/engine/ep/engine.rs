@@ -106,7 +106,26 @@ pub(crate) struct Sink<'a> {
     pub(crate) kept_from: usize,
 }
 
-impl Sink<'_> {
+impl<'a> Sink<'a> {
+    /// A sink for an EP run under `s`; a measurement hook that changes the
+    /// run says so first (a Warn log: stderr and the record's warnings).
+    pub(crate) fn new(obs: &'a mut dyn Observer, s: &EpSettings) -> Sink<'a> {
+        let mut sink = Sink {
+            obs,
+            trace: Vec::new(),
+            kept_from: 0,
+        };
+        if !s.controller.is_classic() && super::controller::short_cycle_verdict() {
+            sink.emit(Event::Log {
+                level: LogLevel::Warn,
+                message: "ep: PACAUC_EP_CYCLE_VERDICT=short is set: a cycle that survives its \
+                          halving ends the run (the anderson verdict): a measurement, not the default fit"
+                    .into(),
+            });
+        }
+        sink
+    }
+
     pub(crate) fn emit(&mut self, e: Event) {
         let mut kept = e.clone();
         if let Event::EpSweep(s) = &mut kept
@@ -167,11 +186,7 @@ impl Engine for Ep {
             Prior::SpikeSlab { .. } => return super::spike_slab::engine::run(self, pb, ctl, obs),
             Prior::Gp(gp) => return super::gp::run(self, pb, gp, ctl, obs),
         };
-        let sink = RefCell::new(Sink {
-            obs,
-            trace: Vec::new(),
-            kept_from: 0,
-        });
+        let sink = RefCell::new(Sink::new(obs, &self.settings));
         let log = |m: String| Event::Log {
             level: LogLevel::Info,
             message: m,

@@ -69,11 +69,7 @@ pub(crate) fn run(
     let t0 = Instant::now();
     let n = pb.n();
     let approx = resolve_approx(gp.approx, n);
-    let mut sink = Sink {
-        obs,
-        trace: Vec::new(),
-        kept_from: 0,
-    };
+    let mut sink = Sink::new(obs, &ep.settings);
     sink.emit(Event::Started {
         engine: "ep".into(),
         n,

@@ -110,11 +110,7 @@ pub fn run(
     let settings = settings(ep);
     let t0 = Instant::now();
     let d = pb.d();
-    let sink = RefCell::new(Sink {
-        obs,
-        trace: Vec::new(),
-        kept_from: 0,
-    });
+    let sink = RefCell::new(Sink::new(obs, &settings.ep));
     sink.borrow_mut().emit(Event::Started {
         engine: "ep".into(),
         n: pb.n(),
