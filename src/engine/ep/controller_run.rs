@@ -580,10 +580,9 @@ pub(super) fn run_with<S: SweepState>(
                 s.tol,
                 s.max_sweeps - sweep,
             )
+            && let Some(e) = l.judge(st, s, v, (sweep, delta))
         {
-            if let Some(e) = l.judge(st, s, v, (sweep, delta)) {
-                return Err(e);
-            }
+            return Err(e);
         }
     }
 }
