@@ -354,22 +354,9 @@ fn an_active_fix_is_released_at_convergence() {
 /// the active fix is said.
 #[test]
 fn glass_split_15_converges_and_agrees_with_smc_on_its_feature() {
-    let path = "../shared/datasets/glass.csv";
-    if !std::path::Path::new(path).is_file() {
-        eprintln!("skipped: {path} is absent");
+    let Some(fit) = glass_split_15() else {
         return;
-    }
-    let base = [
-        "fit",
-        path,
-        "--seed",
-        "15",
-        "--gamma",
-        "161",
-        "--prior",
-        "spike-slab",
-    ];
-    let fit = |extra: &[&str]| json(&pacauc(&[&base[..], extra].concat()));
+    };
     let a = fit(&["--method", "ep"]);
     let b = fit(&["--method", "ep", "--damping", "0.2"]);
     let s = fit(&["--method", "smc"]);
@@ -422,26 +409,10 @@ fn glass_split_15_converges_and_agrees_with_smc_on_its_feature() {
 /// sites mixed it converges directly, at classic's fixed point.
 #[test]
 fn glass_split_15_at_a_small_step_converges_under_anderson() {
-    let path = "../shared/datasets/glass.csv";
-    if !std::path::Path::new(path).is_file() {
-        eprintln!("skipped: {path} is absent");
+    let Some(glass) = glass_split_15() else {
         return;
-    }
-    let base = [
-        "fit",
-        path,
-        "--seed",
-        "15",
-        "--gamma",
-        "161",
-        "--prior",
-        "spike-slab",
-        "--method",
-        "ep",
-        "--is-draws",
-        "0",
-    ];
-    let fit = |extra: &[&str]| json(&pacauc(&[&base[..], extra].concat()));
+    };
+    let fit = |extra: &[&str]| glass(&[&["--method", "ep", "--is-draws", "0"][..], extra].concat());
     let classic = fit(&["--ep-start", "classic", "--ep-controller", "classic"]);
     let a = fit(&[
         "--damping",
@@ -460,4 +431,25 @@ fn glass_split_15_at_a_small_step_converges_under_anderson() {
         classic["log_evidence"].as_f64().unwrap(),
     );
     assert!((za - zc).abs() < 1e-3, "{za} vs {zc}");
+}
+
+/// Fits of glass split 15 at γ = 161 (= n) with the spike-and-slab prior
+/// plus `extra`; None (the test skipped) when the shared data is absent.
+fn glass_split_15() -> Option<impl Fn(&[&str]) -> serde_json::Value> {
+    let path = "../shared/datasets/glass.csv";
+    if !std::path::Path::new(path).is_file() {
+        eprintln!("skipped: {path} is absent");
+        return None;
+    }
+    let base = [
+        "fit",
+        path,
+        "--seed",
+        "15",
+        "--gamma",
+        "161",
+        "--prior",
+        "spike-slab",
+    ];
+    Some(move |extra: &[&str]| json(&pacauc(&[&base[..], extra].concat())))
 }
