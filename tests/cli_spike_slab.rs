@@ -433,6 +433,45 @@ fn glass_split_15_at_a_small_step_converges_under_anderson() {
     assert!((za - zc).abs() < 1e-3, "{za} vs {zc}");
 }
 
+/// Colon split 17 at γ = 92 (= 2n) under the anderson controller and the
+/// continuation (issue 28): the mixing's window without contraction halved
+/// η to 0.35, and when the verdict then turned the mixing off, plain damping
+/// left classic's fixed point there (Δ ×1.2 a sweep) and power EP answered
+/// (α = 0.5, log Z −16.036). Plain damping now restarts at 0.7 and the direct
+/// try converges to classic's fixed point (log Z −15.660681, 94 sweeps).
+#[test]
+fn colon_split_17_converges_under_anderson_at_classics_fixed_point() {
+    let path = "../shared/datasets/colon.csv";
+    if !std::path::Path::new(path).is_file() {
+        eprintln!("skipped: {path} is absent");
+        return;
+    }
+    let a = json(&pacauc(&[
+        "fit",
+        path,
+        "--seed",
+        "17",
+        "--gamma",
+        "92",
+        "--prior",
+        "spike-slab",
+        "--method",
+        "ep",
+        "--is-draws",
+        "0",
+        "--ep-start",
+        "continuation",
+        "--ep-controller",
+        "anderson",
+    ]));
+    assert_eq!(a["converged"], true);
+    assert!(a["details"]["power"].is_null(), "{}", a["details"]["power"]);
+    let points = a["details"]["gamma"]["path"]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 1, "directly at γ: {points:?}");
+    let z = a["log_evidence"].as_f64().unwrap();
+    assert!((z + 15.660681).abs() < 1e-4 * 15.66, "log Z {z}");
+}
+
 /// Fits of glass split 15 at γ = 161 (= n) with the spike-and-slab prior
 /// plus `extra`; None (the test skipped) when the shared data is absent.
 fn glass_split_15() -> Option<impl Fn(&[&str]) -> serde_json::Value> {

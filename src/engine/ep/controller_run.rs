@@ -56,6 +56,8 @@ struct Loop {
     regrow: Regrow,
     best_delta: f64,
     cycle_halved: bool,
+    /// η before the verdict's cycle halving of a mixed run (`judge`).
+    halved_from: Option<f64>,
     /// The current state is a plain step from the rollback point (a secant
     /// step may follow); the secant's largest factor (half an undone
     /// step's, doubled by a kept one and by each plain pair without one).
@@ -86,6 +88,7 @@ impl Loop {
             regrow: Regrow::new(s),
             best_delta: f64::INFINITY,
             cycle_halved: false,
+            halved_from: None,
             last_plain: false,
             cap: f64::INFINITY,
             short,
@@ -249,6 +252,7 @@ impl Loop {
         let cycle = matches!(v, Judged::Cycle { .. }) || (no_contraction && !straight);
         if cycle && !self.cycle_halved && self.eta * 0.5 >= s.min_eta {
             self.regrow.cut(self.eta);
+            self.halved_from = self.aa.is_some().then_some(self.eta);
             self.eta *= 0.5;
             self.n.verdict_halvings += 1;
             self.cycle_halved = true;
@@ -284,6 +288,19 @@ impl Loop {
             self.n.mixing_off = true;
             self.last_plain = false;
             self.progress.reset();
+            // Plain damping is judged at the step it had before the mixed
+            // iteration's cycle halving (Colon ss split 17 at 2n: kept at
+            // 0.35, the damped map left the fixed point ×1.2 a sweep and
+            // never regrew; at 0.7 it converges there, as classic does).
+            if st.replain_at_full_step()
+                && self.cycle_halved
+                && let Some(e) = self.halved_from
+            {
+                self.eta = e;
+                self.cycle_halved = false;
+                self.best_delta = f64::INFINITY;
+                self.progress.halved(false);
+            }
             return None;
         }
         let e = self.fail(st, s, &v.describe(), at, NonConvergence::NoProgress);

@@ -135,6 +135,13 @@ pub trait SweepState {
     fn mix_len(&self) -> Option<usize> {
         None
     }
+    /// When the verdict turns the mixing off, plain damping starts at the
+    /// η the verdict's cycle halving cut (that halving judged the mixed
+    /// iteration, not the damped map). Spike-and-slab only so far: Gaussian
+    /// and GP keep their measured records (`controller_run::Loop::judge`).
+    fn replain_at_full_step(&self) -> bool {
+        false
+    }
     /// Right after an update pass: writes the trial G(x) into `g` (one
     /// layout, `mix_len` values) and the current sites x at the sorted
     /// coordinates `at` into `x`, and returns ‖G(x) − x‖² over all of it;

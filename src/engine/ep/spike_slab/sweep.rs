@@ -568,6 +568,11 @@ impl<L: LikelihoodSites> SweepState for SsSweep<'_, L> {
         self.sites_prev.clone_from(self.sites);
         self.relax = None;
     }
+    /// Colon split 17 at 2n: the mixed run's halving left the damped map at
+    /// a step where it diverges from classic's fixed point (`SweepState`).
+    fn replain_at_full_step(&self) -> bool {
+        true
+    }
     /// The pair and the prior sites (`mixing`).
     fn mix_len(&self) -> Option<usize> {
         self.mixed_len()
