@@ -450,7 +450,7 @@ fn an_orbit_is_a_stationary_residual_off_a_straight_path() {
                 .map(|v| (t, v))
         })
     };
-    let swing = |t: usize| if t % 2 == 0 { 0.1 } else { -0.1 };
+    let swing = |t: usize| if t.is_multiple_of(2) { 0.1 } else { -0.1 };
     let fired = run(&|_| 0.3, &swing);
     assert!(
         matches!(fired, Some((t, Judged::Orbit { .. })) if t < WINDOW),
