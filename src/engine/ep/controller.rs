@@ -46,7 +46,12 @@
 //! measurement hook `PACAUC_EP_CYCLE_VERDICT=short` the halving also turns
 //! the mixing off, and a cycle that survives it, over half a window, is the
 //! verdict: within 50 sweeps, not 75–145; not the default, see
-//! `run::short_cycle_verdict`.) The
+//! `run::short_cycle_verdict`.) An orbit — q's steps of one length up to
+//! a short period, far from the contraction the budget needs, the mean not
+//! moving straight (`Progress::orbit`) — is judged without the window: it halves η
+//! once (the mixing off from there), and one that survives the halving is
+//! the verdict (`NonProgress::Orbit`): a limit cycle ends within 50 sweeps.
+//! The
 //! verdict (`NonProgress`) needs a horizon that grows with the sweeps
 //! spent: r's best over the later half of the sweeps at one η (at least
 //! `2·WINDOW`) no lower than over the earlier half, or a contraction too

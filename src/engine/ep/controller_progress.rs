@@ -21,6 +21,13 @@
 //! survives its halving is the verdict's (`NonProgress::Cycle`), also
 //! judged over half a window (`halved`): one window, a halving and half a
 //! window.
+//!
+//! An orbit needs no window (`Progress::orbit`): the length of q's step
+//! compared with itself a short period back barely changes (by a tenth of
+//! the contraction the budget needs) and the mean does not move straight.
+//! A damped run on a periodic or circling state shows that; a slide (its
+//! steps shorten), a drift (straight) or a wander (steps change by tens of
+//! percent a sweep) does not.
 
 use std::collections::VecDeque;
 
@@ -48,6 +55,12 @@ pub enum NonProgress {
     /// step, over a window or the last half window; only under
     /// `PACAUC_EP_CYCLE_VERDICT=short`).
     Cycle { ratio: f64 },
+    /// The run sits on an orbit that survived the halving of η: over the
+    /// last `WINDOW / 2` plain steps at this η, q's step one period back
+    /// differs in length by at most `change` a sweep (in log), far less
+    /// than the contraction the budget needs, and the mean did not move
+    /// straight.
+    Orbit { period: usize, change: f64 },
 }
 
 impl NonProgress {
@@ -68,6 +81,11 @@ impl NonProgress {
                  half of the last window is {ratio:.3}× the earlier half's, the mean not moving \
                  straight; PACAUC_EP_CYCLE_VERDICT=short)"
             ),
+            NonProgress::Orbit { period, change } => format!(
+                "no progress: an orbit survived the halving of η (q's step one period of \
+                 {period} back differs in length by at most {change:.1e} a sweep in log, the \
+                 mean not moving straight: no fixed point in reach at this γ)"
+            ),
         }
     }
 }
@@ -79,6 +97,10 @@ pub enum Judged {
     /// may remove the cycle (the run halves η while it may; else the
     /// verdict, `ratio` as in `NoContraction`).
     Cycle { ratio: f64 },
+    /// q's steps are stationary up to a short period and the mean does not
+    /// move straight (`Progress::orbit`): an orbit of the damped map, which a
+    /// smaller step may remove (the run halves η once; else the verdict).
+    Orbit { period: usize, change: f64 },
     /// The run cannot converge at this η.
     Stop(NonProgress),
 }
@@ -96,6 +118,9 @@ pub struct Progress {
     path: VecDeque<(usize, Marginal, f64)>,
     /// (sweep, r) of every plain step at this η (the horizon).
     plain: Vec<(usize, f64)>,
+    /// (sweep, how far q moved from the sweep before, in sds) of the last
+    /// plain steps at this η (`orbit`).
+    steps: Vec<(usize, f64)>,
     /// The step was halved for a cycle: a cycle is also called over the
     /// last half window (`halved`).
     halved: bool,
@@ -107,6 +132,7 @@ impl Progress {
         self.needed.clear();
         self.path.clear();
         self.plain.clear();
+        self.steps.clear();
     }
 
     /// η was halved for a cycle. A cycle the halving removes contracts at
@@ -219,11 +245,26 @@ impl Progress {
             if self.path.back().is_some_and(|p| p.0 == sweep) {
                 self.path.pop_back();
             }
-            let way = self.path.back().map_or(0.0, |p| p.2 + q.distance(&p.1));
+            let back = self.path.back().map(|p| (p.0, p.2, q.distance(&p.1)));
+            if let (Some(_), Some((at, _, d))) = (r, back)
+                && at + 1 == sweep
+            {
+                if self.steps.last().is_some_and(|s| s.0 == sweep) {
+                    self.steps.pop();
+                }
+                self.steps.push((sweep, d));
+                if self.steps.len() > WINDOW {
+                    self.steps.remove(0);
+                }
+            }
+            let way = back.map_or(0.0, |(_, way, d)| way + d);
             self.path.push_back((sweep, q, way));
             while self.path.front().is_some_and(|f| f.0 + WINDOW < sweep) {
                 self.path.pop_front();
             }
+        }
+        if let Some(v) = self.orbit(goal, left) {
+            return Some(v);
         }
         let first = self.window.front().expect("just pushed").0;
         let short = WINDOW / 2;
@@ -260,6 +301,41 @@ impl Progress {
         too_slow.then_some(Judged::Stop(NonProgress::TooSlow { rate, needed, left }))
     }
 
+    /// An orbit: over the last `WINDOW / 2` plain steps at this η, each one
+    /// sweep after the last, the length of q's step (in sds) compared with
+    /// itself one period p ≤ `RATE_SPAN` back changes by at most `change` a
+    /// sweep (in log), less than the contraction the budget needs
+    /// (ln(r/goal) over the sweeps left) by the margin `ORBIT_MARGIN`, and
+    /// the mean does not move straight. That is a periodic or circling
+    /// state (the steps of a rotation have one length; Δ, a largest
+    /// coordinate, need not repeat), not progress: a slide that converges
+    /// shortens its steps, a straight drift is judged by the horizon (a
+    /// saturated slide keeps its step too), and a wander's steps change by
+    /// tens of percent a sweep. So a limit cycle gets its verdict within
+    /// about `WINDOW` sweeps of each η, not after the horizon.
+    fn orbit(&self, goal: f64, left: usize) -> Option<Judged> {
+        let span = WINDOW / 2 + RATE_SPAN;
+        let tail = self.steps.get(self.steps.len().checked_sub(span)?..)?;
+        let (first, last) = (tail[0].0, tail[span - 1].0);
+        let now = self.plain.last()?;
+        if last + 1 != first + span || now.0 != last || now.1 <= goal || left == 0 {
+            return None;
+        }
+        let need = (now.1 / goal).ln() / left as f64;
+        let straight = self.straightness_since(tail[RATE_SPAN].0.saturating_sub(1));
+        if !(need.is_finite() && straight < STRAIGHT) {
+            return None;
+        }
+        (1..=RATE_SPAN).find_map(|period| {
+            let change = tail[RATE_SPAN..]
+                .iter()
+                .zip(&tail[RATE_SPAN - period..])
+                .map(|(a, b)| (a.1 / b.1).ln().abs() / period as f64)
+                .fold(0.0, |m, c| if c > m || c.is_nan() { c } else { m });
+            (change * ORBIT_MARGIN < need).then_some(Judged::Orbit { period, change })
+        })
+    }
+
     /// Sweeps plain damping still needs to bring r to `goal` at the rate of
     /// its plain steps over the last `RATE_SPAN` or more sweeps (infinite
     /// when r does not fall).
@@ -283,5 +359,9 @@ impl Progress {
     }
 }
 
-/// Steps over which `Progress::sweeps_to` measures plain damping's rate.
+/// Steps over which `Progress::sweeps_to` measures plain damping's rate;
+/// also the longest period `Progress::orbit` looks for.
 const RATE_SPAN: usize = 4;
+/// An orbit's steps change by less than this share of the contraction the
+/// budget needs (`Progress::orbit`).
+const ORBIT_MARGIN: f64 = 10.0;

@@ -247,6 +247,9 @@ impl Loop {
         // mode) gets the step back once the halved one contracts cleanly; a
         // cycle that comes back at the regrown step is halved again and
         // capped there.
+        if let Judged::Orbit { period, change } = v {
+            return self.orbit(st, s, NonProgress::Orbit { period, change }, at);
+        }
         let no_contraction = matches!(v, Judged::Stop(NonProgress::NoContraction { .. }));
         let straight = self.progress.straightness() >= super::STRAIGHT;
         let cycle = matches!(v, Judged::Cycle { .. }) || (no_contraction && !straight);
@@ -275,6 +278,7 @@ impl Loop {
             Judged::Cycle { ratio } if self.short => NonProgress::Cycle { ratio },
             Judged::Cycle { .. } => return None,
             Judged::Stop(v) => v,
+            Judged::Orbit { .. } => unreachable!("judged above"),
         };
         // The verdict is on the damped map: where the mixing was on, plain
         // damping (with the secant) first gets a horizon of its own, once.
@@ -301,6 +305,43 @@ impl Loop {
                 self.best_delta = f64::INFINITY;
                 self.progress.halved(false);
             }
+            return None;
+        }
+        let e = self.fail(st, s, &v.describe(), at, NonConvergence::NoProgress);
+        Some(with_verdict(e, v))
+    }
+}
+
+impl Loop {
+    /// An orbit (`Progress::orbit`) halves η once, with the mixing off from
+    /// there (the halved step is judged on the damped map itself); one that
+    /// survives the halving is the verdict. No regrowth undoes that halving
+    /// (an orbit's r does not fall).
+    fn orbit<S: SweepState>(
+        &mut self,
+        st: &S,
+        s: &EpSettings,
+        v: NonProgress,
+        at: (usize, f64),
+    ) -> Option<EngineError> {
+        if !self.cycle_halved && self.eta * 0.5 >= s.min_eta {
+            self.regrow.cut(self.eta);
+            self.eta *= 0.5;
+            self.n.verdict_halvings += 1;
+            self.cycle_halved = true;
+            self.best_delta = f64::INFINITY;
+            self.last_plain = false;
+            self.progress.reset();
+            if self.aa.take().is_some() {
+                self.n.mixing_off = true;
+            }
+            return None;
+        }
+        if self.aa.take().is_some() {
+            // Judged with the mixing on: plain damping first, once.
+            self.n.mixing_off = true;
+            self.last_plain = false;
+            self.progress.reset();
             return None;
         }
         let e = self.fail(st, s, &v.describe(), at, NonConvergence::NoProgress);
