@@ -1,11 +1,15 @@
 //! `pacauc fit --method ep --prior spike-slab --gamma auto` end to end: γ by
 //! cross-validation recorded as Gaussian EP records it, the curve in the
-//! table, and failures in the folds reported.
+//! table, and failures in the folds reported; under the classic driver (the
+//! default) and the new one (`NEW_DRIVER`).
 
 mod common;
 use common::{events, json, pacauc};
 
 const DEMO: &str = "demo-data/sparse_linear.csv";
+
+/// Spike-and-slab's coming default driver (Gaussian's and ARD's today).
+const NEW_DRIVER: [&str; 4] = ["--ep-start", "continuation", "--ep-controller", "anderson"];
 
 fn fit(extra: &[&str]) -> std::process::Output {
     let mut args = vec![
@@ -28,7 +32,35 @@ fn fit(extra: &[&str]) -> std::process::Output {
 
 #[test]
 fn spike_slab_gamma_auto_records_the_choice_and_the_curve() {
-    let v = json(&fit(&["--gamma-grid", "0.25,1,4"]));
+    records_the_choice_and_the_curve(&[]);
+}
+
+/// Under the new driver the folds' EP at 0.125n–0.5n passes the end of the
+/// prior's branch of fixed points slowly and ends in the anderson verdict
+/// (`spike_slab::cv` docs): those fold points are power EP's, as the final
+/// fit would answer there, and said in the log; no grid point is dropped
+/// (before: 0.125n and 0.25n failed in folds 1–3, the grid was extended down
+/// to 0.03125n).
+#[test]
+fn spike_slab_gamma_auto_keeps_every_point_under_the_new_driver() {
+    let v = records_the_choice_and_the_curve(&NEW_DRIVER);
+    let cv = &v["details"]["cv"];
+    assert!(cv["dropped"].as_array().unwrap().is_empty(), "{cv}");
+    assert!(cv["extended_below"].as_array().unwrap().is_empty(), "{cv}");
+    let logs = events(&v, "log");
+    assert!(
+        logs.iter().any(|e| e["message"]
+            .as_str()
+            .unwrap()
+            .contains("scored by power EP at α = 0.5")),
+        "{logs:?}"
+    );
+}
+
+fn records_the_choice_and_the_curve(driver: &[&str]) -> serde_json::Value {
+    let mut args = vec!["--gamma-grid", "0.25,1,4"];
+    args.extend_from_slice(driver);
+    let v = json(&fit(&args));
     let cv = &v["details"]["cv"];
     assert_eq!(cv["parameter"], "gamma_over_n");
     let grid: Vec<f64> = cv["grid"]
@@ -63,7 +95,8 @@ fn spike_slab_gamma_auto_records_the_choice_and_the_curve() {
         "{logs:?}"
     );
     // The table shows the curve, the choice starred.
-    let out = fit(&["--gamma-grid", "0.25,1,4", "--format", "table"]);
+    args.extend_from_slice(&["--format", "table"]);
+    let out = fit(&args);
     assert!(out.status.success());
     let table = String::from_utf8_lossy(&out.stdout);
     let line = table
@@ -71,13 +104,25 @@ fn spike_slab_gamma_auto_records_the_choice_and_the_curve() {
         .find(|l| l.starts_with("cv "))
         .expect("a cv line");
     assert!(line.contains(&format!("{chosen}n {best:.4}*")), "{line}");
+    v
 }
 
 /// A cap of sweeps that the larger γ need: those points fail in the folds,
-/// the record says which and why, and a warning says the grid was cut.
+/// the record says which and why, and a warning says the grid was cut. (The
+/// new driver with power EP's fallback answers them at α = 0.5 within the
+/// cap: EP alone there, `--ep-power 1`.)
 #[test]
 fn failures_in_the_folds_are_reported() {
-    let v = json(&fit(&["--max-sweeps", "60"]));
+    failures_reported(&[]);
+    let mut new = NEW_DRIVER.to_vec();
+    new.extend_from_slice(&["--ep-power", "1"]);
+    failures_reported(&new);
+}
+
+fn failures_reported(driver: &[&str]) {
+    let mut args = vec!["--max-sweeps", "60"];
+    args.extend_from_slice(driver);
+    let v = json(&fit(&args));
     let cv = &v["details"]["cv"];
     let failures = cv["failures"].as_array().unwrap();
     assert!(!failures.is_empty(), "{cv}");

@@ -23,6 +23,23 @@
 //! tuned afterwards at the chosen γ (as GP-EP fixes ℓ during its CV): tuning
 //! them inside every fold at every γ would multiply the cost by the search.
 //!
+//! Under the new driver (a controller other than classic) a point is the
+//! fold's fixed-γ fit as the final fit makes it: the start the run asks for
+//! (`--ep-start continuation`: `continuation::reach`, every point of its walk
+//! at the folds' tolerance; classic: the warm path above), and where EP ends
+//! in a verdict, power EP along `FALLBACK_POWERS` (`power::run_with_fallback`),
+//! each fold point so answered said in the log. Why: between ~n/8 and ~n/2 on
+//! the sparse demo the branch of fixed points that starts at the prior ends
+//! (a fold where it turns back): from the prior EP passes that branch's ghost
+//! slowly and lands, after 200–950 sweeps, on a sparser fixed point (one
+//! feature in the slab; classic's answer). The anderson controller's verdict
+//! ends that slow passage after ~100–200 sweeps as no progress, and so does
+//! the continuation, whose walk along γ stops at the same end of the branch
+//! (0.12n–0.2n). Small γ is not the easy end for spike-and-slab: there the
+//! likelihood is too weak to hold features in the slab while the scale-free
+//! AUC risk keeps the sparse state self-consistent. The final fit answers
+//! such a γ with power EP; without the same fallback the folds dropped it.
+//!
 //! No average of the folds' posteriors starts the final fit (Gaussian EP's
 //! `CvOutcome::start`): a spike-and-slab state is its pair sites and prior
 //! sites, not a Gaussian q; the final fit starts from the prior and, when that
@@ -31,15 +48,24 @@
 
 use nalgebra::{DMatrix, DVector};
 
+use std::sync::{Arc, Mutex};
+
 use super::model::{SpikeSlab, SpikeSlabEp};
-use super::sweep::SsSettings;
-use super::warm_path;
+use super::prior_sites::PriorSites;
+use super::sweep::{SsOutcome, SsSettings};
+use super::warm_path::{self, SsPath};
+use crate::engine::ep::continuation::{self, Continuable};
 use crate::engine::ep::cv::{
-    fold_precision, fold_settings, gamma_label, gamma_names, gamma_spec, point_fit,
+    Powered, add_sweeps, fold_precision, fold_settings, gamma_label, gamma_names, gamma_spec,
+    note_power, point_fit, power_notes,
 };
 use crate::engine::ep::design::Form;
 use crate::engine::ep::pair_ep::PairEp;
+use crate::engine::ep::power;
+use crate::engine::ep::settings::EpSettings;
+use crate::engine::ep::stop::EpStop;
 use crate::engine::ep::store::Precision;
+use crate::engine::ep::sweep_state::Marginal;
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::select::{
     CvMethod, CvNames, CvReport, FoldData, GridWalker, PointFit, cross_validate as select_cv,
@@ -74,6 +100,8 @@ pub(super) struct SsCv<'a> {
     cv: &'a SsCvSettings<'a>,
     /// The folds' settings.
     ss: SsSettings,
+    /// The folds' points answered by power EP (new driver only).
+    powered: Arc<Mutex<Vec<Powered>>>,
 }
 
 impl<'a> SsCv<'a> {
@@ -81,6 +109,7 @@ impl<'a> SsCv<'a> {
         SsCv {
             cv,
             ss: fold_ss_settings(cv.ss),
+            powered: Arc::new(Mutex::new(Vec::new())),
         }
     }
 }
@@ -92,6 +121,7 @@ pub struct SsWalker<'a> {
     /// The points this fold converged at so far (ascending): the warm path of
     /// a later point whose start from the prior fails.
     done: Vec<f64>,
+    powered: Arc<Mutex<Vec<Powered>>>,
 }
 
 impl SsWalker<'_> {
@@ -123,6 +153,7 @@ impl<'a> CvMethod for &'a SsCv<'a> {
             model,
             ss: &self.ss,
             done: Vec::new(),
+            powered: Arc::clone(&self.powered),
         })
     }
 
@@ -138,34 +169,122 @@ impl GridWalker for SsWalker<'_> {
     /// From the prior, and along the fold's earlier points when that fails
     /// (`warm_path::run`, as a fixed-γ fit): not warm from the previous point
     /// alone, which can stay in the all-spike fixed point (module docs).
+    /// Under the new driver as the final fit: its start, and power EP where
+    /// EP ends in a verdict (module docs).
     fn fit(&mut self, c: f64, fold: &FoldData, ctl: &Control) -> Result<PointFit, EngineError> {
         let n = fold.ytr.len();
-        let model = &mut self.model;
-        model.reset();
-        let path = self.done.clone();
-        let res = warm_path::run(
-            model,
-            c * n as f64,
-            path,
-            n,
-            self.ss,
-            ctl,
-            &mut |_, _| {},
-            &mut || {},
-            &mut |_| {},
-        );
-        let fit = point_fit(res.map(|(out, warm)| {
-            let path_sweeps: usize = warm.map_or(0, |w| w.points.iter().map(|p| p.sweeps).sum());
+        let res = if self.ss.ep.controller.is_classic() {
+            self.classic(c * n as f64, n, self.ss, ctl)
+        } else {
+            self.as_final_fit(c, fold.fold, n, ctl)
+        };
+        let model = &self.model;
+        let fit = point_fit(res.map(|sweeps| {
             let m = DVector::from_vec(model.mean());
-            (
-                (&fold.xte * m).iter().copied().collect(),
-                out.sweeps + path_sweeps,
-            )
+            ((&fold.xte * m).iter().copied().collect(), sweeps)
         }))?;
         if matches!(fit, PointFit::Scored { .. }) {
             self.done.push(c);
         }
         Ok(fit)
+    }
+}
+
+impl SsWalker<'_> {
+    /// The classic fold point: from the prior, the warm path when that fails.
+    fn classic(
+        &mut self,
+        gamma: f64,
+        n: usize,
+        s: &SsSettings,
+        ctl: &Control,
+    ) -> Result<usize, EngineError> {
+        self.model.reset();
+        let (out, warm) = warm_path::run(
+            &mut self.model,
+            gamma,
+            self.done.clone(),
+            n,
+            s,
+            ctl,
+            &mut |_, _| {},
+            &mut || {},
+            &mut |_| {},
+        )?;
+        let path_sweeps: usize = warm.map_or(0, |w| w.points.iter().map(|p| p.sweeps).sum());
+        Ok(out.sweeps + path_sweeps)
+    }
+
+    /// The point as the final fit reaches γ (`--ep-start`), under power EP's
+    /// fallback; its sweeps count the failed attempts' too.
+    fn as_final_fit(
+        &mut self,
+        c: f64,
+        fold: usize,
+        n: usize,
+        ctl: &Control,
+    ) -> Result<usize, EngineError> {
+        let gamma = c * n as f64;
+        let base = *self.ss;
+        let mut failed_sweeps = 0;
+        let mut attempt = |ep: &EpSettings| {
+            let s = SsSettings { ep: *ep, ..base };
+            let res = if s.ep.start.is_classic() {
+                self.classic(gamma, n, &s, ctl)
+            } else {
+                self.model.reset();
+                let mut fp = FoldPath(SsPath {
+                    model: &mut self.model,
+                    settings: s,
+                    ctl,
+                    on_sweep: &mut |_, _| {},
+                    new_run: &mut || {},
+                });
+                continuation::reach(&mut fp, gamma, n, continuation::KAPPA, &mut |_| {})
+                    .map(|(_, path)| path.sweeps)
+            };
+            if let Err(e) = &res {
+                failed_sweeps += EpStop::sweeps_of(e);
+            }
+            res
+        };
+        let (sweeps, used) = power::run_with_fallback(&base.ep, &mut attempt, &mut |_, _| {})
+            .map_err(|e| {
+                // The last failure's own sweeps are in `failed_sweeps` already.
+                let own = EpStop::sweeps_of(&e);
+                add_sweeps(e, failed_sweeps - own)
+            })?;
+        note_power(&self.powered, fold, c, &used);
+        Ok(sweeps + failed_sweeps)
+    }
+}
+
+/// A fold's continuation: every point, the target's too, at the folds'
+/// tolerance (`SsPath` runs the target at the run's own).
+struct FoldPath<'a>(SsPath<'a>);
+
+impl Continuable for FoldPath<'_> {
+    type Snapshot = (Vec<f64>, PriorSites);
+    type Outcome = SsOutcome;
+    fn snapshot(&self) -> Self::Snapshot {
+        self.0.snapshot()
+    }
+    fn restore(&mut self, snap: &Self::Snapshot) {
+        self.0.restore(snap);
+    }
+    fn reset(&mut self) {
+        self.0.reset();
+    }
+    fn run_at(
+        &mut self,
+        gamma: f64,
+        _target: bool,
+    ) -> Result<(SsOutcome, usize, f64), EngineError> {
+        // The fold's settings are already `fold_settings` (idempotent under `cv_settings`).
+        self.0.run_at(gamma, true)
+    }
+    fn marginal(&self) -> Marginal {
+        self.0.marginal()
     }
 }
 
@@ -179,12 +298,16 @@ pub fn cross_validate(
     log: &mut dyn FnMut(String),
 ) -> Result<CvReport, EngineError> {
     let method = SsCv::new(cv);
-    select_cv(
+    let report = select_cv(
         x,
         y,
         &gamma_spec(cv.folds, cv.seed, cv.grid_over_n),
         &&method,
         ctl,
         log,
-    )
+    )?;
+    power_notes("ep spike-slab", &method.powered)
+        .into_iter()
+        .for_each(log);
+    Ok(report)
 }
