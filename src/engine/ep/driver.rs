@@ -41,21 +41,32 @@ pub fn run<S: SweepState>(
 ) -> Result<Converged, EngineError> {
     // Under the continuation a failed point takes a shorter step instead.
     let warm = !st.is_cold() && s.start.is_classic();
-    let once = if s.controller.is_classic() {
-        run_once::<S>
-    } else {
-        super::controller::run_once::<S>
-    };
-    match once(st, s, rules, ctl, on_sweep) {
+    match run_without_retry(st, s, rules, ctl, on_sweep) {
         Err(EngineError::NotConverged { reason, .. })
             if warm && st.can_reset() && !reason.no_fixed_point_in_reach() =>
         {
             st.reset();
-            let mut out = once(st, s, rules, ctl, on_sweep)?;
+            let mut out = run_without_retry(st, s, rules, ctl, on_sweep)?;
             out.cold_restart = true;
             Ok(out)
         }
         r => r,
+    }
+}
+
+/// Runs EP to convergence from the current state under the settings'
+/// controller (`EpSettings::controller`), without `run`'s retry.
+pub fn run_without_retry<S: SweepState>(
+    st: &mut S,
+    s: &EpSettings,
+    rules: Rules,
+    ctl: &Control,
+    on_sweep: &mut dyn FnMut(&S, &SweepStatus),
+) -> Result<Converged, EngineError> {
+    if s.controller.is_classic() {
+        run_once(st, s, rules, ctl, on_sweep)
+    } else {
+        super::controller::run_once(st, s, rules, ctl, on_sweep)
     }
 }
 

@@ -9,7 +9,7 @@ use super::release::{self, ReleaseStatus};
 use super::sweep::{self, LikelihoodSites, SsOutcome, SsSettings, ThetaMoments};
 use super::tests::{INFORMATIVE, enumerate, regression, sparse_demo, tight};
 use crate::engine::ep::posterior::Posterior;
-use crate::engine::ep::settings::EpSettings;
+use crate::engine::ep::settings::{EpController, EpSettings};
 use crate::engine::ep::store::Precision;
 use crate::engine::interface::Control;
 
@@ -91,6 +91,49 @@ fn release_restores_the_ep_fixed_point() {
     assert!(sites.u[11] < 0.0 && sites.u[17] < 0.0);
     assert_eq!(rel_out.fixes_last, 0);
     assert!(rel_out.evidence.log_z().is_some());
+}
+
+/// The release runs under the settings' controller (`driver::run_without_retry`):
+/// from the same fixed state of the demo, classic's loop and the anderson
+/// loop (η = `fix_eta` with no back-off) reach the same released fixed point.
+#[test]
+fn release_under_anderson_reaches_classics_released_fixed_point() {
+    let released = |controller: EpController| {
+        let fixed = SsSettings {
+            ep: EpSettings {
+                tol: 1e-8,
+                max_sweeps: 5000,
+                ..EpSettings::default()
+            },
+            ..SsSettings::default()
+        };
+        let (mut m, out) = demo_fixed(&fixed);
+        let s = SsSettings {
+            ep: EpSettings {
+                controller,
+                ..fixed.ep
+            },
+            ..fixed
+        };
+        let (lik, sites, prior) = m.parts_mut();
+        let (rel_out, rel) =
+            release::release_fixes(lik, sites, &prior, &s, &out, &Control::new(), &mut |_| {})
+                .unwrap()
+                .unwrap_or_else(|| panic!("{controller:?}: the release failed"));
+        let mean: Vec<f64> = lik.moments().mean.clone();
+        (rel_out.evidence.log_z().unwrap(), mean, rel)
+    };
+    let (zc, mc, rc) = released(EpController::Classic);
+    let (za, ma, ra) = released(EpController::Anderson);
+    eprintln!(
+        "released sweeps classic {} anderson {}; log Z {zc} vs {za}",
+        rc.sweeps, ra.sweeps
+    );
+    assert!((zc - za).abs() <= 1e-6 * zc.abs(), "log Z {zc} vs {za}");
+    assert_eq!(rc.negative_prior_sites, ra.negative_prior_sites);
+    for (k, (c, a)) in mc.iter().zip(&ma).enumerate() {
+        assert!((c - a).abs() < 1e-5, "mean {k}: {c} vs {a}");
+    }
 }
 
 /// Through `SpikeSlabEp::run` (default settings, release on): it happens, and
