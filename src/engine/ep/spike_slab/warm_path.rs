@@ -1,8 +1,8 @@
 //! Spike-and-slab EP at γ when the start from the prior fails: climb a path of
-//! smaller γ from its smallest point, each point warm-started from the last
-//! (the fallback of Gaussian EP, `ep::engine`), then γ itself. At a fixed γ the
-//! path is the default grid's points below γ (`cv::grid_below`); at a γ chosen
-//! by cross-validation, the grid points below it that converged in every fold.
+//! smaller γ from its smallest point, each point warm-started from the last,
+//! then γ itself. Used by the CV folds (`cv`): the path is the fold's grid
+//! points below γ that converged; the final fit reaches γ by the continuation
+//! (`SsPath` below).
 //!
 //! Why: from the prior at γ ≥ n on EEG the first pair updates overshoot (Δ ≈
 //! 300 after one sweep, the means of three features at 11–36 prior sds) and the
