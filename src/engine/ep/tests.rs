@@ -91,10 +91,7 @@ fn tight(eta: f64, tol: f64) -> EpSettings {
         tol,
         max_sweeps: 10_000,
         min_eta: 1e-6,
-        stall_sweeps: 0,
-        cycle_stalls: 0,
         extrapolate: false,
-        early_verdict: false,
         ..EpSettings::default()
     }
 }

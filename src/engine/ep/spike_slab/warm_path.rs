@@ -58,11 +58,7 @@ pub fn run(
     new_run: &mut dyn FnMut(),
     log: &mut dyn FnMut(String),
 ) -> Result<(SsOutcome, Option<WarmPath>), EngineError> {
-    let first = SsSettings {
-        ep: cv::first_start_settings(&s.ep, &path),
-        ..*s
-    };
-    let first_error = match model.run(gamma, &first, ctl, on_sweep) {
+    let first_error = match model.run(gamma, s, ctl, on_sweep) {
         Err(EngineError::NotConverged { message, .. }) if !path.is_empty() => message,
         res => return Ok((res?, None)),
     };
@@ -122,7 +118,7 @@ impl Continuable for SsPath<'_> {
     fn run_at(&mut self, gamma: f64, target: bool) -> Result<(SsOutcome, usize, f64), EngineError> {
         let s = SsSettings {
             ep: if target {
-                cv::cv_settings(&self.settings.ep)
+                self.settings.ep
             } else {
                 cv::fold_settings(&self.settings.ep)
             },
