@@ -24,9 +24,13 @@ fn spike_slab_fit_reports_inclusion_and_evidence() {
     assert_eq!(v["method"], "ep");
     assert_eq!(v["prior"]["kind"], "spike_slab");
     assert_eq!(v["details"]["prior"], "spike-slab");
-    // Converged from the prior: no warm path along the γ grid.
-    assert_eq!(v["details"]["gamma"]["start"], "prior");
-    assert!(v["details"]["gamma"]["warm_path"].is_null());
+    // γ reached by the continuation, directly from the prior: a path of one
+    // point, no walk.
+    let g = &v["details"]["gamma"];
+    assert_eq!(g["start"], "continuation");
+    let points = g["path"]["points"].as_array().unwrap();
+    assert!(points.len() == 1 && points[0]["direct"] == true, "{g}");
+    assert!(g["warm_path"].is_null());
     assert!(v["log_evidence"].as_f64().unwrap() < 0.0);
     let incl = v["inclusion"].as_array().unwrap();
     assert_eq!(incl.len(), 20);
@@ -403,34 +407,29 @@ fn glass_split_15_converges_and_agrees_with_smc_on_its_feature() {
 }
 
 /// The case above at `--damping 0.2` under the anderson controller and the
-/// continuation, explicitly (issue 28): without mixing its sites the direct
-/// try at γ = n got "no contraction", the walk stalled at 0.094n and the
-/// answer was power EP's (α = 0.5, log Z −12.22). With the pair and prior
-/// sites mixed it converges directly, at classic's fixed point.
+/// continuation (issue 28): without mixing its sites the direct try at γ = n
+/// got "no contraction", the walk stalled at 0.094n and the answer was
+/// power EP's (α = 0.5, log Z −12.22). With the pair and prior sites mixed
+/// it converges directly, at the default step's fixed point (the former
+/// classic driver's: log Z −9.138156).
 #[test]
 fn glass_split_15_at_a_small_step_converges_under_anderson() {
     let Some(glass) = glass_split_15() else {
         return;
     };
     let fit = |extra: &[&str]| glass(&[&["--method", "ep", "--is-draws", "0"][..], extra].concat());
-    let classic = fit(&["--ep-start", "classic", "--ep-controller", "classic"]);
-    let a = fit(&[
-        "--damping",
-        "0.2",
-        "--ep-start",
-        "continuation",
-        "--ep-controller",
-        "anderson",
-    ]);
+    let default = fit(&[]);
+    let a = fit(&["--damping", "0.2"]);
     assert_eq!(a["converged"], true);
     assert!(a["details"]["power"].is_null(), "{}", a["details"]["power"]);
     let points = a["details"]["gamma"]["path"]["points"].as_array().unwrap();
     assert_eq!(points.len(), 1, "directly at γ: {points:?}");
-    let (za, zc) = (
+    let (za, zd) = (
         a["log_evidence"].as_f64().unwrap(),
-        classic["log_evidence"].as_f64().unwrap(),
+        default["log_evidence"].as_f64().unwrap(),
     );
-    assert!((za - zc).abs() < 1e-3, "{za} vs {zc}");
+    assert!((za - zd).abs() < 1e-3, "{za} vs {zd}");
+    assert!((zd + 9.138156).abs() < 1e-3, "{zd}");
 }
 
 /// Colon split 17 at γ = 92 (= 2n) under the anderson controller and the

@@ -68,10 +68,9 @@ fn reduced_form_selects_the_signal_and_matches_the_primal_form() {
         ),
         (Some("reduced"), Some("primal"))
     );
-    // The primal form extrapolates slow tails (the driver's Aitken steps), the
-    // reduced one cannot (an extrapolated prior precision may fall below zero,
-    // which it cannot whiten by): the same fixed point by other steps, so they
-    // agree to the convergence tolerance (Δ < 1e-4·η), not to rounding.
+    // The two forms reach the same fixed point by other steps (the reduced
+    // one whitens by the prior sites' precisions), so they agree to the
+    // convergence tolerance (Δ < 1e-4·η), not to rounding.
     let (a, b) = (
         red["log_evidence"].as_f64().unwrap(),
         pri["log_evidence"].as_f64().unwrap(),

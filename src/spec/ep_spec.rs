@@ -7,15 +7,11 @@ use super::run_spec::{DEFAULT_EPSILON, PriorKind};
 use super::values::Tunable;
 
 /// The EP driver (start, controller) a new spec gets with `prior`: the
-/// continuation and the anderson controller (issue 28), except where a prior
-/// is not yet at parity under them. Spike-and-slab keeps classic until its
-/// flip (BENCHMARKS ep-flip18), which is this one arm. A user's flag wins,
-/// and a spec saved before reads as classic whatever this says.
-pub fn default_driver(prior: Option<PriorKind>) -> (EpStartSpec, EpControllerSpec) {
-    match prior {
-        Some(PriorKind::SpikeSlab) => (EpStartSpec::Classic, EpControllerSpec::Classic),
-        _ => (EpStartSpec::Continuation, EpControllerSpec::Anderson),
-    }
+/// continuation and the anderson controller for every prior (issue 28;
+/// spike-and-slab flipped last). A spec saved before reads as classic
+/// (`classic_start_retired`, `classic_controller_note`).
+pub fn default_driver(_prior: Option<PriorKind>) -> (EpStartSpec, EpControllerSpec) {
+    (EpStartSpec::Continuation, EpControllerSpec::Anderson)
 }
 
 /// `default_driver`'s start as typed (the registry row's default by prior).
@@ -210,30 +206,31 @@ impl EpSpec {
     }
 
     /// The EP that SMC and the sampler run first for their reference: their
-    /// specs carry no EP settings, so it keeps the driver of the records they
-    /// made: regrow off, classic start and controller, whatever the defaults.
+    /// specs carry no EP settings, so it is a new spec's EP (the
+    /// continuation, the anderson controller, regrow on). Until 2026-11-30
+    /// it was the classic driver with regrow off.
     pub fn reference() -> EpSpec {
-        EpSpec {
-            ep_start: EpStartSpec::Classic,
-            ep_controller: EpControllerSpec::Classic,
-            ep_regrow: EpRegrow::Off,
-            ..EpSpec::default()
-        }
+        EpSpec::default()
     }
 }
 
 /// Whether `--ep-start classic` is retired with `prior`: its fallbacks are
-/// deleted, so it runs the continuation and the record says so. Only where
-/// `default_driver` flipped; ARD reaches γ by its own optimiser either way.
+/// deleted, so it runs the continuation and the record says so. ARD reaches
+/// γ by its own optimiser either way.
 pub fn classic_start_retired(prior: Option<PriorKind>) -> bool {
-    matches!(prior, None | Some(PriorKind::Gaussian | PriorKind::Gp))
+    !matches!(prior, Some(PriorKind::Ard))
 }
 
-/// The line `pacauc fit` prints before an EP run on the anderson controller
-/// or the continuation (the defaults but for spike-and-slab): what it is and
-/// how to get the former one; a spec asking for a retired classic start is
-/// told that the continuation runs instead. None for other methods and for
-/// the classic driver where it still runs.
+/// What `pacauc fit` says of `--ep-controller classic` (an older spec's):
+/// the classic controller is deleted, the anderson one runs; the fit warns
+/// too (`EpController::retired_note`, the record's warnings).
+pub fn classic_controller_note() -> &'static str {
+    "--ep-controller classic is retired and runs the anderson controller (records made with the classic controller can differ)"
+}
+
+/// The line `pacauc fit` prints before an EP run: the driver, and that a
+/// spec asking for a retired classic start or controller runs the new one.
+/// None for other methods.
 pub fn announce(spec: &super::RunSpec) -> Option<String> {
     let super::MethodSpec::Ep(e) = &spec.method else {
         return None;
@@ -248,23 +245,15 @@ pub fn announce(spec: &super::RunSpec) -> Option<String> {
         }
         _ => Some("γ reached by continuation"),
     };
-    let retired = classic_start_retired(prior);
-    let mut what = Vec::new();
-    if e.ep_controller == EpControllerSpec::Anderson {
-        what.push("the anderson step controller");
+    let mut what = vec!["the anderson step controller"];
+    if e.ep_controller == EpControllerSpec::Classic {
+        what.push(classic_controller_note());
     }
     if let Some(r) = reach {
-        if e.ep_start == EpStartSpec::Continuation {
-            what.push(r);
-        } else if retired {
-            what.push(r);
+        what.push(r);
+        if e.ep_start == EpStartSpec::Classic && classic_start_retired(prior) {
             what.push("--ep-start classic is retired and runs it too (records made with the classic start's fallbacks can differ; details.gamma.classic_start)");
         }
     }
-    let former = if retired {
-        "--ep-controller classic: the former controller"
-    } else {
-        "--ep-controller classic --ep-start classic: the former driver"
-    };
-    (!what.is_empty()).then(|| format!("EP driver: {} ({former})", what.join(", ")))
+    Some(format!("EP driver: {}", what.join(", ")))
 }

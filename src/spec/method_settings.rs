@@ -304,7 +304,7 @@ pub const EP_SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "how γ is reached",
-        help: "continuation: EP at γ directly from the prior (the folds' average after a CV) and, only where that does not converge, from γ = n/16 up to γ in steps that move the posterior by at most one sd, each warm-started from the last (details.gamma.path); classic: from the prior (the folds' average after a CV), with each flavour's fallbacks, the former default (specs saved before it changed read as classic); retired with the Gaussian and GP priors, where it runs the continuation too (GP through Nyström: after its coarse start) and the record says so (details.gamma.classic_start). The default with the Gaussian, ARD and GP priors; spike-and-slab keeps classic by default until its parity. Gaussian and spike-and-slab priors, and GP fits through features (Nyström, random Fourier; exact GP and CV folds run once); ARD reaches γ as before.",
+        help: "continuation: EP at γ directly from the prior (the folds' average after a CV) and, only where that does not converge, from γ = n/16 up to γ in steps that move the posterior by at most one sd, each warm-started from the last (details.gamma.path); classic: the former default (specs saved before it changed read as classic), retired: it runs the continuation too (GP through Nyström: after its coarse start) and the record says so (details.gamma.classic_start). Gaussian and spike-and-slab priors, and GP fits through features (Nyström, random Fourier; exact GP and CV folds run once); ARD reaches γ as before.",
         default: "continuation",
         default_by_prior: Some(super::ep_spec::default_start_text),
         absent: "classic",
@@ -318,7 +318,7 @@ pub const EP_SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "step controller",
-        help: "anderson: damped sweeps with a safeguarded secant step (Anderson(1) on the last two plain steps), safeguarded Anderson mixing where the run stays slow, and one non-progress verdict on the residual's contraction (the mixing's least squares is regularised relative to the residual, so a drift ends in the verdict, not a false convergence); classic: damped sweeps with the stall, cycle, drift and extrapolation rules, the former default (specs saved before it changed read as classic). The default with the Gaussian, ARD and GP priors; spike-and-slab keeps classic by default until its parity. Anderson mixing with the Gaussian and spike-and-slab priors (spike-and-slab mixes its pair and prior sites as one vector); GP gets the verdict with plain damping.",
+        help: "anderson: damped sweeps with a safeguarded secant step (Anderson(1) on the last two plain steps), safeguarded Anderson mixing where the run stays slow, and one non-progress verdict on the residual's contraction (the mixing's least squares is regularised relative to the residual, so a drift ends in the verdict, not a false convergence); classic: the former controller (stall, cycle, drift and extrapolation rules; specs saved before it changed read as classic), retired: it runs anderson, and stderr and the record's warnings say so. Anderson mixing with the Gaussian and spike-and-slab priors (spike-and-slab mixes its pair and prior sites as one vector); GP gets the verdict with plain damping.",
         default: "anderson",
         default_by_prior: Some(super::ep_spec::default_controller_text),
         absent: "classic",
@@ -346,7 +346,7 @@ pub const EP_SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "η grows back",
-        help: "Classic EP driver (--ep-controller classic): on: an η cut by rejected sweeps (invalid cavities, often only in the first sweeps from the prior at a large γ) doubles back towards the damping after 5 clean sweeps that each reach a new smallest change, backing off where the larger step fails again (and never again up to an η rejected after a regrowth); off: η stays cut for good, as before 2026-11-30 (specs saved before read as off). A run without a rejected sweep is the same either way; with it EEG's spike-and-slab and GP-EP cells converge (docs/BENCHMARKS.md, ep-regrow-reproduce).",
+        help: "EP's step controller: on: an η cut by rejected sweeps (invalid cavities, often only in the first sweeps from the prior at a large γ) doubles back towards the damping after 5 clean sweeps that each reach a new smallest change, backing off where the larger step fails again (and never again up to an η rejected after a regrowth); off: η stays cut for good, as before 2026-11-30 (specs saved before read as off). A run without a rejected sweep is the same either way; with it EEG's spike-and-slab and GP-EP cells converge (docs/BENCHMARKS.md, ep-regrow-reproduce).",
         default: "on",
         absent: "off",
         methods: EP,

@@ -370,18 +370,17 @@ fn ep_regrow_defaults_on_and_older_specs_read_as_before() {
         ep(&RunSpec::from_value(&off.to_value()).unwrap()),
         EpRegrow::Off
     );
-    assert_eq!(EpSpec::reference().ep_regrow, EpRegrow::Off);
+    assert_eq!(EpSpec::reference().ep_regrow, EpRegrow::On);
     // The way back names it (it is not written, so it reads as absent).
     assert_eq!(super::text::to_args(&off)[3..], ["--ep-regrow", "off"]);
 }
 
-/// EP's driver by prior (`ep_spec::default_driver`): continuation and
-/// anderson for a new Gaussian, ARD or GP spec, written; spike-and-slab keeps
-/// classic, not written. A flag wins in any order; a spec without the fields
-/// reads as classic; the way back names a driver that is not the default.
-/// SMC's and the sampler's EP keep classic.
+/// EP's driver (`ep_spec::default_driver`): continuation and anderson for a
+/// new spec with any prior, written. A spec without the fields reads as
+/// classic (retired: it runs the new driver and says so); the way back names
+/// it. SMC's and the sampler's EP run the new driver too.
 #[test]
-fn ep_driver_defaults_by_prior_and_older_specs_read_as_classic() {
+fn ep_driver_defaults_for_every_prior_and_older_specs_read_as_classic() {
     use super::run_spec::{EpControllerSpec, EpSpec, EpStartSpec};
     let fit = |given: &[(&str, &str)]| from_given(PathBuf::from("d.csv"), "ep", given).unwrap();
     let ep = |s: &RunSpec| match &s.method {
@@ -392,7 +391,7 @@ fn ep_driver_defaults_by_prior_and_older_specs_read_as_classic() {
     let classic = (EpStartSpec::Classic, EpControllerSpec::Classic);
     let new = fit(&[]);
     assert_eq!(ep(&new), flipped);
-    for prior in ["ard", "gp"] {
+    for prior in ["ard", "gp", "spike-slab"] {
         assert_eq!(ep(&fit(&[("prior", prior)])), flipped, "{prior}");
     }
     let mut v = new.to_value();
@@ -404,16 +403,15 @@ fn ep_driver_defaults_by_prior_and_older_specs_read_as_classic() {
     m.remove("ep_controller");
     assert_eq!(ep(&RunSpec::from_value(&v).unwrap()), classic);
     let ss = fit(&[("prior", "spike-slab")]);
-    assert_eq!(ep(&ss), classic);
-    assert!(ss.to_value()["method"].get("ep_start").is_none());
+    assert_eq!(ss.to_value()["method"]["ep_start"], "continuation");
     assert_eq!(super::text::to_args(&ss)[3..], ["--prior", "spike-slab"]);
     // The user's flags win, given before or after the prior.
     let given = [
-        ("ep_start", "continuation"),
-        ("ep_controller", "anderson"),
+        ("ep_start", "classic"),
+        ("ep_controller", "classic"),
         ("prior", "spike-slab"),
     ];
-    assert_eq!(ep(&fit(&given)), flipped);
+    assert_eq!(ep(&fit(&given)), classic);
     let old = fit(&[("ep_start", "classic"), ("ep_controller", "classic")]);
     assert_eq!(ep(&old), classic);
     let w = old.to_value();
@@ -425,11 +423,15 @@ fn ep_driver_defaults_by_prior_and_older_specs_read_as_classic() {
         ["--ep-start", "classic", "--ep-controller", "classic"]
     );
     let r = EpSpec::reference();
-    assert_eq!((r.ep_start, r.ep_controller), classic);
-    // Announced on stderr at the defaults, and where the classic start is
-    // retired (Gaussian); not for spike-and-slab's classic driver.
+    assert_eq!((r.ep_start, r.ep_controller), flipped);
+    // Announced on stderr, saying where classic is retired.
     assert!(super::ep_spec::announce(&new).is_some());
-    let said = super::ep_spec::announce(&old).expect("the classic start is retired");
+    let said = super::ep_spec::announce(&old).expect("announced");
     assert!(said.contains("--ep-start classic is retired"), "{said}");
-    assert!(super::ep_spec::announce(&ss).is_none());
+    assert!(
+        said.contains("--ep-controller classic is retired"),
+        "{said}"
+    );
+    let said = super::ep_spec::announce(&fit(&given)).expect("announced");
+    assert!(said.contains("--ep-start classic is retired"), "{said}");
 }

@@ -60,8 +60,8 @@
 //! and judges plain damping anew: the mixing's safeguard judges by the site
 //! residual, and on claims' and spect's folds its steps set the plain steps
 //! back or kept the secant off. An η cut by a rejected sweep or by the
-//! verdict's halving grows back after clean plain steps (`regrow`, as in the
-//! classic driver); the verdict's window restarts at every change of η.
+//! verdict's halving grows back after clean plain steps (`regrow`); the
+//! verdict's window restarts at every change of η.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;

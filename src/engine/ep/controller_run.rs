@@ -1,7 +1,6 @@
-//! The Anderson controller's sweep loop (module docs: `controller`). Same
-//! `SweepState` contract and acceptance rule as `driver::run_once`; the
-//! stall, cycle, drift, wandering and extrapolation rules are replaced by the
-//! mixing and the one verdict.
+//! The Anderson controller's sweep loop (module docs: `controller`): the
+//! `SweepState` contract, acceptance (a rejected state is shrunk towards the
+//! rollback point with η halved), the mixing and the one verdict.
 
 use std::time::Instant;
 
@@ -454,6 +453,7 @@ pub(super) fn run_with<S: SweepState>(
         }
         if !recovered {
             if l.aa.is_none()
+                && s.extrapolate
                 && !l.n.mixing_off
                 && sweep >= PLAIN_SWEEPS.max(warmup)
                 && l.progress.sweeps_to(s.tol) > PLAIN_SWEEPS as f64
@@ -573,6 +573,7 @@ pub(super) fn run_with<S: SweepState>(
                     let (old, mid) = (q_prev2.as_ref(), q_prev.as_ref().expect("a previous state"));
                     if plain_pair
                         && l.aa.is_none()
+                        && s.extrapolate
                         && sweep >= warmup
                         && let Some(old) = old
                     {

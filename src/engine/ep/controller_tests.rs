@@ -1,6 +1,6 @@
 use super::*;
 use crate::engine::ep::kernel::PassStats;
-use crate::engine::ep::settings::{EpController, EpSettings};
+use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::sweep_state::{Converged, Marginal, Rules, SweepState};
 use crate::engine::ep::tests::toy;
 use crate::engine::ep::{Form, LinearEp, Precision};
@@ -257,7 +257,6 @@ impl SweepState for VecToy {
 
 const RULES: Rules = Rules {
     evidence_every_sweep: false,
-    drift: true,
 };
 
 /// The settings a fit runs with: the defaults and regrow on (the spec's).
@@ -538,7 +537,7 @@ fn an_eta_cut_by_transient_rejections_regrows() {
 }
 
 /// On maps with and without a fixed point, the Anderson controller's
-/// verdict agrees with plain damping's (`driver::run_once`, every rule on):
+/// verdict agrees with plain damping's (`extrapolate` off: no secant, no mixing):
 /// both converge, to the same point (within 1e-6 at tol 1e-10), or neither
 /// does — Anderson by its typed verdict. The drifts have residuals bounded
 /// away from zero (constant, wavy, growing slowly), so no point is a fixed
@@ -597,22 +596,17 @@ fn anderson_and_plain_damping_agree_on_whether_a_fixed_point_exists() {
     ];
     let s = EpSettings {
         tol: 1e-10,
+        extrapolate: false,
         ..EpSettings::default()
     };
     let anderson = EpSettings {
-        controller: EpController::Anderson,
+        extrapolate: true,
         ..s
     };
     for ((name, f, fixed_point), k) in maps.iter().flat_map(|m| (1..=6).map(move |k| (m, k))) {
         let (name, f, fixed_point) = (format!("{name}, {k} coordinates"), *f, *fixed_point);
         let mut plain = toy_of(f, k);
-        let p = crate::engine::ep::driver::run_once(
-            &mut plain,
-            &s,
-            RULES,
-            &Control::new(),
-            &mut |_, _| {},
-        );
+        let p = run_once(&mut plain, &s, RULES, &Control::new(), &mut |_, _| {});
         let mut mixed = toy_of(f, k);
         let a = run_once(
             &mut mixed,
@@ -654,7 +648,7 @@ fn anderson_reaches_the_damped_fixed_point_in_fewer_sweeps() {
             ..EpSettings::default()
         };
         let mixed = EpSettings {
-            controller: EpController::Anderson,
+            extrapolate: true,
             ..plain
         };
         let ctl = Control::new();

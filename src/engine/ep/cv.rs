@@ -9,9 +9,6 @@
 //! heavily overlapping classes and many rows (EEG: 15k rows, AUC ≈ 0.68) "very
 //! large" starts below n/8, so the whole default grid can fail in some fold:
 //! the grid is then extended downwards by halving, to n/1024 (`MIN_OVER_N`).
-//! Inside the CV a point whose sweeps cycle (Δ/η stays flat while η halves),
-//! or drift one way while rejected steps cut η far down, is declared failed
-//! after `CYCLE_STALLS` such windows instead of running to its most sweeps.
 //!
 //! The folds' converged posteriors (EP's coordinates, primal form) are kept,
 //! and their average at the chosen point is returned as a start for the
@@ -43,9 +40,6 @@ use crate::engine::select::{
 
 /// The smallest multiple of n the grid is extended down to.
 pub const MIN_OVER_N: f64 = 1.0 / 1024.0;
-
-/// Stall halvings in a row with a flat Δ/η that mark a cycle inside the CV.
-pub const CYCLE_STALLS: usize = 2;
 
 /// EP inside the CV's folds converges to this multiple of the run's tolerance
 /// (the final fit keeps the run's own). The held-out AUC only needs the
@@ -132,30 +126,6 @@ pub struct CvSettings<'a> {
     pub pairs: Option<PairSampling>,
 }
 
-/// The settings of EP runs inside the CV: a cycling point fails fast (unless
-/// the caller chose another number of stalls), and so does one whose drift
-/// goes nowhere (the early verdict): a failed point has a fallback.
-pub fn cv_settings(ep: &EpSettings) -> EpSettings {
-    EpSettings {
-        cycle_stalls: if ep.cycle_stalls == 0 {
-            CYCLE_STALLS
-        } else {
-            ep.cycle_stalls
-        },
-        early_verdict: true,
-        ..*ep
-    }
-}
-
-/// The settings of a fixed-γ fit's first start when a warm path is its
-/// fallback: the early verdict on, nothing else changed.
-pub fn first_start_settings(ep: &EpSettings, path: &[f64]) -> EpSettings {
-    EpSettings {
-        early_verdict: ep.early_verdict || !path.is_empty(),
-        ..*ep
-    }
-}
-
 /// Folds with at least this many pairs store their sites in f32 when the
 /// storage is `Auto`: half the memory traffic of a sweep (the site arrays
 /// dominate it at small p) and half the memory, so that folds run side by
@@ -172,12 +142,12 @@ pub fn fold_precision(precision: Precision, pairs: usize) -> Precision {
     }
 }
 
-/// The settings of EP runs inside the folds: `cv_settings` with the tolerance
-/// loosened by `FOLD_TOL_FACTOR`.
+/// The settings of EP runs inside the folds: the tolerance loosened by
+/// `FOLD_TOL_FACTOR`.
 pub fn fold_settings(ep: &EpSettings) -> EpSettings {
     EpSettings {
         tol: ep.tol * FOLD_TOL_FACTOR,
-        ..cv_settings(ep)
+        ..*ep
     }
 }
 

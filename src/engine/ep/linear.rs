@@ -236,7 +236,7 @@ impl Continuable for LinearPath<'_> {
     }
     fn run_at(&mut self, gamma: f64, target: bool) -> Result<(EpOutcome, usize, f64), EngineError> {
         let s = if target {
-            cv::cv_settings(&self.settings)
+            self.settings
         } else {
             cv::fold_settings(&self.settings)
         };

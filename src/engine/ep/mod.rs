@@ -6,13 +6,12 @@
 //! - `kernel`: one pass over all n+ × n− sites (GEMM blocks + SIMD + rayon).
 //! - `posterior`: Q, r, V, m from the sites by matrix products; Δ_t.
 //! - `continuation`: one way to reach γ, adaptive steps in log γ (§16).
-//! - `controller`: safeguarded Anderson mixing and the non-progress verdict.
-//! - `sweep_state`: what a flavour shows the sweep loops (the `SweepState`
-//!   contract, marginals, a run's report) and the steps both loops share.
-//! - `driver`: the classic sweep loop of every EP flavour (acceptance, η back-off,
-//!   stall/cycle/drift rules, convergence, diagnostics); `extrapolation` its
-//!   extrapolated steps.
-//! - `regrow`: η cut by a failed step grows back (both loops).
+//! - `controller`: the sweep loop of every EP flavour (acceptance, η
+//!   back-off, convergence, diagnostics), safeguarded Anderson mixing and the
+//!   non-progress verdict; `driver` its entry.
+//! - `sweep_state`: what a flavour shows the sweep loop (the `SweepState`
+//!   contract, marginals, a run's report).
+//! - `regrow`: η cut by a failed step grows back.
 //! - `settings`, `outcome`: an EP run's settings and what it reports.
 //! - `power`: power EP (α < 1) as the answer where EP has no fixed point.
 //! - `stop`: EP's typed account of a run that did not converge (the error's).
@@ -29,7 +28,6 @@ pub mod cv;
 pub mod design;
 pub mod driver;
 mod engine;
-pub mod extrapolation;
 pub mod gp;
 pub mod kernel;
 pub mod linear;
@@ -44,7 +42,6 @@ pub mod spike_slab;
 pub mod stop;
 mod store;
 pub mod sweep_state;
-pub mod verdict;
 
 pub use ard::ArdSettings;
 pub use design::{Design, Form, identical_pairs};

@@ -56,6 +56,6 @@ pub struct EpOutcome {
     /// The starting (warm) state was invalid and the run restarted from the prior.
     pub cold_restart: bool,
     pub seconds: f64,
-    /// Extrapolated (over-relaxed) steps taken (`driver`, Extrapolation).
+    /// Mixed and secant steps taken (`controller`).
     pub extrapolations: usize,
 }

@@ -1,8 +1,8 @@
 //! Parallel EP over the pair sites of a design `Z` (rows split by class) with a
 //! Gaussian prior part (ALGORITHMS.md §4): the site state (three buffers for
 //! the rollback of §4's acceptance rule), the rebuild of q, the evidence, and
-//! the sweep run on the shared driver (`driver`: acceptance, η back-off,
-//! stall and cycle rules, convergence when `Δ_t < tol·η_t`).
+//! the sweep run on the shared loop (`driver`, `controller`: acceptance, η
+//! back-off, mixing, convergence when `Δ_t < tol·η_t`).
 //!
 //! The state persists between runs: a run warm-starts from the previous one
 //! (another γ, new prior variances, new Z of the same pairs).
@@ -495,14 +495,6 @@ impl PairEp {
         self.q = None;
     }
 
-    /// Back to the state before the rollback point exactly; q must be rebuilt.
-    pub(crate) fn restore_before_rollback(&mut self) {
-        with_store!(&mut self.store, st => st.restore_older());
-        self.agg_valid = false;
-        self.sites_part = None;
-        self.q = None;
-    }
-
     /// Back to the rollback point exactly; q must be rebuilt.
     pub(crate) fn restore_rollback(&mut self) {
         with_store!(&mut self.store, st => st.restore_prev());
@@ -552,8 +544,8 @@ impl PairEp {
     }
 
     /// Runs EP to convergence from the current state with step factor g = γ/M
-    /// (`driver::run`: a warm start that does not converge is retried once
-    /// from the prior). `on_sweep` sees every accepted sweep. Errors:
+    /// (`driver::run`, no retry from the prior). `on_sweep` sees every
+    /// accepted sweep. Errors:
     /// `Cancelled`, or `NotConverged` with diagnostics.
     pub fn run(
         &mut self,
@@ -563,13 +555,11 @@ impl PairEp {
         on_sweep: &mut dyn FnMut(SweepInfo<'_>),
     ) -> Result<EpOutcome, EngineError> {
         self.set_power(s.power.alpha());
-        self.held.on = !s.controller.is_classic();
+        // The controller's secant steps and mixing use the held aggregates.
+        self.held.on = true;
         let step = self.step(g);
         let rules = Rules {
             evidence_every_sweep: self.evidence_every_sweep,
-            // A slow monotone drift is slow convergence, not a cycle (SPECT, fold 1,
-            // γ = 16n: halving η on it ended in a "cycle"; at η = 0.7 it converges).
-            drift: true,
         };
         let mut st = GaussianSweep { ep: self, step };
         let out = driver::run(&mut st, s, rules, ctl, &mut |st, status| {
@@ -639,15 +629,8 @@ impl SweepState for GaussianSweep<'_> {
     fn complete_sweep(&mut self, _eta: f64, _warmup: bool) -> bool {
         self.ep.rebuild(self.step)
     }
-    fn overrelax(&mut self, factor: f64) -> bool {
-        self.ep.relax_current(self.step.g, factor);
-        true
-    }
     fn restore(&mut self) {
         self.ep.restore_rollback();
-    }
-    fn restore_before_rollback(&mut self) {
-        self.ep.restore_before_rollback();
     }
     fn marginal(&self) -> Marginal {
         let q = self.ep.q.as_ref().expect("rebuilt");

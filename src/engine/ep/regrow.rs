@@ -1,16 +1,14 @@
-//! Regrowth of an η cut by a failed step (`EpSettings::regrow`), shared by
-//! the classic driver and the anderson controller.
+//! Regrowth of an η cut by a failed step (`EpSettings::regrow`) in the
+//! controller's loop.
 //!
 //! Sweeps from the prior overshoot at a large γ (invalid cavities at η =
 //! 0.7) and halve η, yet nearer the fixed point the same sites take far
 //! larger steps: kept cut, GP-EP on EEG at 16n crawls at η ≈ 0.02 with Δ/η
 //! falling ~1% a sweep. η doubles back after `after` clean sweeps in a row,
-//! each at a new smallest Δ, up to `cap` (the damping, lowered by the
-//! classic stall rule's halvings: its cycle's cut is kept); a failure after
-//! a regrowth doubles `after`, backing off where the larger step keeps
+//! each at a new smallest Δ, up to `cap` (the damping); a failure after a
+//! regrowth doubles `after`, backing off where the larger step keeps
 //! failing, and caps later regrowths below the failed η (GP-EP on EEG: a
-//! regrown η = 0.7 rejected once, regrown again, cost ≈ 28 sweeps before
-//! the stall rule cut it).
+//! regrown η = 0.7 rejected once, regrown again).
 
 use super::settings::EpSettings;
 
@@ -43,11 +41,6 @@ impl Regrow {
             self.after *= 2;
             self.cap = self.cap.min(0.5 * failed);
         }
-    }
-
-    /// η was halved to `eta` for good: the new cap.
-    pub fn stall(&mut self, eta: f64) {
-        (self.cap, self.clean) = (self.cap.min(eta), 0);
     }
 
     /// An accepted sweep at `eta` (a new smallest Δ or not): the next η.

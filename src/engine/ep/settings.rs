@@ -1,6 +1,6 @@
-//! Settings of an EP run: the damping, the tolerance and the rules of the
-//! sweep loops, how a fit reaches its γ (`EpStart`) and how a run steps
-//! towards its fixed point (`EpController`). Shared by every EP flavour.
+//! Settings of an EP run: the damping, the tolerance and the sweep loop's
+//! limits, how a fit reaches its γ (`EpStart`) and how a run steps towards
+//! its fixed point (`EpController`). Shared by every EP flavour.
 
 /// Settings of one EP run.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -13,45 +13,33 @@ pub struct EpSettings {
     pub max_sweeps: usize,
     /// Give up when halving takes η below this.
     pub min_eta: f64,
-    /// Halve η (and keep it halved) when Δ_t has not reached a new minimum for
-    /// this many sweeps: parallel EP can settle into a cycle at a too large η
-    /// (Glass at γ = 2.5n cycles at η = 0.7, converges at 0.5). 0 = never.
-    pub stall_sweeps: usize,
-    /// Declare a cycle (fail fast) after this many stall halvings in a row that
-    /// did not halve the smallest Δ/η of their window: with no fixed point the
-    /// change only shrinks with the step (Δ/η ≈ const) and halving η to
-    /// `min_eta` takes hundreds of sweeps. 0 = never (halve to `min_eta`).
-    #[serde(default)]
-    pub cycle_stalls: usize,
-    /// Extrapolate a geometric convergence (`driver`: an over-relaxed step
-    /// when Δ has shrunk by a steady ratio for a few sweeps). The fixed point
-    /// and the convergence test are unchanged.
+    /// The controller's accelerated steps (the secant step and Anderson
+    /// mixing); off: plain damped sweeps, the reference the tests compare
+    /// the accelerated ones with. The fixed point and the convergence test
+    /// are the same.
     #[serde(default = "extrapolate_default")]
     pub extrapolate: bool,
-    /// End a run early when its drift windows go nowhere (`verdict`): set
-    /// where a failure has a fallback (CV folds, the first start of a
-    /// fixed-γ fit with a warm path). Derived, never the user's choice: not
-    /// written to records (a verdict that fires is in the failure's message).
-    #[serde(default, skip_serializing)]
-    pub early_verdict: bool,
     /// How a fit reaches its γ (`continuation`); not written while classic,
     /// so records made before the setting existed keep their spec.
     #[serde(default, skip_serializing_if = "EpStart::is_classic")]
     pub start: EpStart,
-    /// How a run steps towards its fixed point (`controller`); not written
-    /// while classic.
+    /// The step controller asked for (`controller`: there is one); not
+    /// written while classic (retired: read from older records and specs).
     #[serde(default, skip_serializing_if = "EpController::is_classic")]
     pub controller: EpController,
     /// Power EP's α for the pair sites (`site::StepFactor::power`); not
     /// written while auto.
     #[serde(default, skip_serializing_if = "EpPower::is_auto")]
     pub power: EpPower,
-    /// Classic driver: an η cut by rejected sweeps grows back (doubled, up to
-    /// the cap the stall rule leaves) after clean sweeps that each reach a new
-    /// smallest Δ (`driver::Regrow`). Off: η stays cut for good. Not written
-    /// while off.
+    /// An η cut by rejected sweeps grows back (doubled, up to the damping)
+    /// after clean sweeps that each reach a new smallest Δ (`regrow`). Off:
+    /// η stays cut for good. Not written while off.
     #[serde(default, skip_serializing_if = "is_false")]
     pub regrow: bool,
+}
+
+fn extrapolate_default() -> bool {
+    true
 }
 
 fn is_false(b: &bool) -> bool {
@@ -95,12 +83,10 @@ impl EpPower {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EpStart {
-    /// From the prior (or the folds' average after a CV), then each
-    /// flavour's rescue paths: spike-and-slab's default until its flip
-    /// (`spec::ep_spec::default_driver`). Retired for Gaussian and GP EP
-    /// (2026-11-30): read from older specs, it reaches γ by the continuation
-    /// (GP through Nyström: after its coarse start), and the record says so
-    /// (`retired_note`).
+    /// Retired (2026-11-30): the former start, from the prior with each
+    /// flavour's rescue paths. Read from older specs, it reaches γ by the
+    /// continuation (GP through Nyström: after its coarse start), and the
+    /// record says so (`retired_note`).
     #[default]
     Classic,
     /// Adaptive continuation in γ from a small γ (`continuation`, ALGORITHMS.md §16).
@@ -112,25 +98,27 @@ impl EpStart {
         *self == EpStart::Classic
     }
 
-    /// `details.gamma.classic_start` of a Gaussian or GP EP run that asked for the
-    /// retired classic start (its fallbacks are gone: records made with them
+    /// `details.gamma.classic_start` of an EP run that asked for the retired
+    /// classic start (its fallbacks are gone: records made with them
     /// can differ where they ran).
     pub fn retired_note(&self) -> Option<&'static str> {
         self.is_classic().then_some(
-            "--ep-start classic is retired (2026-11-30): γ was reached by the continuation, as by every Gaussian and GP EP start",
+            "--ep-start classic is retired (2026-11-30): γ was reached by the continuation, as by every EP start",
         )
     }
 }
 
-/// How a run steps towards its fixed point.
+/// How a run steps towards its fixed point: one controller
+/// (`controller`: damped sweeps with safeguarded Anderson mixing and one
+/// non-progress verdict on the residual's contraction).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EpController {
-    /// Damped sweeps with the driver's stall, cycle, drift and extrapolation rules.
+    /// Retired (2026-11-30): the former controller (stall, cycle, drift and
+    /// extrapolation rules). Read from older specs and records, it runs
+    /// the anderson controller, and the fit warns (`retired_note`).
     #[default]
     Classic,
-    /// Damped sweeps with safeguarded Anderson mixing and one non-progress
-    /// verdict on the residual's contraction (`controller`).
     Anderson,
 }
 
@@ -138,10 +126,13 @@ impl EpController {
     pub fn is_classic(&self) -> bool {
         *self == EpController::Classic
     }
-}
 
-fn extrapolate_default() -> bool {
-    true
+    /// The warning of a run that asked for the retired classic controller.
+    pub fn retired_note(&self) -> Option<&'static str> {
+        self.is_classic().then_some(
+            "ep: --ep-controller classic is retired (2026-11-30): the anderson controller ran (records made with the classic one can differ)",
+        )
+    }
 }
 
 impl Default for EpSettings {
@@ -151,12 +142,9 @@ impl Default for EpSettings {
             tol: 1e-4,
             max_sweeps: 1000,
             min_eta: 1e-4,
-            stall_sweeps: 20,
-            cycle_stalls: 0,
             extrapolate: true,
-            early_verdict: false,
             start: EpStart::Classic,
-            controller: EpController::Classic,
+            controller: EpController::Anderson,
             power: EpPower::Auto,
             regrow: false,
         }

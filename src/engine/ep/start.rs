@@ -98,7 +98,6 @@ pub(crate) fn sampled_start(
     small.set_evidence_every_sweep(false);
     let settings = EpSettings {
         tol: s.tol.max(START_TOL),
-        cycle_stalls: crate::engine::ep::cv::CYCLE_STALLS,
         ..*s
     };
     let mut report = SampledStart {

@@ -167,14 +167,6 @@ impl<S: SiteScalar> SiteBuffers<S> {
         self.cur = self.prev.take().expect("a rollback point");
     }
 
-    /// Back to the state before the rollback point: the third buffer, valid
-    /// while no pass has written into it since it was the rollback point
-    /// (the driver's undone extrapolation); no rollback point afterwards.
-    pub fn restore_older(&mut self) {
-        self.cur = self.next();
-        self.prev = None;
-    }
-
     /// Forget the rollback point (e.g. after a warm start with new data).
     pub fn forget_prev(&mut self) {
         self.prev = None;

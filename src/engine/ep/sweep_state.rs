@@ -1,7 +1,6 @@
-//! What an EP flavour shows the sweep loops (`driver`, `controller`): the
-//! `SweepState` contract, the marginals convergence is judged on, and what a
-//! run reports; plus the two steps every loop shares (opening a run, the
-//! not-converged error).
+//! What an EP flavour shows the sweep loop (`controller`): the `SweepState`
+//! contract, the marginals convergence is judged on, and what a run reports;
+//! plus the loop's shared steps (opening a run, the not-converged error).
 //!
 //! # Implementing a flavour (`SweepState`)
 //! A flavour keeps its sites in three roles — the accepted state before the
@@ -67,15 +66,6 @@ impl Marginal {
     }
 }
 
-/// Where a run failed, for a flavour's hint (`SweepState::hint`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failure {
-    /// η fell below its minimum while the rebuild after a step kept failing.
-    Rebuild,
-    /// Too many sweeps while the mean drifted one way.
-    Drift,
-}
-
 /// An EP flavour's sites and q, as the driver sees them (see the module docs).
 pub trait SweepState {
     /// "EP", "spike-and-slab EP", … (messages).
@@ -110,26 +100,9 @@ pub trait SweepState {
     }
     /// After an accepted sweep that is not a convergence candidate.
     fn after_sweep(&mut self, _eta: f64) {}
-    /// Scales the step just accepted: current ← rollback + factor·(current −
-    /// rollback), an over-relaxed step that extrapolates a geometric
-    /// convergence; q is then rebuilt by `complete_sweep`. False when the
-    /// flavour does not support it.
-    fn overrelax(&mut self, _factor: f64) -> bool {
-        false
-    }
-    /// Back to the rollback point exactly (a rejected extrapolation); there is
+    /// Back to the rollback point exactly (an undone mixed step); there is
     /// no rollback point afterwards; q is rebuilt by `ensure_q`.
     fn restore(&mut self) {}
-    /// Sweeps after an undone extrapolation before another may be tried at
-    /// the same η (None: never at that η).
-    fn jump_retry_after(&self) -> Option<usize> {
-        None
-    }
-    /// Back exactly to the state before the rollback point — the one an
-    /// extrapolation jumped from, one accepted sweep after the jump (it is
-    /// still held: only the sweep after the jump was written since); no
-    /// rollback point afterwards; q is rebuilt by `ensure_q`.
-    fn restore_before_rollback(&mut self) {}
     /// Length of the sites as one vector, for Anderson mixing
     /// (`controller`); None when the flavour does not support it.
     fn mix_len(&self) -> Option<usize> {
@@ -164,15 +137,11 @@ pub trait SweepState {
     fn residual2(&self) -> Option<f64> {
         None
     }
-    /// As `overrelax` (current ← rollback + f·(current − rollback); q then
+    /// Scales the step just accepted (current ← rollback + f·(current − rollback); q then
     /// rebuilt by `complete_sweep` or `ensure_q`), cheap enough for every
     /// few sweeps: f = 1/f' undoes a step scaled by f'. Returns ‖current −
     /// rollback‖² before (as `residual2`), None when not supported.
     fn scale_step(&mut self, _f: f64) -> Option<f64> {
-        None
-    }
-    /// What to try when the run fails this way (appended to the message).
-    fn hint(&self, _f: Failure) -> Option<&'static str> {
         None
     }
     /// Why a rebuild after a step fails (the diagnostics' reason).
@@ -189,13 +158,11 @@ pub trait SweepState {
     }
 }
 
-/// The flavour's choices of the driver's rules.
+/// The flavour's choices of the sweep loop's rules.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rules {
     /// Sum log C at every sweep (else only at the convergence check).
     pub evidence_every_sweep: bool,
-    /// A stall whose mean kept its direction is a drift, not a cycle.
-    pub drift: bool,
 }
 
 /// One accepted sweep's state, as reported.
@@ -308,8 +275,8 @@ fn merge(v: &mut Value, extra: Value) {
     }
 }
 
-/// A valid pass of a sweep loop, as both loops (`driver::run_once`,
-/// `controller_run`) report it and, when it is a candidate, end with it.
+/// A valid pass of the sweep loop (`controller_run`), as it reports it and,
+/// when it is a candidate, ends with it.
 pub struct PassDone {
     pub sweep: usize,
     pub eta: f64,
@@ -318,7 +285,7 @@ pub struct PassDone {
     /// Δ is below the tolerance: the run converges at this pass.
     pub candidate: bool,
     pub cold_restart: bool,
-    /// Extrapolated steps taken, and those undone.
+    /// Mixed steps taken, and those undone.
     pub jumps: (usize, usize),
 }
 

@@ -12,7 +12,7 @@ use nalgebra::DMatrix;
 
 use super::fitting::{Features, features, fit_features, predictive_mean, run_exact};
 use super::sweep::GpEp;
-use crate::engine::ep::cv::{cv_settings, gamma_label, gamma_names, gamma_spec, point_fit};
+use crate::engine::ep::cv::{gamma_label, gamma_names, gamma_spec, point_fit};
 use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::store::Precision as SitePrecision;
 use crate::engine::gp::{GpApprox, Kernel};
@@ -130,7 +130,7 @@ pub fn cross_validate(
     let method = GpCv {
         kernel,
         approx,
-        ep: cv_settings(ep),
+        ep: *ep,
         precision,
     };
     let spec = gamma_spec(folds, seed, grid_over_n);

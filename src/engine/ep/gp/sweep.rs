@@ -238,12 +238,9 @@ impl GpEp {
             )));
         }
         let step = StepFactor::new(g);
-        // GP-EP sums log C in every pass; no extrapolated steps (`overrelax`
-        // is not offered), no drift rule: the iterates are those of the loop
-        // GP-EP had before it moved onto the driver.
+        // GP-EP sums log C in every pass.
         let rules = Rules {
             evidence_every_sweep: true,
-            drift: false,
         };
         let mut st = GpSweepState { ep: self, step };
         let out = driver::run(&mut st, s, rules, ctl, &mut |st, status| {

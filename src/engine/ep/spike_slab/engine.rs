@@ -189,9 +189,7 @@ pub fn run(
         sink.borrow_mut()
             .emit(Event::EpSweep(sweep_event(s, design)));
     };
-    // The warm path along the γ grid when the start from the prior failed.
-    let mut warm = None;
-    // The continuation's path (`--ep-start continuation`).
+    // The continuation's path (None: tuned).
     let mut gamma_path = None;
     // Which power EP α the answer is (`power`; None: tuned, always EP's).
     let mut power_used: Option<power::PowerUsed> = None;
@@ -224,53 +222,27 @@ pub fn run(
             )),
         )
     } else {
-        // After a CV the path is the points below the chosen γ that converged
-        // in every fold; at a fixed γ the default grid's points below it.
-        let path = cv_report.as_ref().map_or_else(
-            || crate::engine::ep::cv::grid_below(gamma, pb.n()),
-            |r| r.eligible_below_chosen(),
-        );
         // EP, or power EP where EP has no fixed point in reach (`power`).
         let mut attempt = |s: &EpSettings| {
             let settings = SsSettings { ep: *s, ..settings };
             model.reset();
-            if !settings.ep.start.is_classic() {
-                let mut sp = warm_path::SsPath {
-                    model: &mut model,
-                    settings,
-                    ctl,
-                    on_sweep: &mut on_sweep,
-                    new_run: &mut || sink.borrow_mut().drop_earlier_sweeps(),
-                };
-                let (out, path) =
-                    continuation::reach(&mut sp, gamma, pb.n(), continuation::KAPPA, &mut |p| {
-                        sink.borrow_mut().emit(Event::Log {
-                            level: LogLevel::Info,
-                            message: continuation::describe(p).replacen("ep:", "ep spike-slab:", 1),
-                        })
-                    })?;
-                Ok((out, Some(path), None))
-            } else {
-                let (out, path) = warm_path::run(
-                    &mut model,
-                    gamma,
-                    path.clone(),
-                    pb.n(),
-                    &settings,
-                    ctl,
-                    &mut on_sweep,
-                    &mut || sink.borrow_mut().drop_earlier_sweeps(),
-                    &mut |message| {
-                        sink.borrow_mut().emit(Event::Log {
-                            level: LogLevel::Warn,
-                            message,
-                        })
-                    },
-                )?;
-                Ok((out, None, path))
-            }
+            // One way to reach γ (`continuation`; an older spec's
+            // `--ep-start classic` runs it as well).
+            let mut sp = warm_path::SsPath {
+                model: &mut model,
+                settings,
+                ctl,
+                on_sweep: &mut on_sweep,
+                new_run: &mut || sink.borrow_mut().drop_earlier_sweeps(),
+            };
+            continuation::reach(&mut sp, gamma, pb.n(), continuation::KAPPA, &mut |p| {
+                sink.borrow_mut().emit(Event::Log {
+                    level: LogLevel::Info,
+                    message: continuation::describe(p).replacen("ep:", "ep spike-slab:", 1),
+                })
+            })
         };
-        let ((out, gpath, wpath), used) =
+        let ((out, gpath), used) =
             power::run_with_fallback(&settings.ep, &mut attempt, &mut |alpha, why| {
                 let mut sk = sink.borrow_mut();
                 sk.drop_earlier_sweeps();
@@ -279,7 +251,7 @@ pub fn run(
                     message: power::fallback_note("ep spike-slab", alpha, why),
                 });
             })?;
-        (gamma_path, warm, power_used) = (gpath, wpath, Some(used));
+        (gamma_path, power_used) = (Some(gpath), Some(used));
         (out, None)
     };
     let SpikeSlab {
@@ -436,8 +408,7 @@ pub fn run(
             "over_n": gamma / pb.n() as f64,
             "per_pair": gamma / model.pairs() as f64,
             "chosen_by": if cv_report.is_some() { "cv" } else { "fixed" },
-            "start": if warm.is_some() { "warm_path" } else { "prior" },
-            "warm_path": warm,
+            "start": "prior",
             "convention": "π ∝ prior · exp(−γ R_n), R_n = share of discordant pairs; each pair's factor is exp(−(γ/M)·1{<θ, x_i − x_j> < 0})",
         },
         "evidence": outcome.evidence,
@@ -466,6 +437,9 @@ pub fn run(
     if let Some(p) = gamma_path {
         fit.details["gamma"]["start"] = json!("continuation");
         fit.details["gamma"]["path"] = json!(p);
+        if let Some(note) = ep.settings.start.retired_note() {
+            fit.details["gamma"]["classic_start"] = json!(note);
+        }
     }
     if let Some(used) = power_used.filter(|u| !u.is_ep()) {
         fit.reports.push(MethodReport::PowerEp {

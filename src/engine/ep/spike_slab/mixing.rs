@@ -72,7 +72,7 @@ impl<L: LikelihoodSites> SsSweep<'_, L> {
         self.sites.u.copy_from_slice(&g[lp..lp + d]);
         self.sites.v.copy_from_slice(&g[lp + d..]);
         self.sites_prev.clone_from(self.sites);
-        (self.relax, self.scaled, self.unmixed) = (None, false, None);
+        (self.scaled, self.unmixed) = (false, None);
     }
 
     /// `SweepState::restore`: back to the rollback point, whose prior sites
@@ -86,7 +86,7 @@ impl<L: LikelihoodSites> SsSweep<'_, L> {
             }
             None => self.sites.clone_from(&self.sites_prev),
         }
-        (self.relax, self.scaled) = (None, false);
+        self.scaled = false;
     }
 
     /// `SweepState::scale_step`: the prior sites' step of the sweep is

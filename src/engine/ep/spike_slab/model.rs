@@ -67,17 +67,6 @@ impl LikelihoodSites for PairSites {
     fn forget_rollback(&mut self) {
         self.ep.forget_rollback();
     }
-    /// Not in the reduced form: it whitens by the prior sites' precisions,
-    /// which an extrapolated step can take below zero (the primal form checks
-    /// Q instead), and a refused jump ends extrapolation for the run.
-    fn relax(&mut self, f: f64) -> bool {
-        if self.reduction.is_some() {
-            return false;
-        }
-        self.ep.relax_current(self.g, f);
-        self.moments = None;
-        true
-    }
     fn restore(&mut self) {
         self.ep.restore_rollback();
         self.moments = None;
@@ -102,10 +91,6 @@ impl LikelihoodSites for PairSites {
         let before = self.ep.scale_step(self.g, f);
         self.moments = None;
         Some(before)
-    }
-    fn restore_older(&mut self) {
-        self.ep.restore_before_rollback();
-        self.moments = None;
     }
     fn reset(&mut self) {
         self.ep.reset();

@@ -98,8 +98,10 @@ pub fn worth_releasing(sites: &PriorSites, q: &ThetaMoments, prior: &MixturePrio
 
 /// From a converged state `out` of `sweep::run` whose last sweep still needed
 /// the fix: EP without the fix, every site (pair and prior) at step
-/// `s.fix_eta`, converged when `Δ_t < tol·η` (the driver, with no back-off: η
-/// may not fall below `fix_eta`). Returns the new outcome, or None when the
+/// `s.fix_eta`, converged when `Δ_t < tol·η`, with no back-off (η may not
+/// fall below `fix_eta`: the verdict's cycle halving is then unavailable,
+/// and its verdict, after the mixing's one reprieve, fails the release).
+/// Returns the new outcome, or None when the
 /// released iteration failed a check (Q not positive definite, an invalid
 /// cavity) or did not converge within `s.ep.max_sweeps`: then the sites are
 /// left in an arbitrary state and the caller must rerun the fixed iteration
@@ -117,16 +119,13 @@ pub fn release_fixes<L: LikelihoodSites>(
     let ep = EpSettings {
         eta,
         min_eta: eta,
-        stall_sweeps: 0,
-        cycle_stalls: 0,
         ..s.ep
     };
     let rules = Rules {
         evidence_every_sweep: s.evidence_every_sweep,
-        drift: false,
     };
     let mut st = SsSweep::new(lik, sites, prior, s, Mode::Released);
-    let res = driver::run_once(&mut st, &ep, rules, ctl, &mut |st, status| {
+    let res = driver::run(&mut st, &ep, rules, ctl, &mut |st, status| {
         st.report(status, out.sweeps, out.seconds, on_sweep)
     });
     let done = match res {

@@ -93,6 +93,49 @@ fn release_restores_the_ep_fixed_point() {
     assert!(rel_out.evidence.log_z().is_some());
 }
 
+/// From the same fixed state of the demo, the release by plain damping and
+/// with the controller's accelerated steps (η = `fix_eta` with no back-off)
+/// reach the same released fixed point.
+#[test]
+fn release_with_mixing_reaches_the_plain_released_fixed_point() {
+    let released = |extrapolate: bool| {
+        let fixed = SsSettings {
+            ep: EpSettings {
+                tol: 1e-8,
+                max_sweeps: 5000,
+                ..EpSettings::default()
+            },
+            ..SsSettings::default()
+        };
+        let (mut m, out) = demo_fixed(&fixed);
+        let s = SsSettings {
+            ep: EpSettings {
+                extrapolate,
+                ..fixed.ep
+            },
+            ..fixed
+        };
+        let (lik, sites, prior) = m.parts_mut();
+        let (rel_out, rel) =
+            release::release_fixes(lik, sites, &prior, &s, &out, &Control::new(), &mut |_| {})
+                .unwrap()
+                .unwrap_or_else(|| panic!("extrapolate {extrapolate}: the release failed"));
+        let mean: Vec<f64> = lik.moments().mean.clone();
+        (rel_out.evidence.log_z().unwrap(), mean, rel)
+    };
+    let (zc, mc, rc) = released(false);
+    let (za, ma, ra) = released(true);
+    eprintln!(
+        "released sweeps plain {} anderson {}; log Z {zc} vs {za}",
+        rc.sweeps, ra.sweeps
+    );
+    assert!((zc - za).abs() <= 1e-6 * zc.abs(), "log Z {zc} vs {za}");
+    assert_eq!(rc.negative_prior_sites, ra.negative_prior_sites);
+    for (k, (c, a)) in mc.iter().zip(&ma).enumerate() {
+        assert!((c - a).abs() < 1e-5, "mean {k}: {c} vs {a}");
+    }
+}
+
 /// Through `SpikeSlabEp::run` (default settings, release on): it happens, and
 /// since the AUC likelihood is scale-free the fix's extra prior precision had
 /// shrunk the whole score: released, each informative mean is 7–11% larger

@@ -17,8 +17,7 @@
 //! under the initial prior sites: the first pair updates from the prior are
 //! huge (Δ ≈ 25 on DNA) and moving the prior sites on them fed ~25 sweeps of
 //! oscillation. Converged when `Δ_t < tol·η_t`, η_t the smallest step of any
-//! site (never during the warm-up); never on absolute changes. A stall whose
-//! mean keeps its direction is a drift, not a cycle (the driver's drift rule).
+//! site (never during the warm-up); never on absolute changes.
 
 use serde_json::json;
 
@@ -31,15 +30,11 @@ use crate::engine::ep::driver;
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::posterior::{Posterior, PriorTerms};
 use crate::engine::ep::settings::{EpController, EpSettings};
-use crate::engine::ep::sweep_state::{
-    Converged, Failure, Marginal, Rules, SweepState, SweepStatus,
-};
+use crate::engine::ep::sweep_state::{Converged, Marginal, Rules, SweepState, SweepStatus};
 use crate::engine::error::NonConvergence;
 use crate::engine::interface::{Control, EngineError};
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
-/// Sweeps after an undone extrapolation before the next may be tried.
-const JUMP_RETRY: usize = 25;
 
 /// The likelihood part of q: sites with a rollback point, and the rebuild of
 /// q = N(m, V) from them and the prior terms.
@@ -62,17 +57,8 @@ pub trait LikelihoodSites {
     fn shrink(&mut self);
     fn can_roll_back(&self) -> bool;
     fn forget_rollback(&mut self);
-    /// Current ← rollback + f·(current − rollback): the last step scaled by f
-    /// (the driver's extrapolation); q is stale until `rebuild`. False when
-    /// the likelihood does not support it.
-    fn relax(&mut self, _f: f64) -> bool {
-        false
-    }
     /// Back to the rollback point exactly; q is stale until `rebuild`.
     fn restore(&mut self) {}
-    /// Back to the state before the rollback point exactly (an undone
-    /// extrapolation); q is stale until `rebuild`.
-    fn restore_older(&mut self) {}
     /// All sites to zero.
     fn reset(&mut self);
     /// The controller's mixing of the likelihood sites (`SweepState`'s
@@ -92,7 +78,8 @@ pub trait LikelihoodSites {
     fn residual2(&self) -> Option<f64> {
         None
     }
-    /// As `relax`, returning ‖current − rollback‖² before; q is stale.
+    /// Current ← rollback + f·(current − rollback), returning ‖current −
+    /// rollback‖² before; q is stale until `rebuild`.
     fn scale_step(&mut self, _f: f64) -> Option<f64> {
         None
     }
@@ -271,8 +258,7 @@ pub struct SsOutcome {
     pub seconds: f64,
 }
 
-/// Runs spike-and-slab EP to convergence from the current state (`driver::run`:
-/// a warm start that does not converge is retried once from the prior).
+/// Runs spike-and-slab EP to convergence from the current state (`driver::run`).
 pub fn run<L: LikelihoodSites>(
     lik: &mut L,
     sites: &mut PriorSites,
@@ -289,7 +275,6 @@ pub fn run<L: LikelihoodSites>(
     }
     let rules = Rules {
         evidence_every_sweep: s.evidence_every_sweep,
-        drift: true,
     };
     let mut st = SsSweep::new(lik, sites, prior, s, Mode::Fixed);
     let out = driver::run(&mut st, &s.ep, rules, ctl, &mut |st, status| {
@@ -308,15 +293,14 @@ fn rebuild_checked<L: LikelihoodSites>(
 }
 
 /// After the likelihood sites' trial was accepted: rebuild, update the prior
-/// sites from that q with their steps for a sweep of step η, each scaled by
-/// `relax` (an extrapolated sweep; 1 otherwise), not during the warm-up;
-/// rebuild again. Returns the number of negative-site fixes, or None when a
+/// sites from that q with their steps for a sweep of step η, not during the
+/// warm-up; rebuild again. Returns the number of negative-site fixes, or None when a
 /// check failed.
 fn prior_half<L: LikelihoodSites>(
     lik: &mut L,
     sites: &mut PriorSites,
     prior: &MixturePrior,
-    (eta, relax): (f64, f64),
+    eta: f64,
     steps: &mut SiteSteps,
     warmup: bool,
 ) -> Option<usize> {
@@ -332,7 +316,7 @@ fn prior_half<L: LikelihoodSites>(
     let up = sites.update_each(
         lik.moments(),
         prior,
-        |k| relax * st.step(k, eta),
+        |k| st.step(k, eta),
         (&mut fixed, &mut dir),
         st.fix,
     );
@@ -366,11 +350,6 @@ pub(super) struct SsSweep<'a, L: LikelihoodSites> {
     fixes_total: usize,
     /// Prior sites with u_k < 0 after the last released update.
     pub(super) negative: usize,
-    /// The factor of a pending extrapolated sweep (`overrelax`): the prior
-    /// sites' steps of the next `complete_sweep` are scaled by it too.
-    pub(super) relax: Option<f64>,
-    /// The prior sites an extrapolation jumped from (`restore_before_rollback`).
-    sites_jump_from: PriorSites,
     /// The prior sites were scaled with the pair sites' step (`scale_step`):
     /// the next `complete_sweep` only rebuilds and checks.
     pub(super) scaled: bool,
@@ -391,8 +370,6 @@ impl<'a, L: LikelihoodSites> SsSweep<'a, L> {
         SsSweep {
             init: PriorSites::init(d, prior),
             sites_prev: sites.clone(),
-            sites_jump_from: sites.clone(),
-            relax: None,
             scaled: false,
             unmixed: None,
             steps: SiteSteps::new(d, s),
@@ -511,12 +488,10 @@ impl<L: LikelihoodSites> SweepState for SsSweep<'_, L> {
         if std::mem::take(&mut self.scaled) {
             return rebuild_checked(self.lik, self.sites, self.prior);
         }
-        let relax = self.relax.take().unwrap_or(1.0);
         match self.mode {
             Mode::Fixed => {
                 let (lik, sites) = (&mut *self.lik, &mut *self.sites);
-                let step = (eta, relax);
-                match prior_half(lik, sites, self.prior, step, &mut self.steps, warmup) {
+                match prior_half(lik, sites, self.prior, eta, &mut self.steps, warmup) {
                     Some(f) => {
                         self.fixes_last = f;
                         true
@@ -529,7 +504,7 @@ impl<L: LikelihoodSites> SweepState for SsSweep<'_, L> {
                     return false;
                 }
                 let q = self.lik.moments();
-                let Some(neg) = update_unfixed(self.sites, q, self.prior, relax * eta) else {
+                let Some(neg) = update_unfixed(self.sites, q, self.prior, eta) else {
                     return false;
                 };
                 self.negative = neg;
@@ -541,35 +516,12 @@ impl<L: LikelihoodSites> SweepState for SsSweep<'_, L> {
     fn end_sweep(&mut self) {
         self.fixes_total += self.fixes_last;
     }
-    /// The pair sites' step scaled by f, and the prior sites' steps of the
-    /// sweep's `complete_sweep` with them: both follow the geometric tail the
-    /// driver extrapolates (on Glass at γ = n the score's scale ‖m‖ creeps to
-    /// its fixed point by ~2% a sweep for hundreds of sweeps).
-    fn overrelax(&mut self, factor: f64) -> bool {
-        if !self.lik.relax(factor) {
-            return false;
-        }
-        self.sites_jump_from.clone_from(self.sites);
-        self.relax = Some(factor);
-        true
-    }
-    /// A fixed site's adapted step makes its tail only roughly geometric, so
-    /// one undone jump is no reason to stop extrapolating a tail of hundreds
-    /// of sweeps (Glass, γ = n, split 16: Δ falls 0.4% a sweep at η = 0.175).
-    fn jump_retry_after(&self) -> Option<usize> {
-        Some(JUMP_RETRY)
-    }
     fn restore(&mut self) {
         self.back();
     }
-    fn restore_before_rollback(&mut self) {
-        self.lik.restore_older();
-        self.sites.clone_from(&self.sites_jump_from);
-        self.sites_prev.clone_from(self.sites);
-        self.relax = None;
-    }
     /// Colon split 17 at 2n: the mixed run's halving left the damped map at
-    /// a step where it diverges from classic's fixed point (`SweepState`).
+    /// a step where it diverges, where plain damping at the full step
+    /// converges (`SweepState`).
     fn replain_at_full_step(&self) -> bool {
         true
     }
@@ -611,24 +563,6 @@ impl<L: LikelihoodSites> SweepState for SsSweep<'_, L> {
         if self.mode == Mode::Fixed && !std::mem::take(&mut self.steps.mixing) {
             self.steps.after_sweep(eta);
         }
-    }
-    fn hint(&self, f: Failure) -> Option<&'static str> {
-        Some(match f {
-            // Seen on Colon (d = 2000 ≫ n = 46) with the default p: the pair
-            // sites leave ~no (or negative) information on one feature, so its
-            // prior cavity 1/V_kk − u_k sits at 0 and flips sign at any step.
-            // EEG (d = 14, n = 11 235) from the prior at γ ≥ n: the first pair
-            // updates overshoot and three features get 1/V_kk − u_k ≈ −2 to −3,
-            // beyond −1/v1 (negative cavities above −1/v1 are accepted now,
-            // `prior_sites::cavity_ok`; a fixed γ then retries along the grid).
-            Failure::Rebuild => {
-                "Q not positive definite or a prior site's tilted distribution stayed improper \
-                 — the pair sites leave a feature no (or negative) information, as when d ≫ n \
-                 or when one feature carries the score's scale; try another inclusion prior p, \
-                 p chosen by evidence, or the Gaussian prior"
-            }
-            Failure::Drift => "try p chosen by evidence, another p, or a smaller γ",
-        })
     }
     fn rebuild_reason(&self) -> NonConvergence {
         NonConvergence::ImproperPriorSites

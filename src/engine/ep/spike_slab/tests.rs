@@ -294,7 +294,13 @@ fn common_rescaling_of_the_variances_changes_nothing() {
         let out = m
             .run(
                 240.0,
-                &SsSettings::default(),
+                &SsSettings {
+                    ep: EpSettings {
+                        extrapolate: false,
+                        ..EpSettings::default()
+                    },
+                    ..SsSettings::default()
+                },
                 &Control::new(),
                 &mut |_, _| {},
             )

@@ -1,8 +1,8 @@
 //! Spike-and-slab EP at γ when the start from the prior fails: climb a path of
-//! smaller γ from its smallest point, each point warm-started from the last
-//! (the fallback of Gaussian EP, `ep::engine`), then γ itself. At a fixed γ the
-//! path is the default grid's points below γ (`cv::grid_below`); at a γ chosen
-//! by cross-validation, the grid points below it that converged in every fold.
+//! smaller γ from its smallest point, each point warm-started from the last,
+//! then γ itself. Used by the CV folds (`cv`): the path is the fold's grid
+//! points below γ that converged; the final fit reaches γ by the continuation
+//! (`SsPath` below).
 //!
 //! Why: from the prior at γ ≥ n on EEG the first pair updates overshoot (Δ ≈
 //! 300 after one sweep, the means of three features at 11–36 prior sds) and the
@@ -58,11 +58,7 @@ pub fn run(
     new_run: &mut dyn FnMut(),
     log: &mut dyn FnMut(String),
 ) -> Result<(SsOutcome, Option<WarmPath>), EngineError> {
-    let first = SsSettings {
-        ep: cv::first_start_settings(&s.ep, &path),
-        ..*s
-    };
-    let first_error = match model.run(gamma, &first, ctl, on_sweep) {
+    let first_error = match model.run(gamma, s, ctl, on_sweep) {
         Err(EngineError::NotConverged { message, .. }) if !path.is_empty() => message,
         res => return Ok((res?, None)),
     };
@@ -122,7 +118,7 @@ impl Continuable for SsPath<'_> {
     fn run_at(&mut self, gamma: f64, target: bool) -> Result<(SsOutcome, usize, f64), EngineError> {
         let s = SsSettings {
             ep: if target {
-                cv::cv_settings(&self.settings.ep)
+                self.settings.ep
             } else {
                 cv::fold_settings(&self.settings.ep)
             },
