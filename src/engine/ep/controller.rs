@@ -42,16 +42,14 @@
 //! of undone steps re-added the last residual and looked stalled: claims,
 //! `--gamma auto`). A window of `WINDOW` sweeps without contraction halves
 //! η (once per regrowth) where the mean did not move straight (a cycle at a
-//! large step converges at a smaller one), not for a drift. (Under the
-//! measurement hook `PACAUC_EP_CYCLE_VERDICT=short` the halving also turns
-//! the mixing off, and a cycle that survives it, over half a window, is the
-//! verdict: within 50 sweeps, not 75–145; not the default, see
-//! `run::short_cycle_verdict`.) An orbit — q's steps of one length up to
-//! a short period, far from the contraction the budget needs, the mean not
-//! moving straight (`Progress::orbit`) — is judged without the window: it halves η
-//! once (the mixing off from there), and one that survives the halving is
-//! the verdict (`NonProgress::Orbit`): a limit cycle ends within 50 sweeps.
-//! The
+//! large step converges at a smaller one), not for a drift. An orbit —
+//! q's steps of one length up to a short period, far from the contraction
+//! the budget needs, the mean not moving straight (`Progress::orbit`) — is
+//! judged without the window: it halves η once (the mixing off from
+//! there), and one that survives the halving is the verdict
+//! (`NonProgress::Orbit`): a limit cycle ends within 50 sweeps. (A shorter
+//! window for every cycle was measured and lost EP's own answer on six
+//! spike-and-slab cells that converge after a long wander: issue 28.) The
 //! verdict (`NonProgress`) needs a horizon that grows with the sweeps
 //! spent: r's best over the later half of the sweeps at one η (at least
 //! `2·WINDOW`) no lower than over the earlier half, or a contraction too
@@ -462,7 +460,7 @@ fn solve(mut a: Vec<Vec<f64>>) -> Option<Vec<f64>> {
 
 #[path = "controller_run.rs"]
 mod run;
-pub use run::{run_once, short_cycle_verdict};
+pub use run::run_once;
 
 #[cfg(test)]
 #[path = "controller_tests.rs"]

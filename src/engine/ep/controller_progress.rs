@@ -17,10 +17,7 @@
 //! contraction whose projected end lies beyond the budget and has not come
 //! nearer over a window (`TooSlow`). A straight drift thus ends after
 //! `2·WINDOW` sweeps; a cycle after one window, a halving and two windows
-//! at the halved step. Under `PACAUC_EP_CYCLE_VERDICT=short` a cycle that
-//! survives its halving is the verdict's (`NonProgress::Cycle`), also
-//! judged over half a window (`halved`): one window, a halving and half a
-//! window.
+//! at the halved step.
 //!
 //! An orbit needs no window (`Progress::orbit`): the length of q's step
 //! compared with itself a short period back barely changes (by a tenth of
@@ -51,10 +48,6 @@ pub enum NonProgress {
     NoContraction { ratio: f64 },
     /// It falls, too slowly to reach the tolerance within the sweeps left.
     TooSlow { rate: f64, needed: f64, left: usize },
-    /// A cycle survived the halving of η (`Judged::Cycle` at the halved
-    /// step, over a window or the last half window; only under
-    /// `PACAUC_EP_CYCLE_VERDICT=short`).
-    Cycle { ratio: f64 },
     /// The run sits on an orbit that survived the halving of η: over the
     /// last `WINDOW / 2` plain steps at this η, q's step one period back
     /// differs in length by at most `change` a sweep (in log), far less
@@ -75,11 +68,6 @@ impl NonProgress {
             NonProgress::TooSlow { rate, needed, left } => format!(
                 "no progress: Δ/η contracts by {rate:.4} a sweep, {needed:.0} more sweeps to the \
                  tolerance but {left} left"
-            ),
-            NonProgress::Cycle { ratio } => format!(
-                "no progress: a cycle survived the halving of η (the smallest Δ/η of the later \
-                 half of the last window is {ratio:.3}× the earlier half's, the mean not moving \
-                 straight; PACAUC_EP_CYCLE_VERDICT=short)"
             ),
             NonProgress::Orbit { period, change } => format!(
                 "no progress: an orbit survived the halving of η (q's step one period of \
@@ -121,9 +109,6 @@ pub struct Progress {
     /// (sweep, how far q moved from the sweep before, in sds) of the last
     /// plain steps at this η (`orbit`).
     steps: Vec<(usize, f64)>,
-    /// The step was halved for a cycle: a cycle is also called over the
-    /// last half window (`halved`).
-    halved: bool,
 }
 
 impl Progress {
@@ -133,14 +118,6 @@ impl Progress {
         self.path.clear();
         self.plain.clear();
         self.steps.clear();
-    }
-
-    /// η was halved for a cycle. A cycle the halving removes contracts at
-    /// once (a multiplier in (−3, −1) at η is in (−1, 1) at η/2), so the
-    /// halved step is judged over half a window: a cycle that survives it
-    /// ends the run within 1.5 windows of the warm-up, not 3.
-    pub fn halved(&mut self, on: bool) {
-        self.halved = on;
     }
 
     /// A plain step with residual `r` = Δ/η, one sweep after the last
@@ -267,16 +244,6 @@ impl Progress {
             return Some(v);
         }
         let first = self.window.front().expect("just pushed").0;
-        let short = WINDOW / 2;
-        if self.halved && first + short <= sweep + 1 {
-            let from = sweep + 1 - short;
-            if let Some(ratio) = self.late_over_early(from, short / 2)
-                && (ratio.is_nan() || ratio >= 1.0)
-                && self.straightness_since(from.saturating_sub(1)) < STRAIGHT
-            {
-                return Some(Judged::Cycle { ratio });
-            }
-        }
         if first + WINDOW != sweep + 1 {
             return None;
         }

@@ -62,23 +62,10 @@ struct Loop {
     /// step's, doubled by a kept one and by each plain pair without one).
     last_plain: bool,
     cap: f64,
-    /// A cycle that survives its halving ends the run, judged over half a
-    /// window at the halved step, with the mixing off from the halving
-    /// (`short_cycle_verdict`).
-    short: bool,
-}
-
-/// The measurement hook `PACAUC_EP_CYCLE_VERDICT=short` (`Loop::short`),
-/// off by default: it gives a cycle's verdict within 50 sweeps (issue 28),
-/// but it ended spike-and-slab Glass split 0's direct run at 2n (sweep
-/// 118), which converges at sweep 353 without it.
-pub fn short_cycle_verdict() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("PACAUC_EP_CYCLE_VERDICT").is_ok_and(|v| v == "short"))
 }
 
 impl Loop {
-    fn new(s: &EpSettings, short: bool) -> Loop {
+    fn new(s: &EpSettings) -> Loop {
         Loop {
             eta: s.eta,
             n: Counts::default(),
@@ -90,7 +77,6 @@ impl Loop {
             halved_from: None,
             last_plain: false,
             cap: f64::INFINITY,
-            short,
         }
     }
 
@@ -221,7 +207,6 @@ impl Loop {
         (self.n.regrowths, self.cycle_halved, self.last_plain) =
             (self.n.regrowths + 1, false, false);
         self.progress.reset();
-        self.progress.halved(false);
         if let Some(a) = self.aa.as_mut() {
             a.clear();
         }
@@ -261,20 +246,10 @@ impl Loop {
             self.best_delta = f64::INFINITY;
             self.last_plain = false;
             self.progress.reset();
-            self.progress.halved(self.short);
-            // The halved step is judged on the damped map itself (below):
-            // the mixing is off from here.
-            if self.short && self.aa.take().is_some() {
-                self.n.mixing_off = true;
-            }
             return None;
         }
-        // A cycle the step cannot remove (it survived the halving, within
-        // half a window: `Progress::halved`): the verdict. So a run without
-        // a fixed point in reach ends within 1.5 windows of its warm-up
-        // (Colon's spike-and-slab cycles: 75–145 sweeps before).
+        // A cycle after its halving: the window at the halved step judges.
         let v = match v {
-            Judged::Cycle { ratio } if self.short => NonProgress::Cycle { ratio },
             Judged::Cycle { .. } => return None,
             Judged::Stop(v) => v,
             Judged::Orbit { .. } => unreachable!("judged above"),
@@ -302,7 +277,6 @@ impl Loop {
                 self.eta = e;
                 self.cycle_halved = false;
                 self.best_delta = f64::INFINITY;
-                self.progress.halved(false);
             }
             return None;
         }
@@ -359,19 +333,6 @@ pub fn run_once<S: SweepState>(
     ctl: &Control,
     on_sweep: &mut dyn FnMut(&S, &SweepStatus),
 ) -> Result<Converged, EngineError> {
-    run_with(st, s, rules, ctl, on_sweep, short_cycle_verdict())
-}
-
-/// `run_once`, with the cycle's verdict over half a window or not
-/// (`short_cycle_verdict`).
-pub(super) fn run_with<S: SweepState>(
-    st: &mut S,
-    s: &EpSettings,
-    rules: Rules,
-    ctl: &Control,
-    on_sweep: &mut dyn FnMut(&S, &SweepStatus),
-    short: bool,
-) -> Result<Converged, EngineError> {
     let t0 = Instant::now();
     let opened = open_run(st, s)?;
     let (mut cold_restart, warmup) = (opened.cold_restart, opened.warmup);
@@ -380,7 +341,7 @@ pub(super) fn run_with<S: SweepState>(
     // The history copies every site each sweep, so mixing begins only once
     // plain damping has had `PLAIN_SWEEPS` sweeps and, at its rate, needs
     // more than as many again: a run that converges fast pays nothing.
-    let mut l = Loop::new(s, short);
+    let mut l = Loop::new(s);
     // q of the current state before the last accepted step, and before that.
     let mut q_prev: Option<Marginal> = None;
     let mut q_prev2: Option<Marginal>;

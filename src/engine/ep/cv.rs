@@ -251,15 +251,13 @@ impl CvMethod for EpCv<'_> {
 }
 
 impl GridWalker for EpWalker {
-    /// Warm from the fold's last point; under the new driver as the final
-    /// fit reaches γ when that fails (`warm_or_walk`, `with_power`).
+    /// Warm from the fold's last point; as the final fit reaches γ when
+    /// that fails (`warm_or_walk`, `with_power`).
     fn fit(&mut self, c: f64, fold: &FoldData, ctl: &Control) -> Result<PointFit, EngineError> {
         let n = fold.ytr.len();
         let gamma = c * n as f64;
         let ep = self.ep;
-        let res = if ep.controller.is_classic() {
-            self.run_point(gamma, &ep, ctl)
-        } else if self.ard.is_some() {
+        let res = if self.ard.is_some() {
             self.warm_or_walk(gamma, n, &ep, ctl)
         } else {
             self.with_power(c, fold.fold, n, ctl)

@@ -107,9 +107,8 @@ pub(crate) struct Sink<'a> {
 }
 
 impl<'a> Sink<'a> {
-    /// A sink for an EP run under `s`; a retired controller asked for, or a
-    /// measurement hook that changes the run, says so first (a Warn log:
-    /// stderr and the record's warnings).
+    /// A sink for an EP run under `s`; a retired controller asked for says
+    /// so first (a Warn log: stderr and the record's warnings).
     pub(crate) fn new(obs: &'a mut dyn Observer, s: &EpSettings) -> Sink<'a> {
         let mut sink = Sink {
             obs,
@@ -120,14 +119,6 @@ impl<'a> Sink<'a> {
             sink.emit(Event::Log {
                 level: LogLevel::Warn,
                 message: note.into(),
-            });
-        }
-        if super::controller::short_cycle_verdict() {
-            sink.emit(Event::Log {
-                level: LogLevel::Warn,
-                message: "ep: PACAUC_EP_CYCLE_VERDICT=short is set: a cycle that survives its \
-                          halving ends the run (the anderson verdict): a measurement, not the default fit"
-                    .into(),
             });
         }
         sink

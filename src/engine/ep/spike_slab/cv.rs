@@ -166,18 +166,12 @@ impl<'a> CvMethod for &'a SsCv<'a> {
 }
 
 impl GridWalker for SsWalker<'_> {
-    /// From the prior, and along the fold's earlier points when that fails
-    /// (`warm_path::run`, as a fixed-γ fit): not warm from the previous point
-    /// alone, which can stay in the all-spike fixed point (module docs).
-    /// Under the new driver as the final fit: its start, and power EP where
-    /// EP ends in a verdict (module docs).
+    /// As the final fit reaches γ: its start (not warm from the previous
+    /// point alone, which can stay in the all-spike fixed point), and power
+    /// EP where EP ends in a verdict (module docs).
     fn fit(&mut self, c: f64, fold: &FoldData, ctl: &Control) -> Result<PointFit, EngineError> {
         let n = fold.ytr.len();
-        let res = if self.ss.ep.controller.is_classic() {
-            self.classic(c * n as f64, n, self.ss, ctl)
-        } else {
-            self.as_final_fit(c, fold.fold, n, ctl)
-        };
+        let res = self.as_final_fit(c, fold.fold, n, ctl);
         let model = &self.model;
         let fit = point_fit(res.map(|sweeps| {
             let m = DVector::from_vec(model.mean());

@@ -30,7 +30,7 @@ pub const SELECTED: f64 = 0.5;
 /// The spike-and-slab settings of an `Ep` engine.
 pub fn settings(ep: &Ep) -> SsSettings {
     let off = std::env::var("PACAUC_SS_RULES_OFF").ok();
-    let rules = SsRules::of(ep.settings.controller, off.as_deref());
+    let rules = SsRules::of(off.as_deref());
     SsSettings {
         ep: ep.settings,
         evidence_every_sweep: ep.evidence_every_sweep,

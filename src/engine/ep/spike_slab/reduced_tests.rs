@@ -43,7 +43,7 @@ fn run_with(
 /// log Z) between the two forms; asserts the forms and the sweep count.
 fn compare(x: &DMatrix<f64>, y: &[bool], prior: SpikeSlab, gamma: f64) -> (SsOutcome, [f64; 4]) {
     // The plain iteration in both forms: only the primal form extrapolates
-    // (`PairSites::relax`), which changes its path, not its fixed point.
+    // (`PairSites`), which changes its path, not its fixed point.
     let mut s = SsSettings::default();
     s.ep.extrapolate = false;
     let (po, pm, ps, p_red) = run_with(x, y, prior, gamma, Form::Primal, &s);

@@ -4,19 +4,16 @@ use super::moments::ThetaMoments;
 use super::prior_sites::{MixturePrior, PriorSites, tilted};
 use super::site_steps::SiteSteps;
 use super::sweep::{SsRules, SsSettings};
-use crate::engine::ep::settings::EpController;
 use crate::engine::ep::site::Natural;
 
 #[test]
-fn the_rules_switch_off_only_under_anderson() {
+fn the_rules_switch_off_only_when_named() {
     let all = SsRules::default();
     assert!(all.fix && all.site_steps);
-    // Classic runs keep every rule whatever the environment says.
-    assert_eq!(SsRules::of(EpController::Classic, Some("fix,steps")), all);
-    assert_eq!(SsRules::of(EpController::Anderson, None), all);
-    let off = SsRules::of(EpController::Anderson, Some("steps"));
+    assert_eq!(SsRules::of(None), all);
+    let off = SsRules::of(Some("steps"));
     assert!(off.fix && !off.site_steps);
-    let off = SsRules::of(EpController::Anderson, Some("fix, steps"));
+    let off = SsRules::of(Some("fix, steps"));
     assert!(!off.fix && !off.site_steps);
 }
 

@@ -29,7 +29,7 @@ use crate::engine::ep::controller::Mixed;
 use crate::engine::ep::driver;
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::posterior::{Posterior, PriorTerms};
-use crate::engine::ep::settings::{EpController, EpSettings};
+use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::sweep_state::{Converged, Marginal, Rules, SweepState, SweepStatus};
 use crate::engine::error::NonConvergence;
 use crate::engine::interface::{Control, EngineError};
@@ -136,13 +136,12 @@ impl Default for SsRules {
 }
 
 impl SsRules {
-    /// The rules of a run under `controller`: all on, but under the anderson
-    /// controller those named in `off` (comma-separated `fix`, `steps`;
-    /// `PACAUC_SS_RULES_OFF`) are off. A measurement hook, not a user
-    /// setting; classic runs never change.
-    pub fn of(controller: EpController, off: Option<&str>) -> SsRules {
+    /// The rules of a run: all on, but those named in `off`
+    /// (comma-separated `fix`, `steps`; `PACAUC_SS_RULES_OFF`) are off. A
+    /// measurement hook, not a user setting.
+    pub fn of(off: Option<&str>) -> SsRules {
         match off {
-            Some(off) if !controller.is_classic() => {
+            Some(off) => {
                 let has = |w: &str| off.split(',').any(|x| x.trim() == w);
                 SsRules {
                     fix: !has("fix"),
