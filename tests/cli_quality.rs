@@ -87,7 +87,8 @@ fn a_collapsed_ess_is_flagged() {
 
 /// EP fails at γ ≥ 64n on the demo: the cross-validation drops those points,
 /// extends the grid below and chooses at the edge of what ran; both said,
-/// with the flag that widens the grid.
+/// with the flag that widens the grid. (EP alone, `--ep-power 1`: power EP's
+/// fallback answers those points.)
 #[test]
 fn a_cut_short_cv_grid_and_a_choice_at_its_edge_are_flagged() {
     let out = pacauc(&[
@@ -99,6 +100,8 @@ fn a_cut_short_cv_grid_and_a_choice_at_its_edge_are_flagged() {
         "auto",
         "--gamma-grid",
         "0.5,64,128,256",
+        "--ep-power",
+        "1",
     ]);
     let r = json(&out);
     let c = codes(&r);

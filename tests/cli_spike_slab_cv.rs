@@ -1,15 +1,11 @@
 //! `pacauc fit --method ep --prior spike-slab --gamma auto` end to end: γ by
 //! cross-validation recorded as Gaussian EP records it, the curve in the
-//! table, and failures in the folds reported; under the classic driver (the
-//! default) and the new one (`NEW_DRIVER`).
+//! table, and failures in the folds reported.
 
 mod common;
 use common::{events, json, pacauc};
 
 const DEMO: &str = "demo-data/sparse_linear.csv";
-
-/// Spike-and-slab's coming default driver (Gaussian's and ARD's today).
-const NEW_DRIVER: [&str; 4] = ["--ep-start", "continuation", "--ep-controller", "anderson"];
 
 fn fit(extra: &[&str]) -> std::process::Output {
     let mut args = vec![
@@ -30,20 +26,15 @@ fn fit(extra: &[&str]) -> std::process::Output {
     pacauc(&args)
 }
 
-#[test]
-fn spike_slab_gamma_auto_records_the_choice_and_the_curve() {
-    records_the_choice_and_the_curve(&[]);
-}
-
-/// Under the new driver the folds' EP at 0.125n–0.5n passes the end of the
+/// The choice and the curve are recorded. The folds' EP at 0.125n–0.5n passes the end of the
 /// prior's branch of fixed points slowly and ends in the anderson verdict
 /// (`spike_slab::cv` docs): those fold points are power EP's, as the final
 /// fit would answer there, and said in the log; no grid point is dropped
 /// (before: 0.125n and 0.25n failed in folds 1–3, the grid was extended down
 /// to 0.03125n).
 #[test]
-fn spike_slab_gamma_auto_keeps_every_point_under_the_new_driver() {
-    let v = records_the_choice_and_the_curve(&NEW_DRIVER);
+fn spike_slab_gamma_auto_records_the_choice_and_keeps_every_point() {
+    let v = records_the_choice_and_the_curve(&[]);
     let cv = &v["details"]["cv"];
     assert!(cv["dropped"].as_array().unwrap().is_empty(), "{cv}");
     assert!(cv["extended_below"].as_array().unwrap().is_empty(), "{cv}");
@@ -108,15 +99,12 @@ fn records_the_choice_and_the_curve(driver: &[&str]) -> serde_json::Value {
 }
 
 /// A cap of sweeps that the larger γ need: those points fail in the folds,
-/// the record says which and why, and a warning says the grid was cut. (The
-/// new driver with power EP's fallback answers them at α = 0.5 within the
-/// cap: EP alone there, `--ep-power 1`.)
+/// the record says which and why, and a warning says the grid was cut.
+/// (Power EP's fallback answers them at α = 0.5 within the cap: EP alone
+/// there, `--ep-power 1`.)
 #[test]
 fn failures_in_the_folds_are_reported() {
-    failures_reported(&[]);
-    let mut new = NEW_DRIVER.to_vec();
-    new.extend_from_slice(&["--ep-power", "1"]);
-    failures_reported(&new);
+    failures_reported(&["--ep-power", "1"]);
 }
 
 fn failures_reported(driver: &[&str]) {

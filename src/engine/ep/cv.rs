@@ -518,11 +518,15 @@ mod tests {
 
     /// Heavily overlapping classes (train AUC ≈ 0.63): EP has no usable fixed
     /// point at γ ≥ 32n here, so a grid starting there fails in every fold and
-    /// the CV must extend it downwards and still choose a converged γ.
+    /// the CV must extend it downwards and still choose a converged γ (EP
+    /// alone: power EP's fallback would answer there).
     #[test]
     fn a_grid_without_fixed_points_is_extended_downwards() {
         let (x, y) = toy(450, 3, 41, 4.0);
-        let ep = EpSettings::default();
+        let ep = EpSettings {
+            power: crate::engine::ep::settings::EpPower::Fixed(1.0),
+            ..EpSettings::default()
+        };
         let grid = [64.0, 128.0, 256.0];
         let mut lines = Vec::new();
         let r = cross_validate(
