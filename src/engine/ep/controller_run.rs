@@ -238,14 +238,8 @@ impl Loop {
         let straight = self.progress.straightness() >= super::STRAIGHT;
         let cycle = matches!(v, Judged::Cycle { .. }) || (no_contraction && !straight);
         if cycle && !self.cycle_halved && self.eta * 0.5 >= s.min_eta {
-            self.regrow.cut(self.eta);
             self.halved_from = self.aa.is_some().then_some(self.eta);
-            self.eta *= 0.5;
-            self.n.verdict_halvings += 1;
-            self.cycle_halved = true;
-            self.best_delta = f64::INFINITY;
-            self.last_plain = false;
-            self.progress.reset();
+            self.halve_for_verdict();
             return None;
         }
         // A cycle after its halving: the window at the halved step judges.
@@ -286,6 +280,18 @@ impl Loop {
 }
 
 impl Loop {
+    /// The verdict's halving of η (a cycle or an orbit): once per regrowth,
+    /// a failed step for `Regrow`, the window judged afresh.
+    fn halve_for_verdict(&mut self) {
+        self.regrow.cut(self.eta);
+        self.eta *= 0.5;
+        self.n.verdict_halvings += 1;
+        self.cycle_halved = true;
+        self.best_delta = f64::INFINITY;
+        self.last_plain = false;
+        self.progress.reset();
+    }
+
     /// An orbit (`Progress::orbit`) halves η once, with the mixing off from
     /// there (the halved step is judged on the damped map itself); one that
     /// survives the halving is the verdict. No regrowth undoes that halving
@@ -298,13 +304,7 @@ impl Loop {
         at: (usize, f64),
     ) -> Option<EngineError> {
         if !self.cycle_halved && self.eta * 0.5 >= s.min_eta {
-            self.regrow.cut(self.eta);
-            self.eta *= 0.5;
-            self.n.verdict_halvings += 1;
-            self.cycle_halved = true;
-            self.best_delta = f64::INFINITY;
-            self.last_plain = false;
-            self.progress.reset();
+            self.halve_for_verdict();
             if self.aa.take().is_some() {
                 self.n.mixing_off = true;
             }
