@@ -69,8 +69,7 @@ impl Form {
                         "off"
                     }
                     .into(),
-                    Kind::Choice(_) => explicit_text(preset, s)
-                        .unwrap_or_else(|| s.default_for(preset.prior_kind()).into()),
+                    Kind::Choice(_) => explicit_text(preset, s).unwrap_or_else(|| s.default.into()),
                     _ => explicit_text(preset, s).unwrap_or_default(),
                 };
                 (s.key, text)
@@ -150,7 +149,7 @@ impl Form {
                 let v = self.value(s.key).trim();
                 match s.kind {
                     Kind::Switch => (v == "on").then_some((s.key, "")),
-                    Kind::Choice(_) if v == s.default_for(self.prior()) => None,
+                    Kind::Choice(_) if v == s.default => None,
                     _ => (!v.is_empty()).then_some((s.key, v)),
                 }
             })

@@ -132,18 +132,6 @@ pub enum NonConvergence {
     /// Δ is not finite.
     #[serde(rename = "non-finite")]
     NonFinite,
-    /// The early verdict: drift windows that go nowhere (`ep::verdict`).
-    #[serde(rename = "wandering")]
-    Wandering,
-    /// The mean keeps drifting one way while rejected steps cut η down.
-    #[serde(rename = "drift")]
-    Drift,
-    /// Δ/η does not fall as η halves.
-    #[serde(rename = "cycle")]
-    Cycle,
-    /// Δ stalled until η fell below its minimum.
-    #[serde(rename = "Δ stalled")]
-    Stalled,
     /// The held-out scores of a cross-validation point are not finite.
     #[serde(rename = "non-finite scores")]
     NonFiniteScores,
@@ -174,7 +162,7 @@ pub enum NonConvergence {
 }
 
 impl NonConvergence {
-    /// The tag as records carry it ("cycle", "max sweeps", …).
+    /// The tag as records carry it ("max sweeps", "no progress", …).
     pub fn tag(self) -> &'static str {
         match self {
             NonConvergence::InvalidCavities => "invalid cavities",
@@ -184,10 +172,6 @@ impl NonConvergence {
                 "Q not positive definite or improper prior-site tilted distributions"
             }
             NonConvergence::NonFinite => "non-finite",
-            NonConvergence::Wandering => "wandering",
-            NonConvergence::Drift => "drift",
-            NonConvergence::Cycle => "cycle",
-            NonConvergence::Stalled => "Δ stalled",
             NonConvergence::NonFiniteScores => "non-finite scores",
             NonConvergence::StageCap => "stage cap",
             NonConvergence::NoEvidence => "no evidence",
@@ -198,17 +182,14 @@ impl NonConvergence {
         }
     }
 
-    /// Whether the iteration itself shows no fixed point in reach (a cycle,
-    /// a drift, a wandering mean): a fresh start from the prior only does
-    /// worse there.
+    /// Whether the iteration itself shows no fixed point in reach (the
+    /// controller's verdict): a fresh start from the prior only does worse
+    /// there. Older records carry the retired verdicts' tags ("cycle",
+    /// "drift", "wandering", "Δ stalled") as text; nothing reads them back.
     pub fn no_fixed_point_in_reach(self) -> bool {
         matches!(
             self,
-            NonConvergence::Cycle
-                | NonConvergence::Drift
-                | NonConvergence::Wandering
-                | NonConvergence::NoProgress
-                | NonConvergence::NoFixedPointInReach
+            NonConvergence::NoProgress | NonConvergence::NoFixedPointInReach
         )
     }
 }
@@ -223,16 +204,12 @@ impl std::fmt::Display for NonConvergence {
 mod tests {
     use super::*;
 
-    const ALL: [NonConvergence; 16] = [
+    const ALL: [NonConvergence; 12] = [
         NonConvergence::InvalidCavities,
         NonConvergence::MaxSweeps,
         NonConvergence::NotPositiveDefinite,
         NonConvergence::ImproperPriorSites,
         NonConvergence::NonFinite,
-        NonConvergence::Wandering,
-        NonConvergence::Drift,
-        NonConvergence::Cycle,
-        NonConvergence::Stalled,
         NonConvergence::NonFiniteScores,
         NonConvergence::StageCap,
         NonConvergence::NoEvidence,
@@ -249,7 +226,7 @@ mod tests {
         for r in ALL {
             assert_eq!(serde_json::to_value(r).unwrap(), r.tag(), "{r:?}");
         }
-        let ep = ALL[..9].iter().map(|r| r.tag()).collect::<Vec<_>>();
+        let ep = ALL[..5].iter().map(|r| r.tag()).collect::<Vec<_>>();
         assert_eq!(
             ep,
             [
@@ -257,11 +234,7 @@ mod tests {
                 "max sweeps",
                 "Q not positive definite",
                 "Q not positive definite or improper prior-site tilted distributions",
-                "non-finite",
-                "wandering",
-                "drift",
-                "cycle",
-                "Δ stalled"
+                "non-finite"
             ]
         );
         let unique: std::collections::HashSet<_> = ALL.iter().map(|r| r.tag()).collect();

@@ -6,28 +6,11 @@ use serde::{Deserialize, Serialize};
 use super::run_spec::{DEFAULT_EPSILON, PriorKind};
 use super::values::Tunable;
 
-/// The EP driver (start, controller) a new spec gets with `prior`: the
-/// continuation and the anderson controller for every prior (issue 28;
-/// spike-and-slab flipped last). A spec saved before reads as classic
-/// (`classic_start_retired`, `classic_controller_note`).
-pub fn default_driver(_prior: Option<PriorKind>) -> (EpStartSpec, EpControllerSpec) {
+/// The EP driver (start, controller) of a new spec: the continuation and
+/// the anderson controller for every prior (issue 28). A spec saved before
+/// reads as classic (`classic_start_retired`, `classic_controller_note`).
+pub fn default_driver() -> (EpStartSpec, EpControllerSpec) {
     (EpStartSpec::Continuation, EpControllerSpec::Anderson)
-}
-
-/// `default_driver`'s start as typed (the registry row's default by prior).
-pub fn default_start_text(prior: Option<PriorKind>) -> &'static str {
-    match default_driver(prior).0 {
-        EpStartSpec::Classic => "classic",
-        EpStartSpec::Continuation => "continuation",
-    }
-}
-
-/// `default_driver`'s controller as typed.
-pub fn default_controller_text(prior: Option<PriorKind>) -> &'static str {
-    match default_driver(prior).1 {
-        EpControllerSpec::Classic => "classic",
-        EpControllerSpec::Anderson => "anderson",
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -112,9 +95,8 @@ pub struct EpSpec {
     /// Importance draws checking the Gaussian against the Gibbs posterior
     /// (0: none; None: by the training size, `is_check::risks::auto_draws`).
     pub is_draws: Option<usize>,
-    /// By prior (`default_driver`); a spec without the field (saved before
-    /// the flip) reads as classic, and classic is not written, so it keeps
-    /// its spec.
+    /// `default_driver`; a spec without the field (saved before the flip)
+    /// reads as classic, and classic is not written, so it keeps its spec.
     #[serde(default, skip_serializing_if = "EpStartSpec::is_classic")]
     pub ep_start: EpStartSpec,
     /// Absent and not written as `ep_start`.
@@ -189,9 +171,8 @@ impl Default for EpSpec {
             epsilon: DEFAULT_EPSILON,
             prior_split: 0.0,
             is_draws: None,
-            // The default prior's; `follow_prior` when the prior is chosen.
-            ep_start: default_driver(Some(PriorKind::Gaussian)).0,
-            ep_controller: default_driver(Some(PriorKind::Gaussian)).1,
+            ep_start: default_driver().0,
+            ep_controller: default_driver().1,
             ep_power: None,
             ep_regrow: EpRegrow::On,
         }
@@ -199,12 +180,6 @@ impl Default for EpSpec {
 }
 
 impl EpSpec {
-    /// The driver of a new spec with `prior` (`default_driver`): called when
-    /// the prior is chosen, before the settings given after it.
-    pub fn follow_prior(&mut self, prior: Option<PriorKind>) {
-        (self.ep_start, self.ep_controller) = default_driver(prior);
-    }
-
     /// The EP that SMC and the sampler run first for their reference: their
     /// specs carry no EP settings, so it is a new spec's EP (the
     /// continuation, the anderson controller, regrow on). Until 2026-11-30

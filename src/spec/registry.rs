@@ -43,7 +43,6 @@ pub(super) const fn setting(key: &'static str, path: &'static str, kind: Kind) -
         help: "",
         kind,
         default: "",
-        default_by_prior: None,
         absent: "",
         unset: "",
         methods: Methods::All,

@@ -176,9 +176,6 @@ pub struct Setting {
     pub kind: Kind,
     /// The default as typed ("" = unset: see `unset`).
     pub default: &'static str,
-    /// Where the default depends on the prior (EP's driver): it by prior;
-    /// `default` is then the default prior's.
-    pub default_by_prior: Option<fn(Option<PriorKind>) -> &'static str>,
     /// What a spec without the field reads as, for a choice not written at
     /// that value so that older specs keep theirs ("" = not such a choice).
     pub absent: &'static str,
@@ -199,11 +196,6 @@ pub struct Setting {
 }
 
 impl Setting {
-    /// The default as typed with `prior` ("" = unset).
-    pub fn default_for(&self, prior: Option<PriorKind>) -> &'static str {
-        self.default_by_prior.map_or(self.default, |f| f(prior))
-    }
-
     /// The CLI flag without the leading `--`.
     pub fn flag(&self) -> String {
         self.key.replace('_', "-")
@@ -300,8 +292,8 @@ impl Setting {
             .flatten();
         let default = if let Some(g) = method_gamma {
             format!("default {g}")
-        } else if !self.default_for(prior).is_empty() {
-            format!("default {}", self.default_for(prior))
+        } else if !self.default.is_empty() {
+            format!("default {}", self.default)
         } else if !self.unset.is_empty() {
             format!("empty = {}", self.unset)
         } else {

@@ -133,7 +133,7 @@ fn defaults_as_typed_are_the_structs_defaults_and_choices_parse() {
             let default = if s.key == "gamma" && s.requires == registry::Requires::Nothing {
                 gamma_default.as_str()
             } else {
-                s.default_for(p)
+                s.default
             };
             if !default.is_empty() && s.key != "prior" {
                 let mut with = given.clone();

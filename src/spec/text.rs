@@ -85,21 +85,7 @@ pub fn apply(spec: &mut RunSpec, s: &Setting, text: &str) -> Result<(), SpecErro
             ));
         }
     }
-    set_at(spec, s, value)?;
-    if s.key == "prior" {
-        follow_prior(spec);
-    }
-    Ok(())
-}
-
-/// The settings whose default depends on the prior (EP's driver) take the
-/// chosen prior's; `from_given` applies the prior first, so a setting given
-/// with it still wins.
-fn follow_prior(spec: &mut RunSpec) {
-    let prior = spec.prior_kind();
-    if let MethodSpec::Ep(e) = &mut spec.method {
-        e.follow_prior(prior);
-    }
+    set_at(spec, s, value)
 }
 
 /// A setting's text as a JSON value, checked against its kind.
@@ -277,7 +263,6 @@ pub fn explicit_text(spec: &RunSpec, s: &Setting) -> Option<String> {
         s.key == "prior",
     ) {
         d.kind = p.kind;
-        follow_prior(&mut defaults);
     }
     let value = value_at(spec, s);
     if value == value_at(&defaults, s) {

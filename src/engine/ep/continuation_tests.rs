@@ -1,9 +1,8 @@
 use super::*;
 use crate::engine::ep::linear::{LinearEp, LinearPath};
 use crate::engine::ep::settings::{EpSettings, EpStart};
-use crate::engine::ep::spike_slab::model::{SpikeSlab, SpikeSlabEp};
+use crate::engine::ep::spike_slab::model::{SpikeSlab, SpikeSlabEp, SsPath};
 use crate::engine::ep::spike_slab::sweep::SsSettings;
-use crate::engine::ep::spike_slab::warm_path::SsPath;
 use crate::engine::ep::stop::EpStop;
 use crate::engine::ep::tests::toy;
 use crate::engine::ep::{Form, Precision};
@@ -73,11 +72,11 @@ impl Continuable for Mock {
                 self.limit = self.limit.max(gamma);
             }
             return Err(EngineError::not_converged(
-                NonConvergence::Drift,
-                "drift",
+                NonConvergence::NoProgress,
+                "no progress",
                 json!({ "sweeps": 50 }),
             )
-            .with_account(EpStop::run(50, RunFailure::new(NonConvergence::Drift))));
+            .with_account(EpStop::run(50, RunFailure::new(NonConvergence::NoProgress))));
         }
         self.gamma = Some(gamma);
         Ok((gamma, 7, if target { 1e-4 } else { 1e-3 }))
@@ -104,7 +103,7 @@ fn the_target_is_tried_directly_first() {
     assert_eq!(out, 100.0);
     let p = &path.points;
     assert!(!p[0].converged && p[0].gamma == 100.0 && p[0].error.is_some());
-    assert_eq!(p[0].failure.unwrap().reason, NonConvergence::Drift);
+    assert_eq!(p[0].failure.unwrap().reason, NonConvergence::NoProgress);
     assert_eq!(p[1].gamma, 10.0 / 16.0);
     assert!(p[1..].iter().all(|q| q.converged) && p.len() > 3);
     assert_eq!(path.sweeps, 50 + 7 * (p.len() - 1));
@@ -122,7 +121,7 @@ fn a_failed_walk_records_the_direct_run() {
     assert!(typed.points[0].direct);
     assert_eq!(
         typed.points[0].failure.map(|f| f.reason),
-        Some(NonConvergence::Drift)
+        Some(NonConvergence::NoProgress)
     );
     let sweeps: usize = typed.points.iter().map(|p| p.sweeps).sum();
     assert_eq!(typed.sweeps, sweeps);
@@ -137,7 +136,7 @@ fn a_failed_walk_records_the_direct_run() {
     assert_eq!(shown["gamma_path"], json!(typed));
     assert_eq!(
         shown["gamma_path"]["points"][0]["failure"]["reason"],
-        "drift"
+        "no progress"
     );
 }
 

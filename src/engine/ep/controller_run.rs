@@ -4,19 +4,17 @@
 
 use std::time::Instant;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{
     Anderson, Judged, MIN_FACTOR, NonProgress, PLAIN_SWEEPS, Progress, SPAN, marginal_dots,
     secant_factor,
 };
+use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::regrow::Regrow;
 use crate::engine::ep::settings::EpSettings;
-use crate::engine::ep::stop::{RunFailure, with_verdict};
-use crate::engine::ep::sweep_state::{
-    Converged, Marginal, PassDone, Rules, StoppedAt, SweepState, SweepStatus, not_converged,
-    open_run, prior_not_pd, report_pass,
-};
+use crate::engine::ep::stop::{EpStop, RunFailure, with_verdict};
+use crate::engine::ep::sweep_state::{Converged, Marginal, Rules, SweepState, SweepStatus};
 use crate::engine::error::NonConvergence;
 use crate::engine::interface::{Control, EngineError};
 
@@ -80,6 +78,9 @@ impl Loop {
         }
     }
 
+    /// The run's `NotConverged` error: the loop's reason and counters with
+    /// the flavour's failure detail and context; the failure and the sweeps
+    /// typed in its account (`EpStop`).
     fn fail<S: SweepState>(
         &self,
         st: &S,
@@ -88,23 +89,28 @@ impl Loop {
         (sweep, delta): (usize, f64),
         reason: NonConvergence,
     ) -> EngineError {
-        let n = &self.n;
-        let detail = json!({
+        let (n, eta) = (&self.n, self.eta);
+        let mut detail = json!({
             "reason": reason, "controller": "anderson", "halvings": n.halvings,
             "verdict_halvings": n.verdict_halvings, "regrowths": n.regrowths,
             "mixed_steps": n.mixed, "mixed_undone": n.undone, "mixing_off": n.mixing_off,
         });
-        let at = StoppedAt {
-            sweep,
-            eta: self.eta,
-            delta,
-        };
+        merge(&mut detail, st.failure_detail());
+        let mut diagnostics = json!({
+            "sweeps": sweep, "eta": eta, "delta": delta, "tol": s.tol, "detail": detail,
+        });
+        merge(&mut diagnostics, st.context());
         let failure = RunFailure {
             verdict_halvings: n.verdict_halvings,
             rejected_halvings: n.halvings,
             ..RunFailure::new(reason)
         };
-        not_converged(st, s, why, at, failure, detail)
+        let message = format!(
+            "{} {why} (after {sweep} sweeps, η = {eta:.3e}, Δ = {delta:.3e})",
+            st.label()
+        );
+        EngineError::not_converged(reason, message, diagnostics)
+            .with_account(EpStop::run(sweep, failure))
     }
 
     fn below_min<S: SweepState>(
@@ -334,8 +340,7 @@ pub fn run_once<S: SweepState>(
     on_sweep: &mut dyn FnMut(&S, &SweepStatus),
 ) -> Result<Converged, EngineError> {
     let t0 = Instant::now();
-    let opened = open_run(st, s)?;
-    let (mut cold_restart, warmup) = (opened.cold_restart, opened.warmup);
+    let (mut cold_restart, warmup) = open_run(st, s)?;
     st.forget_rollback();
     st.begin_sweep();
     // The history copies every site each sweep, so mixing begins only once
@@ -605,4 +610,87 @@ pub fn run_once<S: SweepState>(
             return Err(e);
         }
     }
+}
+
+/// The error for a prior precision that is not positive definite.
+fn prior_not_pd() -> EngineError {
+    EngineError::Numerical("the prior precision is not positive definite".into())
+}
+
+/// Opens a run: settings checked, q for the current sites (a restart from
+/// the prior when they do not fit the new prior or design), no rollback
+/// point. Whether it restarted cold, and the sweeps during which
+/// convergence is not judged.
+fn open_run<S: SweepState>(st: &mut S, s: &EpSettings) -> Result<(bool, usize), EngineError> {
+    s.validate().map_err(EngineError::InvalidParams)?;
+    st.begin_run();
+    let mut cold_restart = false;
+    if !st.ensure_q() {
+        if !st.can_reset() {
+            return Err(prior_not_pd());
+        }
+        st.reset();
+        cold_restart = true;
+        if !st.ensure_q() {
+            return Err(prior_not_pd());
+        }
+    }
+    let warmup = if st.is_cold() { st.warmup_sweeps() } else { 0 };
+    Ok((cold_restart, warmup))
+}
+
+/// Adds `extra`'s fields to the object `v`.
+fn merge(v: &mut Value, extra: Value) {
+    if let (Some(o), Value::Object(e)) = (v.as_object_mut(), extra) {
+        o.extend(e);
+    }
+}
+
+/// A valid pass of the loop, as it reports it and, when it is a candidate,
+/// ends with it.
+struct PassDone {
+    sweep: usize,
+    eta: f64,
+    delta: f64,
+    stats: PassStats,
+    /// Δ is below the tolerance: the run converges at this pass.
+    candidate: bool,
+    cold_restart: bool,
+    /// Mixed steps taken, and those undone.
+    jumps: (usize, usize),
+}
+
+/// Reports the pass (not the opening one) and, for a candidate, the
+/// converged run.
+fn report_pass<S: SweepState>(
+    st: &S,
+    p: &PassDone,
+    rules: Rules,
+    t0: Instant,
+    on_sweep: &mut dyn FnMut(&S, &SweepStatus),
+) -> Option<Converged> {
+    if p.sweep > 0 {
+        on_sweep(
+            st,
+            &SweepStatus {
+                sweep: p.sweep,
+                delta: p.delta,
+                eta: st.step_floor(p.eta),
+                stats: p.stats,
+                evidence_known: p.candidate || rules.evidence_every_sweep,
+                elapsed: t0.elapsed().as_secs_f64(),
+            },
+        );
+    }
+    p.candidate.then(|| Converged {
+        sweeps: p.sweep,
+        eta: p.eta,
+        step: st.step_floor(p.eta),
+        delta: p.delta,
+        stats: p.stats,
+        cold_restart: p.cold_restart,
+        seconds: t0.elapsed().as_secs_f64(),
+        jumps: p.jumps.0,
+        jumps_undone: p.jumps.1,
+    })
 }

@@ -54,37 +54,6 @@ pub fn default_grid() -> Vec<f64> {
     (-4..=4).map(|k| 2f64.powi(k)).collect()
 }
 
-/// The default grid's points strictly below γ/n: the warm path of a fixed-γ
-/// fit whose start from the prior failed (spike-and-slab's classic start).
-pub fn grid_below(gamma: f64, n: usize) -> Vec<f64> {
-    default_grid()
-        .into_iter()
-        .filter(|c| c * (n as f64) < gamma * (1.0 - 1e-12))
-        .collect()
-}
-
-/// A failure on a fixed-γ fit's warm path (spike-and-slab EP) says at
-/// which point, and why the path was taken.
-pub fn on_warm_path(e: EngineError, over_n: f64, first: &str) -> EngineError {
-    match e {
-        EngineError::NotConverged {
-            reason,
-            message,
-            diagnostics,
-            account,
-        } => EngineError::NotConverged {
-            reason,
-            message: format!(
-                "on the warm path at γ = {over_n}n (taken after the start from the prior \
-                 failed: {first}): {message}"
-            ),
-            diagnostics,
-            account,
-        },
-        e => e,
-    }
-}
-
 /// The names of γ/n's cross-validation for an EP flavour (log prefix `prefix`).
 pub fn gamma_names(prefix: &'static str) -> CvNames {
     CvNames {
@@ -334,9 +303,8 @@ impl EpWalker {
             .map_err(|e| add_sweeps(e, walked))
     }
 
-    /// Gaussian EP under the new driver: `warm_or_walk`, and where EP ends in
-    /// a verdict power EP from the prior (`continuation::reach`) along
-    /// `FALLBACK_POWERS`, as the final fit answers (`power::run_with_fallback`).
+    /// Gaussian EP: `warm_or_walk`, and where EP ends in a verdict power EP
+    /// from the prior (`continuation::reach`), as the final fit answers.
     fn with_power(
         &mut self,
         c: f64,
@@ -344,42 +312,57 @@ impl EpWalker {
         n: usize,
         ctl: &Control,
     ) -> Result<usize, EngineError> {
-        let (gamma, base) = (c * n as f64, self.ep);
-        let (mut spent, mut first) = (0, true);
-        let mut attempt = |s: &EpSettings| {
-            let res = if std::mem::take(&mut first) {
-                self.warm_or_walk(gamma, n, s, ctl)
-            } else {
-                self.lep.state_mut().reset();
-                let mut lp = LinearPath {
-                    lep: &mut self.lep,
-                    settings: *s,
-                    ctl,
-                    on_sweep: &mut |_, _| {},
-                };
-                continuation::reach(&mut lp, gamma, n, continuation::KAPPA, &mut |_| {})
-                    .map(|(_, path)| path.sweeps)
-            };
-            if let Err(e) = &res {
-                spent += EpStop::sweeps_of(e);
+        let (gamma, base, powered) = (c * n as f64, self.ep, Arc::clone(&self.powered));
+        let mut first = true;
+        with_power(&base, (fold, c), &powered, |s| {
+            if std::mem::take(&mut first) {
+                return self.warm_or_walk(gamma, n, s, ctl);
             }
-            res
-        };
-        let (sweeps, used) = power::run_with_fallback(&base, &mut attempt, &mut |_, _| {})
-            .map_err(|e| {
-                let own = EpStop::sweeps_of(&e);
-                add_sweeps(e, spent.saturating_sub(own))
-            })?;
-        note_power(&self.powered, fold, c, &used);
-        Ok(sweeps + spent)
+            self.lep.state_mut().reset();
+            let mut lp = LinearPath {
+                lep: &mut self.lep,
+                settings: *s,
+                ctl,
+                on_sweep: &mut |_, _| {},
+            };
+            continuation::reach(&mut lp, gamma, n, continuation::KAPPA, &mut |_| {})
+                .map(|(_, path)| path.sweeps)
+        })
     }
+}
+
+/// A fold's point (fold, γ/n) as the final fit answers γ: `attempt` at the
+/// run's settings, and where EP ends in a verdict along `FALLBACK_POWERS`
+/// (`power::run_with_fallback`); the sweeps count the failed attempts' too,
+/// and a point power EP answered is kept in `powered`.
+pub fn with_power(
+    ep: &EpSettings,
+    (fold, c): (usize, f64),
+    powered: &Mutex<Vec<Powered>>,
+    mut attempt: impl FnMut(&EpSettings) -> Result<usize, EngineError>,
+) -> Result<usize, EngineError> {
+    let mut spent = 0;
+    let counted = |s: &EpSettings| {
+        let res = attempt(s);
+        if let Err(e) = &res {
+            spent += EpStop::sweeps_of(e);
+        }
+        res
+    };
+    let (sweeps, used) = power::run_with_fallback(ep, counted, &mut |_, _| {}).map_err(|e| {
+        // The last failure's own sweeps are in `spent` already.
+        let own = EpStop::sweeps_of(&e);
+        add_sweeps(e, spent.saturating_sub(own))
+    })?;
+    note_power(powered, fold, c, &used);
+    Ok(sweeps + spent)
 }
 
 /// A fold's point answered by power EP: (fold, γ/n, α, EP's failure).
 pub type Powered = (usize, f64, f64, String);
 
 /// Keeps a fold's point when power EP's fallback answered it.
-pub fn note_power(powered: &Mutex<Vec<Powered>>, fold: usize, c: f64, used: &power::PowerUsed) {
+fn note_power(powered: &Mutex<Vec<Powered>>, fold: usize, c: f64, used: &power::PowerUsed) {
     if used.chosen_by == "fallback" {
         let why = used.ep_failure.clone().unwrap_or_default();
         powered
@@ -407,7 +390,7 @@ pub fn power_notes(prefix: &str, powered: &Mutex<Vec<Powered>>) -> Vec<String> {
 }
 
 /// A failure after earlier attempts carries their sweeps too (the CV's work).
-pub fn add_sweeps(e: EngineError, earlier: usize) -> EngineError {
+fn add_sweeps(e: EngineError, earlier: usize) -> EngineError {
     match EpStop::of(&e).cloned() {
         Some(stop) => e.with_account(EpStop {
             sweeps: stop.sweeps + earlier,

@@ -18,7 +18,7 @@ use nalgebra::DMatrix;
 use super::kernel::Excluded;
 use super::posterior::{Posterior, PriorTerms};
 use crate::engine::fit::LowRankCov;
-use crate::engine::numerics::linalg::{a_b, a_bt};
+use crate::engine::numerics::linalg::a_b;
 
 /// Rows shared between the class split, the design and the sites' state.
 type Rows = Arc<DMatrix<f64>>;
@@ -226,13 +226,14 @@ impl Design {
     }
 
     /// Full covariance in the reduced form, `D^{½}(I + W (V_w − I) Wᵀ) D^{½}` (tests).
+    #[cfg(test)]
     pub fn theta_cov_reduced(&self, q: &Posterior) -> Option<DMatrix<f64>> {
         let w = self.w.as_ref()?;
         let mut vm = q.v.clone();
         for a in 0..vm.nrows() {
             vm[(a, a)] -= 1.0;
         }
-        let mut c = a_bt(&a_b(w, &vm), w);
+        let mut c = crate::engine::numerics::linalg::a_bt(&a_b(w, &vm), w);
         for k in 0..c.nrows() {
             c[(k, k)] += 1.0;
         }

@@ -1,6 +1,5 @@
 //! What an EP flavour shows the sweep loop (`controller`): the `SweepState`
-//! contract, the marginals convergence is judged on, and what a run reports;
-//! plus the loop's shared steps (opening a run, the not-converged error).
+//! contract, the marginals convergence is judged on, and what a run reports.
 //!
 //! # Implementing a flavour (`SweepState`)
 //! A flavour keeps its sites in three roles — the accepted state before the
@@ -28,10 +27,7 @@ use serde_json::{Value, json};
 
 use super::controller::Mixed;
 use super::kernel::PassStats;
-use super::settings::EpSettings;
-use super::stop::{EpStop, RunFailure};
 use crate::engine::error::NonConvergence;
-use crate::engine::interface::EngineError;
 
 /// Means and variances of the coordinates convergence is judged on.
 #[derive(Debug, Clone, PartialEq)]
@@ -194,132 +190,4 @@ pub struct Converged {
     /// Extrapolated steps taken, and those undone (the next sweep grew).
     pub jumps: usize,
     pub jumps_undone: usize,
-}
-
-/// The error for a prior precision that is not positive definite.
-pub fn prior_not_pd() -> EngineError {
-    EngineError::Numerical("the prior precision is not positive definite".into())
-}
-
-/// How a run opened.
-pub struct Opened {
-    /// The kept sites did not fit (new prior or design): EP restarted from the prior.
-    pub cold_restart: bool,
-    /// Sweeps during which convergence is not judged.
-    pub warmup: usize,
-}
-
-/// Opens a run: settings checked, q for the current sites (a restart from
-/// the prior when they do not fit the new prior or design), no rollback point.
-pub fn open_run<S: SweepState>(st: &mut S, s: &EpSettings) -> Result<Opened, EngineError> {
-    s.validate().map_err(EngineError::InvalidParams)?;
-    st.begin_run();
-    let mut cold_restart = false;
-    if !st.ensure_q() {
-        if !st.can_reset() {
-            return Err(prior_not_pd());
-        }
-        st.reset();
-        cold_restart = true;
-        if !st.ensure_q() {
-            return Err(prior_not_pd());
-        }
-    }
-    let warmup = if st.is_cold() { st.warmup_sweeps() } else { 0 };
-    Ok(Opened {
-        cold_restart,
-        warmup,
-    })
-}
-
-/// Where a run stopped.
-#[derive(Debug, Clone, Copy)]
-pub struct StoppedAt {
-    pub sweep: usize,
-    pub eta: f64,
-    pub delta: f64,
-}
-
-/// The `NotConverged` error of a run: the loop's `detail` (its reason and
-/// counters) with the flavour's failure detail, and the flavour's context;
-/// `failure` and the sweeps typed in its account (`EpStop`).
-pub fn not_converged<S: SweepState>(
-    st: &S,
-    s: &EpSettings,
-    why: &str,
-    at: StoppedAt,
-    failure: RunFailure,
-    mut detail: Value,
-) -> EngineError {
-    let StoppedAt { sweep, eta, delta } = at;
-    merge(&mut detail, st.failure_detail());
-    let mut diagnostics = json!({
-        "sweeps": sweep, "eta": eta, "delta": delta, "tol": s.tol, "detail": detail,
-    });
-    merge(&mut diagnostics, st.context());
-    EngineError::not_converged(
-        failure.reason,
-        format!(
-            "{} {why} (after {sweep} sweeps, η = {eta:.3e}, Δ = {delta:.3e})",
-            st.label()
-        ),
-        diagnostics,
-    )
-    .with_account(EpStop::run(sweep, failure))
-}
-
-/// Adds `extra`'s fields to the object `v`.
-fn merge(v: &mut Value, extra: Value) {
-    if let (Some(o), Value::Object(e)) = (v.as_object_mut(), extra) {
-        o.extend(e);
-    }
-}
-
-/// A valid pass of the sweep loop (`controller_run`), as it reports it and,
-/// when it is a candidate, ends with it.
-pub struct PassDone {
-    pub sweep: usize,
-    pub eta: f64,
-    pub delta: f64,
-    pub stats: PassStats,
-    /// Δ is below the tolerance: the run converges at this pass.
-    pub candidate: bool,
-    pub cold_restart: bool,
-    /// Mixed steps taken, and those undone.
-    pub jumps: (usize, usize),
-}
-
-/// Reports the pass (not the opening one) and, for a candidate, the
-/// converged run.
-pub fn report_pass<S: SweepState>(
-    st: &S,
-    p: &PassDone,
-    rules: Rules,
-    t0: std::time::Instant,
-    on_sweep: &mut dyn FnMut(&S, &SweepStatus),
-) -> Option<Converged> {
-    if p.sweep > 0 {
-        on_sweep(
-            st,
-            &SweepStatus {
-                sweep: p.sweep,
-                delta: p.delta,
-                eta: st.step_floor(p.eta),
-                stats: p.stats,
-                evidence_known: p.candidate || rules.evidence_every_sweep,
-                elapsed: t0.elapsed().as_secs_f64(),
-            },
-        );
-    }
-    p.candidate.then(|| Converged {
-        sweeps: p.sweep,
-        eta: p.eta,
-        step: st.step_floor(p.eta),
-        delta: p.delta,
-        stats: p.stats,
-        cold_restart: p.cold_restart,
-        seconds: t0.elapsed().as_secs_f64(),
-        jumps: p.jumps.0,
-        jumps_undone: p.jumps.1,
-    })
 }

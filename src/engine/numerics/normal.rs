@@ -22,6 +22,8 @@ const LOG2_E: f64 = std::f64::consts::LOG2_E;
 const SHIFTER: f64 = 6_755_399_441_055_744.0;
 pub(crate) const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 pub(crate) const INV_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
+/// ln(2π), the Gaussian densities' constant.
+pub const LN_2PI: f64 = 1.837_877_066_409_345_5;
 const INV_SQRT_2: f64 = std::f64::consts::FRAC_1_SQRT_2;
 
 #[inline(always)]

@@ -6,13 +6,13 @@
 //! with the larger ones of its fold, only points converged in every fold can
 //! be chosen, and the grid is extended downwards when fewer than two are.
 //!
-//! Every point of a fold is the fold's fixed-γ fit: from the prior, and when
-//! that does not converge, along the fold's earlier points (`warm_path`, the
-//! fixed-γ fallback) — not warm from the previous point alone, as Gaussian EP
-//! walks. Spike-and-slab EP has several fixed points: besides the one that
-//! selects features, the all-spike state (every coefficient at the spike's
-//! scale: self-consistent because the AUC risk is scale-free) absorbs a warm
-//! walk that once enters it. On the sparse demo (p = 0.2, 3 folds) a warm walk
+//! Every point of a fold is the fold's fixed-γ fit, reached as the final fit
+//! reaches γ (`continuation::reach`: from the prior, and where that does not
+//! converge along γ, every point at the folds' tolerance) — not warm from the
+//! previous point alone, as Gaussian EP walks. Spike-and-slab EP has several
+//! fixed points: besides the one that selects features, the all-spike state
+//! (every coefficient at the spike's scale: self-consistent because the AUC
+//! risk is scale-free) absorbs a warm walk that once enters it. On the sparse demo (p = 0.2, 3 folds) a warm walk
 //! entered it at 0.25n in fold 1 and stayed there up to 16n, its held-out AUC
 //! 0.817–0.822 where the fits from the prior selected features and reached
 //! 0.861–0.865 (means 3–6 posterior sds apart at tol 1e-8): the CV would have
@@ -23,14 +23,10 @@
 //! tuned afterwards at the chosen γ (as GP-EP fixes ℓ during its CV): tuning
 //! them inside every fold at every γ would multiply the cost by the search.
 //!
-//! Under the new driver (a controller other than classic) a point is the
-//! fold's fixed-γ fit as the final fit makes it: the start the run asks for
-//! (`--ep-start continuation`: `continuation::reach`, every point of its walk
-//! at the folds' tolerance; classic: the warm path above), and where EP ends
-//! in a verdict, power EP along `FALLBACK_POWERS` (`power::run_with_fallback`),
-//! each fold point so answered said in the log. Why: between ~n/8 and ~n/2 on
-//! the sparse demo the branch of fixed points that starts at the prior ends
-//! (a fold where it turns back): from the prior EP passes that branch's ghost
+//! Where EP ends in a verdict, a fold point is answered by power EP along
+//! `FALLBACK_POWERS` (`cv::with_power`), each fold point so answered said in
+//! the log. Why: between ~n/8 and ~n/2 on the sparse demo the branch of fixed
+//! points that starts at the prior ends (a fold where it turns back): from the prior EP passes that branch's ghost
 //! slowly and lands, after 200–950 sweeps, on a sparser fixed point (one
 //! feature in the slab; classic's answer). The anderson controller's verdict
 //! ends that slow passage after ~100–200 sweeps as no progress, and so does
@@ -42,28 +38,23 @@
 //!
 //! No average of the folds' posteriors starts the final fit (Gaussian EP's
 //! `CvOutcome::start`): a spike-and-slab state is its pair sites and prior
-//! sites, not a Gaussian q; the final fit starts from the prior and, when that
-//! does not converge, climbs the grid points below the chosen one that
-//! converged in every fold (`warm_path`).
+//! sites, not a Gaussian q; the final fit reaches the chosen γ by the
+//! continuation.
 
 use nalgebra::{DMatrix, DVector};
 
 use std::sync::{Arc, Mutex};
 
-use super::model::{SpikeSlab, SpikeSlabEp};
+use super::model::{SpikeSlab, SpikeSlabEp, SsPath};
 use super::prior_sites::PriorSites;
 use super::sweep::{SsOutcome, SsSettings};
-use super::warm_path::{self, SsPath};
 use crate::engine::ep::continuation::{self, Continuable};
 use crate::engine::ep::cv::{
-    Powered, add_sweeps, fold_precision, fold_settings, gamma_label, gamma_names, gamma_spec,
-    note_power, point_fit, power_notes,
+    Powered, fold_precision, fold_settings, gamma_label, gamma_names, gamma_spec, point_fit,
+    power_notes, with_power,
 };
 use crate::engine::ep::design::Form;
 use crate::engine::ep::pair_ep::PairEp;
-use crate::engine::ep::power;
-use crate::engine::ep::settings::EpSettings;
-use crate::engine::ep::stop::EpStop;
 use crate::engine::ep::store::Precision;
 use crate::engine::ep::sweep_state::Marginal;
 use crate::engine::interface::{Control, EngineError};
@@ -100,7 +91,7 @@ pub(super) struct SsCv<'a> {
     cv: &'a SsCvSettings<'a>,
     /// The folds' settings.
     ss: SsSettings,
-    /// The folds' points answered by power EP (new driver only).
+    /// The folds' points answered by power EP.
     powered: Arc<Mutex<Vec<Powered>>>,
 }
 
@@ -118,9 +109,6 @@ impl<'a> SsCv<'a> {
 pub struct SsWalker<'a> {
     model: SpikeSlabEp,
     ss: &'a SsSettings,
-    /// The points this fold converged at so far (ascending): the warm path of
-    /// a later point whose start from the prior fails.
-    done: Vec<f64>,
     powered: Arc<Mutex<Vec<Powered>>>,
 }
 
@@ -152,7 +140,6 @@ impl<'a> CvMethod for &'a SsCv<'a> {
         Ok(SsWalker {
             model,
             ss: &self.ss,
-            done: Vec::new(),
             powered: Arc::clone(&self.powered),
         })
     }
@@ -166,90 +153,30 @@ impl<'a> CvMethod for &'a SsCv<'a> {
 }
 
 impl GridWalker for SsWalker<'_> {
-    /// As the final fit reaches γ: its start (not warm from the previous
-    /// point alone, which can stay in the all-spike fixed point), and power
-    /// EP where EP ends in a verdict (module docs).
+    /// As the final fit reaches γ: from the prior by the continuation (not
+    /// warm from the previous point alone, which can stay in the all-spike
+    /// fixed point), and power EP where EP ends in a verdict (module docs).
     fn fit(&mut self, c: f64, fold: &FoldData, ctl: &Control) -> Result<PointFit, EngineError> {
         let n = fold.ytr.len();
-        let res = self.as_final_fit(c, fold.fold, n, ctl);
+        let (gamma, base) = (c * n as f64, *self.ss);
+        let model = &mut self.model;
+        let res = with_power(&base.ep, (fold.fold, c), &self.powered, |ep| {
+            model.reset();
+            let mut fp = FoldPath(SsPath {
+                model: &mut *model,
+                settings: SsSettings { ep: *ep, ..base },
+                ctl,
+                on_sweep: &mut |_, _| {},
+                new_run: &mut || {},
+            });
+            continuation::reach(&mut fp, gamma, n, continuation::KAPPA, &mut |_| {})
+                .map(|(_, path)| path.sweeps)
+        });
         let model = &self.model;
-        let fit = point_fit(res.map(|sweeps| {
+        point_fit(res.map(|sweeps| {
             let m = DVector::from_vec(model.mean());
             ((&fold.xte * m).iter().copied().collect(), sweeps)
-        }))?;
-        if matches!(fit, PointFit::Scored { .. }) {
-            self.done.push(c);
-        }
-        Ok(fit)
-    }
-}
-
-impl SsWalker<'_> {
-    /// The classic fold point: from the prior, the warm path when that fails.
-    fn classic(
-        &mut self,
-        gamma: f64,
-        n: usize,
-        s: &SsSettings,
-        ctl: &Control,
-    ) -> Result<usize, EngineError> {
-        self.model.reset();
-        let (out, warm) = warm_path::run(
-            &mut self.model,
-            gamma,
-            self.done.clone(),
-            n,
-            s,
-            ctl,
-            &mut |_, _| {},
-            &mut || {},
-            &mut |_| {},
-        )?;
-        let path_sweeps: usize = warm.map_or(0, |w| w.points.iter().map(|p| p.sweeps).sum());
-        Ok(out.sweeps + path_sweeps)
-    }
-
-    /// The point as the final fit reaches γ (`--ep-start`), under power EP's
-    /// fallback; its sweeps count the failed attempts' too.
-    fn as_final_fit(
-        &mut self,
-        c: f64,
-        fold: usize,
-        n: usize,
-        ctl: &Control,
-    ) -> Result<usize, EngineError> {
-        let gamma = c * n as f64;
-        let base = *self.ss;
-        let mut failed_sweeps = 0;
-        let mut attempt = |ep: &EpSettings| {
-            let s = SsSettings { ep: *ep, ..base };
-            let res = if s.ep.start.is_classic() {
-                self.classic(gamma, n, &s, ctl)
-            } else {
-                self.model.reset();
-                let mut fp = FoldPath(SsPath {
-                    model: &mut self.model,
-                    settings: s,
-                    ctl,
-                    on_sweep: &mut |_, _| {},
-                    new_run: &mut || {},
-                });
-                continuation::reach(&mut fp, gamma, n, continuation::KAPPA, &mut |_| {})
-                    .map(|(_, path)| path.sweeps)
-            };
-            if let Err(e) = &res {
-                failed_sweeps += EpStop::sweeps_of(e);
-            }
-            res
-        };
-        let (sweeps, used) = power::run_with_fallback(&base.ep, &mut attempt, &mut |_, _| {})
-            .map_err(|e| {
-                // The last failure's own sweeps are in `failed_sweeps` already.
-                let own = EpStop::sweeps_of(&e);
-                add_sweeps(e, failed_sweeps - own)
-            })?;
-        note_power(&self.powered, fold, c, &used);
-        Ok(sweeps + failed_sweeps)
+        }))
     }
 }
 

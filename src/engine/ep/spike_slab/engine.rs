@@ -7,11 +7,10 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::cv::{self, SsCvSettings, fold_ss_settings};
-use super::model::{SpikeSlab, SpikeSlabEp};
+use super::model::{SpikeSlab, SpikeSlabEp, SsPath};
 use super::release::ReleaseStatus;
 use super::sweep::{SsRules, SsSettings, SsSweepInfo};
 use super::tune::{self, Hooks, Tuning};
-use super::warm_path;
 use crate::engine::ep::continuation;
 use crate::engine::ep::design::Design;
 use crate::engine::ep::engine::{Ep, GammaMode, Sink, Z_QUANTILES};
@@ -228,7 +227,7 @@ pub fn run(
             model.reset();
             // One way to reach γ (`continuation`; an older spec's
             // `--ep-start classic` runs it as well).
-            let mut sp = warm_path::SsPath {
+            let mut sp = SsPath {
                 model: &mut model,
                 settings,
                 ctl,

@@ -9,8 +9,7 @@ use super::sweep::{LikelihoodSites, ThetaMoments};
 use crate::engine::ep::controller::Mixed;
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::posterior::{Posterior, PriorTerms};
-
-const LN_2PI: f64 = 1.837_877_066_409_345_5;
+use crate::engine::numerics::normal::LN_2PI;
 
 pub struct GaussianLik {
     /// XᵀX/σ².

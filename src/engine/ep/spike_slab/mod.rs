@@ -11,13 +11,13 @@
 //!   likelihood's sites (`LikelihoodSites`).
 //! - `release`: continuing from a converged state whose fix is still active
 //!   without the fix (the fix moves the fixed point).
-//! - `model`: the AUC pair sites as that likelihood; warm-startable state.
+//! - `model`: the AUC pair sites as that likelihood; warm-startable state;
+//!   `SsPath`, its continuation in γ.
 //! - `reduced`: the reduced form (d ≥ n): EP on the row space of the whitened X.
 //! - `gaussian_lik`: an exact Gaussian (linear-regression) likelihood, for tests.
-//! - `cv`: γ by cross-validation (`--gamma auto`), the folds walking the γ grid warm.
+//! - `cv`: γ by cross-validation (`--gamma auto`), each fold point reached as the final fit's γ.
 //! - `engine`: `--method ep --prior spike-slab`; `path`: the regularisation path over v0;
-//!   `tune`: `--inclusion-prior auto` and `--slab-var auto` by evidence;
-//!   `warm_path`: a fixed γ whose start from the prior fails, reached along the γ grid.
+//!   `tune`: `--inclusion-prior auto` and `--slab-var auto` by evidence.
 
 pub mod cv;
 pub mod engine;
@@ -32,7 +32,6 @@ pub mod release;
 pub mod site_steps;
 pub mod sweep;
 pub mod tune;
-pub mod warm_path;
 
 pub use model::{PairSites, SpikeSlab, SpikeSlabEp};
 pub use path::{PathPoint, PathResult, spike_var_grid};
@@ -45,6 +44,8 @@ mod cv_tests;
 #[cfg(test)]
 mod mixing_tests;
 #[cfg(test)]
+mod reach_tests;
+#[cfg(test)]
 mod reduced_tests;
 #[cfg(test)]
 mod release_tests;
@@ -54,5 +55,3 @@ mod rules_tests;
 mod smc_agreement;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod warm_path_tests;

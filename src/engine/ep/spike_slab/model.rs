@@ -12,13 +12,16 @@ use super::prior_sites::{MixturePrior, PriorSites};
 use super::reduced::Reduction;
 use super::release::{self, ReleaseStatus};
 use super::sweep::{self, LikelihoodSites, SsOutcome, SsSettings, SsSweepInfo, ThetaMoments};
+use crate::engine::ep::continuation::Continuable;
 use crate::engine::ep::controller::Mixed;
+use crate::engine::ep::cv;
 use crate::engine::ep::design::{Design, Form, identical_pairs};
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::pair_ep::PairEp;
 use crate::engine::ep::posterior::{Posterior, PriorTerms};
 use crate::engine::ep::site::MAX_G;
 use crate::engine::ep::store::Precision;
+use crate::engine::ep::sweep_state::Marginal;
 use crate::engine::interface::{Control, EngineError};
 
 /// The AUC pair sites as the likelihood part of spike-and-slab EP, on θ's
@@ -386,5 +389,50 @@ impl SpikeSlabEp {
             .is_none()
             .then(|| self.design.theta_cov(self.q()))
             .flatten()
+    }
+}
+
+/// Spike-and-slab EP driven by the continuation in γ (`continuation`): every
+/// point's sweeps are streamed, `new_run` before each.
+pub struct SsPath<'a> {
+    pub model: &'a mut SpikeSlabEp,
+    pub settings: SsSettings,
+    pub ctl: &'a Control,
+    pub on_sweep: &'a mut dyn FnMut(&SsSweepInfo<'_>, &Design),
+    pub new_run: &'a mut dyn FnMut(),
+}
+
+impl Continuable for SsPath<'_> {
+    type Snapshot = (Vec<f64>, PriorSites);
+    type Outcome = SsOutcome;
+    fn snapshot(&self) -> Self::Snapshot {
+        self.model.snapshot()
+    }
+    fn restore(&mut self, snap: &Self::Snapshot) {
+        self.model.restore(snap);
+    }
+    fn reset(&mut self) {
+        self.model.reset();
+    }
+    fn run_at(&mut self, gamma: f64, target: bool) -> Result<(SsOutcome, usize, f64), EngineError> {
+        let s = SsSettings {
+            ep: if target {
+                self.settings.ep
+            } else {
+                cv::fold_settings(&self.settings.ep)
+            },
+            ..self.settings
+        };
+        (self.new_run)();
+        let out = self.model.run(gamma, &s, self.ctl, self.on_sweep)?;
+        let sweeps = out.sweeps;
+        Ok((out, sweeps, s.ep.tol))
+    }
+    fn marginal(&self) -> Marginal {
+        let q = self.model.moments();
+        Marginal {
+            mean: q.mean.clone(),
+            var: q.var.clone(),
+        }
     }
 }

@@ -9,9 +9,7 @@
 use super::sweep::ThetaMoments;
 use crate::engine::ep::posterior::PriorTerms;
 use crate::engine::ep::site::{self, Natural, Site};
-use crate::engine::numerics::normal::logaddexp;
-
-const LN_2PI: f64 = 1.837_877_066_409_345_5;
+use crate::engine::numerics::normal::{LN_2PI, logaddexp};
 
 /// `p N(0, slab) + (1 − p) N(0, spike)` per coordinate.
 #[derive(Debug, Clone, Copy, PartialEq)]

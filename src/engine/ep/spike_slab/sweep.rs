@@ -33,8 +33,7 @@ use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::sweep_state::{Converged, Marginal, Rules, SweepState, SweepStatus};
 use crate::engine::error::NonConvergence;
 use crate::engine::interface::{Control, EngineError};
-
-const LN_2PI: f64 = 1.837_877_066_409_345_5;
+use crate::engine::numerics::normal::LN_2PI;
 
 /// The likelihood part of q: sites with a rollback point, and the rebuild of
 /// q = N(m, V) from them and the prior terms.

@@ -1,10 +1,12 @@
-//! Spike-and-slab EP at a fixed γ where the start from the prior fails
-//! (`warm_path`): EEG-like data, correlated channels with rare outliers.
+//! Spike-and-slab EP at a fixed γ where the start from the prior fails,
+//! reached by the continuation (`SsPath`): EEG-like data, correlated channels
+//! with rare outliers.
 
 use nalgebra::DMatrix;
 
-use super::model::{SpikeSlab, SpikeSlabEp};
+use super::model::{SpikeSlab, SpikeSlabEp, SsPath};
 use super::sweep::SsSettings;
+use crate::engine::ep::continuation::{self, KAPPA};
 use crate::engine::ep::store::Precision;
 use crate::engine::interface::{Control, EngineError};
 use rand::RngExt;
@@ -45,42 +47,12 @@ pub(super) fn channels(n: usize, d: usize, seed: u64) -> (DMatrix<f64>, Vec<bool
     (x, lin.iter().map(|&l| l > med).collect())
 }
 
-/// Not a test: which seeds fail from the prior (run with --ignored --nocapture).
-#[test]
-#[ignore]
-fn search_failing_seeds() {
-    for seed in 0..12 {
-        let (x, y) = channels(300, 6, seed);
-        let d = 6.0f64;
-        let prior = SpikeSlab {
-            spike_var: 1e-4,
-            slab_var: 1.0,
-            incl: 1.0 - (-1.0 / d).exp(),
-        };
-        for c in [2.0, 8.0] {
-            let mut m = SpikeSlabEp::new(&x, &y, prior, Precision::F64).unwrap();
-            let r = m.run(
-                c * 300.0,
-                &SsSettings::default(),
-                &Control::new(),
-                &mut |_, _| {},
-            );
-            let what = match r {
-                Ok(o) => format!("ok {}", o.sweeps),
-                Err(EngineError::NotConverged { message, .. }) => message[..60].to_string(),
-                Err(e) => format!("{e}"),
-            };
-            println!("seed {seed} γ {c}n: {what}");
-        }
-    }
-}
-
 /// Seed 9 at γ = 2n fails from the prior the way EEG does ("η fell below its
 /// minimum": the first pair updates overshoot, a prior site's tilted
-/// distribution turns improper); along the grid it converges, to a state whose
-/// prior sites match their tilted moments (an EP fixed point).
+/// distribution turns improper); the continuation's walk along γ converges,
+/// to a state whose prior sites match their tilted moments (an EP fixed point).
 #[test]
-fn prior_start_failure_is_recovered_along_the_grid() {
+fn prior_start_failure_is_recovered_along_gamma() {
     let (x, y) = channels(300, 6, 9);
     let prior = SpikeSlab {
         spike_var: 1e-4,
@@ -99,22 +71,15 @@ fn prior_start_failure_is_recovered_along_the_grid() {
         ),
     }
     let mut model = SpikeSlabEp::new(&x, &y, prior, Precision::F64).unwrap();
-    let (out, path) = super::warm_path::run(
-        &mut model,
-        gamma,
-        crate::engine::ep::cv::grid_below(gamma, 300),
-        300,
-        &s,
-        &ctl,
-        &mut |_, _| {},
-        &mut || {},
-        &mut |_| {},
-    )
-    .unwrap();
-    let path = path.expect("the warm path was taken");
-    let over_n: Vec<f64> = path.points.iter().map(|p| p.gamma_over_n).collect();
-    assert_eq!(over_n, [0.0625, 0.125, 0.25, 0.5, 1.0]);
-    assert!(path.first_error.contains("η fell below"));
+    let mut sp = SsPath {
+        model: &mut model,
+        settings: s,
+        ctl: &ctl,
+        on_sweep: &mut |_, _| {},
+        new_run: &mut || {},
+    };
+    let (out, path) = continuation::reach(&mut sp, gamma, 300, KAPPA, &mut |_| {}).unwrap();
+    assert!(path.points.len() >= 2, "the walk was taken: {path:?}");
     assert!(out.evidence.log_z().is_some());
     let (lik, sites, mixture) = model.parts_mut();
     let q = super::sweep::LikelihoodSites::moments(&*lik).clone();
