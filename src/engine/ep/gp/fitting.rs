@@ -29,10 +29,7 @@ use crate::engine::numerics::linalg::{a_b, at_b};
 /// precision form when K is well conditioned, else (or when `whitened`: tests
 /// compare them) the whitened form.
 pub fn exact_basis(kernel: &Kernel, x: &DMatrix<f64>, y: &[bool], whitened: bool) -> Basis {
-    let Ordered {
-        inner: distinct,
-        n_neg_only,
-    } = negatives_first(Distinct::of(x), y);
+    let (distinct, n_neg_only) = negatives_first(Distinct::of(x), y);
     let xu = x.select_rows(&distinct.reps);
     let up: Vec<usize> = (0..y.len())
         .filter(|&i| y[i])
@@ -68,14 +65,8 @@ pub fn exact_basis(kernel: &Kernel, x: &DMatrix<f64>, y: &[bool], whitened: bool
     }
 }
 
-/// Distinct rows reordered: those of negatives only first.
-struct Ordered {
-    inner: Distinct,
-    /// Distinct rows with no positive (they come first).
-    n_neg_only: usize,
-}
-
-fn negatives_first(d: Distinct, y: &[bool]) -> Ordered {
+/// Distinct rows reordered, those of negatives only first, and their count.
+fn negatives_first(d: Distinct, y: &[bool]) -> (Distinct, usize) {
     let nu = d.len();
     let mut has_pos = vec![false; nu];
     for (i, &u) in d.map.iter().enumerate() {
@@ -89,13 +80,11 @@ fn negatives_first(d: Distinct, y: &[bool]) -> Ordered {
     for (new, &old) in order.iter().enumerate() {
         new_of[old] = new;
     }
-    Ordered {
-        n_neg_only: has_pos.iter().filter(|&&p| !p).count(),
-        inner: Distinct {
-            map: d.map.iter().map(|&u| new_of[u]).collect(),
-            reps: order.iter().map(|&u| d.reps[u]).collect(),
-        },
-    }
+    let reordered = Distinct {
+        map: d.map.iter().map(|&u| new_of[u]).collect(),
+        reps: order.iter().map(|&u| d.reps[u]).collect(),
+    };
+    (reordered, has_pos.iter().filter(|&&p| !p).count())
 }
 
 /// What one fit reports besides the model.

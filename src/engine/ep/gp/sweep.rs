@@ -222,7 +222,11 @@ impl GpEp {
                 negative_share: ep.negative_share(&status.stats),
                 skipped: status.stats.skipped,
                 mean: if small { q.mean.clone() } else { Vec::new() },
-                sd: if small { q.var.iter().map(|v| v.sqrt()).collect() } else { Vec::new() },
+                sd: if small {
+                    q.var.iter().map(|v| v.sqrt()).collect()
+                } else {
+                    Vec::new()
+                },
                 elapsed: status.elapsed,
                 inclusion: None,
             })

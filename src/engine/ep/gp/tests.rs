@@ -89,12 +89,7 @@ fn one_pair_is_exact() {
     let x = DMatrix::from_row_slice(2, 1, &[0.3, -0.9]);
     let y = vec![true, false];
     let g: f64 = 0.8;
-    let mut ep = GpEp::new(exact_basis(
-        &Kernel::Se { lengthscale: 0.7 },
-        &x,
-        &y,
-        false,
-    ));
+    let mut ep = GpEp::new(exact_basis(&Kernel::Se { lengthscale: 0.7 }, &x, &y, false));
     let s = EpSettings {
         eta: 1.0,
         tol: 1e-12,
