@@ -96,21 +96,17 @@ fn landmarks_on_every_row_are_exact_gp_ep() {
 }
 
 /// The final feature fit reaches γ by the continuation (one record shape,
-/// `gamma_path`), an older spec's `--ep-start classic` the same way (the same
-/// fixed point, bit for bit); a CV fold's fit (`reach` false) is one run.
+/// `gamma_path`); a CV fold's fit (`reach` false) is one run.
 #[test]
 fn the_final_fit_reaches_gamma_by_the_continuation() {
-    use crate::engine::ep::settings::{EpController, EpStart};
     let (x, y) = data();
     let k = Kernel::Se { lengthscale: 0.5 };
     let ctl = Control::new();
     let f = features(&k, GpApprox::Nystrom { landmarks: 140 }, &x).unwrap();
     let gamma = 4.0 * y.len() as f64;
-    let fit = |start: EpStart, reach: bool| {
+    let fit = |reach: bool| {
         let s = EpSettings {
             tol: 1e-8,
-            start,
-            controller: EpController::Anderson,
             ..EpSettings::default()
         };
         fit_features(
@@ -127,13 +123,9 @@ fn the_final_fit_reaches_gamma_by_the_continuation() {
         )
         .unwrap()
     };
-    let (_, cont) = fit(EpStart::Continuation, true);
+    let (_, cont) = fit(true);
     let p = cont.gamma_path.as_ref().expect("the continuation's path");
     assert_eq!(p.target, gamma);
-    let (_, classic) = fit(EpStart::Classic, true);
-    assert_eq!(classic.gamma_path, cont.gamma_path);
-    assert_eq!((classic.log_z, classic.sweeps), (cont.log_z, cont.sweeps));
-    assert_eq!(classic.mean, cont.mean);
-    let (_, fold) = fit(EpStart::Continuation, false);
+    let (_, fold) = fit(false);
     assert!(fold.gamma_path.is_none());
 }
