@@ -96,8 +96,9 @@ impl Default for Ep {
 }
 
 /// Most coefficients whose per-sweep means and sds are kept in the fit's trace
-/// (the observer always gets them all).
-const TRACE_MOMENTS_MAX_D: usize = 200;
+/// (the observer always gets them all; GP-EP's score moments go to neither
+/// above it: up to `EXACT_MAX_ROWS` of them a sweep).
+pub(crate) const TRACE_MOMENTS_MAX_D: usize = 200;
 /// Streams events to the observer and keeps them for the fit's trace.
 pub(crate) struct Sink<'a> {
     pub(crate) obs: &'a mut dyn Observer,

@@ -60,6 +60,10 @@ pub enum GpApprox {
     Auto,
 }
 
+/// `GpApprox::Exact`'s whitened factor stops at this residual prior variance,
+/// relative to max k(x, x) (directions of less are dropped), as do Nyström's
+/// landmarks (one more would make K_II numerically singular).
+pub const EXACT_TOL: f64 = 1e-10;
 /// Largest training set that `GpApprox::Auto` fits exactly (O(n³) per EP sweep:
 /// DNA's 2 389 rows take a few seconds).
 pub const EXACT_MAX_ROWS: usize = 4000;

@@ -9,7 +9,8 @@
 //!   every grid point (SMC's tempering path to the largest γ).
 //! - `search`: the evidence searches — a fixed-point iteration (ARD's
 //!   variances, spike-and-slab's p), a 1-D grid/walk/golden-section search
-//!   (spike-and-slab's v0/v1, next GP-EP's length-scale), coordinate ascent.
+//!   (spike-and-slab's v0/v1; GP-EP's length-scale uses its golden section),
+//!   coordinate ascent.
 
 pub mod kfold;
 pub mod path;
@@ -23,5 +24,5 @@ pub use path::{
     EarlyStop, PathMethod, RefitPoint, StoppedEarly, cross_validate_path, cross_validate_refit,
 };
 pub use search::{
-    FixedPoint, FixedPointRule, Phase, Range1d, coordinate_ascent, fixed_point, maximise,
+    FixedPoint, FixedPointRule, Phase, Range1d, coordinate_ascent, fixed_point, golden, maximise,
 };

@@ -1,8 +1,8 @@
 //! Evidence searches (ALGORITHMS.md §8): prior hyper-parameters chosen by
 //! maximising log Z, each evaluation a (warm-started) run of the method.
 //! Generic over what is searched: ARD's variances and spike-and-slab's p use
-//! `fixed_point`, spike-and-slab's v0/v1 uses `maximise` (as will GP-EP's
-//! length-scale), both of them together `coordinate_ascent`.
+//! `fixed_point`, spike-and-slab's v0/v1 uses `maximise`, both of them
+//! together `coordinate_ascent`; GP-EP's length-scale search its `golden`.
 //!
 //! An evaluation that fails (the method did not converge there) counts as
 //! log Z = −∞ in `maximise`, and makes `fixed_point` step back.
@@ -103,26 +103,40 @@ pub fn maximise(
         }
         centre = next.0;
     }
-    let (mut a, mut b) = (
+    golden(
+        &mut |t| value(t, Phase::Golden),
         (centre - range.step).max(range.lo),
         (centre + range.step).min(range.hi),
-    );
+        range.tol,
+    )?;
+    Ok(best(&seen))
+}
+
+/// Golden-section search for the maximum of `f` in [a, b], down to a bracket
+/// of width `tol`; returns its two inner points and their values (the best
+/// point evaluated inside is one of them).
+pub fn golden(
+    f: &mut dyn FnMut(f64) -> Result<f64, EngineError>,
+    mut a: f64,
+    mut b: f64,
+    tol: f64,
+) -> Result<[(f64, f64); 2], EngineError> {
     let r = (5f64.sqrt() - 1.0) / 2.0;
     let (mut c, mut d) = (b - r * (b - a), a + r * (b - a));
-    let mut fc = value(c, Phase::Golden)?;
-    let mut fd = value(d, Phase::Golden)?;
-    while b - a > range.tol {
+    let mut fc = f(c)?;
+    let mut fd = f(d)?;
+    while b - a > tol {
         if fc >= fd {
             (b, d, fd) = (d, c, fc);
             c = b - r * (b - a);
-            fc = value(c, Phase::Golden)?;
+            fc = f(c)?;
         } else {
             (a, c, fc) = (c, d, fd);
             d = a + r * (b - a);
-            fd = value(d, Phase::Golden)?;
+            fd = f(d)?;
         }
     }
-    Ok(best(&seen))
+    Ok([(c, fc), (d, fd)])
 }
 
 /// How `fixed_point` iterates.

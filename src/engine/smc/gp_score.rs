@@ -36,7 +36,7 @@ use crate::engine::event::{Event, SmcStage};
 use crate::engine::fit::{EngineKind, Fit, ScoreModel};
 use crate::engine::gp::factor::{Distinct, pivoted_cholesky};
 use crate::engine::gp::model::{FeatureBasis, GpModel, pack_lower};
-use crate::engine::gp::{GpApprox, GpPrior, KernelKind, LengthScale, median_distance};
+use crate::engine::gp::{EXACT_TOL, GpApprox, GpPrior, KernelKind, LengthScale, median_distance};
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::metrics::auc_risk;
 use crate::engine::numerics::rng::{self, Rng};
@@ -44,8 +44,6 @@ use crate::engine::problem::Problem;
 
 /// Largest number of pairs for the exact ellipse move (O(M log M) per move).
 pub const EXACT_MAX_PAIRS: usize = 20_000;
-/// Relative tolerance of the whitened factor (as exact GP-EP's).
-const FACTOR_TOL: f64 = 1e-10;
 /// Score coordinates watched for decorrelation (besides the risk).
 const WATCHED: usize = 8;
 const KEY_PRIOR: u64 = 0x6750_0001;
@@ -218,7 +216,7 @@ pub fn run(
     let kernel = gp.kernel_at(ell);
     let distinct = Distinct::of(&pb.x);
     let xu = pb.x.select_rows(&distinct.reps);
-    let factor = pivoted_cholesky(&kernel, &xu, FACTOR_TOL, xu.nrows());
+    let factor = pivoted_cholesky(&kernel, &xu, EXACT_TOL, xu.nrows());
     let up: Vec<usize> = (0..pb.n())
         .filter(|&i| pb.y[i])
         .map(|i| distinct.map[i])

@@ -8,38 +8,28 @@ use nalgebra::DMatrix;
 
 use super::basis::{Basis, Form};
 use super::nystrom::{self, LandmarkChoice};
-use super::sweep::{GpEp, GpSweep};
+use super::sweep::GpEp;
 use crate::engine::ep::continuation::{self, GammaPath};
 use crate::engine::ep::design::Design;
 use crate::engine::ep::design::Form as LinearForm;
 use crate::engine::ep::linear::{LinearEp, LinearPath};
 use crate::engine::ep::outcome::SweepInfo;
-use crate::engine::ep::settings::{EpSettings, EpStart};
+use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::store::Precision as SitePrecision;
+use crate::engine::event::EpSweep;
 use crate::engine::gp::dense;
 use crate::engine::gp::factor::{self, Distinct};
 use crate::engine::gp::model::{FeatureBasis, GpModel, pack_lower};
 use crate::engine::gp::spread::{self, GpSpread, Reduction, TrainingRows};
-use crate::engine::gp::{GpApprox, Kernel};
+use crate::engine::gp::{EXACT_TOL, GpApprox, Kernel};
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::numerics::linalg::{a_b, at_b};
 
-/// Relative residual prior variance at which the exact whitened form stops
-/// its pivoted Cholesky (directions of smaller prior variance are dropped).
-pub const EXACT_TOL: f64 = 1e-10;
-
 /// The exact basis of the GP prior on the rows `x` with labels `y`: the
-/// precision form when K is well conditioned, else the whitened form.
-pub fn exact_basis(kernel: &Kernel, x: &DMatrix<f64>, y: &[bool]) -> Basis {
-    exact_basis_with(kernel, x, y, false)
-}
-
-/// `exact_basis`, or the whitened form whatever K (`whitened`; tests compare them).
-pub fn exact_basis_with(kernel: &Kernel, x: &DMatrix<f64>, y: &[bool], whitened: bool) -> Basis {
-    let Ordered {
-        inner: distinct,
-        n_neg_only,
-    } = negatives_first(Distinct::of(x), y);
+/// precision form when K is well conditioned, else (or when `whitened`: tests
+/// compare them) the whitened form.
+pub fn exact_basis(kernel: &Kernel, x: &DMatrix<f64>, y: &[bool], whitened: bool) -> Basis {
+    let (distinct, n_neg_only) = negatives_first(Distinct::of(x), y);
     let xu = x.select_rows(&distinct.reps);
     let up: Vec<usize> = (0..y.len())
         .filter(|&i| y[i])
@@ -75,14 +65,8 @@ pub fn exact_basis_with(kernel: &Kernel, x: &DMatrix<f64>, y: &[bool], whitened:
     }
 }
 
-/// Distinct rows reordered: those of negatives only first.
-struct Ordered {
-    inner: Distinct,
-    /// Distinct rows with no positive (they come first).
-    n_neg_only: usize,
-}
-
-fn negatives_first(d: Distinct, y: &[bool]) -> Ordered {
+/// Distinct rows reordered, those of negatives only first, and their count.
+fn negatives_first(d: Distinct, y: &[bool]) -> (Distinct, usize) {
     let nu = d.len();
     let mut has_pos = vec![false; nu];
     for (i, &u) in d.map.iter().enumerate() {
@@ -96,13 +80,11 @@ fn negatives_first(d: Distinct, y: &[bool]) -> Ordered {
     for (new, &old) in order.iter().enumerate() {
         new_of[old] = new;
     }
-    Ordered {
-        n_neg_only: has_pos.iter().filter(|&&p| !p).count(),
-        inner: Distinct {
-            map: d.map.iter().map(|&u| new_of[u]).collect(),
-            reps: order.iter().map(|&u| d.reps[u]).collect(),
-        },
-    }
+    let reordered = Distinct {
+        map: d.map.iter().map(|&u| new_of[u]).collect(),
+        reps: order.iter().map(|&u| d.reps[u]).collect(),
+    };
+    (reordered, has_pos.iter().filter(|&&p| !p).count())
 }
 
 /// What one fit reports besides the model.
@@ -126,7 +108,7 @@ pub struct FitOutcome {
     pub seconds: f64,
     /// How the model stores the score's spread (for the record).
     pub spread: serde_json::Value,
-    /// Nyström: how the landmarks were chosen, and EP's start.
+    /// Nyström: how the landmarks were chosen.
     pub landmarks: Option<LandmarkChoice>,
     /// The continuation's path (the final fit).
     pub gamma_path: Option<GammaPath>,
@@ -263,7 +245,7 @@ pub fn fit_exact(
     settings: &EpSettings,
     state: &mut Option<GpEp>,
     ctl: &Control,
-    on_sweep: &mut dyn FnMut(GpSweep<'_>),
+    on_sweep: &mut dyn FnMut(EpSweep),
 ) -> Result<(GpModel, FitOutcome), EngineError> {
     let mut out = run_exact(kernel, x, y, gamma, settings, state, ctl, on_sweep)?;
     let t_spread = std::time::Instant::now();
@@ -291,9 +273,9 @@ pub fn run_exact(
     settings: &EpSettings,
     state: &mut Option<GpEp>,
     ctl: &Control,
-    on_sweep: &mut dyn FnMut(GpSweep<'_>),
+    on_sweep: &mut dyn FnMut(EpSweep),
 ) -> Result<FitOutcome, EngineError> {
-    let basis = exact_basis(kernel, x, y);
+    let basis = exact_basis(kernel, x, y, false);
     let ep = match state {
         Some(ep) => {
             ep.set_basis(basis);
@@ -301,27 +283,7 @@ pub fn run_exact(
         }
         None => state.insert(GpEp::new(basis)),
     };
-    let out = ep.run(gamma, settings, ctl, on_sweep)?;
-    let q = ep.posterior().expect("converged");
-    let map = &ep.basis.distinct.map;
-    Ok(FitOutcome {
-        log_z: out.log_z,
-        sweeps: out.sweeps,
-        eta: out.eta,
-        delta: out.delta,
-        negative_share: out.negative_share,
-        skipped: out.skipped,
-        identical_pairs: ep.identical_pairs(),
-        cold_restart: out.cold_restart,
-        form: ep.basis.form_name(),
-        rank: ep.basis.dim(),
-        mean: map.iter().map(|&u| q.mean[u]).collect(),
-        sd: map.iter().map(|&u| q.var[u].sqrt()).collect(),
-        gamma_path: None,
-        seconds: out.seconds,
-        spread: serde_json::Value::Null,
-        landmarks: None,
-    })
+    ep.run(gamma, settings, ctl, on_sweep)
 }
 
 /// A feature approximation of the GP prior at the training rows.
@@ -376,8 +338,7 @@ pub fn features(
 /// GP-EP through the features `f` of the rows `x` (`features`): linear EP
 /// with prior N(0, I) on them. A CV fold computes its features once and fits
 /// them along the γ grid (`reach` false: one run from the start); the final
-/// fit (`reach` true) reaches γ by the continuation in γ (`details.gamma.path`;
-/// an older spec's `--ep-start classic` too, after Nyström's coarse start).
+/// fit (`reach` true) reaches γ by the continuation in γ (`details.gamma.path`).
 #[allow(clippy::too_many_arguments)]
 pub fn fit_features(
     kernel: &Kernel,
@@ -389,53 +350,39 @@ pub fn fit_features(
     precision: SitePrecision,
     reach: bool,
     ctl: &Control,
-    on_sweep: &mut dyn FnMut(GpSweep<'_>),
+    on_sweep: &mut dyn FnMut(EpSweep),
 ) -> Result<(GpModel, FitOutcome), EngineError> {
-    let (phi, mut landmarks) = (&f.phi, f.landmarks.clone());
+    let phi = &f.phi;
     let r = phi.ncols();
     // Nyström on every distinct row is exact GP-EP in the whitened form
     // (tests compare them); more features than rows only costs.
-    if r > y.len() || (r == y.len() && landmarks.is_none()) {
+    if r > y.len() || (r == y.len() && f.landmarks.is_none()) {
         return Err(EngineError::InvalidParams(format!(
             "the GP feature approximation has {r} features for {} training rows: use the exact GP",
             y.len()
         )));
     }
-    // The coarse start is classic's only: under the continuation its own run
-    // failed in three of four measured fits, costing 6–33% for nothing, and
-    // won 2.4× in one (BENCHMARKS ep-starts16).
-    let coarse = match landmarks {
-        Some(_) if settings.start.is_classic() => {
-            nystrom::coarse_fit(phi, y, gamma, settings, precision, ctl)?
-        }
-        _ => None,
-    };
     let mut lep = LinearEp::new(phi, y, &vec![1.0; r], LinearForm::Primal, precision)?;
-    if let (Some(l), Some(c)) = (landmarks.as_mut(), coarse) {
-        l.start = Some(c.start(&mut lep, gamma));
-    }
     let mut stream = |s: &SweepInfo<'_>, _: &Design| {
-        on_sweep(GpSweep {
+        // No score moments: they would cost n·D² a sweep.
+        on_sweep(EpSweep {
             sweep: s.sweep,
             delta: s.delta,
             log_z: s.log_z,
             eta: s.eta,
             negative_share: s.negative_share,
             skipped: s.skipped,
+            mean: Vec::new(),
+            sd: Vec::new(),
             elapsed: s.elapsed,
-            q: None,
+            inclusion: None,
         })
     };
     let mut gamma_path = None;
     let out = if reach {
-        // An older spec's classic start runs the continuation as it is (after
-        // Nyström's coarse start): no driver retry from the prior.
         let mut lp = LinearPath {
             lep: &mut lep,
-            settings: EpSettings {
-                start: EpStart::Continuation,
-                ..*settings
-            },
+            settings: *settings,
             ctl,
             on_sweep: &mut stream,
         };
@@ -479,7 +426,7 @@ pub fn fit_features(
             sd,
             seconds: out.seconds,
             spread: serde_json::json!({ "kind": "covariance" }),
-            landmarks,
+            landmarks: f.landmarks.clone(),
             gamma_path,
         },
     ))

@@ -2,15 +2,15 @@
 //! over log ℓ from the median-distance heuristic, each fit warm-started from
 //! the last. A coarse grid ℓ0·2^k (k = −2…2, extended past an end that wins,
 //! at most to 2^±6), then golden-section search between the best point's
-//! neighbours to 2% in ℓ.
-//!
-//! (Local to GP-EP for now; meant to move into `engine/select/` with the
-//! other evidence searches.)
+//! neighbours to 2% in ℓ (`select::golden`). The grid is not
+//! `select::maximise`'s (all of a range, from its top): this one is centred on
+//! ℓ0 and grows only past a winning end.
 
 use serde::Serialize;
 
 use crate::engine::error::NonConvergence;
 use crate::engine::interface::EngineError;
+use crate::engine::select::golden;
 
 /// One evaluation of the evidence curve.
 #[derive(Debug, Clone, Serialize)]
@@ -105,29 +105,14 @@ pub fn search(
         });
     }
     // Golden section on ln ℓ between the neighbours.
-    let (mut a, mut b) = (at(grid[bi - 1].0).ln(), at(grid[bi + 1].0).ln());
-    let phi = 0.5 * (5f64.sqrt() - 1.0);
     let (mut best_ln, mut best_z) = (at(bk).ln(), bz);
-    let mut c = b - phi * (b - a);
-    let mut d = a + phi * (b - a);
-    let mut fc = f(c.exp(), &mut curve)?;
-    let mut fd = f(d.exp(), &mut curve)?;
-    while b - a > LN_TOL {
-        if fc >= fd {
-            b = d;
-            d = c;
-            fd = fc;
-            c = b - phi * (b - a);
-            fc = f(c.exp(), &mut curve)?;
-        } else {
-            a = c;
-            c = d;
-            fc = fd;
-            d = a + phi * (b - a);
-            fd = f(d.exp(), &mut curve)?;
-        }
-    }
-    for (x, z) in [(c, fc), (d, fd)] {
+    let inner = golden(
+        &mut |t| f(t.exp(), &mut curve),
+        at(grid[bi - 1].0).ln(),
+        at(grid[bi + 1].0).ln(),
+        LN_TOL,
+    )?;
+    for (x, z) in inner {
         if z > best_z {
             (best_ln, best_z) = (x, z);
         }

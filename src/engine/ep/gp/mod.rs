@@ -4,11 +4,11 @@
 //! - `basis`: q(s) from the sites — the Laplacian B in O(M), the checked
 //!   factorisation, the pair marginals from q's blocks.
 //! - `sweep`: GP-EP's sites and q as a state of the shared sweep driver
-//!   (`ep::driver`: §4's acceptance, damping and stall rules), log Z_EP.
+//!   (`ep::driver`), log Z_EP.
 //! - `fitting`: one fit at a kernel, exact or through Nyström / random Fourier
 //!   features (linear EP on D features), and the score model it yields.
 //! - `nystrom`: how many landmarks (`auto`: by the prior variance they leave
-//!   out) and EP's start from a coarse fit.
+//!   out).
 //! - `lengthscale`: ℓ by maximising log Z_EP.
 
 pub mod basis;
@@ -36,21 +36,8 @@ use crate::engine::gp::{
 use crate::engine::interface::{Control, EngineError, Observer};
 use crate::engine::problem::Problem;
 
-pub use fitting::{FitOutcome, exact_basis, fit_exact, fit_features, full_model, run_exact};
-pub use sweep::{GpEp, GpOutcome, GpSweep};
-
-/// Most training rows whose per-sweep score means and sds go into the events.
-const SWEEP_MOMENTS_MAX_N: usize = 200;
-
-/// The approximation `approx` resolves to for `n` training rows: `Auto` is
-/// exact up to `EXACT_MAX_ROWS` and stays `Auto` above (Nyström, its
-/// landmarks chosen at each kernel by `nystrom::landmarks`).
-pub fn resolve_approx(approx: GpApprox, n: usize) -> GpApprox {
-    match approx {
-        GpApprox::Auto if n <= EXACT_MAX_ROWS => GpApprox::Exact,
-        a => a,
-    }
-}
+pub use fitting::{fit_exact, full_model};
+use sweep::GpEp;
 
 /// `Ep::run` for a GP prior.
 pub(crate) fn run(
@@ -68,7 +55,12 @@ pub(crate) fn run(
     }
     let t0 = Instant::now();
     let n = pb.n();
-    let approx = resolve_approx(gp.approx, n);
+    // `Auto` is exact up to `EXACT_MAX_ROWS` rows, above it Nyström with the
+    // landmarks chosen at each kernel (`nystrom::landmarks`).
+    let approx = match gp.approx {
+        GpApprox::Auto if n <= EXACT_MAX_ROWS => GpApprox::Exact,
+        a => a,
+    };
     let mut sink = Sink::new(obs, &ep.settings);
     sink.emit(Event::Started {
         engine: "ep".into(),
@@ -135,7 +127,7 @@ pub(crate) fn run(
     let mut state: Option<GpEp> = None;
     let fit_at = |ell: f64,
                   state: &mut Option<GpEp>,
-                  on_sweep: &mut dyn FnMut(GpSweep<'_>)|
+                  on_sweep: &mut dyn FnMut(EpSweep)|
      -> Result<_, EngineError> {
         let kernel = gp.kernel_at(ell);
         match approx {
@@ -224,21 +216,7 @@ pub(crate) fn run(
     let ell = search.as_ref().map_or(start, |s| s.best);
 
     // The final fit, its sweeps streamed.
-    let (model, out) = fit_at(ell, &mut state, &mut |s: GpSweep<'_>| {
-        let small = s.q.filter(|q| q.mean.len() <= SWEEP_MOMENTS_MAX_N);
-        sink.emit(Event::EpSweep(EpSweep {
-            sweep: s.sweep,
-            delta: s.delta,
-            log_z: s.log_z,
-            eta: s.eta,
-            negative_share: s.negative_share,
-            skipped: s.skipped,
-            mean: small.map_or_else(Vec::new, |q| q.mean.clone()),
-            sd: small.map_or_else(Vec::new, |q| q.var.iter().map(|v| v.sqrt()).collect()),
-            elapsed: s.elapsed,
-            inclusion: None,
-        }))
-    })?;
+    let (model, out) = fit_at(ell, &mut state, &mut |s| sink.emit(Event::EpSweep(s)))?;
     if out.skipped > 0 {
         sink.emit(Event::Log {
             level: LogLevel::Warn,
@@ -250,15 +228,10 @@ pub(crate) fn run(
     }
     if let Some(l) = &out.landmarks {
         sink.emit(info(format!(
-            "gp: {} Nyström landmarks leave out {:.3}% of the prior variance (largest share of a row's: {:.3}%){}",
+            "gp: {} Nyström landmarks leave out {:.3}% of the prior variance (largest share of a row's: {:.3}%)",
             l.landmarks,
             100.0 * l.residual_trace_share,
             100.0 * l.residual_max,
-            l.start.as_ref().map_or(String::new(), |s| if s.fit.used {
-                format!("; EP started from a {}-landmark fit ({} sweeps)", s.landmarks, s.fit.sweeps)
-            } else {
-                format!("; {}", s.fit.note)
-            })
         )));
     }
     let rank = model.rank();

@@ -3,9 +3,6 @@
 use nalgebra::DMatrix;
 
 use super::super::fitting::{features, fit_exact, fit_features};
-use super::{COARSE_LANDMARKS, coarse_fit, landmarks};
-use crate::engine::ep::design::Form as LinearForm;
-use crate::engine::ep::linear::LinearEp;
 use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::store::Precision;
 use crate::engine::gp::{GpApprox, Kernel};
@@ -39,8 +36,7 @@ fn data() -> (DMatrix<f64>, Vec<bool>) {
 /// under a change of basis: the same log Z_EP, training score moments and
 /// predictions. Linear EP judges Δ on the weights and exact GP-EP on the
 /// scores, so both run to tol = 1e-10, where stopping a sweep apart no longer
-/// shows. The features start from the coarse fit (≥ 2·64 of them): the
-/// start must not move the fixed point. ℓ = 0.15: exact GP-EP in the precision
+/// shows. ℓ = 0.15: exact GP-EP in the precision
 /// form; ℓ = 1: K ill-conditioned, the whitened form (both drop the
 /// directions of relative prior variance below 1e-10).
 #[test]
@@ -71,7 +67,7 @@ fn landmarks_on_every_row_are_exact_gp_ep() {
             false,
             &ctl,
             &mut |w| {
-                assert!(w.q.is_none() && w.delta.is_finite());
+                assert!(w.mean.is_empty() && w.delta.is_finite());
                 last = Some((w.sweep, w.log_z));
             },
         )
@@ -79,18 +75,6 @@ fn landmarks_on_every_row_are_exact_gp_ep() {
         assert_eq!(last, Some((no.sweeps, no.log_z)), "the last sweep streamed");
         let l = no.landmarks.as_ref().unwrap();
         assert!(l.residual_max <= 1e-10, "{l:?}");
-        // ℓ = 0.15: every distinct row is a landmark, EP starts from a coarse
-        // fit; ℓ = 1: fewer than 2·64 landmarks, a cold start.
-        assert_eq!(
-            l.start.as_ref().is_some_and(|s| s.fit.used),
-            no.rank >= 2 * COARSE_LANDMARKS
-        );
-        assert_eq!(
-            no.rank >= 2 * COARSE_LANDMARKS,
-            ell < 0.5,
-            "rank {}",
-            no.rank
-        );
         let (za, zb) = (eo.log_z.unwrap(), no.log_z.unwrap());
         assert!((za - zb).abs() < tol, "ℓ = {ell}: log Z {za} vs {zb}");
         for i in 0..y.len() {
@@ -111,66 +95,18 @@ fn landmarks_on_every_row_are_exact_gp_ep() {
     }
 }
 
-/// The coarse start changes where EP starts, not where it ends: the same
-/// log Z_EP and posterior as a cold run from the prior, in fewer sweeps here.
-#[test]
-fn the_coarse_start_keeps_the_fixed_point() {
-    let (x, y) = data();
-    let k = Kernel::Se { lengthscale: 0.5 };
-    let s = EpSettings {
-        tol: 1e-10,
-        ..EpSettings::default()
-    };
-    let ctl = Control::new();
-    let (phi, _, _) = landmarks(&k, &x, GpApprox::Nystrom { landmarks: 140 });
-    let r = phi.ncols();
-    let new = || LinearEp::new(&phi, &y, &vec![1.0; r], LinearForm::Primal, Precision::F64);
-    let mut cold = new().unwrap();
-    let oc = cold.run(60.0, &s, &ctl, &mut |_, _| {}).unwrap();
-    let coarse = coarse_fit(&phi, &y, 60.0, &s, Precision::F64, &ctl)
-        .unwrap()
-        .unwrap();
-    let mut warm = new().unwrap();
-    assert!(coarse.start(&mut warm, 60.0).fit.used);
-    let ow = warm.run(60.0, &s, &ctl, &mut |_, _| {}).unwrap();
-    let (zc, zw) = (oc.evidence.log_z().unwrap(), ow.evidence.log_z().unwrap());
-    assert!((zc - zw).abs() < 1e-8, "log Z {zc} vs {zw}");
-    let (mc, mw, sd) = (cold.mean(), warm.mean(), cold.sd());
-    for k in 0..r {
-        assert!((mc[k] - mw[k]).abs() < 1e-6 * sd[k], "mean {k}");
-    }
-    assert!(
-        ow.sweeps <= oc.sweeps,
-        "{} vs {} sweeps",
-        ow.sweeps,
-        oc.sweeps
-    );
-    // Too few features for a coarse fit to pay: none.
-    let few = phi.columns(0, 2 * COARSE_LANDMARKS - 1).into_owned();
-    assert!(
-        coarse_fit(&few, &y, 60.0, &s, Precision::F64, &ctl)
-            .unwrap()
-            .is_none()
-    );
-}
-
 /// The final feature fit reaches γ by the continuation (one record shape,
-/// `gamma_path`; no climb) and an older spec's `--ep-start classic` too,
-/// after Nyström's coarse start, landing on the same fixed point; a CV
-/// fold's fit (`reach` false) is one run.
+/// `gamma_path`); a CV fold's fit (`reach` false) is one run.
 #[test]
-fn the_continuation_reaches_the_classic_fixed_point() {
-    use crate::engine::ep::settings::{EpController, EpStart};
+fn the_final_fit_reaches_gamma_by_the_continuation() {
     let (x, y) = data();
     let k = Kernel::Se { lengthscale: 0.5 };
     let ctl = Control::new();
     let f = features(&k, GpApprox::Nystrom { landmarks: 140 }, &x).unwrap();
     let gamma = 4.0 * y.len() as f64;
-    let fit = |start: EpStart, reach: bool| {
+    let fit = |reach: bool| {
         let s = EpSettings {
             tol: 1e-8,
-            start,
-            controller: EpController::Anderson,
             ..EpSettings::default()
         };
         fit_features(
@@ -187,22 +123,9 @@ fn the_continuation_reaches_the_classic_fixed_point() {
         )
         .unwrap()
     };
-    let (_, classic) = fit(EpStart::Classic, true);
-    assert!(classic.gamma_path.is_some());
-    assert!(classic.landmarks.as_ref().unwrap().start.is_some());
-    let (_, cont) = fit(EpStart::Continuation, true);
+    let (_, cont) = fit(true);
     let p = cont.gamma_path.as_ref().expect("the continuation's path");
     assert_eq!(p.target, gamma);
-    assert!(
-        cont.landmarks.as_ref().unwrap().start.is_none(),
-        "no coarse start"
-    );
-    let (zc, zn) = (classic.log_z.unwrap(), cont.log_z.unwrap());
-    assert!((zc - zn).abs() < 1e-5 * zc.abs(), "log Z {zc} vs {zn}");
-    for i in 0..y.len() {
-        let dm = (cont.mean[i] - classic.mean[i]).abs();
-        assert!(dm < 1e-3 * classic.sd[i], "score {i}: {dm}");
-    }
-    let (_, fold) = fit(EpStart::Continuation, false);
+    let (_, fold) = fit(false);
     assert!(fold.gamma_path.is_none());
 }

@@ -1,11 +1,8 @@
 //! GP-EP's state for the shared EP sweep driver (`ep::driver`, ALGORITHMS.md
 //! §4 in score space, §6): every pass updates all pair sites from the same q
 //! (the scalar site maths of `ep::site`, O(1) per site) and writes the damped
-//! update; a sweep rebuilds q from them (`basis`). The driver accepts a state
-//! only if the rebuild is positive definite and every site's new cavity is
-//! valid, halves η otherwise (and keeps it halved), applies the stall and
-//! cycle rules, and declares convergence when `Δ_t < tol·η_t`, Δ on the means
-//! and sds of the distinct rows' scores.
+//! update; a sweep rebuilds q from them (`basis`), accepted only when that is
+//! positive definite. Δ is on the means and sds of the distinct rows' scores.
 //! The sites persist between runs: a run warm-starts from the previous one
 //! (another γ, another length-scale).
 
@@ -14,39 +11,15 @@ use rayon::prelude::*;
 use serde_json::json;
 
 use super::basis::{Basis, Q};
+use super::fitting::FitOutcome;
 use crate::engine::ep::driver;
+use crate::engine::ep::engine::TRACE_MOMENTS_MAX_D;
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::site::{self, Site, StepFactor};
 use crate::engine::ep::sweep_state::{Marginal, Rules, SweepState};
+use crate::engine::event::EpSweep;
 use crate::engine::interface::{Control, EngineError};
-
-/// One accepted sweep.
-pub struct GpSweep<'a> {
-    pub sweep: usize,
-    pub delta: f64,
-    pub log_z: Option<f64>,
-    pub eta: f64,
-    pub negative_share: f64,
-    pub skipped: usize,
-    pub elapsed: f64,
-    /// The score-space moments at the training rows (None for a feature
-    /// approximation: they would cost n·D² a sweep).
-    pub q: Option<&'a Q>,
-}
-
-/// A converged run.
-#[derive(Debug, Clone)]
-pub struct GpOutcome {
-    pub sweeps: usize,
-    pub eta: f64,
-    pub delta: f64,
-    pub log_z: Option<f64>,
-    pub negative_share: f64,
-    pub skipped: usize,
-    pub cold_restart: bool,
-    pub seconds: f64,
-}
 
 /// GP-EP state: the basis, the sites (current, previous, next) and q.
 pub struct GpEp {
@@ -86,11 +59,6 @@ impl GpEp {
     }
     pub fn posterior(&self) -> Option<&Q> {
         self.q.as_ref()
-    }
-    /// Site (K, h) of positive i and negative j.
-    pub fn site(&self, i: usize, j: usize) -> (f64, f64) {
-        let idx = i * self.basis.n_neg() + j;
-        (self.k[idx], self.h[idx])
     }
 
     /// A new basis for the same pairs (another kernel); the sites are kept.
@@ -220,16 +188,14 @@ impl GpEp {
     }
 
     /// EP to convergence at γ from the current state, by the shared sweep
-    /// driver (`ep::driver::run`: acceptance, damping, the stall and cycle
-    /// rules, one retry from the prior when a warm start fails). Δ is judged
-    /// on the distinct rows' score means and sds.
+    /// driver (`ep::driver::run`).
     pub fn run(
         &mut self,
         gamma: f64,
         s: &EpSettings,
         ctl: &Control,
-        on_sweep: &mut dyn FnMut(GpSweep<'_>),
-    ) -> Result<GpOutcome, EngineError> {
+        on_sweep: &mut dyn FnMut(EpSweep),
+    ) -> Result<FitOutcome, EngineError> {
         let g = gamma / self.pairs() as f64;
         if g.is_nan() || g > site::MAX_G {
             return Err(EngineError::InvalidParams(format!(
@@ -245,26 +211,45 @@ impl GpEp {
         let mut st = GpSweepState { ep: self, step };
         let out = driver::run(&mut st, s, rules, ctl, &mut |st, status| {
             let ep = &*st.ep;
-            on_sweep(GpSweep {
+            // The distinct rows' score moments, up to the trace's limit.
+            let q = ep.q.as_ref().expect("rebuilt");
+            let small = q.mean.len() <= TRACE_MOMENTS_MAX_D;
+            on_sweep(EpSweep {
                 sweep: status.sweep,
                 delta: status.delta,
                 log_z: ep.log_z(&status.stats, step),
                 eta: status.eta,
                 negative_share: ep.negative_share(&status.stats),
                 skipped: status.stats.skipped,
+                mean: if small { q.mean.clone() } else { Vec::new() },
+                sd: if small {
+                    q.var.iter().map(|v| v.sqrt()).collect()
+                } else {
+                    Vec::new()
+                },
                 elapsed: status.elapsed,
-                q: Some(ep.q.as_ref().expect("rebuilt")),
+                inclusion: None,
             })
         })?;
-        Ok(GpOutcome {
+        let q = self.q.as_ref().expect("converged");
+        let map = &self.basis.distinct.map;
+        Ok(FitOutcome {
+            log_z: self.log_z(&out.stats, step),
             sweeps: out.sweeps,
             eta: out.eta,
             delta: out.delta,
-            log_z: self.log_z(&out.stats, step),
             negative_share: self.negative_share(&out.stats),
             skipped: out.stats.skipped,
+            identical_pairs: self.identical,
             cold_restart: out.cold_restart,
+            form: self.basis.form_name(),
+            rank: self.basis.dim(),
+            mean: map.iter().map(|&u| q.mean[u]).collect(),
+            sd: map.iter().map(|&u| q.var[u].sqrt()).collect(),
             seconds: out.seconds,
+            spread: serde_json::Value::Null,
+            landmarks: None,
+            gamma_path: None,
         })
     }
 

@@ -2,7 +2,7 @@
 
 use nalgebra::DMatrix;
 
-use super::fitting::exact_basis_with;
+use super::fitting::exact_basis;
 use super::sweep::GpEp;
 use crate::engine::ep::settings::EpSettings;
 use crate::engine::gp::Kernel;
@@ -38,7 +38,7 @@ fn precision_and_whitened_forms_agree() {
         ..EpSettings::default()
     };
     let run = |whitened: bool| {
-        let basis = exact_basis_with(&k, &x, &y, whitened);
+        let basis = exact_basis(&k, &x, &y, whitened);
         assert_eq!(
             basis.form_name(),
             if whitened { "whitened" } else { "precision" }
@@ -71,7 +71,7 @@ fn precision_and_whitened_forms_agree() {
 fn zero_gamma_is_the_prior() {
     let (x, y) = data();
     let k = Kernel::Se { lengthscale: 0.8 };
-    let mut ep = GpEp::new(exact_basis_with(&k, &x, &y, false));
+    let mut ep = GpEp::new(exact_basis(&k, &x, &y, false));
     let out = ep
         .run(0.0, &EpSettings::default(), &Control::new(), &mut |_| {})
         .unwrap();
@@ -89,12 +89,7 @@ fn one_pair_is_exact() {
     let x = DMatrix::from_row_slice(2, 1, &[0.3, -0.9]);
     let y = vec![true, false];
     let g: f64 = 0.8;
-    let mut ep = GpEp::new(exact_basis_with(
-        &Kernel::Se { lengthscale: 0.7 },
-        &x,
-        &y,
-        false,
-    ));
+    let mut ep = GpEp::new(exact_basis(&Kernel::Se { lengthscale: 0.7 }, &x, &y, false));
     let s = EpSettings {
         eta: 1.0,
         tol: 1e-12,
