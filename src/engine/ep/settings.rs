@@ -85,8 +85,7 @@ impl EpPower {
 pub enum EpStart {
     /// Retired (2026-11-30): the former start, from the prior with each
     /// flavour's rescue paths. Read from older specs, it reaches γ by the
-    /// continuation (GP through Nyström: after its coarse start), and the
-    /// record says so (`retired_note`).
+    /// continuation, and the record says so (`retired_note`).
     #[default]
     Classic,
     /// Adaptive continuation in γ from a small γ (`continuation`, ALGORITHMS.md §16).
