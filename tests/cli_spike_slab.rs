@@ -471,6 +471,48 @@ fn colon_split_17_converges_under_anderson_at_classics_fixed_point() {
     assert!((z + 15.660681).abs() < 1e-4 * 15.66, "log Z {z}");
 }
 
+/// Colon split 14 at γ = 23 (= n/2), a cell without an EP fixed point in
+/// reach (issue 28): the direct try and the walk's point at 0.49n end in a
+/// verdict, and the walk hands over to power EP there. It bisected on below
+/// 0.49n before (two more failed points, 640 more sweeps) for the same
+/// answer: α = 0.5 from the prior, log Z −9.263831.
+#[test]
+fn colon_split_14_hands_over_to_power_ep_at_the_walks_first_failure() {
+    let path = "../shared/datasets/colon.csv";
+    if !std::path::Path::new(path).is_file() {
+        eprintln!("skipped: {path} is absent");
+        return;
+    }
+    let a = json(&pacauc(&[
+        "fit",
+        path,
+        "--seed",
+        "14",
+        "--gamma",
+        "23",
+        "--prior",
+        "spike-slab",
+        "--method",
+        "ep",
+        "--is-draws",
+        "0",
+    ]));
+    let power = &a["details"]["power"];
+    assert_eq!(power["alpha"], 0.5, "{power}");
+    let points = power["ep_path"]["points"].as_array().unwrap();
+    let failed: Vec<_> = points.iter().filter(|p| p["converged"] == false).collect();
+    assert_eq!(
+        failed.len(),
+        2,
+        "the direct try and one walk point: {points:?}"
+    );
+    assert_eq!(points.last(), failed.last().copied());
+    let sweeps = power["ep_path"]["sweeps"].as_u64().unwrap();
+    assert!(sweeps < 200, "{sweeps}");
+    let z = a["log_evidence"].as_f64().unwrap();
+    assert!((z + 9.263831485).abs() < 1e-6 * 9.26, "log Z {z}");
+}
+
 /// Fits of glass split 15 at γ = 161 (= n) with the spike-and-slab prior
 /// plus `extra`; None (the test skipped) when the shared data is absent.
 fn glass_split_15() -> Option<impl Fn(&[&str]) -> serde_json::Value> {

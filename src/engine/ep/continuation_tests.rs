@@ -160,6 +160,40 @@ fn a_failed_gamma_that_converges_later_lifts_the_bound() {
     assert!(reached > 90.0, "{reached}");
 }
 
+/// Where power EP follows (`Bisect::HandOver`) the walk ends at its first
+/// failed point after a converged one, with the same typed verdict; before
+/// any converged point a failed γ₀ is still retried smaller.
+#[test]
+fn a_walk_handing_over_ends_at_its_first_failed_point() {
+    let mut m = Mock::new(30.0, f64::INFINITY, false);
+    let err = reach_with(&mut m, 100.0, 10, 1.0, Bisect::HandOver, &mut |_| {}).unwrap_err();
+    let path = EpStop::of(&err).and_then(|s| s.path.clone()).unwrap();
+    let failed: Vec<_> = path.points.iter().filter(|p| !p.converged).collect();
+    assert_eq!(failed.len(), 2, "{path:?}");
+    assert!(failed[0].direct && !path.points.last().unwrap().converged);
+    let shown = err.diagnostics().unwrap();
+    assert_eq!(shown["detail"]["verdict"]["handed_over"], true);
+    assert_eq!(
+        err.non_convergence(),
+        Some(NonConvergence::NoFixedPointInReach)
+    );
+    // The full bisection on the same state fails again and again.
+    let mut m = Mock::new(30.0, f64::INFINITY, false);
+    let err = reach(&mut m, 100.0, 10, 1.0, &mut |_| {}).unwrap_err();
+    let path = EpStop::of(&err).and_then(|s| s.path.clone()).unwrap();
+    assert!(path.points.iter().filter(|p| !p.converged).count() > 3);
+    // γ₀ failing from the prior is retried at γ₀/4 as before.
+    let mut m = Mock::new(f64::INFINITY, 0.3, false);
+    let (out, _) = walk_with(&mut m, 100.0, 10, 1.0, Bisect::HandOver, &mut |_| {}).unwrap();
+    assert_eq!((out, m.runs[0].0, m.runs[1].0), (100.0, 0.625, 0.625 / 4.0));
+    // Where the walk converges it is the full walk, point for point.
+    let mut a = Mock::new(f64::INFINITY, 5.0, false);
+    let mut b = Mock::new(f64::INFINITY, 5.0, false);
+    let pa = reach_with(&mut a, 100.0, 10, 1.0, Bisect::HandOver, &mut |_| {}).unwrap();
+    let pb = reach(&mut b, 100.0, 10, 1.0, &mut |_| {}).unwrap();
+    assert_eq!((pa, a.runs), (pb, b.runs));
+}
+
 /// Where every point converges the path climbs by the largest steps and ends
 /// exactly at the target; κ = ¼ takes steps of ¼ in log γ.
 #[test]

@@ -234,12 +234,20 @@ pub fn run(
                 on_sweep: &mut on_sweep,
                 new_run: &mut || sink.borrow_mut().drop_earlier_sweeps(),
             };
-            continuation::reach(&mut sp, gamma, pb.n(), continuation::KAPPA, &mut |p| {
+            // Where power EP follows, the walk hands over at its first
+            // failed point.
+            let bisect = match s.power.is_auto() {
+                true => continuation::Bisect::HandOver,
+                false => continuation::Bisect::ToMinStep,
+            };
+            let mut log = |p: &continuation::PathPoint| {
                 sink.borrow_mut().emit(Event::Log {
                     level: LogLevel::Info,
                     message: continuation::describe(p).replacen("ep:", "ep spike-slab:", 1),
                 })
-            })
+            };
+            let kappa = continuation::KAPPA;
+            continuation::reach_with(&mut sp, gamma, pb.n(), kappa, bisect, &mut log)
         };
         let ((out, gpath), used) =
             power::run_with_fallback(&settings.ep, &mut attempt, &mut |alpha, why| {
