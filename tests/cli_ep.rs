@@ -296,3 +296,34 @@ fn same_fixed_point(a: &Value, b: &Value) {
         assert!((ma - mb).abs() < 1e-3 * sd, "{ca} vs {cb}");
     }
 }
+
+/// `--gamma auto` on two messy files of docs/ep_auto_dropped.py (copied
+/// here): fold points the walk from the prior cannot reach. Gaussian on
+/// `codes` (sentinel codes 99/999): fold 4 at n/2 drifts from below (warm,
+/// walk and power EP all end in the verdict) and every larger point was
+/// dropped (6); down from EP at n it converges in 58 sweeps. ARD on `ties`:
+/// fold 3 at 16n drifts at the walk's variances; EP from the prior at 16n
+/// converges. Both are reached by `cv::EpWalker::restart`: none dropped.
+#[test]
+fn gamma_auto_keeps_every_grid_point_on_messy_files() {
+    for (file, prior) in [("codes", "gaussian"), ("ties", "ard")] {
+        let path = format!("tests/data/messy_{file}.csv");
+        let v = json(&pacauc(&[
+            "fit",
+            &path,
+            "--method",
+            "ep",
+            "--prior",
+            prior,
+            "--gamma",
+            "auto",
+            "--threads",
+            "1",
+            "--is-draws",
+            "0",
+        ]));
+        let cv = &v["details"]["cv"];
+        assert!(cv["dropped"].as_array().unwrap().is_empty(), "{file}: {cv}");
+        assert!(v.get("details").and_then(|d| d.get("power")).is_none());
+    }
+}
