@@ -330,7 +330,8 @@ impl EpWalker {
 
     /// A point the walk from below did not reach, started where EP's
     /// sites are at the prior: directly at γ (how ARD's final fit starts),
-    /// else at 2γ (one grid step up), warm down to γ. Why: the walk follows
+    /// else at 2γ (one grid step up), warm down to γ; ARD last at the
+    /// prior's variances. Why: the walk follows
     /// the prior's branch of fixed points, which can end (or crawl) below
     /// γ while a fixed point exists at γ: ARD on ionosphere and on ties
     /// at 16n (an orbit, or a drift, at the walk's variances), Gaussian EP
@@ -343,30 +344,27 @@ impl EpWalker {
         ep: &EpSettings,
         ctl: &Control,
     ) -> Result<usize, EngineError> {
-        let spent = match self.run_from_prior(gamma, gamma, vars, ep, ctl) {
-            Err(e @ EngineError::NotConverged { .. }) => EpStop::sweeps_of(&e),
-            res => return res,
-        };
-        let res = self.run_from_prior(2.0 * gamma, gamma, vars, ep, ctl);
-        let prior_vars = std::mem::take(&mut self.prior_vars);
-        let res = match res {
-            // ARD: last, at the prior's variances, as the final fit starts
-            // (variances an ARD loop cut short at `ard_iters` can leave EP
-            // without a fixed point in reach: reproduce's spect_train
-            // split 2 at 16n, folds 3 and 4, with --ard-iters 30 and 40
-            // but not 20, 60 or 100).
-            Err(e @ EngineError::NotConverged { .. })
-                if self.ard.is_some() && vars != prior_vars.as_slice() =>
-            {
-                let more = EpStop::sweeps_of(&e);
-                self.run_from_prior(gamma, gamma, &prior_vars, ep, ctl)
-                    .map(|s| s + more)
-                    .map_err(|r| add_sweeps(r, more))
+        // Variances an ARD loop cut short at `ard_iters` can leave EP without
+        // a fixed point in reach (reproduce's spect_train split 2 at 16n,
+        // folds 3 and 4, with --ard-iters 30 and 40 but not 20, 60 or 100).
+        let prior_vars = self.prior_vars.clone();
+        let mut tries = vec![(gamma, vars), (2.0 * gamma, vars)];
+        if self.ard.is_some() && vars != prior_vars.as_slice() {
+            tries.push((gamma, &prior_vars));
+        }
+        let mut spent = 0;
+        let mut last = None;
+        for (start, v) in tries {
+            match self.run_from_prior(start, gamma, v, ep, ctl) {
+                Err(e @ EngineError::NotConverged { .. }) => {
+                    let own = EpStop::sweeps_of(&e);
+                    last = Some(add_sweeps(e, spent));
+                    spent += own;
+                }
+                res => return res.map(|s| s + spent).map_err(|e| add_sweeps(e, spent)),
             }
-            res => res,
-        };
-        self.prior_vars = prior_vars;
-        res.map(|s| s + spent).map_err(|e| add_sweeps(e, spent))
+        }
+        Err(last.expect("at least one try"))
     }
 
     /// EP from the prior at `start` (at `vars`), then warm at γ (ARD: tuned).
