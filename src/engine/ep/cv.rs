@@ -12,31 +12,30 @@
 //!
 //! The folds' converged posteriors (EP's coordinates, primal form) are kept,
 //! and their average at the chosen point is returned as a start for the
-//! final fit (`CvOutcome::start`): a fold's posterior at c·n_fold is close to
+//! final fit (`EpCv::start_at`): a fold's posterior at c·n_fold is close to
 //! the whole training set's at c·n, and a cold start at a large chosen γ can
 //! cycle where the folds converged warm (EEG at 16n: the cold attempt and the
 //! climb along the grid were 88 of 216 s).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DVector;
 
 use super::ard::{self, ArdSettings};
 use super::continuation;
 use super::design::Form;
+use super::engine::Ep;
+use super::folds::FoldFlavour;
 use super::linear::{LinearEp, LinearPath};
 use super::pair_ep::PairEp;
 use super::posterior::Posterior;
-use super::power;
+
 use super::settings::EpSettings;
 use super::stop::EpStop;
 use super::store::Precision;
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::pairs::PairSampling;
-use crate::engine::select::{
-    CvMethod, CvNames, CvReport, CvSpec, FoldData, GridWalker, MEMORY_BUDGET, PointFit, Walk,
-    cross_validate as select_cv,
-};
+use crate::engine::select::{CvSpec, FoldData, MEMORY_BUDGET, Walk};
 
 /// The smallest multiple of n the grid is extended down to.
 pub const MIN_OVER_N: f64 = 1.0 / 1024.0;
@@ -54,15 +53,6 @@ pub fn default_grid() -> Vec<f64> {
     (-4..=4).map(|k| 2f64.powi(k)).collect()
 }
 
-/// The names of γ/n's cross-validation for an EP flavour (log prefix `prefix`).
-pub fn gamma_names(prefix: &'static str) -> CvNames {
-    CvNames {
-        prefix,
-        parameter: "gamma_over_n",
-        unit: "sweeps",
-    }
-}
-
 /// The CV of γ/n every EP flavour runs: walked upwards (warm starts, and
 /// failures only get likelier with γ), extended down to `MIN_OVER_N`.
 pub fn gamma_spec(folds: usize, seed: u64, grid_over_n: &[f64]) -> CvSpec {
@@ -74,25 +64,6 @@ pub fn gamma_spec(folds: usize, seed: u64, grid_over_n: &[f64]) -> CvSpec {
         extend_below_to: Some(MIN_OVER_N),
         memory_budget: MEMORY_BUDGET,
     }
-}
-
-/// A grid point of γ/n as text ("γ = 0.5n").
-pub fn gamma_label(c: f64) -> String {
-    format!("γ = {c}n")
-}
-
-pub struct CvSettings<'a> {
-    pub grid_over_n: &'a [f64],
-    pub folds: usize,
-    pub seed: u64,
-    pub form: Form,
-    pub precision: Precision,
-    pub ep: &'a EpSettings,
-    /// Tune ARD variances inside every fold (None: fixed `vars`).
-    pub ard: Option<&'a ArdSettings>,
-    /// Sites on a sample of pairs: each fold draws its own, of the size that
-    /// keeps the share of its pairs (`pairs::PairSample`).
-    pub pairs: Option<PairSampling>,
 }
 
 /// Folds with at least this many pairs store their sites in f32 when the
@@ -127,17 +98,8 @@ pub const START_MAX_DIM: usize = 256;
 /// A fold's converged posterior at a grid point (fold, γ/n, q).
 type FoldPosterior = (usize, f64, Posterior);
 
-/// The cross-validation's report and the final fit's start.
-pub struct CvOutcome {
-    pub report: CvReport,
-    /// The average of the folds' posteriors at the chosen point (mean of the
-    /// means, mean of the covariances), in EP's coordinates; None when some
-    /// fold kept none (reduced form, ARD, more than `START_MAX_DIM` coordinates).
-    pub start: Option<Posterior>,
-}
-
-/// EP as a cross-validated method.
-struct EpCv<'a> {
+/// Gaussian or ARD EP as a flavour of the CV (`folds`).
+pub(super) struct EpCv<'a> {
     vars: &'a [f64],
     form: Form,
     precision: Precision,
@@ -147,12 +109,26 @@ struct EpCv<'a> {
     /// n+ · n− of all the rows (a fold's sample keeps its share of B).
     all_pairs: usize,
     /// The folds' converged posteriors, for the final fit's start.
-    kept: Arc<Mutex<Vec<FoldPosterior>>>,
-    /// The folds' points answered by power EP (new driver, no ARD).
-    powered: Arc<Mutex<Vec<Powered>>>,
+    kept: Mutex<Vec<FoldPosterior>>,
 }
 
-impl EpCv<'_> {
+impl<'a> EpCv<'a> {
+    /// The folds of `ep`'s run on labels `y` at the prior's `vars` (ARD:
+    /// tuned in every fold).
+    pub(super) fn new(ep: &'a Ep, vars: &'a [f64], ard_on: bool, y: &[bool]) -> EpCv<'a> {
+        let pos = y.iter().filter(|&&b| b).count();
+        EpCv {
+            vars,
+            form: ep.form,
+            precision: ep.precision,
+            ep: fold_settings(&ep.settings),
+            ard: ard_on.then_some(&ep.ard),
+            pairs: ep.pairs,
+            all_pairs: pos * (y.len() - pos),
+            kept: Mutex::new(Vec::new()),
+        }
+    }
+
     /// The size of a fold's pair sample.
     fn fold_sample(&self, positives: usize, negatives: usize) -> Option<PairSampling> {
         self.pairs.map(|s| PairSampling {
@@ -165,26 +141,33 @@ impl EpCv<'_> {
 }
 
 /// One fold's EP state, warm-started along the grid.
-struct EpWalker {
+pub(super) struct EpWalker {
     lep: LinearEp,
-    ep: EpSettings,
     ard: Option<ArdSettings>,
     /// The prior's variances (ARD's final fit starts there).
     prior_vars: Vec<f64>,
-    /// Where to keep the converged posteriors (None: not kept).
-    kept: Option<Arc<Mutex<Vec<FoldPosterior>>>>,
-    powered: Arc<Mutex<Vec<Powered>>>,
+    /// Whether the converged posteriors are kept (`EpCv::start_at`).
+    keep: bool,
 }
 
-impl CvMethod for EpCv<'_> {
-    type Walker = EpWalker;
+impl FoldFlavour for EpCv<'_> {
+    type State = EpWalker;
+    const PREFIX: &'static str = "ep";
 
-    fn names(&self) -> CvNames {
-        gamma_names("ep")
+    fn fold_settings(&self) -> &EpSettings {
+        &self.ep
     }
 
-    fn label(&self, c: f64) -> String {
-        gamma_label(c)
+    /// The average of the folds' posteriors at the chosen point (mean of the
+    /// means, mean of the covariances), in EP's coordinates; None when some
+    /// fold kept none (reduced form, ARD, more than `START_MAX_DIM` coordinates).
+    fn start_at(&self, chosen: f64, folds: usize) -> Option<Posterior> {
+        average_at(&self.kept.lock().expect("a fold panicked"), chosen, folds)
+    }
+
+    /// ARD tunes its variances at every point: no power EP there.
+    fn powered(&self) -> bool {
+        self.ard.is_none()
     }
 
     fn start(&self, fold: &FoldData) -> Result<EpWalker, EngineError> {
@@ -207,11 +190,9 @@ impl CvMethod for EpCv<'_> {
             self.ard.is_none() && !lep.design().is_reduced() && lep.design().dim() <= START_MAX_DIM;
         Ok(EpWalker {
             lep,
-            ep: self.ep,
             ard: self.ard.copied(),
             prior_vars: self.vars.to_vec(),
-            kept: keep.then(|| Arc::clone(&self.kept)),
-            powered: Arc::clone(&self.powered),
+            keep,
         })
     }
 
@@ -220,33 +201,45 @@ impl CvMethod for EpCv<'_> {
         let precision = fold_precision(self.precision, positives * negatives);
         PairEp::memory_bytes(positives, negatives, d, precision, sampled)
     }
-}
 
-impl GridWalker for EpWalker {
     /// Warm from the fold's last point; as the final fit reaches γ when
-    /// that fails (`warm_or_walk`, `with_power`).
-    fn fit(&mut self, c: f64, fold: &FoldData, ctl: &Control) -> Result<PointFit, EngineError> {
+    /// that fails (`warm_or_walk`); power EP's tries from the prior by the
+    /// continuation (`continuation::reach`), as the final fit answers.
+    fn reach(
+        &self,
+        w: &mut EpWalker,
+        c: f64,
+        fold: &FoldData,
+        s: &EpSettings,
+        first: bool,
+        ctl: &Control,
+    ) -> Result<usize, EngineError> {
         let n = fold.ytr.len();
         let gamma = c * n as f64;
-        let ep = self.ep;
-        let res = if self.ard.is_some() {
-            self.warm_or_walk(gamma, n, &ep, ctl)
-        } else {
-            self.with_power(c, fold.fold, n, ctl)
+        if first {
+            return w.warm_or_walk(gamma, n, s, ctl);
+        }
+        w.lep.state_mut().reset();
+        let mut lp = LinearPath {
+            lep: &mut w.lep,
+            settings: *s,
+            ctl,
+            on_sweep: &mut |_, _| {},
         };
-        let lep = &mut self.lep;
-        if res.is_ok()
-            && let Some(kept) = &self.kept
-        {
-            let q = lep.state().posterior().expect("converged").clone();
-            kept.lock()
+        continuation::reach(&mut lp, gamma, n, continuation::KAPPA, &mut |_| {})
+            .map(|(_, path)| path.sweeps)
+    }
+
+    fn scores(&self, w: &EpWalker, c: f64, fold: &FoldData) -> Vec<f64> {
+        if w.keep {
+            let q = w.lep.state().posterior().expect("converged").clone();
+            self.kept
+                .lock()
                 .expect("a fold panicked")
                 .push((fold.fold, c, q));
         }
-        point_fit(res.map(|iterations| {
-            let m = DVector::from_vec(lep.mean());
-            ((&fold.xte * m).iter().copied().collect(), iterations)
-        }))
+        let m = DVector::from_vec(w.lep.mean());
+        (&fold.xte * m).iter().copied().collect()
     }
 }
 
@@ -389,95 +382,10 @@ impl EpWalker {
             .map(|s| s + first)
             .map_err(|e| add_sweeps(e, first))
     }
-
-    /// Gaussian EP: `warm_or_walk`, and where EP ends in a verdict power EP
-    /// from the prior (`continuation::reach`), as the final fit answers.
-    fn with_power(
-        &mut self,
-        c: f64,
-        fold: usize,
-        n: usize,
-        ctl: &Control,
-    ) -> Result<usize, EngineError> {
-        let (gamma, base, powered) = (c * n as f64, self.ep, Arc::clone(&self.powered));
-        let mut first = true;
-        with_power(&base, (fold, c), &powered, |s| {
-            if std::mem::take(&mut first) {
-                return self.warm_or_walk(gamma, n, s, ctl);
-            }
-            self.lep.state_mut().reset();
-            let mut lp = LinearPath {
-                lep: &mut self.lep,
-                settings: *s,
-                ctl,
-                on_sweep: &mut |_, _| {},
-            };
-            continuation::reach(&mut lp, gamma, n, continuation::KAPPA, &mut |_| {})
-                .map(|(_, path)| path.sweeps)
-        })
-    }
-}
-
-/// A fold's point (fold, γ/n) as the final fit answers γ: `attempt` at the
-/// run's settings, and where EP ends in a verdict along `FALLBACK_POWERS`
-/// (`power::run_with_fallback`); the sweeps count the failed attempts' too,
-/// and a point power EP answered is kept in `powered`.
-pub fn with_power(
-    ep: &EpSettings,
-    (fold, c): (usize, f64),
-    powered: &Mutex<Vec<Powered>>,
-    mut attempt: impl FnMut(&EpSettings) -> Result<usize, EngineError>,
-) -> Result<usize, EngineError> {
-    let mut spent = 0;
-    let counted = |s: &EpSettings| {
-        let res = attempt(s);
-        if let Err(e) = &res {
-            spent += EpStop::sweeps_of(e);
-        }
-        res
-    };
-    let (sweeps, used) = power::run_with_fallback(ep, counted, &mut |_, _| {}).map_err(|e| {
-        // The last failure's own sweeps are in `spent` already.
-        let own = EpStop::sweeps_of(&e);
-        add_sweeps(e, spent.saturating_sub(own))
-    })?;
-    note_power(powered, fold, c, &used);
-    Ok(sweeps + spent)
-}
-
-/// A fold's point answered by power EP: (fold, γ/n, α, EP's failure).
-pub type Powered = (usize, f64, f64, String);
-
-/// Keeps a fold's point when power EP's fallback answered it.
-fn note_power(powered: &Mutex<Vec<Powered>>, fold: usize, c: f64, used: &power::PowerUsed) {
-    if used.chosen_by == "fallback" {
-        let why = used.ep_failure.clone().unwrap_or_default();
-        powered
-            .lock()
-            .expect("a fold panicked")
-            .push((fold, c, used.alpha, why));
-    }
-}
-
-/// The log lines of the fold points power EP answered, in fold and γ order
-/// (the same whatever the thread count).
-pub fn power_notes(prefix: &str, powered: &Mutex<Vec<Powered>>) -> Vec<String> {
-    let mut p = powered.lock().expect("a fold panicked").clone();
-    p.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
-    p.into_iter()
-        .map(|(f, c, alpha, why)| {
-            format!(
-                "{prefix} cv: fold {}, {}: no EP fixed point in reach ({why}); scored by power EP \
-                 at α = {alpha}, as the final fit would answer there",
-                f + 1,
-                gamma_label(c)
-            )
-        })
-        .collect()
 }
 
 /// A failure after earlier attempts carries their sweeps too (the CV's work).
-fn add_sweeps(e: EngineError, earlier: usize) -> EngineError {
+pub(super) fn add_sweeps(e: EngineError, earlier: usize) -> EngineError {
     match EpStop::of(&e).cloned() {
         Some(stop) => e.with_account(EpStop {
             sweeps: stop.sweeps + earlier,
@@ -509,63 +417,6 @@ fn average_at(kept: &[FoldPosterior], c: f64, folds: usize) -> Option<Posterior>
         log_det_q: f64::NAN,
         r_v_r: f64::NAN,
     })
-}
-
-/// An EP fit at a grid point (held-out scores and sweeps) as the CV's
-/// `PointFit`: non-convergence fails the point (its reason, and its sweeps
-/// from EP's account); any other error ends the CV.
-pub fn point_fit(res: Result<(Vec<f64>, usize), EngineError>) -> Result<PointFit, EngineError> {
-    match res {
-        Ok((scores, iterations)) => Ok(PointFit::Scored { scores, iterations }),
-        Err(e) => {
-            let iterations = EpStop::sweeps_of(&e);
-            match e {
-                EngineError::NotConverged {
-                    reason, message, ..
-                } => Ok(PointFit::Failed {
-                    reason,
-                    message,
-                    iterations,
-                }),
-                e => Err(e),
-            }
-        }
-    }
-}
-
-/// Runs the cross-validation of γ/n; `log` receives one line per grid point and fold.
-pub fn cross_validate(
-    x: &DMatrix<f64>,
-    y: &[bool],
-    vars: &[f64],
-    cv: &CvSettings<'_>,
-    ctl: &Control,
-    log: &mut dyn FnMut(String),
-) -> Result<CvOutcome, EngineError> {
-    let kept = Arc::new(Mutex::new(Vec::new()));
-    let method = EpCv {
-        vars,
-        form: cv.form,
-        precision: cv.precision,
-        ep: fold_settings(cv.ep),
-        ard: cv.ard,
-        pairs: cv.pairs,
-        all_pairs: {
-            let pos = y.iter().filter(|&&b| b).count();
-            pos * (y.len() - pos)
-        },
-        kept: Arc::clone(&kept),
-        powered: Arc::new(Mutex::new(Vec::new())),
-    };
-    let spec = gamma_spec(cv.folds, cv.seed, cv.grid_over_n);
-    let report = select_cv(x, y, &spec, &method, ctl, log)?;
-    power_notes("ep", &method.powered)
-        .into_iter()
-        .for_each(&mut *log);
-    drop(method);
-    let kept = kept.lock().expect("a fold panicked");
-    let start = average_at(&kept, report.chosen, cv.folds);
-    Ok(CvOutcome { report, start })
 }
 
 #[cfg(test)]

@@ -1,7 +1,50 @@
 //! Tests of `cv`: the grid's extension, the folds' start.
 
 use super::*;
+use crate::engine::ep::folds;
 use crate::engine::ep::tests::toy;
+use crate::engine::select::CvReport;
+use nalgebra::DMatrix;
+
+pub struct CvSettings<'a> {
+    pub grid_over_n: &'a [f64],
+    pub folds: usize,
+    pub seed: u64,
+    pub form: Form,
+    pub precision: Precision,
+    pub ep: &'a EpSettings,
+    pub ard: Option<&'a ArdSettings>,
+    pub pairs: Option<PairSampling>,
+}
+
+pub struct CvOutcome {
+    pub report: CvReport,
+    pub start: Option<Posterior>,
+}
+
+/// The run's CV of γ/n (`run::run`) with these settings.
+pub fn cross_validate(
+    x: &DMatrix<f64>,
+    y: &[bool],
+    vars: &[f64],
+    cv: &CvSettings<'_>,
+    ctl: &Control,
+    log: &mut dyn FnMut(String),
+) -> Result<CvOutcome, EngineError> {
+    let ep = Ep {
+        settings: *cv.ep,
+        form: cv.form,
+        precision: cv.precision,
+        ard: cv.ard.copied().unwrap_or_default(),
+        pairs: cv.pairs,
+        ..Ep::default()
+    };
+    let method = EpCv::new(&ep, vars, cv.ard.is_some(), y);
+    let spec = gamma_spec(cv.folds, cv.seed, cv.grid_over_n);
+    let report = folds::cross_validate(x, y, &spec, &method, ctl, log)?;
+    let start = method.start_at(report.chosen, cv.folds);
+    Ok(CvOutcome { report, start })
+}
 
 fn settings<'a>(grid: &'a [f64], ep: &'a EpSettings) -> CvSettings<'a> {
     CvSettings {

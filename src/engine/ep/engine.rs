@@ -8,18 +8,18 @@ use serde_json::json;
 
 use super::ard::{self, ArdSettings};
 use super::continuation;
-use super::cv::{self, CvSettings};
+use super::cv::{self, EpCv};
 use super::design::{Design, Form};
+use super::folds::FoldFlavour;
 use super::linear::{LinearEp, LinearPath};
 use super::outcome::SweepInfo;
-use super::power;
+use super::run::{self, Chosen, Final, Flavour, Work};
 use super::settings::{EpSettings, EpStart};
 use super::spike_slab::SiteStepRule;
 use super::store::Precision;
 use crate::engine::event::{EpSweep, Event, LogLevel};
-use crate::engine::fit::{EngineKind, Fit, ScoreModel};
+use crate::engine::fit::Fit;
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
-use crate::engine::numerics::isa::detected_isa;
 use crate::engine::pairs::PairSampling;
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
@@ -36,17 +36,6 @@ pub enum GammaMode {
         folds: usize,
         seed: u64,
     },
-}
-
-impl GammaMode {
-    /// The γ a run's `Started` event announces: the problem's, or NaN while
-    /// cross-validation has yet to choose it (the run logs the choice).
-    pub fn announced(&self, problem_gamma: f64) -> f64 {
-        match self {
-            GammaMode::Fixed => problem_gamma,
-            GammaMode::Cv { .. } => f64::NAN,
-        }
-    }
 }
 
 /// Expectation Propagation for the AUC Gibbs posterior with a Gaussian (or ARD) prior.
@@ -117,12 +106,32 @@ impl<'a> Sink<'a> {
             kept_from: 0,
         };
         if let Some(note) = s.controller.retired_note() {
-            sink.emit(Event::Log {
-                level: LogLevel::Warn,
-                message: note.into(),
-            });
+            sink.warn(note.into());
         }
         sink
+    }
+
+    pub(crate) fn info(&mut self, message: String) {
+        self.emit(Event::Log {
+            level: LogLevel::Info,
+            message,
+        });
+    }
+
+    pub(crate) fn warn(&mut self, message: String) {
+        self.emit(Event::Log {
+            level: LogLevel::Warn,
+            message,
+        });
+    }
+
+    /// The warning of a run that skipped near-identical pairs.
+    pub(crate) fn warn_skipped(&mut self, prefix: &str, skipped: usize) {
+        if skipped > 0 {
+            self.warn(format!(
+                "{prefix}: {skipped} near-identical pairs were skipped; log Z_EP is not reported"
+            ));
+        }
     }
 
     pub(crate) fn emit(&mut self, e: Event) {
@@ -177,70 +186,53 @@ impl Engine for Ep {
         self.settings
             .validate()
             .map_err(EngineError::InvalidParams)?;
-        let t0 = Instant::now();
-        let d = pb.d();
         let (vars, ard_on) = match &pb.prior {
-            Prior::Gaussian { var } => (vec![*var; d], false),
+            Prior::Gaussian { var } => (vec![*var; pb.d()], false),
             Prior::Ard { vars } => (vars.clone(), true),
             Prior::SpikeSlab { .. } => return super::spike_slab::engine::run(self, pb, ctl, obs),
             Prior::Gp(gp) => return super::gp::run(self, pb, gp, ctl, obs),
         };
-        let sink = RefCell::new(Sink::new(obs, &self.settings));
-        let log = |m: String| Event::Log {
-            level: LogLevel::Info,
-            message: m,
+        let mut flavour = Linear {
+            ep: self,
+            vars,
+            ard_on,
         };
-        sink.borrow_mut().emit(Event::Started {
-            engine: "ep".into(),
-            n: pb.n(),
-            d,
-            pairs: pb.pairs(),
-            gamma: self.gamma.announced(pb.gamma),
-        });
+        run::run(&mut flavour, self, pb, ctl, obs)
+    }
+}
 
-        // γ.
-        let t_cv = Instant::now();
-        let (gamma, cv_result, cv_start) = match &self.gamma {
-            GammaMode::Fixed => (pb.gamma, None, None),
-            GammaMode::Cv {
-                grid_over_n,
-                folds,
-                seed,
-            } => {
-                let cvs = CvSettings {
-                    grid_over_n,
-                    folds: *folds,
-                    seed: *seed,
-                    form: self.form,
-                    precision: self.precision,
-                    ep: &self.settings,
-                    ard: ard_on.then_some(&self.ard),
-                    pairs: self.pairs,
-                };
-                let cv::CvOutcome { report: r, start } =
-                    cv::cross_validate(&pb.x, &pb.y, &vars, &cvs, ctl, &mut |m| {
-                        sink.borrow_mut().emit(log(m))
-                    })?;
-                let g = r.chosen * pb.n() as f64;
-                sink.borrow_mut().emit(log(format!(
-                    "ep: γ = {}n = {g} by {folds}-fold CV (EP in the folds converged to \
-                     tol = {:e}, {}× the final fit's)",
-                    r.chosen,
-                    cv::fold_settings(&self.settings).tol,
-                    cv::FOLD_TOL_FACTOR
-                )));
-                (g, Some(r), start)
-            }
-        };
-        let cv_seconds = t_cv.elapsed().as_secs_f64();
+/// Gaussian or ARD EP as a flavour of the run.
+struct Linear<'a> {
+    ep: &'a Ep,
+    /// The prior's variances.
+    vars: Vec<f64>,
+    ard_on: bool,
+}
 
-        // The final fit, its sweeps streamed.
+impl Flavour for Linear<'_> {
+    const PREFIX: &'static str = "ep";
+    const SCORE: &'static str = "<θ, x_i − x_j>";
+
+    fn folds(&self, pb: &Problem) -> impl FoldFlavour {
+        EpCv::new(self.ep, &self.vars, self.ard_on, &pb.y)
+    }
+
+    fn fit(
+        &mut self,
+        pb: &Problem,
+        gamma: f64,
+        cv_result: Option<&Chosen>,
+        sink: &RefCell<Sink<'_>>,
+        ctl: &Control,
+        t0: Instant,
+    ) -> Result<Final, EngineError> {
+        let (ep, d) = (self.ep, pb.d());
         let t_ep = Instant::now();
-        let sampling = self.pairs.map(|s| (s, &[][..]));
+        let sampling = ep.pairs.map(|s| (s, &[][..]));
         let mut lep =
-            LinearEp::with_pairs(&pb.x, &pb.y, &vars, self.form, self.precision, sampling)?;
+            LinearEp::with_pairs(&pb.x, &pb.y, &self.vars, ep.form, ep.precision, sampling)?;
         lep.state_mut()
-            .set_evidence_every_sweep(self.evidence_every_sweep);
+            .set_evidence_every_sweep(ep.evidence_every_sweep);
         let design_reduced = lep.design().is_reduced();
         let rank = lep.design().dim();
         let mut on_sweep = |s: &SweepInfo<'_>, design: &Design| {
@@ -268,31 +260,31 @@ impl Engine for Ep {
         // The continuation's path (None: ARD).
         let mut gamma_path = None;
         // Which power EP α the answer is (`power`; None: ARD, EP's own).
-        let mut power_used: Option<power::PowerUsed> = None;
-        let (outcome, ard_result) = if ard_on {
+        let mut power_used = None;
+        let (outcome, ard_result) = if self.ard_on {
             let r = ard::optimise(
                 &mut lep,
                 gamma,
-                &self.settings,
-                &self.ard,
+                &ep.settings,
+                &ep.ard,
                 ctl,
                 &mut on_sweep,
                 &mut |st| {
                     let mut sk = sink.borrow_mut();
                     // The record keeps the sweeps of the last EP run only.
                     sk.drop_earlier_sweeps();
-                    sk.emit(log(format!(
+                    sk.info(format!(
                         "ep ard: iteration {}, log Z_EP = {}, largest change of log ϑ {:.3e}",
                         st.iteration,
                         st.log_z.map_or("-".into(), |z| format!("{z:.6}")),
                         st.max_change
-                    )));
+                    ));
                 },
             )?;
             (r.outcome.clone(), Some(r))
         } else {
-            // EP, or power EP where EP has no fixed point in reach (`power`).
-            let mut attempt = |s: &EpSettings| {
+            let cv_start = cv_result.and_then(|c| c.start.as_ref());
+            let attempt = |s: &EpSettings| {
                 let mut start = "prior";
                 if !lep.state().sites_are_zero() {
                     lep.state_mut().reset();
@@ -301,11 +293,7 @@ impl Engine for Ep {
                 // older spec's `--ep-start classic` runs it as well):
                 // directly from the folds' average posterior when there is
                 // one, else from the prior; the walk in γ if that fails.
-                if cv_result.is_some()
-                    && cv_start
-                        .as_ref()
-                        .is_some_and(|q0| lep.start_from(q0, gamma))
-                {
+                if cv_start.is_some_and(|q0| lep.start_from(q0, gamma)) {
                     start = "cv_folds";
                 }
                 // The retired classic start runs the continuation as it is:
@@ -321,7 +309,7 @@ impl Engine for Ep {
                 };
                 let (out, path) =
                     continuation::reach(&mut lp, gamma, pb.n(), continuation::KAPPA, &mut |p| {
-                        sink.borrow_mut().emit(log(continuation::describe(p)))
+                        sink.borrow_mut().info(continuation::describe(p))
                     })?;
                 let how = if path.points.len() > 1 {
                     "continuation"
@@ -330,63 +318,42 @@ impl Engine for Ep {
                 };
                 Ok((out, how, path))
             };
-            let ((out, start, path), used) =
-                power::run_with_fallback(&self.settings, &mut attempt, &mut |alpha, why| {
-                    let mut sk = sink.borrow_mut();
-                    sk.drop_earlier_sweeps();
-                    sk.emit(log(power::fallback_note("ep", alpha, why)));
-                })?;
-            (final_start, gamma_path) = (start, Some(path));
-            power_used = Some(used);
+            let ((out, start, path), used) = run::with_fallback(&ep.settings, "ep", sink, attempt)?;
+            (final_start, gamma_path, power_used) = (start, Some(path), Some(used));
             (out, None)
         };
         let ep_seconds = t_ep.elapsed().as_secs_f64();
+        let mut sink = sink.borrow_mut();
         if let Some(st) = lep.sampled_start() {
-            sink.borrow_mut().emit(log(format!(
+            sink.info(format!(
                 "ep: started from EP on a sample of {} pairs ({} sweeps to tol {:e}, {:.1} s): {}",
                 st.pairs, st.sweeps, st.tol, st.seconds, st.note
-            )));
+            ));
         }
         let mean = lep.mean();
         let sd = lep.sd();
-        let mut sink = sink.into_inner();
         if let Some(r) = &ard_result
             && !r.converged
         {
-            sink.emit(Event::Log {
-                level: LogLevel::Warn,
-                message: format!(
-                    "ep ard: variances still moving after {} iterations",
-                    r.trace.len()
-                ),
-            });
+            sink.warn(format!(
+                "ep ard: variances still moving after {} iterations",
+                r.trace.len()
+            ));
         }
-        if outcome.stats.skipped > 0 {
-            sink.emit(Event::Log {
-                level: LogLevel::Warn,
-                message: format!(
-                    "ep: {} near-identical pairs were skipped; log Z_EP is not reported",
-                    outcome.stats.skipped
-                ),
-            });
-        }
-
-        let pairs_report = self.pairs.map(|s| {
+        sink.warn_skipped("ep", outcome.stats.skipped);
+        let pairs_report = ep.pairs.map(|s| {
             let sample = lep.state().sample().expect("sampled");
             let (mp, mn) = lep.class_scores(&mean);
             let risk = sample.risk(&mp, &mn);
             let noise = sample.gamma_noise(gamma, risk);
             if noise > 0.5 {
-                sink.emit(Event::Log {
-                    level: LogLevel::Warn,
-                    message: format!(
-                        "ep: the pair sample is small for this γ: γ·sd(R_B) = {noise:.2} (B = {}, \
-                         sampled risk {risk:.4}); the sampled posterior can differ from the \
-                         all-pairs one — use more pairs (B ≫ γ²R(1 − R) = {:.3e}) or a smaller γ",
-                        sample.len(),
-                        gamma * gamma * risk * (1.0 - risk)
-                    ),
-                });
+                sink.warn(format!(
+                    "ep: the pair sample is small for this γ: γ·sd(R_B) = {noise:.2} (B = {}, \
+                     sampled risk {risk:.4}); the sampled posterior can differ from the \
+                     all-pairs one — use more pairs (B ≫ γ²R(1 − R) = {:.3e}) or a smaller γ",
+                    sample.len(),
+                    gamma * gamma * risk * (1.0 - risk)
+                ));
             }
             json!({
                 "sampled": sample.len(), "all": lep.all_pairs(), "seed": s.seed,
@@ -394,72 +361,28 @@ impl Engine for Ep {
                 "note": "sites on B pairs drawn uniformly with replacement, once for the run; γ·sd(R_B) ≪ 1 keeps the sampled Gibbs posterior close to the all-pairs one",
             })
         });
-        let final_vars = ard_result.as_ref().map_or(vars.clone(), |r| r.vars.clone());
-        let prior = if ard_on {
-            Prior::Ard {
-                vars: final_vars.clone(),
-            }
-        } else {
-            pb.prior.clone()
-        };
-        let mut fit = Fit::new(
-            EngineKind::Ep,
-            pb.names.clone(),
-            ScoreModel::Linear {
-                weights: mean.clone(),
-            },
-        );
-        fit.quantiles = mean
-            .iter()
-            .zip(&sd)
-            .map(|(&m, &s)| Z_QUANTILES.map(|z| m + z * s))
-            .collect();
-        fit.mean = mean;
-        fit.sd = sd;
+        let mut fit = run::linear_fit(pb, mean, sd);
         fit.log_evidence = outcome.evidence.log_z();
-        fit.gamma = Some(gamma);
-        fit.prior = Some(prior);
+        fit.prior = Some(match &ard_result {
+            Some(r) => Prior::Ard {
+                vars: r.vars.clone(),
+            },
+            None => pb.prior.clone(),
+        });
         fit.covariance = lep.cov();
         fit.low_rank_covariance = lep.cov_low_rank();
-        fit.converged = true;
-        fit.cv = cv_result.as_ref().map(|r| r.summary());
-        fit.reports.push(crate::engine::fit::MethodReport::EpWork {
-            sweeps: outcome.sweeps,
-            sites: lep.state().sites(),
-            form: if design_reduced { "reduced" } else { "primal" },
-            rank,
-            site_storage: Some(lep.state().storage()),
-        });
+        let cv_report = cv_result.map(|c| &c.report);
         fit.details = json!({
-            "sweeps": outcome.sweeps,
-            "eta": outcome.eta,
-            "delta": outcome.delta,
-            "tol": self.settings.tol,
-            "negative_share": outcome.negative_share,
-            "sites": lep.state().sites(),
-            "pairs": lep.pairs(),
             "pair_sample": pairs_report,
-            "identical_pairs": lep.state().identical_pairs(),
-            "skipped_sites": outcome.stats.skipped,
-            "cold_restart": outcome.cold_restart,
             "extrapolations": outcome.extrapolations,
-            "form": if design_reduced { "reduced" } else { "primal" },
-            "rank": rank,
-            "site_storage": lep.state().storage(),
-            "isa": detected_isa().name(),
             "gamma": {
-                "value": gamma,
-                "over_n": gamma / pb.n() as f64,
-                "per_pair": gamma / lep.pairs() as f64,
-                "chosen_by": if cv_result.is_some() { "cv" } else { "fixed" },
                 "final_start": (cv_result.is_some() || gamma_path.is_some()).then_some(final_start),
-                "convention": "π ∝ prior · exp(−γ R_n), R_n = share of discordant pairs; each pair's factor is exp(−(γ/M)·1{<θ, x_i − x_j> < 0})",
             },
             "evidence": outcome.evidence,
-            "cv": cv_result,
+            "cv": cv_report,
             "sampled_start": lep.sampled_start(),
-            "cv_tol": cv_result.as_ref().map(|_| cv::fold_settings(&self.settings).tol),
-            "cv_site_storage": cv_result.as_ref().map(|_| match self.precision {
+            "cv_tol": cv_report.map(|_| cv::fold_settings(&ep.settings).tol),
+            "cv_site_storage": cv_report.map(|_| match ep.precision {
                 Precision::Auto => format!(
                     "f32 in folds of at least {} pairs, else f64",
                     cv::FOLD_F32_PAIRS
@@ -472,22 +395,33 @@ impl Engine for Ep {
                 "trace": r.trace,
                 "vars": pb.names.iter().zip(&r.vars).map(|(n, v)| json!({ "name": n, "var": v })).collect::<Vec<_>>(),
             })),
-            "seconds": { "cv": cv_seconds, "ep": ep_seconds, "total": t0.elapsed().as_secs_f64() },
+            "seconds": {
+                "cv": cv_result.map_or(0.0, |c| c.seconds),
+                "ep": ep_seconds,
+                "total": t0.elapsed().as_secs_f64(),
+            },
         });
-        if let Some(p) = gamma_path {
-            fit.details["gamma"]["path"] = json!(p);
-            if let Some(note) = self.settings.start.retired_note() {
-                fit.details["gamma"]["classic_start"] = json!(note);
-            }
-        }
-        if let Some(used) = power_used.filter(|u| !u.is_ep()) {
-            fit.reports.push(crate::engine::fit::MethodReport::PowerEp {
-                alpha: used.alpha,
-                ep_failure: used.ep_failure.clone(),
-            });
-            fit.details["power"] = json!(used);
-        }
-        fit.trace = sink.trace;
-        Ok(fit)
+        let form = if design_reduced { "reduced" } else { "primal" };
+        let state = lep.state();
+        let work = Work {
+            sweeps: outcome.sweeps,
+            eta: outcome.eta,
+            delta: outcome.delta,
+            negative_share: outcome.negative_share,
+            sites: state.sites(),
+            pairs: lep.pairs(),
+            identical_pairs: state.identical_pairs(),
+            skipped: outcome.stats.skipped,
+            cold_restart: outcome.cold_restart,
+            form,
+            rank,
+            site_storage: Some(state.storage()),
+        };
+        Ok(Final {
+            fit,
+            work,
+            path: gamma_path,
+            power: power_used,
+        })
     }
 }

@@ -112,11 +112,3 @@ pub fn run_with_fallback<T>(
         e => e,
     })
 }
-
-/// The log line before a fallback run.
-pub fn fallback_note(flavour: &str, alpha: f64, why: &str) -> String {
-    format!(
-        "{flavour}: no EP fixed point in reach ({why}); trying power EP at α = {alpha} from the \
-         prior (a different approximation, said in the record's details.power)"
-    )
-}

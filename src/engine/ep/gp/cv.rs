@@ -8,52 +8,47 @@
 //! the whole training set when ℓ is chosen by evidence afterwards): choosing γ
 //! and ℓ jointly by CV would multiply the cost by the ℓ grid.
 
-use nalgebra::DMatrix;
-
 use super::fitting::{Features, features, fit_features, predictive_mean, run_exact};
 use super::sweep::GpEp;
-use crate::engine::ep::cv::{gamma_label, gamma_names, gamma_spec, point_fit};
+use crate::engine::ep::folds::FoldFlavour;
 use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::store::Precision as SitePrecision;
-use crate::engine::gp::{GpApprox, Kernel};
+use crate::engine::gp::{GpApprox, GpModel, Kernel};
 use crate::engine::interface::{Control, EngineError};
-use crate::engine::select::{
-    CvMethod, CvNames, CvReport, FoldData, GridWalker, PointFit, cross_validate as select_cv,
-};
+use crate::engine::select::FoldData;
 
-/// GP-EP at a fixed kernel and approximation, as a cross-validated method.
-struct GpCv<'a> {
-    kernel: &'a Kernel,
-    approx: GpApprox,
-    ep: EpSettings,
-    precision: SitePrecision,
+/// GP-EP at a fixed kernel and approximation, as a flavour of the CV.
+pub(super) struct GpCv {
+    pub(super) kernel: Kernel,
+    pub(super) approx: GpApprox,
+    pub(super) ep: EpSettings,
+    pub(super) precision: SitePrecision,
 }
 
 /// One fold's GP-EP state (exact: the sites, warm-started along the grid;
-/// features: computed once, the kernel is fixed during the CV).
-struct GpWalker<'a> {
-    cv: &'a GpCv<'a>,
+/// features: computed once, the kernel is fixed during the CV, and the last
+/// point's model).
+#[derive(Default)]
+pub(super) struct GpWalker {
     state: Option<GpEp>,
     features: Option<Features>,
+    model: Option<GpModel>,
 }
 
-impl<'a> CvMethod for &'a GpCv<'a> {
-    type Walker = GpWalker<'a>;
+impl FoldFlavour for GpCv {
+    type State = GpWalker;
+    const PREFIX: &'static str = "gp";
 
-    fn names(&self) -> CvNames {
-        gamma_names("gp")
+    fn fold_settings(&self) -> &EpSettings {
+        &self.ep
     }
 
-    fn label(&self, c: f64) -> String {
-        gamma_label(c)
+    fn powered(&self) -> bool {
+        false
     }
 
-    fn start(&self, _fold: &FoldData) -> Result<GpWalker<'a>, EngineError> {
-        Ok(GpWalker {
-            cv: self,
-            state: None,
-            features: None,
-        })
+    fn start(&self, _fold: &FoldData) -> Result<GpWalker, EngineError> {
+        Ok(GpWalker::default())
     }
 
     /// Exact: the site state (K, h, previous and next: 6 numbers a pair, and
@@ -63,59 +58,56 @@ impl<'a> CvMethod for &'a GpCv<'a> {
         let n = positives + negatives;
         8 * (7 * positives * negatives + 3 * n * n + n * d)
     }
-}
 
-impl GridWalker for GpWalker<'_> {
-    fn fit(&mut self, c: f64, fold: &FoldData, ctl: &Control) -> Result<PointFit, EngineError> {
+    fn reach(
+        &self,
+        w: &mut GpWalker,
+        c: f64,
+        fold: &FoldData,
+        s: &EpSettings,
+        _first: bool,
+        ctl: &Control,
+    ) -> Result<usize, EngineError> {
         let gamma = c * fold.ytr.len() as f64;
-        let cv = self.cv;
-        let res = match cv.approx {
-            GpApprox::Exact => run_exact(
-                cv.kernel,
-                &fold.xtr,
-                &fold.ytr,
-                gamma,
-                &cv.ep,
-                &mut self.state,
-                ctl,
-                &mut |_| {},
-            )
-            .map(|out| {
-                let ep = self.state.as_ref().expect("run_exact leaves its state");
-                (
-                    predictive_mean(cv.kernel, ep, &fold.xtr, &fold.xte),
-                    out.sweeps,
-                )
-            }),
-            a => {
-                if self.features.is_none() {
-                    self.features = Some(features(cv.kernel, a, &fold.xtr)?);
-                }
-                let f = self.features.as_ref().expect("computed");
-                fit_features(
-                    cv.kernel,
-                    f,
-                    &fold.xtr,
-                    &fold.ytr,
-                    gamma,
-                    &cv.ep,
-                    cv.precision,
-                    false,
-                    ctl,
-                    &mut |_| {},
-                )
-                .map(|(model, out)| (model.predict_mean(&fold.xte), out.sweeps))
+        let (x, y) = (&fold.xtr, &fold.ytr);
+        match self.approx {
+            GpApprox::Exact => {
+                run_exact(&self.kernel, x, y, gamma, s, &mut w.state, ctl, &mut |_| {})
+                    .map(|out| out.sweeps)
             }
-        };
-        point_fit(res)
+            a => {
+                if w.features.is_none() {
+                    w.features = Some(features(&self.kernel, a, x)?);
+                }
+                let f = w.features.as_ref().expect("computed");
+                let p = self.precision;
+                fit_features(&self.kernel, f, x, y, gamma, s, p, false, ctl, &mut |_| {}).map(
+                    |(model, out)| {
+                        w.model = Some(model);
+                        out.sweeps
+                    },
+                )
+            }
+        }
+    }
+
+    fn scores(&self, w: &GpWalker, _c: f64, fold: &FoldData) -> Vec<f64> {
+        match &w.model {
+            Some(model) => model.predict_mean(&fold.xte),
+            None => {
+                let ep = w.state.as_ref().expect("run_exact leaves its state");
+                predictive_mean(&self.kernel, ep, &fold.xtr, &fold.xte)
+            }
+        }
     }
 }
 
 /// γ/n by k-fold CV for GP-EP at `kernel` (`approx` resolved: exact or
 /// features); `log` receives one line per grid point and fold.
+#[cfg(test)]
 #[allow(clippy::too_many_arguments)]
 pub fn cross_validate(
-    x: &DMatrix<f64>,
+    x: &nalgebra::DMatrix<f64>,
     y: &[bool],
     kernel: &Kernel,
     approx: GpApprox,
@@ -126,13 +118,13 @@ pub fn cross_validate(
     precision: SitePrecision,
     ctl: &Control,
     log: &mut dyn FnMut(String),
-) -> Result<CvReport, EngineError> {
-    let method = GpCv {
-        kernel,
+) -> Result<crate::engine::select::CvReport, EngineError> {
+    let flavour = GpCv {
+        kernel: kernel.clone(),
         approx,
         ep: *ep,
         precision,
     };
-    let spec = gamma_spec(folds, seed, grid_over_n);
-    select_cv(x, y, &spec, &&method, ctl, log)
+    let spec = crate::engine::ep::cv::gamma_spec(folds, seed, grid_over_n);
+    crate::engine::ep::folds::cross_validate(x, y, &spec, &flavour, ctl, log)
 }

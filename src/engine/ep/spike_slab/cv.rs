@@ -24,7 +24,7 @@
 //! them inside every fold at every γ would multiply the cost by the search.
 //!
 //! Where EP ends in a verdict, a fold point is answered by power EP along
-//! `FALLBACK_POWERS` (`cv::with_power`), each fold point so answered said in
+//! `FALLBACK_POWERS` (`folds`), each fold point so answered said in
 //! the log. Why: between ~n/8 and ~n/2 on the sparse demo the branch of fixed
 //! points that starts at the prior ends (a fold where it turns back): from the prior EP passes that branch's ghost
 //! slowly and lands, after 200–950 sweeps, on a sparser fixed point (one
@@ -37,44 +37,25 @@
 //! such a γ with power EP; without the same fallback the folds dropped it.
 //!
 //! No average of the folds' posteriors starts the final fit (Gaussian EP's
-//! `CvOutcome::start`): a spike-and-slab state is its pair sites and prior
+//! `FoldFlavour::start_at`): a spike-and-slab state is its pair sites and prior
 //! sites, not a Gaussian q; the final fit reaches the chosen γ by the
 //! continuation.
 
-use nalgebra::{DMatrix, DVector};
-
-use std::sync::{Arc, Mutex};
+use nalgebra::DVector;
 
 use super::model::{SpikeSlab, SpikeSlabEp, SsPath};
 use super::prior_sites::PriorSites;
 use super::sweep::{SsOutcome, SsSettings};
 use crate::engine::ep::continuation::{self, Continuable};
-use crate::engine::ep::cv::{
-    Powered, fold_precision, fold_settings, gamma_label, gamma_names, gamma_spec, point_fit,
-    power_notes, with_power,
-};
+use crate::engine::ep::cv::{fold_precision, fold_settings};
 use crate::engine::ep::design::Form;
+use crate::engine::ep::folds::FoldFlavour;
 use crate::engine::ep::pair_ep::PairEp;
+use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::store::Precision;
 use crate::engine::ep::sweep_state::Marginal;
 use crate::engine::interface::{Control, EngineError};
-use crate::engine::select::{
-    CvMethod, CvNames, CvReport, FoldData, GridWalker, PointFit, cross_validate as select_cv,
-};
-
-/// What the CV of spike-and-slab EP's γ runs.
-pub struct SsCvSettings<'a> {
-    pub grid_over_n: &'a [f64],
-    pub folds: usize,
-    pub seed: u64,
-    pub prior: SpikeSlab,
-    pub form: Form,
-    pub precision: Precision,
-    /// The run's settings (the folds loosen the tolerance: `fold_settings`).
-    pub ss: &'a SsSettings,
-    /// Continue without the negative-site fix at convergence, as the final fit.
-    pub release_fixes: bool,
-}
+use crate::engine::select::FoldData;
 
 /// The settings of spike-and-slab EP inside the folds: Gaussian EP's fold
 /// settings (tolerance × `FOLD_TOL_FACTOR`, cycles fail fast), no per-sweep log Z.
@@ -86,97 +67,70 @@ pub fn fold_ss_settings(ss: &SsSettings) -> SsSettings {
     }
 }
 
-/// Spike-and-slab EP at a fixed prior, as a cross-validated method.
-pub(super) struct SsCv<'a> {
-    cv: &'a SsCvSettings<'a>,
-    /// The folds' settings.
-    ss: SsSettings,
-    /// The folds' points answered by power EP.
-    powered: Arc<Mutex<Vec<Powered>>>,
+/// Spike-and-slab EP at a fixed prior, as a flavour of the CV.
+pub(super) struct SsCv {
+    pub(super) prior: SpikeSlab,
+    pub(super) form: Form,
+    pub(super) precision: Precision,
+    /// The folds' settings (`fold_ss_settings`).
+    pub(super) ss: SsSettings,
+    /// Continue without the negative-site fix at convergence, as the final fit.
+    pub(super) release_fixes: bool,
 }
 
-impl<'a> SsCv<'a> {
-    pub(super) fn new(cv: &'a SsCvSettings<'a>) -> SsCv<'a> {
-        SsCv {
-            cv,
-            ss: fold_ss_settings(cv.ss),
-            powered: Arc::new(Mutex::new(Vec::new())),
-        }
-    }
-}
+impl FoldFlavour for SsCv {
+    /// Every point a fixed-γ fit of the fold's model.
+    type State = SpikeSlabEp;
+    const PREFIX: &'static str = "ep spike-slab";
 
-/// One fold's spike-and-slab EP: every point a fixed-γ fit of the fold.
-pub struct SsWalker<'a> {
-    model: SpikeSlabEp,
-    ss: &'a SsSettings,
-    powered: Arc<Mutex<Vec<Powered>>>,
-}
-
-impl SsWalker<'_> {
-    /// The fold's model (tests compare it with a cold fit).
-    #[cfg(test)]
-    pub fn model(&self) -> &SpikeSlabEp {
-        &self.model
-    }
-}
-
-impl<'a> CvMethod for &'a SsCv<'a> {
-    type Walker = SsWalker<'a>;
-
-    fn names(&self) -> CvNames {
-        gamma_names("ep spike-slab")
+    fn fold_settings(&self) -> &EpSettings {
+        &self.ss.ep
     }
 
-    fn label(&self, c: f64) -> String {
-        gamma_label(c)
-    }
-
-    fn start(&self, fold: &FoldData) -> Result<SsWalker<'a>, EngineError> {
+    fn start(&self, fold: &FoldData) -> Result<SpikeSlabEp, EngineError> {
         let pos = fold.ytr.iter().filter(|&&b| b).count();
-        let precision = fold_precision(self.cv.precision, pos * (fold.ytr.len() - pos));
+        let precision = fold_precision(self.precision, pos * (fold.ytr.len() - pos));
         let mut model =
-            SpikeSlabEp::with_form(&fold.xtr, &fold.ytr, self.cv.prior, precision, self.cv.form)?;
-        model.set_release_fixes(self.cv.release_fixes);
-        Ok(SsWalker {
-            model,
-            ss: &self.ss,
-            powered: Arc::clone(&self.powered),
-        })
+            SpikeSlabEp::with_form(&fold.xtr, &fold.ytr, self.prior, precision, self.form)?;
+        model.set_release_fixes(self.release_fixes);
+        Ok(model)
     }
 
     fn fold_bytes(&self, positives: usize, negatives: usize, d: usize) -> usize {
         // The reduced form's rank is at most the fold's rows.
         let dim = d.min(positives + negatives);
-        let precision = fold_precision(self.cv.precision, positives * negatives);
+        let precision = fold_precision(self.precision, positives * negatives);
         PairEp::memory_bytes(positives, negatives, dim, precision, None)
     }
-}
 
-impl GridWalker for SsWalker<'_> {
     /// As the final fit reaches γ: from the prior by the continuation (not
     /// warm from the previous point alone, which can stay in the all-spike
     /// fixed point), and power EP where EP ends in a verdict (module docs).
-    fn fit(&mut self, c: f64, fold: &FoldData, ctl: &Control) -> Result<PointFit, EngineError> {
+    fn reach(
+        &self,
+        model: &mut SpikeSlabEp,
+        c: f64,
+        fold: &FoldData,
+        ep: &EpSettings,
+        _first: bool,
+        ctl: &Control,
+    ) -> Result<usize, EngineError> {
         let n = fold.ytr.len();
-        let (gamma, base) = (c * n as f64, *self.ss);
-        let model = &mut self.model;
-        let res = with_power(&base.ep, (fold.fold, c), &self.powered, |ep| {
-            model.reset();
-            let mut fp = FoldPath(SsPath {
-                model: &mut *model,
-                settings: SsSettings { ep: *ep, ..base },
-                ctl,
-                on_sweep: &mut |_, _| {},
-                new_run: &mut || {},
-            });
-            continuation::reach(&mut fp, gamma, n, continuation::KAPPA, &mut |_| {})
-                .map(|(_, path)| path.sweeps)
+        model.reset();
+        let mut fp = FoldPath(SsPath {
+            model,
+            settings: SsSettings { ep: *ep, ..self.ss },
+            ctl,
+            on_sweep: &mut |_, _| {},
+            new_run: &mut || {},
         });
-        let model = &self.model;
-        point_fit(res.map(|sweeps| {
-            let m = DVector::from_vec(model.mean());
-            ((&fold.xte * m).iter().copied().collect(), sweeps)
-        }))
+        continuation::reach(&mut fp, c * n as f64, n, continuation::KAPPA, &mut |_| {})
+            .map(|(_, path)| path.sweeps)
+    }
+
+    fn scores(&self, model: &SpikeSlabEp, _c: f64, fold: &FoldData) -> Vec<f64> {
+        let m = DVector::from_vec(model.mean());
+        (&fold.xte * m).iter().copied().collect()
     }
 }
 
@@ -207,28 +161,4 @@ impl Continuable for FoldPath<'_> {
     fn marginal(&self) -> Marginal {
         self.0.marginal()
     }
-}
-
-/// γ/n by k-fold CV for spike-and-slab EP at a fixed prior; `log` receives
-/// one line per grid point and fold, and the curve.
-pub fn cross_validate(
-    x: &DMatrix<f64>,
-    y: &[bool],
-    cv: &SsCvSettings<'_>,
-    ctl: &Control,
-    log: &mut dyn FnMut(String),
-) -> Result<CvReport, EngineError> {
-    let method = SsCv::new(cv);
-    let report = select_cv(
-        x,
-        y,
-        &gamma_spec(cv.folds, cv.seed, cv.grid_over_n),
-        &&method,
-        ctl,
-        log,
-    )?;
-    power_notes("ep spike-slab", &method.powered)
-        .into_iter()
-        .for_each(log);
-    Ok(report)
 }

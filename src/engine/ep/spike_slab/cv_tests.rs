@@ -3,17 +3,21 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use super::cv::{SsCv, SsCvSettings, cross_validate, fold_ss_settings};
+use super::cv::{SsCv, fold_ss_settings};
 use super::model::{SpikeSlab, SpikeSlabEp};
 use super::sweep::SsSettings;
 use super::tests::sparse_demo;
 use crate::engine::data::prepare::stratified_folds;
 use crate::engine::ep::cv::default_grid;
+use crate::engine::ep::cv::gamma_spec;
 use crate::engine::ep::design::Form;
+use crate::engine::ep::folds::{self, FlavourCv};
 use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::store::Precision;
 use crate::engine::interface::Control;
+use crate::engine::interface::EngineError;
 use crate::engine::metrics::auc;
+use crate::engine::select::CvReport;
 use crate::engine::select::{CvMethod, FoldData, GridWalker, PointFit};
 
 /// The sparse demo's prior where EP selects its informative features (p = 0.2;
@@ -23,6 +27,42 @@ const PRIOR: SpikeSlab = SpikeSlab {
     slab_var: 1.0,
     incl: 0.2,
 };
+
+/// What the CV of spike-and-slab EP's γ runs.
+pub struct SsCvSettings<'a> {
+    pub grid_over_n: &'a [f64],
+    pub folds: usize,
+    pub seed: u64,
+    pub prior: SpikeSlab,
+    pub form: Form,
+    pub precision: Precision,
+    pub ss: &'a SsSettings,
+    pub release_fixes: bool,
+}
+
+impl SsCv {
+    fn of(cv: &SsCvSettings<'_>) -> SsCv {
+        SsCv {
+            prior: cv.prior,
+            form: cv.form,
+            precision: cv.precision,
+            ss: fold_ss_settings(cv.ss),
+            release_fixes: cv.release_fixes,
+        }
+    }
+}
+
+/// The run's CV of γ/n (`run::run`) with these settings.
+pub fn cross_validate(
+    x: &DMatrix<f64>,
+    y: &[bool],
+    cv: &SsCvSettings<'_>,
+    ctl: &Control,
+    log: &mut dyn FnMut(String),
+) -> Result<CvReport, EngineError> {
+    let spec = gamma_spec(cv.folds, cv.seed, cv.grid_over_n);
+    folds::cross_validate(x, y, &spec, &SsCv::of(cv), ctl, log)
+}
 
 fn settings<'a>(grid: &'a [f64], ss: &'a SsSettings) -> SsCvSettings<'a> {
     SsCvSettings {
@@ -86,7 +126,8 @@ fn the_walk_gives_the_cold_fits_held_out_auc_at_every_point() {
         },
         ..SsSettings::default()
     };
-    let method = SsCv::new(&cvs);
+    let flavour = SsCv::of(&cvs);
+    let method = FlavourCv::new(&flavour);
     let mut compared = 0;
     for f in 0..3 {
         let fold = fold_data(&x, &y, 3, 5, f);
@@ -111,7 +152,7 @@ fn the_walk_gives_the_cold_fits_held_out_auc_at_every_point() {
                 continue;
             }
             compared += 1;
-            let (mw, mc, sd) = (walker.model().mean(), cold.mean(), cold.sd());
+            let (mw, mc, sd) = (walker.state.mean(), cold.mean(), cold.sd());
             for k in 0..mc.len() {
                 assert!(
                     (mw[k] - mc[k]).abs() < 0.05 * sd[k],
