@@ -420,6 +420,7 @@ pub fn run_once<S: SweepState>(
         if !recovered {
             if l.aa.is_none()
                 && s.extrapolate
+                && accel().1
                 && !l.n.mixing_off
                 && sweep >= PLAIN_SWEEPS.max(warmup)
                 && l.progress.sweeps_to(s.tol) > PLAIN_SWEEPS as f64
@@ -540,6 +541,7 @@ pub fn run_once<S: SweepState>(
                     if plain_pair
                         && l.aa.is_none()
                         && s.extrapolate
+                        && accel().0
                         && sweep >= warmup
                         && let Some(old) = old
                     {
@@ -610,6 +612,17 @@ pub fn run_once<S: SweepState>(
             return Err(e);
         }
     }
+}
+
+/// TEMPORARY measurement switch (issue 28, ep21b): `PACAUC_EP_ACCEL=secant`
+/// or `anderson` keeps only that accelerator; (secant, anderson).
+fn accel() -> (bool, bool) {
+    static A: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
+    *A.get_or_init(|| match std::env::var("PACAUC_EP_ACCEL").as_deref() {
+        Ok("secant") => (true, false),
+        Ok("anderson") => (false, true),
+        _ => (true, true),
+    })
 }
 
 /// The error for a prior precision that is not positive definite.
