@@ -40,26 +40,11 @@
 //! One rule instead of stall, cycle, drift and wandering, on the residual
 //! r_t = Δ_t/η_t of the plain steps (mixed and undone ones left out: a run
 //! of undone steps re-added the last residual and looked stalled: claims,
-//! `--gamma auto`). A window of `WINDOW` sweeps without contraction halves
-//! η (once per regrowth) where the mean did not move straight (a cycle at a
-//! large step converges at a smaller one), not for a drift. An orbit —
-//! q's steps of one length up to a short period, far from the contraction
-//! the budget needs, the mean not moving straight (`Progress::orbit`) — is
-//! judged without the window: it halves η once (the mixing off from
-//! there), and one that survives the halving is the verdict
-//! (`NonProgress::Orbit`): a limit cycle ends within 50 sweeps. (A shorter
-//! window for every cycle was measured and lost EP's own answer on six
-//! spike-and-slab cells that converge after a long wander: issue 28.) The
-//! verdict (`NonProgress`) needs a horizon that grows with the sweeps
-//! spent: r's best over the later half of the sweeps at one η (at least
-//! `2·WINDOW`) no lower than over the earlier half, or a contraction too
-//! slow for the budget whose projection stopped improving. Where the
-//! mixing was on, a verdict other than a drift first turns it off (once)
-//! and judges plain damping anew: the mixing's safeguard judges by the site
-//! residual, and on claims' and spect's folds its steps set the plain steps
-//! back or kept the secant off. An η cut by a rejected sweep or by the
-//! verdict's halving grows back after clean plain steps (`regrow`); the
-//! verdict's window restarts at every change of η.
+//! `--gamma auto`). What the loop does with it — η halved for a cycle or an
+//! orbit, the mixing turned off before a verdict, η regrown — is `Loop`'s
+//! (`controller_loop.rs`). (A shorter window for every cycle was measured
+//! and lost EP's own answer on six spike-and-slab cells that converge after
+//! a long wander: issue 28.)
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -72,9 +57,10 @@ pub use progress::{Judged, NonProgress, Progress, STRAIGHT, WINDOW};
 
 /// Plain damped sweeps before the mixing may start, and the most sweeps
 /// plain damping may still need at its current rate for the mixing not to
-/// start: the history costs about a sweep per sweep (DNA at γ = 400: 15
-/// sweeps either way, +25% CPU when it mixed from sweep 12).
-pub const PLAIN_SWEEPS: usize = 12;
+/// start: half the verdict's window, the span over which it compares
+/// residuals (the history costs about a sweep per sweep: DNA at γ = 400,
+/// 15 sweeps either way, +25% CPU when it mixed from sweep 12).
+pub const PLAIN_SWEEPS: usize = WINDOW / 2;
 /// Pairs (x, G(x)) of the mixing's history.
 pub const HISTORY: usize = 5;
 /// Largest memory of the mixing's history (else plain damping).
@@ -182,15 +168,6 @@ impl Drop for Anderson {
     }
 }
 
-/// Residual norm ‖g − x‖.
-pub fn residual(x: &[f64], g: &[f64]) -> f64 {
-    x.iter()
-        .zip(g)
-        .map(|(a, b)| (b - a) * (b - a))
-        .sum::<f64>()
-        .sqrt()
-}
-
 impl Anderson {
     /// A history of `m` differences for vectors of `len` values.
     pub fn new(m: usize, len: usize) -> Anderson {
@@ -235,14 +212,6 @@ impl Anderson {
     /// The newest committed pair's slot and G(x).
     pub fn newest(&self) -> Option<(usize, &[f64])> {
         self.order.back().map(|&i| (i, &self.g[i][..]))
-    }
-
-    pub fn len(&self) -> usize {
-        self.order.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.order.is_empty()
     }
 
     /// What the flavour writes before `stage` (`SweepState::stage_trial`):

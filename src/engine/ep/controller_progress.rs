@@ -122,6 +122,7 @@ impl Progress {
 
     /// A plain step with residual `r` = Δ/η, one sweep after the last
     /// (`step_at`, no marginals: a window without contraction is a drift).
+    #[cfg(test)]
     pub fn step(&mut self, r: f64, goal: f64, left: usize) -> Option<Judged> {
         let sweep = self.window.back().map_or(0, |w| w.0 + 1);
         self.step_at(sweep, Some(r), None, goal, left)

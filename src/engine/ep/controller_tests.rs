@@ -6,6 +6,15 @@ use crate::engine::ep::tests::toy;
 use crate::engine::ep::{Form, LinearEp, Precision};
 use crate::engine::interface::{Control, EngineError};
 
+/// Residual norm ‖g − x‖.
+fn residual(x: &[f64], g: &[f64]) -> f64 {
+    x.iter()
+        .zip(g)
+        .map(|(a, b)| (b - a) * (b - a))
+        .sum::<f64>()
+        .sqrt()
+}
+
 /// A cycle of period 2 and a drift (r flat or growing) end in the verdict
 /// after two windows (the horizon); a slow contraction (3% a sweep) with
 /// the budget to finish never does.
