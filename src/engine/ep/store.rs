@@ -368,7 +368,10 @@ impl<S: SiteScalar> SiteBuffers<S> {
         }
         out
     }
+}
 
+#[cfg(test)]
+impl<S: SiteScalar> SiteBuffers<S> {
     /// Site (K, h) of pair (i, j) in the current state.
     pub fn value(&self, i: usize, j: usize) -> (f64, f64) {
         let idx = i * self.n_neg + j;

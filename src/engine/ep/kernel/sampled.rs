@@ -220,11 +220,6 @@ impl SampledLayout {
             .then(|| &self.zc[j * self.p..(j + 1) * self.p])
     }
 
-    /// Whether the pass reads one shared copy of Z_N (not the chunks').
-    pub fn shares_rows(&self) -> bool {
-        self.zc_first.is_none()
-    }
-
     /// The row of negative `j`, chunk `c`'s `slot`-th touched negative.
     #[inline(always)]
     fn z(&self, c: usize, slot: usize, j: u32) -> &[f64] {
@@ -233,12 +228,6 @@ impl SampledLayout {
             None => j as usize,
         };
         &self.zc[r * self.p..(r + 1) * self.p]
-    }
-
-    pub fn bytes(&self) -> usize {
-        self.sample.len() * 12
-            + self.touched.iter().map(Vec::len).sum::<usize>() * 4
-            + self.zc.len() * 8
     }
 
     /// Rows the copies of Z_N hold for `b` pairs over `n_neg` negatives:
@@ -281,7 +270,24 @@ impl SampledWorkspace {
             pool: std::sync::Mutex::new(Vec::new()),
         }
     }
+}
 
+#[cfg(test)]
+impl SampledLayout {
+    /// Whether the pass reads one shared copy of Z_N (not the chunks').
+    pub fn shares_rows(&self) -> bool {
+        self.zc_first.is_none()
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.sample.len() * 12
+            + self.touched.iter().map(Vec::len).sum::<usize>() * 4
+            + self.zc.len() * 8
+    }
+}
+
+#[cfg(test)]
+impl SampledWorkspace {
     /// Bytes held now (the column sums, rows' sums, K Z_N and the pooled
     /// chunk scratch), counted from the buffers' capacities.
     pub fn held_bytes(&self) -> usize {
