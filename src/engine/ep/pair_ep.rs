@@ -164,10 +164,6 @@ impl PairEp {
         })
     }
 
-    /// Whether a sampled pass reads one shared copy of Z_N (`SampledLayout`).
-    pub fn shares_rows(&self) -> bool {
-        self.sampled.as_ref().is_some_and(|(l, _)| l.shares_rows())
-    }
     /// The pair sample when the sites live on one.
     pub fn sample(&self) -> Option<&PairSample> {
         self.sampled.as_ref().map(|(l, _)| &l.sample)
@@ -217,31 +213,6 @@ impl PairEp {
         }
     }
 
-    /// Bytes this state holds now, counted from its buffers (the rows of the
-    /// design included once): what `memory_bytes` estimates.
-    #[cfg(test)]
-    pub fn held_bytes(&self) -> usize {
-        let p = self.zp.ncols();
-        let f = |v: &Vec<f64>| 8 * v.capacity();
-        let sites =
-            self.site_count() * Precision::bytes_per_pair(matches!(self.store, Store::F64(_)));
-        let rows = 8 * (self.zp.len() + self.zn.len());
-        let agg = f(&self.agg.k_row)
-            + f(&self.agg.k_col)
-            + f(&self.agg.h_row)
-            + f(&self.agg.h_col)
-            + 8 * self.agg.g.len();
-        let marg = f(&self.marg.mp)
-            + f(&self.marg.up)
-            + f(&self.marg.mn)
-            + f(&self.marg.un)
-            + 8 * self.marg.zv_p.len();
-        let sampled = self.sampled.as_ref().map_or(0, |(l, ws)| {
-            l.bytes() + 8 * (l.sample.n_pos() + 1) + ws.held_bytes()
-        });
-        sites + rows + agg + marg + sampled + 8 * 2 * p * p
-    }
-
     pub fn n_pos(&self) -> usize {
         self.zp.nrows()
     }
@@ -265,30 +236,6 @@ impl PairEp {
             Store::F32(_) => "f32",
         }
     }
-    pub fn isa(&self) -> Isa {
-        self.isa
-    }
-    /// Forces an instruction set (tests compare them).
-    pub fn set_isa(&mut self, isa: Isa) {
-        self.isa = isa;
-    }
-    /// Forces blocks of `rows` positive rows (tests of the multi-block path).
-    #[cfg(test)]
-    pub fn set_block_rows(&mut self, rows: usize) {
-        self.ws = Workspace::with_block_rows(self.n_pos(), self.n_neg(), rows);
-    }
-    /// The pass's copies of Z_N forced shared or per chunk (tests).
-    #[cfg(test)]
-    pub fn set_shared_rows(&mut self, shared: bool) {
-        if let Some((l, _)) = &mut self.sampled {
-            l.set_rows_as(&self.zn, shared);
-        }
-    }
-    /// Large p: block products through matrixmultiply (tests of the tiled kernel).
-    #[cfg(test)]
-    pub fn set_gemm_products(&mut self, on: bool) {
-        self.ws.set_gemm_products(on);
-    }
     /// Power EP's α ∈ (0, 1] for the pair sites from now on (1 = EP;
     /// `StepFactor::power`). The sites keep their values: a warm start.
     pub fn set_power(&mut self, alpha: f64) {
@@ -310,17 +257,6 @@ impl PairEp {
     }
     pub fn prior(&self) -> &PriorTerms {
         &self.prior
-    }
-    /// Site (K, h) of positive i and negative j in the current state.
-    pub fn site(&self, i: usize, j: usize) -> (f64, f64) {
-        with_store!(&self.store, s => s.value(i, j))
-    }
-
-    /// New prior terms; the sites are kept (warm start).
-    pub fn set_prior(&mut self, prior: PriorTerms) {
-        assert_eq!(prior.prec.len(), self.zp.ncols());
-        self.prior = prior;
-        self.q = None;
     }
 
     /// New rows for the same pairs (e.g. rescaled features); the sites are kept.
@@ -421,24 +357,6 @@ impl PairEp {
             g: step.g,
             skipped: stats.skipped,
         }
-    }
-
-    /// One update pass from the current state (its output is not adopted):
-    /// the unit the benchmarks time.
-    pub fn time_pass(&mut self, g: f64, eta: f64) -> Result<PassStats, String> {
-        let step = self.step(g);
-        if self.q.is_none() && !self.rebuild(step) {
-            return Err("the posterior is not positive definite".into());
-        }
-        let stats = self.run_pass(
-            Op::Update {
-                eta,
-                evidence: self.evidence_every_sweep,
-            },
-            step,
-        );
-        self.agg_valid = false; // agg now describes the discarded output
-        Ok(stats)
     }
 
     /// Rebuilds q with new prior terms, keeping the sites (spike-and-slab EP's
@@ -589,6 +507,84 @@ impl PairEp {
             seconds: out.seconds,
             extrapolations: out.jumps,
         })
+    }
+}
+
+#[cfg(test)]
+impl PairEp {
+    // What the tests force and inspect.
+    /// Whether a sampled pass reads one shared copy of Z_N (`SampledLayout`).
+    pub fn shares_rows(&self) -> bool {
+        self.sampled.as_ref().is_some_and(|(l, _)| l.shares_rows())
+    }
+
+    /// Bytes this state holds now, counted from its buffers (the rows of the
+    /// design included once): what `memory_bytes` estimates.
+    pub fn held_bytes(&self) -> usize {
+        let p = self.zp.ncols();
+        let f = |v: &Vec<f64>| 8 * v.capacity();
+        let sites =
+            self.site_count() * Precision::bytes_per_pair(matches!(self.store, Store::F64(_)));
+        let rows = 8 * (self.zp.len() + self.zn.len());
+        let agg = f(&self.agg.k_row)
+            + f(&self.agg.k_col)
+            + f(&self.agg.h_row)
+            + f(&self.agg.h_col)
+            + 8 * self.agg.g.len();
+        let marg = f(&self.marg.mp)
+            + f(&self.marg.up)
+            + f(&self.marg.mn)
+            + f(&self.marg.un)
+            + 8 * self.marg.zv_p.len();
+        let sampled = self.sampled.as_ref().map_or(0, |(l, ws)| {
+            l.bytes() + 8 * (l.sample.n_pos() + 1) + ws.held_bytes()
+        });
+        sites + rows + agg + marg + sampled + 8 * 2 * p * p
+    }
+
+    /// Forces an instruction set (tests compare them).
+    pub fn set_isa(&mut self, isa: Isa) {
+        self.isa = isa;
+    }
+
+    /// Forces blocks of `rows` positive rows (tests of the multi-block path).
+    pub fn set_block_rows(&mut self, rows: usize) {
+        self.ws = Workspace::with_block_rows(self.n_pos(), self.n_neg(), rows);
+    }
+
+    /// The pass's copies of Z_N forced shared or per chunk (tests).
+    pub fn set_shared_rows(&mut self, shared: bool) {
+        if let Some((l, _)) = &mut self.sampled {
+            l.set_rows_as(&self.zn, shared);
+        }
+    }
+
+    /// Large p: block products through matrixmultiply (tests of the tiled kernel).
+    pub fn set_gemm_products(&mut self, on: bool) {
+        self.ws.set_gemm_products(on);
+    }
+
+    /// Site (K, h) of positive i and negative j in the current state.
+    pub fn site(&self, i: usize, j: usize) -> (f64, f64) {
+        with_store!(&self.store, s => s.value(i, j))
+    }
+
+    /// One update pass from the current state (its output is not adopted):
+    /// the unit the benchmarks time.
+    pub fn time_pass(&mut self, g: f64, eta: f64) -> Result<PassStats, String> {
+        let step = self.step(g);
+        if self.q.is_none() && !self.rebuild(step) {
+            return Err("the posterior is not positive definite".into());
+        }
+        let stats = self.run_pass(
+            Op::Update {
+                eta,
+                evidence: self.evidence_every_sweep,
+            },
+            step,
+        );
+        self.agg_valid = false; // agg now describes the discarded output
+        Ok(stats)
     }
 }
 

@@ -226,18 +226,6 @@ fn dot_rows(z: Rows<'_>, m: &[f64], out: &mut [f64]) {
     }
 }
 
-/// Δ = max_k max(|m_k − m'_k|/sd'_k, |sd_k/sd'_k − 1|), primes = previous.
-pub fn delta(new: &Posterior, old: &Posterior) -> f64 {
-    let mut d: f64 = 0.0;
-    for k in 0..new.m.len() {
-        let (sd, sd_old) = (new.v[(k, k)].sqrt(), old.v[(k, k)].sqrt());
-        d = d
-            .max((new.m[k] - old.m[k]).abs() / sd_old)
-            .max((sd / sd_old - 1.0).abs());
-    }
-    d
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

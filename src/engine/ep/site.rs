@@ -42,11 +42,6 @@ impl StepFactor {
             power,
         }
     }
-
-    /// The factor the tilted distribution uses: f^α, i.e. αg.
-    pub fn powered(&self) -> StepFactor {
-        StepFactor::with_power(self.power * self.g, 1.0)
-    }
 }
 
 /// Natural parameters of a 1-D Gaussian `∝ exp(−½ τ t² + ν t)`.
@@ -54,15 +49,6 @@ impl StepFactor {
 pub struct Natural {
     pub tau: f64,
     pub nu: f64,
-}
-
-impl Natural {
-    pub fn mean(&self) -> f64 {
-        self.nu / self.tau
-    }
-    pub fn var(&self) -> f64 {
-        1.0 / self.tau
-    }
 }
 
 /// A site's natural parameters (precision K may be negative).
@@ -127,27 +113,6 @@ pub fn site_update(cav: Natural, f: StepFactor) -> (Site, Tilted) {
         h: (t.alpha + cav.nu * v * t.w) * inv,
     };
     (site, t)
-}
-
-/// Power EP's site update for a site whose marginal under q is `N(mu, sigma2)`
-/// (the slow, scalar form the kernels are tested against): the cavity
-/// `q / site^α`, the tilted `cavity · f^α`, the new site `(q̂ − cavity)/α`,
-/// and the site's term of log Z, `(1/α)·log C_α` (C_α as `log_c` for the
-/// fraction: `C^α ∫ cavity·siteᵅ = ∫ cavity·fᵅ`, Minka 2004). α = 1: EP's
-/// `site_update` and `log_c`.
-pub fn power_update(mu: f64, sigma2: f64, site: Site, f: StepFactor) -> (Site, f64) {
-    let a = f.power;
-    let frac = Site {
-        k: a * site.k,
-        h: a * site.h,
-    };
-    let cav = cavity(mu, sigma2, frac);
-    let (new, t) = site_update(cav, f.powered());
-    let full = Site {
-        k: new.k / a,
-        h: new.h / a,
-    };
-    (full, log_c(t.log_z, cav, frac) / a)
 }
 
 /// The site's term of log Z_EP: `log Ẑ + ½ log(τ/τ₋) − ν²/(2τ) + ν₋²/(2τ₋)`
@@ -258,6 +223,51 @@ pub(crate) fn pair_lane<V: Simd, const EVIDENCE: bool>(
         bad,
     }
 }
+
+#[cfg(test)]
+mod scalar {
+    //! The scalar forms the kernels and the spike-and-slab sites are tested against.
+    use super::*;
+
+    impl StepFactor {
+        /// The factor the tilted distribution uses: f^α, i.e. αg.
+        pub fn powered(&self) -> StepFactor {
+            StepFactor::with_power(self.power * self.g, 1.0)
+        }
+    }
+
+    impl Natural {
+        pub fn mean(&self) -> f64 {
+            self.nu / self.tau
+        }
+        pub fn var(&self) -> f64 {
+            1.0 / self.tau
+        }
+    }
+
+    /// Power EP's site update for a site whose marginal under q is `N(mu, sigma2)`
+    /// (the slow, scalar form the kernels are tested against): the cavity
+    /// `q / site^α`, the tilted `cavity · f^α`, the new site `(q̂ − cavity)/α`,
+    /// and the site's term of log Z, `(1/α)·log C_α` (C_α as `log_c` for the
+    /// fraction: `C^α ∫ cavity·siteᵅ = ∫ cavity·fᵅ`, Minka 2004). α = 1: EP's
+    /// `site_update` and `log_c`.
+    pub fn power_update(mu: f64, sigma2: f64, site: Site, f: StepFactor) -> (Site, f64) {
+        let a = f.power;
+        let frac = Site {
+            k: a * site.k,
+            h: a * site.h,
+        };
+        let cav = cavity(mu, sigma2, frac);
+        let (new, t) = site_update(cav, f.powered());
+        let full = Site {
+            k: new.k / a,
+            h: new.h / a,
+        };
+        (full, log_c(t.log_z, cav, frac) / a)
+    }
+}
+#[cfg(test)]
+pub use scalar::power_update;
 
 #[cfg(test)]
 #[allow(clippy::excessive_precision)]

@@ -213,14 +213,18 @@ impl<S: SiteScalar> SiteBuffers<S> {
     /// or into the trial (`trial`: the rollback point is kept).
     pub fn copy_in(&mut self, k: &[f64], h: &[f64], trial: bool) {
         let b = if trial { self.next() } else { self.cur };
-        for (d, v) in self.k[b].iter_mut().zip(k) {
-            *d = S::from_f64(*v);
-        }
-        for (d, v) in self.h[b].iter_mut().zip(h) {
-            *d = S::from_f64(*v);
-        }
+        self.write(b, k, h);
         if !trial {
             self.prev = None;
+        }
+    }
+
+    /// Buffer `b` ← (K, h).
+    fn write(&mut self, b: usize, k: &[f64], h: &[f64]) {
+        for (dst, src) in [(&mut self.k[b], k), (&mut self.h[b], h)] {
+            for (d, v) in dst.iter_mut().zip(src) {
+                *d = S::from_f64(*v);
+            }
         }
     }
 
@@ -309,12 +313,7 @@ impl<S: SiteScalar> SiteBuffers<S> {
     /// Current ← `v` (`trial_out`'s layout), the rollback point kept.
     pub fn set_current(&mut self, v: &[f64]) {
         let (m, c) = (self.len(), self.cur);
-        for (d, x) in self.k[c].iter_mut().zip(&v[..m]) {
-            *d = S::from_f64(*x);
-        }
-        for (d, x) in self.h[c].iter_mut().zip(&v[m..]) {
-            *d = S::from_f64(*x);
-        }
+        self.write(c, &v[..m], &v[m..]);
     }
 
     /// ‖trial − current‖² over K and h of every site (the residual of a
@@ -368,7 +367,10 @@ impl<S: SiteScalar> SiteBuffers<S> {
         }
         out
     }
+}
 
+#[cfg(test)]
+impl<S: SiteScalar> SiteBuffers<S> {
     /// Site (K, h) of pair (i, j) in the current state.
     pub fn value(&self, i: usize, j: usize) -> (f64, f64) {
         let idx = i * self.n_neg + j;

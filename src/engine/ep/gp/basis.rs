@@ -87,13 +87,6 @@ impl Basis {
     pub fn n_neg(&self) -> usize {
         self.un.len()
     }
-    /// Dimension of q's coordinates.
-    pub fn dim(&self) -> usize {
-        match &self.form {
-            Form::Precision(p) => p.prec.nrows(),
-            Form::Whitened { factor, .. } => factor.z.ncols(),
-        }
-    }
     /// ½ log |prior precision| (−½ log |K_u|, or 0 when whitened).
     pub fn half_log_det_prior_prec(&self) -> f64 {
         match &self.form {

@@ -100,8 +100,6 @@ pub struct FitOutcome {
     pub cold_restart: bool,
     /// "precision", "whitened", "nystrom", "rff".
     pub form: &'static str,
-    /// Features of the model (distinct rows, pivots, D).
-    pub rank: usize,
     /// Training scores' posterior means and sds (every row).
     pub mean: Vec<f64>,
     pub sd: Vec<f64>,
@@ -421,7 +419,6 @@ pub fn fit_features(
             identical_pairs: lep.state().identical_pairs(),
             cold_restart: out.cold_restart,
             form: f.form,
-            rank: r,
             mean: s_mean,
             sd,
             seconds: out.seconds,

@@ -54,6 +54,7 @@ impl GpEp {
     pub fn pairs(&self) -> usize {
         self.basis.n_pos() * self.basis.n_neg()
     }
+    #[cfg(test)]
     pub fn identical_pairs(&self) -> usize {
         self.identical
     }
@@ -243,7 +244,6 @@ impl GpEp {
             identical_pairs: self.identical,
             cold_restart: out.cold_restart,
             form: self.basis.form_name(),
-            rank: self.basis.dim(),
             mean: map.iter().map(|&u| q.mean[u]).collect(),
             sd: map.iter().map(|&u| q.var[u].sqrt()).collect(),
             seconds: out.seconds,

@@ -9,14 +9,52 @@
 //! AVX2 and FMA-less paths differ only in the last bits of the FMA-less one.
 
 use nalgebra::DMatrix;
+use rayon::iter::Either;
 use rayon::prelude::*;
+
+/// Calls `$imp::<V, S, EV>(args)` with V the widest vectors `isa` has (each
+/// copy compiled with its target features, so the `inline(always)` kernel
+/// is vectorised for it) and EV = `evidence`, a constant in the kernel.
+macro_rules! simd_dispatch {
+    ($isa:expr, $ev:expr, $imp:ident::<S>($($a:ident: $t:ty),* $(,)?) -> $r:ty) => {{
+        use $crate::engine::{ep::store::SiteScalar as St, numerics::simd as v};
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn avx512<S: St, const EV: bool>($($a: $t),*) -> $r {
+            $imp::<v::Two<v::F64x8>, S, EV>($($a),*)
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn avx2<S: St, const EV: bool>($($a: $t),*) -> $r {
+            $imp::<v::Two<v::F64x4x2>, S, EV>($($a),*)
+        }
+        match ($isa, $ev) {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `detected_isa` returns Avx512 only when the CPU has these features.
+            (Isa::Avx512, true) => unsafe { avx512::<S, true>($($a),*) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            (Isa::Avx512, false) => unsafe { avx512::<S, false>($($a),*) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above, for AVX2 and FMA.
+            (Isa::Avx2, true) => unsafe { avx2::<S, true>($($a),*) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above, for AVX2 and FMA.
+            (Isa::Avx2, false) => unsafe { avx2::<S, false>($($a),*) },
+            (_, true) => $imp::<v::F64x1<false>, S, true>($($a),*),
+            (_, false) => $imp::<v::F64x1<false>, S, false>($($a),*),
+        }
+    }};
+}
 
 mod row;
 pub mod sampled;
 mod tiled;
 
 pub use row::site_throughput;
-use row::{Cols, RowOut, RowQ, Small, load_row, shrink_row, update_row};
+use row::{Cols, RowOut, RowQ, Small, update_row};
 
 use super::site::StepFactor;
 use super::store::{SiteBuffers, SiteScalar};
@@ -227,6 +265,72 @@ pub struct PassInput<'a> {
     pub isa: Isa,
 }
 
+impl Op {
+    /// Shrink's and Relax's f in `cur ← prev + f·(cur − prev)`.
+    fn factor(self) -> f64 {
+        if let Op::Relax(f) = self { f } else { 0.5 }
+    }
+
+    /// The site work's evidence flag and η (Check: evidence, no step).
+    fn site_work(self) -> (bool, f64) {
+        match self {
+            Op::Update { eta, evidence } => (evidence, eta),
+            _ => (true, 0.0),
+        }
+    }
+}
+
+/// The sites an op reads, and those it writes: Update reads `cur` and writes
+/// the free buffer, Shrink and Relax read `prev` and rewrite `cur`, Check and
+/// Aggregate only read `cur`.
+#[allow(clippy::type_complexity)]
+fn io<S: SiteScalar>(
+    sites: &mut SiteBuffers<S>,
+    op: Op,
+) -> (&[S], &[S], Option<(&mut [S], &mut [S])>) {
+    let (read, write) = match op {
+        Op::Update { .. } => (sites.cur, Some(sites.next())),
+        Op::Check | Op::Aggregate => (sites.cur, None),
+        Op::Shrink | Op::Relax(_) => (
+            sites.prev.expect("shrink needs a previous state"),
+            Some(sites.cur),
+        ),
+    };
+    match write {
+        Some(w) => {
+            let (k, h, ko, ho) = sites.read_write(read, w);
+            (k, h, Some((ko, ho)))
+        }
+        None => {
+            let (k, h) = sites.get(read);
+            (k, h, None)
+        }
+    }
+}
+
+/// The pass's sums over its rows (in row order); with `agg`, each row's sums
+/// of K and h into it.
+fn total(rows: &[RowStats], agg: Option<&mut Aggregates>) -> PassStats {
+    let mut stats = PassStats::default();
+    let (mut negative, mut skipped, mut bad) = (0.0, 0.0, 0.0);
+    for st in rows {
+        stats.sum_log_c += st.log_c;
+        negative += st.negative;
+        skipped += st.skipped;
+        bad += st.bad;
+    }
+    if let Some(agg) = agg {
+        for (i, st) in rows.iter().enumerate() {
+            agg.k_row[i] = st.k;
+            agg.h_row[i] = st.h;
+        }
+    }
+    stats.negative = negative as usize;
+    stats.skipped = skipped as usize;
+    stats.bad = bad as usize;
+    stats
+}
+
 /// Runs one pass. Update, Shrink and Aggregate fill `agg` with the aggregates
 /// of the state they leave in the written buffer (`next` for Update, `cur` else).
 pub(crate) fn pass<S: SiteScalar>(
@@ -263,6 +367,7 @@ pub(crate) fn pass<S: SiteScalar>(
         let groups = ws.block_rows.div_ceil(group_rows(ws.block_rows, nn));
         ws.colpart.resize(groups * 2 * nn, 0.0);
     }
+    let (step, isa) = (input.step, input.isa);
     let mut i0 = 0;
     while i0 < n_pos {
         let i1 = (i0 + ws.block_rows).min(n_pos);
@@ -317,86 +422,66 @@ pub(crate) fn pass<S: SiteScalar>(
             mn: &input.marg.mn,
             un: &input.marg.un,
         };
+        let (kin, hin, out) = io(sites, op);
+        let (kin, hin) = (&kin[lo..hi], &hin[lo..hi]);
+        let out = out.map(|(k, h)| (&mut k[lo..hi], &mut h[lo..hi]));
         match op {
             _ if tiled => {
-                // The group of rows t (its rows' Z_P V, marginals, exclusions; no output yet).
-                let group = |t: usize, nr: usize, kin, hin| {
-                    let r0 = i0 + t * tiled::GROUP_ROWS;
-                    let mut zv = Vec::with_capacity(nr * p);
-                    for i in r0..r0 + nr {
-                        zv.extend(input.marg.zv_p.row(i).iter());
-                    }
-                    tiled::Group {
-                        zv,
-                        mp: &input.marg.mp[r0..r0 + nr],
-                        up: &input.marg.up[r0..r0 + nr],
-                        excl: (r0..r0 + nr).map(|i| input.excluded.row(i)).collect(),
-                        kin,
-                        hin,
-                        out: None,
-                    }
-                };
-                let gs = tiled::GROUP_ROWS * nn;
-                let packed = &*packed;
-                match op {
-                    Op::Update { eta, evidence } => {
-                        let (cur, next) = (sites.cur, sites.next());
-                        let (kin, hin, kout, hout) = sites.read_write(cur, next);
-                        kin[lo..hi]
-                            .par_chunks(gs)
-                            .zip(hin[lo..hi].par_chunks(gs))
-                            .zip(kout[lo..hi].par_chunks_mut(gs))
-                            .zip(hout[lo..hi].par_chunks_mut(gs))
+                // Groups of rows: their Z_P V, marginals, exclusions; Update
+                // also writes the new sites, their f64 copies and K Z_N.
+                let (gr, gs) = (tiled::GROUP_ROWS, tiled::GROUP_ROWS * nn);
+                let outs = match out {
+                    Some((ko, ho)) => Either::Left(
+                        ko.par_chunks_mut(gs)
+                            .zip(ho.par_chunks_mut(gs))
                             .zip(kb.par_chunks_mut(gs))
                             .zip(hb.par_chunks_mut(gs))
-                            .zip(rows.par_chunks_mut(tiled::GROUP_ROWS))
-                            .zip(gb[..b * p].par_chunks_mut(tiled::GROUP_ROWS * p))
-                            .enumerate()
-                            .for_each(|(t, (((((((ki, hi), ko), ho), k64), h64), st), g))| {
-                                let mut gr = group(t, st.len(), ki, hi);
-                                gr.out = Some(tiled::GroupOut {
-                                    k: ko,
-                                    h: ho,
-                                    k64,
-                                    h64,
-                                    g,
-                                });
-                                tiled::group(
-                                    input.isa, evidence, packed, &cols, gr, st, input.step, eta,
-                                );
-                            });
-                    }
-                    _ => {
-                        let (kin, hin) = sites.get(sites.cur);
-                        kin[lo..hi]
-                            .par_chunks(gs)
-                            .zip(hin[lo..hi].par_chunks(gs))
-                            .zip(rows.par_chunks_mut(tiled::GROUP_ROWS))
-                            .enumerate()
-                            .for_each(|(t, ((ki, hi), st))| {
-                                let gr = group(t, st.len(), ki, hi);
-                                tiled::group(
-                                    input.isa, true, packed, &cols, gr, st, input.step, 0.0,
-                                );
-                            });
-                    }
-                }
+                            .zip(gb[..b * p].par_chunks_mut(gr * p))
+                            .map(|((((k, h), k64), h64), g)| {
+                                Some(tiled::GroupOut { k, h, k64, h64, g })
+                            }),
+                    ),
+                    None => Either::Right((0..b.div_ceil(gr)).into_par_iter().map(|_| None)),
+                };
+                let (evidence, eta) = op.site_work();
+                let packed = &*packed;
+                kin.par_chunks(gs)
+                    .zip(hin.par_chunks(gs))
+                    .zip(rows.par_chunks_mut(gr))
+                    .zip(outs)
+                    .enumerate()
+                    .for_each(|(t, (((kin, hin), st), out))| {
+                        let (r0, nr) = (i0 + t * gr, st.len());
+                        let mut zv = Vec::with_capacity(nr * p);
+                        for i in r0..r0 + nr {
+                            zv.extend(input.marg.zv_p.row(i).iter());
+                        }
+                        let group = tiled::Group {
+                            zv,
+                            mp: &input.marg.mp[r0..r0 + nr],
+                            up: &input.marg.up[r0..r0 + nr],
+                            excl: (r0..r0 + nr).map(|i| input.excluded.row(i)).collect(),
+                            kin,
+                            hin,
+                            out,
+                        };
+                        tiled::group(isa, evidence, packed, &cols, group, st, step, eta);
+                    });
             }
             Op::Update { eta, evidence } if small => {
                 // Groups of `gr` rows per task; each row's K and h in f64 only
                 // in a scratch row (the group's first row of the block buffers,
                 // hot in cache), added to the group's column sums in the task:
                 // no block-wide f64 copy of the sites written and read again.
-                let (cur, next) = (sites.cur, sites.next());
-                let (kin, hin, kout, hout) = sites.read_write(cur, next);
+                let (kout, hout) = out.expect("Update writes sites");
                 let (gr, pw) = (group_rows(ws.block_rows, nn), p);
                 let gs = gr * nn;
                 let parts = &mut colpart[..b.div_ceil(gr) * 2 * nn];
                 c.par_chunks_mut(gs)
-                    .zip(kin[lo..hi].par_chunks(gs))
-                    .zip(hin[lo..hi].par_chunks(gs))
-                    .zip(kout[lo..hi].par_chunks_mut(gs))
-                    .zip(hout[lo..hi].par_chunks_mut(gs))
+                    .zip(kin.par_chunks(gs))
+                    .zip(hin.par_chunks(gs))
+                    .zip(kout.par_chunks_mut(gs))
+                    .zip(hout.par_chunks_mut(gs))
                     .zip(kb.par_chunks_mut(gs))
                     .zip(hb.par_chunks_mut(gs))
                     .zip(rows.par_chunks_mut(gr))
@@ -413,7 +498,7 @@ pub(crate) fn pass<S: SiteScalar>(
                                 let row = r * nn..(r + 1) * nn;
                                 let i = t * gr + r;
                                 *st = update_row(
-                                    input.isa,
+                                    isa,
                                     evidence,
                                     &row_in(i),
                                     &cols,
@@ -432,111 +517,42 @@ pub(crate) fn pass<S: SiteScalar>(
                                         g: Some(&mut g[r * pw..(r + 1) * pw]),
                                         sums: Some((&mut *pk, &mut *ph)),
                                     }),
-                                    input.step,
+                                    step,
                                     eta,
                                 );
                             }
                         },
                     );
             }
-            Op::Update { eta, evidence } => {
-                // p > SMALL_P (the small case is the grouped arm above): the
-                // block's products came from the GEMM into `c`.
-                let (cur, next) = (sites.cur, sites.next());
-                let (kin, hin, kout, hout) = sites.read_write(cur, next);
+            _ => {
+                // Row by row: Check (small p: its products in the row task),
+                // Shrink, Relax, Aggregate; Update when the products came from
+                // the GEMM into `c` (tests of the tiled kernel).
+                let outs = match out {
+                    Some((ko, ho)) => {
+                        Either::Left(ko.par_chunks_mut(nn).zip(ho.par_chunks_mut(nn)).map(Some))
+                    }
+                    None => Either::Right((0..b).into_par_iter().map(|_| None)),
+                };
                 c.par_chunks_mut(nn)
-                    .zip(kin[lo..hi].par_chunks(nn))
-                    .zip(hin[lo..hi].par_chunks(nn))
-                    .zip(kout[lo..hi].par_chunks_mut(nn))
-                    .zip(hout[lo..hi].par_chunks_mut(nn))
+                    .zip(kin.par_chunks(nn))
+                    .zip(hin.par_chunks(nn))
+                    .zip(outs)
                     .zip(kb.par_chunks_mut(nn))
                     .zip(hb.par_chunks_mut(nn))
                     .zip(rows.par_iter_mut())
+                    .zip(zvp.par_chunks(p.max(1)))
                     .enumerate()
                     .with_min_len(min_rows)
-                    .for_each(|(r, (((((((c, ki), hi), ko), ho), k64), h64), st))| {
-                        let out = RowOut {
-                            k: ko,
-                            h: ho,
-                            k64,
-                            h64,
-                        };
-                        *st = update_row(
-                            input.isa,
-                            evidence,
-                            &row_in(r),
-                            &cols,
-                            c,
-                            ki,
-                            hi,
-                            Some(out),
-                            None,
-                            input.step,
-                            eta,
-                        );
-                    });
-            }
-            Op::Check => {
-                let (kin, hin) = sites.get(sites.cur);
-                let pw = p.max(1);
-                c.par_chunks_mut(nn)
-                    .zip(kin[lo..hi].par_chunks(nn))
-                    .zip(hin[lo..hi].par_chunks(nn))
-                    .zip(rows.par_iter_mut())
-                    .zip(zvp.par_chunks(pw))
-                    .enumerate()
-                    .with_min_len(min_rows)
-                    .for_each(|(r, ((((c, ki), hi), st), zv))| {
+                    .for_each(|(r, (((((((c, ki), hi), out), k64), h64), st), zv))| {
                         let sm = small.then_some(Small {
                             zv,
                             znt,
                             g: None,
                             sums: None,
                         });
-                        *st = update_row::<S>(
-                            input.isa,
-                            true,
-                            &row_in(r),
-                            &cols,
-                            c,
-                            ki,
-                            hi,
-                            None,
-                            sm,
-                            input.step,
-                            0.0,
-                        );
-                    });
-            }
-            Op::Shrink | Op::Relax(_) => {
-                let f = if let Op::Relax(f) = op { f } else { 0.5 };
-                let prev = sites.prev.expect("shrink needs a previous state");
-                let cur = sites.cur;
-                let (kp, hp, kc, hc) = sites.read_write(prev, cur);
-                kp[lo..hi]
-                    .par_chunks(nn)
-                    .zip(hp[lo..hi].par_chunks(nn))
-                    .zip(kc[lo..hi].par_chunks_mut(nn))
-                    .zip(hc[lo..hi].par_chunks_mut(nn))
-                    .zip(kb.par_chunks_mut(nn))
-                    .zip(hb.par_chunks_mut(nn))
-                    .zip(rows.par_iter_mut())
-                    .with_min_len(min_rows)
-                    .for_each(|((((((kp, hp), kc), hc), k64), h64), st)| {
-                        *st = shrink_row(kp, hp, kc, hc, k64, h64, f);
-                    });
-            }
-            Op::Aggregate => {
-                let (kc, hc) = sites.get(sites.cur);
-                kc[lo..hi]
-                    .par_chunks(nn)
-                    .zip(hc[lo..hi].par_chunks(nn))
-                    .zip(kb.par_chunks_mut(nn))
-                    .zip(hb.par_chunks_mut(nn))
-                    .zip(rows.par_iter_mut())
-                    .with_min_len(min_rows)
-                    .for_each(|((((kc, hc), k64), h64), st)| {
-                        *st = load_row(kc, hc, k64, h64);
+                        let q = row_in(r);
+                        *st = row::run(op, isa, step, &q, &cols, c, ki, hi, out, k64, h64, sm);
                     });
             }
         }
@@ -577,22 +593,7 @@ pub(crate) fn pass<S: SiteScalar>(
         }
         i0 = i1;
     }
-    let mut stats = PassStats::default();
-    let (mut negative, mut skipped, mut bad) = (0.0, 0.0, 0.0);
-    for (i, st) in ws.rows.iter().enumerate() {
-        stats.sum_log_c += st.log_c;
-        negative += st.negative;
-        skipped += st.skipped;
-        bad += st.bad;
-        if fills_agg {
-            agg.k_row[i] = st.k;
-            agg.h_row[i] = st.h;
-        }
-    }
-    stats.negative = negative as usize;
-    stats.skipped = skipped as usize;
-    stats.bad = bad as usize;
-    stats
+    total(&ws.rows, fills_agg.then_some(agg))
 }
 
 /// Rows per task (and per column-sum group) of the small-p update: at least

@@ -4,10 +4,8 @@
 
 use super::super::site::{LaneConsts, StepFactor, pair_lane};
 use super::super::store::SiteScalar;
-use super::{Isa, RowStats};
-use crate::engine::numerics::simd::{F64x1, Simd, Two};
-#[cfg(target_arch = "x86_64")]
-use crate::engine::numerics::simd::{F64x4x2, F64x8};
+use super::{Isa, Op, RowStats};
+use crate::engine::numerics::simd::Simd;
 
 pub(super) struct RowQ<'a> {
     pub(super) mp: f64,
@@ -37,34 +35,6 @@ pub(super) struct RowOut<'a, S> {
     pub(super) h64: &'a mut [f64],
 }
 
-macro_rules! row_variant {
-    ($name:ident, $v:ty, $features:literal) => {
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = $features)]
-        #[allow(clippy::too_many_arguments)]
-        unsafe fn $name<S: SiteScalar, const EV: bool>(
-            q: &RowQ<'_>,
-            cols: &Cols<'_>,
-            c: &mut [f64],
-            kin: &[S],
-            hin: &[S],
-            out: Option<RowOut<'_, S>>,
-            small: Option<Small<'_>>,
-            step: StepFactor,
-            eta: f64,
-        ) -> RowStats {
-            update_row_small::<$v, S, EV>(q, cols, c, kin, hin, out, small, step, eta)
-        }
-    };
-}
-
-row_variant!(
-    update_row_avx512,
-    Two<F64x8>,
-    "avx512f,avx512dq,avx512vl,avx2,fma"
-);
-row_variant!(update_row_avx2, Two<F64x4x2>, "avx2,fma");
-
 #[allow(clippy::too_many_arguments)]
 pub(super) fn update_row<S: SiteScalar>(
     isa: Isa,
@@ -79,30 +49,48 @@ pub(super) fn update_row<S: SiteScalar>(
     step: StepFactor,
     eta: f64,
 ) -> RowStats {
-    macro_rules! go {
-        ($f:ident) => {
-            if evidence {
-                $f::<S, true>(q, cols, c, kin, hin, out, small, step, eta)
-            } else {
-                $f::<S, false>(q, cols, c, kin, hin, out, small, step, eta)
-            }
-        };
-    }
-    type P = F64x1<false>;
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `detected_isa` returns Avx512 only when the CPU has these features.
-        Isa::Avx512 => unsafe { go!(update_row_avx512) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above, for AVX2 and FMA.
-        Isa::Avx2 => unsafe { go!(update_row_avx2) },
-        _ => {
-            if evidence {
-                update_row_small::<P, S, true>(q, cols, c, kin, hin, out, small, step, eta)
-            } else {
-                update_row_small::<P, S, false>(q, cols, c, kin, hin, out, small, step, eta)
-            }
+    simd_dispatch!(isa, evidence, update_row_small::<S>(
+        q: &RowQ<'_>,
+        cols: &Cols<'_>,
+        c: &mut [f64],
+        kin: &[S],
+        hin: &[S],
+        out: Option<RowOut<'_, S>>,
+        small: Option<Small<'_>>,
+        step: StepFactor,
+        eta: f64,
+    ) -> RowStats)
+}
+
+/// One row's share of the pass `op`: `c` its block products (Update,
+/// Check), `out` the written sites (Update, Shrink, Relax), `k64`, `h64`
+/// the f64 copies of the sites the aggregates are summed from.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run<S: SiteScalar>(
+    op: Op,
+    isa: Isa,
+    step: StepFactor,
+    q: &RowQ<'_>,
+    cols: &Cols<'_>,
+    c: &mut [f64],
+    kin: &[S],
+    hin: &[S],
+    out: Option<(&mut [S], &mut [S])>,
+    k64: &mut [f64],
+    h64: &mut [f64],
+    small: Option<Small<'_>>,
+) -> RowStats {
+    match op {
+        Op::Update { .. } | Op::Check => {
+            let (evidence, eta) = op.site_work();
+            let out = out.map(|(k, h)| RowOut { k, h, k64, h64 });
+            update_row(isa, evidence, q, cols, c, kin, hin, out, small, step, eta)
         }
+        Op::Shrink | Op::Relax(_) => {
+            let (k, h) = out.expect("Shrink writes sites");
+            shrink_row(kin, hin, k, h, k64, h64, op.factor())
+        }
+        Op::Aggregate => load_row(kin, hin, k64, h64),
     }
 }
 
@@ -399,7 +387,7 @@ fn lanes<V: Simd, S: SiteScalar, const EV: bool, const PARTIAL: bool>(
 
 /// `cur ← prev + f·(cur − prev)`: f = ½ is the rejected step again with η
 /// halved (computed as (prev + cur)/2), f > 1 the step over-relaxed.
-pub(super) fn shrink_row<S: SiteScalar>(
+fn shrink_row<S: SiteScalar>(
     kp: &[S],
     hp: &[S],
     kc: &mut [S],
@@ -430,12 +418,7 @@ pub(super) fn shrink_row<S: SiteScalar>(
     st
 }
 
-pub(super) fn load_row<S: SiteScalar>(
-    kc: &[S],
-    hc: &[S],
-    k64: &mut [f64],
-    h64: &mut [f64],
-) -> RowStats {
+fn load_row<S: SiteScalar>(kc: &[S], hc: &[S], k64: &mut [f64], h64: &mut [f64]) -> RowStats {
     let mut st = RowStats::default();
     for j in 0..kc.len() {
         k64[j] = kc[j].to_f64();

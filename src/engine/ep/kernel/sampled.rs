@@ -13,8 +13,8 @@
 
 use rayon::prelude::*;
 
-use super::row::{Cols, RowOut, RowQ, load_row, shrink_row, update_row};
-use super::{Aggregates, Excluded, Marginals, Op, PassStats, RowStats};
+use super::row::{self, Cols, RowQ};
+use super::{Aggregates, Excluded, Marginals, Op, PassStats, RowStats, io, total};
 use crate::engine::ep::site::StepFactor;
 use crate::engine::ep::store::{SiteBuffers, SiteScalar};
 use crate::engine::numerics::linalg::column_blocks;
@@ -220,11 +220,6 @@ impl SampledLayout {
             .then(|| &self.zc[j * self.p..(j + 1) * self.p])
     }
 
-    /// Whether the pass reads one shared copy of Z_N (not the chunks').
-    pub fn shares_rows(&self) -> bool {
-        self.zc_first.is_none()
-    }
-
     /// The row of negative `j`, chunk `c`'s `slot`-th touched negative.
     #[inline(always)]
     fn z(&self, c: usize, slot: usize, j: u32) -> &[f64] {
@@ -233,12 +228,6 @@ impl SampledLayout {
             None => j as usize,
         };
         &self.zc[r * self.p..(r + 1) * self.p]
-    }
-
-    pub fn bytes(&self) -> usize {
-        self.sample.len() * 12
-            + self.touched.iter().map(Vec::len).sum::<usize>() * 4
-            + self.zc.len() * 8
     }
 
     /// Rows the copies of Z_N hold for `b` pairs over `n_neg` negatives:
@@ -281,7 +270,24 @@ impl SampledWorkspace {
             pool: std::sync::Mutex::new(Vec::new()),
         }
     }
+}
 
+#[cfg(test)]
+impl SampledLayout {
+    /// Whether the pass reads one shared copy of Z_N (not the chunks').
+    pub fn shares_rows(&self) -> bool {
+        self.zc_first.is_none()
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.sample.len() * 12
+            + self.touched.iter().map(Vec::len).sum::<usize>() * 4
+            + self.zc.len() * 8
+    }
+}
+
+#[cfg(test)]
+impl SampledWorkspace {
     /// Bytes held now (the column sums, rows' sums, K Z_N and the pooled
     /// chunk scratch), counted from the buffers' capacities.
     pub fn held_bytes(&self) -> usize {
@@ -313,9 +319,8 @@ struct Scratch {
 struct ChunkSites<'a, S> {
     k_in: &'a [S],
     h_in: &'a [S],
-    /// Written by Update (the trial) and Shrink (current); empty otherwise.
-    k_out: &'a mut [S],
-    h_out: &'a mut [S],
+    /// Written by Update (the trial), Shrink and Relax (current).
+    out: Option<(&'a mut [S], &'a mut [S])>,
 }
 
 /// Runs one pass over the sampled sites (see `kernel::pass`).
@@ -333,38 +338,22 @@ pub(crate) fn pass<S: SiteScalar>(
     let sample = &layout.sample;
     let p = layout.p;
     let fills_agg = op != Op::Check;
-    // Which buffer is read and which written.
-    let (read, write) = match op {
-        Op::Update { .. } => (sites.cur, Some(sites.next())),
-        Op::Check | Op::Aggregate => (sites.cur, None),
-        Op::Shrink | Op::Relax(_) => (
-            sites.prev.expect("shrink needs a previous state"),
-            Some(sites.cur),
-        ),
-    };
     let chunks = layout.bounds.len() - 1;
     let pair_bound = |c: usize| sample.row_start(layout.bounds[c]);
     let mut parts: Vec<ChunkSites<'_, S>> = Vec::with_capacity(chunks);
     {
-        let (k_in, h_in, mut k_out, mut h_out): (&[S], &[S], &mut [S], &mut [S]) = match write {
-            Some(w) => sites.read_write(read, w),
-            None => {
-                let (k, h) = sites.get(read);
-                (k, h, &mut [], &mut [])
-            }
-        };
+        let (k_in, h_in, mut out) = io(sites, op);
         for c in 0..chunks {
             let (a, b) = (pair_bound(c), pair_bound(c + 1));
-            let (ko, kr) =
-                std::mem::take(&mut k_out).split_at_mut(if write.is_some() { b - a } else { 0 });
-            let (ho, hr) =
-                std::mem::take(&mut h_out).split_at_mut(if write.is_some() { b - a } else { 0 });
-            (k_out, h_out) = (kr, hr);
+            let mine = out.take().map(|(k, h)| {
+                let ((k, kr), (h, hr)) = (k.split_at_mut(b - a), h.split_at_mut(b - a));
+                out = Some((kr, hr));
+                (k, h)
+            });
             parts.push(ChunkSites {
                 k_in: &k_in[a..b],
                 h_in: &h_in[a..b],
-                k_out: ko,
-                h_out: ho,
+                out: mine,
             });
         }
     }
@@ -396,7 +385,7 @@ pub(crate) fn pass<S: SiteScalar>(
         .zip(g_parts.into_par_iter())
         .zip(k_col.par_iter_mut().zip(h_col.par_iter_mut()))
         .enumerate()
-        .for_each(|(c, (((part, rows), g), (kc, hc)))| {
+        .for_each(|(c, (((mut part, rows), g), (kc, hc)))| {
             let mut s = pool
                 .lock()
                 .map(|mut v| v.pop())
@@ -412,8 +401,11 @@ pub(crate) fn pass<S: SiteScalar>(
             let negs = sample.row_range(base, end);
             let order = &layout.order[base..end];
             let pair_row = &layout.pair_row[base..end];
-            let gathers = matches!(op, Op::Update { .. } | Op::Check);
-            if gathers {
+            // (Shrink, Relax and Aggregate read none of mn, un, c.)
+            for v in [&mut s.mn, &mut s.un, &mut s.c, &mut s.k64, &mut s.h64] {
+                v.resize(end - base, 0.0);
+            }
+            if matches!(op, Op::Update { .. } | Op::Check) {
                 // The chunk's rows of Z_P V (row-major), then each pair's
                 // cavity inputs in the negatives' order (Z_N read forward).
                 s.zv.resize((r1 - r0) * p, 0.0);
@@ -423,10 +415,6 @@ pub(crate) fn pass<S: SiteScalar>(
                         s.zv[r * p + k] = col[i];
                     }
                 }
-                let m = end - base;
-                s.mn.resize(m, 0.0);
-                s.un.resize(m, 0.0);
-                s.c.resize(m, 0.0);
                 let mut slot = usize::MAX;
                 let mut last = u32::MAX;
                 for (u, &t) in order.iter().enumerate() {
@@ -456,8 +444,6 @@ pub(crate) fn pass<S: SiteScalar>(
                         .sum();
                 }
             }
-            s.k64.resize(end - base, 0.0);
-            s.h64.resize(end - base, 0.0);
             for (r, i) in (r0..r1).enumerate() {
                 let a = sample.row_start(i) - base;
                 let b = a + sample.row(i).len();
@@ -466,58 +452,14 @@ pub(crate) fn pass<S: SiteScalar>(
                     up: marg.up[i],
                     excl: layout.excluded.row(i),
                 };
-                let cols = || Cols {
+                let cols = Cols {
                     mn: &s.mn[a..b],
                     un: &s.un[a..b],
                 };
-                rows[r] = match op {
-                    Op::Update { eta, evidence } => update_row(
-                        isa,
-                        evidence,
-                        &q,
-                        &cols(),
-                        &mut s.c[a..b],
-                        &part.k_in[a..b],
-                        &part.h_in[a..b],
-                        Some(RowOut {
-                            k: &mut part.k_out[a..b],
-                            h: &mut part.h_out[a..b],
-                            k64: &mut s.k64[a..b],
-                            h64: &mut s.h64[a..b],
-                        }),
-                        None,
-                        step,
-                        eta,
-                    ),
-                    Op::Check => update_row(
-                        isa,
-                        true,
-                        &q,
-                        &cols(),
-                        &mut s.c[a..b],
-                        &part.k_in[a..b],
-                        &part.h_in[a..b],
-                        None,
-                        None,
-                        step,
-                        0.0,
-                    ),
-                    Op::Shrink | Op::Relax(_) => shrink_row(
-                        &part.k_in[a..b],
-                        &part.h_in[a..b],
-                        &mut part.k_out[a..b],
-                        &mut part.h_out[a..b],
-                        &mut s.k64[a..b],
-                        &mut s.h64[a..b],
-                        if let Op::Relax(f) = op { f } else { 0.5 },
-                    ),
-                    Op::Aggregate => load_row(
-                        &part.k_in[a..b],
-                        &part.h_in[a..b],
-                        &mut s.k64[a..b],
-                        &mut s.h64[a..b],
-                    ),
-                };
+                let (kin, hin) = (&part.k_in[a..b], &part.h_in[a..b]);
+                let out = part.out.as_mut().map(|(k, h)| (&mut k[a..b], &mut h[a..b]));
+                let (c, k64, h64) = (&mut s.c[a..b], &mut s.k64[a..b], &mut s.h64[a..b]);
+                rows[r] = row::run(op, isa, step, &q, &cols, c, kin, hin, out, k64, h64, None);
             }
             if fills_agg {
                 // In the negatives' order: each row's (K Z_N) row still sums
@@ -552,18 +494,6 @@ pub(crate) fn pass<S: SiteScalar>(
                 v.push(s);
             }
         });
-    let mut stats = PassStats::default();
-    let (mut negative, mut skipped, mut bad) = (0.0, 0.0, 0.0);
-    for (i, st) in ws.rows.iter().enumerate() {
-        stats.sum_log_c += st.log_c;
-        negative += st.negative;
-        skipped += st.skipped;
-        bad += st.bad;
-        if fills_agg {
-            agg.k_row[i] = st.k;
-            agg.h_row[i] = st.h;
-        }
-    }
     if fills_agg {
         agg.k_col.fill(0.0);
         agg.h_col.fill(0.0);
@@ -575,10 +505,7 @@ pub(crate) fn pass<S: SiteScalar>(
         }
         transpose_rows(&ws.g, &mut agg.g);
     }
-    stats.negative = negative as usize;
-    stats.skipped = skipped as usize;
-    stats.bad = bad as usize;
-    stats
+    total(&ws.rows, fills_agg.then_some(agg))
 }
 
 /// Rows per block of `transpose_rows` (a block of the row-major source, 160 kB

@@ -20,9 +20,7 @@ use super::super::site::StepFactor;
 use super::super::store::SiteScalar;
 use super::row::{Cols, RowOut, RowQ, update_row_impl};
 use super::{Isa, RowStats};
-use crate::engine::numerics::simd::{F64x1, Simd, Two};
-#[cfg(target_arch = "x86_64")]
-use crate::engine::numerics::simd::{F64x4x2, F64x8};
+use crate::engine::numerics::simd::Simd;
 
 /// Columns of a panel of the packed `Z_Nᵀ`.
 const PANEL: usize = 16;
@@ -99,31 +97,6 @@ pub(super) struct GroupOut<'a, S> {
     pub(super) g: &'a mut [f64],
 }
 
-macro_rules! group_variant {
-    ($name:ident, $v:ty, $features:literal) => {
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = $features)]
-        #[allow(clippy::too_many_arguments)]
-        unsafe fn $name<S: SiteScalar, const EV: bool>(
-            pk: &Packed,
-            cols: &Cols<'_>,
-            gr: Group<'_, S>,
-            stats: &mut [RowStats],
-            step: StepFactor,
-            eta: f64,
-        ) {
-            group_impl::<$v, S, EV>(pk, cols, gr, stats, step, eta)
-        }
-    };
-}
-
-group_variant!(
-    group_avx512,
-    Two<F64x8>,
-    "avx512f,avx512dq,avx512vl,avx2,fma"
-);
-group_variant!(group_avx2, Two<F64x4x2>, "avx2,fma");
-
 /// The group's sites (see the module docs); `stats` gets each row's sums.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn group<S: SiteScalar>(
@@ -136,31 +109,14 @@ pub(super) fn group<S: SiteScalar>(
     step: StepFactor,
     eta: f64,
 ) {
-    macro_rules! go {
-        ($f:ident) => {
-            if evidence {
-                $f::<S, true>(pk, cols, gr, stats, step, eta)
-            } else {
-                $f::<S, false>(pk, cols, gr, stats, step, eta)
-            }
-        };
-    }
-    type P = F64x1<false>;
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `detected_isa` returns Avx512 only when the CPU has these features.
-        Isa::Avx512 => unsafe { go!(group_avx512) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above, for AVX2 and FMA.
-        Isa::Avx2 => unsafe { go!(group_avx2) },
-        _ => {
-            if evidence {
-                group_impl::<P, S, true>(pk, cols, gr, stats, step, eta)
-            } else {
-                group_impl::<P, S, false>(pk, cols, gr, stats, step, eta)
-            }
-        }
-    }
+    simd_dispatch!(isa, evidence, group_impl::<S>(
+        pk: &Packed,
+        cols: &Cols<'_>,
+        gr: Group<'_, S>,
+        stats: &mut [RowStats],
+        step: StepFactor,
+        eta: f64,
+    ) -> ())
 }
 
 #[inline(always)]

@@ -21,7 +21,6 @@
 
 pub mod cv;
 pub mod engine;
-pub mod gaussian_lik;
 mod mixing;
 pub mod model;
 pub mod moments;
@@ -41,6 +40,8 @@ pub use sweep::{LikelihoodSites, SsEvidence, SsOutcome, SsSettings, SsSweepInfo,
 
 #[cfg(test)]
 mod cv_tests;
+#[cfg(test)]
+mod gaussian_lik;
 #[cfg(test)]
 mod mixing_tests;
 #[cfg(test)]

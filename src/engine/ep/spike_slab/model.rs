@@ -49,6 +49,7 @@ impl LikelihoodSites for PairSites {
         self.moments = moments;
         ok
     }
+    #[cfg(test)]
     fn posterior(&self) -> &Posterior {
         self.ep.posterior().expect("rebuilt")
     }
@@ -229,12 +230,6 @@ impl SpikeSlabEp {
     }
     pub fn state(&self) -> &PairEp {
         &self.lik.ep
-    }
-    pub fn state_mut(&mut self) -> &mut PairEp {
-        &mut self.lik.ep
-    }
-    pub fn design(&self) -> &Design {
-        &self.design
     }
 
     /// A new prior (spike variance, inclusion prior, slab variance); the sites

@@ -26,20 +26,11 @@ impl ThetaMoments {
             r_v_r: q.r_v_r,
         }
     }
+}
 
+#[cfg(test)]
+impl ThetaMoments {
     pub fn sd(&self) -> Vec<f64> {
         self.var.iter().map(|v| v.sqrt()).collect()
-    }
-
-    /// `posterior::delta` on the marginals: max_k max(|m_k − m'_k|/sd'_k, |sd_k/sd'_k − 1|).
-    pub fn delta(&self, old: &ThetaMoments) -> f64 {
-        let mut d: f64 = 0.0;
-        for k in 0..self.mean.len() {
-            let (sd, sd_old) = (self.var[k].sqrt(), old.var[k].sqrt());
-            d = d
-                .max((self.mean[k] - old.mean[k]).abs() / sd_old)
-                .max((sd / sd_old - 1.0).abs());
-        }
-        d
     }
 }

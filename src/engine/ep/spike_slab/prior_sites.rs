@@ -39,12 +39,15 @@ pub struct MixtureTilted {
     pub w1: f64,
 }
 
+#[cfg(test)]
 impl MixtureTilted {
     /// log Ẑ_k under the normalised cavity (proper cavities only: τ₋ > 0).
     pub fn log_z(&self, cav: Natural) -> f64 {
         self.log_mass - 0.5 * (LN_2PI - cav.tau.ln()) - 0.5 * cav.nu * cav.nu / cav.tau
     }
+}
 
+impl MixtureTilted {
     /// The site's log C_k (§4's formula) written without the cavity's
     /// normaliser, so that it holds for an improper cavity too:
     /// `log C = log ∫ cavity·prior − log ∫ exp(−½ τ θ² + ν θ)`, (τ, ν) = q's marginal.
@@ -255,17 +258,8 @@ impl PriorSites {
         (0..self.u.len()).all(|k| self.cavity(q, k, prior).is_some())
     }
 
-    /// Parallel damped update of every site from q; None when a cavity is invalid.
-    pub fn update(
-        &mut self,
-        q: &ThetaMoments,
-        prior: &MixturePrior,
-        eta: f64,
-    ) -> Option<PriorUpdate> {
-        self.update_each(q, prior, |_| eta, (&mut [], &mut []), true)
-    }
-
-    /// As `update`, with step `eta(k)` for site k. When not empty, `fixed[k]`
+    /// Parallel damped update of every site from q, with step `eta(k)` for
+    /// site k; None when a cavity is invalid. When not empty, `fixed[k]`
     /// records whether site k's update needed the negative-site fix and `dir[k]`
     /// the sign of its proposed change of v_k (to spot oscillating sites).
     /// Without `fix` a site with u* ≤ 0 is kept as it is (`SsRules::fix`).

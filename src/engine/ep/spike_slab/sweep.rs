@@ -28,7 +28,7 @@ use super::site_steps::{SiteStepRule, SiteSteps};
 use crate::engine::ep::controller::Mixed;
 use crate::engine::ep::driver;
 use crate::engine::ep::kernel::PassStats;
-use crate::engine::ep::posterior::{Posterior, PriorTerms};
+use crate::engine::ep::posterior::PriorTerms;
 use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::sweep_state::{Converged, Marginal, Rules, SweepState, SweepStatus};
 use crate::engine::error::NonConvergence;
@@ -40,9 +40,10 @@ use crate::engine::numerics::normal::LN_2PI;
 pub trait LikelihoodSites {
     /// Rebuilds q from the current sites and `prior`; false when Q is not PD.
     fn rebuild(&mut self, prior: &PriorTerms) -> bool;
+    #[cfg(test)]
     /// The q of the last successful rebuild, in the likelihood's own
     /// coordinates (θ itself in the primal form).
-    fn posterior(&self) -> &Posterior;
+    fn posterior(&self) -> &crate::engine::ep::posterior::Posterior;
     /// θ's marginals and θ-space evidence terms of that q (what the prior
     /// sites and the evidence need, whatever coordinates EP runs in).
     fn moments(&self) -> &ThetaMoments;
@@ -184,8 +185,6 @@ pub struct SsSweepInfo<'a> {
     pub eta: f64,
     pub negative_share: f64,
     pub skipped: usize,
-    /// Negative-site fixes of the prior sites in this sweep.
-    pub fixes: usize,
     pub inclusion: &'a [f64],
     pub elapsed: f64,
     /// θ's marginals in EP's coordinates.
@@ -405,7 +404,6 @@ impl<'a, L: LikelihoodSites> SsSweep<'a, L> {
             eta: status.eta,
             negative_share: status.stats.negative as f64 / self.lik.sites().max(1) as f64,
             skipped: status.stats.skipped,
-            fixes: self.fixes_last,
             inclusion: &inclusion,
             elapsed: seconds_before + status.elapsed,
             moments: self.lik.moments(),
