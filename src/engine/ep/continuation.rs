@@ -11,7 +11,8 @@
 //! the gap to it, so failures cost at most log2(`MAX_STEP`/`MIN_STEP`) + 2
 //! points; when the gap is below `MIN_STEP` the continuation stops with a
 //! typed verdict (`PathVerdict`): no fixed point in reach beyond the last
-//! converged γ. Where power EP follows from the prior (`Bisect::HandOver`)
+//! converged γ. The steps are at most the CV grid's factor 2 (`MAX_STEP`).
+//! Where power EP follows from the prior (`Bisect::HandOver`)
 //! the walk ends at its first failed point instead: the bisection only
 //! locates the end of the prior's branch, which power EP does not use.
 //! Intermediate points converge to the folds' tolerance (they are starts);
@@ -32,12 +33,12 @@ use crate::engine::interface::EngineError;
 
 /// The largest predicted move of q per step, in posterior sds (§16: κ ≈ 1).
 pub const KAPPA: f64 = 1.0;
-/// γ₀ as a multiple of n (the default grid's lowest point).
+/// γ₀ as a multiple of n: the default CV grid's lowest point.
 pub const START_OVER_N: f64 = 1.0 / 16.0;
-/// Largest step in log γ (a quadrupling).
-pub const MAX_STEP: f64 = std::f64::consts::LN_2 * 2.0;
-/// The first step after γ₀ (a doubling, the grid's).
-const FIRST_STEP: f64 = std::f64::consts::LN_2;
+/// Largest step in log γ, the first one included: the CV grid's factor 2.
+/// (A quadrupling after the first doubling: the same records on
+/// reproduce's 72 EP cells.)
+pub const MAX_STEP: f64 = std::f64::consts::LN_2;
 /// Below this step in log γ (γ grows by < 1.1%), a failing point ends the
 /// continuation: no fixed point in reach.
 pub const MIN_STEP: f64 = std::f64::consts::LN_2 / 64.0;
@@ -310,7 +311,7 @@ pub fn walk_with<C: Continuable>(
     let mut shortened = (gamma < START_OVER_N * nf).then_some(Shortened::Target);
     // The last converged point: γ, its sites and marginals.
     let mut last: Option<(f64, C::Snapshot, Marginal)> = None;
-    let mut step = FIRST_STEP;
+    let mut step = MAX_STEP;
     // The smallest γ that failed: later points stay below it, bisecting
     // (in log γ) the gap from the last converged point.
     let mut ceiling = f64::INFINITY;
@@ -348,7 +349,7 @@ pub fn walk_with<C: Continuable>(
                 }
                 let (next, by_move) = match (&last, point.moved) {
                     (Some((g0, _, _)), Some(moved)) => next_step(kappa, (gamma / g0).ln(), moved),
-                    _ => (FIRST_STEP, false),
+                    _ => (MAX_STEP, false),
                 };
                 last = Some((gamma, st.snapshot(), now));
                 step = next;

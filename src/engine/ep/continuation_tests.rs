@@ -147,7 +147,8 @@ fn a_failed_walk_records_the_direct_run() {
 fn a_failed_gamma_that_converges_later_lifts_the_bound() {
     let mut m = Mock::new(30.0, f64::INFINITY, true);
     // Every new γ above 30 fails once here, so the walk ends in the verdict
-    // just below the target (its last step under `MIN_STEP`), far above 30.
+    // below the target (its last step under `MIN_STEP`), far above 30 (with
+    // ×4 steps above 90, with the grid's ×2 at 82).
     let reached = match walk(&mut m, 100.0, 10, 1.0, &mut |_| {}) {
         Ok((out, _)) => out,
         Err(EngineError::NotConverged { diagnostics, .. }) => {
@@ -157,7 +158,7 @@ fn a_failed_gamma_that_converges_later_lifts_the_bound() {
         }
         Err(e) => panic!("{e:?}"),
     };
-    assert!(reached > 90.0, "{reached}");
+    assert!(reached > 75.0, "{reached}");
 }
 
 /// Where power EP follows (`Bisect::HandOver`) the walk ends at its first
