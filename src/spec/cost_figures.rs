@@ -45,9 +45,8 @@ pub mod plan {
     /// EP sweeps: 11–21 on most sets, set high for the tail (Adult 44, EEG 470).
     pub const EP_SWEEPS: f64 = 50.0;
     /// EP runs of the continuation's walk to γ = r·n (`ep::continuation`:
-    /// from n/16, a doubling, then up to ×4 a point), taken only where the
-    /// run straight from the prior does not converge: 0 at or below n/16,
-    /// 4 at n, 5 at 8n. Each priced at `EP_SWEEPS` (EEG at n: the direct
+    /// from n/16, up to ×2 a point), taken only where the run straight from
+    /// the prior does not converge: 0 at or below n/16, 5 at n, 8 at 8n. Each priced at `EP_SWEEPS` (EEG at n: the direct
     /// run and 5 points, 231 sweeps in all, 106 CPU s against 31 s for one
     /// run of 50).
     pub fn ep_walk_runs(gamma_over_n: f64) -> f64 {

@@ -244,23 +244,23 @@ fn gcs_ellipses_cost_ep_and_risks_not_pairs_per_step() {
     );
 }
 
-/// EP's walk in γ (`ep::continuation`: from n/16, ×2, then up to ×4 a
-/// point) is stated beside a fixed-γ EP run and not counted: 4 runs at n, 5
-/// at 8n (EEG at n: 5 points after the direct run), none at or below n/16
+/// EP's walk in γ (`ep::continuation`: from n/16, up to ×2 a point) is
+/// stated beside a fixed-γ EP run and not counted: 5 runs at n, 8 at 8n
+/// (EEG at n under ×4 steps: 5 points after the direct run), none at or below n/16
 /// or with γ by CV (the folds walk the grid).
 #[test]
 fn eps_walk_in_gamma_is_stated_not_counted() {
     use crate::spec::values::Gamma;
     assert_eq!(plan::ep_walk_runs(1.0 / 16.0), 0.0);
     assert_eq!(plan::ep_walk_runs(0.125), 2.0);
-    assert_eq!(plan::ep_walk_runs(1.0), 4.0);
-    assert_eq!(plan::ep_walk_runs(8.0), 5.0);
+    assert_eq!(plan::ep_walk_runs(1.0), 5.0);
+    assert_eq!(plan::ep_walk_runs(8.0), 8.0);
     let eeg = Sizes {
         rows: 11_235,
         positives: 5_000,
         features: 14,
     };
-    for (over_n, runs) in [(1.0, 4.0), (8.0, 5.0)] {
+    for (over_n, runs) in [(1.0, 5.0), (8.0, 8.0)] {
         let mut s = spec("ep");
         s.gamma = Some(Gamma::Value(over_n * eeg.rows as f64));
         let est = estimate(&s, eeg, 1);

@@ -11,9 +11,11 @@
 //! the gap to it, so failures cost at most log2(`MAX_STEP`/`MIN_STEP`) + 2
 //! points; when the gap is below `MIN_STEP` the continuation stops with a
 //! typed verdict (`PathVerdict`): no fixed point in reach beyond the last
-//! converged γ. Where power EP follows from the prior (`Bisect::HandOver`)
-//! the walk ends at its first failed point instead: the bisection only
-//! locates the end of the prior's branch, which power EP does not use.
+//! converged γ (`Bisect::FromPrior`: after one more try at the target from
+//! the prior). The steps are at most the CV grid's factor 2 (`MAX_STEP`).
+//! Where power EP follows from the prior (`Bisect::HandOver`) the walk ends
+//! at its first failed point instead: the bisection only locates the end of
+//! the prior's branch, which power EP does not use.
 //! Intermediate points converge to the folds' tolerance (they are starts);
 //! the target γ to the run's own. The fixed point at the target is the one a
 //! converged cold start reaches where both converge (tests).
@@ -32,12 +34,12 @@ use crate::engine::interface::EngineError;
 
 /// The largest predicted move of q per step, in posterior sds (§16: κ ≈ 1).
 pub const KAPPA: f64 = 1.0;
-/// γ₀ as a multiple of n (the default grid's lowest point).
+/// γ₀ as a multiple of n: the default CV grid's lowest point.
 pub const START_OVER_N: f64 = 1.0 / 16.0;
-/// Largest step in log γ (a quadrupling).
-pub const MAX_STEP: f64 = std::f64::consts::LN_2 * 2.0;
-/// The first step after γ₀ (a doubling, the grid's).
-const FIRST_STEP: f64 = std::f64::consts::LN_2;
+/// Largest step in log γ, the first one included: the CV grid's factor 2.
+/// (A quadrupling after the first doubling: the same records on
+/// reproduce's 72 EP cells.)
+pub const MAX_STEP: f64 = std::f64::consts::LN_2;
 /// Below this step in log γ (γ grows by < 1.1%), a failing point ends the
 /// continuation: no fixed point in reach.
 pub const MIN_STEP: f64 = std::f64::consts::LN_2 / 64.0;
@@ -65,6 +67,10 @@ pub enum Bisect {
     /// reached the target; it crawled by 1–4% steps for 600–1 500 sweeps,
     /// each failed point 170–390 sweeps, before the same power EP answer.
     HandOver,
+    /// As `ToMinStep`, then, before the verdict, the target from the prior
+    /// (`from_prior`). For callers with no start of their own after a
+    /// failed walk (`cv::EpWalker::restart` does the same for the folds).
+    FromPrior,
 }
 
 /// One point of the path.
@@ -78,6 +84,9 @@ pub struct PathPoint {
     /// The run at the target straight from the start (`reach`), before any walk.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub direct: bool,
+    /// A run from the prior after the walk from below ended (`from_prior`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub from_prior: bool,
     /// Move of q from the last converged point (Δ's measure, in sds).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub moved: Option<f64>,
@@ -90,6 +99,35 @@ pub struct PathPoint {
     /// The same, typed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<RunFailure>,
+}
+
+impl PathPoint {
+    /// A point at γ, not run yet.
+    fn at(gamma: f64, nf: f64) -> PathPoint {
+        PathPoint {
+            gamma,
+            over_n: gamma / nf,
+            sweeps: 0,
+            tol: 0.0,
+            converged: false,
+            direct: false,
+            from_prior: false,
+            moved: None,
+            shortened: None,
+            error: None,
+            failure: None,
+        }
+    }
+
+    /// The run failed with `e`: its sweeps, reason and message.
+    fn failed(&mut self, e: &EngineError) {
+        self.sweeps = EpStop::sweeps_of(e);
+        self.failure = RunFailure::of(e);
+        self.error = Some(match e {
+            EngineError::NotConverged { message, .. } => message.clone(),
+            e => e.to_string(),
+        });
+    }
 }
 
 /// The record of a continuation (`details.gamma.path`).
@@ -211,16 +249,8 @@ pub fn reach_with<C: Continuable>(
     check_kappa(kappa)?;
     let nf = n as f64;
     let mut point = PathPoint {
-        gamma: target,
-        over_n: target / nf,
-        sweeps: 0,
-        tol: 0.0,
-        converged: false,
         direct: true,
-        moved: None,
-        shortened: None,
-        error: None,
-        failure: None,
+        ..PathPoint::at(target, nf)
     };
     let e = match st.run_at(target, true) {
         Ok((out, sweeps, tol)) => {
@@ -236,14 +266,12 @@ pub fn reach_with<C: Continuable>(
         }
         Err(e) => e,
     };
-    let EngineError::NotConverged { message, .. } = &e else {
+    if !matches!(e, EngineError::NotConverged { .. }) {
         return Err(e);
-    };
-    point.sweeps = EpStop::sweeps_of(&e);
-    point.error = Some(message.clone());
-    point.failure = RunFailure::of(&e);
+    }
+    point.failed(&e);
     on_point(&point);
-    match walk_with(st, target, n, kappa, bisect, on_point) {
+    match walk_inner(st, target, n, kappa, bisect, true, on_point) {
         Ok((out, mut path)) => {
             path.sweeps += point.sweeps;
             path.points.insert(0, point);
@@ -297,6 +325,19 @@ pub fn walk_with<C: Continuable>(
     bisect: Bisect,
     on_point: &mut dyn FnMut(&PathPoint),
 ) -> Result<(C::Outcome, GammaPath), EngineError> {
+    walk_inner(st, target, n, kappa, bisect, false, on_point)
+}
+
+/// `walk_with`; `direct_tried`: the target was run directly before (`reach`).
+fn walk_inner<C: Continuable>(
+    st: &mut C,
+    target: f64,
+    n: usize,
+    kappa: f64,
+    bisect: Bisect,
+    direct_tried: bool,
+    on_point: &mut dyn FnMut(&PathPoint),
+) -> Result<(C::Outcome, GammaPath), EngineError> {
     check_kappa(kappa)?;
     let nf = n as f64;
     let mut path = GammaPath {
@@ -310,7 +351,7 @@ pub fn walk_with<C: Continuable>(
     let mut shortened = (gamma < START_OVER_N * nf).then_some(Shortened::Target);
     // The last converged point: γ, its sites and marginals.
     let mut last: Option<(f64, C::Snapshot, Marginal)> = None;
-    let mut step = FIRST_STEP;
+    let mut step = MAX_STEP;
     // The smallest γ that failed: later points stay below it, bisecting
     // (in log γ) the gap from the last converged point.
     let mut ceiling = f64::INFINITY;
@@ -318,16 +359,8 @@ pub fn walk_with<C: Continuable>(
         let is_target = gamma >= target;
         let res = st.run_at(gamma, is_target);
         let mut point = PathPoint {
-            gamma,
-            over_n: gamma / nf,
-            sweeps: 0,
-            tol: 0.0,
-            converged: false,
-            direct: false,
-            moved: None,
             shortened,
-            error: None,
-            failure: None,
+            ..PathPoint::at(gamma, nf)
         };
         match res {
             Ok((out, sweeps, tol)) => {
@@ -348,7 +381,7 @@ pub fn walk_with<C: Continuable>(
                 }
                 let (next, by_move) = match (&last, point.moved) {
                     (Some((g0, _, _)), Some(moved)) => next_step(kappa, (gamma / g0).ln(), moved),
-                    _ => (FIRST_STEP, false),
+                    _ => (MAX_STEP, false),
                 };
                 last = Some((gamma, st.snapshot(), now));
                 step = next;
@@ -359,20 +392,25 @@ pub fn walk_with<C: Continuable>(
                     return Err(e);
                 };
                 let message = message.clone();
-                point.sweeps = EpStop::sweeps_of(&e);
+                point.failed(&e);
                 path.sweeps += point.sweeps;
-                point.failure = RunFailure::of(&e);
-                point.error = Some(message.clone());
                 on_point(&point);
                 path.points.push(point);
                 ceiling = ceiling.min(gamma);
                 let reached = last.as_ref().map(|l| l.0);
                 step = reached.map_or(step, |g0| (gamma / g0).ln()) * 0.5;
                 let handed_over = bisect == Bisect::HandOver && reached.is_some();
-                if handed_over
+                let ends = handed_over
                     || step < MIN_STEP
-                    || reached.is_none() && gamma <= nf * START_OVER_N / 16.0
+                    || reached.is_none() && gamma <= nf * START_OVER_N / 16.0;
+                if ends
+                    && bisect == Bisect::FromPrior
+                    && let Some(out) =
+                        from_prior(st, target, direct_tried, nf, &mut path, on_point)?
                 {
+                    return Ok((out, path));
+                }
+                if ends {
                     let verdict = PathVerdict {
                         reached,
                         step: step * 2.0,
@@ -442,6 +480,60 @@ pub fn walk_with<C: Continuable>(
             gamma = next;
         }
     }
+}
+
+/// The walk from below ended (or crawls) short of the target γ while a
+/// fixed point can exist there on another approach: EP from the prior
+/// directly at γ (unless `reach` just did), else at 2γ (one grid factor
+/// above) and warm down to γ. Why: ARD on ionosphere and ties at 16n (the
+/// walk's start orbits or drifts; from the prior at 16n: 2 497 and 221
+/// sweeps), Gaussian EP on the codes file at n/2 (a drift of 100+ sweeps
+/// from below; 46 + 58 sweeps down from n). The outcome at γ, or None (the
+/// points recorded either way).
+fn from_prior<C: Continuable>(
+    st: &mut C,
+    gamma: f64,
+    skip_direct: bool,
+    nf: f64,
+    path: &mut GammaPath,
+    on_point: &mut dyn FnMut(&PathPoint),
+) -> Result<Option<C::Outcome>, EngineError> {
+    // Factors of γ run in turn from the prior; the last of each is γ.
+    let tries: &[&[f64]] = if skip_direct {
+        &[&[2.0, 1.0]]
+    } else {
+        &[&[1.0], &[2.0, 1.0]]
+    };
+    for runs in tries {
+        st.reset();
+        for &factor in *runs {
+            let g = factor * gamma;
+            let mut point = PathPoint {
+                from_prior: true,
+                ..PathPoint::at(g, nf)
+            };
+            let ok = match st.run_at(g, factor == 1.0) {
+                Ok((out, sweeps, tol)) => {
+                    (point.sweeps, point.tol, point.converged) = (sweeps, tol, true);
+                    Some(out)
+                }
+                Err(EngineError::Cancelled) => return Err(EngineError::Cancelled),
+                Err(e) => {
+                    point.failed(&e);
+                    None
+                }
+            };
+            path.sweeps += point.sweeps;
+            on_point(&point);
+            path.points.push(point);
+            match ok {
+                None => break,
+                Some(out) if factor == 1.0 => return Ok(Some(out)),
+                Some(_) => {}
+            }
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]

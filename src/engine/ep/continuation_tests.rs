@@ -32,6 +32,8 @@ struct Mock {
     /// A failure raises `limit` to the γ that failed (a retry from a nearer
     /// start converges there).
     heal: bool,
+    /// From a smaller γ's sites (a slow drift from below) only up to this γ.
+    drift: f64,
     gamma: Option<f64>,
     runs: Vec<(f64, bool)>,
 }
@@ -42,6 +44,7 @@ impl Mock {
             limit,
             cold_limit,
             heal,
+            drift: f64::INFINITY,
             gamma: None,
             runs: Vec::new(),
         }
@@ -67,7 +70,11 @@ impl Continuable for Mock {
             "the walk does not end: {:?}",
             self.runs
         );
-        if gamma > self.limit || self.gamma.is_none() && gamma > self.cold_limit {
+        let from_below = self.gamma.is_some_and(|g| g < gamma);
+        if gamma > self.limit
+            || self.gamma.is_none() && gamma > self.cold_limit
+            || from_below && gamma > self.drift
+        {
             if self.heal {
                 self.limit = self.limit.max(gamma);
             }
@@ -147,7 +154,9 @@ fn a_failed_walk_records_the_direct_run() {
 fn a_failed_gamma_that_converges_later_lifts_the_bound() {
     let mut m = Mock::new(30.0, f64::INFINITY, true);
     // Every new γ above 30 fails once here, so the walk ends in the verdict
-    // just below the target (its last step under `MIN_STEP`), far above 30.
+    // (its last step under `MIN_STEP`) at or above the first failed γ, 40 (it
+    // looped there before; with ×4 steps it ended above 90, with the grid's
+    // ×2 at 40).
     let reached = match walk(&mut m, 100.0, 10, 1.0, &mut |_| {}) {
         Ok((out, _)) => out,
         Err(EngineError::NotConverged { diagnostics, .. }) => {
@@ -157,7 +166,7 @@ fn a_failed_gamma_that_converges_later_lifts_the_bound() {
         }
         Err(e) => panic!("{e:?}"),
     };
-    assert!(reached > 90.0, "{reached}");
+    assert!(reached >= 40.0, "{reached}");
 }
 
 /// Where power EP follows (`Bisect::HandOver`) the walk ends at its first
@@ -336,4 +345,39 @@ fn spike_slab_continuation_reaches_the_cold_fixed_point() {
             "inclusion {k}"
         );
     }
+}
+
+/// A walk from below that ends in a drift short of the target (the verdict's
+/// bisection) reaches it from the prior under `Bisect::FromPrior`; the tries
+/// are in the path. `ToMinStep` ends in the verdict as before.
+#[test]
+fn a_drift_from_below_is_reached_from_the_prior() {
+    let drifting = |cold_limit| Mock {
+        drift: 30.0,
+        ..Mock::new(f64::INFINITY, cold_limit, false)
+    };
+    let mut m = drifting(f64::INFINITY);
+    let err = walk(&mut m, 40.0, 10, 1.0, &mut |_| {}).unwrap_err();
+    let path = EpStop::of(&err).and_then(|s| s.path.clone()).unwrap();
+    assert!(path.points.iter().all(|p| !p.from_prior));
+    let mut m = drifting(f64::INFINITY);
+    let (out, path) = walk_with(&mut m, 40.0, 10, 1.0, Bisect::FromPrior, &mut |_| {}).unwrap();
+    let last = path.points.last().unwrap();
+    assert_eq!(out, 40.0);
+    assert!(
+        last.from_prior && last.converged && last.tol == 1e-4,
+        "{last:?}"
+    );
+    assert_eq!(m.runs.last(), Some(&(40.0, true)));
+    // Where the prior's start fails at γ: at 2γ and warm down (here failing too).
+    let mut m = drifting(35.0);
+    let err = walk_with(&mut m, 40.0, 10, 1.0, Bisect::FromPrior, &mut |_| {}).unwrap_err();
+    let path = EpStop::of(&err).and_then(|s| s.path.clone()).unwrap();
+    let tried: Vec<_> = path
+        .points
+        .iter()
+        .filter(|p| p.from_prior)
+        .map(|p| p.gamma)
+        .collect();
+    assert_eq!(tried, vec![40.0, 80.0]);
 }
