@@ -68,8 +68,8 @@ pub enum Bisect {
     /// each failed point 170–390 sweeps, before the same power EP answer.
     HandOver,
     /// As `ToMinStep`, then, before the verdict, the target from the prior
-    /// (`from_prior`). For callers with no start of their own after a
-    /// failed walk (`cv::EpWalker::restart` does the same for the folds).
+    /// (`from_prior`): the CV folds' walk (a fold point has no other start
+    /// after a failed walk).
     FromPrior,
 }
 

@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use nalgebra::DVector;
 
 use super::ard::{self, ArdSettings};
-use super::continuation;
+use super::continuation::{self, Bisect};
 use super::design::Form;
 use super::engine::Ep;
 use super::folds::FoldFlavour;
@@ -267,7 +267,8 @@ impl EpWalker {
     /// the move, and ARD's variances from the last point can leave EP at
     /// twice the γ far from its fixed point (glass split 1 at 16n: Δ falls to
     /// ~1e-3, then a drift the verdict ends; classic got there in 57 sweeps).
-    /// Where the walk fails too, `restart`; its error is the walk's.
+    /// Where the walk (with its tries from the prior) fails too, ARD's
+    /// `restart`; the error is the walk's.
     fn warm_or_walk(
         &mut self,
         gamma: f64,
@@ -285,12 +286,13 @@ impl EpWalker {
             res => return res.map(|s| s + spent),
         };
         let walked = EpStop::sweeps_of(&e);
-        self.restart(gamma, &vars, ep, ctl)
-            .map(|s| s + walked)
-            .map_err(|r| match r {
+        match self.restart(gamma, &vars, ep, ctl) {
+            None => Err(e),
+            Some(res) => res.map(|s| s + walked).map_err(|r| match r {
                 EngineError::NotConverged { .. } => add_sweeps(e, EpStop::sweeps_of(&r)),
                 r => r,
-            })
+            }),
+        }
     }
 
     /// `continuation::walk` to γ at `vars`, then (ARD) the variances tuned.
@@ -311,7 +313,8 @@ impl EpWalker {
             ctl,
             on_sweep: &mut |_, _| {},
         };
-        let walked = continuation::walk(&mut lp, gamma, n, continuation::KAPPA, &mut |_| {})
+        let (kappa, bisect) = (continuation::KAPPA, Bisect::FromPrior);
+        let walked = continuation::walk_with(&mut lp, gamma, n, kappa, bisect, &mut |_| {})
             .map(|(_, path)| path.sweeps)?;
         if self.ard.is_none() {
             return Ok(walked);
@@ -321,49 +324,28 @@ impl EpWalker {
             .map_err(|e| add_sweeps(e, walked))
     }
 
-    /// A point the walk from below did not reach, started where EP's
-    /// sites are at the prior: directly at γ (how ARD's final fit starts),
-    /// else at 2γ (one grid step up), warm down to γ; ARD last at the
-    /// prior's variances. Why: the walk follows
-    /// the prior's branch of fixed points, which can end (or crawl) below
-    /// γ while a fixed point exists at γ: ARD on ionosphere and on ties
-    /// at 16n (an orbit, or a drift, at the walk's variances), Gaussian EP
-    /// on the codes file at n/2 (a drift of 100+ sweeps from below, 58
-    /// sweeps down from n).
+    /// ARD's last try at a point the walk (with its tries from the prior,
+    /// `Bisect::FromPrior`) did not reach: from the prior at the prior's
+    /// variances, as ARD's final fit starts. Why: variances an ARD loop cut
+    /// short at `ard_iters` can leave EP without a fixed point in reach
+    /// (reproduce's spect_train split 2 at 16n, folds 3 and 4, with
+    /// --ard-iters 30 and 40 but not 20, 60 or 100); the continuation walks
+    /// γ, not the variances.
     fn restart(
         &mut self,
         gamma: f64,
         vars: &[f64],
         ep: &EpSettings,
         ctl: &Control,
-    ) -> Result<usize, EngineError> {
-        // Variances an ARD loop cut short at `ard_iters` can leave EP without
-        // a fixed point in reach (reproduce's spect_train split 2 at 16n,
-        // folds 3 and 4, with --ard-iters 30 and 40 but not 20, 60 or 100).
+    ) -> Option<Result<usize, EngineError>> {
         let prior_vars = self.prior_vars.clone();
-        let mut tries = vec![(gamma, vars), (2.0 * gamma, vars)];
-        if self.ard.is_some() && vars != prior_vars.as_slice() {
-            tries.push((gamma, &prior_vars));
-        }
-        let mut spent = 0;
-        let mut last = None;
-        for (start, v) in tries {
-            match self.run_from_prior(start, gamma, v, ep, ctl) {
-                Err(e @ EngineError::NotConverged { .. }) => {
-                    let own = EpStop::sweeps_of(&e);
-                    last = Some(add_sweeps(e, spent));
-                    spent += own;
-                }
-                res => return res.map(|s| s + spent).map_err(|e| add_sweeps(e, spent)),
-            }
-        }
-        Err(last.expect("at least one try"))
+        let tried = self.ard.is_none() || vars == prior_vars.as_slice();
+        (!tried).then(|| self.run_from_prior(gamma, &prior_vars, ep, ctl))
     }
 
-    /// EP from the prior at `start` (at `vars`), then warm at γ (ARD: tuned).
+    /// EP from the prior at γ at `vars` (ARD: tuned).
     fn run_from_prior(
         &mut self,
-        start: f64,
         gamma: f64,
         vars: &[f64],
         ep: &EpSettings,
@@ -373,14 +355,7 @@ impl EpWalker {
             self.lep.set_vars(vars);
         }
         self.lep.state_mut().reset();
-        let first = if start > gamma {
-            self.lep.run(start, ep, ctl, &mut |_, _| {})?.sweeps
-        } else {
-            0
-        };
         self.run_point(gamma, ep, ctl)
-            .map(|s| s + first)
-            .map_err(|e| add_sweeps(e, first))
     }
 }
 
