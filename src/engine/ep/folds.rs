@@ -118,8 +118,8 @@ impl<F: FoldFlavour> GridWalker for FlavourWalker<'_, F> {
             };
             power::run_with_fallback(&base, counted, &mut |_, _| {})
                 .map(|(sweeps, used)| {
-                    if used.chosen_by == "fallback" {
-                        let why = used.ep_failure.clone().unwrap_or_default();
+                    // EP's own failure is kept only where the fallback answered.
+                    if let Some(why) = used.ep_failure {
                         let mut p = self.cv.powered.lock().expect("a fold panicked");
                         p.push((fold.fold, c, used.alpha, why));
                     }
