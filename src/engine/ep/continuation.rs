@@ -214,7 +214,7 @@ pub fn next_step(kappa: f64, last_step: f64, moved: f64) -> (f64, bool) {
 
 /// Reaches `target`: first directly from the current state (the prior, or a
 /// start the caller set, e.g. the folds' average after a CV) under the
-/// run's non-progress verdict, then, only if that fails, by `walk` from the
+/// run's non-progress verdict, then, only if that fails, by `walk_with` from the
 /// prior. Returns the target's outcome and the path (one point when the
 /// direct run converged). A failed direct run is the path's first point in
 /// the walk's record, whether the walk converges or not.
@@ -305,18 +305,7 @@ fn check_kappa(kappa: f64) -> Result<(), EngineError> {
 /// target itself when it is not above γ₀), starting from the prior. Returns
 /// the target's outcome and the path; a failure to reach it is
 /// `NotConverged` with the verdict in its diagnostics and the path in its
-/// account (`EpStop`).
-pub fn walk<C: Continuable>(
-    st: &mut C,
-    target: f64,
-    n: usize,
-    kappa: f64,
-    on_point: &mut dyn FnMut(&PathPoint),
-) -> Result<(C::Outcome, GammaPath), EngineError> {
-    walk_with(st, target, n, kappa, Bisect::ToMinStep, on_point)
-}
-
-/// `walk`, ending after a failed point as `bisect` says.
+/// account (`EpStop`). After a failed point the walk goes on as `bisect` says.
 pub fn walk_with<C: Continuable>(
     st: &mut C,
     target: f64,
@@ -534,6 +523,19 @@ fn from_prior<C: Continuable>(
         }
     }
     Ok(None)
+}
+
+/// `walk_with` bisecting to `MIN_STEP` (the tests' walk; the library's
+/// callers say how a walk ends).
+#[cfg(test)]
+fn walk<C: Continuable>(
+    st: &mut C,
+    target: f64,
+    n: usize,
+    kappa: f64,
+    on_point: &mut dyn FnMut(&PathPoint),
+) -> Result<(C::Outcome, GammaPath), EngineError> {
+    walk_with(st, target, n, kappa, Bisect::ToMinStep, on_point)
 }
 
 #[cfg(test)]

@@ -261,7 +261,7 @@ impl EpWalker {
     }
 
     /// Under the new driver, a point whose warm start failed is reached as a
-    /// fixed-γ fit reaches γ after its direct try (`continuation::walk`: from
+    /// fixed-γ fit reaches γ after its direct try (`continuation::walk_with`: from
     /// the prior at n/16, κ-sized steps), at the fold's last variances; ARD
     /// then tunes them from there. Why: a grid step doubles γ with no bound on
     /// the move, and ARD's variances from the last point can leave EP at
@@ -295,7 +295,7 @@ impl EpWalker {
         }
     }
 
-    /// `continuation::walk` to γ at `vars`, then (ARD) the variances tuned.
+    /// `continuation::walk_with` to γ at `vars`, then (ARD) the variances tuned.
     fn walk(
         &mut self,
         gamma: f64,
