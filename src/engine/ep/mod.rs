@@ -58,10 +58,10 @@ pub use site::{Natural, Site, StepFactor, Tilted};
 pub use store::Precision;
 
 #[cfg(test)]
+mod large_p_tests;
+#[cfg(test)]
 mod power_tests;
 #[cfg(test)]
 mod sampled_tests;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tiled_tests;

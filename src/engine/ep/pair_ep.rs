@@ -559,9 +559,9 @@ impl PairEp {
         }
     }
 
-    /// Large p: block products through matrixmultiply (tests of the tiled kernel).
-    pub fn set_gemm_products(&mut self, on: bool) {
-        self.ws.set_gemm_products(on);
+    /// The row tasks' products up to `p` coordinates (tests compare them with the GEMM's).
+    pub fn set_small_p(&mut self, p: usize) {
+        self.ws.set_small_p(p);
     }
 
     /// Site (K, h) of positive i and negative j in the current state.

@@ -2,7 +2,8 @@
 //! rows: `C = Z_P V Z_Nᵀ` for the block by GEMM, then the element-wise site work
 //! row by row on rayon's threads (vectorised: AVX-512 or AVX2 + FMA when the CPU
 //! has them, detected once), then the block's share of `K Z_N` by GEMM and of
-//! the row and column sums of K and h. Nothing is allocated per pass.
+//! the row and column sums of K and h; up to `SMALL_P` coordinates both
+//! products run inside the row tasks instead. Nothing is allocated per pass.
 //!
 //! Determinism: blocks, rows and the 8-lane partial sums are fixed by the data's
 //! shape, never by the thread count; column sums add rows in order. The AVX-512,
@@ -51,7 +52,6 @@ macro_rules! simd_dispatch {
 
 mod row;
 pub mod sampled;
-mod tiled;
 
 pub use row::site_throughput;
 use row::{Cols, RowOut, RowQ, Small, update_row};
@@ -63,13 +63,11 @@ use crate::engine::numerics::gemm::{View, ViewMut, column_sums, gemm};
 pub use crate::engine::numerics::isa::{Isa, detected_isa};
 
 /// Sites per block (the block's C, K and h scratch: 3 × 8 × this bytes = 24 MiB).
-/// Large blocks pay: matrixmultiply packs Z_N again for every block's two
-/// GEMMs; DNA (1.04 M pairs, p = 180) ran 27% faster in one block than in
-/// eight of 2^17 (docs/BENCHMARKS.md), EEG (p = 14) was unchanged.
+/// Large blocks pay: matrixmultiply packs Z_N again for every block's two GEMMs.
 const BLOCK_SITES: usize = 1 << 20;
 /// Up to this many coordinates the block products run inside the row tasks
 /// (p FMAs per site, vectorised, no GEMM threads competing with rayon's);
-/// above it, tiled and fused with the site work (`tiled`).
+/// above it, by GEMM.
 const SMALL_P: usize = 32;
 /// Fewest sites per rayon task.
 const TASK_SITES: usize = 4096;
@@ -192,10 +190,8 @@ pub struct Workspace {
     g: Vec<f64>,
     /// Small p: each row group's column sums of K and h (2 n− per group).
     colpart: Vec<f64>,
-    /// Large p: Z_N packed for the tiled products.
-    packed: tiled::Packed,
-    /// Large p through matrixmultiply instead (tests compare the two).
-    gemm_products: bool,
+    /// `SMALL_P`, or another limit set by the tests that compare the paths.
+    small_p: usize,
 }
 
 impl Workspace {
@@ -217,18 +213,14 @@ impl Workspace {
             zvp: Vec::new(),
             g: Vec::new(),
             colpart: Vec::new(),
-            packed: tiled::Packed::default(),
-            gemm_products: false,
+            small_p: SMALL_P,
         }
     }
-}
 
-impl Workspace {
-    /// Large p: the block products through matrixmultiply instead of the
-    /// tiled kernel (tests compare the two).
+    /// The row tasks' products up to `p` coordinates (tests compare them with the GEMM's).
     #[cfg(test)]
-    pub fn set_gemm_products(&mut self, on: bool) {
-        self.gemm_products = on;
+    pub fn set_small_p(&mut self, p: usize) {
+        self.small_p = p;
     }
 }
 
@@ -349,11 +341,7 @@ pub(crate) fn pass<S: SiteScalar>(
     let min_rows = TASK_SITES.div_ceil(nn.max(1));
     let p = input.zn.ncols();
     let products = matches!(op, Op::Update { .. } | Op::Check);
-    let small = p <= SMALL_P && products;
-    let tiled = !small && products && !ws.gemm_products;
-    if tiled {
-        ws.packed.fill(input.zn);
-    }
+    let small = p <= ws.small_p && products;
     if small {
         ws.znt.clear();
         for k in 0..p {
@@ -382,7 +370,6 @@ pub(crate) fn pass<S: SiteScalar>(
             zvp,
             g,
             colpart,
-            packed,
             ..
         } = ws;
         let (c, kb, hb, rows) = (
@@ -398,7 +385,7 @@ pub(crate) fn pass<S: SiteScalar>(
                     zvp[r * p + kk] = input.marg.zv_p[(i0 + r, kk)];
                 }
             }
-        } else if products && !tiled {
+        } else if products {
             gemm(
                 1.0,
                 View::of(&input.marg.zv_p).rows(i0, i1),
@@ -426,48 +413,6 @@ pub(crate) fn pass<S: SiteScalar>(
         let (kin, hin) = (&kin[lo..hi], &hin[lo..hi]);
         let out = out.map(|(k, h)| (&mut k[lo..hi], &mut h[lo..hi]));
         match op {
-            _ if tiled => {
-                // Groups of rows: their Z_P V, marginals, exclusions; Update
-                // also writes the new sites, their f64 copies and K Z_N.
-                let (gr, gs) = (tiled::GROUP_ROWS, tiled::GROUP_ROWS * nn);
-                let outs = match out {
-                    Some((ko, ho)) => Either::Left(
-                        ko.par_chunks_mut(gs)
-                            .zip(ho.par_chunks_mut(gs))
-                            .zip(kb.par_chunks_mut(gs))
-                            .zip(hb.par_chunks_mut(gs))
-                            .zip(gb[..b * p].par_chunks_mut(gr * p))
-                            .map(|((((k, h), k64), h64), g)| {
-                                Some(tiled::GroupOut { k, h, k64, h64, g })
-                            }),
-                    ),
-                    None => Either::Right((0..b.div_ceil(gr)).into_par_iter().map(|_| None)),
-                };
-                let (evidence, eta) = op.site_work();
-                let packed = &*packed;
-                kin.par_chunks(gs)
-                    .zip(hin.par_chunks(gs))
-                    .zip(rows.par_chunks_mut(gr))
-                    .zip(outs)
-                    .enumerate()
-                    .for_each(|(t, (((kin, hin), st), out))| {
-                        let (r0, nr) = (i0 + t * gr, st.len());
-                        let mut zv = Vec::with_capacity(nr * p);
-                        for i in r0..r0 + nr {
-                            zv.extend(input.marg.zv_p.row(i).iter());
-                        }
-                        let group = tiled::Group {
-                            zv,
-                            mp: &input.marg.mp[r0..r0 + nr],
-                            up: &input.marg.up[r0..r0 + nr],
-                            excl: (r0..r0 + nr).map(|i| input.excluded.row(i)).collect(),
-                            kin,
-                            hin,
-                            out,
-                        };
-                        tiled::group(isa, evidence, packed, &cols, group, st, step, eta);
-                    });
-            }
             Op::Update { eta, evidence } if small => {
                 // Groups of `gr` rows per task; each row's K and h in f64 only
                 // in a scratch row (the group's first row of the block buffers,
@@ -526,8 +471,8 @@ pub(crate) fn pass<S: SiteScalar>(
             }
             _ => {
                 // Row by row: Check (small p: its products in the row task),
-                // Shrink, Relax, Aggregate; Update when the products came from
-                // the GEMM into `c` (tests of the tiled kernel).
+                // Shrink, Relax, Aggregate, and large p's Update (its products
+                // from the GEMM in `c`).
                 let outs = match out {
                     Some((ko, ho)) => {
                         Either::Left(ko.par_chunks_mut(nn).zip(ho.par_chunks_mut(nn)).map(Some))
@@ -556,18 +501,14 @@ pub(crate) fn pass<S: SiteScalar>(
                     });
             }
         }
-        if fills_agg && (small || tiled) {
+        if fills_agg && small {
             for r in 0..b {
                 for kk in 0..p {
                     agg.g[(i0 + r, kk)] = gb[r * p + kk];
                 }
             }
-            if small {
-                let groups = b.div_ceil(group_rows(ws.block_rows, nn));
-                add_group_sums(&ws.colpart, groups, nn, &mut agg.k_col, &mut agg.h_col);
-            } else {
-                column_sums(kb, hb, b, nn, &mut agg.k_col, &mut agg.h_col);
-            }
+            let groups = b.div_ceil(group_rows(ws.block_rows, nn));
+            add_group_sums(&ws.colpart, groups, nn, &mut agg.k_col, &mut agg.h_col);
         } else if fills_agg {
             let p = agg.g.ncols();
             gemm(

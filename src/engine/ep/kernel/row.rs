@@ -235,7 +235,7 @@ impl<V: Simd> Acc<V> {
 /// code on a padded copy (a scalar tail cost as much as the rest of a short row).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(super) fn update_row_impl<V: Simd, S: SiteScalar, const EV: bool>(
+fn update_row_impl<V: Simd, S: SiteScalar, const EV: bool>(
     q: &RowQ<'_>,
     cols: &Cols<'_>,
     c: &mut [f64],

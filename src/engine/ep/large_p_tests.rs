@@ -1,13 +1,13 @@
-//! The tiled block products (p above 32, `kernel::tiled`) against the slow
-//! obvious EP and against the matrixmultiply path they replaced.
+//! The block products for p above `SMALL_P` (by GEMM) against the slow
+//! obvious EP and against the row tasks' products of the small-p path.
 
 use super::tests::{fit_pair_ep, naive_ep, split, toy};
 use super::*;
 
-/// At p = 40 the fast engine (tiled products) follows the naive iterates:
+/// At p = 40 the fast engine (GEMM products) follows the naive iterates:
 /// explicit a_ij, Q as a sum of outer products.
 #[test]
-fn tiled_products_follow_the_naive_iterates() {
+fn gemm_products_follow_the_naive_iterates() {
     let (x, y) = toy(44, 40, 23, 1.0);
     let s = EpSettings {
         tol: 1e-8,
@@ -25,13 +25,13 @@ fn tiled_products_follow_the_naive_iterates() {
     assert!(dz.abs() < 1e-9, "log Z off by {dz}");
 }
 
-/// Rows per class that are not multiples of the kernel's 4-row quads, 32-row
-/// groups or 16-column panels, several chunks of columns (p = 70: 288
-/// columns a chunk), identical rows (non-sites), several blocks, f32 and f64
-/// sites: the tiled products give the matrixmultiply path's fixed point (the
-/// sums only run in another order), any thread count the same bits.
+/// Rows per class that are not multiples of the row groups or of the
+/// vectors' lanes, identical rows (non-sites), several blocks, f32 and f64
+/// sites, p = 70: the GEMM products give the fixed point of the row tasks'
+/// products (the sums only run in another order), any thread count the same
+/// bits.
 #[test]
-fn tiled_products_agree_with_the_gemm_path() {
+fn gemm_products_agree_with_the_row_products() {
     let d = 70;
     let (mut x, mut y) = toy(700, d, 29, 1.5);
     // Two identical positive/negative rows.
@@ -44,34 +44,36 @@ fn tiled_products_agree_with_the_gemm_path() {
     assert!(xn.nrows() > 300 && xn.nrows() % 16 != 0 && xp.nrows() % 32 != 0);
     let excl = identical_pairs(&xp, &xn);
     assert_eq!(excl.count(), 2);
-    let run = |gemm: bool, prec: Precision, block: Option<usize>, threads: usize| {
+    let run = |rows_products: bool, prec: Precision, block: Option<usize>, threads: usize| {
         let s = EpSettings::default();
         fit_pair_ep((&xp, &xn), &excl, prec, &s, Some(threads), |ep| {
             if let Some(r) = block {
                 ep.set_block_rows(r);
             }
-            ep.set_gemm_products(gemm);
+            if rows_products {
+                ep.set_small_p(d);
+            }
         })
     };
     for prec in [Precision::F64, Precision::F32] {
-        let (qg, zg, sg) = run(true, prec, None, 2);
-        let (qt, zt, st) = run(false, prec, Some(45), 2);
-        assert_eq!(sg, st, "{prec:?}: sweeps");
-        for (k, sd) in qg.sd().into_iter().enumerate() {
-            let dm = (qg.m[k] - qt.m[k]).abs() / sd;
+        let (qr, zr, sr) = run(true, prec, None, 2);
+        let (qg, zg, sg) = run(false, prec, Some(45), 2);
+        assert_eq!(sr, sg, "{prec:?}: sweeps");
+        for (k, sd) in qr.sd().into_iter().enumerate() {
+            let dm = (qr.m[k] - qg.m[k]).abs() / sd;
             assert!(dm < 1e-9, "{prec:?}: mean {k} off by {dm} sd");
-            assert!((qt.v[(k, k)].sqrt() / sd - 1.0).abs() < 1e-9);
+            assert!((qg.v[(k, k)].sqrt() / sd - 1.0).abs() < 1e-9);
         }
-        assert!((zg - zt).abs() < 1e-8 * zg.abs(), "{prec:?}: {zg} vs {zt}");
+        assert!((zr - zg).abs() < 1e-8 * zr.abs(), "{prec:?}: {zr} vs {zg}");
         let (q1, z1, _) = run(false, prec, Some(45), 1);
-        assert_eq!((q1.m, z1), (qt.m, zt), "the thread count changed the bits");
+        assert_eq!((q1.m, z1), (qg.m, zg), "the thread count changed the bits");
     }
 }
 
-/// The ISA variants of the tiled kernel: AVX2 and AVX-512 the same bits, the
-/// portable one the same fixed point.
+/// The ISA variants of the site work beside the GEMM products: AVX2 and
+/// AVX-512 the same bits, the portable one the same fixed point.
 #[test]
-fn tiled_instruction_sets_agree() {
+fn large_p_instruction_sets_agree() {
     let d = 36;
     let (x, y) = toy(150, d, 31, 1.0);
     let (xp, xn) = split(&x, &y);
