@@ -159,7 +159,7 @@ impl Default for EpSpec {
             damping: 0.7,
             tol: 1e-4,
             max_sweeps: 1000,
-            gamma_grid: vec![0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0],
+            gamma_grid: crate::engine::ep::cv::DEFAULT_GRID.to_vec(),
             folds: 5,
             ep_form: EpForm::Auto,
             site_precision: SitePrecision::Auto,
