@@ -184,6 +184,7 @@ fn execute(job: Job, ctl: &Control, tx: Sender<WorkerMsg>) -> WorkerEvent {
             if fit.trace.is_empty() {
                 fit.trace = obs.into_trace();
             }
+            crate::spec::run::note_spec_warnings(&job.spec, &mut fit);
             let seconds = Seconds {
                 load: job.load_seconds,
                 fit: fit_s,

@@ -9,9 +9,7 @@ use crate::engine::data::{
     Dataset, LoadOptions, LoadProgress, LoadStage, MissingPolicy, Prepared, TestSource, prepare,
 };
 use crate::engine::ep::spike_slab::SiteStepRule;
-use crate::engine::ep::{
-    ArdSettings, Ep, EpController, EpPower, EpSettings, EpStart, Form, GammaMode, Precision,
-};
+use crate::engine::ep::{ArdSettings, Ep, EpPower, EpSettings, Form, GammaMode, Precision};
 use crate::engine::gcs::{
     Directions as GcsDirections, Gcs, GcsSettings, Loss as GcsEngineLoss, ReferenceOrigin,
 };
@@ -27,9 +25,9 @@ use crate::engine::{Engine, Prior, Problem};
 use super::error::SpecError;
 use super::gcs_reference::{GcsAfterEp, ep_reference};
 use super::run_spec::{
-    DataSpec, EpControllerSpec, EpForm, EpRegrow, EpSpec, EpStartSpec, GcsLoss, GcsSpec, GpKernel,
-    Missing, PhaseJump, PriorKind, PriorSpec, RunSpec, SitePrecision, SiteSteps, SmcKernel,
-    SmcReference, SmcSpec, VbFamily, VbLoss, VbOptimizer, VbSpec,
+    DataSpec, EpForm, EpRegrow, EpSpec, GcsLoss, GcsSpec, GpKernel, Missing, PhaseJump, PriorKind,
+    PriorSpec, RunSpec, SitePrecision, SiteSteps, SmcKernel, SmcReference, SmcSpec, VbFamily,
+    VbLoss, VbOptimizer, VbSpec,
 };
 use super::smc_reference::{PriorPathAnnounced, SmcAfterEp};
 use super::validate::{Dims, validate};
@@ -343,14 +341,6 @@ pub fn ep_engine(s: &EpSpec, gamma: Option<Gamma>, prior: Option<&PriorSpec>, se
             tol: s.tol,
             max_sweeps: s.max_sweeps,
             min_eta: 1e-4_f64.min(s.damping),
-            start: match s.ep_start {
-                EpStartSpec::Classic => EpStart::Classic,
-                EpStartSpec::Continuation => EpStart::Continuation,
-            },
-            controller: match s.ep_controller {
-                EpControllerSpec::Classic => EpController::Classic,
-                EpControllerSpec::Anderson => EpController::Anderson,
-            },
             power: match s.ep_power {
                 None | Some(Tunable::Auto) => EpPower::Auto,
                 Some(Tunable::Value(a)) => EpPower::Fixed(a),

@@ -7,8 +7,8 @@ use super::run_spec::{DEFAULT_EPSILON, PriorKind};
 use super::values::Tunable;
 
 /// The EP driver (start, controller) of a new spec: the continuation and
-/// the anderson controller for every prior (issue 28). A spec saved before
-/// reads as classic (`classic_start_retired`, `classic_controller_note`).
+/// the anderson controller for every prior. A spec saved before reads as
+/// classic, which is retired (`retired_warnings`).
 pub fn default_driver() -> (EpStartSpec, EpControllerSpec) {
     (EpStartSpec::Continuation, EpControllerSpec::Anderson)
 }
@@ -159,7 +159,7 @@ impl Default for EpSpec {
             damping: 0.7,
             tol: 1e-4,
             max_sweeps: 1000,
-            gamma_grid: vec![0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0],
+            gamma_grid: crate::engine::ep::cv::DEFAULT_GRID.to_vec(),
             folds: 5,
             ep_form: EpForm::Auto,
             site_precision: SitePrecision::Auto,
@@ -182,8 +182,7 @@ impl Default for EpSpec {
 impl EpSpec {
     /// The EP that SMC and the sampler run first for their reference: their
     /// specs carry no EP settings, so it is a new spec's EP (the
-    /// continuation, the anderson controller, regrow on). Until 2026-11-30
-    /// it was the classic driver with regrow off.
+    /// continuation, the anderson controller, regrow on).
     pub fn reference() -> EpSpec {
         EpSpec::default()
     }
@@ -197,10 +196,28 @@ pub fn classic_start_retired(prior: Option<PriorKind>) -> bool {
 }
 
 /// What `pacauc fit` says of `--ep-controller classic` (an older spec's):
-/// the classic controller is deleted, the anderson one runs; the fit warns
-/// too (`EpController::retired_note`, the record's warnings).
+/// the classic controller is deleted, the anderson one runs.
 pub fn classic_controller_note() -> &'static str {
     "--ep-controller classic is retired and runs the anderson controller (records made with the classic controller can differ)"
+}
+
+/// The warnings of a run whose spec asks for a retired EP choice (an older
+/// spec's): the engine runs its one driver, so the spec says what changed
+/// (stderr and the record's warnings: `run::note_spec_warnings`).
+pub fn retired_warnings(spec: &super::RunSpec) -> Vec<String> {
+    let super::MethodSpec::Ep(e) = &spec.method else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if e.ep_controller == EpControllerSpec::Classic {
+        out.push("ep: --ep-controller classic is retired (2026-11-30): the anderson controller ran (records made with the classic one can differ)".to_string());
+    }
+    if e.ep_start == EpStartSpec::Classic
+        && classic_start_retired(spec.prior.as_ref().map(|p| p.kind))
+    {
+        out.push("ep: --ep-start classic is retired: its fallback starts are gone and γ was reached as by every EP start (records made with them can differ)".to_string());
+    }
+    out
 }
 
 /// The line `pacauc fit` prints before an EP run: the driver, and that a
@@ -227,7 +244,7 @@ pub fn announce(spec: &super::RunSpec) -> Option<String> {
     if let Some(r) = reach {
         what.push(r);
         if e.ep_start == EpStartSpec::Classic && classic_start_retired(prior) {
-            what.push("--ep-start classic is retired and runs it too (records made with the classic start's fallbacks can differ; details.gamma.classic_start)");
+            what.push("--ep-start classic is retired and runs it too (records made with the classic start's fallbacks can differ)");
         }
     }
     Some(format!("EP driver: {}", what.join(", ")))

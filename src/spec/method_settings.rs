@@ -304,7 +304,7 @@ pub const EP_SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "how γ is reached",
-        help: "continuation: EP at γ directly from the prior (the folds' average after a CV) and, only where that does not converge, from γ = n/16 up to γ in steps that move the posterior by at most one sd, each warm-started from the last (details.gamma.path); classic: the former default (specs saved before it changed read as classic), retired: it runs the continuation too and the record says so (details.gamma.classic_start). Gaussian and spike-and-slab priors, and GP fits through features (Nyström, random Fourier; exact GP and CV folds run once); ARD reaches γ as before.",
+        help: "continuation: EP at γ directly from the prior (the folds' average after a CV) and, only where that does not converge, from γ = n/16 up to γ in steps that move the posterior by at most one sd, each warm-started from the last (details.gamma.path); classic: the former default (specs saved before it changed read as classic), retired: it runs the continuation too, and stderr and the record's warnings say so. Gaussian and spike-and-slab priors, and GP fits through features (Nyström, random Fourier; exact GP and CV folds run once); ARD reaches γ as before.",
         default: "continuation",
         absent: "classic",
         methods: EP,

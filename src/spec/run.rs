@@ -6,8 +6,9 @@
 use std::time::Instant;
 
 use crate::engine::data::{Dataset, Prepared};
+use crate::engine::event::LogLevel;
 use crate::engine::record::{RunRecord, Seconds};
-use crate::engine::{Control, Engine, EngineError, Event, Observer, Problem};
+use crate::engine::{Control, Engine, EngineError, Event, Fit, Observer, Problem};
 
 use super::RunSpec;
 
@@ -26,6 +27,9 @@ pub fn record(
 ) -> Result<RunRecord, EngineError> {
     let (ds, prepared) = data;
     let mut trace: Vec<Event> = Vec::new();
+    for message in super::ep_spec::retired_warnings(spec) {
+        obs.observe(warn(message));
+    }
     let t1 = Instant::now();
     let mut fit = {
         let mut recording = |e: Event| {
@@ -37,6 +41,7 @@ pub fn record(
     if fit.trace.is_empty() {
         fit.trace = trace;
     }
+    note_spec_warnings(spec, &mut fit);
     let fit_s = t1.elapsed().as_secs_f64();
     let seconds = Seconds {
         load: load_seconds,
@@ -51,4 +56,18 @@ pub fn record(
         engine.params(),
         seconds,
     ))
+}
+
+/// The spec's own warnings (`ep_spec::retired_warnings`) first in `fit`'s
+/// trace, where the record reads its warnings from.
+pub fn note_spec_warnings(spec: &RunSpec, fit: &mut Fit) {
+    let notes = super::ep_spec::retired_warnings(spec).into_iter().map(warn);
+    fit.trace.splice(0..0, notes);
+}
+
+fn warn(message: String) -> Event {
+    Event::Log {
+        level: LogLevel::Warn,
+        message,
+    }
 }

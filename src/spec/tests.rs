@@ -434,4 +434,18 @@ fn ep_driver_defaults_for_every_prior_and_older_specs_read_as_classic() {
     );
     let said = super::ep_spec::announce(&fit(&given)).expect("announced");
     assert!(said.contains("--ep-start classic is retired"), "{said}");
+    // The engine runs its one driver; the record's warnings say what a
+    // retired choice became (ARD reaches γ its own way: only the controller).
+    let warned = |s: &RunSpec| super::ep_spec::retired_warnings(s);
+    assert!(warned(&new).is_empty());
+    let w = warned(&old);
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(w[0].contains("--ep-controller classic is retired"), "{w:?}");
+    assert!(w[1].contains("--ep-start classic is retired"), "{w:?}");
+    let ard = fit(&[
+        ("ep_start", "classic"),
+        ("ep_controller", "classic"),
+        ("prior", "ard"),
+    ]);
+    assert_eq!(warned(&ard).len(), 1);
 }

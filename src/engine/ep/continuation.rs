@@ -26,6 +26,7 @@
 
 use serde::Serialize;
 
+use super::cv;
 use super::stop::EpStop;
 pub use super::stop::RunFailure;
 use super::sweep_state::Marginal;
@@ -34,15 +35,16 @@ use crate::engine::interface::EngineError;
 
 /// The largest predicted move of q per step, in posterior sds (§16: κ ≈ 1).
 pub const KAPPA: f64 = 1.0;
-/// γ₀ as a multiple of n: the default CV grid's lowest point.
-pub const START_OVER_N: f64 = 1.0 / 16.0;
-/// Largest step in log γ, the first one included: the CV grid's factor 2.
-/// (A quadrupling after the first doubling: the same records on
-/// reproduce's 72 EP cells.)
+/// γ₀ as a multiple of n: the CV grid's lowest point, where the folds' walk
+/// starts too.
+pub const START_OVER_N: f64 = cv::DEFAULT_GRID[0];
+/// Largest step in log γ, the first one included: ln of the CV grid's factor
+/// (checked below), so the walk is never coarser than the folds' grid.
 pub const MAX_STEP: f64 = std::f64::consts::LN_2;
-/// Below this step in log γ (γ grows by < 1.1%), a failing point ends the
-/// continuation: no fixed point in reach.
-pub const MIN_STEP: f64 = std::f64::consts::LN_2 / 64.0;
+const _: () = assert!(cv::DEFAULT_GRID[1] == 2.0 * cv::DEFAULT_GRID[0]);
+/// Below this step in log γ (six halvings of `MAX_STEP`: γ grows by < 1.1%),
+/// a failing point ends the continuation: no fixed point in reach.
+pub const MIN_STEP: f64 = MAX_STEP / 64.0;
 
 /// Why a step was shorter than the largest one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -62,10 +64,9 @@ pub enum Bisect {
     /// Bisects below the failed γ until `MIN_STEP`: the verdict locates the
     /// end of the branch (nothing follows, or the caller reports it).
     ToMinStep,
-    /// Ends at once: power EP from the prior follows. Colon spike-and-slab
-    /// (splits 0, 2, 3, 4, 14, 16): no bisection after a failed point ever
-    /// reached the target; it crawled by 1–4% steps for 600–1 500 sweeps,
-    /// each failed point 170–390 sweeps, before the same power EP answer.
+    /// Ends at once: power EP from the prior follows, and a bisection there
+    /// only crawls by small steps to the same power EP answer (BENCHMARKS
+    /// ep-ss-power20).
     HandOver,
     /// As `ToMinStep`, then, before the verdict, the target from the prior
     /// (`from_prior`): the CV folds' walk (a fold point has no other start
@@ -220,13 +221,9 @@ pub fn next_step(kappa: f64, last_step: f64, moved: f64) -> (f64, bool) {
 /// the walk's record, whether the walk converges or not.
 ///
 /// Why the direct run first: where it converges it costs one run, where the
-/// walk costs 3–6 (`bench-ep`: 1.2–3.1× the CPU); and the walk follows the
-/// branch of fixed points that starts at the prior at small γ, which can end
-/// before the target while another fixed point exists there. Spike-and-slab
-/// Sonar (p = 0.017, splits 0 and 1): the prior's branch, with features in
-/// the slab, turns into a cycle of ~20 sweeps between γ = 0.10n and 0.125n;
-/// the direct run at γ = n/4 and n lands in 27 sweeps on the all-spike fixed
-/// point that the classic start records, and the walk ended in power EP.
+/// walk costs several; and the walk follows the branch of fixed points that
+/// starts at the prior at small γ, which can end before the target while
+/// another fixed point exists there (BENCHMARKS ep-ss-sonar-direct).
 pub fn reach<C: Continuable>(
     st: &mut C,
     target: f64,
@@ -474,11 +471,9 @@ fn walk_inner<C: Continuable>(
 /// The walk from below ended (or crawls) short of the target γ while a
 /// fixed point can exist there on another approach: EP from the prior
 /// directly at γ (unless `reach` just did), else at 2γ (one grid factor
-/// above) and warm down to γ. Why: ARD on ionosphere and ties at 16n (the
-/// walk's start orbits or drifts; from the prior at 16n: 2 497 and 221
-/// sweeps), Gaussian EP on the codes file at n/2 (a drift of 100+ sweeps
-/// from below; 46 + 58 sweeps down from n). The outcome at γ, or None (the
-/// points recorded either way).
+/// above) and warm down to γ. Why: a walk from below can orbit or drift
+/// where the prior's start converges (BENCHMARKS ep-from-prior21). The
+/// outcome at γ, or None (the points recorded either way).
 fn from_prior<C: Continuable>(
     st: &mut C,
     gamma: f64,

@@ -1,6 +1,6 @@
 use super::*;
 use crate::engine::ep::linear::{LinearEp, LinearPath};
-use crate::engine::ep::settings::{EpSettings, EpStart};
+use crate::engine::ep::settings::EpSettings;
 use crate::engine::ep::spike_slab::model::{SpikeSlab, SpikeSlabEp, SsPath};
 use crate::engine::ep::spike_slab::sweep::SsSettings;
 use crate::engine::ep::stop::EpStop;
@@ -282,10 +282,7 @@ fn gaussian_continuation_reaches_the_cold_fixed_point() {
     let mut lep = LinearEp::new(&x, &y, &[1.0; 5], Form::Primal, Precision::F64).unwrap();
     let mut lp = LinearPath {
         lep: &mut lep,
-        settings: EpSettings {
-            start: EpStart::Continuation,
-            ..s
-        },
+        settings: s,
         ctl: &ctl,
         on_sweep: &mut |_, _| {},
     };
@@ -324,13 +321,7 @@ fn spike_slab_continuation_reaches_the_cold_fixed_point() {
     let mut warm = SpikeSlabEp::new(&x, &y, prior, Precision::F64).unwrap();
     let mut sp = SsPath {
         model: &mut warm,
-        settings: SsSettings {
-            ep: EpSettings {
-                start: EpStart::Continuation,
-                ..s.ep
-            },
-            ..s
-        },
+        settings: s,
         ctl: &ctl,
         on_sweep: &mut |_, _| {},
         new_run: &mut || {},

@@ -6,16 +6,15 @@
 //! EP has no usable fixed point at very large γ with overlapping classes (§4):
 //! a point where EP does not converge fails (with the larger ones of its
 //! fold), and only points that converged in every fold can be chosen. With
-//! heavily overlapping classes and many rows (EEG: 15k rows, AUC ≈ 0.68) "very
-//! large" starts below n/8, so the whole default grid can fail in some fold:
-//! the grid is then extended downwards by halving, to n/1024 (`MIN_OVER_N`).
+//! heavily overlapping classes and many rows "very large" can start below
+//! the grid, so the grid is then extended downwards by halving, to
+//! `MIN_OVER_N`.
 //!
 //! The folds' converged posteriors (EP's coordinates, primal form) are kept,
 //! and their average at the chosen point is returned as a start for the
 //! final fit (`EpCv::start_at`): a fold's posterior at c·n_fold is close to
 //! the whole training set's at c·n, and a cold start at a large chosen γ can
-//! cycle where the folds converged warm (EEG at 16n: the cold attempt and the
-//! climb along the grid were 88 of 216 s).
+//! cycle where the folds converged warm.
 
 use std::sync::Mutex;
 
@@ -37,21 +36,21 @@ use crate::engine::interface::{Control, EngineError};
 use crate::engine::pairs::PairSampling;
 use crate::engine::select::{CvSpec, FoldData, MEMORY_BUDGET, Walk};
 
-/// The smallest multiple of n the grid is extended down to.
-pub const MIN_OVER_N: f64 = 1.0 / 1024.0;
+/// The smallest multiple of n the grid is extended down to: six halvings
+/// below the default grid's lowest point.
+pub const MIN_OVER_N: f64 = DEFAULT_GRID[0] / 64.0;
 
 /// EP inside the CV's folds converges to this multiple of the run's tolerance
 /// (the final fit keeps the run's own). The held-out AUC only needs the
 /// posterior mean's direction: at tol = 1e-3 the means are within ~0.002 sd of
-/// their 1e-4 values (ALGORITHMS.md §4), while the slow geometric modes of
-/// large folds (EEG: Δ falling 2–4% a sweep) need ~60 sweeps per decade of tol.
-/// Announced in the log and the record (`details.cv_tol`).
+/// their 1e-4 values (ALGORITHMS.md §4), while a slow fold needs tens of
+/// sweeps per decade of tol. Announced in the log and the record (`details.cv_tol`).
 pub const FOLD_TOL_FACTOR: f64 = 10.0;
 
-/// Default grid of γ/n: 2^−4 … 2^4 (n = training rows; ≤ 25n, §4).
-pub fn default_grid() -> Vec<f64> {
-    (-4..=4).map(|k| 2f64.powi(k)).collect()
-}
+/// The default grid of γ/n (`EpSpec::gamma_grid`): 2^−4 … 2^4 (n = training
+/// rows; ≤ 25n, §4). Geometric, as the posterior's scale grows like √γ to γ;
+/// the continuation's γ₀ and largest step are its lowest point and factor.
+pub const DEFAULT_GRID: [f64; 9] = [0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0];
 
 /// The CV of γ/n every EP flavour runs: walked upwards (warm starts, and
 /// failures only get likelier with γ), extended down to `MIN_OVER_N`.
@@ -260,15 +259,13 @@ impl EpWalker {
         }
     }
 
-    /// Under the new driver, a point whose warm start failed is reached as a
-    /// fixed-γ fit reaches γ after its direct try (`continuation::walk_with`: from
-    /// the prior at n/16, κ-sized steps), at the fold's last variances; ARD
-    /// then tunes them from there. Why: a grid step doubles γ with no bound on
-    /// the move, and ARD's variances from the last point can leave EP at
-    /// twice the γ far from its fixed point (glass split 1 at 16n: Δ falls to
-    /// ~1e-3, then a drift the verdict ends; classic got there in 57 sweeps).
-    /// Where the walk (with its tries from the prior) fails too, ARD's
-    /// `restart`; the error is the walk's.
+    /// A point whose warm start failed is reached as a fixed-γ fit reaches γ
+    /// after its direct try (`continuation::walk_with`), at the fold's last
+    /// variances; ARD then tunes them from there. Why: a grid step doubles γ
+    /// with no bound on the move, and ARD's variances from the last point can
+    /// leave EP at twice the γ far from its fixed point. Where the walk (with
+    /// its tries from the prior) fails too, ARD's `restart`; the error is the
+    /// walk's.
     fn warm_or_walk(
         &mut self,
         gamma: f64,
@@ -328,9 +325,8 @@ impl EpWalker {
     /// `Bisect::FromPrior`) did not reach: from the prior at the prior's
     /// variances, as ARD's final fit starts. Why: variances an ARD loop cut
     /// short at `ard_iters` can leave EP without a fixed point in reach
-    /// (reproduce's spect_train split 2 at 16n, folds 3 and 4, with
-    /// --ard-iters 30 and 40 but not 20, 60 or 100); the continuation walks
-    /// γ, not the variances.
+    /// (BENCHMARKS ep-from-prior21); the continuation walks γ, not the
+    /// variances.
     fn restart(
         &mut self,
         gamma: f64,

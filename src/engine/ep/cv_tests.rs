@@ -127,7 +127,7 @@ fn a_grid_without_fixed_points_is_extended_downwards() {
 fn a_working_grid_is_not_extended() {
     let (x, y) = toy(120, 3, 43, 1.0);
     let ep = EpSettings::default();
-    let grid = default_grid();
+    let grid = DEFAULT_GRID.to_vec();
     let r = cross_validate(
         &x,
         &y,

@@ -9,8 +9,7 @@ use crate::engine::interface::{Control, EngineError};
 
 /// Runs EP to convergence from the current state. A failure is the caller's
 /// to answer (the continuation takes a shorter step, power EP a smaller α);
-/// no retry from the prior. The settings' controller is the one there is
-/// (`EpController::Classic` is retired: the fit warns).
+/// no retry from the prior.
 pub fn run<S: SweepState>(
     st: &mut S,
     s: &EpSettings,

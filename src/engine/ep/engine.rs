@@ -14,7 +14,7 @@ use super::folds::FoldFlavour;
 use super::linear::{LinearEp, LinearPath};
 use super::outcome::SweepInfo;
 use super::run::{self, Chosen, Final, Flavour, Work};
-use super::settings::{EpSettings, EpStart};
+use super::settings::EpSettings;
 use super::spike_slab::SiteStepRule;
 use super::store::Precision;
 use crate::engine::event::{EpSweep, Event, LogLevel};
@@ -97,18 +97,12 @@ pub(crate) struct Sink<'a> {
 }
 
 impl<'a> Sink<'a> {
-    /// A sink for an EP run under `s`; a retired controller asked for says
-    /// so first (a Warn log: stderr and the record's warnings).
-    pub(crate) fn new(obs: &'a mut dyn Observer, s: &EpSettings) -> Sink<'a> {
-        let mut sink = Sink {
+    pub(crate) fn new(obs: &'a mut dyn Observer) -> Sink<'a> {
+        Sink {
             obs,
             trace: Vec::new(),
             kept_from: 0,
-        };
-        if let Some(note) = s.controller.retired_note() {
-            sink.warn(note.into());
         }
-        sink
     }
 
     pub(crate) fn info(&mut self, message: String) {
@@ -289,21 +283,15 @@ impl Flavour for Linear<'_> {
                 if !lep.state().sites_are_zero() {
                     lep.state_mut().reset();
                 }
-                // One way to reach γ, after a CV too (`continuation`; an
-                // older spec's `--ep-start classic` runs it as well):
+                // One way to reach γ, after a CV too (`continuation`):
                 // directly from the folds' average posterior when there is
                 // one, else from the prior; the walk in γ if that fails.
                 if cv_start.is_some_and(|q0| lep.start_from(q0, gamma)) {
                     start = "cv_folds";
                 }
-                // The retired classic start runs the continuation as it is:
-                // no retry from the prior at a failed point (`driver::run`).
                 let mut lp = LinearPath {
                     lep: &mut lep,
-                    settings: EpSettings {
-                        start: EpStart::Continuation,
-                        ..*s
-                    },
+                    settings: *s,
                     ctl,
                     on_sweep: &mut on_sweep,
                 };

@@ -53,7 +53,7 @@ pub use linear::LinearEp;
 pub use outcome::{EpOutcome, EvidenceParts, SweepInfo};
 pub use pair_ep::PairEp;
 pub use posterior::{Posterior, PriorTerms};
-pub use settings::{EpController, EpPower, EpSettings, EpStart};
+pub use settings::{EpPower, EpSettings};
 pub use site::{Natural, Site, StepFactor, Tilted};
 pub use store::Precision;
 

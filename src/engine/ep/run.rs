@@ -105,7 +105,7 @@ pub(crate) fn run<F: Flavour>(
     obs: &mut dyn Observer,
 ) -> Result<Fit, EngineError> {
     let t0 = Instant::now();
-    let sink = RefCell::new(Sink::new(obs, &ep.settings));
+    let sink = RefCell::new(Sink::new(obs));
     let cv_on = ep.gamma != GammaMode::Fixed;
     sink.borrow_mut().emit(Event::Started {
         engine: "ep".into(),
@@ -178,9 +178,6 @@ pub(crate) fn run<F: Flavour>(
     fit.details = details;
     if let Some(p) = path {
         fit.details["gamma"]["path"] = json!(p);
-        if let Some(note) = ep.settings.start.retired_note() {
-            fit.details["gamma"]["classic_start"] = json!(note);
-        }
     }
     if let Some(used) = power.filter(|u| !u.is_ep()) {
         fit.reports.push(MethodReport::PowerEp {

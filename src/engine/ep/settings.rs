@@ -1,6 +1,5 @@
-//! Settings of an EP run: the damping, the tolerance and the sweep loop's
-//! limits, how a fit reaches its γ (`EpStart`) and how a run steps towards
-//! its fixed point (`EpController`). Shared by every EP flavour.
+//! Settings of an EP run: the damping, the tolerance, the sweep loop's
+//! limits and power EP's α. Shared by every EP flavour.
 
 /// Settings of one EP run.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -19,14 +18,6 @@ pub struct EpSettings {
     /// are the same.
     #[serde(default = "extrapolate_default")]
     pub extrapolate: bool,
-    /// How a fit reaches its γ (`continuation`); not written while classic,
-    /// so records made before the setting existed keep their spec.
-    #[serde(default, skip_serializing_if = "EpStart::is_classic")]
-    pub start: EpStart,
-    /// The step controller asked for (`controller`: there is one); not
-    /// written while classic (retired: read from older records and specs).
-    #[serde(default, skip_serializing_if = "EpController::is_classic")]
-    pub controller: EpController,
     /// Power EP's α for the pair sites (`site::StepFactor::power`); not
     /// written while auto.
     #[serde(default, skip_serializing_if = "EpPower::is_auto")]
@@ -79,61 +70,6 @@ impl EpPower {
     }
 }
 
-/// How a fit reaches its γ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EpStart {
-    /// Retired (2026-11-30): the former start, from the prior with each
-    /// flavour's rescue paths. Read from older specs, it reaches γ by the
-    /// continuation, and the record says so (`retired_note`).
-    #[default]
-    Classic,
-    /// Adaptive continuation in γ from a small γ (`continuation`, ALGORITHMS.md §16).
-    Continuation,
-}
-
-impl EpStart {
-    pub fn is_classic(&self) -> bool {
-        *self == EpStart::Classic
-    }
-
-    /// `details.gamma.classic_start` of an EP run that asked for the retired
-    /// classic start (its fallbacks are gone: records made with them
-    /// can differ where they ran).
-    pub fn retired_note(&self) -> Option<&'static str> {
-        self.is_classic().then_some(
-            "--ep-start classic is retired (2026-11-30): γ was reached by the continuation, as by every EP start",
-        )
-    }
-}
-
-/// How a run steps towards its fixed point: one controller
-/// (`controller`: damped sweeps with safeguarded Anderson mixing and one
-/// non-progress verdict on the residual's contraction).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EpController {
-    /// Retired (2026-11-30): the former controller (stall, cycle, drift and
-    /// extrapolation rules). Read from older specs and records, it runs
-    /// the anderson controller, and the fit warns (`retired_note`).
-    #[default]
-    Classic,
-    Anderson,
-}
-
-impl EpController {
-    pub fn is_classic(&self) -> bool {
-        *self == EpController::Classic
-    }
-
-    /// The warning of a run that asked for the retired classic controller.
-    pub fn retired_note(&self) -> Option<&'static str> {
-        self.is_classic().then_some(
-            "ep: --ep-controller classic is retired (2026-11-30): the anderson controller ran (records made with the classic one can differ)",
-        )
-    }
-}
-
 impl Default for EpSettings {
     fn default() -> Self {
         EpSettings {
@@ -142,8 +78,6 @@ impl Default for EpSettings {
             max_sweeps: 1000,
             min_eta: 1e-4,
             extrapolate: true,
-            start: EpStart::Classic,
-            controller: EpController::Anderson,
             power: EpPower::Auto,
             regrow: false,
         }

@@ -2,19 +2,18 @@
 //!
 //! Why: parallel EP from the prior overshoots when γ is large. Each site is
 //! updated as if alone, so the first sweep moves the mean by ~γ·(mean of the
-//! a_ij) — adult at γ = n: means of 240 against a fixed point of 7 with sds
-//! of 0.1. Rejected sweeps then halve η (and keep it halved), and the run
-//! crawls at η = 0.175: 74 sweeps, each over 96 M pairs.
+//! a_ij), far beyond the fixed point; rejected sweeps then cut η, and every
+//! sweep of the crawl that follows runs over all the pairs.
 //!
 //! Instead: EP on a uniform sample of `START_PAIRS` pairs (`pairs::PairSample`,
-//! g = γ/B; its posterior is within ~0.4 sd of the all-pairs one on adult)
-//! to a loose tolerance, then every site of the full problem computed from
-//! that q's marginals as the cavity (one undamped pass from zero sites: with
-//! g = γ/M ≈ 2e-4 a site barely changes its own marginal), q rebuilt from them,
-//! and the usual sweeps from there. Only the start changes: the fixed point
-//! and the convergence test are those of a cold run. If the sampled run fails
-//! or the start is invalid (a cavity, Q not positive definite), EP starts from
-//! the prior as before, and says so.
+//! g = γ/B; its posterior is close to the all-pairs one) to a loose
+//! tolerance, then every site of the full problem computed from that q's
+//! marginals as the cavity (one undamped pass from zero sites: with g = γ/M
+//! tiny a site barely changes its own marginal), q rebuilt from them, and the
+//! usual sweeps from there. Only the start changes: the fixed point and the
+//! convergence test are those of a cold run. If the sampled run fails or the
+//! start is invalid (a cavity, Q not positive definite), EP starts from the
+//! prior, and says so. Measured: BENCHMARKS ep-sampled-start21.
 
 use serde::Serialize;
 

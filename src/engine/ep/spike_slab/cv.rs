@@ -25,13 +25,11 @@
 //!
 //! Where EP ends in a verdict, a fold point is answered by power EP along
 //! `FALLBACK_POWERS` (`folds`), each fold point so answered said in
-//! the log. Why: between ~n/8 and ~n/2 on the sparse demo the branch of fixed
-//! points that starts at the prior ends (a fold where it turns back): from the prior EP passes that branch's ghost
-//! slowly and lands, after 200–950 sweeps, on a sparser fixed point (one
-//! feature in the slab; classic's answer). The anderson controller's verdict
-//! ends that slow passage after ~100–200 sweeps as no progress, and so does
-//! the continuation, whose walk along γ stops at the same end of the branch
-//! (0.12n–0.2n). Small γ is not the easy end for spike-and-slab: there the
+//! the log. Why: at small γ the branch of fixed points that starts at the
+//! prior can end (a fold where it turns back): from the prior EP passes that
+//! branch's ghost slowly towards a sparser fixed point, which the anderson
+//! controller's verdict ends as no progress, and the continuation's walk
+//! along γ stops at the same end of the branch. Small γ is not the easy end for spike-and-slab: there the
 //! likelihood is too weak to hold features in the slab while the scale-free
 //! AUC risk keeps the sparse state self-consistent. The final fit answers
 //! such a γ with power EP; without the same fallback the folds dropped it.

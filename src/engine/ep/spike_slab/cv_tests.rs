@@ -8,7 +8,7 @@ use super::model::{SpikeSlab, SpikeSlabEp};
 use super::sweep::SsSettings;
 use super::tests::sparse_demo;
 use crate::engine::data::prepare::stratified_folds;
-use crate::engine::ep::cv::default_grid;
+use crate::engine::ep::cv::DEFAULT_GRID;
 use crate::engine::ep::cv::gamma_spec;
 use crate::engine::ep::design::Form;
 use crate::engine::ep::folds::{self, FlavourCv};
@@ -113,7 +113,7 @@ fn near_ties(s: &[f64], y: &[bool], eps: f64) -> usize {
 #[test]
 fn the_walk_gives_the_cold_fits_held_out_auc_at_every_point() {
     let (x, y, _) = sparse_demo();
-    let grid = default_grid();
+    let grid = DEFAULT_GRID.to_vec();
     let ss = SsSettings::default();
     let cvs = settings(&grid, &ss);
     let r = cross_validate(&x, &y, &cvs, &Control::new(), &mut |_| {}).unwrap();
@@ -184,7 +184,7 @@ fn the_walk_gives_the_cold_fits_held_out_auc_at_every_point() {
 #[test]
 fn a_point_failing_in_a_fold_is_reported_with_the_larger_ones() {
     let (x, y, _) = sparse_demo();
-    let grid = default_grid();
+    let grid = DEFAULT_GRID.to_vec();
     let ss = SsSettings {
         ep: EpSettings {
             max_sweeps: MAX_SWEEPS,

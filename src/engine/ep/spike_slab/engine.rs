@@ -9,7 +9,7 @@ use serde_json::json;
 use super::cv::{SsCv, fold_ss_settings};
 use super::model::{SpikeSlab, SpikeSlabEp, SsPath};
 use super::release::ReleaseStatus;
-use super::sweep::{SsRules, SsSettings, SsSweepInfo};
+use super::sweep::{SsSettings, SsSweepInfo};
 use super::tune::{self, Hooks, Tuning};
 use crate::engine::ep::continuation;
 use crate::engine::ep::design::Design;
@@ -28,13 +28,10 @@ pub const SELECTED: f64 = 0.5;
 
 /// The spike-and-slab settings of an `Ep` engine.
 pub fn settings(ep: &Ep) -> SsSettings {
-    let off = std::env::var("PACAUC_SS_RULES_OFF").ok();
-    let rules = SsRules::of(off.as_deref());
     SsSettings {
         ep: ep.settings,
         evidence_every_sweep: ep.evidence_every_sweep,
         site_steps: ep.site_steps,
-        rules,
         ..SsSettings::default()
     }
 }
@@ -202,8 +199,7 @@ impl Flavour for Ss<'_> {
             let attempt = |s: &EpSettings| {
                 let settings = SsSettings { ep: *s, ..settings };
                 model.reset();
-                // One way to reach γ (`continuation`; an older spec's
-                // `--ep-start classic` runs it as well).
+                // One way to reach γ (`continuation`).
                 let mut sp = SsPath {
                     model: &mut model,
                     settings,
@@ -252,25 +248,11 @@ impl Flavour for Ss<'_> {
                 ));
             }
         }
-        if settings.rules != SsRules::default() {
-            // A measurement hook, not a user setting: a fit it changed says so.
-            sink.warn(format!(
-                "ep spike-slab: PACAUC_SS_RULES_OFF turned off §5's rules (negative-site fix {}, \
-                 per-site steps {}): a measurement, not the default fit",
-                if settings.rules.fix { "on" } else { "off" },
-                if settings.rules.site_steps {
-                    "on"
-                } else {
-                    "off"
-                },
-            ));
-        }
         sink.warn_skipped("ep", outcome.skipped);
         if matches!(model.release(), ReleaseStatus::Skipped) {
             // Not an EP fixed point: released, the slab features' precisions go
             // negative and the score's scale runs away; with the fix the scale rests
-            // on its floor 1/(100·v1). Glass (γ = n, split 15): EP's sd of K is 0.27
-            // where SMC's is 0.65, and Ba (SMC: inclusion 0.57) is left out.
+            // on its floor 1/(100·v1), and SMC can disagree on sds and inclusion.
             sink.warn(
                 "ep spike-slab: every feature in the slab still needs the negative-site fix \
                  at convergence, so the answer is the fixed iteration's, not an EP fixed \

@@ -7,13 +7,10 @@
 //! pass has written the trial. A mixed point (P, S) replaces the trial and
 //! the current prior sites; `complete_sweep` then updates the prior sites
 //! from it, as after a plain step. (Mixing P alone, the prior sites following
-//! the mixed q, left their slow mode to damping: glass split 15 at η = 0.2
-//! and 1n, 199 sweeps either way without the fix.) While the controller mixes,
+//! the mixed q, left their slow mode to damping.) While the controller mixes,
 //! every prior site steps at the sweep's η (`SiteSteps::mixing`): per-site
 //! steps that change every sweep change the map whose secant the history
-//! fits, and the period-2 cycles they damp are what the mixing removes
-//! (glass ss split 0 under continuation: steps held at their caps, the
-//! direct try fails; at η, 113 sweeps to classic's fixed point).
+//! fits, and the period-2 cycles they damp are what the mixing removes.
 
 use super::prior_sites::PriorSites;
 use super::sweep::{LikelihoodSites, SsSweep};

@@ -3,10 +3,9 @@
 //! the pair sites of Gaussian EP plus d prior sites with latent inclusion
 //! variables, giving P(z_k = 1 | D) per feature.
 //!
-//! - `prior_sites`: the mixture-moment site update, the negative-site fix, log C_k.
-//!   Under the anderson controller `PACAUC_SS_RULES_OFF=fix,steps` switches the fix
-//!   and the per-site steps off (`SsRules`: a measurement hook; docs/BENCHMARKS.md
-//!   ep-ss-rules16).
+//! - `prior_sites`: the mixture-moment site update, the negative-site fix, log C_k
+//!   (the anderson controller still needs the fix and the per-site steps:
+//!   docs/BENCHMARKS.md ep-ss-rules16).
 //! - `sweep`: the sweep loop (pair sites → prior sites), generic over the
 //!   likelihood's sites (`LikelihoodSites`).
 //! - `release`: continuing from a converged state whose fix is still active
@@ -50,8 +49,6 @@ mod reach_tests;
 mod reduced_tests;
 #[cfg(test)]
 mod release_tests;
-#[cfg(test)]
-mod rules_tests;
 #[cfg(test)]
 mod smc_agreement;
 #[cfg(test)]

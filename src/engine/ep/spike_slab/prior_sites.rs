@@ -61,9 +61,10 @@ impl MixtureTilted {
 /// `τ₋ + 1/v1 > 0` (the slab is the wider component). EP's fixed-point
 /// equations match q's marginal to the tilted moments; they need the tilted
 /// distribution, not the cavity, to be proper. A negative cavity precision
-/// (the rest of q gives θ_k negative information: on EEG the feature that
+/// (the rest of q gives θ_k negative information, e.g. on the feature that
 /// carries the score's scale, whose pair sites are partly negative) is
-/// therefore not a failure; requiring τ₋ > 0 stopped EP on EEG at every γ ≥ n.
+/// therefore not a failure; requiring τ₋ > 0 stopped EP on large data at
+/// every γ ≥ n.
 pub fn cavity_ok(cav: Natural, prior: &MixturePrior) -> bool {
     cav.tau + 1.0 / prior.slab > 0.0 && cav.tau.is_finite() && cav.nu.is_finite()
 }
@@ -262,14 +263,12 @@ impl PriorSites {
     /// site k; None when a cavity is invalid. When not empty, `fixed[k]`
     /// records whether site k's update needed the negative-site fix and `dir[k]`
     /// the sign of its proposed change of v_k (to spot oscillating sites).
-    /// Without `fix` a site with u* ≤ 0 is kept as it is (`SsRules::fix`).
     pub fn update_each(
         &mut self,
         q: &ThetaMoments,
         prior: &MixturePrior,
         eta: impl Fn(usize) -> f64,
         (fixed, dir): (&mut [bool], &mut [f64]),
-        fix: bool,
     ) -> Option<PriorUpdate> {
         let mut out = PriorUpdate::default();
         let cavs: Option<Vec<Natural>> = (0..self.u.len())
@@ -278,11 +277,7 @@ impl PriorSites {
         let a = self.alpha;
         for (k, cav) in cavs?.into_iter().enumerate() {
             let t = self.tilted_of(k, cav, prior);
-            let (mut new, was_fixed) = if fix {
-                site_update(cav, &t, &powered(prior, self.p[k], a).0)
-            } else {
-                (matched_site(cav, &t), false)
-            };
+            let (mut new, was_fixed) = site_update(cav, &t, &powered(prior, self.p[k], a).0);
             let mut incl = t.w1;
             if a != 1.0 {
                 // Power EP: the new site is the matched fraction over α, and

@@ -40,10 +40,6 @@ pub struct SiteSteps {
     fix_count: Vec<usize>,
     capped: Vec<bool>,
     eta: Vec<f64>,
-    /// Whether recurring fixes cap a site (`SsRules::site_steps`).
-    on: bool,
-    /// Whether the negative-site fix runs (`SsRules::fix`).
-    pub fix: bool,
     /// The controller mixes this sweep (`mixing`): every site at the sweep's
     /// step, none adapted.
     pub mixing: bool,
@@ -65,8 +61,6 @@ impl SiteSteps {
             fix_count: vec![0; d],
             capped: vec![false; d],
             eta: vec![s.fix_eta; d],
-            on: s.rules.site_steps,
-            fix: s.rules.fix,
             mixing: false,
         }
     }
@@ -98,7 +92,7 @@ impl SiteSteps {
                 };
             }
             self.fix_count[k] += self.fixed[k] as usize;
-            if self.on && !self.capped[k] && self.fix_count[k] >= self.fix_sweeps {
+            if !self.capped[k] && self.fix_count[k] >= self.fix_sweeps {
                 self.capped[k] = true;
                 self.eta[k] = self.fix_eta;
             }

@@ -109,48 +109,6 @@ pub struct SsSettings {
     /// Whether a capped site may grow back above `fix_eta` (`site_steps`).
     #[serde(default)]
     pub site_steps: SiteStepRule,
-    /// Which of §5's rescue rules run (`SsRules`; all on but under `PACAUC_SS_RULES_OFF`).
-    #[serde(skip)]
-    pub rules: SsRules,
-}
-
-/// §5's rescue rules, each switchable to measure whether the anderson
-/// controller still needs it (issue 28; `SsRules::of`). Release has its own
-/// user switch (`--keep-fixes`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SsRules {
-    /// The negative-site fix (`prior_sites::site_update`); off: the raw
-    /// site, negative u_k allowed while Q and the cavities stay valid.
-    pub fix: bool,
-    /// Per-site steps of sites whose fix recurs (`site_steps`); off: one η.
-    pub site_steps: bool,
-}
-
-impl Default for SsRules {
-    fn default() -> Self {
-        SsRules {
-            fix: true,
-            site_steps: true,
-        }
-    }
-}
-
-impl SsRules {
-    /// The rules of a run: all on, but those named in `off`
-    /// (comma-separated `fix`, `steps`; `PACAUC_SS_RULES_OFF`) are off. A
-    /// measurement hook, not a user setting.
-    pub fn of(off: Option<&str>) -> SsRules {
-        match off {
-            Some(off) => {
-                let has = |w: &str| off.split(',').any(|x| x.trim() == w);
-                SsRules {
-                    fix: !has("fix"),
-                    site_steps: !has("steps"),
-                }
-            }
-            _ => SsRules::default(),
-        }
-    }
 }
 
 fn default_warmup() -> usize {
@@ -171,7 +129,6 @@ impl Default for SsSettings {
             warmup_sweeps: default_warmup(),
             site_eta_floor: default_site_eta_floor(),
             site_steps: SiteStepRule::default(),
-            rules: SsRules::default(),
         }
     }
 }
@@ -315,7 +272,6 @@ fn prior_half<L: LikelihoodSites>(
         prior,
         |k| st.step(k, eta),
         (&mut fixed, &mut dir),
-        st.fix,
     );
     steps.fixed = fixed;
     steps.dir = dir;
@@ -515,9 +471,8 @@ impl<L: LikelihoodSites> SweepState for SsSweep<'_, L> {
     fn restore(&mut self) {
         self.back();
     }
-    /// Colon split 17 at 2n: the mixed run's halving left the damped map at
-    /// a step where it diverges, where plain damping at the full step
-    /// converges (`SweepState`).
+    /// The mixed run's halving can leave the damped map at a step where it
+    /// diverges, where plain damping at the full step converges (`SweepState`).
     fn replain_at_full_step(&self) -> bool {
         true
     }
