@@ -11,12 +11,11 @@
 //! moves q by at most `SPAN` sds and by a trust factor (half an undone
 //! step's, doubled by a kept one or a sweep without one). It is written
 //! straight into the store, its aggregates combined linearly from the two
-//! ends' (held, `secant`), so it costs one pass over the sites without Z,
-//! less than the classic driver's extrapolation. Kept only if the residual
-//! ‖G(x) − x‖ at it falls below ‖G(x_k) − x_k‖, else scaled back by 1/ω to
-//! the plain step G(x_k) (no rebuild of the aggregates, no repeated sweep).
-//! On `bench-ep` (γ = 400) it takes ionosphere from 334 plain sweeps to 40
-//! (classic 242).
+//! ends' (held, `secant`), so it costs one pass over the sites without Z.
+//! Kept only if the residual ‖G(x) − x‖ at it falls below ‖G(x_k) − x_k‖,
+//! else scaled back by 1/ω to the plain step G(x_k) (no rebuild of the
+//! aggregates, no repeated sweep). It serves the short runs, which end
+//! before the mixing starts (row `ep-accel21`).
 //!
 //! # Anderson mixing (type II, Walker & Ni 2011)
 //! A damped sweep is a fixed-point map x ↦ G(x) on the sites. From the last
@@ -33,18 +32,18 @@
 //! G(x) each sweep (its residuals and least squares on `SAMPLE`
 //! coordinates), so mixing starts (and the secant stops) after
 //! `PLAIN_SWEEPS` sweeps, and only when the run, at its rate, needs more
-//! than as many again: where the secant cannot act (Pima's period-2
-//! oscillation gives ω < 2: 30 sweeps without the mixing, 19 with it).
+//! than as many again: the slow runs, and those the secant cannot shorten
+//! (an oscillation gives ω < `MIN_FACTOR`; row `ep-accel21`).
 //!
 //! # The non-progress verdict (`Progress`, `controller_progress.rs`)
 //! One rule instead of stall, cycle, drift and wandering, on the residual
 //! r_t = Δ_t/η_t of the plain steps (mixed and undone ones left out: a run
-//! of undone steps re-added the last residual and looked stalled: claims,
-//! `--gamma auto`). What the loop does with it — η halved for a cycle or an
-//! orbit, the mixing turned off before a verdict, η regrown — is `Loop`'s
-//! (`controller_loop.rs`). (A shorter window for every cycle was measured
-//! and lost EP's own answer on six spike-and-slab cells that converge after
-//! a long wander: issue 28.)
+//! of undone steps would re-add the last residual and look stalled). What
+//! the loop does with it — η halved for a cycle or an orbit, the mixing
+//! turned off before a verdict, η regrown — is `Loop`'s
+//! (`controller_loop.rs`). A
+//! shorter window loses EP's own answer on runs that converge after a long
+//! wander (row `ep-verdict19`).
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -58,8 +57,8 @@ pub use progress::{Judged, NonProgress, Progress, STRAIGHT, WINDOW};
 /// Plain damped sweeps before the mixing may start, and the most sweeps
 /// plain damping may still need at its current rate for the mixing not to
 /// start: half the verdict's window, the span over which it compares
-/// residuals (the history costs about a sweep per sweep: DNA at γ = 400,
-/// 15 sweeps either way, +25% CPU when it mixed from sweep 12).
+/// residuals (the history costs about a sweep per sweep, so a run that
+/// converges soon should not pay for it).
 pub const PLAIN_SWEEPS: usize = WINDOW / 2;
 /// Pairs (x, G(x)) of the mixing's history.
 pub const HISTORY: usize = 5;
@@ -130,7 +129,7 @@ fn stratified(len: usize, k: usize) -> Vec<usize> {
 /// G(x) buffers of finished histories, kept for the next run (a fit runs EP
 /// many times: folds, grid points, the continuation's steps) while they
 /// total at most `POOL_BYTES`: a fresh buffer's pages fault in on first
-/// write, which at small d costs more than the mixing saves (bench-ep pima).
+/// write, which at small d costs more than the mixing saves.
 static POOL: Mutex<Vec<Vec<f64>>> = Mutex::new(Vec::new());
 const POOL_BYTES: usize = 32 << 20;
 
@@ -340,8 +339,8 @@ fn dots_with(f: &[Vec<f64>], i: usize, with: impl Iterator<Item = usize>, out: &
 }
 
 /// Largest predicted move of a secant step (ω times the last plain step's
-/// Δ), in posterior sds: the secant trusts a linear model of the sweep map,
-/// as far as the classic driver's extrapolation does.
+/// Δ), in posterior sds: as far as a linear model of the sweep map is
+/// trusted.
 pub const SPAN: f64 = 0.5;
 /// Smallest factor of a secant step: a gain of less than a sweep does not
 /// pay the risk of an undone one.
@@ -390,12 +389,11 @@ pub fn marginal_dots(old: &Marginal, mid: &Marginal, now: &Marginal) -> [f64; 4]
 pub const RIDGE: f64 = 1e-10;
 
 /// λ of the least squares for the newest residual f (‖f‖² = `ff`) at the
-/// iterate x (‖x‖² = `xx`):
-/// `RIDGE`·‖f‖², and no less than the round-off of a residual difference
-/// (each g − x is known to about ε·|x|). Relative to ΔF itself, as it was,
-/// λ cannot tell a secant from round-off: on a drift (f constant) ΔF is pure
-/// round-off, c came out near 10¹⁵, and the mixed point landed where x + step
-/// rounds to x, a false fixed point.
+/// iterate x (‖x‖² = `xx`): `RIDGE`·‖f‖², and no less than the round-off of
+/// a residual difference (each g − x is known to about ε·|x|). A λ relative
+/// to ΔF cannot tell a secant from round-off: on a drift (f constant) ΔF is
+/// pure round-off, c comes out near 10¹⁵, and the mixed point lands where
+/// x + step rounds to x, a false fixed point.
 fn ridge(ff: f64, xx: f64) -> f64 {
     let noise = 4.0 * f64::EPSILON * xx.sqrt();
     RIDGE * ff + noise * noise

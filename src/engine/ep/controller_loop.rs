@@ -271,14 +271,12 @@ impl Loop {
         at: (usize, f64),
     ) -> Option<EngineError> {
         // A window without contraction that is not straight may be a cycle
-        // of the damped map that a smaller step removes (spike-and-slab
-        // Pima and GP-EP Glass cycle at η = 0.7): the step is halved, once
-        // per regrowth; a drift is not (a smaller step only slows it). The halving is a failed step
-        // for `Regrow`: an early transient of the large step (claims at γ =
-        // n: a period-2 oscillation at η = 0.7 for ~20 sweeps, then a slow
-        // mode) gets the step back once the halved one contracts cleanly; a
-        // cycle that comes back at the regrown step is halved again and
-        // capped there.
+        // of the damped map that a smaller step removes: the step is halved,
+        // once per regrowth; a drift is not (a smaller step only slows it).
+        // The halving is a failed step for `Regrow`: an early transient of
+        // the large step gets the step back once the halved one contracts
+        // cleanly; a cycle that comes back at the regrown step is halved
+        // again and capped there.
         if let Judged::Orbit { period, change } = v {
             return self.orbit(st, s, NonProgress::Orbit { period, change }, at);
         }
@@ -297,11 +295,10 @@ impl Loop {
             Judged::Orbit { .. } => unreachable!("judged above"),
         };
         // The verdict is on the damped map: where the mixing was on, plain
-        // damping (with the secant) first gets a horizon of its own, once.
-        // Anderson's safeguard judges by the site residual and kept steps
-        // that set the plain steps back (claims' folds at 2n), or its undone
-        // steps kept the secant off (spect at 16n). Not for a straight
-        // window without contraction: a drift.
+        // damping (with the secant) first gets a horizon of its own, once —
+        // Anderson's safeguard judges by the site residual, so its kept steps
+        // may set the plain steps back, its undone ones keep the secant off.
+        // Not for a straight window without contraction: a drift.
         let drift = no_contraction && straight;
         if self.aa.is_some() && !self.n.mixing_off && !drift {
             self.aa = None;
@@ -309,9 +306,9 @@ impl Loop {
             self.last_plain = false;
             self.progress.reset();
             // Plain damping is judged at the step it had before the mixed
-            // iteration's cycle halving (Colon ss split 17 at 2n: kept at
-            // 0.35, the damped map left the fixed point ×1.2 a sweep and
-            // never regrew; at 0.7 it converges there, as classic does).
+            // iteration's cycle halving: that halving judged the mixed
+            // iteration, not the damped map, which may diverge at the halved
+            // step where it converges at the full one (spike-and-slab Colon).
             if st.replain_at_full_step()
                 && self.cycle_halved
                 && let Some(e) = self.halved_from

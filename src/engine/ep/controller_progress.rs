@@ -2,10 +2,9 @@
 //!
 //! A window of `WINDOW` sweeps whose later half's smallest residual is not
 //! below its earlier half's shows no contraction. That alone proves
-//! nothing: claims' CV folds (`--gamma auto`, 1n and 2n) show a period-2
-//! oscillation and then a straight slide whose Δ/η rises 1.4–2× over a
-//! window before it turns and converges (classic: 50–179 sweeps). So a
-//! window without contraction only *classifies* the run:
+//! nothing (a damped run may oscillate, then slide with Δ/η rising for a
+//! window before it turns and converges: claims' CV folds), so a window
+//! without contraction only *classifies* the run:
 //! - not straight (the mean's net move over the window is less than
 //!   `STRAIGHT` of the way it travelled): a cycle, which a smaller step may
 //!   remove (`Judged::Cycle`; the run halves η once per regrowth);
@@ -162,9 +161,8 @@ impl Progress {
     /// that turns within as many sweeps as it took is not condemned.
     ///
     /// Not while r falls: a last plain step below the `RATE_SPAN` − 1
-    /// before it is a slide that has turned (EEG's fold 4 at n/4, split 0:
-    /// at η = 0.35, r rose 2× over 44 sweeps and turned 3 sweeps before the
-    /// horizon ended; classic converges there).
+    /// before it is a slide that has turned just before the horizon ended
+    /// (EEG's folds at n/4).
     fn stalled(&self) -> Option<f64> {
         let (first, last) = (self.plain.first()?, self.plain.last()?);
         if last.0 + 1 < first.0 + 2 * WINDOW {
@@ -195,9 +193,8 @@ impl Progress {
     ///
     /// Too slow is said only of a projection that has stopped improving:
     /// a window earlier it ended no later (the projected end came less than
-    /// a window nearer). A damped run's rate improves after a transient
-    /// (spike-and-slab Glass at γ = 2n, split 0, η = 0.1: Δ/η contracts by
-    /// 0.999 a sweep over its first window and by 0.97 from sweep ~90 on).
+    /// a window nearer): a damped run's rate often improves after a slow
+    /// transient (spike-and-slab Glass at 2n).
     pub fn step_at(
         &mut self,
         sweep: usize,

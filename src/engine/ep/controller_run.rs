@@ -179,7 +179,7 @@ pub fn run_once<S: SweepState>(
                 if let Some(r) = mixed {
                     // Kept only within the secant's trust: at most `SPAN` sds
                     // beyond the last plain step (a far jump whose residual
-                    // fell can still set the plain steps back: claims, 1n).
+                    // fell can still set the plain steps back).
                     let within = |st: &S| {
                         let moved = st
                             .marginal()

@@ -3,12 +3,11 @@
 //!
 //! Sweeps from the prior overshoot at a large γ (invalid cavities at η =
 //! 0.7) and halve η, yet nearer the fixed point the same sites take far
-//! larger steps: kept cut, GP-EP on EEG at 16n crawls at η ≈ 0.02 with Δ/η
-//! falling ~1% a sweep. η doubles back after `after` clean sweeps in a row,
-//! each at a new smallest Δ, up to `cap` (the damping); a failure after a
-//! regrowth doubles `after`, backing off where the larger step keeps
-//! failing, and caps later regrowths below the failed η (GP-EP on EEG: a
-//! regrown η = 0.7 rejected once, regrown again).
+//! larger steps: kept cut, a run crawls at η ≈ 0.02 (row `ep-regrow-eeg`).
+//! η doubles back after `after` clean sweeps in a row, each at a new
+//! smallest Δ, up to `cap` (the damping); a failure after a regrowth
+//! doubles `after`, backing off where the larger step keeps failing, and
+//! caps later regrowths below the failed η.
 
 use super::settings::EpSettings;
 
