@@ -26,7 +26,7 @@
 
 use serde::Serialize;
 
-use super::cv;
+use super::settings::DEFAULT_GRID;
 use super::stop::EpStop;
 pub use super::stop::RunFailure;
 use super::sweep_state::Marginal;
@@ -37,11 +37,11 @@ use crate::engine::interface::EngineError;
 pub const KAPPA: f64 = 1.0;
 /// γ₀ as a multiple of n: the CV grid's lowest point, where the folds' walk
 /// starts too.
-pub const START_OVER_N: f64 = cv::DEFAULT_GRID[0];
+pub const START_OVER_N: f64 = DEFAULT_GRID[0];
 /// Largest step in log γ, the first one included: ln of the CV grid's factor
 /// (checked below), so the walk is never coarser than the folds' grid.
 pub const MAX_STEP: f64 = std::f64::consts::LN_2;
-const _: () = assert!(cv::DEFAULT_GRID[1] == 2.0 * cv::DEFAULT_GRID[0]);
+const _: () = assert!(DEFAULT_GRID[1] == 2.0 * DEFAULT_GRID[0]);
 /// Below this step in log γ (six halvings of `MAX_STEP`: γ grows by < 1.1%),
 /// a failing point ends the continuation: no fixed point in reach.
 pub const MIN_STEP: f64 = MAX_STEP / 64.0;

@@ -21,16 +21,16 @@ use std::sync::Mutex;
 use nalgebra::DVector;
 
 use super::ard::{self, ArdSettings};
+use super::config::Ep;
 use super::continuation::{self, Bisect};
 use super::design::Form;
-use super::engine::Ep;
 use super::folds::FoldFlavour;
 use super::linear::{LinearEp, LinearPath};
 use super::pair_ep::PairEp;
 use super::posterior::Posterior;
 
 use super::settings::EpSettings;
-use super::stop::EpStop;
+use super::stop::{EpStop, add_sweeps};
 use super::store::Precision;
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::pairs::PairSampling;
@@ -40,17 +40,7 @@ use crate::engine::select::{CvSpec, FoldData, MEMORY_BUDGET, Walk};
 /// below the default grid's lowest point.
 pub const MIN_OVER_N: f64 = DEFAULT_GRID[0] / 64.0;
 
-/// EP inside the CV's folds converges to this multiple of the run's tolerance
-/// (the final fit keeps the run's own). The held-out AUC only needs the
-/// posterior mean's direction: at tol = 1e-3 the means are within ~0.002 sd of
-/// their 1e-4 values (ALGORITHMS.md §4), while a slow fold needs tens of
-/// sweeps per decade of tol. Announced in the log and the record (`details.cv_tol`).
-pub const FOLD_TOL_FACTOR: f64 = 10.0;
-
-/// The default grid of γ/n (`EpSpec::gamma_grid`): 2^−4 … 2^4 (n = training
-/// rows; ≤ 25n, §4). Geometric, as the posterior's scale grows like √γ to γ;
-/// the continuation's γ₀ and largest step are its lowest point and factor.
-pub const DEFAULT_GRID: [f64; 9] = [0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0];
+pub use super::settings::{DEFAULT_GRID, FOLD_TOL_FACTOR, fold_settings};
 
 /// The CV of γ/n every EP flavour runs: walked upwards (warm starts, and
 /// failures only get likelier with γ), extended down to `MIN_OVER_N`.
@@ -78,15 +68,6 @@ pub fn fold_precision(precision: Precision, pairs: usize) -> Precision {
         Precision::F32
     } else {
         precision
-    }
-}
-
-/// The settings of EP runs inside the folds: the tolerance loosened by
-/// `FOLD_TOL_FACTOR`.
-pub fn fold_settings(ep: &EpSettings) -> EpSettings {
-    EpSettings {
-        tol: ep.tol * FOLD_TOL_FACTOR,
-        ..*ep
     }
 }
 
@@ -352,17 +333,6 @@ impl EpWalker {
         }
         self.lep.state_mut().reset();
         self.run_point(gamma, ep, ctl)
-    }
-}
-
-/// A failure after earlier attempts carries their sweeps too (the CV's work).
-pub(super) fn add_sweeps(e: EngineError, earlier: usize) -> EngineError {
-    match EpStop::of(&e).cloned() {
-        Some(stop) => e.with_account(EpStop {
-            sweeps: stop.sweeps + earlier,
-            ..stop
-        }),
-        None => e,
     }
 }
 

@@ -6,166 +6,26 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::ard::{self, ArdSettings};
+use super::ard;
+use super::config::Ep;
 use super::continuation;
 use super::cv::{self, EpCv};
-use super::design::{Design, Form};
+use super::design::Design;
 use super::folds::FoldFlavour;
 use super::linear::{LinearEp, LinearPath};
 use super::outcome::SweepInfo;
 use super::run::{self, Chosen, Final, Flavour, Work};
 use super::settings::EpSettings;
-use super::spike_slab::SiteStepRule;
+use super::sink::Sink;
 use super::store::Precision;
-use crate::engine::event::{EpSweep, Event, LogLevel};
+use crate::engine::event::{EpSweep, Event};
 use crate::engine::fit::Fit;
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
-use crate::engine::pairs::PairSampling;
 use crate::engine::prior::Prior;
 use crate::engine::problem::Problem;
 
-/// How γ is chosen.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(tag = "mode", rename_all = "snake_case")]
-pub enum GammaMode {
-    /// The problem's γ.
-    Fixed,
-    /// Stratified k-fold CV over γ = c·n, c in `grid_over_n`.
-    Cv {
-        grid_over_n: Vec<f64>,
-        folds: usize,
-        seed: u64,
-    },
-}
-
-/// Expectation Propagation for the AUC Gibbs posterior with a Gaussian (or ARD) prior.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Ep {
-    pub settings: EpSettings,
-    pub gamma: GammaMode,
-    pub form: Form,
-    pub precision: Precision,
-    pub ard: ArdSettings,
-    /// Report log Z_EP at every sweep (costs ~15% of a sweep) or only at the end.
-    pub evidence_every_sweep: bool,
-    /// Spike-and-slab: choose the inclusion prior p by maximising log Z_EP.
-    #[serde(default)]
-    pub tune_inclusion: bool,
-    /// Spike-and-slab: choose the slab variance v1 (v0 fixed) by maximising log Z_EP.
-    #[serde(default)]
-    pub tune_slab: bool,
-    /// Spike-and-slab: steps of prior sites whose negative-site fix recurs.
-    #[serde(default)]
-    pub site_steps: SiteStepRule,
-    /// Spike-and-slab, primal form: continue without the negative-site fix when
-    /// it is still active at convergence (`spike_slab::release`).
-    pub release_fixes: bool,
-    /// Sites on a uniform sample of B pairs instead of all n+ · n− (one sample
-    /// for the whole run; Gaussian and ARD priors). None: all pairs.
-    #[serde(default)]
-    pub pairs: Option<PairSampling>,
-}
-
-impl Default for Ep {
-    fn default() -> Self {
-        Ep {
-            settings: EpSettings::default(),
-            gamma: GammaMode::Fixed,
-            form: Form::Auto,
-            precision: Precision::Auto,
-            ard: ArdSettings::default(),
-            evidence_every_sweep: true,
-            tune_inclusion: false,
-            tune_slab: false,
-            site_steps: SiteStepRule::default(),
-            release_fixes: true,
-            pairs: None,
-        }
-    }
-}
-
-/// Most coefficients whose per-sweep means and sds are kept in the fit's trace
-/// (the observer always gets them all; GP-EP's score moments go to neither
-/// above it: up to `EXACT_MAX_ROWS` of them a sweep).
-pub(crate) const TRACE_MOMENTS_MAX_D: usize = 200;
-/// Streams events to the observer and keeps them for the fit's trace.
-pub(crate) struct Sink<'a> {
-    pub(crate) obs: &'a mut dyn Observer,
-    pub(crate) trace: Vec<Event>,
-    /// Sweeps before this index belong to earlier EP runs (ARD iterations).
-    pub(crate) kept_from: usize,
-}
-
-impl<'a> Sink<'a> {
-    pub(crate) fn new(obs: &'a mut dyn Observer) -> Sink<'a> {
-        Sink {
-            obs,
-            trace: Vec::new(),
-            kept_from: 0,
-        }
-    }
-
-    pub(crate) fn info(&mut self, message: String) {
-        self.emit(Event::Log {
-            level: LogLevel::Info,
-            message,
-        });
-    }
-
-    pub(crate) fn warn(&mut self, message: String) {
-        self.emit(Event::Log {
-            level: LogLevel::Warn,
-            message,
-        });
-    }
-
-    /// The warning of a run that skipped near-identical pairs.
-    pub(crate) fn warn_skipped(&mut self, prefix: &str, skipped: usize) {
-        if skipped > 0 {
-            self.warn(format!(
-                "{prefix}: {skipped} near-identical pairs were skipped; log Z_EP is not reported"
-            ));
-        }
-    }
-
-    pub(crate) fn emit(&mut self, e: Event) {
-        let mut kept = e.clone();
-        if let Event::EpSweep(s) = &mut kept
-            && s.mean.len() > TRACE_MOMENTS_MAX_D
-        {
-            s.mean.clear();
-            s.sd.clear();
-        }
-        self.trace.push(kept);
-        self.obs.observe(e);
-    }
-
-    /// Strips the moments (means, sds, inclusion) of the sweep events of EP runs
-    /// before the current one (ARD iterations, spike-and-slab tuning): the
-    /// record keeps every sweep's Δ, log Z and η — a replay shows the sweeps the
-    /// live view showed — and the moments of the final run only.
-    pub(crate) fn drop_earlier_sweeps(&mut self) {
-        for e in &mut self.trace[..self.kept_from] {
-            if let Event::EpSweep(s) = e {
-                s.mean = Vec::new();
-                s.sd = Vec::new();
-                s.inclusion = None;
-            }
-        }
-        self.kept_from = self.trace.len();
-    }
-}
-
 /// Largest O(d r²) cost of per-sweep sds in the reduced form.
 const SWEEP_SD_FLOPS: usize = 2_000_000;
-/// Normal quantiles of 2.5, 25, 50, 75, 97.5%.
-pub(crate) const Z_QUANTILES: [f64; 5] = [
-    -1.959_963_984_540_054,
-    -0.674_489_750_196_081_7,
-    0.0,
-    0.674_489_750_196_081_7,
-    1.959_963_984_540_054,
-];
 
 impl Engine for Ep {
     fn name(&self) -> &'static str {

@@ -8,11 +8,10 @@ use std::sync::Mutex;
 
 use nalgebra::DMatrix;
 
-use super::cv::add_sweeps;
 use super::posterior::Posterior;
 use super::power;
 use super::settings::EpSettings;
-use super::stop::EpStop;
+use super::stop::{EpStop, add_sweeps};
 use crate::engine::interface::{Control, EngineError};
 use crate::engine::select::{
     CvMethod, CvNames, CvReport, CvSpec, FoldData, GridWalker, PointFit,

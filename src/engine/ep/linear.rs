@@ -7,12 +7,12 @@ use std::sync::Arc;
 use nalgebra::DMatrix;
 
 use super::continuation::Continuable;
-use super::cv;
+
 use super::design::{Design, Form, identical_pairs};
 use super::outcome::{EpOutcome, SweepInfo};
 use super::pair_ep::PairEp;
 use super::pair_ep::start::{self, START_MIN_PAIRS, SampledStart};
-use super::settings::EpSettings;
+use super::settings::{self, EpSettings};
 use super::site::MAX_G;
 use super::store::Precision;
 use super::sweep_state::Marginal;
@@ -238,7 +238,7 @@ impl Continuable for LinearPath<'_> {
         let s = if target {
             self.settings
         } else {
-            cv::fold_settings(&self.settings)
+            settings::fold_settings(&self.settings)
         };
         let out = if target {
             self.lep.run(gamma, &s, self.ctl, self.on_sweep)?

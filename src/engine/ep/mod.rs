@@ -13,6 +13,8 @@
 //!   contract, marginals, a run's report).
 //! - `regrow`: η cut by a failed step grows back.
 //! - `settings`, `outcome`: an EP run's settings and what it reports.
+//! - `config`, `sink`: the engine's configuration (`Ep`) and where a run's
+//!   events go; below every flavour, which reads them without importing `engine`.
 //! - `power`: power EP (α < 1) as the answer where EP has no fixed point.
 //! - `stop`: EP's typed account of a run that did not converge (the error's).
 //! - `pair_ep`: the pair sites' state with a Gaussian prior, run on the driver.
@@ -22,6 +24,7 @@
 //! - `spike_slab`: EP with the spike-and-slab prior (§5): inclusion probabilities, the path.
 
 pub mod ard;
+mod config;
 pub mod continuation;
 pub mod controller;
 pub mod cv;
@@ -39,6 +42,7 @@ pub mod power;
 mod regrow;
 mod run;
 pub mod settings;
+mod sink;
 pub mod site;
 pub mod spike_slab;
 pub mod stop;
@@ -46,8 +50,8 @@ mod store;
 pub mod sweep_state;
 
 pub use ard::ArdSettings;
+pub use config::{Ep, GammaMode};
 pub use design::{Design, Form, identical_pairs};
-pub use engine::{Ep, GammaMode};
 pub use kernel::{Excluded, Isa, PassStats};
 pub use linear::LinearEp;
 pub use outcome::{EpOutcome, EvidenceParts, SweepInfo};

@@ -8,13 +8,14 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+use super::config::{Ep, GammaMode};
 use super::continuation::GammaPath;
 use super::cv;
-use super::engine::{Ep, GammaMode, Sink, Z_QUANTILES};
 use super::folds::{self, FoldFlavour};
 use super::posterior::Posterior;
 use super::power::{self, PowerUsed};
 use super::settings::EpSettings;
+use super::sink::Sink;
 use crate::engine::event::Event;
 use crate::engine::fit::{EngineKind, Fit, MethodReport, ScoreModel};
 use crate::engine::interface::{Control, EngineError, Observer};
@@ -243,3 +244,12 @@ pub(crate) fn linear_fit(pb: &Problem, mean: Vec<f64>, sd: Vec<f64>) -> Fit {
     fit.sd = sd;
     fit
 }
+
+/// Normal quantiles of 2.5, 25, 50, 75, 97.5%.
+const Z_QUANTILES: [f64; 5] = [
+    -1.959_963_984_540_054,
+    -0.674_489_750_196_081_7,
+    0.0,
+    0.674_489_750_196_081_7,
+    1.959_963_984_540_054,
+];

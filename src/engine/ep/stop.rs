@@ -98,6 +98,17 @@ impl StopAccount for EpStop {
     }
 }
 
+/// A failure after earlier attempts carries their sweeps too (the CV's work).
+pub fn add_sweeps(e: EngineError, earlier: usize) -> EngineError {
+    match EpStop::of(&e).cloned() {
+        Some(stop) => e.with_account(EpStop {
+            sweeps: stop.sweeps + earlier,
+            ..stop
+        }),
+        None => e,
+    }
+}
+
 /// `e`, a run's `NotConverged` error, with the anderson verdict that ended
 /// it: typed in its account, shown as `detail.verdict`.
 pub fn with_verdict(e: EngineError, v: NonProgress) -> EngineError {

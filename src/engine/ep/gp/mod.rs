@@ -25,9 +25,10 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::engine::{Ep, Sink};
+use super::config::Ep;
 use super::folds::FoldFlavour;
 use super::run::{self, Chosen, Final, Flavour, Work};
+use super::sink::Sink;
 use crate::engine::Prior;
 use crate::engine::error::NonConvergence;
 use crate::engine::event::{EpSweep, Event};

@@ -11,20 +11,8 @@
 //! `SiteStepRule::Strict` never lets a capped site grow above `fix_eta`: §5 to
 //! the letter (62 instead of 46 sweeps on DNA, same fixed point).
 
-use serde::{Deserialize, Serialize};
-
+pub use super::super::settings::SiteStepRule;
 use super::sweep::SsSettings;
-
-/// How a prior site whose negative-site fix recurs is stepped.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SiteStepRule {
-    /// Capped at `fix_eta`, then halved on a sign flip, grown while monotone.
-    #[default]
-    Adaptive,
-    /// Capped at `fix_eta` for good (halved on a sign flip, never grown above it).
-    Strict,
-}
 
 #[derive(Debug, Clone)]
 pub struct SiteSteps {
