@@ -2,7 +2,10 @@
 //! §4 in score space, §6): every pass updates all pair sites from the same q
 //! (the scalar site maths of `ep::site`, O(1) per site) and writes the damped
 //! update; a sweep rebuilds q from them (`basis`), accepted only when that is
-//! positive definite. Δ is on the means and sds of the distinct rows' scores.
+//! positive definite. The sites as one vector (K then h, pair by pair) are what
+//! the controller's Anderson and secant steps mix, as linear EP's: plain
+//! damping alone stalls at large γ (Δ/η contracting by ~0.99 a sweep).
+//! Δ is on the means and sds of the distinct rows' scores.
 //! The sites persist between runs: a run warm-starts from the previous one
 //! (another γ, another length-scale).
 
@@ -12,6 +15,7 @@ use serde_json::json;
 
 use super::basis::{Basis, Q};
 use super::fitting::FitOutcome;
+use crate::engine::ep::controller::Mixed;
 use crate::engine::ep::driver;
 use crate::engine::ep::kernel::PassStats;
 use crate::engine::ep::settings::EpSettings;
@@ -31,6 +35,8 @@ pub struct GpEp {
     q: Option<Q>,
     /// Identical positive/negative rows (not sites).
     identical: usize,
+    /// The trial is a mixed point (no pass residual).
+    mixed: bool,
 }
 
 impl GpEp {
@@ -47,6 +53,7 @@ impl GpEp {
             next: (vec![0.0; len], vec![0.0; len]),
             q: None,
             identical,
+            mixed: false,
         }
     }
 
@@ -102,6 +109,7 @@ impl GpEp {
     /// Checks the current sites under q and sums their log C; with `eta`,
     /// writes the damped update into `next`.
     fn pass(&mut self, step: StepFactor, eta: Option<f64>) -> PassStats {
+        self.mixed &= eta.is_none();
         let q = self.q.as_ref().expect("q");
         let b = &self.basis;
         let nn = b.n_neg();
@@ -305,4 +313,61 @@ impl SweepState for GpSweepState<'_> {
     fn context(&self) -> serde_json::Value {
         json!({ "gamma_over_pairs": self.step.g })
     }
+    fn restore(&mut self) {
+        let ep = &mut *self.ep;
+        (ep.k, ep.h) = ep.prev.take().expect("a rollback point");
+        ep.q = None;
+    }
+    fn mix_len(&self) -> Option<usize> {
+        Some(2 * self.ep.k.len())
+    }
+    fn stage_trial(&mut self, _slot: usize, g: &mut [f64], at: &[usize], x: &mut [f64]) -> f64 {
+        let ep = &*self.ep;
+        let m = ep.k.len();
+        g[..m].copy_from_slice(&ep.next.0);
+        g[m..].copy_from_slice(&ep.next.1);
+        for (o, &i) in x.iter_mut().zip(at) {
+            *o = if i < m { ep.k[i] } else { ep.h[i - m] };
+        }
+        dist2(&ep.k, &ep.next.0) + dist2(&ep.h, &ep.next.1)
+    }
+    fn mix_trial(&mut self, (g, weights): Mixed<'_>) -> bool {
+        let ep = &mut *self.ep;
+        let m = ep.k.len();
+        let mut finite = true;
+        for (dst, off) in [(&mut ep.next.0, 0), (&mut ep.next.1, m)] {
+            for (e, d) in dst.iter_mut().enumerate() {
+                *d = weights.iter().map(|&(i, w)| w * g[i][off + e]).sum();
+                finite &= d.is_finite();
+            }
+        }
+        ep.mixed = true;
+        finite
+    }
+    fn load_current(&mut self, g: &[f64], _slot: usize) {
+        let ep = &mut *self.ep;
+        let m = ep.k.len();
+        ep.k.copy_from_slice(&g[..m]);
+        ep.h.copy_from_slice(&g[m..]);
+        ep.q = None;
+    }
+    fn residual2(&self) -> Option<f64> {
+        let ep = &*self.ep;
+        (!ep.mixed).then(|| dist2(&ep.k, &ep.next.0) + dist2(&ep.h, &ep.next.1))
+    }
+    fn scale_step(&mut self, f: f64) -> Option<f64> {
+        let ep = &mut *self.ep;
+        let (pk, ph) = ep.prev.as_ref()?;
+        let step = dist2(pk, &ep.k) + dist2(ph, &ep.h);
+        for (c, p) in ep.k.iter_mut().zip(pk).chain(ep.h.iter_mut().zip(ph)) {
+            *c = p + f * (*c - p);
+        }
+        ep.q = None;
+        Some(step)
+    }
+}
+
+/// ‖b − a‖².
+fn dist2(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(a, b)| (b - a) * (b - a)).sum()
 }

@@ -28,13 +28,15 @@ fn data() -> (DMatrix<f64>, Vec<bool>) {
 
 /// The precision form (K_u⁻¹ + B on distinct rows) and the whitened form
 /// (I + ZᵀBZ) are the same Gaussian in two coordinates: same iterates up to
-/// rounding, so the same sweeps, evidence and score moments.
+/// rounding, so the same sweeps, evidence and score moments. Plain damping:
+/// mixing's accept/undo decisions could part the two paths on a rounding.
 #[test]
 fn precision_and_whitened_forms_agree() {
     let (x, y) = data();
     let k = Kernel::Se { lengthscale: 0.4 };
     let s = EpSettings {
         tol: 1e-7,
+        extrapolate: false,
         ..EpSettings::default()
     };
     let run = |whitened: bool| {
