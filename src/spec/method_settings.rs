@@ -317,7 +317,7 @@ pub const EP_SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "step controller",
-        help: "anderson: damped sweeps with a safeguarded secant step (Anderson(1) on the last two plain steps), safeguarded Anderson mixing where the run stays slow, and one non-progress verdict on the residual's contraction (the mixing's least squares is regularised relative to the residual, so a drift ends in the verdict, not a false convergence); classic: the former controller (stall, cycle, drift and extrapolation rules; specs saved before it changed read as classic), retired: it runs anderson, and stderr and the record's warnings say so. Anderson mixing with the Gaussian and spike-and-slab priors (spike-and-slab mixes its pair and prior sites as one vector); GP gets the verdict with plain damping.",
+        help: "anderson: damped sweeps with a safeguarded secant step (Anderson(1) on the last two plain steps), safeguarded Anderson mixing where the run stays slow, and one non-progress verdict on the residual's contraction (the mixing's least squares is regularised relative to the residual, so a drift ends in the verdict, not a false convergence); classic: the former controller (stall, cycle, drift and extrapolation rules; specs saved before it changed read as classic), retired: it runs anderson, and stderr and the record's warnings say so. Anderson mixing with every prior (spike-and-slab mixes its pair and prior sites as one vector; exact GP-EP its pair sites).",
         default: "anderson",
         absent: "classic",
         methods: EP,
