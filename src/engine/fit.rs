@@ -329,7 +329,27 @@ pub struct Fit {
     pub part: Option<RunPart>,
 }
 
+/// Standard normal quantiles at `Fit::quantiles`' levels (2.5, 25, 50, 75, 97.5%).
+const Z_QUANTILES: [f64; 5] = [
+    -1.959_963_984_540_054,
+    -0.674_489_750_196_081_7,
+    0.0,
+    0.674_489_750_196_081_7,
+    1.959_963_984_540_054,
+];
+
 impl Fit {
+    /// Gaussian marginals per coefficient: `mean`, `sd` and their quantiles.
+    pub fn set_normal_marginals(&mut self, mean: Vec<f64>, sd: Vec<f64>) {
+        self.quantiles = mean
+            .iter()
+            .zip(&sd)
+            .map(|(&m, &s)| Z_QUANTILES.map(|z| m + z * s))
+            .collect();
+        self.mean = mean;
+        self.sd = sd;
+    }
+
     /// A fit with just a score model; engines fill in the rest.
     pub fn new(engine: EngineKind, names: Vec<String>, model: ScoreModel) -> Fit {
         Fit {

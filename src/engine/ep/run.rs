@@ -235,21 +235,6 @@ pub(crate) fn linear_fit(pb: &Problem, mean: Vec<f64>, sd: Vec<f64>) -> Fit {
             weights: mean.clone(),
         },
     );
-    fit.quantiles = mean
-        .iter()
-        .zip(&sd)
-        .map(|(&m, &s)| Z_QUANTILES.map(|z| m + z * s))
-        .collect();
-    fit.mean = mean;
-    fit.sd = sd;
+    fit.set_normal_marginals(mean, sd);
     fit
 }
-
-/// Normal quantiles of 2.5, 25, 50, 75, 97.5%.
-const Z_QUANTILES: [f64; 5] = [
-    -1.959_963_984_540_054,
-    -0.674_489_750_196_081_7,
-    0.0,
-    0.674_489_750_196_081_7,
-    1.959_963_984_540_054,
-];

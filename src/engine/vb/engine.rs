@@ -10,15 +10,6 @@ use crate::engine::fit::{EngineKind, Fit, ScoreModel};
 use crate::engine::interface::{Control, Engine, EngineError, Observer};
 use crate::engine::problem::Problem;
 
-/// Normal quantiles of 2.5, 25, 50, 75, 97.5%.
-const Z_QUANTILES: [f64; 5] = [
-    -1.959_963_984_540_054,
-    -0.674_489_750_196_081_7,
-    0.0,
-    0.674_489_750_196_081_7,
-    1.959_963_984_540_054,
-];
-
 /// Variational Bayes with a Gaussian family (F1/F2/F3) for the AUC risk or a
 /// classification loss.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -215,14 +206,7 @@ impl Engine for Vb {
                 weights: out.mean.clone(),
             },
         );
-        f.quantiles = out
-            .mean
-            .iter()
-            .zip(&sd)
-            .map(|(&m, &s)| Z_QUANTILES.map(|z| m + z * s))
-            .collect();
-        f.mean = out.mean.clone();
-        f.sd = sd;
+        f.set_normal_marginals(out.mean.clone(), sd);
         f.gamma = Some(gamma);
         f.prior = Some(pb.prior.clone());
         f.converged = out.converged;
