@@ -67,10 +67,10 @@ pub use crate::engine::numerics::isa::{Isa, detected_isa};
 const BLOCK_SITES: usize = 1 << 20;
 /// Up to this many coordinates the block products run inside the row tasks
 /// (p FMAs per site, vectorised, no GEMM threads competing with rayon's);
-/// above it, by GEMM. A speed crossover measured across p on AVX2 + FMA (no
-/// AVX-512; row ep-small-p23): it moves up with the row length n−, and above
-/// 20 GEMM was at parity or faster at every n measured, while at the largest
-/// n the row tasks still won up to 20.
+/// above it, by GEMM. A speed crossover, measured across p and n on AVX2 + FMA
+/// (no AVX-512; row ep-small-p23): it rises with n (short rows favour GEMM)
+/// and is flat within noise over p ≈ 16–24 at the larger n; above 20, GEMM
+/// was at parity or faster at every n measured.
 const SMALL_P: usize = 20;
 /// Fewest sites per rayon task.
 const TASK_SITES: usize = 4096;
