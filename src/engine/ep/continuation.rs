@@ -28,7 +28,7 @@ use serde::Serialize;
 
 use super::settings::DEFAULT_GRID;
 use super::stop::EpStop;
-pub use super::stop::RunFailure;
+pub use super::stop::{GammaPath, PathPoint, RunFailure, Shortened};
 use super::sweep_state::Marginal;
 use crate::engine::error::NonConvergence;
 use crate::engine::interface::EngineError;
@@ -46,18 +46,6 @@ const _: () = assert!(DEFAULT_GRID[1] == 2.0 * DEFAULT_GRID[0]);
 /// a failing point ends the continuation: no fixed point in reach.
 pub const MIN_STEP: f64 = MAX_STEP / 64.0;
 
-/// Why a step was shorter than the largest one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Shortened {
-    /// The predicted move was above κ sds.
-    Move,
-    /// The target γ was nearer.
-    Target,
-    /// The point at the longer step failed: halved.
-    Failure,
-}
-
 /// What a walk does after a failed point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bisect {
@@ -72,34 +60,6 @@ pub enum Bisect {
     /// (`from_prior`): the CV folds' walk (a fold point has no other start
     /// after a failed walk).
     FromPrior,
-}
-
-/// One point of the path.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PathPoint {
-    pub gamma: f64,
-    pub over_n: f64,
-    pub sweeps: usize,
-    pub tol: f64,
-    pub converged: bool,
-    /// The run at the target straight from the start (`reach`), before any walk.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub direct: bool,
-    /// A run from the prior after the walk from below ended (`from_prior`).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub from_prior: bool,
-    /// Move of q from the last converged point (Δ's measure, in sds).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub moved: Option<f64>,
-    /// Why this step was shorter than `MAX_STEP`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub shortened: Option<Shortened>,
-    /// Why the point failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// The same, typed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub failure: Option<RunFailure>,
 }
 
 impl PathPoint {
@@ -129,16 +89,6 @@ impl PathPoint {
             e => e.to_string(),
         });
     }
-}
-
-/// The record of a continuation (`details.gamma.path`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GammaPath {
-    pub kappa: f64,
-    pub target: f64,
-    pub points: Vec<PathPoint>,
-    /// Sweeps of every point, the failed ones included.
-    pub sweeps: usize,
 }
 
 /// The continuation ended without reaching the target.
