@@ -58,10 +58,10 @@ def summary(rec):
     sweeps += sum(t.get("sweeps", 0) for t in ard.get("trace", []))
     search = ((d.get("lengthscale") or {}).get("search") or {})
     sweeps += sum(c.get("sweeps", 0) or 0 for c in search.get("curve", []))
-    cv = d.get("cv") or {}
     power = d.get("power") or {}
     gamma = rec.get("gamma")
     g = d.get("gamma") or {}
+    cv = d.get("cv") or g.get("cv") or {}  # GP-EP keeps its CV under details.gamma.cv
     auc = rec.get("auc") or {}
     return {
         "record": True,

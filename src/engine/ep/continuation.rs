@@ -1,8 +1,9 @@
 //! EP continuation in γ (ALGORITHMS.md §16): one way to reach a γ for every
 //! EP flavour, the EP analogue of the tempering SMC's ESS rule.
 //!
-//! EP runs first at a small γ₀ (the default grid's lowest point, 1/16·n),
-//! then at γ_{k+1} = γ_k·e^{λ_k}, each point warm-started from the last
+//! EP runs first at a small γ₀ (the default grid's lowest point, 1/16·n; if
+//! that fails from the prior, once more at `MIN_OVER_N`·n), then at
+//! γ_{k+1} = γ_k·e^{λ_k}, each point warm-started from the last
 //! converged sites. The step λ_k (in log γ) is chosen so that the predicted
 //! move of the posterior — the last step's move per unit of log γ, measured
 //! like Δ_t as the largest change of a mean (in sds) or of an sd — is at most
@@ -28,7 +29,7 @@ use serde::Serialize;
 
 use super::settings::DEFAULT_GRID;
 use super::stop::EpStop;
-pub use super::stop::RunFailure;
+pub use super::stop::{GammaPath, PathPoint, RunFailure, Shortened};
 use super::sweep_state::Marginal;
 use crate::engine::error::NonConvergence;
 use crate::engine::interface::EngineError;
@@ -42,21 +43,12 @@ pub const START_OVER_N: f64 = DEFAULT_GRID[0];
 /// (checked below), so the walk is never coarser than the folds' grid.
 pub const MAX_STEP: f64 = std::f64::consts::LN_2;
 const _: () = assert!(DEFAULT_GRID[1] == 2.0 * DEFAULT_GRID[0]);
+/// The lowest γ/n any EP walk tries (six halvings below γ₀): the CV grid's
+/// extension floor, and the one retry of a walk whose γ₀ failed from the prior.
+pub const MIN_OVER_N: f64 = DEFAULT_GRID[0] / 64.0;
 /// Below this step in log γ (six halvings of `MAX_STEP`: γ grows by < 1.1%),
 /// a failing point ends the continuation: no fixed point in reach.
 pub const MIN_STEP: f64 = MAX_STEP / 64.0;
-
-/// Why a step was shorter than the largest one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Shortened {
-    /// The predicted move was above κ sds.
-    Move,
-    /// The target γ was nearer.
-    Target,
-    /// The point at the longer step failed: halved.
-    Failure,
-}
 
 /// What a walk does after a failed point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,34 +64,6 @@ pub enum Bisect {
     /// (`from_prior`): the CV folds' walk (a fold point has no other start
     /// after a failed walk).
     FromPrior,
-}
-
-/// One point of the path.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PathPoint {
-    pub gamma: f64,
-    pub over_n: f64,
-    pub sweeps: usize,
-    pub tol: f64,
-    pub converged: bool,
-    /// The run at the target straight from the start (`reach`), before any walk.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub direct: bool,
-    /// A run from the prior after the walk from below ended (`from_prior`).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub from_prior: bool,
-    /// Move of q from the last converged point (Δ's measure, in sds).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub moved: Option<f64>,
-    /// Why this step was shorter than `MAX_STEP`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub shortened: Option<Shortened>,
-    /// Why the point failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// The same, typed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub failure: Option<RunFailure>,
 }
 
 impl PathPoint {
@@ -129,16 +93,6 @@ impl PathPoint {
             e => e.to_string(),
         });
     }
-}
-
-/// The record of a continuation (`details.gamma.path`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GammaPath {
-    pub kappa: f64,
-    pub target: f64,
-    pub points: Vec<PathPoint>,
-    /// Sweeps of every point, the failed ones included.
-    pub sweeps: usize,
 }
 
 /// The continuation ended without reaching the target.
@@ -333,6 +287,7 @@ fn walk_inner<C: Continuable>(
         sweeps: 0,
     };
     st.reset();
+    let floor = MIN_OVER_N * nf;
     let mut gamma = (START_OVER_N * nf).min(target);
     let mut shortened = (gamma < START_OVER_N * nf).then_some(Shortened::Target);
     // The last converged point: γ, its sites and marginals.
@@ -386,9 +341,7 @@ fn walk_inner<C: Continuable>(
                 let reached = last.as_ref().map(|l| l.0);
                 step = reached.map_or(step, |g0| (gamma / g0).ln()) * 0.5;
                 let handed_over = bisect == Bisect::HandOver && reached.is_some();
-                let ends = handed_over
-                    || step < MIN_STEP
-                    || reached.is_none() && gamma <= nf * START_OVER_N / 16.0;
+                let ends = handed_over || step < MIN_STEP || reached.is_none() && gamma <= floor;
                 if ends
                     && bisect == Bisect::FromPrior
                     && let Some(out) =
@@ -439,9 +392,8 @@ fn walk_inner<C: Continuable>(
                         gamma = *g0;
                     }
                     None => {
-                        // γ₀ itself failed from the prior: a smaller γ₀.
                         st.reset();
-                        gamma /= 4.0;
+                        gamma = floor;
                         continue;
                     }
                 }

@@ -191,10 +191,13 @@ fn a_walk_handing_over_ends_at_its_first_failed_point() {
     let err = reach(&mut m, 100.0, 10, 1.0, &mut |_| {}).unwrap_err();
     let path = EpStop::of(&err).and_then(|s| s.path.clone()).unwrap();
     assert!(path.points.iter().filter(|p| !p.converged).count() > 3);
-    // γ₀ failing from the prior is retried at γ₀/4 as before.
+    // γ₀ failing from the prior is retried once, at the floor.
     let mut m = Mock::new(f64::INFINITY, 0.3, false);
     let (out, _) = walk_with(&mut m, 100.0, 10, 1.0, Bisect::HandOver, &mut |_| {}).unwrap();
-    assert_eq!((out, m.runs[0].0, m.runs[1].0), (100.0, 0.625, 0.625 / 4.0));
+    assert_eq!(
+        (out, m.runs[0].0, m.runs[1].0),
+        (100.0, 0.625, MIN_OVER_N * 10.0)
+    );
     // Where the walk converges it is the full walk, point for point.
     let mut a = Mock::new(f64::INFINITY, 5.0, false);
     let mut b = Mock::new(f64::INFINITY, 5.0, false);
@@ -371,4 +374,28 @@ fn a_drift_from_below_is_reached_from_the_prior() {
         .map(|p| p.gamma)
         .collect();
     assert_eq!(tried, vec![40.0, 80.0]);
+}
+
+/// A walk whose γ₀ fails from the prior tries the floor once and no γ below
+/// it; a target below γ₀ that fails from the prior is retried at the floor too.
+#[test]
+fn a_walk_goes_no_lower_than_the_floor() {
+    let mut m = Mock::new(f64::INFINITY, 0.0, false);
+    let err = walk(&mut m, 100.0, 10, 1.0, &mut |_| {}).unwrap_err();
+    assert_eq!(
+        err.non_convergence(),
+        Some(NonConvergence::NoFixedPointInReach)
+    );
+    assert_eq!(m.runs, vec![(0.625, false), (MIN_OVER_N * 10.0, false)]);
+    let mut m = Mock::new(f64::INFINITY, 0.05, false);
+    let (out, path) = walk(&mut m, 0.1, 10, 1.0, &mut |_| {}).unwrap();
+    assert_eq!(
+        (out, m.runs[0], m.runs[1].0),
+        (0.1, (0.1, true), MIN_OVER_N * 10.0)
+    );
+    assert!(path.points.iter().all(|p| p.gamma >= MIN_OVER_N * 10.0));
+    // A target at the floor that fails ends at once.
+    let mut m = Mock::new(f64::INFINITY, 0.0, false);
+    assert!(walk(&mut m, MIN_OVER_N * 10.0, 10, 1.0, &mut |_| {}).is_err());
+    assert_eq!(m.runs.len(), 1);
 }

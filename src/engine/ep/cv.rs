@@ -36,10 +36,8 @@ use crate::engine::interface::{Control, EngineError};
 use crate::engine::pairs::PairSampling;
 use crate::engine::select::{CvSpec, FoldData, MEMORY_BUDGET, Walk};
 
-/// The smallest multiple of n the grid is extended down to: six halvings
-/// below the default grid's lowest point.
-pub const MIN_OVER_N: f64 = DEFAULT_GRID[0] / 64.0;
-
+/// The grid is extended down to the continuation's floor.
+pub use super::continuation::MIN_OVER_N;
 pub use super::settings::{DEFAULT_GRID, FOLD_TOL_FACTOR, fold_settings};
 
 /// The CV of γ/n every EP flavour runs: walked upwards (warm starts, and

@@ -1,15 +1,15 @@
 //! EP's typed account of a run that did not converge (`EpStop`, the
 //! `StopAccount` its `NotConverged` errors carry): the sweeps, the loop's
-//! verdict and halvings, and a continuation's path. The continuation, power
-//! EP and the cross-validation decide on these values and record them; the
-//! diagnostics JSON shows them and is never read back.
+//! verdict and halvings, and a continuation's path (its types live here, below
+//! the continuation that fills them). The continuation, power EP and the
+//! cross-validation decide on these values and record them; the diagnostics
+//! JSON shows them and is never read back.
 
 use std::any::Any;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::continuation::GammaPath;
 use super::controller::NonProgress;
 use crate::engine::error::{NonConvergence, StopAccount};
 use crate::engine::interface::EngineError;
@@ -52,6 +52,56 @@ impl RunFailure {
             None => RunFailure::new(reason),
         })
     }
+}
+
+/// Why a step was shorter than the largest one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shortened {
+    /// The predicted move was above κ sds.
+    Move,
+    /// The target γ was nearer.
+    Target,
+    /// The point at the longer step failed: halved.
+    Failure,
+}
+
+/// One point of the path.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PathPoint {
+    pub gamma: f64,
+    pub over_n: f64,
+    pub sweeps: usize,
+    pub tol: f64,
+    pub converged: bool,
+    /// The run at the target straight from the start (`reach`), before any walk.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub direct: bool,
+    /// A run from the prior after the walk from below ended (`from_prior`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub from_prior: bool,
+    /// Move of q from the last converged point (Δ's measure, in sds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moved: Option<f64>,
+    /// Why this step was shorter than `MAX_STEP`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shortened: Option<Shortened>,
+    /// Why the point failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The same, typed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<RunFailure>,
+}
+
+/// The record of a continuation (`details.gamma.path`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GammaPath {
+    pub kappa: f64,
+    pub target: f64,
+    pub points: Vec<PathPoint>,
+    /// Sweeps of every point, the failed ones included.
+    pub sweeps: usize,
 }
 
 /// EP's account of a `NotConverged` error.
