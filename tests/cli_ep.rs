@@ -204,7 +204,8 @@ fn colon_uses_the_reduced_form() {
 /// the controller halves η and regrows it once the halved step contracts,
 /// and converges to the fixed point an η = 0.5 run reaches. The retired
 /// `--ep-controller classic --ep-start classic` (an older spec's) runs the
-/// same fit and says so on stderr and in the record's warnings.
+/// same fit and says so on stderr and in the record's warnings; so does the
+/// retired `--ep-regrow off`.
 #[test]
 fn a_cycling_run_is_damped_until_it_converges() {
     let path = "../shared/datasets/glass.csv";
@@ -234,6 +235,19 @@ fn a_cycling_run_is_damped_until_it_converges() {
     );
     assert!(!a["warnings"].as_array().unwrap().iter().any(said));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--ep-controller classic is retired"));
+    // The retired `--ep-regrow off` regrows η as the default does, and says so.
+    let out = pacauc(&[&args[..], &["--ep-regrow", "off"]].concat());
+    let r = json(&out);
+    assert_eq!(a["log_evidence"], r["log_evidence"]);
+    assert_eq!(a["details"]["sweeps"], r["details"]["sweeps"]);
+    let retired = "--ep-regrow off is retired";
+    let said = |w: &Value| w["message"].as_str().unwrap().contains(retired);
+    assert!(
+        r["warnings"].as_array().unwrap().iter().any(said),
+        "{}",
+        r["warnings"]
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains(retired));
 }
 
 /// ARD's `--gamma auto` on glass split 1 (the reproduce cell's settings): in

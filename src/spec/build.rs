@@ -25,9 +25,9 @@ use crate::engine::{Engine, Prior, Problem};
 use super::error::SpecError;
 use super::gcs_reference::{GcsAfterEp, ep_reference};
 use super::run_spec::{
-    DataSpec, EpForm, EpRegrow, EpSpec, GcsLoss, GcsSpec, GpKernel, Missing, PhaseJump, PriorKind,
-    PriorSpec, RunSpec, SitePrecision, SiteSteps, SmcKernel, SmcReference, SmcSpec, VbFamily,
-    VbLoss, VbOptimizer, VbSpec,
+    DataSpec, EpForm, EpSpec, GcsLoss, GcsSpec, GpKernel, Missing, PhaseJump, PriorKind, PriorSpec,
+    RunSpec, SitePrecision, SiteSteps, SmcKernel, SmcReference, SmcSpec, VbFamily, VbLoss,
+    VbOptimizer, VbSpec,
 };
 use super::smc_reference::{PriorPathAnnounced, SmcAfterEp};
 use super::validate::{Dims, validate};
@@ -345,7 +345,6 @@ pub fn ep_engine(s: &EpSpec, gamma: Option<Gamma>, prior: Option<&PriorSpec>, se
                 None | Some(Tunable::Auto) => EpPower::Auto,
                 Some(Tunable::Value(a)) => EpPower::Fixed(a),
             },
-            regrow: s.ep_regrow == EpRegrow::On,
             ..EpSettings::default()
         },
         gamma: match gamma {

@@ -105,9 +105,9 @@ pub struct EpSpec {
     /// Power EP's α (None: auto; auto is not written).
     #[serde(skip_serializing_if = "power_is_auto")]
     pub ep_power: Option<Tunable>,
-    /// η grows back after rejected sweeps (`EpSettings::regrow`). Not written
-    /// while off, and specs from before the default read as off (older ones
-    /// wrote a bool).
+    /// Retired: η always grows back after rejected sweeps (`ep::regrow`);
+    /// off, not written, is an older spec's (`retired_warnings`). Specs from
+    /// before the default read as off, older ones wrote a bool.
     #[serde(
         default = "regrow_before",
         deserialize_with = "regrow_from",
@@ -116,7 +116,7 @@ pub struct EpSpec {
     pub ep_regrow: EpRegrow,
 }
 
-/// Whether an η cut by rejected sweeps grows back (`EpSettings::regrow`).
+/// Whether an η cut by rejected sweeps grows back; off is retired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EpRegrow {
@@ -182,7 +182,7 @@ impl Default for EpSpec {
 impl EpSpec {
     /// The EP that SMC and the sampler run first for their reference: their
     /// specs carry no EP settings, so it is a new spec's EP (the
-    /// continuation, the anderson controller, regrow on).
+    /// continuation, the anderson controller).
     pub fn reference() -> EpSpec {
         EpSpec::default()
     }
@@ -217,11 +217,14 @@ pub fn retired_warnings(spec: &super::RunSpec) -> Vec<String> {
     {
         out.push("ep: --ep-start classic is retired: its fallback starts are gone and γ was reached as by every EP start (records made with them can differ)".to_string());
     }
+    if e.ep_regrow == EpRegrow::Off {
+        out.push("ep: --ep-regrow off is retired (so is a spec saved without ep_regrow): η cut by rejected sweeps grew back as by default (records made with it off can differ where a sweep was rejected); delete it from the spec".to_string());
+    }
     out
 }
 
 /// The line `pacauc fit` prints before an EP run: the driver, and that a
-/// spec asking for a retired classic start or controller runs the new one.
+/// spec asking for a retired choice runs the new one.
 /// None for other methods.
 pub fn announce(spec: &super::RunSpec) -> Option<String> {
     let super::MethodSpec::Ep(e) = &spec.method else {
@@ -240,6 +243,9 @@ pub fn announce(spec: &super::RunSpec) -> Option<String> {
     let mut what = vec!["the anderson step controller"];
     if e.ep_controller == EpControllerSpec::Classic {
         what.push(classic_controller_note());
+    }
+    if e.ep_regrow == EpRegrow::Off {
+        what.push("--ep-regrow off is retired: η regrows");
     }
     if let Some(r) = reach {
         what.push(r);

@@ -344,7 +344,7 @@ pub const EP_SETTINGS: &[Setting] = &[
     },
     Setting {
         label: "η grows back",
-        help: "EP's step controller: on: an η cut by rejected sweeps (invalid cavities, often only in the first sweeps from the prior at a large γ) doubles back towards the damping after 5 clean sweeps that each reach a new smallest change, backing off where the larger step fails again (and never again up to an η rejected after a regrowth); off: η stays cut for good, as before 2026-11-30 (specs saved before read as off). A run without a rejected sweep is the same either way; with it EEG's spike-and-slab and GP-EP cells converge (docs/BENCHMARKS.md, ep-regrow-reproduce).",
+        help: "Retired: an η cut by rejected sweeps (invalid cavities, often only in the first sweeps from the prior at a large γ) always doubles back towards the damping after 5 clean sweeps that each reach a new smallest change, backing off where the larger step fails again. off (and a spec saved without it) runs the same, and stderr and the record's warnings say so (records made with it off can differ where a sweep was rejected); delete it from the spec. A run without a rejected sweep is the same either way (docs/BENCHMARKS.md, ep-regrow-reproduce).",
         default: "on",
         absent: "off",
         methods: EP,

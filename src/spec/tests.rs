@@ -347,21 +347,29 @@ fn an_smc_spec_without_local_share_reads_as_none() {
 }
 
 /// Regrow is on for a new EP spec and written; a spec saved before the
-/// default (no field) reads as off, one saved while it was a switch as its bool;
-/// `ep_regrow = off` is not written and reads back off.
+/// default (no field) reads as off, one saved while it was a switch as its
+/// bool; `ep_regrow = off` is not written and reads back off. Off is retired:
+/// the engine always regrows, and stderr and the record's warnings say so.
 #[test]
-fn ep_regrow_defaults_on_and_older_specs_read_as_before() {
+fn ep_regrow_off_is_retired_and_older_specs_say_so() {
     use super::run_spec::{EpRegrow, EpSpec};
     let ep = |s: &RunSpec| match &s.method {
         MethodSpec::Ep(e) => e.ep_regrow,
         _ => panic!("ep"),
     };
+    let warned = |s: &RunSpec| {
+        let w = super::ep_spec::retired_warnings(s);
+        w.iter().any(|m| m.contains("--ep-regrow off is retired"))
+    };
     let new = from_given(PathBuf::from("d.csv"), "ep", &[]).unwrap();
     assert_eq!(ep(&new), EpRegrow::On);
+    assert!(!warned(&new));
     let mut v = new.to_value();
     assert_eq!(v["method"]["ep_regrow"], "on");
     v["method"].as_object_mut().unwrap().remove("ep_regrow");
-    assert_eq!(ep(&RunSpec::from_value(&v).unwrap()), EpRegrow::Off);
+    let before = RunSpec::from_value(&v).unwrap();
+    assert_eq!(ep(&before), EpRegrow::Off);
+    assert!(warned(&before));
     v["method"]["ep_regrow"] = serde_json::json!(true);
     assert_eq!(ep(&RunSpec::from_value(&v).unwrap()), EpRegrow::On);
     let off = from_given(PathBuf::from("d.csv"), "ep", &[("ep_regrow", "off")]).unwrap();
@@ -370,6 +378,15 @@ fn ep_regrow_defaults_on_and_older_specs_read_as_before() {
         ep(&RunSpec::from_value(&off.to_value()).unwrap()),
         EpRegrow::Off
     );
+    assert!(warned(&off));
+    let said = super::ep_spec::announce(&off).expect("announced");
+    assert!(said.contains("--ep-regrow off is retired"), "{said}");
+    // The engine has no switch: off builds the same engine as on.
+    let engine = |s: &RunSpec| match &s.method {
+        MethodSpec::Ep(e) => build::ep_engine(e, s.gamma, s.prior.as_ref(), 0).settings,
+        _ => panic!("ep"),
+    };
+    assert_eq!(engine(&off), engine(&new));
     assert_eq!(EpSpec::reference().ep_regrow, EpRegrow::On);
     // The way back names it (it is not written, so it reads as absent).
     assert_eq!(super::text::to_args(&off)[3..], ["--ep-regrow", "off"]);

@@ -268,12 +268,9 @@ const RULES: Rules = Rules {
     evidence_every_sweep: false,
 };
 
-/// The settings a fit runs with: the defaults and regrow on (the spec's).
+/// The settings a fit runs with.
 fn settings() -> EpSettings {
-    EpSettings {
-        regrow: true,
-        ..EpSettings::default()
-    }
+    EpSettings::default()
 }
 
 /// A map without a fixed point (a straight drift) ends in the typed verdict

@@ -1,5 +1,4 @@
-//! Regrowth of an η cut by a failed step (`EpSettings::regrow`) in the
-//! controller's loop.
+//! Regrowth of an η cut by a failed step in the controller's loop.
 //!
 //! Sweeps from the prior overshoot at a large γ (invalid cavities at η =
 //! 0.7) and halve η, yet nearer the fixed point the same sites take far
@@ -12,7 +11,6 @@
 use super::settings::EpSettings;
 
 pub struct Regrow {
-    on: bool,
     cap: f64,
     clean: usize,
     after: usize,
@@ -25,7 +23,6 @@ const REGROW_AFTER: usize = 5;
 impl Regrow {
     pub fn new(s: &EpSettings) -> Regrow {
         Regrow {
-            on: s.regrow,
             cap: s.eta,
             clean: 0,
             after: REGROW_AFTER,
@@ -44,9 +41,6 @@ impl Regrow {
 
     /// An accepted sweep at `eta` (a new smallest Δ or not): the next η.
     pub fn next(&mut self, eta: f64, new_best: bool) -> f64 {
-        if !self.on {
-            return eta;
-        }
         self.clean = if new_best { self.clean + 1 } else { 0 };
         if self.clean < self.after || eta >= self.cap {
             return eta;
@@ -64,11 +58,7 @@ mod tests {
     /// before any regrowth (the first sweeps' overshoot) does not.
     #[test]
     fn a_failed_regrowth_caps_later_ones() {
-        let s = EpSettings {
-            regrow: true,
-            ..EpSettings::default()
-        };
-        let mut r = Regrow::new(&s);
+        let mut r = Regrow::new(&EpSettings::default());
         r.cut(0.7);
         let grow = |r: &mut Regrow, eta: f64| {
             let mut next = eta;

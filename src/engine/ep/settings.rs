@@ -22,19 +22,10 @@ pub struct EpSettings {
     /// written while auto.
     #[serde(default, skip_serializing_if = "EpPower::is_auto")]
     pub power: EpPower,
-    /// An η cut by rejected sweeps grows back (doubled, up to the damping)
-    /// after clean sweeps that each reach a new smallest Δ (`regrow`). Off:
-    /// η stays cut for good. Not written while off.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub regrow: bool,
 }
 
 fn extrapolate_default() -> bool {
     true
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 /// Power EP's α (Minka 2004) for the pair sites: EP is α = 1; α < 1 removes
@@ -79,7 +70,6 @@ impl Default for EpSettings {
             min_eta: 1e-4,
             extrapolate: true,
             power: EpPower::Auto,
-            regrow: false,
         }
     }
 }

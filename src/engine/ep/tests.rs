@@ -679,20 +679,19 @@ fn fixed_gamma_fit_falls_back_to_the_continuation() {
     }
 }
 
-/// Settings saved with the retired driver fields (`start`, `controller`)
-/// still load: the fields are ignored, the engine has one driver.
+/// Settings saved with the retired driver fields (`start`, `controller`,
+/// `regrow` either way) still load: the fields are ignored, the engine has
+/// one driver and η always regrows.
 #[test]
 fn settings_with_the_retired_driver_fields_load() {
-    let old = serde_json::json!({
-        "eta": 0.7, "tol": 1e-4, "max_sweeps": 1000, "min_eta": 1e-4,
-        "start": "classic", "controller": "classic", "regrow": true,
-    });
-    let s: EpSettings = serde_json::from_value(old).unwrap();
-    assert_eq!(
-        s,
-        EpSettings {
-            regrow: true,
-            ..EpSettings::default()
-        }
-    );
+    for regrow in [true, false] {
+        let old = serde_json::json!({
+            "eta": 0.7, "tol": 1e-4, "max_sweeps": 1000, "min_eta": 1e-4,
+            "start": "classic", "controller": "classic", "regrow": regrow,
+        });
+        let s: EpSettings = serde_json::from_value(old).unwrap();
+        assert_eq!(s, EpSettings::default());
+        let written = serde_json::to_value(s).unwrap();
+        assert!(written.get("regrow").is_none(), "{written}");
+    }
 }

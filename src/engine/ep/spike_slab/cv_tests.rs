@@ -230,7 +230,9 @@ fn a_point_failing_in_a_fold_is_reported_with_the_larger_ones() {
     assert!(r.mean_auc.iter().flatten().count() >= 2);
 }
 
-const MAX_SWEEPS: usize = 60;
+/// With η regrowing, 8n converges in fewer than 60 sweeps in every fold
+/// (and fails in all 3 at a cap of 20 to 35).
+const MAX_SWEEPS: usize = 30;
 
 /// The folds' settings loosen the tolerance and switch off per-sweep log Z
 /// only.
