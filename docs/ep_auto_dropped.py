@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """EP `--gamma auto`: dropped grid points per (set, prior), two binaries (issue 28).
 
-    python3 docs/ep_auto_dropped.py A B OUT [--sets glass,pima,...] [--priors gaussian,ard,spike-slab]
+    python3 docs/ep_auto_dropped.py A B OUT [--sets glass,pima,...] [--priors gaussian,ard,spike-slab,gp]
 
 A and B are pacauc binaries (A: before, B: after), run one after the other per
 cell under `nice -n 10 /usr/bin/time` with `--threads 1 --is-draws 0`, each in
 its own folder under OUT. Every prior runs under the new driver
 (`--ep-start continuation --ep-controller anderson`, spike-and-slab's coming
-default; Gaussian's and ARD's default). Sets: the shared ones ($PACAUC_DATASETS,
+default; Gaussian's and ARD's default). GP-EP (`gp`) keeps its CV under details.gamma.cv, the others under
+details.cv: both are read. Sets: the shared ones ($PACAUC_DATASETS,
 default /work/shared/datasets) and three messy files written here (seeded, pure
 Python): rare3 (2000 rows, 3% positives, 8 features), ties (600 rows, 150
 distinct rows each repeated ~4×, integer features), codes (800 rows, skewed
@@ -66,7 +67,8 @@ def save(path, rows, d):
 
 def run(exe, path, prior, folder):
     os.makedirs(folder, exist_ok=True)
-    extra = {"gaussian": [], "ard": ["--prior", "ard"], "spike-slab": ["--prior", "spike-slab"]}[prior]
+    extra = {"gaussian": [], "ard": ["--prior", "ard"], "spike-slab": ["--prior", "spike-slab"],
+             "gp": ["--prior", "gp"]}[prior]
     cmd = [exe, "fit", path, "--method", "ep", "--gamma", "auto", "--threads", "1", "--is-draws", "0",
            "--ep-start", "continuation", "--ep-controller", "anderson", "--out", "rec.json"] + extra
     tfile = os.path.join(folder, "time.txt")
@@ -81,8 +83,14 @@ def run(exe, path, prior, folder):
         rec = json.load(open(os.path.join(folder, "rec.json")))
     except (OSError, ValueError):
         return {"record": False, "cpu": cpu, "rc": p.returncode, "err": p.stderr[-300:]}
-    cv = rec.get("details", {}).get("cv") or {}
-    return {"record": True, "cpu": cpu, "dropped": len(cv.get("dropped") or []),
+    return dict(summary(rec), cpu=cpu)
+
+
+def summary(rec):
+    """A record's CV: dropped points, γ/n chosen, test AUC, points extended below."""
+    d = rec.get("details") or {}
+    cv = d.get("cv") or (d.get("gamma") or {}).get("cv") or {}  # GP-EP keeps its CV under details.gamma.cv
+    return {"record": True, "dropped": len(cv.get("dropped") or []),
             "over_n": cv.get("chosen"), "auc": (rec.get("auc") or {}).get("test"),
             "extended": cv.get("extended_below")}
 
