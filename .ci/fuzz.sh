@@ -13,6 +13,14 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+# A short run (CI's 30 s) builds at opt-level 1: the sanitized build of the
+# whole crate is most of this step's time, and a smoke run needs the harness
+# built and the corpus replayed under the sanitizer more than peak executions
+# per second. A campaign (>= 300 s per target) builds at opt-level 3.
+opt=3
+if [ "$secs" -lt 300 ]; then opt=1; fi
+export CARGO_PROFILE_RELEASE_OPT_LEVEL="${FUZZ_OPT_LEVEL:-$opt}"
+echo "fuzz: building at opt-level $CARGO_PROFILE_RELEASE_OPT_LEVEL (FUZZ_OPT_LEVEL overrides)"
 # Inputs as large as the committed records; memory capped per run.
 max_len=400000
 for t in "${targets[@]}"; do
