@@ -17,6 +17,8 @@ Prints one line per cell: dropped points, γ/n, test AUC, CPU s; OUT/results.jso
 """
 import argparse, json, math, os, random, subprocess, sys
 
+from ep_flip import record_cv  # docs/ is this script's folder, so first on sys.path
+
 DATA = os.environ.get("PACAUC_DATASETS", "/work/shared/datasets")
 SHARED = ["glass", "pima", "ionosphere", "sonar", "spectf", "spect", "spect_train", "credit"]
 MESSY = ["rare3", "ties", "codes", "wide"]
@@ -88,8 +90,7 @@ def run(exe, path, prior, folder):
 
 def summary(rec):
     """A record's CV: dropped points, γ/n chosen, test AUC, points extended below."""
-    d = rec.get("details") or {}
-    cv = d.get("cv") or (d.get("gamma") or {}).get("cv") or {}  # GP-EP keeps its CV under details.gamma.cv
+    cv = record_cv(rec)
     return {"record": True, "dropped": len(cv.get("dropped") or []),
             "over_n": cv.get("chosen"), "auc": (rec.get("auc") or {}).get("test"),
             "extended": cv.get("extended_below")}

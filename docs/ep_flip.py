@@ -48,6 +48,12 @@ def timed(cmd, folder):
     return cpu, p.returncode, p.stdout[-3000:]
 
 
+def record_cv(rec):
+    """A record's CV details: GP-EP keeps them under details.gamma.cv, the others under details.cv."""
+    d = rec.get("details") or {}
+    return d.get("cv") or (d.get("gamma") or {}).get("cv") or {}
+
+
 def summary(rec):
     """The figures of one EP record (reproduce cell or fit)."""
     if rec is None:
@@ -61,7 +67,7 @@ def summary(rec):
     power = d.get("power") or {}
     gamma = rec.get("gamma")
     g = d.get("gamma") or {}
-    cv = d.get("cv") or g.get("cv") or {}  # GP-EP keeps its CV under details.gamma.cv
+    cv = record_cv(rec)
     auc = rec.get("auc") or {}
     return {
         "record": True,
